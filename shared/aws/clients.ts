@@ -1,0 +1,86 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+
+/** Where and how the AWS clients connect. Built once in a composition root, then passed in. */
+export interface AwsConfig {
+  /** Service endpoint; `undefined` means real AWS. Emulators and LocalStack set it. */
+  readonly endpoint?: string;
+  /** @default 'us-east-1' */
+  readonly region: string;
+  /**
+   * Connection timeout per attempt, so an unreachable endpoint is reported in seconds, not minutes.
+   * @default 3000
+   */
+  readonly connectTimeoutMs?: number;
+  /** Socket (response) timeout per attempt. @default 10000 */
+  readonly requestTimeoutMs?: number;
+  /** SDK attempts per call (1 = no SDK retry). @default 3 */
+  readonly maxAttempts?: number;
+}
+
+export interface AwsClients {
+  readonly sqs: SQSClient;
+  readonly ddb: DynamoDBClient;
+  readonly doc: DynamoDBDocumentClient;
+}
+
+/**
+ * Reads the endpoint and region from the environment. Only composition roots call this;
+ * adapters never read the environment themselves.
+ */
+export function awsConfigFromEnv(env: NodeJS.ProcessEnv = process.env, fallbackEndpoint?: string): AwsConfig {
+  const endpoint = env.AWS_ENDPOINT_URL?.trim() || fallbackEndpoint;
+  return {
+    ...(endpoint ? { endpoint } : {}),
+    region: env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1',
+  };
+}
+
+/** True when the endpoint is an emulator on this machine (dummy credentials are fine there). */
+export function isLocalEndpoint(endpoint: string | undefined): boolean {
+  if (!endpoint) return false;
+  try {
+    const host = new URL(endpoint).hostname;
+    return host === '127.0.0.1' || host === 'localhost' || host === '::1' || host === '[::1]';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Builds the SQS and DynamoDB clients with the endpoint set explicitly on every client (some emulators
+ * return queue URLs naming hosts that do not resolve here; the SDK must still talk to `endpoint`).
+ */
+export function createAwsClients(config: AwsConfig): AwsClients {
+  const requestHandler = new NodeHttpHandler({
+    connectionTimeout: config.connectTimeoutMs ?? 3000,
+    requestTimeout: config.requestTimeoutMs ?? 10_000,
+  });
+  const local = isLocalEndpoint(config.endpoint);
+  const common = {
+    region: config.region,
+    maxAttempts: config.maxAttempts ?? 3,
+    requestHandler,
+    ...(config.endpoint ? { endpoint: config.endpoint } : {}),
+    // An emulator accepts any credentials; real AWS uses the default provider chain.
+    ...(local && !process.env.AWS_ACCESS_KEY_ID
+      ? { credentials: { accessKeyId: 'test', secretAccessKey: 'test' } }
+      : {}),
+  };
+  // useQueueUrlAsEndpoint=false keeps requests on `endpoint` whatever host the queue URL names.
+  const sqs = new SQSClient({ ...common, useQueueUrlAsEndpoint: false });
+  const ddb = new DynamoDBClient(common);
+  const doc = DynamoDBDocumentClient.from(ddb, {
+    marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
+  });
+  return { sqs, ddb, doc };
+}
+
+/** Closes the clients' sockets so a CLI process can exit promptly. */
+export function destroyAwsClients(clients: AwsClients): void {
+  clients.doc.destroy();
+  clients.ddb.destroy();
+  clients.sqs.destroy();
+}
