@@ -1,0 +1,116 @@
+import { Duration, type RemovalPolicy } from 'aws-cdk-lib';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+
+/** Properties of {@link JobQueue}. */
+export interface JobQueueProps {
+  /** Physical name of the jobs queue (`.fifo` suffix included for FIFO). */
+  readonly queueName: string;
+  /** Physical name of the dead-letter queue (`.fifo` suffix included for FIFO). */
+  readonly deadLetterQueueName: string;
+  /**
+   * Longest time one consumer invocation may take (the worker Lambda's timeout). The visibility
+   * timeout defaults to six times this, as AWS recommends for Lambda event sources, so a message is
+   * not redelivered while a batch (and the event source's own retries) may still be working on it.
+   */
+  readonly consumerTimeout: Duration;
+  /**
+   * Visibility timeout of the jobs queue; must be at least 6x `consumerTimeout` and at most 12 hours.
+   * @default 6 x consumerTimeout
+   */
+  readonly visibilityTimeout?: Duration;
+  /**
+   * SQS receives after which SQS itself moves a message to the DLQ. A safety net only: set it above
+   * the application's own attempt limit (1-1000).
+   */
+  readonly maxReceiveCount: number;
+  /**
+   * How long the jobs queue keeps a message. Kept below the DLQ's retention: for standard queues a
+   * redriven message keeps its original enqueue time, so the DLQ must hold it longer.
+   * @default Duration.days(4)
+   */
+  readonly retentionPeriod?: Duration;
+  /** How long the DLQ keeps a message (max 14 days). @default Duration.days(14) */
+  readonly deadLetterRetentionPeriod?: Duration;
+  /** FIFO queues (ordered per message group, deduplicated by MessageDeduplicationId). @default false */
+  readonly fifo?: boolean;
+  /** Removal policy of both queues. */
+  readonly removalPolicy: RemovalPolicy;
+}
+
+/** Minimum ratio of visibility timeout to consumer timeout (AWS guidance for Lambda SQS sources). */
+export const VISIBILITY_TO_TIMEOUT_RATIO = 6;
+const MAX_VISIBILITY = Duration.hours(12);
+
+/**
+ * The jobs queue and its dead-letter queue with secure defaults: SQS-managed server-side encryption,
+ * a TLS-only queue policy (deny when `aws:SecureTransport` is false), a redrive policy as safety net.
+ */
+export class JobQueue extends Construct {
+  readonly queue: sqs.Queue;
+  readonly deadLetterQueue: sqs.Queue;
+
+  constructor(scope: Construct, id: string, props: JobQueueProps) {
+    super(scope, id);
+    const visibilityTimeout =
+      props.visibilityTimeout ??
+      Duration.seconds(props.consumerTimeout.toSeconds() * VISIBILITY_TO_TIMEOUT_RATIO);
+    validate(props, visibilityTimeout);
+
+    const fifo = props.fifo ?? false;
+    const common = {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      removalPolicy: props.removalPolicy,
+      // Only a `true` FifoQueue is valid in CloudFormation; standard queues omit the property.
+      ...(fifo ? { fifo: true } : {}),
+    };
+
+    this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
+      ...common,
+      queueName: props.deadLetterQueueName,
+      retentionPeriod: props.deadLetterRetentionPeriod ?? Duration.days(14),
+    });
+
+    this.queue = new sqs.Queue(this, 'Queue', {
+      ...common,
+      queueName: props.queueName,
+      visibilityTimeout,
+      retentionPeriod: props.retentionPeriod ?? Duration.days(4),
+      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: props.maxReceiveCount },
+    });
+  }
+}
+
+function validate(props: JobQueueProps, visibilityTimeout: Duration): void {
+  const minimum = props.consumerTimeout.toSeconds() * VISIBILITY_TO_TIMEOUT_RATIO;
+  if (visibilityTimeout.toSeconds() < minimum) {
+    throw new Error(
+      `JobQueue visibilityTimeout is ${visibilityTimeout.toSeconds()} s; expected at least ` +
+        `${minimum} s (${VISIBILITY_TO_TIMEOUT_RATIO} x consumerTimeout ${props.consumerTimeout.toSeconds()} s)`,
+    );
+  }
+  if (visibilityTimeout.toSeconds() > MAX_VISIBILITY.toSeconds()) {
+    throw new Error(
+      `JobQueue visibilityTimeout is ${visibilityTimeout.toSeconds()} s; expected at most ` +
+        `${MAX_VISIBILITY.toSeconds()} s (the SQS limit of 12 hours)`,
+    );
+  }
+  if (!Number.isInteger(props.maxReceiveCount) || props.maxReceiveCount < 1 || props.maxReceiveCount > 1000) {
+    throw new Error(
+      `JobQueue maxReceiveCount is ${props.maxReceiveCount}; expected an integer from 1 to 1000`,
+    );
+  }
+  const fifo = props.fifo ?? false;
+  for (const [prop, name] of [
+    ['queueName', props.queueName],
+    ['deadLetterQueueName', props.deadLetterQueueName],
+  ] as const) {
+    if (name.endsWith('.fifo') !== fifo) {
+      throw new Error(
+        `JobQueue ${prop} is ${JSON.stringify(name)}; expected a name ${fifo ? 'ending' : 'not ending'} ` +
+          `in ".fifo" because fifo is ${fifo}`,
+      );
+    }
+  }
+}

@@ -1,0 +1,150 @@
+import { fileURLToPath } from 'node:url';
+import { type Duration, type RemovalPolicy, Stack } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { WORKER_ENV } from '../../shared/resources.ts';
+
+/** Powertools log levels. */
+export type WorkerLogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+
+/** Properties of {@link WorkerFunction}. */
+export interface WorkerFunctionProps {
+  /** Queue the worker consumes (event source). */
+  readonly jobsQueue: sqs.IQueue;
+  /** Dead-letter queue the worker sends to explicitly once a job has used its attempts. */
+  readonly deadLetterQueue: sqs.IQueue;
+  /** Dedup + job lease + checkpoint table. */
+  readonly jobsTable: dynamodb.ITable;
+  /** Named-lock table. */
+  readonly leasesTable: dynamodb.ITable;
+  /** Example application state. */
+  readonly ledgerTable: dynamodb.ITable;
+  /** Lambda timeout; the queue's visibility timeout must be at least 6x this. */
+  readonly timeout: Duration;
+  /** The application's attempt limit, passed to the handler as `LEASEQ_MAX_ATTEMPTS`. */
+  readonly maxAttempts: number;
+  /** Records per invocation (1-10). */
+  readonly batchSize: number;
+  /** Most concurrent invocations the event source starts (2-1000). */
+  readonly maxConcurrency: number;
+  /** Removal policy of the function's log group. */
+  readonly removalPolicy: RemovalPolicy;
+  /** Handler source file. @default functions/worker.ts of this repository */
+  readonly entry?: string;
+  /** Memory in MiB. @default 256 */
+  readonly memorySize?: number;
+  /** `POWERTOOLS_SERVICE_NAME`. @default 'leaseq' */
+  readonly serviceName?: string;
+  /** `POWERTOOLS_LOG_LEVEL`. @default 'INFO' */
+  readonly logLevel?: WorkerLogLevel;
+  /** Retention of the function's log group. @default logs.RetentionDays.ONE_MONTH */
+  readonly logRetention?: logs.RetentionDays;
+}
+
+/**
+ * DynamoDB actions the worker uses, per table. Item-level only: no scans, no table administration.
+ * `TransactWriteItems` has no IAM action of its own; each item in a transaction is authorised by the
+ * action it performs (Put/Update/Delete/ConditionCheck), so these lists cover the completion transaction.
+ */
+export const WORKER_TABLE_ACTIONS = {
+  jobs: [
+    'dynamodb:GetItem',
+    'dynamodb:PutItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:DeleteItem',
+    'dynamodb:ConditionCheckItem',
+  ],
+  leases: [
+    'dynamodb:GetItem',
+    'dynamodb:PutItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:DeleteItem',
+    'dynamodb:ConditionCheckItem',
+  ],
+  ledger: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
+} as const;
+
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const DEFAULT_ENTRY = fileURLToPath(new URL('../../functions/worker.ts', import.meta.url));
+
+/**
+ * The worker Lambda: the handler bundled by the locally installed esbuild (never Docker), Node 22 on
+ * arm64, ESM output, fed by an SQS event source that reports partial batch failures, with
+ * least-privilege grants on the queues and tables.
+ */
+export class WorkerFunction extends Construct {
+  readonly function: nodejs.NodejsFunction;
+  readonly eventSource: SqsEventSource;
+
+  constructor(scope: Construct, id: string, props: WorkerFunctionProps) {
+    super(scope, id);
+    const removalPolicy = props.removalPolicy;
+
+    const logGroup = new logs.LogGroup(this, 'LogGroup', {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy,
+    });
+
+    this.function = new nodejs.NodejsFunction(this, 'Function', {
+      description: `leaseq worker (${Stack.of(this).stackName})`,
+      entry: props.entry ?? DEFAULT_ENTRY,
+      handler: 'handler',
+      projectRoot: REPO_ROOT,
+      depsLockFilePath: `${REPO_ROOT}package-lock.json`,
+      runtime: lambda.Runtime.NODEJS_22_X,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: props.memorySize ?? 256,
+      timeout: props.timeout,
+      logGroup,
+      environment: {
+        POWERTOOLS_SERVICE_NAME: props.serviceName ?? 'leaseq',
+        POWERTOOLS_LOG_LEVEL: props.logLevel ?? 'INFO',
+        POWERTOOLS_METRICS_NAMESPACE: 'leaseq',
+        // Stack traces through the bundled source map.
+        NODE_OPTIONS: '--enable-source-maps',
+        [WORKER_ENV.jobsQueueUrl]: props.jobsQueue.queueUrl,
+        [WORKER_ENV.dlqUrl]: props.deadLetterQueue.queueUrl,
+        [WORKER_ENV.jobsTable]: props.jobsTable.tableName,
+        [WORKER_ENV.leasesTable]: props.leasesTable.tableName,
+        [WORKER_ENV.ledgerTable]: props.ledgerTable.tableName,
+        [WORKER_ENV.maxAttempts]: String(props.maxAttempts),
+      },
+      bundling: {
+        // Local esbuild (a dependency of this package) only; a missing esbuild is an error, not a
+        // silent fall-back to a Docker build.
+        forceDockerBundling: false,
+        format: nodejs.OutputFormat.ESM,
+        target: 'node22',
+        mainFields: ['module', 'main'],
+        // ESM output: give bundled CommonJS dependencies a `require` for Node built-ins.
+        banner:
+          "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+        // Ship the SDK versions the tests ran with instead of whatever the runtime provides.
+        bundleAwsSDK: true,
+        minify: true,
+        sourceMap: true,
+        sourcesContent: false,
+      },
+    });
+
+    this.eventSource = new SqsEventSource(props.jobsQueue, {
+      batchSize: props.batchSize,
+      maxConcurrency: props.maxConcurrency,
+      reportBatchItemFailures: true,
+    });
+    this.function.addEventSource(this.eventSource);
+
+    // Receive, delete, change visibility (heartbeat, backoff) on the jobs queue.
+    props.jobsQueue.grantConsumeMessages(this.function);
+    // Explicit dead-lettering with reason attributes; nothing else on the DLQ.
+    props.deadLetterQueue.grantSendMessages(this.function);
+    props.jobsTable.grant(this.function, ...WORKER_TABLE_ACTIONS.jobs);
+    props.leasesTable.grant(this.function, ...WORKER_TABLE_ACTIONS.leases);
+    props.ledgerTable.grant(this.function, ...WORKER_TABLE_ACTIONS.ledger);
+  }
+}

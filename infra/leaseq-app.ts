@@ -1,0 +1,84 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { App, Duration } from 'aws-cdk-lib';
+import { LeaseqStack, type LeaseqStackProps } from './leaseq-stack.ts';
+
+const CDK_JSON = fileURLToPath(new URL('../cdk.json', import.meta.url));
+
+/** Context key that lists the stacks whose assets are bundled; `[]` skips all bundling. */
+export const BUNDLING_STACKS_CONTEXT = 'aws:cdk:bundling-stacks';
+
+/**
+ * The `context` of cdk.json (feature flags). `cdk synth` passes it to the app itself; an app built
+ * in-process (tests, local provisioning) gets it from here so it synthesizes the same template.
+ */
+export function cdkJsonContext(): Record<string, unknown> {
+  const parsed: unknown = JSON.parse(readFileSync(CDK_JSON, 'utf8'));
+  if (typeof parsed === 'object' && parsed !== null && 'context' in parsed) {
+    const { context } = parsed;
+    if (typeof context === 'object' && context !== null) return { ...context };
+  }
+  return {};
+}
+
+/** The CloudFormation stack name of a stage. */
+export function leaseqStackName(stage: string): string {
+  return `leaseq-${stage}`;
+}
+
+export interface CreateLeaseqAppOptions {
+  /** Stack properties. @default {} (stage dev, all defaults) */
+  readonly stackProps?: LeaseqStackProps;
+  /**
+   * Bundle the worker with esbuild. Skipping it makes synthesis fast when only the template matters
+   * (the Lambda's code location is then a placeholder).
+   * @default true
+   */
+  readonly bundle?: boolean;
+  /** Cloud assembly directory. @default a fresh temporary directory */
+  readonly outdir?: string;
+}
+
+/**
+ * Builds an App holding one {@link LeaseqStack}, with cdk.json's feature flags, for in-process synthesis.
+ * The stack is environment-agnostic (no account or region), like the one `cdk synth` produces.
+ */
+export function createLeaseqApp(options: CreateLeaseqAppOptions = {}): { app: App; stack: LeaseqStack } {
+  const context: Record<string, unknown> = { ...cdkJsonContext() };
+  if (options.bundle === false) context[BUNDLING_STACKS_CONTEXT] = [];
+  const app = new App({ context, ...(options.outdir ? { outdir: options.outdir } : {}) });
+  const props = options.stackProps ?? {};
+  const stack = new LeaseqStack(app, leaseqStackName(props.stage ?? 'dev'), props);
+  return { app, stack };
+}
+
+/**
+ * Reads stack properties from CDK context (`cdk synth -c stage=prod -c fifo=true`). Context values
+ * given on the command line are strings; numbers and booleans are parsed here.
+ */
+export function stackPropsFromContext(app: App): LeaseqStackProps {
+  const text = (key: string): string | undefined => {
+    const value: unknown = app.node.tryGetContext(key);
+    return value === undefined || value === null ? undefined : String(value);
+  };
+  const int = (key: string): number | undefined => {
+    const value = text(key);
+    return value === undefined ? undefined : Number(value);
+  };
+  const stage = text('stage');
+  const resourcePrefix = text('resourcePrefix');
+  const maxAttempts = int('maxAttempts');
+  const workerTimeoutSeconds = int('workerTimeoutSeconds');
+  const batchSize = int('batchSize');
+  const maxConcurrency = int('maxConcurrency');
+  const fifo = text('fifo');
+  return {
+    ...(stage !== undefined ? { stage } : {}),
+    ...(resourcePrefix !== undefined ? { resourcePrefix } : {}),
+    ...(maxAttempts !== undefined ? { maxAttempts } : {}),
+    ...(workerTimeoutSeconds !== undefined ? { workerTimeout: Duration.seconds(workerTimeoutSeconds) } : {}),
+    ...(batchSize !== undefined ? { batchSize } : {}),
+    ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
+    ...(fifo !== undefined ? { fifo: fifo === 'true' } : {}),
+  };
+}

@@ -1,0 +1,131 @@
+/**
+ * The one place where leaseq's AWS resource names and key attributes are decided.
+ *
+ * The CDK stack (infra/) builds its queues and tables from these values, local provisioning
+ * (shared/local/provision.ts) creates what the synthesized stack template says, and the worker
+ * and CLI read the same names from here or from the stack outputs. Change a name here, never in
+ * a second list.
+ */
+
+/** Key and TTL attribute names of the tables. */
+export const KEY_ATTRIBUTES = {
+  /** Partition key of the `jobs` table (one item per dedup key). */
+  jobs: 'dedupKey',
+  /** Partition key of the `leases` table (named locks such as `account#42`). */
+  leases: 'leaseKey',
+  /** Partition key of the example `ledger` table (one item per account). */
+  ledger: 'account',
+} as const;
+
+/** TTL attribute of the `jobs` and `leases` tables (epoch seconds). TTL only tidies, it never decides. */
+export const TTL_ATTRIBUTE = 'expiresAt';
+
+/**
+ * SQS receives allowed above the app's own `maxAttempts` before SQS redrives a message by itself.
+ * leaseq dead-letters explicitly after `maxAttempts`; receives that are not attempts (our own message
+ * returning while its lease is live) also count, hence the margin. The redrive is only a safety net.
+ */
+export const REDRIVE_MARGIN = 3;
+
+/** Logical names of the stack outputs (CfnOutput ids); the CLI and tests look values up by these keys. */
+export const STACK_OUTPUT_KEYS = [
+  'JobsQueueUrl',
+  'JobsQueueName',
+  'DlqUrl',
+  'DlqName',
+  'JobsTableName',
+  'LeasesTableName',
+  'LedgerTableName',
+  'WorkerFunctionName',
+] as const;
+
+export type StackOutputKey = (typeof STACK_OUTPUT_KEYS)[number];
+
+/** Environment variables the stack sets on the worker Lambda (local workers set the same ones). */
+export const WORKER_ENV = {
+  jobsQueueUrl: 'LEASEQ_JOBS_QUEUE_URL',
+  dlqUrl: 'LEASEQ_DLQ_URL',
+  jobsTable: 'LEASEQ_JOBS_TABLE',
+  leasesTable: 'LEASEQ_LEASES_TABLE',
+  ledgerTable: 'LEASEQ_LEDGER_TABLE',
+  maxAttempts: 'LEASEQ_MAX_ATTEMPTS',
+} as const;
+
+/** Names of one copy of leaseq's resources. */
+export interface ResourceNames {
+  readonly prefix: string;
+  readonly queues: {
+    /** The jobs queue (`<prefix>-jobs`, `.fifo` appended for FIFO). */
+    readonly jobs: string;
+    /** Its dead-letter queue (`<prefix>-jobs-dlq`, `.fifo` appended for FIFO). */
+    readonly dlq: string;
+  };
+  readonly tables: {
+    readonly jobs: TableNames;
+    readonly leases: TableNames;
+    readonly ledger: Omit<TableNames, 'ttlAttribute'>;
+  };
+}
+
+export interface TableNames {
+  readonly name: string;
+  readonly partitionKey: string;
+  readonly ttlAttribute: string;
+}
+
+export interface ResourceNameOptions {
+  /** FIFO queues get the `.fifo` suffix SQS requires. @default false */
+  readonly fifo?: boolean;
+}
+
+const FIFO_SUFFIX = '.fifo';
+const PREFIX_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
+// SQS queue names are at most 80 characters; the longest name is `<prefix>-jobs-dlq.fifo`.
+const MAX_PREFIX_LENGTH = 80 - '-jobs-dlq'.length - FIFO_SUFFIX.length;
+
+/** Error for a resource prefix that SQS or DynamoDB would refuse as part of a name. */
+export class InvalidResourcePrefixError extends Error {
+  override readonly name = 'InvalidResourcePrefixError';
+  readonly prefix: string;
+
+  constructor(prefix: string) {
+    super(
+      `Invalid resource prefix ${JSON.stringify(prefix)}: expected 1-${MAX_PREFIX_LENGTH} characters of ` +
+        'letters, digits, "-" or "_", starting with a letter or digit (it prefixes SQS queue and DynamoDB table names)',
+    );
+    this.prefix = prefix;
+  }
+}
+
+/** Throws {@link InvalidResourcePrefixError} unless `prefix` is usable in every queue and table name. */
+export function assertValidResourcePrefix(prefix: string): void {
+  if (prefix.length > MAX_PREFIX_LENGTH || !PREFIX_PATTERN.test(prefix)) {
+    throw new InvalidResourcePrefixError(prefix);
+  }
+}
+
+/** The default prefix of a stage's resources. */
+export function defaultResourcePrefix(stage: string): string {
+  return `leaseq-${stage}`;
+}
+
+/**
+ * Names of the queues and tables for `prefix`, with the tables' key and TTL attribute names.
+ * @throws InvalidResourcePrefixError when the prefix cannot be part of an SQS or DynamoDB name.
+ */
+export function resourceNames(prefix: string, options: ResourceNameOptions = {}): ResourceNames {
+  assertValidResourcePrefix(prefix);
+  const suffix = options.fifo ? FIFO_SUFFIX : '';
+  return {
+    prefix,
+    queues: {
+      jobs: `${prefix}-jobs${suffix}`,
+      dlq: `${prefix}-jobs-dlq${suffix}`,
+    },
+    tables: {
+      jobs: { name: `${prefix}-jobs`, partitionKey: KEY_ATTRIBUTES.jobs, ttlAttribute: TTL_ATTRIBUTE },
+      leases: { name: `${prefix}-leases`, partitionKey: KEY_ATTRIBUTES.leases, ttlAttribute: TTL_ATTRIBUTE },
+      ledger: { name: `${prefix}-ledger`, partitionKey: KEY_ATTRIBUTES.ledger },
+    },
+  };
+}
