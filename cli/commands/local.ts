@@ -1,0 +1,131 @@
+import { relative } from 'node:path';
+import { type Command, InvalidArgumentError } from 'commander';
+import {
+  type EmulatorHandle,
+  type EmulatorStatus,
+  emulatorStatus,
+  ensureEmulator,
+  type StopResult,
+  stopEmulator,
+} from '../../shared/local/emulator.ts';
+import { EmulatorError } from '../../shared/local/errors.ts';
+import { parsePort } from '../../shared/local/net.ts';
+
+/** `leaseq local status` exits with this when nothing answers (the LSB "not running" code). */
+export const EXIT_NOT_RUNNING = 3;
+
+interface UpFlags {
+  readonly port?: number;
+  readonly json?: boolean;
+}
+
+function portArgument(value: string): number {
+  try {
+    const port = parsePort(value, '--port');
+    if (port === undefined) throw new InvalidArgumentError('expected an integer from 1 to 65535');
+    return port;
+  } catch (error) {
+    if (error instanceof EmulatorError) throw new InvalidArgumentError('expected an integer from 1 to 65535');
+    throw error;
+  }
+}
+
+function print(text: string): void {
+  process.stdout.write(`${text}\n`);
+}
+
+/** Progress goes to stderr so `--json` output on stdout stays parseable. */
+function progress(line: string): void {
+  process.stderr.write(`leaseq: ${line}\n`);
+}
+
+function shortPath(path: string | undefined): string {
+  if (!path) return '';
+  const rel = relative(process.cwd(), path);
+  return rel && !rel.startsWith('..') ? rel : path;
+}
+
+function seconds(ms: number | undefined): string {
+  return ms === undefined ? '?' : `${(ms / 1000).toFixed(1)} s`;
+}
+
+export function describeUp(handle: EmulatorHandle): string {
+  if (handle.mode === 'external') {
+    return `AWS_ENDPOINT_URL is set: using ${handle.endpoint} (it answers); leaseq started nothing`;
+  }
+  const name = `${handle.emulator} ${handle.version}`;
+  if (!handle.started) return `${name} already running at ${handle.endpoint} (pid ${handle.pid})`;
+  return [
+    `${name} started at ${handle.endpoint} (pid ${handle.pid}, answered after ${seconds(handle.startupMs)})`,
+    `logs: ${shortPath(handle.logFile)}; stop it with: leaseq local down`,
+  ].join('\n');
+}
+
+export function describeDown(result: StopResult): string {
+  if (!result.stopped) return 'no embedded emulator is running; nothing to stop';
+  const how = result.killed ? 'killed (it ignored SIGTERM)' : 'stopped';
+  return `emulator ${how} (pid ${result.pid}, port ${result.port})`;
+}
+
+export function describeStatus(status: EmulatorStatus): string {
+  if (status.mode === 'external') {
+    const state = status.answering ? 'answering' : `not answering (${status.reason})`;
+    return `endpoint: ${status.endpoint} (AWS_ENDPOINT_URL; leaseq does not manage it)\nstate:    ${state}`;
+  }
+  if (!status.running) {
+    return `emulator: ${status.emulator} ${status.version} is not running; \`leaseq local up\` starts it on ${status.endpoint}`;
+  }
+  const lines = [
+    `emulator: ${status.emulator} ${status.version} (embedded)`,
+    `endpoint: ${status.endpoint}`,
+    `state:    ${status.answering ? 'answering' : `running but not answering (${status.reason})`}, pid ${status.pid}, since ${status.startedAt} (answered after ${seconds(status.startupMs)})`,
+  ];
+  if (status.rssBytes !== undefined)
+    lines.push(`memory:   ${(status.rssBytes / 1024 / 1024).toFixed(1)} MiB RSS`);
+  lines.push(`log:      ${shortPath(status.logFile)}`);
+  return lines.join('\n');
+}
+
+/** Adds `leaseq local up | down | status`. */
+export function register(program: Command): void {
+  const local = program
+    .command('local')
+    .description('the embedded AWS emulator (SQS + DynamoDB on 127.0.0.1; no Docker, no account)');
+
+  local
+    .command('up')
+    .description('install (first use) and start the emulator, or reuse the running one')
+    .option('--port <port>', 'port on 127.0.0.1 (default: $LEASEQ_EMULATOR_PORT or 4566)', portArgument)
+    .option('--json', 'print the result as JSON')
+    .action(async (flags: UpFlags) => {
+      const handle = await ensureEmulator({
+        ...(flags.port === undefined ? {} : { port: flags.port }),
+        log: progress,
+      });
+      print(flags.json ? JSON.stringify(handle) : describeUp(handle));
+    });
+
+  local
+    .command('down')
+    .description('stop the emulator that `leaseq local up` started')
+    .option('--json', 'print the result as JSON')
+    .action(async (flags: { json?: boolean }) => {
+      const result = await stopEmulator();
+      print(flags.json ? JSON.stringify(result) : describeDown(result));
+    });
+
+  local
+    .command('status')
+    .description(`show the emulator and whether it answers (exit code ${EXIT_NOT_RUNNING} when it does not)`)
+    .option(
+      '--port <port>',
+      'port to report when none is running (default: $LEASEQ_EMULATOR_PORT or 4566)',
+      portArgument,
+    )
+    .option('--json', 'print the result as JSON')
+    .action(async (flags: UpFlags) => {
+      const status = await emulatorStatus(flags.port === undefined ? {} : { port: flags.port });
+      print(flags.json ? JSON.stringify(status) : describeStatus(status));
+      if (!status.answering) process.exitCode = EXIT_NOT_RUNNING;
+    });
+}

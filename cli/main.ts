@@ -1,0 +1,19 @@
+import { Command } from 'commander';
+import * as local from './commands/local.ts';
+import { type CommandModule, runCli } from './errors.ts';
+
+/**
+ * Command modules, each exporting `register(program)`. To add one: import it and list it here.
+ */
+const modules: readonly CommandModule[] = [local];
+
+// The project supports Node >= 20 (package.json engines); the SDK's multi-line notice about its own
+// future Node 22 requirement would precede every command's output.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+const program = new Command('leaseq')
+  .description('Exactly-once-in-effect job processing on Amazon SQS + DynamoDB')
+  .showHelpAfterError(false);
+for (const module of modules) module.register(program);
+
+process.exitCode = await runCli(program, process.argv);
