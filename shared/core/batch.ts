@@ -1,0 +1,97 @@
+import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
+import type { JobProcessor, ProcessOptions, RecordOutcome } from './processor.ts';
+
+export interface BatchOptions extends ProcessOptions {
+  /** Records processed at once on a standard queue. @default 10 */
+  readonly concurrency?: number;
+  /**
+   * FIFO semantics: records of one message group run in order, one at a time, and the first one that is
+   * retained fails the rest of its group (they are not started). @default auto (true when any record
+   * carries a MessageGroupId)
+   */
+  readonly fifo?: boolean;
+}
+
+export interface BatchResult {
+  readonly response: SQSBatchResponse;
+  readonly outcomes: readonly RecordOutcome[];
+}
+
+/**
+ * Processes a Lambda SQS batch: each record gets its own outcome and one bad record never fails the
+ * others. Retained records are reported in `batchItemFailures` (the event source mapping leaves them in
+ * the queue with the visibility the processor set); the rest are deleted by the caller.
+ */
+export async function processBatch(
+  records: readonly SQSRecord[],
+  processor: JobProcessor,
+  options: BatchOptions = {},
+): Promise<BatchResult> {
+  const fifo = options.fifo ?? records.some((r) => r.attributes.MessageGroupId !== undefined);
+  const processOptions: ProcessOptions = options.deadline === undefined ? {} : { deadline: options.deadline };
+  const outcomes = new Map<string, RecordOutcome>();
+
+  if (fifo) {
+    const groups = new Map<string, SQSRecord[]>();
+    for (const record of records) {
+      const group = record.attributes.MessageGroupId ?? '';
+      const list = groups.get(group) ?? [];
+      list.push(record);
+      groups.set(group, list);
+    }
+    await runLimited([...groups.values()], options.concurrency ?? 10, async (group) => {
+      let failed = false;
+      for (const record of group) {
+        if (failed) {
+          // Not started: order within the group must hold, so it waits for its predecessor's retry.
+          outcomes.set(record.messageId, {
+            messageId: record.messageId,
+            action: 'retry',
+            disposition: 'retain',
+          });
+          continue;
+        }
+        const outcome = await processor.process(record, processOptions);
+        outcomes.set(record.messageId, outcome);
+        if (outcome.disposition === 'retain') failed = true;
+      }
+    });
+  } else {
+    await runLimited(records, options.concurrency ?? 10, async (record) => {
+      outcomes.set(record.messageId, await processor.process(record, processOptions));
+    });
+  }
+
+  const ordered = records.map(
+    (r) =>
+      outcomes.get(r.messageId) ?? {
+        messageId: r.messageId,
+        action: 'retry' as const,
+        disposition: 'retain' as const,
+      },
+  );
+  return {
+    outcomes: ordered,
+    response: {
+      batchItemFailures: ordered
+        .filter((o) => o.disposition === 'retain')
+        .map((o) => ({ itemIdentifier: o.messageId })),
+    },
+  };
+}
+
+/** Runs `work` over `items` with at most `limit` in flight. */
+export async function runLimited<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await work(item);
+    }
+  });
+  await Promise.all(lanes);
+}

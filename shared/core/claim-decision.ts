@@ -1,0 +1,50 @@
+import type { JobItem } from './job-item.ts';
+import { JobStatus } from './statuses.ts';
+
+/** What a worker does with a message whose claim was refused. */
+export type RefusalDecision =
+  /** The job is done; this copy is a duplicate: delete it. */
+  | { readonly kind: 'duplicate-completed' }
+  /** Another message for the same job is being worked on (or waits for its retry): delete this copy. */
+  | { readonly kind: 'duplicate-racing'; readonly owner?: string }
+  /** Our own message came back while its lease (or backoff) still runs: hide it until then, keep it. */
+  | { readonly kind: 'own-message-early'; readonly hideForMs: number }
+  /** The job is dead-lettered and sits in the DLQ: delete this copy; redrive is how it runs again. */
+  | { readonly kind: 'dead-copy' }
+  /** The refusal is stale (lease ended between the write and now): give it back for a quick retry. */
+  | { readonly kind: 'contended' };
+
+/**
+ * Decides the outcome of a refused claim from the item the store returned (ALL_OLD), this message's id
+ * and the clock. Pure: DESIGN.md's claim table.
+ */
+export function decideRefusal(old: JobItem, messageId: string, now: number): RefusalDecision {
+  switch (old.status) {
+    case JobStatus.Completed:
+      return { kind: 'duplicate-completed' };
+    case JobStatus.Dead:
+      return { kind: 'dead-copy' };
+    case JobStatus.InProgress:
+    case JobStatus.RetryWait: {
+      if (old.leaseUntil < now) return { kind: 'contended' };
+      if (old.messageId === messageId) return { kind: 'own-message-early', hideForMs: old.leaseUntil - now };
+      return old.owner === undefined
+        ? { kind: 'duplicate-racing' }
+        : { kind: 'duplicate-racing', owner: old.owner };
+    }
+    default:
+      return { kind: 'contended' };
+  }
+}
+
+/** How a successful claim came about, from the item as it was before (undefined: there was none). */
+export type ClaimKind = 'fresh' | 'retry' | 'takeover';
+
+/**
+ * `takeover` means the previous owner's lease ran out while IN_PROGRESS: that worker died or stalled
+ * (metric LeaseExpired). `retry` follows a released attempt.
+ */
+export function classifyClaim(old: JobItem | undefined): ClaimKind {
+  if (!old) return 'fresh';
+  return old.status === JobStatus.InProgress ? 'takeover' : 'retry';
+}

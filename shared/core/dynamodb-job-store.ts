@@ -1,0 +1,426 @@
+import {
+  ConditionalCheckFailedException,
+  type ReturnValuesOnConditionCheckFailure,
+  TransactionCanceledException,
+} from '@aws-sdk/client-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { classifyClaim } from './claim-decision.ts';
+import { LeaseLostError } from './errors.ts';
+import type { Checkpoint, JobItem } from './job-item.ts';
+import type {
+  ClaimRequest,
+  ClaimResult,
+  Effect,
+  FencedWriteResult,
+  JobLease,
+  JobStore,
+} from './job-store.ts';
+import { JobStatus } from './statuses.ts';
+import { guardStore } from './store-errors.ts';
+
+export interface DynamoDbJobStoreOptions {
+  readonly client: DynamoDBDocumentClient;
+  readonly tableName: string;
+  /**
+   * How long a dedup record outlives its last write; after that TTL may delete it and the same dedup key
+   * can run again. @default 604800 (7 days)
+   */
+  readonly dedupTtlSeconds?: number;
+}
+
+const ALL_OLD: ReturnValuesOnConditionCheckFailure = 'ALL_OLD';
+const FENCE = '#owner = :owner AND #token = :token';
+
+/** The `jobs` table adapter. Attribute names follow DESIGN.md. */
+export class DynamoDbJobStore implements JobStore {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #table: string;
+  readonly #ttlSeconds: number;
+
+  constructor(options: DynamoDbJobStoreOptions) {
+    this.#doc = options.client;
+    this.#table = options.tableName;
+    this.#ttlSeconds = options.dedupTtlSeconds ?? 7 * 24 * 3600;
+  }
+
+  async claim(req: ClaimRequest): Promise<ClaimResult> {
+    const leaseUntil = req.now + req.leaseMs;
+    try {
+      const out = await guardStore('claim', () =>
+        this.#doc.send(
+          new UpdateCommand({
+            TableName: this.#table,
+            Key: { dedupKey: req.dedupKey },
+            // The token starts from the clock when the item is new, so it keeps growing even after TTL
+            // deleted an old item (whose tokens were all issued long before it expired).
+            UpdateExpression:
+              'SET #status = :inProgress, #owner = :owner, #leaseUntil = :leaseUntil, ' +
+              '#token = if_not_exists(#token, :now) + :one, #attempts = if_not_exists(#attempts, :zero) + :one, ' +
+              '#version = if_not_exists(#version, :zero) + :one, #messageId = :messageId, #type = :type, ' +
+              '#createdAt = if_not_exists(#createdAt, :createdAt), #claimedAt = :now, #updatedAt = :now, ' +
+              '#expiresAt = :expiresAt',
+            ConditionExpression:
+              'attribute_not_exists(#dedupKey) OR ' +
+              '(NOT #status IN (:completed, :dead) AND #leaseUntil < :now)',
+            ExpressionAttributeNames: {
+              '#dedupKey': 'dedupKey',
+              '#status': 'status',
+              '#owner': 'owner',
+              '#leaseUntil': 'leaseUntil',
+              '#token': 'token',
+              '#attempts': 'attempts',
+              '#version': 'version',
+              '#messageId': 'messageId',
+              '#type': 'type',
+              '#createdAt': 'createdAt',
+              '#claimedAt': 'claimedAt',
+              '#updatedAt': 'updatedAt',
+              '#expiresAt': 'expiresAt',
+            },
+            ExpressionAttributeValues: {
+              ':inProgress': JobStatus.InProgress,
+              ':completed': JobStatus.Completed,
+              ':dead': JobStatus.Dead,
+              ':owner': req.owner,
+              ':leaseUntil': leaseUntil,
+              ':now': req.now,
+              ':one': 1,
+              ':zero': 0,
+              ':messageId': req.messageId,
+              ':type': req.type,
+              ':createdAt': req.createdAt,
+              ':expiresAt': this.#expiresAt(leaseUntil),
+            },
+            // ALL_OLD on success too: the item we replaced tells a takeover from a retry, and the new
+            // values follow from it exactly as the update expression computes them.
+            ReturnValues: 'ALL_OLD',
+            ReturnValuesOnConditionCheckFailure: ALL_OLD,
+          }),
+        ),
+      );
+      const previous = out.Attributes as JobItem | undefined;
+      const lease: JobLease = {
+        dedupKey: req.dedupKey,
+        owner: req.owner,
+        token: (previous?.token ?? req.now) + 1,
+        attempts: (previous?.attempts ?? 0) + 1,
+        messageId: req.messageId,
+        version: (previous?.version ?? 0) + 1,
+        leaseUntil,
+        ...(previous?.checkpoint ? { checkpoint: previous.checkpoint } : {}),
+      };
+      return previous
+        ? { claimed: true, lease, kind: classifyClaim(previous), previous }
+        : { claimed: true, lease, kind: 'fresh' };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException && error.Item) {
+        return { claimed: false, existing: unmarshallItem(error.Item) };
+      }
+      throw error;
+    }
+  }
+
+  async renew(lease: JobLease, leaseMs: number, now: number): Promise<void> {
+    const leaseUntil = now + leaseMs;
+    await this.#fencedUpdate(lease, 'renew', {
+      UpdateExpression: 'SET #leaseUntil = :leaseUntil, #expiresAt = :expiresAt',
+      ExpressionAttributeNames: { '#leaseUntil': 'leaseUntil', '#expiresAt': 'expiresAt' },
+      ExpressionAttributeValues: { ':leaseUntil': leaseUntil, ':expiresAt': this.#expiresAt(leaseUntil) },
+    });
+    lease.leaseUntil = leaseUntil;
+  }
+
+  async checkpoint(
+    lease: JobLease,
+    checkpoint: Checkpoint,
+    effects: readonly Effect[] = [],
+  ): Promise<FencedWriteResult> {
+    const update = {
+      TableName: this.#table,
+      Key: { dedupKey: lease.dedupKey },
+      UpdateExpression: 'SET #checkpoint = :checkpoint, #version = #version + :one, #updatedAt = :now',
+      ConditionExpression: `${FENCE} AND #version = :version`,
+      ExpressionAttributeNames: {
+        '#checkpoint': 'checkpoint',
+        '#version': 'version',
+        '#updatedAt': 'updatedAt',
+        '#owner': 'owner',
+        '#token': 'token',
+      },
+      ExpressionAttributeValues: {
+        ':checkpoint': checkpoint,
+        ':one': 1,
+        ':now': checkpoint.at,
+        ':owner': lease.owner,
+        ':token': lease.token,
+        ':version': lease.version,
+      },
+    };
+    const result = await this.#writeWithEffects(lease, 'checkpoint', update, effects);
+    if (result.ok) {
+      lease.version += 1;
+      lease.checkpoint = checkpoint;
+    }
+    return result;
+  }
+
+  async complete(
+    lease: JobLease,
+    result: unknown,
+    effects: readonly Effect[] = [],
+  ): Promise<FencedWriteResult> {
+    const now = Date.now();
+    const update = {
+      TableName: this.#table,
+      Key: { dedupKey: lease.dedupKey },
+      UpdateExpression:
+        'SET #status = :completed, #version = #version + :one, #updatedAt = :now, #completedAt = :now, ' +
+        '#result = :result, #expiresAt = :expiresAt REMOVE #lastError, #lastErrorClass',
+      ConditionExpression: FENCE,
+      ExpressionAttributeNames: {
+        '#status': 'status',
+        '#version': 'version',
+        '#updatedAt': 'updatedAt',
+        '#completedAt': 'completedAt',
+        '#result': 'result',
+        '#expiresAt': 'expiresAt',
+        '#lastError': 'lastError',
+        '#lastErrorClass': 'lastErrorClass',
+        '#owner': 'owner',
+        '#token': 'token',
+      },
+      ExpressionAttributeValues: {
+        ':completed': JobStatus.Completed,
+        ':one': 1,
+        ':now': now,
+        ':result': result ?? null,
+        ':expiresAt': this.#expiresAt(now),
+        ':owner': lease.owner,
+        ':token': lease.token,
+      },
+    };
+    const out = await this.#writeWithEffects(lease, 'complete', update, effects);
+    if (out.ok) lease.version += 1;
+    return out;
+  }
+
+  async release(
+    lease: JobLease,
+    retryAt: number,
+    error: { message: string; errorClass: string },
+  ): Promise<void> {
+    await this.#fencedUpdate(lease, 'release', {
+      UpdateExpression:
+        'SET #status = :retryWait, #leaseUntil = :retryAt, #version = #version + :one, #updatedAt = :now, ' +
+        '#lastError = :lastError, #lastErrorClass = :lastErrorClass, #expiresAt = :expiresAt REMOVE #owner',
+      ExpressionAttributeNames: {
+        '#status': 'status',
+        '#leaseUntil': 'leaseUntil',
+        '#version': 'version',
+        '#updatedAt': 'updatedAt',
+        '#lastError': 'lastError',
+        '#lastErrorClass': 'lastErrorClass',
+        '#expiresAt': 'expiresAt',
+      },
+      ExpressionAttributeValues: {
+        ':retryWait': JobStatus.RetryWait,
+        ':retryAt': retryAt,
+        ':one': 1,
+        ':now': Date.now(),
+        ':lastError': error.message.slice(0, 1000),
+        ':lastErrorClass': error.errorClass,
+        ':expiresAt': this.#expiresAt(retryAt),
+      },
+    });
+    lease.version += 1;
+  }
+
+  async markDead(lease: JobLease, error: { message: string; errorClass: string }): Promise<void> {
+    const now = Date.now();
+    await this.#fencedUpdate(lease, 'mark-dead', {
+      UpdateExpression:
+        'SET #status = :dead, #leaseUntil = :zero, #version = #version + :one, #updatedAt = :now, ' +
+        '#lastError = :lastError, #lastErrorClass = :lastErrorClass, #expiresAt = :expiresAt REMOVE #owner',
+      ExpressionAttributeNames: {
+        '#status': 'status',
+        '#leaseUntil': 'leaseUntil',
+        '#version': 'version',
+        '#updatedAt': 'updatedAt',
+        '#lastError': 'lastError',
+        '#lastErrorClass': 'lastErrorClass',
+        '#expiresAt': 'expiresAt',
+      },
+      ExpressionAttributeValues: {
+        ':dead': JobStatus.Dead,
+        ':zero': 0,
+        ':one': 1,
+        ':now': now,
+        ':lastError': error.message.slice(0, 1000),
+        ':lastErrorClass': error.errorClass,
+        ':expiresAt': this.#expiresAt(now),
+      },
+    });
+    lease.version += 1;
+  }
+
+  async get(dedupKey: string): Promise<JobItem | undefined> {
+    const out = await guardStore('get', () =>
+      this.#doc.send(new GetCommand({ TableName: this.#table, Key: { dedupKey }, ConsistentRead: true })),
+    );
+    return out.Item as JobItem | undefined;
+  }
+
+  async resetDead(dedupKey: string): Promise<boolean> {
+    try {
+      await guardStore('reset-dead', () =>
+        this.#doc.send(
+          new UpdateCommand({
+            TableName: this.#table,
+            Key: { dedupKey },
+            UpdateExpression:
+              'SET #status = :retryWait, #leaseUntil = :zero, #attempts = :zero, #version = #version + :one, ' +
+              '#updatedAt = :now, #expiresAt = :expiresAt',
+            ConditionExpression: '#status = :dead',
+            ExpressionAttributeNames: {
+              '#status': 'status',
+              '#leaseUntil': 'leaseUntil',
+              '#attempts': 'attempts',
+              '#version': 'version',
+              '#updatedAt': 'updatedAt',
+              '#expiresAt': 'expiresAt',
+            },
+            ExpressionAttributeValues: {
+              ':retryWait': JobStatus.RetryWait,
+              ':dead': JobStatus.Dead,
+              ':zero': 0,
+              ':one': 1,
+              ':now': Date.now(),
+              ':expiresAt': this.#expiresAt(Date.now()),
+            },
+          }),
+        ),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  #expiresAt(fromMs: number): number {
+    return Math.ceil(fromMs / 1000) + this.#ttlSeconds;
+  }
+
+  async #fencedUpdate(
+    lease: JobLease,
+    operation: string,
+    parts: {
+      UpdateExpression: string;
+      ExpressionAttributeNames: Record<string, string>;
+      ExpressionAttributeValues: Record<string, unknown>;
+    },
+  ): Promise<void> {
+    try {
+      await guardStore(operation, () =>
+        this.#doc.send(
+          new UpdateCommand({
+            TableName: this.#table,
+            Key: { dedupKey: lease.dedupKey },
+            UpdateExpression: parts.UpdateExpression,
+            ConditionExpression: FENCE,
+            ExpressionAttributeNames: {
+              ...parts.ExpressionAttributeNames,
+              '#owner': 'owner',
+              '#token': 'token',
+            },
+            ExpressionAttributeValues: {
+              ...parts.ExpressionAttributeValues,
+              ':owner': lease.owner,
+              ':token': lease.token,
+            },
+            ReturnValuesOnConditionCheckFailure: ALL_OLD,
+          }),
+        ),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        throw new LeaseLostError(
+          lease.dedupKey,
+          lease.token,
+          `${operation} refused: ${fenceDetail(error.Item)}`,
+          error,
+        );
+      }
+      throw error;
+    }
+  }
+
+  /** The job item's fenced update and the effects, all or nothing. */
+  async #writeWithEffects(
+    lease: JobLease,
+    operation: string,
+    update: NonNullable<Effect['Update']>,
+    effects: readonly Effect[],
+  ): Promise<FencedWriteResult> {
+    if (effects.length === 0) {
+      try {
+        await guardStore(operation, () =>
+          this.#doc.send(new UpdateCommand({ ...update, ReturnValuesOnConditionCheckFailure: ALL_OLD })),
+        );
+        return { ok: true };
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) {
+          throw new LeaseLostError(
+            lease.dedupKey,
+            lease.token,
+            `${operation} refused: ${fenceDetail(error.Item)}`,
+            error,
+          );
+        }
+        throw error;
+      }
+    }
+    try {
+      await guardStore(operation, () =>
+        this.#doc.send(new TransactWriteCommand({ TransactItems: [{ Update: update }, ...effects] })),
+      );
+      return { ok: true };
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const reasons = error.CancellationReasons ?? [];
+      if (reasons[0]?.Code === 'ConditionalCheckFailed') {
+        throw new LeaseLostError(lease.dedupKey, lease.token, `${operation} refused by the fence`, error);
+      }
+      const index = reasons.findIndex(
+        (r, i) => i > 0 && (r.Code === 'ConditionalCheckFailed' || r.Code === 'TransactionConflict'),
+      );
+      if (index > 0) return { ok: false, reason: 'effect-conflict', index: index - 1 };
+      // Conflicts on the job item itself (a concurrent renew) are transient too.
+      if (reasons.some((r) => r.Code === 'TransactionConflict')) {
+        return { ok: false, reason: 'effect-conflict', index: -1 };
+      }
+      throw error;
+    }
+  }
+}
+
+function fenceDetail(item: Record<string, unknown> | undefined): string {
+  if (!item) return 'the job item is gone';
+  const old = unmarshallItem(item);
+  return `item now has owner ${old.owner ?? '(none)'}, token ${old.token}, status ${old.status}`;
+}
+
+function unmarshallItem(item: Record<string, unknown>): JobItem {
+  return unmarshallRecord(item) as unknown as JobItem;
+}
+
+function unmarshallRecord(item: Record<string, unknown>): Record<string, unknown> {
+  // ConditionalCheckFailedException.Item arrives in the low-level (typed) attribute form.
+  return unmarshall(item as Parameters<typeof unmarshall>[0]);
+}

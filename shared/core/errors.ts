@@ -1,0 +1,116 @@
+/**
+ * One error hierarchy for leaseq. Every error says whether trying again later can help (`retryable`);
+ * callers classify with `instanceof`, never by matching message text.
+ */
+export class LeaseqError extends Error {
+  /** True when the same job may succeed on a later attempt. */
+  readonly retryable: boolean;
+
+  constructor(message: string, options: { retryable: boolean; cause?: unknown }) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'LeaseqError';
+    this.retryable = options.retryable;
+  }
+}
+
+/** Why an envelope was refused; also the `reason` attribute of its dead letter. */
+export type EnvelopeProblem = 'not-json' | 'bad-schema' | 'unknown-version' | 'unknown-type' | 'too-large';
+
+/** The message body is not a job leaseq can run: dead-lettered at once, never retried. */
+export class InvalidEnvelopeError extends LeaseqError {
+  readonly problem: EnvelopeProblem;
+
+  constructor(problem: EnvelopeProblem, message: string, cause?: unknown) {
+    super(message, { retryable: false, cause });
+    this.name = 'InvalidEnvelopeError';
+    this.problem = problem;
+  }
+}
+
+/** A job handler's way to say "this will never work": the job is dead-lettered at once. */
+export class PermanentJobError extends LeaseqError {
+  constructor(message: string, cause?: unknown) {
+    super(message, { retryable: false, cause });
+    this.name = 'PermanentJobError';
+  }
+}
+
+/** A job handler's way to say "try again later" explicitly (any unknown error is treated the same). */
+export class TransientJobError extends LeaseqError {
+  constructor(message: string, cause?: unknown) {
+    super(message, { retryable: true, cause });
+    this.name = 'TransientJobError';
+  }
+}
+
+/**
+ * The shared store (DynamoDB) could not be reached or refused service (throttling, 5xx, timeouts after
+ * the SDK's own retries). The job is never run unguarded: the message goes back with a backoff.
+ */
+export class StoreUnavailableError extends LeaseqError {
+  readonly operation: string;
+
+  constructor(operation: string, cause: unknown) {
+    super(`store unavailable during ${operation}: ${describe(cause)}`, { retryable: true, cause });
+    this.name = 'StoreUnavailableError';
+    this.operation = operation;
+  }
+}
+
+/**
+ * This worker no longer owns the job or lease: a renewal, checkpoint or commit was refused because
+ * the owner or fencing token changed. Whatever the worker was doing must stop; its writes are refused.
+ */
+export class LeaseLostError extends LeaseqError {
+  readonly key: string;
+  readonly token: number;
+
+  constructor(key: string, token: number, detail: string, cause?: unknown) {
+    super(`lease on ${key} (token ${token}) lost: ${detail}`, { retryable: true, cause });
+    this.name = 'LeaseLostError';
+    this.key = key;
+    this.token = token;
+  }
+}
+
+/** Optimistic write kept conflicting after the in-process retries: give the job back with a delay. */
+export class OptimisticConflictError extends LeaseqError {
+  readonly tries: number;
+
+  constructor(what: string, tries: number, cause?: unknown) {
+    super(`optimistic write on ${what} conflicted ${tries} times`, { retryable: true, cause });
+    this.name = 'OptimisticConflictError';
+    this.tries = tries;
+  }
+}
+
+/** `withLease` could not take a named lease before its wait ran out. */
+export class LeaseBusyError extends LeaseqError {
+  readonly key: string;
+
+  constructor(key: string, waitedMs: number) {
+    super(`lease ${key} still held by another owner after ${waitedMs} ms`, { retryable: true });
+    this.name = 'LeaseBusyError';
+    this.key = key;
+  }
+}
+
+/** The job was stopped because the invocation's deadline was near; it is given back for a retry. */
+export class DeadlineError extends LeaseqError {
+  constructor(message: string) {
+    super(message, { retryable: true });
+    this.name = 'DeadlineError';
+  }
+}
+
+/** A short, log-safe description of any thrown value (no payloads, no stack). */
+export function describe(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  return String(error);
+}
+
+/** The class name an error reports in dead-letter attributes and logs. */
+export function errorClass(error: unknown): string {
+  if (error instanceof Error) return error.name;
+  return typeof error;
+}

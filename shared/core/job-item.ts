@@ -1,0 +1,41 @@
+import type { JobStatus } from './statuses.ts';
+
+/** Progress a job stored so a retry or takeover resumes from the last safe point. */
+export interface Checkpoint {
+  /** Name of the last step that finished. */
+  readonly step: string;
+  /** Every step finished so far, in order. */
+  readonly done: readonly string[];
+  /** Whatever the job wants back on resume (must be JSON-safe). */
+  readonly data?: unknown;
+  /** When it was written (epoch ms). */
+  readonly at: number;
+}
+
+/** One item of the `jobs` table: dedup record, job lease and checkpoint in one place. */
+export interface JobItem {
+  readonly dedupKey: string;
+  readonly status: JobStatus;
+  /** Worker holding the lease (absent once released). */
+  readonly owner?: string;
+  /** Lease end, epoch ms. While in RETRY_WAIT: when the retry is due. */
+  readonly leaseUntil: number;
+  /** Fencing token: grows on every claim, also after the item was deleted. */
+  readonly token: number;
+  /** Claims that ran the job. */
+  readonly attempts: number;
+  /** Bumped on every content change (claim, checkpoint, release, completion); not on lease renewal. */
+  readonly version: number;
+  readonly messageId: string;
+  readonly type?: string;
+  readonly checkpoint?: Checkpoint;
+  readonly lastError?: string;
+  readonly lastErrorClass?: string;
+  readonly result?: unknown;
+  readonly createdAt?: string;
+  readonly claimedAt?: number;
+  readonly updatedAt?: number;
+  readonly completedAt?: number;
+  /** TTL attribute, epoch seconds. */
+  readonly expiresAt?: number;
+}

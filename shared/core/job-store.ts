@@ -1,0 +1,70 @@
+import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { ClaimKind } from './claim-decision.ts';
+import type { Checkpoint, JobItem } from './job-item.ts';
+
+/** One DynamoDB write a job wants committed atomically with its checkpoint or completion. */
+export type Effect = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** What a worker holds after a successful claim. `version` and `leaseUntil` move as it writes. */
+export interface JobLease {
+  readonly dedupKey: string;
+  readonly owner: string;
+  readonly token: number;
+  readonly attempts: number;
+  readonly messageId: string;
+  version: number;
+  leaseUntil: number;
+  checkpoint?: Checkpoint;
+}
+
+export interface ClaimRequest {
+  readonly dedupKey: string;
+  readonly owner: string;
+  readonly messageId: string;
+  readonly type: string;
+  readonly createdAt: string;
+  readonly leaseMs: number;
+  readonly now: number;
+}
+
+export type ClaimResult =
+  | {
+      readonly claimed: true;
+      readonly lease: JobLease;
+      readonly kind: ClaimKind;
+      readonly previous?: JobItem;
+    }
+  | { readonly claimed: false; readonly existing: JobItem };
+
+/** Outcome of a fenced write that also carried effects. */
+export type FencedWriteResult =
+  | { readonly ok: true }
+  /** One of the effects' own conditions failed (an optimistic version check): nothing was written. */
+  | { readonly ok: false; readonly reason: 'effect-conflict'; readonly index: number };
+
+/**
+ * The port for the `jobs` table. Every write after the claim is fenced: it only applies while the item
+ * still names this owner and token, and refusals come back as {@link LeaseLostError}.
+ */
+export interface JobStore {
+  /** One conditional write: takes the job if absent, or not finished and its lease is over. */
+  claim(request: ClaimRequest): Promise<ClaimResult>;
+  /** Extends the lease; throws LeaseLostError when the owner/token no longer match. */
+  renew(lease: JobLease, leaseMs: number, now: number): Promise<void>;
+  /** Stores progress (and, atomically, the step's effects). Throws LeaseLostError when fenced out. */
+  checkpoint(
+    lease: JobLease,
+    checkpoint: Checkpoint,
+    effects?: readonly Effect[],
+  ): Promise<FencedWriteResult>;
+  /** Marks the job COMPLETED with its effects in one transaction. Throws LeaseLostError when fenced out. */
+  complete(lease: JobLease, result: unknown, effects?: readonly Effect[]): Promise<FencedWriteResult>;
+  /** Gives the lease up after a failed attempt; the job may be claimed again from `retryAt`. */
+  release(lease: JobLease, retryAt: number, error: { message: string; errorClass: string }): Promise<void>;
+  /** Marks the job DEAD (it has been sent to the DLQ). */
+  markDead(lease: JobLease, error: { message: string; errorClass: string }): Promise<void>;
+  /** Reads one item (strongly consistent). */
+  get(dedupKey: string): Promise<JobItem | undefined>;
+  /** Operator redrive: makes a DEAD job runnable again (attempts back to 0, checkpoint kept). */
+  resetDead(dedupKey: string): Promise<boolean>;
+}

@@ -1,0 +1,33 @@
+/** A named lease held on a shared resource (`account#42`). */
+export interface NamedLease {
+  readonly key: string;
+  readonly owner: string;
+  /** Fencing token: strictly increasing per key, also after the item was deleted. */
+  readonly token: number;
+  leaseUntil: number;
+}
+
+/** What the `leases` table holds for a key. */
+export interface LeaseItem {
+  readonly leaseKey: string;
+  readonly owner?: string;
+  readonly leaseUntil: number;
+  readonly token: number;
+  readonly acquiredAt?: number;
+  readonly expiresAt?: number;
+}
+
+export type AcquireResult =
+  | { readonly acquired: true; readonly lease: NamedLease }
+  | { readonly acquired: false; readonly holder: LeaseItem };
+
+/** The port for named leases. Every operation after acquire is a compare-and-set on owner + token. */
+export interface LeaseStore {
+  /** One conditional write: takes the lease if nobody holds it or the holder's lease ended. */
+  tryAcquire(key: string, owner: string, leaseMs: number, now: number): Promise<AcquireResult>;
+  /** Extends the lease; throws LeaseLostError when the owner/token no longer match. */
+  renew(lease: NamedLease, leaseMs: number, now: number): Promise<void>;
+  /** Gives the lease up (keeps the token so the next one is larger). No-op when already lost. */
+  release(lease: NamedLease): Promise<void>;
+  get(key: string): Promise<LeaseItem | undefined>;
+}

@@ -1,0 +1,36 @@
+/** How long a lease lasts and how often it is renewed. */
+export interface LeaseTiming {
+  /** Lease length. @default 30000 */
+  readonly leaseMs: number;
+  /** Renewal period; DESIGN.md: a third of the lease, so two beats may fail before it lapses. */
+  readonly heartbeatMs: number;
+}
+
+/** Validates a lease length and derives the heartbeat period (lease / 3). */
+export function leaseTiming(leaseMs = 30_000, heartbeatMs?: number): LeaseTiming {
+  if (!Number.isFinite(leaseMs) || leaseMs < 300) {
+    throw new RangeError(`leaseMs must be a number >= 300, received ${leaseMs}`);
+  }
+  const beat = heartbeatMs ?? Math.floor(leaseMs / 3);
+  if (!(beat > 0 && beat < leaseMs)) {
+    throw new RangeError(`heartbeatMs must be > 0 and < leaseMs (${leaseMs}), received ${beat}`);
+  }
+  return { leaseMs, heartbeatMs: beat };
+}
+
+/**
+ * Message visibility that covers a lease: whole seconds, rounded up, plus one second so the message
+ * never becomes visible while the DynamoDB lease is still live.
+ */
+export function visibilityForLease(leaseMs: number): number {
+  return Math.ceil(leaseMs / 1000) + 1;
+}
+
+/**
+ * Caps a lease so it never outlives an invocation's deadline (Lambda's remaining time): a lease that
+ * outlived its worker would keep the job from being retried until it expired.
+ */
+export function capLeaseToDeadline(leaseMs: number, now: number, deadline: number | undefined): number {
+  if (deadline === undefined) return leaseMs;
+  return Math.max(0, Math.min(leaseMs, deadline - now));
+}

@@ -1,0 +1,80 @@
+import { LeaseBusyError } from './errors.ts';
+import { Heartbeat } from './heartbeat.ts';
+import type { LeaseStore, NamedLease } from './lease-store.ts';
+import { leaseTiming } from './lease-timing.ts';
+
+export interface WithLeaseOptions {
+  readonly store: LeaseStore;
+  readonly owner: string;
+  /** @default 15000 */
+  readonly leaseMs?: number;
+  /** How long to wait for a busy lease before {@link LeaseBusyError}. @default 10000 */
+  readonly waitMs?: number;
+  /** Pause between acquire tries (grows up to 8x, with jitter). @default 50 */
+  readonly pollMs?: number;
+  /** Also aborts the work (e.g. the job's own signal). */
+  readonly signal?: AbortSignal;
+  readonly now?: () => number;
+}
+
+/** What the protected function gets: the fencing token to pass with its writes and a lost-lease signal. */
+export interface LeaseHandle {
+  readonly key: string;
+  readonly token: number;
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Pessimistic lock on a shared resource: runs `fn` while holding the named lease `key`, renewing it every
+ * lease/3 and releasing it afterwards (owner + token compare-and-set). Nobody else holds `key` while
+ * `fn` runs unless the lease is lost, in which case `handle.signal` aborts; writes fenced with
+ * `handle.token` are then refused downstream. A dead holder's lease expires after `leaseMs`.
+ */
+export async function withLease<T>(
+  key: string,
+  fn: (handle: LeaseHandle) => Promise<T>,
+  options: WithLeaseOptions,
+): Promise<T> {
+  const now = options.now ?? Date.now;
+  const timing = leaseTiming(options.leaseMs ?? 15_000);
+  const waitMs = options.waitMs ?? 10_000;
+  const pollMs = options.pollMs ?? 50;
+  const started = now();
+  let lease: NamedLease | undefined;
+  for (let tryNumber = 0; !lease; tryNumber++) {
+    options.signal?.throwIfAborted();
+    const result = await options.store.tryAcquire(key, options.owner, timing.leaseMs, now());
+    if (result.acquired) {
+      lease = result.lease;
+      break;
+    }
+    const waited = now() - started;
+    if (waited >= waitMs) throw new LeaseBusyError(key, waited);
+    const pause = Math.min(
+      pollMs * 2 ** Math.min(tryNumber, 3),
+      Math.max(1, result.holder.leaseUntil - now()),
+    );
+    await new Promise((resolve) =>
+      setTimeout(resolve, Math.max(1, Math.round(pause * (0.5 + Math.random() / 2)))),
+    );
+  }
+  const held = lease;
+  const heartbeat = new Heartbeat({
+    intervalMs: timing.heartbeatMs,
+    leaseUntil: held.leaseUntil,
+    now,
+    target: {
+      renew: async () => {
+        await options.store.renew(held, timing.leaseMs, now());
+        return held.leaseUntil;
+      },
+    },
+  }).start();
+  const signal = options.signal ? AbortSignal.any([heartbeat.signal, options.signal]) : heartbeat.signal;
+  try {
+    return await fn({ key, token: held.token, signal });
+  } finally {
+    await heartbeat.stop();
+    await options.store.release(held);
+  }
+}
