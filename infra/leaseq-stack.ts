@@ -102,11 +102,11 @@ export function resolveLeaseqStackProps(props: LeaseqStackProps = {}): ResolvedL
   // A batch is handled within one invocation; more than 10 records would need a batching window.
   assertInteger('batchSize', resolved.batchSize, 1, 10);
   assertInteger('maxConcurrency', resolved.maxConcurrency, 2, 1000);
-  const timeoutSeconds = resolved.workerTimeout.toSeconds();
+  const timeoutSeconds = resolved.workerTimeout.toSeconds({ integral: false });
   if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 900) {
     throw new InvalidLeaseqStackPropsError(
       'workerTimeout',
-      `${resolved.workerTimeout.toSeconds()} s`,
+      `${timeoutSeconds} s`,
       'whole seconds from 1 s to 900 s (the Lambda limit)',
     );
   }

@@ -54,7 +54,9 @@ export class JobQueue extends Construct {
     super(scope, id);
     const visibilityTimeout =
       props.visibilityTimeout ??
-      Duration.seconds(props.consumerTimeout.toSeconds() * VISIBILITY_TO_TIMEOUT_RATIO);
+      Duration.seconds(
+        Math.ceil(props.consumerTimeout.toSeconds({ integral: false }) * VISIBILITY_TO_TIMEOUT_RATIO),
+      );
     validate(props, visibilityTimeout);
 
     const fifo = props.fifo ?? false;
@@ -83,11 +85,12 @@ export class JobQueue extends Construct {
 }
 
 function validate(props: JobQueueProps, visibilityTimeout: Duration): void {
-  const minimum = props.consumerTimeout.toSeconds() * VISIBILITY_TO_TIMEOUT_RATIO;
+  const consumerSeconds = props.consumerTimeout.toSeconds({ integral: false });
+  const minimum = consumerSeconds * VISIBILITY_TO_TIMEOUT_RATIO;
   if (visibilityTimeout.toSeconds() < minimum) {
     throw new Error(
       `JobQueue visibilityTimeout is ${visibilityTimeout.toSeconds()} s; expected at least ` +
-        `${minimum} s (${VISIBILITY_TO_TIMEOUT_RATIO} x consumerTimeout ${props.consumerTimeout.toSeconds()} s)`,
+        `${minimum} s (${VISIBILITY_TO_TIMEOUT_RATIO} x consumerTimeout ${consumerSeconds} s)`,
     );
   }
   if (visibilityTimeout.toSeconds() > MAX_VISIBILITY.toSeconds()) {

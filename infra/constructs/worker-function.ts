@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { type Duration, type RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -90,6 +91,14 @@ export class WorkerFunction extends Construct {
       removalPolicy,
     });
 
+    // An own role instead of AWSLambdaBasicExecutionRole, whose log actions apply to every log group
+    // (`Resource: *`): this one may only write to the function's own log group.
+    const role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: 'leaseq worker: consume the jobs queue, dead-letter, item access to the state tables',
+    });
+    logGroup.grantWrite(role);
+
     this.function = new nodejs.NodejsFunction(this, 'Function', {
       description: `leaseq worker (${Stack.of(this).stackName})`,
       entry: props.entry ?? DEFAULT_ENTRY,
@@ -100,6 +109,7 @@ export class WorkerFunction extends Construct {
       architecture: lambda.Architecture.ARM_64,
       memorySize: props.memorySize ?? 256,
       timeout: props.timeout,
+      role,
       logGroup,
       environment: {
         POWERTOOLS_SERVICE_NAME: props.serviceName ?? 'leaseq',
