@@ -1,0 +1,323 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createAwsClients, destroyAwsClients } from '../../../shared/aws/clients.ts';
+import { CompletedCache } from '../../../shared/core/completed-cache.ts';
+import { DynamoDbJobStore } from '../../../shared/core/dynamodb-job-store.ts';
+import { makeEnvelope } from '../../../shared/core/envelope.ts';
+import { InMemoryMetrics } from '../../../shared/core/metrics.ts';
+import { JobProcessor } from '../../../shared/core/processor.ts';
+import { readDeadLetterAttributes, SqsJobQueue } from '../../../shared/core/sqs-job-queue.ts';
+import { JobStatus, MetricName } from '../../../shared/core/statuses.ts';
+import { toSqsRecord } from '../../../shared/runner/sqs-records.ts';
+import {
+  type CoreEnv,
+  coreEnv,
+  eventually,
+  getBalance,
+  makeWorker,
+  purge,
+  putBalance,
+  queueCounts,
+  quietLogger,
+  receiveAll,
+  sendJob,
+  sendRaw,
+} from '../../support/core-fixture.ts';
+import { uniqueName } from '../../support/env.ts';
+import { testRegistry } from '../../support/test-jobs.ts';
+
+let env: CoreEnv;
+
+beforeAll(async () => {
+  env = await coreEnv('proc');
+});
+afterAll(() => env?.close());
+beforeEach(async () => {
+  await purge(env, env.queueUrl);
+  await purge(env, env.dlqUrl);
+});
+
+/** Polls with the given workers until `done` or the budget runs out. */
+async function drain(
+  workers: { poll(wait?: number): Promise<number> }[],
+  done: () => Promise<boolean>,
+  budgetMs = 30_000,
+) {
+  const end = Date.now() + budgetMs;
+  while (Date.now() < end) {
+    await Promise.all(workers.map((w) => w.poll(1)));
+    if (await done()) return true;
+  }
+  return done();
+}
+
+describe('Class: JobProcessor (against the emulator)', () => {
+  it('applies each effect once when the same job is sent many times to competing workers', async () => {
+    const { registry, log } = testRegistry(env);
+    const workers = [makeWorker(env, registry), makeWorker(env, registry), makeWorker(env, registry)];
+    const account = uniqueName('acct');
+    const keys = Array.from({ length: 6 }, () => uniqueName('order'));
+    for (const key of keys) {
+      for (let copy = 0; copy < 3; copy++)
+        await sendJob(env, { dedupKey: key, type: 'test.credit', payload: { account, amount: 10 } });
+    }
+    const ok = await drain(workers, async () => {
+      const c = await queueCounts(env);
+      return c.visible + c.inFlight === 0;
+    });
+    expect(ok).toBe(true);
+    expect((await getBalance(env, account))?.balance).toBe(60);
+    for (const key of keys) expect(log.count(key)).toBeGreaterThanOrEqual(1);
+    const skipped = workers.reduce((n, w) => n + w.metrics.get(MetricName.DuplicateSkipped), 0);
+    const succeeded = workers.reduce((n, w) => n + w.metrics.get(MetricName.JobSucceeded), 0);
+    expect(succeeded).toBe(6);
+    expect(skipped).toBe(12);
+  });
+
+  it('retries an optimistic conflict in process, then gives the job back with a delay', async () => {
+    const account = uniqueName('acct');
+    await putBalance(env, account, 0, 1);
+    let bumps = 0;
+    // Every read is followed by a concurrent writer bumping the version: the commit always conflicts.
+    const { registry, log } = testRegistry(env, undefined, {
+      beforeCommit: async () => {
+        bumps += 1;
+        await putBalance(env, account, 0, 1 + bumps);
+      },
+    });
+    const worker = makeWorker(env, registry, {
+      optimisticTries: 3,
+      backoff: { baseSeconds: 4, capSeconds: 4 },
+      random: () => 0.99,
+    });
+    const key = uniqueName('order');
+    await sendJob(env, { dedupKey: key, type: 'test.credit', payload: { account, amount: 5 } });
+
+    await eventually(async () => (await worker.poll(1)) > 0, 10_000, 0);
+
+    expect(log.count(key)).toBe(3);
+    expect(worker.metrics.get(MetricName.OptimisticConflict)).toBe(3);
+    const item = await worker.store.get(key);
+    expect(item?.status).toBe(JobStatus.RetryWait);
+    expect(item?.lastErrorClass).toBe('OptimisticConflictError');
+    expect(item?.attempts).toBe(1);
+    // Given back with a delay: in flight now, not receivable during the backoff.
+    expect(await queueCounts(env)).toMatchObject({ visible: 0, inFlight: 1 });
+    expect(await receiveAll(env, env.queueUrl, 1, 1)).toHaveLength(0);
+  });
+
+  it('lands the backoff as message visibility, counts only real attempts, and dead-letters at maxAttempts', async () => {
+    const { registry, log } = testRegistry(env);
+    const worker = makeWorker(env, registry, {
+      maxAttempts: 2,
+      backoff: { baseSeconds: 3, capSeconds: 3 },
+      random: () => 0.99,
+    });
+    const key = uniqueName('flaky');
+    await sendJob(env, {
+      dedupKey: key,
+      type: 'test.credit',
+      payload: { account: 'x', amount: 1, failTimes: 99 },
+    });
+
+    // Attempt 1 fails; the message goes back for 3 s.
+    await eventually(async () => (await worker.poll(1)) > 0, 10_000, 0);
+    expect((await worker.store.get(key))?.attempts).toBe(1);
+    const hiddenSince = Date.now();
+    expect(await receiveAll(env, env.queueUrl, 1, 0)).toHaveLength(0);
+    // A duplicate copy sent now is dropped while the job waits for its retry: not an attempt.
+    await sendJob(env, {
+      dedupKey: key,
+      type: 'test.credit',
+      payload: { account: 'x', amount: 1, failTimes: 99 },
+    });
+    await eventually(
+      async () => {
+        await worker.poll(1);
+        return worker.metrics.get(MetricName.DuplicateSkipped) === 1;
+      },
+      10_000,
+      0,
+    );
+    expect(worker.metrics.get(MetricName.DuplicateSkipped)).toBe(1);
+    expect((await worker.store.get(key))?.attempts).toBe(1);
+
+    // Attempt 2 (the last) fails after the backoff, and the job is dead-lettered.
+    const dead = await eventually(
+      async () => {
+        await worker.poll(1);
+        return (await worker.store.get(key))?.status === JobStatus.Dead;
+      },
+      20_000,
+      0,
+    );
+    expect(dead).toBe(true);
+    expect(Date.now() - hiddenSince).toBeGreaterThanOrEqual(2000);
+    expect(log.count(key)).toBe(2);
+    const item = await worker.store.get(key);
+    expect(item).toMatchObject({ status: JobStatus.Dead, attempts: 2, lastErrorClass: 'TransientJobError' });
+
+    const letters = await receiveAll(env, env.dlqUrl, 30, 1);
+    expect(letters).toHaveLength(1);
+    const reason = readDeadLetterAttributes(letters[0]?.MessageAttributes);
+    expect(reason).toMatchObject({
+      reason: 'max-attempts',
+      errorClass: 'TransientJobError',
+      attempts: '2',
+      dedupKey: key,
+      worker: worker.processor.worker,
+    });
+    expect(reason.errorMessage).toContain('flaky failure 2');
+    expect(await queueCounts(env)).toMatchObject({ visible: 0, inFlight: 0 });
+  });
+
+  it('hides its own message that comes back early, without counting an attempt', async () => {
+    const { registry } = testRegistry(env);
+    const worker = makeWorker(env, registry);
+    const store = worker.store;
+    const key = uniqueName('own');
+    const messageId = await sendJob(env, {
+      dedupKey: key,
+      type: 'test.credit',
+      payload: { account: 'a', amount: 1 },
+    });
+    // Another worker holds the job for this very message (its visibility lapsed early).
+    await store.claim({
+      dedupKey: key,
+      owner: 'holder',
+      messageId,
+      type: 'test.credit',
+      createdAt: new Date().toISOString(),
+      leaseMs: 20_000,
+      now: Date.now(),
+    });
+    await eventually(async () => (await worker.poll(1)) > 0, 10_000, 0);
+    expect(worker.metrics.get(MetricName.OwnMessageEarly)).toBe(1);
+    expect((await store.get(key))?.attempts).toBe(1);
+    expect(await queueCounts(env)).toMatchObject({ visible: 0, inFlight: 1 });
+  });
+
+  it('dead-letters each kind of bad envelope with its reason while its batch neighbours succeed', async () => {
+    const { registry } = testRegistry(env);
+    const worker = makeWorker(env, registry, { maxBodyBytes: 2048 });
+    const good = uniqueName('good');
+    const account = uniqueName('acct');
+    const valid = makeEnvelope({
+      id: 'x',
+      dedupKey: good,
+      type: 'test.credit',
+      payload: { account, amount: 7 },
+    });
+    const bodies = {
+      'invalid-not-json': '{not json',
+      'invalid-unknown-version': JSON.stringify({ ...valid, v: 9 }),
+      'invalid-bad-schema': JSON.stringify({ ...valid, dedupKey: '' }),
+      'invalid-unknown-type': JSON.stringify({ ...valid, dedupKey: uniqueName('t'), type: 'no.such.job' }),
+      'invalid-too-large': JSON.stringify({
+        ...valid,
+        dedupKey: uniqueName('big'),
+        payload: { pad: 'x'.repeat(4000) },
+      }),
+    };
+    await sendJob(env, { dedupKey: good, type: 'test.credit', payload: { account, amount: 7 } });
+    for (const body of Object.values(bodies)) await sendRaw(env, body);
+    const badPayload = uniqueName('payload');
+    await sendJob(env, { dedupKey: badPayload, type: 'test.credit', payload: { account: 42 } });
+
+    const ok = await drain(
+      [worker],
+      async () => {
+        const c = await queueCounts(env);
+        return c.visible + c.inFlight === 0;
+      },
+      20_000,
+    );
+    expect(ok).toBe(true);
+    expect((await getBalance(env, account))?.balance).toBe(7);
+    const letters = await receiveAll(env, env.dlqUrl, 30, 1);
+    const reasons = letters.map((m) => readDeadLetterAttributes(m.MessageAttributes).reason).sort();
+    expect(reasons).toEqual([...Object.keys(bodies), 'invalid-bad-schema'].sort());
+    // The original bodies are kept as they were, so nothing is lost.
+    expect(letters.map((m) => m.Body)).toContain('{not json');
+    expect((await worker.store.get(badPayload))?.status).toBe(JobStatus.Dead);
+  });
+
+  it('dead-letters a permanent handler error at once (attempt 1)', async () => {
+    const { registry, log } = testRegistry(env);
+    const worker = makeWorker(env, registry, { maxAttempts: 5 });
+    const key = uniqueName('perm');
+    await sendJob(env, {
+      dedupKey: key,
+      type: 'test.credit',
+      payload: { account: 'a', amount: 1, permanent: true },
+    });
+    await eventually(async () => (await worker.poll(1)) > 0, 10_000, 0);
+    expect(log.count(key)).toBe(1);
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Dead);
+    const letters = await receiveAll(env, env.dlqUrl, 30, 1);
+    expect(readDeadLetterAttributes(letters[0]?.MessageAttributes)).toMatchObject({
+      reason: 'permanent-error',
+      attempts: '1',
+    });
+  });
+
+  it('never runs a job when the store is unavailable, and gives the message back with a backoff', async () => {
+    const { registry, log } = testRegistry(env);
+    // A store client pointed at a closed port: every call fails at the network level.
+    const dead = createAwsClients({
+      endpoint: 'http://127.0.0.1:9',
+      region: 'us-east-1',
+      maxAttempts: 1,
+      connectTimeoutMs: 500,
+    });
+    const metrics = new InMemoryMetrics();
+    const processor = new JobProcessor({
+      store: new DynamoDbJobStore({ client: dead.doc, tableName: env.jobsTable }),
+      queue: new SqsJobQueue({
+        client: env.clients.sqs,
+        queueUrl: env.queueUrl,
+        deadLetterQueueUrl: env.dlqUrl,
+      }),
+      registry,
+      worker: 'w-offline',
+      logger: quietLogger(),
+      metrics,
+      backoff: { baseSeconds: 3, capSeconds: 3 },
+      random: () => 0.99,
+    });
+    const key = uniqueName('offline');
+    await sendJob(env, { dedupKey: key, type: 'test.credit', payload: { account: 'a', amount: 1 } });
+    const [message] = await receiveAll(env, env.queueUrl, 30, 2);
+    expect(message).toBeDefined();
+    if (!message) return;
+    const outcome = await processor.process(toSqsRecord(message, env.queueArn, env.region));
+    destroyAwsClients(dead);
+
+    expect(outcome).toMatchObject({ action: 'store-unavailable', disposition: 'retain' });
+    expect(log.count(key)).toBe(0);
+    expect(metrics.get(MetricName.StoreUnavailable)).toBe(1);
+    // Back after ~3 s (the backoff), not after the 30 s visibility it was received with.
+    expect(await receiveAll(env, env.queueUrl, 30, 1)).toHaveLength(0);
+    const back = await eventually(
+      async () => (await receiveAll(env, env.queueUrl, 30, 1)).length === 1,
+      10_000,
+      100,
+    );
+    expect(back).toBe(true);
+  });
+
+  it('skips the claim write on a local-cache hit for a repeated duplicate', async () => {
+    const { registry, log } = testRegistry(env);
+    const cache = new CompletedCache();
+    const worker = makeWorker(env, registry, { cache });
+    const key = uniqueName('cached');
+    const account = uniqueName('acct');
+    await sendJob(env, { dedupKey: key, type: 'test.credit', payload: { account, amount: 3 } });
+    await eventually(async () => (await worker.poll(1)) > 0, 10_000, 0);
+    expect(cache.has(key)).toBe(true);
+    await sendJob(env, { dedupKey: key, type: 'test.credit', payload: { account, amount: 3 } });
+    await eventually(async () => (await worker.poll(1)) > 0, 10_000, 0);
+    expect(worker.metrics.get(MetricName.CacheHit)).toBe(1);
+    expect(log.count(key)).toBe(1);
+    expect((await getBalance(env, account))?.balance).toBe(3);
+  });
+});
