@@ -1,0 +1,39 @@
+import { randomBytes } from 'node:crypto';
+import { inject } from 'vitest';
+import { type AwsClients, awsConfigFromEnv, createAwsClients } from '../../shared/aws/clients.ts';
+
+/** The endpoint the integration global setup started or found (`AWS_ENDPOINT_URL` wins). */
+export function testEndpoint(): string {
+  return inject('endpoint');
+}
+
+/**
+ * SQS and DynamoDB clients for the injected endpoint. Call once per file (e.g. in `beforeAll`) and
+ * close them with `destroyAwsClients` in `afterAll`.
+ */
+export function testClients(): AwsClients {
+  return createAwsClients({ ...awsConfigFromEnv(process.env), endpoint: testEndpoint() });
+}
+
+let counter = 0;
+
+/**
+ * A name no other test (in this run or a concurrent one) uses: `<prefix>-<time><pid><counter><random>`,
+ * at most 60 characters of [A-Za-z0-9_-], so it is valid as a queue name (with room for `.fifo`) and
+ * as a table name.
+ */
+export function uniqueName(prefix: string): string {
+  if (!/^[A-Za-z0-9_-]{1,30}$/.test(prefix)) {
+    throw new Error(
+      `uniqueName prefix must be 1-30 characters of [A-Za-z0-9_-], got ${JSON.stringify(prefix)}`,
+    );
+  }
+  counter += 1;
+  const suffix = [
+    Date.now().toString(36),
+    process.pid.toString(36),
+    counter.toString(36),
+    randomBytes(3).toString('hex'),
+  ];
+  return `${prefix}-${suffix.join('')}`;
+}
