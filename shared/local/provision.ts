@@ -38,7 +38,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
 import type { LeaseqStackProps } from '../../infra/leaseq-stack.ts';
-import { STACK_OUTPUT_KEYS, type StackOutputKey } from '../resources.ts';
+import { defaultResourcePrefix, STACK_OUTPUT_KEYS, type StackOutputKey } from '../resources.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Template
@@ -414,7 +414,7 @@ export async function provisionLocal(options: ProvisionOptions): Promise<Provisi
 
   const outputs = resolveOutputs(plan, queues, tables);
   return {
-    prefix: stackProps.resourcePrefix ?? `leaseq-${stackProps.stage ?? DEFAULT_LOCAL_STAGE}`,
+    prefix: stackProps.resourcePrefix ?? defaultResourcePrefix(stackProps.stage ?? DEFAULT_LOCAL_STAGE),
     queues,
     tables,
     outputs,
