@@ -4,6 +4,8 @@ import { defineConfig } from 'vitest/config';
 // test/support/global-setup.ts starts (or to AWS_ENDPOINT_URL when it is set, e.g. LocalStack).
 export default defineConfig({
   test: {
+    // The SDK warns once per process that Node 20 support ends in 2027; tests need not repeat it.
+    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     projects: [
       {
         test: {
