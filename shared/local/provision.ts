@@ -39,6 +39,7 @@ import {
 import { z } from 'zod';
 import type { LeaseqStackProps } from '../../infra/leaseq-stack.ts';
 import { defaultResourcePrefix, STACK_OUTPUT_KEYS, type StackOutputKey } from '../resources.ts';
+import { EmulatorError } from './errors.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Template
@@ -60,7 +61,7 @@ export const DEFAULT_LOCAL_STAGE = 'local';
 const templateCache = new Map<string, Promise<StackTemplate>>();
 
 /**
- * The CloudFormation template of {@link LeaseqStack} for these props, as `cdk synth` would produce it
+ * The CloudFormation template of `LeaseqStack` for these props, as `cdk synth` would produce it
  * (same cdk.json feature flags) but without bundling the worker. Cached per distinct props for the life
  * of the process; treat the result as read-only.
  *
@@ -336,9 +337,15 @@ function orderByRedrive(queues: QueuePlan[]): QueuePlan[] {
 // ---------------------------------------------------------------------------------------------------
 // Provision
 
-/** Error of local provisioning; the message says what is wrong and what to do. */
-export class LocalProvisionError extends Error {
-  override readonly name = 'LocalProvisionError';
+/**
+ * Error of local provisioning; the one-line message says what is wrong and what to do. An
+ * {@link EmulatorError}, so the CLI reports it like the emulator manager's own errors.
+ */
+export class LocalProvisionError extends EmulatorError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, { cause: options?.cause, retryable: false });
+    this.name = 'LocalProvisionError';
+  }
 }
 
 /** What provisioning did to a resource: made it, found it as the template wants it, or corrected it. */
