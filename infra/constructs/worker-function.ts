@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { type Duration, type RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -84,6 +85,7 @@ export class WorkerFunction extends Construct {
 
   constructor(scope: Construct, id: string, props: WorkerFunctionProps) {
     super(scope, id);
+    assertLocalEsbuild(this);
     const removalPolicy = props.removalPolicy;
 
     const logGroup = new logs.LogGroup(this, 'LogGroup', {
@@ -125,8 +127,8 @@ export class WorkerFunction extends Construct {
         [WORKER_ENV.maxAttempts]: String(props.maxAttempts),
       },
       bundling: {
-        // Local esbuild (a dependency of this package) only; a missing esbuild is an error, not a
-        // silent fall-back to a Docker build.
+        // Local esbuild (a dependency of this package); assertLocalEsbuild makes a missing one an
+        // error instead of CDK's silent fall-back to a Docker build.
         forceDockerBundling: false,
         format: nodejs.OutputFormat.ESM,
         target: 'node22',
@@ -156,5 +158,19 @@ export class WorkerFunction extends Construct {
     props.jobsTable.grant(this.function, ...WORKER_TABLE_ACTIONS.jobs);
     props.leasesTable.grant(this.function, ...WORKER_TABLE_ACTIONS.leases);
     props.ledgerTable.grant(this.function, ...WORKER_TABLE_ACTIONS.ledger);
+  }
+}
+
+/** Bundling must use the esbuild installed with this package: CDK would otherwise try Docker. */
+function assertLocalEsbuild(scope: Construct): void {
+  if (!Stack.of(scope).bundlingRequired) return;
+  try {
+    createRequire(import.meta.url).resolve('esbuild');
+  } catch (error) {
+    throw new Error(
+      'esbuild is not installed next to aws-cdk-lib; expected it as a dependency (run `npm ci`): ' +
+        'leaseq bundles the worker with local esbuild, never with Docker',
+      { cause: error },
+    );
   }
 }
