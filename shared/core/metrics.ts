@@ -17,10 +17,18 @@ export const noMetrics: MetricsSink = {
   observe() {},
 };
 
-/** Counts and summaries held in memory; what tests assert on and what local workers print. */
+/** Count, sum and extremes of observations: bounded memory however long a worker lives. */
+export interface Summary {
+  count: number;
+  sum: number;
+  min: number;
+  max: number;
+}
+
+/** Counts and summaries held in memory; what tests assert on and what local workers report. */
 export class InMemoryMetrics implements MetricsSink {
   readonly counters = new Map<string, number>();
-  readonly observations = new Map<string, number[]>();
+  readonly observations = new Map<string, Summary>();
 
   count(name: MetricName, value = 1, dimensions?: Readonly<Record<string, string>>): void {
     const key = metricKey(name, dimensions);
@@ -29,9 +37,15 @@ export class InMemoryMetrics implements MetricsSink {
 
   observe(name: MetricName, ms: number, dimensions?: Readonly<Record<string, string>>): void {
     const key = metricKey(name, dimensions);
-    const list = this.observations.get(key) ?? [];
-    list.push(ms);
-    this.observations.set(key, list);
+    const s = this.observations.get(key);
+    if (!s) {
+      this.observations.set(key, { count: 1, sum: ms, min: ms, max: ms });
+      return;
+    }
+    s.count += 1;
+    s.sum += ms;
+    s.min = Math.min(s.min, ms);
+    s.max = Math.max(s.max, ms);
   }
 
   /** The counter's value (0 when never counted). */
@@ -39,9 +53,18 @@ export class InMemoryMetrics implements MetricsSink {
     return this.counters.get(metricKey(name, dimensions)) ?? 0;
   }
 
-  snapshot(): Record<string, number> {
-    return Object.fromEntries(this.counters);
+  /** Counters and observation summaries, JSON-safe (what a worker process reports to its parent). */
+  snapshot(): MetricsSnapshot {
+    return {
+      counters: Object.fromEntries(this.counters),
+      observations: Object.fromEntries([...this.observations].map(([k, v]) => [k, { ...v }])),
+    };
   }
+}
+
+export interface MetricsSnapshot {
+  readonly counters: Record<string, number>;
+  readonly observations: Record<string, Summary>;
 }
 
 function metricKey(name: string, dimensions?: Readonly<Record<string, string>>): string {

@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import { PermanentJobError, TransientJobError } from '../shared/core/errors.ts';
+import type { JobContext } from '../shared/core/job-context.ts';
+
+/**
+ * Opt-in failure injection carried in a job's payload, for demos and tests. Real producers never set it.
+ * - `failTimes`: the first N attempts throw a transient error (retried with backoff).
+ * - `sleepMs`: the job works this long, e.g. past its lease (the heartbeat must keep it).
+ * - `crashAfterStep`: on the first attempt, the worker process dies right after this step's checkpoint.
+ * - `permanent`: the job throws a permanent error (dead-lettered at once).
+ */
+export const simulateSchema = z
+  .object({
+    failTimes: z.number().int().min(0).max(100).optional(),
+    sleepMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(15 * 60_000)
+      .optional(),
+    crashAfterStep: z.string().min(1).max(64).optional(),
+    permanent: z.boolean().optional(),
+  })
+  .strict();
+export type Simulate = z.infer<typeof simulateSchema>;
+
+/** How a simulated crash kills the worker (SIGKILL of its own process by default). */
+export type Crash = () => void;
+
+export const killSelf: Crash = () => {
+  process.kill(process.pid, 'SIGKILL');
+};
+
+/** Applies the failures that happen before the job's work. */
+export async function beforeWork(ctx: JobContext, simulate: Simulate | undefined): Promise<void> {
+  if (!simulate) return;
+  if (simulate.permanent) throw new PermanentJobError('simulated permanent failure');
+  if (simulate.failTimes !== undefined && ctx.attempt <= simulate.failTimes) {
+    throw new TransientJobError(
+      `simulated transient failure (attempt ${ctx.attempt} of ${simulate.failTimes} failing)`,
+    );
+  }
+  if (simulate.sleepMs) await sleepUnlessAborted(simulate.sleepMs, ctx.signal);
+}
+
+/** Crashes the process after `step` on the first attempt, when asked to. */
+export function afterStep(ctx: JobContext, simulate: Simulate | undefined, step: string, crash: Crash): void {
+  if (simulate?.crashAfterStep === step && ctx.attempt === 1) crash();
+}
+
+function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

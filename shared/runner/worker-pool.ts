@@ -1,0 +1,134 @@
+import { type ChildProcess, fork } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { mkdirSync, openSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { WorkerMessage } from './worker-process.ts';
+
+export interface WorkerPoolOptions {
+  /** Worker processes to start. */
+  readonly count: number;
+  /** Environment for every worker (names of queues and tables, endpoint, settings). */
+  readonly env: Readonly<Record<string, string>>;
+  /** Folder for one log file per worker (`<id>.log`). */
+  readonly logDir: string;
+  /** Worker ids are `<idPrefix><n>`. @default 'w' */
+  readonly idPrefix?: string;
+}
+
+export interface WorkerInfo {
+  readonly id: string;
+  readonly pid: number | undefined;
+  readonly logFile: string;
+  alive: boolean;
+  exitCode: number | null;
+  exitSignal: NodeJS.Signals | null;
+  counters: Record<string, number>;
+}
+
+interface PoolEvents {
+  exit: [WorkerInfo];
+  error: [string, string];
+}
+
+const ENTRY = fileURLToPath(new URL('./worker-process.ts', import.meta.url));
+
+/**
+ * Local worker processes, each running the Lambda handler under the local event-source loop, with its
+ * own id. `stop()` drains them (SIGTERM, then SIGKILL after a grace period); `kill(id)` SIGKILLs one
+ * at once, which the protocol must survive (its leases expire and another worker takes over).
+ */
+export class WorkerPool extends EventEmitter<PoolEvents> {
+  readonly #options: WorkerPoolOptions;
+  readonly #children = new Map<string, ChildProcess>();
+  readonly workers = new Map<string, WorkerInfo>();
+  #next = 1;
+
+  constructor(options: WorkerPoolOptions) {
+    super();
+    if (!(Number.isInteger(options.count) && options.count >= 1 && options.count <= 64)) {
+      throw new RangeError(`worker count must be an integer from 1 to 64, received ${options.count}`);
+    }
+    this.#options = options;
+  }
+
+  /** Starts the workers; resolves once each has said it is ready (or died trying). */
+  async start(): Promise<void> {
+    mkdirSync(this.#options.logDir, { recursive: true });
+    await Promise.all(Array.from({ length: this.#options.count }, () => this.spawn()));
+  }
+
+  /** Starts one more worker; resolves when it is polling. */
+  spawn(): Promise<WorkerInfo> {
+    const id = `${this.#options.idPrefix ?? 'w'}${this.#next++}`;
+    const logFile = join(this.#options.logDir, `${id}.log`);
+    const fd = openSync(logFile, 'a');
+    const child = fork(ENTRY, [], {
+      env: { ...process.env, ...this.#options.env, LEASEQ_WORKER_ID: id },
+      execArgv: ['--import', import.meta.resolve('tsx')],
+      stdio: ['ignore', fd, fd, 'ipc'],
+    });
+    const info: WorkerInfo = {
+      id,
+      pid: child.pid,
+      logFile,
+      alive: true,
+      exitCode: null,
+      exitSignal: null,
+      counters: {},
+    };
+    this.workers.set(id, info);
+    this.#children.set(id, child);
+    return new Promise((resolve) => {
+      child.on('message', (message: WorkerMessage) => {
+        if (message.type === 'metrics') info.counters = message.counters;
+        else if (message.type === 'ready') resolve(info);
+        else if (message.type === 'error') this.emit('error', id, message.message);
+      });
+      child.on('exit', (code, signal) => {
+        info.alive = false;
+        info.exitCode = code;
+        info.exitSignal = signal;
+        this.#children.delete(id);
+        this.emit('exit', info);
+        resolve(info);
+      });
+    });
+  }
+
+  /** SIGKILLs one worker now (a crash). */
+  kill(id: string): void {
+    this.#children.get(id)?.kill('SIGKILL');
+  }
+
+  /** Sum of one counter over all workers (dead ones keep their last report). */
+  total(counter: string): number {
+    let n = 0;
+    for (const w of this.workers.values()) n += w.counters[counter] ?? 0;
+    return n;
+  }
+
+  get alive(): number {
+    return [...this.workers.values()].filter((w) => w.alive).length;
+  }
+
+  /** Drains every worker: SIGTERM, then SIGKILL for any still running after `graceMs`. */
+  async stop(graceMs = 15_000): Promise<void> {
+    const running = [...this.#children.entries()];
+    const exited = running.map(
+      ([, child]) =>
+        new Promise<void>((resolve) =>
+          child.exitCode !== null || child.signalCode !== null
+            ? resolve()
+            : child.once('exit', () => resolve()),
+        ),
+    );
+    for (const [, child] of running) child.kill('SIGTERM');
+    const timer = setTimeout(() => {
+      for (const [, child] of running) child.kill('SIGKILL');
+    }, graceMs);
+    timer.unref();
+    await Promise.all(exited);
+    clearTimeout(timer);
+  }
+}

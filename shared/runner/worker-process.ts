@@ -1,0 +1,61 @@
+// Entry point of one local worker process (spawned by WorkerPool). It runs the very handler module the
+// Lambda runs (functions/worker.ts), under the local event-source loop, and reports its counters to
+// the parent over IPC. SIGTERM/SIGINT drain: no new polls, the batch in flight finishes or is given back.
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../aws/clients.ts';
+import { visibilityForLease } from '../core/lease-timing.ts';
+import { workerConfigFromEnv } from '../worker/config.ts';
+import { runWorkerLoop } from './worker-loop.ts';
+
+/** Messages a worker process sends to its parent. */
+export type WorkerMessage =
+  | { readonly type: 'ready'; readonly worker: string }
+  | { readonly type: 'metrics'; readonly worker: string; readonly counters: Record<string, number> }
+  | { readonly type: 'error'; readonly worker: string; readonly message: string };
+
+async function main(): Promise<void> {
+  const config = workerConfigFromEnv();
+  const worker = config.workerId ?? `local-${process.pid}`;
+  const stop = new AbortController();
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stop.abort());
+  process.on('disconnect', () => stop.abort());
+
+  const clients = createAwsClients(awsConfigFromEnv());
+  const attrs = await clients.sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: config.queueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  const region = await clients.sqs.config.region();
+  const lambda = await import('../../functions/worker.ts');
+  const send = (message: WorkerMessage) => {
+    if (process.connected) process.send?.(message);
+  };
+  const report = () => send({ type: 'metrics', worker, counters: lambda.metrics.snapshot().counters });
+  const timer = setInterval(report, 250);
+  send({ type: 'ready', worker });
+
+  await runWorkerLoop({
+    sqs: clients.sqs,
+    queueUrl: config.queueUrl,
+    queueArn: attrs.Attributes?.QueueArn ?? '',
+    region,
+    handler: lambda.handler,
+    functionName: worker,
+    timeoutMs: Number(process.env.LEASEQ_INVOCATION_TIMEOUT_MS ?? 60_000),
+    batchSize: Number(process.env.LEASEQ_BATCH_SIZE ?? 10),
+    receiveVisibilitySeconds: visibilityForLease(config.leaseMs),
+    signal: stop.signal,
+    onError: (error) =>
+      send({ type: 'error', worker, message: error instanceof Error ? error.message : String(error) }),
+  });
+  clearInterval(timer);
+  report();
+  destroyAwsClients(clients);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`worker failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);
