@@ -1,0 +1,186 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { readDeadLetterAttributes } from '../../../shared/core/sqs-job-queue.ts';
+import { JobStatus } from '../../../shared/core/statuses.ts';
+import { WorkerPool } from '../../../shared/runner/worker-pool.ts';
+import { workerEnv } from '../../../shared/worker/config.ts';
+import {
+  type CoreEnv,
+  coreEnv,
+  eventually,
+  getBalance,
+  makeWorker,
+  purge,
+  putBalance,
+  queueCounts,
+  receiveAll,
+  sendJob,
+  sleep,
+} from '../../support/core-fixture.ts';
+import { testEndpoint, uniqueName } from '../../support/env.ts';
+
+let env: CoreEnv;
+let pool: WorkerPool | undefined;
+
+beforeAll(async () => {
+  env = await coreEnv('pipe');
+});
+afterEach(async () => {
+  await pool?.stop(5000);
+  pool = undefined;
+  await purge(env, env.queueUrl);
+  await purge(env, env.dlqUrl);
+});
+afterAll(() => env?.close());
+
+function startPool(count: number, leaseMs = 2000): Promise<void> {
+  pool = new WorkerPool({
+    count,
+    logDir: mkdtempSync(join(tmpdir(), 'leaseq-workers-')),
+    idPrefix: `${uniqueName('p')}-`,
+    env: {
+      AWS_ENDPOINT_URL: testEndpoint(),
+      POWERTOOLS_LOG_LEVEL: 'INFO',
+      LEASEQ_BACKOFF_BASE_SECONDS: '1',
+      LEASEQ_BACKOFF_CAP_SECONDS: '1',
+      ...workerEnv({
+        queueUrl: env.queueUrl,
+        dlqUrl: env.dlqUrl,
+        jobsTable: env.jobsTable,
+        leasesTable: env.leasesTable,
+        ledgerTable: env.ledgerTable,
+        leaseMs,
+        maxAttempts: 4,
+      }),
+    },
+  });
+  return pool.start();
+}
+
+const jobsStore = () => makeWorker(env, { has: () => false } as never).store;
+
+describe('Local worker processes running the Lambda handler', () => {
+  it('applies each effect exactly once across 3 workers, with duplicates sent', async () => {
+    const [a, b] = [uniqueName('a'), uniqueName('b')];
+    await putBalance(env, a, 1000, 1);
+    await putBalance(env, b, 1000, 1);
+    await startPool(3);
+    const keys = Array.from({ length: 15 }, () => uniqueName('t'));
+    for (const key of keys) {
+      const copies = 2;
+      for (let c = 0; c < copies; c++) {
+        await sendJob(env, {
+          dedupKey: key,
+          type: 'ledger.transfer',
+          payload: { from: a, to: b, amount: 10 },
+        });
+      }
+    }
+    const credit = uniqueName('c');
+    for (let c = 0; c < 3; c++) {
+      await sendJob(env, { dedupKey: credit, type: 'ledger.credit', payload: { account: a, amount: 5 } });
+    }
+    const settled = await eventually(
+      async () => {
+        const q = await queueCounts(env);
+        return q.visible + q.inFlight === 0;
+      },
+      60_000,
+      300,
+    );
+    expect(settled).toBe(true);
+    expect((await getBalance(env, a))?.balance).toBe(1000 - 150 + 5);
+    expect((await getBalance(env, b))?.balance).toBe(1000 + 150);
+    const store = jobsStore();
+    for (const key of keys) expect((await store.get(key))?.status).toBe(JobStatus.Completed);
+    await sleep(300);
+    expect(pool?.total('JobSucceeded')).toBe(16);
+    expect(pool?.total('DuplicateSkipped')).toBe(15 + 2);
+  });
+
+  it('survives a worker that dies between the debit and the credit: another finishes, money conserved', async () => {
+    const [a, b] = [uniqueName('a'), uniqueName('b')];
+    await putBalance(env, a, 500, 1);
+    await putBalance(env, b, 500, 1);
+    await startPool(2);
+    const key = uniqueName('crash');
+    await sendJob(env, {
+      dedupKey: key,
+      type: 'ledger.transfer',
+      payload: { from: a, to: b, amount: 70, simulate: { crashAfterStep: 'debit' } },
+    });
+    const store = jobsStore();
+    const done = await eventually(
+      async () => (await store.get(key))?.status === JobStatus.Completed,
+      60_000,
+      300,
+    );
+    expect(done).toBe(true);
+    const exits = [...(pool?.workers.values() ?? [])].filter((w) => !w.alive);
+    expect(exits.map((w) => w.exitSignal)).toEqual(['SIGKILL']);
+    const item = await store.get(key);
+    expect(item?.attempts).toBe(2);
+    expect(item?.checkpoint?.done).toEqual(['debit']);
+    expect((await getBalance(env, a))?.balance).toBe(430);
+    expect((await getBalance(env, b))?.balance).toBe(570);
+  });
+
+  it('survives SIGKILL of the worker holding a slow job: its lease expires and another worker takes over', async () => {
+    const account = uniqueName('slow');
+    await startPool(2, 1500);
+    const key = uniqueName('slow');
+    await sendJob(env, {
+      dedupKey: key,
+      type: 'ledger.credit',
+      payload: { account, amount: 9, simulate: { sleepMs: 4000 } },
+    });
+    const store = jobsStore();
+    const claimed = await eventually(
+      async () => (await store.get(key))?.status === JobStatus.InProgress,
+      20_000,
+      100,
+    );
+    expect(claimed).toBe(true);
+    const owner = (await store.get(key))?.owner ?? '';
+    pool?.kill(owner);
+    const done = await eventually(
+      async () => (await store.get(key))?.status === JobStatus.Completed,
+      60_000,
+      300,
+    );
+    expect(done).toBe(true);
+    const item = await store.get(key);
+    expect(item?.owner).not.toBe(owner);
+    expect(item?.attempts).toBe(2);
+    expect((await getBalance(env, account))?.balance).toBe(9);
+  });
+
+  it('dead-letters a poison job with its reason while good jobs flow', async () => {
+    const account = uniqueName('p');
+    await startPool(2);
+    const poison = uniqueName('poison');
+    await sendJob(env, {
+      dedupKey: poison,
+      type: 'ledger.credit',
+      payload: { account, amount: 1, simulate: { permanent: true } },
+    });
+    await sendJob(env, {
+      dedupKey: uniqueName('ok'),
+      type: 'ledger.credit',
+      payload: { account, amount: 2 },
+    });
+    const store = jobsStore();
+    expect(
+      await eventually(async () => (await store.get(poison))?.status === JobStatus.Dead, 30_000, 300),
+    ).toBe(true);
+    expect(await eventually(async () => (await getBalance(env, account))?.balance === 2, 30_000, 300)).toBe(
+      true,
+    );
+    const letters = await receiveAll(env, env.dlqUrl, 30, 2);
+    expect(letters.map((m) => readDeadLetterAttributes(m.MessageAttributes))).toEqual([
+      expect.objectContaining({ reason: 'permanent-error', dedupKey: poison, type: 'ledger.credit' }),
+    ]);
+  });
+});
