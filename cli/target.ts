@@ -1,0 +1,202 @@
+import { readFileSync } from 'node:fs';
+import { GetQueueAttributesCommand, GetQueueUrlCommand, QueueDoesNotExist } from '@aws-sdk/client-sqs';
+import type { Command } from 'commander';
+import {
+  type AwsClients,
+  awsConfigFromEnv,
+  createAwsClients,
+  destroyAwsClients,
+  isLocalEndpoint,
+} from '../shared/aws/clients.ts';
+import { emulatorStatus } from '../shared/local/emulator.ts';
+import { DEFAULT_LOCAL_STAGE } from '../shared/local/provision.ts';
+import {
+  defaultResourcePrefix,
+  resourceNames,
+  STACK_OUTPUT_KEYS,
+  type StackOutputKey,
+} from '../shared/resources.ts';
+
+/** Flags every command that talks to a deployment accepts. */
+export interface TargetFlags {
+  readonly endpoint?: string;
+  readonly prefix?: string;
+  readonly outputs?: string;
+  readonly region?: string;
+}
+
+/** Names and URLs of one leaseq deployment (embedded emulator, LocalStack or AWS). */
+export interface TargetNames {
+  readonly queueUrl: string;
+  readonly queueArn: string;
+  readonly dlqUrl: string;
+  readonly jobsTable: string;
+  readonly leasesTable: string;
+  readonly ledgerTable: string;
+}
+
+export interface Target {
+  /** `undefined` means real AWS. */
+  readonly endpoint: string | undefined;
+  readonly clients: AwsClients;
+  readonly names: TargetNames;
+  readonly region: string;
+  close(): void;
+}
+
+/** A problem the user fixes with a flag or a command; printed as one line. */
+export class TargetError extends Error {
+  override readonly name = 'TargetError';
+}
+
+/** Adds --endpoint, --prefix, --outputs and --region to a command. */
+export function targetOptions(command: Command): Command {
+  return command
+    .option(
+      '--endpoint <url>',
+      'AWS endpoint (default: AWS_ENDPOINT_URL, else the embedded emulator if running, else AWS)',
+    )
+    .option(
+      '--prefix <prefix>',
+      'resource name prefix (default: LEASEQ_PREFIX, else leaseq-local locally, leaseq-dev on AWS)',
+    )
+    .option('--outputs <file>', 'stack outputs JSON written by `cdk deploy --outputs-file`')
+    .option('--region <region>', 'AWS region (default: AWS_REGION, else us-east-1)');
+}
+
+/**
+ * Where the endpoint comes from, in order: --endpoint, AWS_ENDPOINT_URL, the embedded emulator when it
+ * is running, else real AWS (no endpoint).
+ */
+export async function resolveEndpointFlag(
+  flags: TargetFlags,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string | undefined> {
+  if (flags.endpoint) return validUrl(flags.endpoint);
+  if (env.AWS_ENDPOINT_URL?.trim()) return validUrl(env.AWS_ENDPOINT_URL.trim());
+  const status = await emulatorStatus({ env });
+  return status.mode === 'embedded' && status.running ? status.endpoint : undefined;
+}
+
+/** Resolves the deployment a command works on, checking that its queues exist. */
+export async function resolveTarget(
+  flags: TargetFlags,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Target> {
+  const endpoint = await resolveEndpointFlag(flags, env);
+  const base = awsConfigFromEnv({ ...env, ...(flags.region ? { AWS_REGION: flags.region } : {}) });
+  const clients = createAwsClients({ ...base, ...(endpoint ? { endpoint } : {}), maxAttempts: 2 });
+  try {
+    const names = await resolveNames(clients, flags, endpoint, env);
+    return { endpoint, clients, names, region: base.region, close: () => destroyAwsClients(clients) };
+  } catch (error) {
+    destroyAwsClients(clients);
+    throw error;
+  }
+}
+
+async function resolveNames(
+  clients: AwsClients,
+  flags: TargetFlags,
+  endpoint: string | undefined,
+  env: NodeJS.ProcessEnv,
+): Promise<TargetNames> {
+  const where = endpoint ?? 'AWS';
+  if (flags.outputs) {
+    const outputs = readOutputs(flags.outputs);
+    const queueUrl = outputs.JobsQueueUrl;
+    return {
+      queueUrl,
+      queueArn: await queueArn(clients, queueUrl, where),
+      dlqUrl: outputs.DlqUrl,
+      jobsTable: outputs.JobsTableName,
+      leasesTable: outputs.LeasesTableName,
+      ledgerTable: outputs.LedgerTableName,
+    };
+  }
+  const prefix =
+    flags.prefix ??
+    env.LEASEQ_PREFIX ??
+    defaultResourcePrefix(endpoint === undefined || !isLocalEndpoint(endpoint) ? 'dev' : DEFAULT_LOCAL_STAGE);
+  const names = resourceNames(prefix, { fifo: env.LEASEQ_FIFO === 'true' });
+  const queueUrl = await queueUrlOf(clients, names.queues.jobs, where);
+  return {
+    queueUrl,
+    queueArn: await queueArn(clients, queueUrl, where),
+    dlqUrl: await queueUrlOf(clients, names.queues.dlq, where),
+    jobsTable: names.tables.jobs.name,
+    leasesTable: names.tables.leases.name,
+    ledgerTable: names.tables.ledger.name,
+  };
+}
+
+async function queueUrlOf(clients: AwsClients, name: string, where: string): Promise<string> {
+  try {
+    const out = await clients.sqs.send(new GetQueueUrlCommand({ QueueName: name }));
+    if (!out.QueueUrl) throw new TargetError(`queue ${name} has no URL at ${where}`);
+    return out.QueueUrl;
+  } catch (error) {
+    if (
+      error instanceof QueueDoesNotExist ||
+      (error instanceof Error && error.name.includes('NonExistentQueue'))
+    ) {
+      throw new TargetError(
+        `queue ${name} does not exist at ${where}: run \`npm start\` (local) or \`npx cdk deploy\`, or pass --prefix / --outputs`,
+      );
+    }
+    throw unreachable(error, where);
+  }
+}
+
+async function queueArn(clients: AwsClients, queueUrl: string, where: string): Promise<string> {
+  try {
+    const out = await clients.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+    );
+    return out.Attributes?.QueueArn ?? '';
+  } catch (error) {
+    throw unreachable(error, where);
+  }
+}
+
+function unreachable(error: unknown, where: string): Error {
+  if (error instanceof TargetError) return error;
+  const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return new TargetError(
+    `cannot reach ${where} (${detail}); start it with \`npx leaseq local up\` or check --endpoint`,
+  );
+}
+
+function readOutputs(file: string): Record<Exclude<StackOutputKey, 'WorkerFunctionName'>, string> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new TargetError(
+      `cannot read stack outputs from ${file}: ${error instanceof Error ? error.message : error}`,
+    );
+  }
+  // `cdk deploy --outputs-file` writes { "<StackName>": { "<OutputKey>": value } }; accept either level.
+  const candidates = typeof raw === 'object' && raw !== null ? [raw, ...Object.values(raw)] : [];
+  const found = candidates.find(
+    (c): c is Record<string, string> => typeof c === 'object' && c !== null && 'JobsQueueUrl' in c,
+  );
+  const missing = STACK_OUTPUT_KEYS.filter((k) => k !== 'WorkerFunctionName' && !found?.[k]);
+  if (!found || missing.length > 0) {
+    throw new TargetError(
+      `stack outputs in ${file} lack ${missing.join(', ')}; write them with \`npx cdk deploy --outputs-file ${file}\``,
+    );
+  }
+  return found as Record<Exclude<StackOutputKey, 'WorkerFunctionName'>, string>;
+}
+
+function validUrl(value: string): string {
+  try {
+    new URL(value);
+    return value;
+  } catch {
+    throw new TargetError(
+      `endpoint ${JSON.stringify(value)} is not a URL (expected e.g. http://127.0.0.1:4566)`,
+    );
+  }
+}
