@@ -1,0 +1,240 @@
+import { join } from 'node:path';
+import cliProgress from 'cli-progress';
+import { type Command, InvalidArgumentError } from 'commander';
+import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
+import { type DemoProgress, type DemoResult, runDemo } from '../../shared/demo/run-demo.ts';
+import { ensureEmulator, stopEmulator } from '../../shared/local/emulator.ts';
+import { provisionLocal } from '../../shared/local/provision.ts';
+
+interface StartFlags {
+  readonly jobs: number;
+  readonly workers: number;
+  readonly accounts: number;
+  readonly duplicates: number;
+  readonly flaky: number;
+  readonly slow: number;
+  readonly poison: number;
+  readonly crashes: number;
+  readonly leaseMs: number;
+  readonly timeout: number;
+  readonly json?: boolean;
+}
+
+const int = (name: string, min: number, max: number) => (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}`);
+  }
+  return n;
+};
+const rate = (name: string) => (value: string) => {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || n > 1)
+    throw new InvalidArgumentError(`${name} must be a number from 0 to 1`);
+  return n;
+};
+
+export function register(program: Command): void {
+  program
+    .command('start')
+    .description(
+      'the main demo: start the embedded emulator, provision the stack, run local workers on a mixed workload ' +
+        '(duplicates, flaky, slow, crashing and poison jobs) and verify every effect happened exactly once',
+    )
+    .option('--jobs <n>', 'unique jobs to send', int('--jobs', 1, 100_000), 2000)
+    .option('--workers <n>', 'worker processes', int('--workers', 1, 16), 3)
+    .option('--accounts <n>', 'ledger accounts', int('--accounts', 2, 1000), 20)
+    .option('--duplicates <rate>', 'share of jobs sent twice', rate('--duplicates'), 0.2)
+    .option('--flaky <rate>', 'share of jobs failing 1-2 times first', rate('--flaky'), 0.05)
+    .option('--slow <n>', 'jobs that outlive their lease (heartbeat keeps them)', int('--slow', 0, 1000), 5)
+    .option(
+      '--poison <n>',
+      'jobs that always fail (dead-lettered), plus one non-JSON body',
+      int('--poison', 0, 1000),
+      4,
+    )
+    .option(
+      '--crashes <n>',
+      'transfers whose worker dies between debit and credit',
+      int('--crashes', 0, 100),
+      2,
+    )
+    .option('--lease-ms <ms>', 'job lease of the demo workers', int('--lease-ms', 1000, 600_000), 3000)
+    .option('--timeout <s>', 'give up after this many seconds', int('--timeout', 10, 86_400), 900)
+    .option('--json', 'print the summary as JSON')
+    .action(async (flags: StartFlags) => {
+      process.exitCode = await start(flags);
+    });
+}
+
+async function start(flags: StartFlags): Promise<number> {
+  const say = (line: string) => process.stderr.write(`leaseq: ${line}\n`);
+  const emulator = await ensureEmulator({ log: say });
+  say(
+    `${emulator.mode === 'external' ? 'using' : emulator.started ? 'started' : 'reusing'} ${emulator.endpoint}`,
+  );
+  const clients = createAwsClients({ ...awsConfigFromEnv(), endpoint: emulator.endpoint });
+  const stop = new AbortController();
+  const onSignal = () => {
+    if (stop.signal.aborted) return;
+    say('stopping: draining workers (Ctrl-C again is not needed)');
+    stop.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const provisioned = await provisionLocal({ clients });
+    say(
+      `provisioned queues ${provisioned.queues.map((q) => q.name).join(', ')}; tables ${provisioned.tables.map((t) => t.name).join(', ')} ` +
+        `(${provisioned.queues.length + provisioned.tables.length} resources, ${Math.round(provisioned.elapsedMs)} ms)`,
+    );
+    const o = provisioned.outputs;
+    const bar = process.stderr.isTTY && !flags.json ? progressBar() : undefined;
+    let lastLine = 0;
+    const result = await runDemo({
+      clients,
+      endpoint: emulator.endpoint,
+      names: {
+        queueUrl: o.JobsQueueUrl,
+        dlqUrl: o.DlqUrl,
+        jobsTable: o.JobsTableName,
+        leasesTable: o.LeasesTableName,
+        ledgerTable: o.LedgerTableName,
+      },
+      mix: {
+        jobs: flags.jobs,
+        accounts: flags.accounts,
+        duplicateRate: flags.duplicates,
+        flakyRate: flags.flaky,
+        slow: flags.slow,
+        slowMs: flags.leaseMs * 2,
+        poison: flags.poison,
+        crashes: flags.crashes,
+      },
+      workers: flags.workers,
+      leaseMs: flags.leaseMs,
+      timeoutMs: flags.timeout * 1000,
+      logDir: join(process.cwd(), '.leaseq', 'logs'),
+      signal: stop.signal,
+      onEvent: (line) => (bar ? bar.log(`${line}\n`) : say(line)),
+      onProgress: (p) => {
+        if (bar) return bar.update(p);
+        // Without a terminal: one plain line every 5 s.
+        if (Date.now() - lastLine < 5000) return;
+        lastLine = Date.now();
+        say(progressLine(p));
+      },
+    });
+    bar?.stop();
+    if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    else process.stdout.write(summary(result, emulator.endpoint));
+    if (stop.signal.aborted && emulator.started) {
+      await stopEmulator();
+      say('stopped the emulator this run started');
+    }
+    return result.aborted ? 130 : result.verified ? 0 : 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    destroyAwsClients(clients);
+  }
+}
+
+function progressLine(p: DemoProgress): string {
+  return (
+    `sent ${p.sent}/${p.total} | done ${p.done}/${p.expected} | dup skipped ${p.duplicatesSkipped} | ` +
+    `retries ${p.retries} | takeovers ${p.leasesTakenOver} | DLQ ${p.dead} | workers ${p.workersAlive}` +
+    (p.workerRestarts ? ` (${p.workerRestarts} replaced)` : '')
+  );
+}
+
+function progressBar(): { update(p: DemoProgress): void; log(line: string): void; stop(): void } {
+  const bar = new cliProgress.SingleBar(
+    {
+      format:
+        ' {bar} {percentage}% | sent {sent}/{total} | done {value}/{expected} | dup skipped {dups} | retries {retries} | ' +
+        'takeovers {takeovers} | DLQ {dead} | workers {workers}',
+      hideCursor: true,
+      clearOnComplete: false,
+      barsize: 24,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  let started = false;
+  return {
+    update(p) {
+      const payload = {
+        sent: p.sent,
+        total: p.total,
+        expected: p.expected,
+        dups: p.duplicatesSkipped,
+        retries: p.retries,
+        takeovers: p.leasesTakenOver,
+        dead: p.dead,
+        workers: `${p.workersAlive}${p.workerRestarts ? ` (${p.workerRestarts} replaced)` : ''}`,
+      };
+      if (!started) {
+        bar.start(p.expected, p.done + p.dead, payload);
+        started = true;
+      } else bar.update(p.done + p.dead, payload);
+    },
+    log(line) {
+      process.stderr.write(`\r\x1b[K${line}`);
+    },
+    stop() {
+      if (started) bar.stop();
+    },
+  };
+}
+
+/** The closing summary: what ran, the ledger check, the dead letters. */
+export function summary(r: DemoResult, endpoint: string): string {
+  const lines: string[] = [];
+  const c = r.counters;
+  lines.push('');
+  lines.push(
+    `leaseq demo ${r.runId}: ${r.verified ? 'VERIFIED' : 'NOT VERIFIED'} in ${(r.elapsedMs / 1000).toFixed(1)} s`,
+  );
+  lines.push('');
+  lines.push(
+    `  sent        ${r.workload.messages} messages: ${r.workload.unique} jobs + ${r.workload.duplicates} duplicates ` +
+      `(+1 malformed body); ${r.workload.flaky} flaky, ${r.workload.slow} slow, ${r.workload.crashes} crashing, ${r.workload.poison} poison`,
+  );
+  lines.push(`  completed   ${r.completed} of ${r.workload.unique - r.workload.poison} expected`);
+  lines.push(`  dead        ${r.deadLettered} jobs dead-lettered (expected ${r.workload.poison})`);
+  lines.push(
+    `  protocol    ${c.DuplicateSkipped ?? 0} duplicates skipped (${c.CacheHit ?? 0} from the local cache), ` +
+      `${c.JobRetried ?? 0} retries, ${c.LeaseExpired ?? 0} expired leases taken over, ${c.OptimisticConflict ?? 0} optimistic conflicts`,
+  );
+  lines.push(
+    `  workers     ${r.perWorker.map((w) => `${w.id}: ${w.succeeded}${w.exit === 'SIGKILL' ? ' (killed)' : ''}`).join(', ')}` +
+      (r.workerRestarts ? `; ${r.workerRestarts} replaced after a crash` : ''),
+  );
+  lines.push('');
+  const width = Math.max(...r.accounts.map((a) => a.account.length), 7);
+  lines.push(`  ${'account'.padEnd(width)}  ${'expected'.padStart(9)}  ${'actual'.padStart(9)}  check`);
+  for (const a of r.accounts) {
+    lines.push(
+      `  ${a.account.padEnd(width)}  ${String(a.expected).padStart(9)}  ${String(a.actual ?? '-').padStart(9)}  ${a.ok ? 'ok' : 'MISMATCH'}`,
+    );
+  }
+  lines.push(
+    `  ${'total'.padEnd(width)}  ${String(r.moneyExpected).padStart(9)}  ${String(r.moneyActual).padStart(9)}  ` +
+      `${r.moneyExpected === r.moneyActual ? 'money conserved' : 'MONEY MISMATCH'}`,
+  );
+  lines.push('');
+  if (r.deadLetters.length > 0) {
+    lines.push('  dead letters (in the DLQ, with their reasons):');
+    for (const d of r.deadLetters) {
+      lines.push(`    ${d.dedupKey}  reason=${d.reason}  error=${d.errorClass}  attempts=${d.attempts}`);
+    }
+    lines.push('');
+  }
+  if (r.missing.length > 0)
+    lines.push(`  not completed: ${r.missing.slice(0, 10).join(', ')}${r.missing.length > 10 ? ' ...' : ''}`);
+  if (r.timedOut) lines.push('  timed out before every job finished (raise --timeout)');
+  lines.push(`  emulator still running at ${endpoint}: try \`npx leaseq status\`, \`npx leaseq dlq list\`;`);
+  lines.push('  `npx leaseq local down` stops it.');
+  lines.push('');
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,376 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { type Message, ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { BatchGetCommand, BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
+import type { AwsClients } from '../aws/clients.ts';
+import { runLimited } from '../core/batch.ts';
+import { readDeadLetterAttributes } from '../core/sqs-job-queue.ts';
+import { JobStatus } from '../core/statuses.ts';
+import { WorkerPool } from '../runner/worker-pool.ts';
+import { workerEnv } from '../worker/config.ts';
+import { planWorkload, type Workload, type WorkloadMix } from './workload.ts';
+
+/** Names the demo works on (the provisioned local stack). */
+export interface DemoNames {
+  readonly queueUrl: string;
+  readonly dlqUrl: string;
+  readonly jobsTable: string;
+  readonly leasesTable: string;
+  readonly ledgerTable: string;
+}
+
+export interface DemoOptions {
+  readonly clients: AwsClients;
+  readonly endpoint: string | undefined;
+  readonly names: DemoNames;
+  readonly mix?: WorkloadMix;
+  /** Worker processes. @default 3 */
+  readonly workers?: number;
+  /** Job lease of the demo workers; short so crashes recover fast. @default 3000 */
+  readonly leaseMs?: number;
+  /** Attempts before a job is dead-lettered. @default 5 */
+  readonly maxAttempts?: number;
+  /** Give up waiting after this long. @default 600000 */
+  readonly timeoutMs?: number;
+  /** Folder for worker logs. */
+  readonly logDir: string;
+  /** Stops the run early (Ctrl-C). */
+  readonly signal?: AbortSignal;
+  /** Called about twice a second with the live numbers. */
+  readonly onProgress?: (progress: DemoProgress) => void;
+  /** Lines worth telling a person (a worker died and was replaced). */
+  readonly onEvent?: (line: string) => void;
+}
+
+export interface DemoProgress {
+  readonly total: number;
+  readonly sent: number;
+  readonly done: number;
+  readonly dead: number;
+  readonly expected: number;
+  readonly duplicatesSkipped: number;
+  readonly retries: number;
+  readonly leasesTakenOver: number;
+  readonly workersAlive: number;
+  readonly workerRestarts: number;
+}
+
+export interface AccountCheck {
+  readonly account: string;
+  readonly expected: number;
+  readonly actual: number | undefined;
+  readonly ok: boolean;
+}
+
+export interface DeadLetterSummary {
+  readonly dedupKey: string;
+  readonly reason: string;
+  readonly errorClass: string;
+  readonly attempts: string;
+}
+
+export interface DemoResult {
+  readonly runId: string;
+  readonly workload: Workload['counts'] & { readonly messages: number };
+  readonly completed: number;
+  readonly deadLettered: number;
+  readonly missing: readonly string[];
+  readonly accounts: readonly AccountCheck[];
+  readonly moneyExpected: number;
+  readonly moneyActual: number;
+  readonly deadLetters: readonly DeadLetterSummary[];
+  readonly counters: Readonly<Record<string, number>>;
+  readonly perWorker: readonly { readonly id: string; readonly succeeded: number; readonly exit: string }[];
+  readonly workerRestarts: number;
+  readonly elapsedMs: number;
+  readonly timedOut: boolean;
+  readonly aborted: boolean;
+  /** True when every job ended as expected and every balance matches. */
+  readonly verified: boolean;
+}
+
+const COUNTERS = [
+  'JobSucceeded',
+  'DuplicateSkipped',
+  'JobRetried',
+  'JobDeadLettered',
+  'LeaseExpired',
+  'LeaseLost',
+  'OwnMessageEarly',
+  'OptimisticConflict',
+  'CacheHit',
+  'StoreUnavailable',
+] as const;
+
+/**
+ * The main job people run: seeds the run's accounts, starts worker processes (replacing any that die),
+ * sends the planned workload, waits until every job is done or dead-lettered, then verifies the ledger
+ * against what exactly-once effects must give.
+ */
+export async function runDemo(options: DemoOptions): Promise<DemoResult> {
+  const started = Date.now();
+  const { clients, names } = options;
+  const runId = `demo-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}-${randomBytes(2).toString('hex')}`;
+  const workload = planWorkload(runId, options.mix);
+  await seedAccounts(clients, names.ledgerTable, workload.accounts, workload.initialBalance);
+
+  let stopping = false;
+  let restarts = 0;
+  const pool = new WorkerPool({
+    count: options.workers ?? 3,
+    logDir: join(options.logDir, runId),
+    env: {
+      ...(options.endpoint ? { AWS_ENDPOINT_URL: options.endpoint } : {}),
+      POWERTOOLS_LOG_LEVEL: 'INFO',
+      LEASEQ_BACKOFF_BASE_SECONDS: '1',
+      LEASEQ_BACKOFF_CAP_SECONDS: '8',
+      ...workerEnv({
+        ...names,
+        queueUrl: names.queueUrl,
+        leaseMs: options.leaseMs ?? 3000,
+        maxAttempts: options.maxAttempts ?? 5,
+      }),
+    },
+  });
+  pool.on('exit', (info) => {
+    if (stopping) return;
+    restarts += 1;
+    options.onEvent?.(
+      `worker ${info.id} died (${info.exitSignal ?? `exit ${info.exitCode}`}); starting a replacement`,
+    );
+    void pool.spawn();
+  });
+
+  const states = new Map<string, string>();
+  let sent = 0;
+  const progress = (): DemoProgress => ({
+    total: workload.messages.length,
+    sent,
+    done: countStates(states, JobStatus.Completed),
+    dead: countStates(states, JobStatus.Dead),
+    expected: workload.counts.unique,
+    duplicatesSkipped: pool.total('DuplicateSkipped'),
+    retries: pool.total('JobRetried'),
+    leasesTakenOver: pool.total('LeaseExpired'),
+    workersAlive: pool.alive,
+    workerRestarts: restarts,
+  });
+  const ticker = setInterval(() => options.onProgress?.(progress()), 500);
+  let timedOut = false;
+  try {
+    await pool.start();
+    await sendAll(
+      clients,
+      names.queueUrl,
+      workload,
+      () => {
+        sent += 1;
+      },
+      options.signal,
+    );
+    const deadline = started + (options.timeoutMs ?? 600_000);
+    const keys = [...workload.expectedDone, ...workload.expectedDead];
+    while (!options.signal?.aborted) {
+      await refreshStates(clients, names.jobsTable, keys, states);
+      const p = progress();
+      if (
+        p.done + p.dead >= keys.length &&
+        workload.expectedDone.every((k) => states.get(k) === JobStatus.Completed)
+      )
+        break;
+      if (Date.now() > deadline) {
+        timedOut = true;
+        break;
+      }
+      await sleep(1000, options.signal);
+    }
+  } finally {
+    clearInterval(ticker);
+    options.onProgress?.(progress());
+    stopping = true;
+    await pool.stop(10_000);
+  }
+
+  const balances = await readBalances(clients, names.ledgerTable, workload.accounts);
+  const accounts = workload.accounts.map((account) => {
+    const expected = workload.expectedBalances[account] ?? 0;
+    const actual = balances.get(account);
+    return { account, expected, actual, ok: actual === expected };
+  });
+  const deadLetters = await peekDeadLetters(clients, names.dlqUrl, runId);
+  const counters = Object.fromEntries(COUNTERS.map((c) => [c, pool.total(c)]));
+  const missing = workload.expectedDone.filter((k) => states.get(k) !== JobStatus.Completed);
+  const deadOk = workload.expectedDead.every((k) => states.get(k) === JobStatus.Dead);
+  const moneyExpected = accounts.reduce((n, a) => n + a.expected, 0);
+  const moneyActual = accounts.reduce((n, a) => n + (a.actual ?? 0), 0);
+  return {
+    runId,
+    workload: { ...workload.counts, messages: workload.messages.length },
+    completed: countStates(states, JobStatus.Completed),
+    deadLettered: countStates(states, JobStatus.Dead),
+    missing,
+    accounts,
+    moneyExpected,
+    moneyActual,
+    deadLetters,
+    counters,
+    perWorker: [...pool.workers.values()].map((w) => ({
+      id: w.id,
+      succeeded: w.counters.JobSucceeded ?? 0,
+      exit: w.exitSignal ?? (w.exitCode === null ? 'running' : `exit ${w.exitCode}`),
+    })),
+    workerRestarts: restarts,
+    elapsedMs: Date.now() - started,
+    timedOut,
+    aborted: options.signal?.aborted ?? false,
+    verified: !timedOut && missing.length === 0 && deadOk && accounts.every((a) => a.ok),
+  };
+}
+
+async function seedAccounts(
+  clients: AwsClients,
+  table: string,
+  accounts: readonly string[],
+  balance: number,
+) {
+  for (let i = 0; i < accounts.length; i += 25) {
+    await clients.doc.send(
+      new BatchWriteCommand({
+        RequestItems: {
+          [table]: accounts
+            .slice(i, i + 25)
+            .map((account) => ({ PutRequest: { Item: { account, balance, version: 1 } } })),
+        },
+      }),
+    );
+  }
+}
+
+async function sendAll(
+  clients: AwsClients,
+  queueUrl: string,
+  workload: Workload,
+  onSent: () => void,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const batches: (typeof workload.messages)[] = [];
+  for (let i = 0; i < workload.messages.length; i += 10) batches.push(workload.messages.slice(i, i + 10));
+  await runLimited(batches, 4, async (batch) => {
+    if (signal?.aborted) return;
+    const out = await clients.sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: batch.map((m, i) => ({ Id: String(i), MessageBody: m.body })),
+      }),
+    );
+    if (out.Failed?.length)
+      throw new Error(`SQS refused ${out.Failed.length} messages: ${out.Failed[0]?.Message}`);
+    for (let i = 0; i < batch.length; i++) onSent();
+  });
+}
+
+async function refreshStates(
+  clients: AwsClients,
+  table: string,
+  keys: readonly string[],
+  states: Map<string, string>,
+) {
+  const pending = keys.filter((k) => {
+    const s = states.get(k);
+    return s !== JobStatus.Completed && s !== JobStatus.Dead;
+  });
+  const chunks: string[][] = [];
+  for (let i = 0; i < pending.length; i += 100) chunks.push(pending.slice(i, i + 100));
+  await runLimited(chunks, 4, async (chunk) => {
+    let request:
+      | Record<
+          string,
+          {
+            Keys: Record<string, string>[];
+            ProjectionExpression: string;
+            ExpressionAttributeNames: Record<string, string>;
+            ConsistentRead: boolean;
+          }
+        >
+      | undefined = {
+      [table]: {
+        Keys: chunk.map((dedupKey) => ({ dedupKey })),
+        ProjectionExpression: 'dedupKey, #s',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ConsistentRead: true,
+      },
+    };
+    while (request && Object.keys(request).length > 0) {
+      const out = await clients.doc.send(new BatchGetCommand({ RequestItems: request }));
+      for (const item of out.Responses?.[table] ?? []) states.set(String(item.dedupKey), String(item.status));
+      request = out.UnprocessedKeys as typeof request;
+    }
+  });
+}
+
+async function readBalances(
+  clients: AwsClients,
+  table: string,
+  accounts: readonly string[],
+): Promise<Map<string, number>> {
+  const out = await clients.doc.send(
+    new BatchGetCommand({
+      RequestItems: { [table]: { Keys: accounts.map((account) => ({ account })), ConsistentRead: true } },
+    }),
+  );
+  return new Map((out.Responses?.[table] ?? []).map((item) => [String(item.account), Number(item.balance)]));
+}
+
+/** Reads the run's dead letters and their reasons without consuming them (hidden 5 s, then back). */
+async function peekDeadLetters(
+  clients: AwsClients,
+  dlqUrl: string,
+  runId: string,
+): Promise<DeadLetterSummary[]> {
+  const seen = new Map<string, Message>();
+  for (let i = 0; i < 10; i++) {
+    const out = await clients.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: dlqUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        VisibilityTimeout: 5,
+        MessageAttributeNames: ['All'],
+      }),
+    );
+    const got = out.Messages ?? [];
+    if (got.length === 0) break;
+    for (const m of got) if (m.MessageId) seen.set(m.MessageId, m);
+  }
+  const mine: DeadLetterSummary[] = [];
+  for (const m of seen.values()) {
+    const r = readDeadLetterAttributes(m.MessageAttributes);
+    const body = m.Body ?? '';
+    if (!(r.dedupKey?.startsWith(runId) || body.includes(runId))) continue;
+    mine.push({
+      dedupKey: r.dedupKey ?? '(unreadable body)',
+      reason: r.reason ?? '?',
+      errorClass: r.errorClass ?? '?',
+      attempts: r.attempts ?? '?',
+    });
+  }
+  return mine.sort((a, b) => a.dedupKey.localeCompare(b.dedupKey));
+}
+
+function countStates(states: Map<string, string>, status: string): number {
+  let n = 0;
+  for (const s of states.values()) if (s === status) n += 1;
+  return n;
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
