@@ -1,12 +1,13 @@
 import { Command } from 'commander';
 import * as local from './commands/local.ts';
 import * as start from './commands/start.ts';
+import * as workers from './commands/workers.ts';
 import { type CommandModule, runCli } from './errors.ts';
 
 /**
  * Command modules, each exporting `register(program)`. To add one: import it and list it here.
  */
-const modules: readonly CommandModule[] = [local, start];
+const modules: readonly CommandModule[] = [local, start, workers];
 
 // The project supports Node >= 20 (package.json engines); the SDK's multi-line notice about its own
 // future Node 22 requirement would precede every command's output.

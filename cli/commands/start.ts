@@ -17,6 +17,7 @@ interface StartFlags {
   readonly crashes: number;
   readonly leaseMs: number;
   readonly timeout: number;
+  readonly prefix?: string;
   readonly json?: boolean;
 }
 
@@ -61,6 +62,7 @@ export function register(program: Command): void {
     )
     .option('--lease-ms <ms>', 'job lease of the demo workers', int('--lease-ms', 1000, 600_000), 3000)
     .option('--timeout <s>', 'give up after this many seconds', int('--timeout', 10, 86_400), 900)
+    .option('--prefix <prefix>', 'resource name prefix (default: leaseq-local)')
     .option('--json', 'print the summary as JSON')
     .action(async (flags: StartFlags) => {
       process.exitCode = await start(flags);
@@ -83,7 +85,7 @@ async function start(flags: StartFlags): Promise<number> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    const provisioned = await provisionLocal({ clients });
+    const provisioned = await provisionLocal({ clients, ...(flags.prefix ? { prefix: flags.prefix } : {}) });
     say(
       `provisioned queues ${provisioned.queues.map((q) => q.name).join(', ')}; tables ${provisioned.tables.map((t) => t.name).join(', ')} ` +
         `(${provisioned.queues.length + provisioned.tables.length} resources, ${Math.round(provisioned.elapsedMs)} ms)`,
@@ -127,7 +129,7 @@ async function start(flags: StartFlags): Promise<number> {
     });
     bar?.stop();
     if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    else process.stdout.write(summary(result, emulator.endpoint));
+    else process.stdout.write(summary(result, emulator.endpoint, flags.prefix));
     if (stop.signal.aborted && emulator.started) {
       await stopEmulator();
       say('stopped the emulator this run started');
@@ -188,7 +190,7 @@ function progressBar(): { update(p: DemoProgress): void; log(line: string): void
 }
 
 /** The closing summary: what ran, the ledger check, the dead letters. */
-export function summary(r: DemoResult, endpoint: string): string {
+export function summary(r: DemoResult, endpoint: string, prefix?: string): string {
   const lines: string[] = [];
   const c = r.counters;
   lines.push('');
@@ -233,7 +235,10 @@ export function summary(r: DemoResult, endpoint: string): string {
   if (r.missing.length > 0)
     lines.push(`  not completed: ${r.missing.slice(0, 10).join(', ')}${r.missing.length > 10 ? ' ...' : ''}`);
   if (r.timedOut) lines.push('  timed out before every job finished (raise --timeout)');
-  lines.push(`  emulator still running at ${endpoint}: try \`npx leaseq status\`, \`npx leaseq dlq list\`;`);
+  const p = prefix ? ` --prefix ${prefix}` : '';
+  lines.push(
+    `  emulator still running at ${endpoint}: try \`npx leaseq status${p}\`, \`npx leaseq dlq list${p}\`;`,
+  );
   lines.push('  `npx leaseq local down` stops it.');
   lines.push('');
   return `${lines.join('\n')}\n`;

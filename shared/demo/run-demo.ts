@@ -348,7 +348,7 @@ async function peekDeadLetters(
     const body = m.Body ?? '';
     if (!(r.dedupKey?.startsWith(runId) || body.includes(runId))) continue;
     mine.push({
-      dedupKey: r.dedupKey ?? '(unreadable body)',
+      dedupKey: r.dedupKey ?? '(not a job envelope)',
       reason: r.reason ?? '?',
       errorClass: r.errorClass ?? '?',
       attempts: r.attempts ?? '?',

@@ -1,0 +1,101 @@
+import { join } from 'node:path';
+import { type Command, InvalidArgumentError } from 'commander';
+import { WorkerPool } from '../../shared/runner/worker-pool.ts';
+import { workerEnv } from '../../shared/worker/config.ts';
+import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
+
+interface WorkersFlags extends TargetFlags {
+  readonly count: number;
+  readonly leaseMs: number;
+  readonly maxAttempts: number;
+  readonly json?: boolean;
+}
+
+const int = (name: string, min: number, max: number) => (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}`);
+  }
+  return n;
+};
+
+export function register(program: Command): void {
+  targetOptions(
+    program
+      .command('workers')
+      .description(
+        'run local worker processes (the Lambda handler under a local SQS event-source loop) until Ctrl-C; ' +
+          'SIGTERM/Ctrl-C drains, SIGKILL of a worker is survivable',
+      )
+      .option('--count <n>', 'worker processes', int('--count', 1, 64), 3)
+      .option('--lease-ms <ms>', 'job lease', int('--lease-ms', 1000, 3_600_000), 30_000)
+      .option(
+        '--max-attempts <n>',
+        'attempts before a job is dead-lettered',
+        int('--max-attempts', 1, 100),
+        5,
+      )
+      .option('--json', 'print the closing per-worker counts as JSON'),
+  ).action(async (flags: WorkersFlags) => {
+    process.exitCode = await runWorkers(flags);
+  });
+}
+
+async function runWorkers(flags: WorkersFlags): Promise<number> {
+  const say = (line: string) => process.stderr.write(`leaseq: ${line}\n`);
+  const target = await resolveTarget(flags);
+  target.close();
+  const logDir = join(process.cwd(), '.leaseq', 'logs', `workers-${Date.now().toString(36)}`);
+  const pool = new WorkerPool({
+    count: flags.count,
+    logDir,
+    env: {
+      ...(target.endpoint ? { AWS_ENDPOINT_URL: target.endpoint } : {}),
+      ...workerEnv({ ...target.names, leaseMs: flags.leaseMs, maxAttempts: flags.maxAttempts }),
+    },
+  });
+  let stopping = false;
+  pool.on('exit', (info) => {
+    if (!stopping) say(`worker ${info.id} exited (${info.exitSignal ?? `code ${info.exitCode}`})`);
+  });
+  pool.on('error', (id, message) => say(`worker ${id}: ${message}`));
+  await pool.start();
+  say(`${flags.count} workers polling ${target.names.queueUrl}; logs in ${logDir}; Ctrl-C drains and stops`);
+  const ticker = setInterval(() => {
+    say(
+      `succeeded ${pool.total('JobSucceeded')} | duplicates ${pool.total('DuplicateSkipped')} | ` +
+        `retries ${pool.total('JobRetried')} | dead-lettered ${pool.total('JobDeadLettered')} | alive ${pool.alive}`,
+    );
+  }, 5000);
+  await new Promise<void>((resolve) => {
+    const finish = () => resolve();
+    process.once('SIGINT', finish);
+    process.once('SIGTERM', finish);
+    pool.on('exit', () => {
+      if (pool.alive === 0) resolve();
+    });
+  });
+  stopping = true;
+  clearInterval(ticker);
+  say('draining: in-flight jobs finish or are given back');
+  await pool.stop();
+  const rows = [...pool.workers.values()].map((w) => ({
+    worker: w.id,
+    succeeded: w.counters.JobSucceeded ?? 0,
+    duplicates: w.counters.DuplicateSkipped ?? 0,
+    retries: w.counters.JobRetried ?? 0,
+    deadLettered: w.counters.JobDeadLettered ?? 0,
+    exit: w.exitSignal ?? String(w.exitCode),
+  }));
+  if (flags.json) process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+  else {
+    process.stdout.write('worker  succeeded  duplicates  retries  dead-lettered  exit\n');
+    for (const r of rows) {
+      process.stdout.write(
+        `${r.worker.padEnd(6)}  ${String(r.succeeded).padStart(9)}  ${String(r.duplicates).padStart(10)}  ` +
+          `${String(r.retries).padStart(7)}  ${String(r.deadLettered).padStart(13)}  ${r.exit}\n`,
+      );
+    }
+  }
+  return 0;
+}
