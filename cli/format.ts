@@ -1,0 +1,173 @@
+import { InvalidArgumentError } from 'commander';
+import { parseRate } from '../shared/ops/rate.ts';
+
+// ---- Output -------------------------------------------------------------------------------------------
+
+/** Writes one line (or block) to stdout: tables for people, JSON for scripts. */
+export function print(text: string): void {
+  process.stdout.write(`${text}\n`);
+}
+
+/** Machine-readable output: one JSON document on stdout, nothing else there. */
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** Progress and notes go to stderr, so stdout stays clean for `--json`. */
+export function note(line: string): void {
+  process.stderr.write(`leaseq: ${line}\n`);
+}
+
+export interface Column {
+  readonly header: string;
+  /** @default 'left' */
+  readonly align?: 'left' | 'right';
+  /** Cells longer than this are cut with an ellipsis. @default 60 */
+  readonly max?: number;
+}
+
+/**
+ * Renders rows as a plain-text table: a header, then one line per row, columns separated by two spaces,
+ * no trailing blanks. Cells are cut to their column's `max`; newlines inside a cell become spaces.
+ */
+export function renderTable(columns: readonly Column[], rows: readonly (readonly string[])[]): string {
+  const cell = (text: string | undefined, column: Column) =>
+    truncate(oneLineCell(text ?? ''), column.max ?? 60);
+  const body = rows.map((row) => columns.map((column, i) => cell(row[i], column)));
+  const widths = columns.map((column, i) =>
+    Math.max(column.header.length, ...body.map((row) => (row[i] as string).length)),
+  );
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((text, i) => {
+        const width = widths[i] ?? 0;
+        return columns[i]?.align === 'right' ? text.padStart(width) : text.padEnd(width);
+      })
+      .join('  ')
+      .trimEnd();
+  return [line(columns.map((c) => c.header)), ...body.map(line)].join('\n');
+}
+
+/** Aligns `label: value` pairs (the detail view of one item). Pairs with an undefined value are left out. */
+export function renderFields(fields: readonly (readonly [string, string | undefined])[]): string {
+  const shown = fields.filter((f): f is readonly [string, string] => f[1] !== undefined);
+  const width = Math.max(0, ...shown.map(([label]) => label.length));
+  return shown.map(([label, value]) => `${`${label}:`.padEnd(width + 2)}${value}`).join('\n');
+}
+
+function oneLineCell(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ');
+}
+
+/** Cuts text to `max` characters, ending in `…` when cut. */
+export function truncate(text: string, max: number): string {
+  if (max < 1) return '';
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+// ---- Time ---------------------------------------------------------------------------------------------
+
+/**
+ * A duration for people: `850ms`, `12.3s`, `4m 05s`, `3h 04m`, `2d 03h`. Negative durations are shown
+ * by their size (the caller says "ago" or "in").
+ */
+export function formatDuration(ms: number): string {
+  const abs = Math.abs(ms);
+  if (abs < 1000) return `${Math.round(abs)}ms`;
+  if (abs < 60_000) return `${(Math.floor(abs / 100) / 10).toFixed(1)}s`;
+  const seconds = Math.floor(abs / 1000);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m ${pad(seconds % 60)}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 24 * 60) return `${Math.floor(minutes / 60)}h ${pad(minutes % 60)}m`;
+  const hours = Math.floor(minutes / 60);
+  return `${Math.floor(hours / 24)}d ${pad(hours % 24)}h`;
+}
+
+/** `in 12.3s` for a future instant, `12.3s ago` for a past one. */
+export function formatRelative(epochMs: number, now: number): string {
+  const delta = epochMs - now;
+  return delta >= 0 ? `in ${formatDuration(delta)}` : `${formatDuration(delta)} ago`;
+}
+
+/** A lease end for people: `12.3s left` or `expired 4m 05s ago`. */
+export function formatLease(remainingMs: number): string {
+  return remainingMs > 0
+    ? `${formatDuration(remainingMs)} left`
+    : `expired ${formatDuration(remainingMs)} ago`;
+}
+
+/**
+ * An instant for people: ISO 8601 and how long ago (or until). Accepts epoch ms or an ISO string;
+ * undefined or unparseable input gives undefined.
+ */
+export function formatInstant(value: number | string | undefined, now: number): string | undefined {
+  if (value === undefined) return undefined;
+  const ms = typeof value === 'number' ? value : Date.parse(value);
+  if (!Number.isFinite(ms)) return typeof value === 'string' ? value : undefined;
+  return `${new Date(ms).toISOString()} (${formatRelative(ms, now)})`;
+}
+
+// ---- Flag parsing (commander argument parsers: they throw InvalidArgumentError) ------------------------
+
+/** Parser for an integer flag within [min, max]. */
+export function integerArg(min: number, max = Number.MAX_SAFE_INTEGER): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!/^[+-]?\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(
+        max === Number.MAX_SAFE_INTEGER
+          ? `expected an integer >= ${min}`
+          : `expected an integer from ${min} to ${max}`,
+      );
+    }
+    return n;
+  };
+}
+
+/** Parser for a share from 0 to 1 (`0.2`, or `20%`). */
+export function fractionArg(value: string): number {
+  const text = value.trim();
+  const n = text.endsWith('%') ? Number(text.slice(0, -1)) / 100 : Number(text);
+  if (text === '' || !Number.isFinite(n) || n < 0 || n > 1) {
+    throw new InvalidArgumentError('expected a number from 0 to 1 (or a percentage such as 20%)');
+  }
+  return n;
+}
+
+/** Parser for a rate: `50`, `50/s`, `600/min`, `1000/h`; returns messages per second. */
+export function rateArg(value: string): number {
+  try {
+    return parseRate(value);
+  } catch {
+    throw new InvalidArgumentError('expected a positive rate such as 50, 50/s, 600/min or 1000/h');
+  }
+}
+
+/** Parser for a duration: `90s`, `10m`, `1h`, `500ms` (a bare number is seconds); returns ms. */
+export function durationArg(value: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(value);
+  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  const n = Number(match?.[1]);
+  if (!match || !(n > 0)) {
+    throw new InvalidArgumentError('expected a positive duration such as 90s, 10m or 1h');
+  }
+  return Math.round(n * (units[match[2] ?? 's'] ?? 1000));
+}
+
+/** Parser for a comma-separated list restricted to `allowed` (duplicates dropped, order kept). */
+export function listArg<T extends string>(allowed: readonly T[]): (value: string) => T[] {
+  return (value) => {
+    const items = value
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
+    const bad = items.filter((s) => !(allowed as readonly string[]).includes(s));
+    if (items.length === 0 || bad.length > 0) {
+      throw new InvalidArgumentError(
+        `${bad.length > 0 ? `unknown ${bad.join(', ')}; ` : ''}expected a comma-separated list of ${allowed.join(', ')}`,
+      );
+    }
+    return [...new Set(items)] as T[];
+  };
+}

@@ -1,0 +1,65 @@
+import { DynamoDbJobStore } from '../core/dynamodb-job-store.ts';
+import type { JobItem } from '../core/job-item.ts';
+import { JobStatus } from '../core/statuses.ts';
+import {
+  collect,
+  DEFAULT_STUCK_AFTER_MS,
+  type NamedLeaseView,
+  namedLeaseView,
+  type StuckReason,
+  scanNamedLeases,
+  stuckReason,
+} from './jobs.ts';
+import type { OpsTarget } from './target.ts';
+
+export interface InspectOptions {
+  /** @default DEFAULT_STUCK_AFTER_MS */
+  readonly stuckAfterMs?: number;
+  /** @default Date.now() */
+  readonly now?: number;
+}
+
+/** One job as `leaseq inspect` shows it. */
+export interface InspectReport {
+  readonly at: string;
+  /** The whole `jobs` item, read with a strongly consistent read. */
+  readonly job: JobItem;
+  /** For IN_PROGRESS items: the job lease. */
+  readonly lease?: {
+    /** `leaseUntil - now`: negative when it expired that long ago. */
+    readonly remainingMs: number;
+    readonly stuck?: StuckReason;
+  };
+  /** For RETRY_WAIT items: when the message is due back (`leaseUntil - now`). */
+  readonly retryInMs?: number;
+  /** Named leases (the `leases` table) currently held by the job's owner, if it has one. */
+  readonly ownerLeases: readonly NamedLeaseView[];
+}
+
+/**
+ * Reads one job item by dedup key; `undefined` when there is none (never claimed, or TTL removed it).
+ * For a job with an owner, also lists the named leases that owner holds (a scan of the small `leases` table).
+ */
+export async function inspectJob(
+  target: OpsTarget,
+  dedupKey: string,
+  options: InspectOptions = {},
+): Promise<InspectReport | undefined> {
+  const store = new DynamoDbJobStore({ client: target.clients.doc, tableName: target.names.jobsTable });
+  const job = await store.get(dedupKey);
+  if (!job) return undefined;
+  const ownerLeases = job.owner
+    ? await collect(scanNamedLeases(target.clients.doc, target.names.leasesTable, { owner: job.owner }))
+    : [];
+  const now = options.now ?? Date.now();
+  const stuck = stuckReason(job, now, options.stuckAfterMs ?? DEFAULT_STUCK_AFTER_MS);
+  return {
+    at: new Date(now).toISOString(),
+    job,
+    ...(job.status === JobStatus.InProgress
+      ? { lease: { remainingMs: job.leaseUntil - now, ...(stuck ? { stuck } : {}) } }
+      : {}),
+    ...(job.status === JobStatus.RetryWait ? { retryInMs: job.leaseUntil - now } : {}),
+    ownerLeases: ownerLeases.map((item) => namedLeaseView(item, now)).filter((v) => v.state !== 'free'),
+  };
+}

@@ -1,0 +1,242 @@
+import { type DynamoDBDocumentClient, paginateScan, type ScanCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { JobItem } from '../core/job-item.ts';
+import type { LeaseItem } from '../core/lease-store.ts';
+import { JobStatus } from '../core/statuses.ts';
+
+/**
+ * A live job lease counts as stuck when neither its claim nor its last checkpoint happened within this
+ * long: the heartbeat keeps it alive but the job makes no visible progress (a hung handler).
+ * @default 600000 (10 minutes; a Lambda invocation cannot run longer than 15)
+ */
+export const DEFAULT_STUCK_AFTER_MS = 10 * 60_000;
+
+/** The fields of a job item the overview commands read (a projection, so scans stay small). */
+export type JobSummaryItem = Pick<JobItem, 'dedupKey' | 'status' | 'leaseUntil' | 'token' | 'attempts'> &
+  Partial<Pick<JobItem, 'owner' | 'type' | 'claimedAt' | 'createdAt' | 'updatedAt'>> & {
+    readonly checkpoint?: { readonly step?: string; readonly at?: number };
+  };
+
+/** Why an IN_PROGRESS job counts as stuck. */
+export type StuckReason =
+  /** The lease ended and nobody renewed it: the worker died or lost it. The message's next receive takes it over. */
+  | 'lease-expired'
+  /** The lease is renewed, but neither a claim nor a checkpoint happened for `stuckAfterMs`. */
+  | 'no-progress';
+
+/** One job lease (an IN_PROGRESS item) as the operator sees it. */
+export interface JobLeaseView {
+  readonly dedupKey: string;
+  readonly type?: string;
+  readonly owner?: string;
+  readonly token: number;
+  readonly attempts: number;
+  readonly leaseUntil: number;
+  /** `leaseUntil - now`: negative when the lease expired that long ago. */
+  readonly remainingMs: number;
+  readonly checkpointStep?: string;
+  /** The later of the claim and the last checkpoint (epoch ms). */
+  readonly lastProgressAt?: number;
+  readonly stuck?: StuckReason;
+}
+
+/** One item of the `leases` table as the operator sees it. */
+export interface NamedLeaseView {
+  readonly leaseKey: string;
+  readonly owner?: string;
+  readonly token: number;
+  readonly leaseUntil: number;
+  readonly remainingMs: number;
+  readonly acquiredAt?: number;
+  /**
+   * `held`: an owner and a lease in the future. `abandoned`: an owner whose lease ended without a
+   * release (the holder died; the next acquire takes over). `free`: released.
+   */
+  readonly state: 'held' | 'abandoned' | 'free';
+}
+
+const JOB_PROJECTION = {
+  ProjectionExpression:
+    '#dedupKey, #status, #owner, #leaseUntil, #token, #attempts, #type, #claimedAt, #createdAt, #updatedAt, #checkpoint.#at, #checkpoint.#step',
+  ExpressionAttributeNames: {
+    '#dedupKey': 'dedupKey',
+    '#status': 'status',
+    '#owner': 'owner',
+    '#leaseUntil': 'leaseUntil',
+    '#token': 'token',
+    '#attempts': 'attempts',
+    '#type': 'type',
+    '#claimedAt': 'claimedAt',
+    '#createdAt': 'createdAt',
+    '#updatedAt': 'updatedAt',
+    '#checkpoint': 'checkpoint',
+    '#at': 'at',
+    '#step': 'step',
+  },
+} as const;
+
+/**
+ * Scans the `jobs` table with a projection (no payloads, results or checkpoint data). A scan reads the
+ * whole table: fine for local and demo sizes, slow and costly for millions of items (use metrics there).
+ */
+export async function* scanJobs(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  options: { readonly status?: JobStatus } = {},
+): AsyncGenerator<JobSummaryItem> {
+  const input: ScanCommandInput = {
+    TableName: tableName,
+    ProjectionExpression: JOB_PROJECTION.ProjectionExpression,
+    ExpressionAttributeNames: { ...JOB_PROJECTION.ExpressionAttributeNames },
+    ...(options.status
+      ? { FilterExpression: '#status = :status', ExpressionAttributeValues: { ':status': options.status } }
+      : {}),
+  };
+  for await (const page of paginateScan({ client: doc }, input)) {
+    for (const item of page.Items ?? []) yield item as JobSummaryItem;
+  }
+}
+
+/** Scans the `leases` table (small: one item per shared resource ever locked, until TTL tidies it). */
+export async function* scanNamedLeases(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  options: { readonly owner?: string } = {},
+): AsyncGenerator<LeaseItem> {
+  const input: ScanCommandInput = {
+    TableName: tableName,
+    ...(options.owner
+      ? {
+          FilterExpression: '#owner = :owner',
+          ExpressionAttributeNames: { '#owner': 'owner' },
+          ExpressionAttributeValues: { ':owner': options.owner },
+        }
+      : {}),
+  };
+  for await (const page of paginateScan({ client: doc }, input)) {
+    for (const item of page.Items ?? []) yield item as LeaseItem;
+  }
+}
+
+/**
+ * The stuck rule for a job item, or undefined when it is not stuck. Only IN_PROGRESS items can be stuck:
+ * expired lease (`leaseUntil <= now`), or a live lease with no claim or checkpoint for `stuckAfterMs`.
+ */
+export function stuckReason(
+  item: JobSummaryItem,
+  now: number,
+  stuckAfterMs = DEFAULT_STUCK_AFTER_MS,
+): StuckReason | undefined {
+  if (item.status !== JobStatus.InProgress) return undefined;
+  if (item.leaseUntil <= now) return 'lease-expired';
+  const progress = lastProgressAt(item);
+  if (progress !== undefined && now - progress > stuckAfterMs) return 'no-progress';
+  return undefined;
+}
+
+function lastProgressAt(item: JobSummaryItem): number | undefined {
+  const times = [item.claimedAt, item.checkpoint?.at].filter((t): t is number => typeof t === 'number');
+  return times.length > 0 ? Math.max(...times) : undefined;
+}
+
+/** The operator's view of an IN_PROGRESS item. */
+export function jobLeaseView(
+  item: JobSummaryItem,
+  now: number,
+  stuckAfterMs = DEFAULT_STUCK_AFTER_MS,
+): JobLeaseView {
+  const stuck = stuckReason(item, now, stuckAfterMs);
+  const progress = lastProgressAt(item);
+  return {
+    dedupKey: item.dedupKey,
+    ...(item.type ? { type: item.type } : {}),
+    ...(item.owner ? { owner: item.owner } : {}),
+    token: item.token,
+    attempts: item.attempts,
+    leaseUntil: item.leaseUntil,
+    remainingMs: item.leaseUntil - now,
+    ...(item.checkpoint?.step ? { checkpointStep: item.checkpoint.step } : {}),
+    ...(progress === undefined ? {} : { lastProgressAt: progress }),
+    ...(stuck ? { stuck } : {}),
+  };
+}
+
+/** The operator's view of a `leases` item. */
+export function namedLeaseView(item: LeaseItem, now: number): NamedLeaseView {
+  const state = !item.owner ? 'free' : item.leaseUntil > now ? 'held' : 'abandoned';
+  return {
+    leaseKey: item.leaseKey,
+    ...(item.owner ? { owner: item.owner } : {}),
+    token: item.token,
+    leaseUntil: item.leaseUntil,
+    remainingMs: item.leaseUntil - now,
+    ...(item.acquiredAt === undefined ? {} : { acquiredAt: item.acquiredAt }),
+    state,
+  };
+}
+
+/** Counts over the job items, for `leaseq status`. */
+export interface JobsSummary {
+  readonly total: number;
+  readonly byStatus: Readonly<Record<JobStatus, number>>;
+  /** IN_PROGRESS items that are not stuck. */
+  readonly live: number;
+  readonly stuck: number;
+  readonly stuckByReason: Readonly<Record<StuckReason, number>>;
+  /** COMPLETED items per last owner (the completing worker keeps `owner`), most first. */
+  readonly completedByWorker: readonly { readonly worker: string; readonly completed: number }[];
+  /** Age of the oldest IN_PROGRESS or RETRY_WAIT job (from its envelope's createdAt), or null. */
+  readonly oldestUnfinishedAgeMs: number | null;
+}
+
+/** Pure: folds job items into the counts `leaseq status` shows. */
+export function summariseJobs(
+  items: Iterable<JobSummaryItem>,
+  now: number,
+  stuckAfterMs = DEFAULT_STUCK_AFTER_MS,
+): JobsSummary {
+  const byStatus: Record<JobStatus, number> = {
+    [JobStatus.InProgress]: 0,
+    [JobStatus.RetryWait]: 0,
+    [JobStatus.Completed]: 0,
+    [JobStatus.Dead]: 0,
+  };
+  const stuckByReason: Record<StuckReason, number> = { 'lease-expired': 0, 'no-progress': 0 };
+  const workers = new Map<string, number>();
+  let total = 0;
+  let live = 0;
+  let oldest: number | undefined;
+  for (const item of items) {
+    total += 1;
+    if (item.status in byStatus) byStatus[item.status] += 1;
+    if (item.status === JobStatus.InProgress) {
+      const stuck = stuckReason(item, now, stuckAfterMs);
+      if (stuck) stuckByReason[stuck] += 1;
+      else live += 1;
+    }
+    if (item.status === JobStatus.Completed && item.owner) {
+      workers.set(item.owner, (workers.get(item.owner) ?? 0) + 1);
+    }
+    if (item.status === JobStatus.InProgress || item.status === JobStatus.RetryWait) {
+      const created = item.createdAt ? Date.parse(item.createdAt) : Number.NaN;
+      if (Number.isFinite(created) && (oldest === undefined || created < oldest)) oldest = created;
+    }
+  }
+  return {
+    total,
+    byStatus,
+    live,
+    stuck: stuckByReason['lease-expired'] + stuckByReason['no-progress'],
+    stuckByReason,
+    completedByWorker: [...workers]
+      .map(([worker, completed]) => ({ worker, completed }))
+      .sort((a, b) => b.completed - a.completed || a.worker.localeCompare(b.worker)),
+    oldestUnfinishedAgeMs: oldest === undefined ? null : Math.max(0, now - oldest),
+  };
+}
+
+/** Drains an async iterable (a scan) into an array. */
+export async function collect<T>(source: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of source) out.push(item);
+  return out;
+}

@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import {
+  SendMessageBatchCommand,
+  type SendMessageBatchCommandOutput,
+  type SendMessageBatchRequestEntry,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { runLimited } from '../core/batch.ts';
+import type { OutgoingMessage } from './generate.ts';
+import { Pacer } from './rate.ts';
+import { isFifoQueue } from './target.ts';
+
+/** Settings of {@link sendMessages}; every default is applied in that function. */
+export interface SendOptions {
+  /** SendMessageBatch calls in flight at once. @default 8 */
+  readonly concurrency?: number;
+  /** Messages per second at most. @default undefined (as fast as SQS takes them) */
+  readonly ratePerSecond?: number;
+  /** Extra tries for entries SQS failed on its side (not for sender faults). @default 2 */
+  readonly retries?: number;
+  /** Called after every batch with the running totals. */
+  readonly onProgress?: (progress: SendProgress) => void;
+}
+
+export interface SendProgress {
+  readonly sent: number;
+  readonly failed: number;
+  readonly total: number;
+}
+
+export interface SendFailure {
+  readonly dedupKey?: string;
+  readonly code: string;
+  readonly message: string;
+}
+
+export interface SendReport {
+  /** Messages SQS accepted. */
+  readonly sent: number;
+  /** Of those, second copies (duplicate sends). */
+  readonly duplicates: number;
+  /** Messages not accepted after the retries. */
+  readonly failed: number;
+  /** The first few failures, for the report (at most 10). */
+  readonly failures: readonly SendFailure[];
+}
+
+/** SQS limits of one SendMessageBatch call. */
+const MAX_ENTRIES = 10;
+const MAX_BATCH_BYTES = 256 * 1024;
+
+/**
+ * Sends messages with SendMessageBatch (10 per call, and under the 256 KiB batch limit), a bounded
+ * number of calls in flight, and an optional rate limit. Partial batch failures are retried when SQS
+ * says the fault is its own; whatever still fails is counted, never thrown, so the caller can report
+ * what did go out. On a FIFO queue each message gets its dedup key as group id and a unique
+ * deduplication id (duplicates are meant to reach the workers, which drop them by dedup key).
+ */
+export async function sendMessages(
+  sqs: SQSClient,
+  queueUrl: string,
+  messages: readonly OutgoingMessage[],
+  options: SendOptions = {},
+): Promise<SendReport> {
+  const pacer = new Pacer({ perSecond: options.ratePerSecond });
+  const retries = options.retries ?? 2;
+  const fifo = isFifoQueue(queueUrl);
+  const batches = chunk(messages, pacer.batchSize(MAX_ENTRIES));
+  let sent = 0;
+  let duplicates = 0;
+  let failed = 0;
+  const failures: SendFailure[] = [];
+  const fail = (message: OutgoingMessage, code: string, text: string) => {
+    failed += 1;
+    if (failures.length < 10) {
+      failures.push({ ...(message.dedupKey ? { dedupKey: message.dedupKey } : {}), code, message: text });
+    }
+  };
+
+  await runLimited(batches, options.concurrency ?? 8, async (batch) => {
+    await pacer.take(batch.length);
+    let pending = batch.map((message, i) => ({ id: String(i), message }));
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      let out: SendMessageBatchCommandOutput;
+      try {
+        out = await sqs.send(
+          new SendMessageBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: pending.map(({ id, message }) => entry(id, message, fifo)),
+          }),
+        );
+      } catch (error) {
+        // The SDK already retried the call; count the batch as failed rather than losing the report.
+        const name = error instanceof Error ? error.name : 'Error';
+        const text = error instanceof Error ? error.message : String(error);
+        for (const { message } of pending) fail(message, name, text);
+        break;
+      }
+      const byId = new Map(pending.map((p) => [p.id, p.message]));
+      for (const ok of out.Successful ?? []) {
+        const message = byId.get(ok.Id ?? '');
+        if (!message) continue;
+        sent += 1;
+        if (message.duplicate) duplicates += 1;
+      }
+      const again: typeof pending = [];
+      for (const bad of out.Failed ?? []) {
+        const message = byId.get(bad.Id ?? '');
+        if (!message) continue;
+        if (!bad.SenderFault && attempt < retries) again.push({ id: bad.Id ?? '', message });
+        else fail(message, bad.Code ?? 'Failed', bad.Message ?? 'rejected by SQS');
+      }
+      pending = again;
+    }
+    options.onProgress?.({ sent, failed, total: messages.length });
+  });
+  return { sent, duplicates, failed, failures };
+}
+
+function entry(id: string, message: OutgoingMessage, fifo: boolean): SendMessageBatchRequestEntry {
+  return {
+    Id: id,
+    MessageBody: message.body,
+    ...(fifo ? { MessageGroupId: message.dedupKey ?? 'leaseq', MessageDeduplicationId: randomUUID() } : {}),
+  };
+}
+
+/** Splits into batches of at most `size` entries and at most 256 KiB of bodies each. */
+export function chunk(messages: readonly OutgoingMessage[], size: number): OutgoingMessage[][] {
+  const batches: OutgoingMessage[][] = [];
+  let current: OutgoingMessage[] = [];
+  let bytes = 0;
+  for (const message of messages) {
+    const length = Buffer.byteLength(message.body, 'utf8');
+    if (current.length > 0 && (current.length >= size || bytes + length > MAX_BATCH_BYTES)) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(message);
+    bytes += length;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}
