@@ -26,7 +26,7 @@ export interface EmulatorOptions {
    * @default the leaseq checkout this module belongs to (independent of the working directory)
    */
   readonly projectDir?: string;
-  /** Directory for the virtualenv, state file, log and lock. @default `<projectDir>/.leaseq` */
+  /** Directory for the virtualenv, state file, log and lock. @default env `LEASEQ_STATE_DIR`, else `<projectDir>/.leaseq` */
   readonly stateDir?: string;
   /** Port on 127.0.0.1. @default env `LEASEQ_EMULATOR_PORT`, else 4566 */
   readonly port?: number;
@@ -116,7 +116,7 @@ const PROJECT_DIR = fileURLToPath(new URL('../../', import.meta.url));
 function resolveOptions(options: EmulatorOptions): Resolved {
   const env = options.env ?? process.env;
   const projectDir = options.projectDir ?? PROJECT_DIR;
-  const stateDir = options.stateDir ?? join(projectDir, '.leaseq');
+  const stateDir = options.stateDir ?? (env.LEASEQ_STATE_DIR?.trim() || join(projectDir, '.leaseq'));
   const emulator = options.emulator ?? emulatorFromEnv(env.LEASEQ_EMULATOR);
   const requestedPort = options.port ?? parsePort(env.LEASEQ_EMULATOR_PORT, 'LEASEQ_EMULATOR_PORT');
   return {

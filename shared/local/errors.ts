@@ -41,7 +41,7 @@ export class PythonMissingError extends EmulatorError {
 
   constructor(python: string, detail: string, cause?: unknown) {
     super(
-      `${python} ${detail}; install Python 3.9+ with venv and pip (Debian/Ubuntu: apt-get install python3 python3-venv) or set LEASEQ_PYTHON`,
+      `${python} ${detail}; install Python 3.10+ with venv and pip (Debian/Ubuntu: apt-get install python3 python3-venv) or set LEASEQ_PYTHON`,
       { cause },
     );
     this.name = 'PythonMissingError';

@@ -21,6 +21,11 @@ function markerText(spec: EmulatorSpec): string {
   return JSON.stringify({ requirements: spec.requirements, constraints: spec.constraints });
 }
 
+/** Records that `venvDir` holds a complete install of `spec`. */
+export function markInstalled(spec: EmulatorSpec, venvDir: string): void {
+  writeFileSync(join(venvDir, MARKER), markerText(spec));
+}
+
 /** True when `venvDir` holds a finished install of exactly this spec. */
 export function isInstalled(spec: EmulatorSpec, venvDir: string): boolean {
   try {
@@ -51,12 +56,13 @@ function run(
   options: { logFd?: number; timeoutMs: number; env?: NodeJS.ProcessEnv },
 ): Promise<RunResult> {
   return new Promise((resolve) => {
+    // Our own timer, not spawn's `timeout`: that one keeps the process alive until it fires even when
+    // the command could not be started at all.
     const child = spawn(command, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: options.env ?? process.env,
-      timeout: options.timeoutMs,
-      killSignal: 'SIGKILL',
     });
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
     let output = '';
     const collect = (chunk: Buffer): void => {
       output += chunk.toString();
@@ -64,8 +70,14 @@ function run(
     };
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
-    child.once('error', (error: NodeJS.ErrnoException) => resolve({ code: null, output, spawnError: error }));
-    child.once('close', (code) => resolve({ code, output }));
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      resolve({ code: null, output, spawnError: error });
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
   });
 }
 
@@ -154,7 +166,7 @@ export async function installEmulator(
     if (!existsSync(venvExecutable(paths.venvDir, spec.executable))) {
       throw new EmulatorInstallError(`pip install ${what} did not provide ${spec.executable}`, paths.logFile);
     }
-    writeFileSync(join(paths.venvDir, MARKER), markerText(spec));
+    markInstalled(spec, paths.venvDir);
     note('install complete');
     return true;
   } finally {
