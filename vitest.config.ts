@@ -2,6 +2,9 @@ import { defineConfig } from 'vitest/config';
 
 // Two projects: `unit` needs nothing running; `integration` talks to the AWS emulator that
 // test/support/global-setup.ts starts (or to AWS_ENDPOINT_URL when it is set, e.g. LocalStack).
+// The global setup runs in this process and uses the SDK too.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 export default defineConfig({
   test: {
     // The SDK warns once per process that Node 20 support ends in 2027; tests need not repeat it.

@@ -1,5 +1,7 @@
+import { DeleteMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAwsClients, destroyAwsClients } from '../../../shared/aws/clients.ts';
+import { FaultInjector } from '../../../shared/aws/fault-injector.ts';
 import { CompletedCache } from '../../../shared/core/completed-cache.ts';
 import { DynamoDbJobStore } from '../../../shared/core/dynamodb-job-store.ts';
 import { makeEnvelope } from '../../../shared/core/envelope.ts';
@@ -22,7 +24,7 @@ import {
   sendJob,
   sendRaw,
 } from '../../support/core-fixture.ts';
-import { uniqueName } from '../../support/env.ts';
+import { testEndpoint, uniqueName } from '../../support/env.ts';
 import { testRegistry } from '../../support/test-jobs.ts';
 
 let env: CoreEnv;
@@ -303,6 +305,54 @@ describe('Class: JobProcessor (against the emulator)', () => {
       100,
     );
     expect(back).toBe(true);
+  });
+
+  it('gives a job back when its fenced commit hits a store outage, and applies the effect once on the retry', async () => {
+    const { registry, log } = testRegistry(env);
+    const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 1 });
+    const faults = new FaultInjector()
+      .attach(faulty)
+      .fail({ service: 'DynamoDB', command: 'TransactWriteItems', times: 1 });
+    const metrics = new InMemoryMetrics();
+    const processor = new JobProcessor({
+      store: new DynamoDbJobStore({ client: faulty.doc, tableName: env.jobsTable }),
+      queue: new SqsJobQueue({ client: faulty.sqs, queueUrl: env.queueUrl, deadLetterQueueUrl: env.dlqUrl }),
+      registry,
+      worker: 'w-faulty',
+      logger: quietLogger(),
+      metrics,
+      backoff: { baseSeconds: 1, capSeconds: 1 },
+    });
+    const key = uniqueName('outage');
+    const account = uniqueName('acct');
+    await sendJob(env, { dedupKey: key, type: 'test.credit', payload: { account, amount: 4 } });
+    const settled = await eventually(
+      async () => {
+        const [message] = await receiveAll(env, env.queueUrl, 30, 1);
+        if (message) {
+          const outcome = await processor.process(toSqsRecord(message, env.queueArn, env.region));
+          if (outcome.disposition === 'delete')
+            await env.clients.sqs.send(
+              new DeleteMessageCommand({ QueueUrl: env.queueUrl, ReceiptHandle: message.ReceiptHandle }),
+            );
+        }
+        return (await getBalance(env, account))?.balance !== undefined;
+      },
+      20_000,
+      0,
+    );
+    destroyAwsClients(faulty);
+
+    expect(settled).toBe(true);
+    expect(faults.injected.get('DynamoDB.TransactWriteItems')).toBe(1);
+    expect(metrics.get(MetricName.StoreUnavailable)).toBe(1);
+    expect(metrics.get(MetricName.JobRetried)).toBe(1);
+    expect(log.count(key)).toBe(2);
+    expect((await getBalance(env, account))?.balance).toBe(4);
+    expect(await makeWorker(env, registry).store.get(key)).toMatchObject({
+      status: JobStatus.Completed,
+      attempts: 2,
+    });
   });
 
   it('skips the claim write on a local-cache hit for a repeated duplicate', async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -59,6 +59,16 @@ function startPool(count: number, leaseMs = 2000): Promise<void> {
   return pool.start();
 }
 
+/** JSON lines the pool's workers logged. */
+function logLines(): { message?: string; dedupKey?: string; [k: string]: unknown }[] {
+  return [...(pool?.workers.values() ?? [])].flatMap((w) =>
+    readFileSync(w.logFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { message?: string; dedupKey?: string }),
+  );
+}
+
 const jobsStore = () => makeWorker(env, { has: () => false } as never).store;
 
 describe('Local worker processes running the Lambda handler', () => {
@@ -80,7 +90,11 @@ describe('Local worker processes running the Lambda handler', () => {
     }
     const credit = uniqueName('c');
     for (let c = 0; c < 3; c++) {
-      await sendJob(env, { dedupKey: credit, type: 'ledger.credit', payload: { account: a, amount: 5 } });
+      await sendJob(env, {
+        dedupKey: credit,
+        type: 'ledger.credit',
+        payload: { account: a, amount: 5, simulate: { failTimes: 1 } },
+      });
     }
     const settled = await eventually(
       async () => {
@@ -98,6 +112,31 @@ describe('Local worker processes running the Lambda handler', () => {
     await sleep(300);
     expect(pool?.total('JobSucceeded')).toBe(16);
     expect(pool?.total('DuplicateSkipped')).toBe(15 + 2);
+    // The flaky job's one failure, plus any optimistic conflicts given back (30 transfers share 2 accounts).
+    expect(pool?.total('JobRetried')).toBeGreaterThanOrEqual(1);
+
+    // Every job log line names the job, the message and the worker; after the claim also the attempt
+    // and the token; a retry says why and when. Payload contents (account ids) are never logged.
+    const lines = logLines().filter((l) => l.dedupKey !== undefined);
+    expect(lines.length).toBeGreaterThan(20);
+    for (const line of lines)
+      expect(line).toEqual(
+        expect.objectContaining({ messageId: expect.any(String), worker: expect.any(String) }),
+      );
+    const completed = lines.filter((l) => l.message === 'job completed');
+    expect(completed).toHaveLength(16);
+    for (const line of completed)
+      expect(line).toEqual(
+        expect.objectContaining({ attempt: expect.any(Number), token: expect.any(Number) }),
+      );
+    const retry = lines.find((l) => l.dedupKey === credit && l.message?.startsWith('attempt failed'));
+    expect(retry).toMatchObject({
+      dedupKey: credit,
+      attempt: 1,
+      reason: 'TransientJobError',
+      delaySeconds: expect.any(Number),
+    });
+    expect(JSON.stringify(lines)).not.toContain(a);
   });
 
   it('survives a worker that dies between the debit and the credit: another finishes, money conserved', async () => {
