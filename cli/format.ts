@@ -65,6 +65,16 @@ export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
+/** `Class: message`, without repeating the class when the message already starts with it. */
+export function formatErrorText(
+  errorClass: string | undefined,
+  message: string | undefined,
+): string | undefined {
+  if (message === undefined) return errorClass;
+  if (!errorClass || message.startsWith(`${errorClass}:`)) return message;
+  return `${errorClass}: ${message}`;
+}
+
 // ---- Time ---------------------------------------------------------------------------------------------
 
 /**

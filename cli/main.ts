@@ -1,13 +1,18 @@
 import { Command } from 'commander';
+import * as dlq from './commands/dlq.ts';
+import * as inspect from './commands/inspect.ts';
+import * as leases from './commands/leases.ts';
 import * as local from './commands/local.ts';
+import * as send from './commands/send.ts';
 import * as start from './commands/start.ts';
+import * as status from './commands/status.ts';
 import * as workers from './commands/workers.ts';
 import { type CommandModule, runCli } from './errors.ts';
 
 /**
  * Command modules, each exporting `register(program)`. To add one: import it and list it here.
  */
-const modules: readonly CommandModule[] = [local, start, workers];
+const modules: readonly CommandModule[] = [local, start, workers, send, status, inspect, leases, dlq];
 
 // The project supports Node >= 20 (package.json engines); the SDK's multi-line notice about its own
 // future Node 22 requirement would precede every command's output.

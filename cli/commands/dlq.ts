@@ -1,0 +1,261 @@
+import { createInterface } from 'node:readline/promises';
+import type { Command } from 'commander';
+import {
+  type DeadLetter,
+  type DeadLetterSummary,
+  findDeadLetter,
+  listDeadLetters,
+  purgeDlq,
+  type RedriveReport,
+  redrive,
+} from '../../shared/ops/dlq.ts';
+import { queueStats, totalDepth } from '../../shared/ops/queue-stats.ts';
+import {
+  formatErrorText,
+  formatInstant,
+  integerArg,
+  note,
+  print,
+  printJson,
+  rateArg,
+  renderFields,
+  renderTable,
+} from '../format.ts';
+import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
+import { queueName } from './status.ts';
+
+interface ListFlags extends TargetFlags {
+  readonly limit?: number;
+  readonly json?: boolean;
+}
+
+interface RedriveFlags extends TargetFlags {
+  readonly type?: string;
+  readonly reason?: string;
+  readonly dedupKey?: string;
+  readonly dryRun?: boolean;
+  readonly rate?: number;
+  readonly limit?: number;
+  readonly json?: boolean;
+}
+
+interface PurgeFlags extends TargetFlags {
+  readonly yes?: boolean;
+  readonly json?: boolean;
+}
+
+const DEFAULT_LIST_LIMIT = 100;
+
+/** The human table of dead letters. */
+export function describeDeadLetters(letters: readonly DeadLetterSummary[], now: number): string {
+  if (letters.length === 0) return 'the DLQ is empty';
+  return renderTable(
+    [
+      { header: 'MESSAGE ID', max: 36 },
+      { header: 'DEDUP KEY', max: 40 },
+      { header: 'TYPE' },
+      { header: 'REASON' },
+      { header: 'ERROR CLASS' },
+      { header: 'ATTEMPTS', align: 'right' },
+      { header: 'WORKER', max: 30 },
+      { header: 'DEAD AT' },
+    ],
+    letters.map((l) => [
+      l.messageId,
+      l.dedupKey ?? '',
+      l.type ?? '',
+      l.reason,
+      l.errorClass ?? '',
+      l.attempts === undefined ? '' : String(l.attempts),
+      l.worker ?? '',
+      formatInstant(l.deadAt, now) ?? '',
+    ]),
+  );
+}
+
+/** The human view of one dead letter: its reason, then its body (pretty-printed when it is JSON). */
+export function describeDeadLetter(letter: DeadLetter, now: number): string {
+  let body = letter.body;
+  try {
+    body = JSON.stringify(JSON.parse(letter.body), null, 2);
+  } catch {
+    // Not JSON (that may be why it is here): show it as it is.
+  }
+  const fields = renderFields([
+    ['message id', letter.messageId],
+    ['dedup key', letter.dedupKey],
+    ['type', letter.type],
+    ['reason', letter.reason],
+    ['error', formatErrorText(letter.errorClass, letter.errorMessage)],
+    ['attempts', letter.attempts === undefined ? undefined : String(letter.attempts)],
+    ['worker', letter.worker],
+    ['dead at', formatInstant(letter.deadAt, now)],
+    ['original message', letter.originalMessageId],
+    ['received', letter.receiveCount === undefined ? undefined : `${letter.receiveCount} times from the DLQ`],
+  ]);
+  const attributes = Object.entries(letter.attributes)
+    .map(([k, v]) => `  leaseq.${k} = ${v}`)
+    .join('\n');
+  return `${fields}\n\nattributes:\n${attributes || '  (none: moved by the queue redrive policy)'}\n\nbody:\n${body}`;
+}
+
+/** The human view of a redrive. */
+export function describeRedrive(report: RedriveReport): string {
+  const table =
+    report.items.length === 0
+      ? 'no dead letters match'
+      : renderTable(
+          [
+            { header: 'MESSAGE ID', max: 36 },
+            { header: 'DEDUP KEY', max: 40 },
+            { header: 'TYPE' },
+            { header: 'REASON' },
+            { header: 'OUTCOME' },
+            { header: 'RESET' },
+            { header: 'DETAIL', max: 70 },
+          ],
+          report.items.map((i) => [
+            i.messageId,
+            i.dedupKey ?? '',
+            i.type ?? '',
+            i.reason,
+            i.outcome,
+            i.reset ? 'yes' : 'no',
+            i.detail ?? '',
+          ]),
+        );
+  const summary = report.dryRun
+    ? `dry run: would redrive ${report.redriven}, skip ${report.skipped}; nothing was changed`
+    : `redrove ${report.redriven}, skipped ${report.skipped}, failed ${report.failed}`;
+  return `${table}\n\n${summary}; ${report.notMatched} other dead letter${report.notMatched === 1 ? '' : 's'} left alone`;
+}
+
+/** Asks on the terminal; true only for an explicit yes. */
+async function confirm(question: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await rl.question(`${question} [y/N] `);
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    rl.close();
+  }
+}
+
+/** Adds `leaseq dlq list | show | redrive | purge`. */
+export function register(program: Command): void {
+  const dlq = program.command('dlq').description('the dead-letter queue: list, show, redrive, purge');
+
+  targetOptions(
+    dlq
+      .command('list')
+      .description(
+        'list dead letters with their reasons (no bodies). SQS cannot peek: the listed messages are received, ' +
+          'hidden while the list runs, then made visible again at once; each listing adds one to their receive count',
+      )
+      .option('--limit <n>', `list at most this many (default ${DEFAULT_LIST_LIMIT})`, integerArg(1, 100_000))
+      .option('--json', 'print the dead letters as JSON on stdout'),
+  ).action(async (flags: ListFlags) => {
+    const target = await resolveTarget(flags);
+    try {
+      const limit = flags.limit ?? DEFAULT_LIST_LIMIT;
+      const letters = await listDeadLetters(target.clients.sqs, target.names.dlqUrl, { limit });
+      if (flags.json) {
+        printJson(letters);
+      } else {
+        print(describeDeadLetters(letters, Date.now()));
+        if (letters.length >= limit) note(`showing the first ${limit}; pass --limit to see more`);
+      }
+    } finally {
+      target.close();
+    }
+  });
+
+  targetOptions(
+    dlq
+      .command('show')
+      .description('one dead letter: its reason attributes and its full body (which holds the job payload)')
+      .argument('<id>', 'the DLQ message id (from `leaseq dlq list`), or a dedup key')
+      .option('--json', 'print the dead letter as JSON on stdout'),
+  ).action(async (id: string, flags: { json?: boolean } & TargetFlags) => {
+    const target = await resolveTarget(flags);
+    try {
+      const letter = await findDeadLetter(target.clients.sqs, target.names.dlqUrl, id);
+      if (flags.json) printJson(letter);
+      else print(describeDeadLetter(letter, Date.now()));
+    } finally {
+      target.close();
+    }
+  });
+
+  targetOptions(
+    dlq
+      .command('redrive')
+      .description(
+        'send dead letters back to the jobs queue: resets each DEAD job item (attempts 0) so it can run, sends ' +
+          'the original body, then deletes the dead letter. Skips jobs that completed or are running',
+      )
+      .option('--type <type>', 'only jobs of this type')
+      .option('--reason <reason>', 'only this reason (exact, or a prefix ending in *, e.g. invalid-*)')
+      .option('--dedup-key <key>', 'only the job with this dedup key')
+      .option('--dry-run', 'list what would be redriven; change nothing')
+      .option('--rate <rate>', 'at most this many messages per second (5, 5/s, 300/min)', rateArg)
+      .option('--limit <n>', 'redrive at most this many', integerArg(1, 1_000_000))
+      .option('--json', 'print the report as JSON on stdout'),
+  ).action(async (flags: RedriveFlags) => {
+    const target = await resolveTarget(flags);
+    try {
+      const report = await redrive(target, {
+        filter: {
+          ...(flags.type === undefined ? {} : { type: flags.type }),
+          ...(flags.reason === undefined ? {} : { reason: flags.reason }),
+          ...(flags.dedupKey === undefined ? {} : { dedupKey: flags.dedupKey }),
+        },
+        dryRun: flags.dryRun ?? false,
+        ...(flags.rate === undefined ? {} : { ratePerSecond: flags.rate }),
+        ...(flags.limit === undefined ? {} : { limit: flags.limit }),
+        ...(flags.json || !process.stderr.isTTY
+          ? {}
+          : { onProgress: (item) => note(`${item.outcome} ${item.dedupKey ?? item.messageId}`) }),
+      });
+      if (flags.json) printJson(report);
+      else print(describeRedrive(report));
+      if (report.failed > 0) process.exitCode = 1;
+    } finally {
+      target.close();
+    }
+  });
+
+  targetOptions(
+    dlq
+      .command('purge')
+      .description('delete every message in the DLQ (asks first on a terminal; --yes for scripts)')
+      .option('--yes', 'do not ask')
+      .option('--json', 'print the result as JSON on stdout'),
+  ).action(async (flags: PurgeFlags) => {
+    const target = await resolveTarget(flags);
+    try {
+      const name = queueName(target.names.dlqUrl);
+      if (!flags.yes) {
+        if (!process.stdin.isTTY || !process.stderr.isTTY) {
+          throw new Error(`refusing to purge ${name} without confirmation: not a terminal, pass --yes`);
+        }
+        const depth = totalDepth(await queueStats(target.clients.sqs, target.names.dlqUrl));
+        if (!(await confirm(`delete all ${depth} messages in ${name}? this cannot be undone`))) {
+          note('purge cancelled; nothing was deleted');
+          process.exitCode = 1;
+          return;
+        }
+      }
+      const report = await purgeDlq(target.clients.sqs, target.names.dlqUrl);
+      if (flags.json) printJson(report);
+      else {
+        print(
+          `deleted ${report.deleted} message${report.deleted === 1 ? '' : 's'} from ${name}` +
+            (report.remaining > 0 ? `; ${report.remaining} remain (in flight elsewhere, or new)` : ''),
+        );
+      }
+    } finally {
+      target.close();
+    }
+  });
+}

@@ -1,0 +1,112 @@
+import type { Command } from 'commander';
+import { type InspectReport, inspectJob } from '../../shared/ops/inspect.ts';
+import {
+  durationArg,
+  formatErrorText,
+  formatInstant,
+  formatLease,
+  formatRelative,
+  print,
+  printJson,
+  renderFields,
+  renderTable,
+  truncate,
+} from '../format.ts';
+import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
+
+interface InspectFlags extends TargetFlags {
+  readonly stuckAfter?: number;
+  readonly json?: boolean;
+}
+
+/** A JSON value on one line, cut to fit a terminal line. */
+function compactJson(value: unknown, max = 200): string {
+  return truncate(JSON.stringify(value) ?? 'undefined', max);
+}
+
+/** The human view of one job item. */
+export function describeJob(report: InspectReport, now: number): string {
+  const job = report.job;
+  const lease = report.lease
+    ? `${formatLease(report.lease.remainingMs)}${report.lease.stuck ? ` (STUCK: ${report.lease.stuck})` : ''}`
+    : report.retryInMs !== undefined
+      ? `released; retry due ${formatRelative(job.leaseUntil, now)}`
+      : undefined;
+  const checkpoint = job.checkpoint
+    ? `${job.checkpoint.step} (done: ${job.checkpoint.done.join(' -> ') || '-'}) at ${formatInstant(job.checkpoint.at, now)}`
+    : undefined;
+  const fields = renderFields([
+    ['dedup key', job.dedupKey],
+    ['type', job.type],
+    ['status', job.status],
+    ['owner', job.owner ?? (job.status === 'COMPLETED' || job.status === 'DEAD' ? undefined : '(none)')],
+    ['lease', lease],
+    ['token', String(job.token)],
+    ['attempts', String(job.attempts)],
+    ['version', String(job.version)],
+    ['message id', job.messageId],
+    ['checkpoint', checkpoint],
+    ['checkpoint data', job.checkpoint?.data === undefined ? undefined : compactJson(job.checkpoint.data)],
+    ['last error', job.lastError ? formatErrorText(job.lastErrorClass, job.lastError) : undefined],
+    ['result', job.result === undefined ? undefined : compactJson(job.result)],
+    ['created', formatInstant(job.createdAt, now)],
+    ['claimed', formatInstant(job.claimedAt, now)],
+    ['updated', formatInstant(job.updatedAt, now)],
+    ['completed', formatInstant(job.completedAt, now)],
+    ['expires (TTL)', job.expiresAt === undefined ? undefined : formatInstant(job.expiresAt * 1000, now)],
+  ]);
+  const hint =
+    job.status === 'DEAD'
+      ? `\n\nthe job is dead-lettered: \`leaseq dlq show ${job.dedupKey}\` shows why; \`leaseq dlq redrive --dedup-key ${job.dedupKey}\` runs it again`
+      : '';
+  const leases =
+    report.ownerLeases.length === 0
+      ? ''
+      : `\n\nNAMED LEASES HELD BY ${job.owner}\n${renderTable(
+          [
+            { header: 'LEASE KEY' },
+            { header: 'TOKEN', align: 'right' },
+            { header: 'STATE' },
+            { header: 'LEASE' },
+          ],
+          report.ownerLeases.map((l) => [l.leaseKey, String(l.token), l.state, formatLease(l.remainingMs)]),
+        )}`;
+  return `${fields}${leases}${hint}`;
+}
+
+/** Adds `leaseq inspect <dedupKey>`. */
+export function register(program: Command): void {
+  targetOptions(
+    program
+      .command('inspect')
+      .description(
+        'one job item by dedup key: status, owner, lease, fencing token, attempts, checkpoint, last error, ' +
+          'result, timestamps, and the named leases its owner holds (exit 1 when there is no such item)',
+      )
+      .argument('<dedupKey>', 'the dedup key of the job')
+      .option(
+        '--stuck-after <duration>',
+        'a live job lease with no claim or checkpoint for this long counts as stuck (default 10m)',
+        durationArg,
+      )
+      .option('--json', 'print the item as JSON on stdout'),
+  ).action(async (dedupKey: string, flags: InspectFlags) => {
+    const target = await resolveTarget(flags);
+    try {
+      const report = await inspectJob(
+        target,
+        dedupKey,
+        flags.stuckAfter === undefined ? {} : { stuckAfterMs: flags.stuckAfter },
+      );
+      if (!report) {
+        throw new Error(
+          `no job item for dedup key ${JSON.stringify(dedupKey)} in ${target.names.jobsTable} (never claimed, or removed by TTL)`,
+        );
+      }
+      if (flags.json) printJson(report);
+      else print(describeJob(report, Date.parse(report.at)));
+    } finally {
+      target.close();
+    }
+  });
+}

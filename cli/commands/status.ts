@@ -1,0 +1,89 @@
+import type { Command } from 'commander';
+import { JobStatus } from '../../shared/core/statuses.ts';
+import { collectStatus, type StatusReport } from '../../shared/ops/status.ts';
+import { durationArg, formatDuration, print, printJson, renderFields, renderTable } from '../format.ts';
+import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
+
+interface StatusFlags extends TargetFlags {
+  readonly stuckAfter?: number;
+  readonly json?: boolean;
+}
+
+/** The last path segment of a queue URL: its name. */
+export function queueName(url: string): string {
+  return url.slice(url.lastIndexOf('/') + 1);
+}
+
+/** The human view of a status report. */
+export function describeStatus(report: StatusReport): string {
+  const { queue, dlq, jobs, namedLeases } = report;
+  const statuses = Object.values(JobStatus)
+    .map((s) => `${jobs.byStatus[s]} ${s}`)
+    .join(', ');
+  const lines = renderFields([
+    [
+      'queue',
+      `${queueName(queue.url)}: ${queue.visible} visible, ${queue.inFlight} in flight, ${queue.delayed} delayed`,
+    ],
+    [
+      'dlq',
+      `${queueName(dlq.url)}: ${dlq.depth} message${dlq.depth === 1 ? '' : 's'}${dlq.depth > 0 ? ' (leaseq dlq list)' : ''}`,
+    ],
+    ['jobs', `${jobs.total} items: ${statuses}`],
+    [
+      'job leases',
+      `${jobs.live} live, ${jobs.stuck} stuck (${jobs.stuckByReason['lease-expired']} expired, ` +
+        `${jobs.stuckByReason['no-progress']} without progress for ${formatDuration(report.stuckAfterMs)})` +
+        (jobs.stuck > 0 ? '; see leaseq leases --stuck' : ''),
+    ],
+    [
+      'named leases',
+      `${namedLeases.held} held, ${namedLeases.abandoned} abandoned, ${namedLeases.free} free`,
+    ],
+    [
+      'oldest job',
+      jobs.oldestUnfinishedAgeMs === null
+        ? 'no unfinished job items'
+        : `unfinished job created ${formatDuration(jobs.oldestUnfinishedAgeMs)} ago`,
+    ],
+  ]);
+  const workers =
+    jobs.completedByWorker.length === 0
+      ? 'no completed jobs yet'
+      : renderTable(
+          [{ header: 'WORKER' }, { header: 'COMPLETED', align: 'right' }],
+          jobs.completedByWorker.map((w) => [w.worker, String(w.completed)]),
+        );
+  return `${lines}\n\n${workers}`;
+}
+
+/** Adds `leaseq status`. */
+export function register(program: Command): void {
+  targetOptions(
+    program
+      .command('status')
+      .description(
+        'queue depth (visible / in flight / delayed), DLQ depth, job items by status, live and stuck leases, ' +
+          'jobs completed per worker. Scans the jobs and leases tables: fine for local and demo sizes, a full ' +
+          'table read on a big deployment (use the dashboard there)',
+      )
+      .option(
+        '--stuck-after <duration>',
+        'a live job lease with no claim or checkpoint for this long counts as stuck (default 10m)',
+        durationArg,
+      )
+      .option('--json', 'print the report as JSON on stdout'),
+  ).action(async (flags: StatusFlags) => {
+    const target = await resolveTarget(flags);
+    try {
+      const report = await collectStatus(
+        target,
+        flags.stuckAfter === undefined ? {} : { stuckAfterMs: flags.stuckAfter },
+      );
+      if (flags.json) printJson(report);
+      else print(describeStatus(report));
+    } finally {
+      target.close();
+    }
+  });
+}
