@@ -19,7 +19,8 @@ export interface ParseJobFileOptions {
  * {@link JobFileError} naming its line (NDJSON) or entry (array) number, so nothing is sent.
  */
 export function parseJobFile(text: string, options: ParseJobFileOptions): JobEnvelope[] {
-  const entries: { position: number; raw: string | unknown }[] = [];
+  // `line` is raw NDJSON text still to parse; `value` is an element of a parsed array.
+  const entries: ({ position: number; line: string } | { position: number; value: unknown })[] = [];
   let where: 'line' | 'entry';
   if (text.trimStart().startsWith('[')) {
     where = 'entry';
@@ -31,28 +32,31 @@ export function parseJobFile(text: string, options: ParseJobFileOptions): JobEnv
     }
     if (!Array.isArray(parsed)) throw new JobFileError('expected a JSON array of jobs');
     parsed.forEach((raw: unknown, i) => {
-      entries.push({ position: i + 1, raw });
+      entries.push({ position: i + 1, value: raw });
     });
   } else {
     where = 'line';
     text.split(/\r?\n/).forEach((line, i) => {
-      if (line.trim() !== '') entries.push({ position: i + 1, raw: line });
+      if (line.trim() !== '') entries.push({ position: i + 1, line });
     });
   }
   if (entries.length === 0) throw new JobFileError('no jobs found');
 
   const now = options.now ?? new Date();
-  return entries.map(({ position, raw }) => {
+  return entries.map((entry) => {
+    const position = entry.position;
     const fail = (detail: string, cause?: unknown): never => {
       throw new JobFileError(detail, { where, position }, cause);
     };
-    let value: unknown = raw;
-    if (typeof raw === 'string') {
+    let value: unknown;
+    if ('line' in entry) {
       try {
-        value = JSON.parse(raw);
+        value = JSON.parse(entry.line);
       } catch (error) {
         return fail(`not JSON (${messageOf(error)})`, error);
       }
+    } else {
+      value = entry.value;
     }
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       return fail('expected a JSON object (an envelope, or {type, payload})');

@@ -1,0 +1,123 @@
+import type { Message } from '@aws-sdk/client-sqs';
+import { describe, expect, it } from 'vitest';
+import type { JobItem } from '../../../shared/core/job-item.ts';
+import { deadLetterAttributes } from '../../../shared/core/sqs-job-queue.ts';
+import { JobStatus } from '../../../shared/core/statuses.ts';
+import {
+  type DeadLetterSummary,
+  matchesFilter,
+  planRedrive,
+  SQS_REDRIVE_REASON,
+  summarise,
+  toDeadLetter,
+} from '../../../shared/ops/dlq.ts';
+
+const body = JSON.stringify({
+  v: 1,
+  id: 'i',
+  dedupKey: 'order-9',
+  type: 'ledger.credit',
+  payload: { secret: 1 },
+});
+
+describe('Function: toDeadLetter', () => {
+  it('decodes leaseq reason attributes', () => {
+    // Prepare
+    const message: Message = {
+      MessageId: 'm-1',
+      Body: body,
+      MessageAttributes: deadLetterAttributes({
+        reason: 'permanent-error',
+        errorClass: 'PermanentJobError',
+        errorMessage: 'no',
+        attempts: 3,
+        dedupKey: 'order-9',
+        worker: 'w-1',
+        messageId: 'orig-1',
+        type: 'ledger.credit',
+      }),
+      Attributes: { ApproximateReceiveCount: '2', SentTimestamp: '1714564800000' },
+    };
+    // Act
+    const letter = toDeadLetter(message);
+    // Assess
+    expect(summarise(letter)).toMatchObject({
+      messageId: 'm-1',
+      dedupKey: 'order-9',
+      type: 'ledger.credit',
+      reason: 'permanent-error',
+      errorClass: 'PermanentJobError',
+      errorMessage: 'no',
+      attempts: 3,
+      worker: 'w-1',
+      originalMessageId: 'orig-1',
+      receiveCount: 2,
+    });
+    expect(summarise(letter)).not.toHaveProperty('body');
+    expect(letter.body).toBe(body);
+  });
+
+  it('reads key and type from the body when SQS itself moved the message (no attributes)', () => {
+    const letter = toDeadLetter({
+      MessageId: 'm-2',
+      Body: body,
+      Attributes: { SentTimestamp: '1714564800000' },
+    });
+    expect(letter).toMatchObject({
+      dedupKey: 'order-9',
+      type: 'ledger.credit',
+      reason: SQS_REDRIVE_REASON,
+      deadAt: '2024-05-01T12:00:00.000Z',
+    });
+    expect(toDeadLetter({ MessageId: 'm-3', Body: 'not json' })).not.toHaveProperty('dedupKey');
+  });
+});
+
+describe('Function: matchesFilter', () => {
+  const letter: DeadLetterSummary = {
+    messageId: 'm',
+    dedupKey: 'k-1',
+    type: 'ledger.credit',
+    reason: 'invalid-bad-schema',
+  };
+  it('requires every given field to match', () => {
+    expect(matchesFilter(letter, {})).toBe(true);
+    expect(matchesFilter(letter, { type: 'ledger.credit' })).toBe(true);
+    expect(matchesFilter(letter, { type: 'ledger.transfer' })).toBe(false);
+    expect(matchesFilter(letter, { reason: 'invalid-bad-schema', dedupKey: 'k-1' })).toBe(true);
+    expect(matchesFilter(letter, { reason: 'invalid-bad-schema', dedupKey: 'k-2' })).toBe(false);
+  });
+  it('matches a reason exactly, or by a prefix ending in *', () => {
+    expect(matchesFilter(letter, { reason: 'invalid' })).toBe(false);
+    expect(matchesFilter(letter, { reason: 'invalid-*' })).toBe(true);
+    expect(matchesFilter(letter, { reason: 'max-*' })).toBe(false);
+  });
+});
+
+describe('Function: planRedrive', () => {
+  const now = 1_000_000;
+  const job = (status: JobItem['status'], leaseUntil = 0): JobItem => ({
+    dedupKey: 'k',
+    status,
+    leaseUntil,
+    token: 1,
+    attempts: 5,
+    version: 3,
+    messageId: 'm',
+    owner: 'w-1',
+  });
+  it('resets DEAD items, sends when nothing guards the job, skips finished or running ones', () => {
+    expect(planRedrive(job(JobStatus.Dead), now)).toEqual({ action: 'reset-and-send' });
+    expect(planRedrive(undefined, now).action).toBe('send');
+    expect(planRedrive(job(JobStatus.RetryWait), now).action).toBe('send');
+    expect(planRedrive(job(JobStatus.InProgress, now - 1), now).action).toBe('send');
+    expect(planRedrive(job(JobStatus.InProgress, now + 1), now)).toEqual({
+      action: 'skip',
+      why: 'job is running now (lease held by w-1)',
+    });
+    expect(planRedrive(job(JobStatus.Completed), now)).toMatchObject({
+      action: 'skip',
+      why: /already completed/,
+    });
+  });
+});
