@@ -1,5 +1,15 @@
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
@@ -100,6 +110,7 @@ interface Resolved {
   readonly stateFile: string;
   readonly logFile: string;
   readonly lockFile: string;
+  readonly holdersDir: string;
   readonly requestedPort: number | undefined;
   readonly port: number;
   readonly emulator: EmulatorName;
@@ -127,6 +138,7 @@ function resolveOptions(options: EmulatorOptions): Resolved {
     stateFile: join(stateDir, 'emulator.json'),
     logFile: join(stateDir, 'emulator.log'),
     lockFile: join(stateDir, 'emulator.lock'),
+    holdersDir: join(stateDir, 'emulator-holders'),
     requestedPort,
     port: requestedPort ?? DEFAULT_EMULATOR_PORT,
     emulator,
@@ -159,7 +171,8 @@ function display(path: string): string {
 }
 
 /**
- * Makes sure an AWS endpoint is there and answers, and returns it.
+ * Makes sure an AWS endpoint is there and answers, and returns it. For people and scripts
+ * (`leaseq local up`): an emulator it starts or finds keeps running until `stopEmulator`.
  *
  * With `AWS_ENDPOINT_URL` set it starts nothing: it checks that endpoint answers within
  * `endpointTimeoutMs` and returns it. Otherwise it reuses the emulator recorded in
@@ -176,32 +189,110 @@ export async function ensureEmulator(options: EmulatorOptions = {}): Promise<Emu
     return { mode: 'external', endpoint: cfg.externalEndpoint, started: false, installed: false };
   }
   mkdirSync(cfg.stateDir, { recursive: true });
-  return withFileLock(cfg.lockFile, cfg.installTimeoutMs + cfg.startTimeoutMs, async () => {
-    const running = await recordedEmulator(cfg);
-    if (running) {
-      if (cfg.requestedPort !== undefined && cfg.requestedPort !== running.port) {
-        throw new EmulatorError(
-          `the emulator is already running on port ${running.port} (pid ${running.pid}); run \`leaseq local down\` first to move it to port ${cfg.requestedPort}`,
-        );
-      }
-      return handleFor(cfg, running, false, false);
-    }
-    if (!(await isPortFree(cfg.port))) throw new PortInUseError(cfg.port);
+  return withFileLock(cfg.lockFile, lockTimeout(cfg), () => ensureLocked(cfg, false));
+}
 
-    const spec = EMULATORS[cfg.emulator];
-    const installed = await installEmulator(
-      spec,
-      { venvDir: cfg.venvDir, logFile: cfg.logFile },
-      { python: cfg.python, timeoutMs: cfg.installTimeoutMs, log: cfg.log },
-    );
-    // An install can take minutes; the port may have been taken meanwhile.
-    if (installed && !(await isPortFree(cfg.port))) throw new PortInUseError(cfg.port);
+/** An emulator held by one test session; see `acquireEmulator`. */
+export interface EmulatorLease extends EmulatorHandle {
+  /**
+   * Lets go of the emulator. The last holder to let go stops it, unless a person or script started
+   * it (or pinned it with `leaseq local up`). Safe to call more than once.
+   */
+  release(): Promise<void>;
+}
 
-    cfg.log(`starting ${spec.name} ${spec.version} on ${endpointFor(cfg.port)}`);
-    const state = await startProcess(cfg);
-    writeEmulatorState(cfg.stateFile, state);
-    return handleFor(cfg, state, true, installed);
+/**
+ * Like `ensureEmulator`, for test sessions that share one emulator (several `vitest` runs in one
+ * checkout): each holds a lease, and the emulator a session started is stopped when the last lease is
+ * released, never under another session's feet. Holders that died without releasing are ignored.
+ */
+export async function acquireEmulator(options: EmulatorOptions = {}): Promise<EmulatorLease> {
+  const cfg = resolveOptions(options);
+  if (cfg.externalEndpoint) {
+    await checkEndpoint(cfg.externalEndpoint, cfg.endpointTimeoutMs);
+    const handle: EmulatorHandle = {
+      mode: 'external',
+      endpoint: cfg.externalEndpoint,
+      started: false,
+      installed: false,
+    };
+    return { ...handle, release: async () => {} };
+  }
+  mkdirSync(cfg.stateDir, { recursive: true });
+  const holderFile = join(cfg.holdersDir, `${process.pid}-${randomUUID()}`);
+  const handle = await withFileLock(cfg.lockFile, lockTimeout(cfg), async () => {
+    const result = await ensureLocked(cfg, true);
+    mkdirSync(cfg.holdersDir, { recursive: true });
+    writeFileSync(holderFile, String(process.pid));
+    return result;
   });
+  let released = false;
+  return {
+    ...handle,
+    release: async () => {
+      if (released) return;
+      released = true;
+      await withFileLock(cfg.lockFile, lockTimeout(cfg), async () => {
+        rmSync(holderFile, { force: true });
+        if (liveHolders(cfg) > 0) return;
+        const state = liveRecordedState(cfg);
+        if (state?.autoStop) await stopLocked(cfg, state, 10_000);
+      });
+    },
+  };
+}
+
+/** Counts holder files whose process is alive, removing the others. */
+function liveHolders(cfg: Resolved): number {
+  let entries: string[];
+  try {
+    entries = readdirSync(cfg.holdersDir);
+  } catch {
+    return 0;
+  }
+  let live = 0;
+  for (const entry of entries) {
+    const pid = Number(entry.split('-')[0]);
+    if (Number.isInteger(pid) && pid > 0 && isProcessAlive(pid)) live += 1;
+    else rmSync(join(cfg.holdersDir, entry), { force: true });
+  }
+  return live;
+}
+
+function lockTimeout(cfg: Resolved): number {
+  return cfg.installTimeoutMs + cfg.startTimeoutMs;
+}
+
+/**
+ * Finds or starts the emulator; runs under the lock. `autoStop` marks an emulator started here for
+ * test sessions; a person's `local up` (autoStop false) pins a running one so no session stops it.
+ */
+async function ensureLocked(cfg: Resolved, autoStop: boolean): Promise<EmulatorHandle> {
+  const running = await recordedEmulator(cfg);
+  if (running) {
+    if (cfg.requestedPort !== undefined && cfg.requestedPort !== running.port) {
+      throw new EmulatorError(
+        `the emulator is already running on port ${running.port} (pid ${running.pid}); run \`leaseq local down\` first to move it to port ${cfg.requestedPort}`,
+      );
+    }
+    if (!autoStop && running.autoStop) writeEmulatorState(cfg.stateFile, { ...running, autoStop: false });
+    return handleFor(cfg, running, false, false);
+  }
+  if (!(await isPortFree(cfg.port))) throw new PortInUseError(cfg.port);
+
+  const spec = EMULATORS[cfg.emulator];
+  const installed = await installEmulator(
+    spec,
+    { venvDir: cfg.venvDir, logFile: cfg.logFile },
+    { python: cfg.python, timeoutMs: cfg.installTimeoutMs, log: cfg.log },
+  );
+  // An install can take minutes; the port may have been taken meanwhile.
+  if (installed && !(await isPortFree(cfg.port))) throw new PortInUseError(cfg.port);
+
+  cfg.log(`starting ${spec.name} ${spec.version} on ${endpointFor(cfg.port)}`);
+  const state = { ...(await startProcess(cfg)), autoStop };
+  writeEmulatorState(cfg.stateFile, state);
+  return handleFor(cfg, state, true, installed);
 }
 
 function handleFor(
@@ -372,24 +463,29 @@ export async function stopEmulator(
 ): Promise<StopResult> {
   const cfg = resolveOptions({ ...options, env: { ...(options.env ?? process.env), AWS_ENDPOINT_URL: '' } });
   mkdirSync(cfg.stateDir, { recursive: true });
-  return withFileLock(cfg.lockFile, cfg.installTimeoutMs + cfg.startTimeoutMs, async () => {
+  return withFileLock(cfg.lockFile, lockTimeout(cfg), async () => {
     const state = liveRecordedState(cfg);
     if (!state) {
       removeEmulatorState(cfg.stateFile);
       return { stopped: false };
     }
-    signalGroup(state.pid, 'SIGTERM');
-    let killed = false;
-    if (!(await waitForExit(state.pid, options.graceMs ?? 10_000))) {
-      signalGroup(state.pid, 'SIGKILL');
-      killed = true;
-      if (!(await waitForExit(state.pid, 5000))) {
-        throw new EmulatorError(`could not stop the emulator (pid ${state.pid}); stop it by hand`);
-      }
-    }
-    removeEmulatorState(cfg.stateFile);
-    return { stopped: true, pid: state.pid, port: state.port, killed };
+    return stopLocked(cfg, state, options.graceMs ?? 10_000);
   });
+}
+
+/** Stops the recorded emulator and removes its record; runs under the lock. */
+async function stopLocked(cfg: Resolved, state: EmulatorState, graceMs: number): Promise<StopResult> {
+  signalGroup(state.pid, 'SIGTERM');
+  let killed = false;
+  if (!(await waitForExit(state.pid, graceMs))) {
+    signalGroup(state.pid, 'SIGKILL');
+    killed = true;
+    if (!(await waitForExit(state.pid, 5000))) {
+      throw new EmulatorError(`could not stop the emulator (pid ${state.pid}); stop it by hand`);
+    }
+  }
+  removeEmulatorState(cfg.stateFile);
+  return { stopped: true, pid: state.pid, port: state.port, killed };
 }
 
 async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {

@@ -16,6 +16,11 @@ export interface EmulatorState {
   readonly startedAt: string;
   /** Milliseconds from spawning the process to its first answer. */
   readonly startupMs: number;
+  /**
+   * True when a test session started it: the last session to release it stops it. False (or absent)
+   * when a person or script started or pinned it with `leaseq local up`: only `local down` stops it.
+   */
+  readonly autoStop?: boolean;
 }
 
 const stateSchema = z.object({
@@ -26,6 +31,7 @@ const stateSchema = z.object({
   version: z.string().min(1),
   startedAt: z.string().min(1),
   startupMs: z.number().nonnegative(),
+  autoStop: z.boolean().optional(),
 });
 
 /**

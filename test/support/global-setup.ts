@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { ensureEmulator, stopEmulator } from '../../shared/local/emulator.ts';
+import { acquireEmulator } from '../../shared/local/emulator.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -13,11 +13,13 @@ declare module 'vitest' {
 /**
  * Global setup of the integration project: uses AWS_ENDPOINT_URL when it is set (LocalStack, any
  * emulator), else the embedded emulator (installed on first use, reused when already running). The
- * teardown stops the emulator only if this setup started it.
+ * teardown stops the emulator only if a test session started it, and only when the last of the
+ * sessions sharing it (concurrent `vitest` runs in this checkout) is done; one started with
+ * `leaseq local up` (as .ci/run does) keeps running.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const previous = process.env.AWS_ENDPOINT_URL;
-  const handle = await ensureEmulator({ log: (line) => process.stderr.write(`[leaseq] ${line}\n`) });
+  const handle = await acquireEmulator({ log: (line) => process.stderr.write(`[leaseq] ${line}\n`) });
   project.provide('endpoint', handle.endpoint);
   project.provide(
     'emulator',
@@ -31,6 +33,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
   return async () => {
     if (previous === undefined) delete process.env.AWS_ENDPOINT_URL;
     else process.env.AWS_ENDPOINT_URL = previous;
-    if (handle.started) await stopEmulator();
+    await handle.release();
   };
 }

@@ -1,8 +1,9 @@
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import {
+  acquireEmulator,
   emulatorStatus,
   ensureEmulator,
   resolveEndpoint,
@@ -274,5 +275,67 @@ describe('Function: ensureEmulator (embedded)', () => {
     await expect(
       ensureEmulator({ stateDir: emptyStateDir(), env: { LEASEQ_EMULATOR_PORT: 'http' } }),
     ).rejects.toBeInstanceOf(InvalidPortError);
+  });
+});
+
+describe('Function: acquireEmulator (test sessions sharing one emulator)', () => {
+  test('the emulator a session started runs until the last session releases it', async () => {
+    // Prepare
+    const stateDir = fake('serve');
+    const port = await freePort();
+
+    // Act: two sessions, the first starts it
+    const first = await acquireEmulator({ stateDir, port, env: {} });
+    const second = await acquireEmulator({ stateDir, port, env: {} });
+
+    // Assess
+    expect(first.started).toBe(true);
+    expect(second).toMatchObject({ started: false, pid: first.pid });
+    await first.release();
+    expect(isProcessAlive(first.pid ?? 0)).toBe(true);
+    expect((await emulatorStatus({ stateDir, env: {} })).answering).toBe(true);
+    await second.release();
+    expect(isProcessAlive(first.pid ?? 0)).toBe(false);
+    expect(existsSync(join(stateDir, 'emulator.json'))).toBe(false);
+  });
+
+  test('a session never stops an emulator started (or pinned) with `leaseq local up`', async () => {
+    const stateDir = fake('serve');
+    const port = await freePort();
+
+    // Started by a session, then pinned by a person's `local up`.
+    const session = await acquireEmulator({ stateDir, port, env: {} });
+    await ensureEmulator({ stateDir, env: {} });
+    await session.release();
+
+    expect(isProcessAlive(session.pid ?? 0)).toBe(true);
+    expect(readEmulatorState(join(stateDir, 'emulator.json'))?.autoStop).toBe(false);
+  });
+
+  test('holders that died without releasing do not keep it running', async () => {
+    const stateDir = fake('serve');
+    const session = await acquireEmulator({ stateDir, port: await freePort(), env: {} });
+    const holders = join(stateDir, 'emulator-holders');
+    mkdirSync(holders, { recursive: true });
+    writeFileSync(join(holders, `${2 ** 22 + 7}-dead`), '');
+
+    await session.release();
+    await session.release();
+
+    expect(isProcessAlive(session.pid ?? 0)).toBe(false);
+    expect(readdirSync(holders)).toEqual([]);
+  });
+
+  test('with AWS_ENDPOINT_URL it holds nothing and releasing does nothing', async () => {
+    const server = createServer((_req, res) => res.writeHead(404).end());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const address = server.address();
+    const endpoint = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+
+    const lease = await acquireEmulator({ stateDir: emptyStateDir(), env: { AWS_ENDPOINT_URL: endpoint } });
+
+    expect(lease).toMatchObject({ mode: 'external', endpoint, started: false });
+    await expect(lease.release()).resolves.toBeUndefined();
   });
 });

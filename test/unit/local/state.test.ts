@@ -25,6 +25,13 @@ describe('Function: parseEmulatorState', () => {
     expect(parseEmulatorState(JSON.stringify(valid))).toEqual(valid);
   });
 
+  test('keeps the optional autoStop flag', () => {
+    expect(parseEmulatorState(JSON.stringify({ ...valid, autoStop: true }))).toEqual({
+      ...valid,
+      autoStop: true,
+    });
+  });
+
   test.each([
     ['not JSON', '{"pid": 42'],
     ['empty', ''],
@@ -35,6 +42,7 @@ describe('Function: parseEmulatorState', () => {
     ['port out of range', JSON.stringify({ ...valid, port: 70_000 })],
     ['port as a string', JSON.stringify({ ...valid, port: '4566' })],
     ['empty emulator name', JSON.stringify({ ...valid, emulator: '' })],
+    ['autoStop not a boolean', JSON.stringify({ ...valid, autoStop: 'yes' })],
   ])('returns undefined for %s', (_case, text) => {
     expect(parseEmulatorState(text)).toBeUndefined();
   });
