@@ -44,11 +44,7 @@ export async function processBatch(
       for (const record of group) {
         if (failed) {
           // Not started: order within the group must hold, so it waits for its predecessor's retry.
-          outcomes.set(record.messageId, {
-            messageId: record.messageId,
-            action: 'retry',
-            disposition: 'retain',
-          });
+          outcomes.set(record.messageId, await processor.defer(record));
           continue;
         }
         const outcome = await processor.process(record, processOptions);

@@ -67,7 +67,8 @@ export interface RecordOutcome {
     | 'dead-lettered'
     | 'lease-lost'
     | 'store-unavailable'
-    | 'deadline';
+    | 'deadline'
+    | 'deferred';
   readonly dedupKey?: string;
 }
 
@@ -126,6 +127,17 @@ export class JobProcessor {
 
   get worker(): string {
     return this.#worker;
+  }
+
+  /**
+   * Hands back a record that was not started (a FIFO group stopped before it): visible again at once, so
+   * its group resumes in order as soon as the failed head is retried. Never throws.
+   */
+  async defer(record: SQSRecord): Promise<RecordOutcome> {
+    const log = new JobLog(this.#logger, { messageId: record.messageId, worker: this.#worker });
+    log.info('not started: an earlier message of its FIFO group failed');
+    await this.#giveBack(record, 0, log, 'fifo group stopped');
+    return { messageId: record.messageId, action: 'deferred', disposition: 'retain' };
   }
 
   /** Processes one record; never throws. */

@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
+import type { LeaseqStackProps } from '../../infra/leaseq-stack.ts';
 import { type AwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
 import { processBatch } from '../../shared/core/batch.ts';
 import type { CompletedCache } from '../../shared/core/completed-cache.ts';
@@ -35,10 +36,10 @@ export interface CoreEnv {
   close(): void;
 }
 
-export async function coreEnv(label = 'core'): Promise<CoreEnv> {
+export async function coreEnv(label = 'core', stackProps: LeaseqStackProps = {}): Promise<CoreEnv> {
   const clients = testClients();
   const prefix = uniqueName(label);
-  const provisioned = await provisionLocal({ clients, prefix });
+  const provisioned = await provisionLocal({ clients, prefix, stackProps });
   const o = provisioned.outputs;
   const attrs = await clients.sqs.send(
     new GetQueueAttributesCommand({ QueueUrl: o.JobsQueueUrl, AttributeNames: ['QueueArn'] }),

@@ -28,7 +28,12 @@ function scripted(retain: Set<string>, delayMs = 0) {
   const calls: string[] = [];
   let inFlight = 0;
   let maxInFlight = 0;
+  const deferred: string[] = [];
   const processor = {
+    async defer(r: SQSRecord): Promise<RecordOutcome> {
+      deferred.push(r.messageId);
+      return { messageId: r.messageId, action: 'deferred', disposition: 'retain' };
+    },
     async process(r: SQSRecord): Promise<RecordOutcome> {
       calls.push(r.messageId);
       inFlight += 1;
@@ -40,7 +45,7 @@ function scripted(retain: Set<string>, delayMs = 0) {
         : { messageId: r.messageId, action: 'completed', disposition: 'delete' };
     },
   } as unknown as JobProcessor;
-  return { processor, calls, maxInFlight: () => maxInFlight };
+  return { processor, calls, deferred, maxInFlight: () => maxInFlight };
 }
 
 describe('Function: processBatch', () => {
@@ -73,6 +78,7 @@ describe('Function: processBatch', () => {
     const { response, outcomes } = await processBatch(records, s.processor);
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(['g1-2', 'g1-3']);
     expect(s.calls).not.toContain('g1-3');
+    expect(s.deferred).toEqual(['g1-3']);
     expect(s.calls.filter((c) => c.startsWith('g1'))).toEqual(['g1-1', 'g1-2']);
     expect(s.calls.filter((c) => c.startsWith('g2'))).toEqual(['g2-1', 'g2-2']);
     expect(outcomes.map((o) => o.messageId)).toEqual(records.map((r) => r.messageId));
