@@ -6,7 +6,9 @@ import {
   openSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
+  statSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
@@ -358,8 +360,20 @@ function looksLikeEmulator(state: EmulatorState): boolean {
   return spec ? commandLine.includes(spec.executable) : false;
 }
 
+/** Above this size the log is moved to `emulator.log.1` when the emulator starts. */
+const LOG_ROTATE_BYTES = 10 * 1024 * 1024;
+
+function rotateLog(logFile: string): void {
+  try {
+    if (statSync(logFile).size > LOG_ROTATE_BYTES) renameSync(logFile, `${logFile}.1`);
+  } catch {
+    // No log yet.
+  }
+}
+
 async function startProcess(cfg: Resolved): Promise<EmulatorState> {
   const spec = EMULATORS[cfg.emulator];
+  rotateLog(cfg.logFile);
   const logFd = openSync(cfg.logFile, 'a');
   writeSync(
     logFd,
