@@ -191,6 +191,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     await pool.stop(10_000);
   }
 
+  // A stopped run still reports where every job got to.
+  await refreshStates(clients, names.jobsTable, [...workload.expectedDone, ...workload.expectedDead], states);
   const balances = await readBalances(clients, names.ledgerTable, workload.accounts);
   const accounts = workload.accounts.map((account) => {
     const expected = workload.expectedBalances[account] ?? 0;
