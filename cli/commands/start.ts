@@ -194,9 +194,12 @@ export function summary(r: DemoResult, endpoint: string, prefix?: string): strin
   const lines: string[] = [];
   const c = r.counters;
   lines.push('');
-  lines.push(
-    `leaseq demo ${r.runId}: ${r.verified ? 'VERIFIED' : 'NOT VERIFIED'} in ${(r.elapsedMs / 1000).toFixed(1)} s`,
-  );
+  const verdict = r.aborted
+    ? 'STOPPED before the end (partial results)'
+    : r.verified
+      ? 'VERIFIED'
+      : 'NOT VERIFIED';
+  lines.push(`leaseq demo ${r.runId}: ${verdict} in ${(r.elapsedMs / 1000).toFixed(1)} s`);
   lines.push('');
   lines.push(
     `  sent        ${r.workload.messages} messages: ${r.workload.unique} jobs + ${r.workload.duplicates} duplicates ` +
@@ -235,6 +238,10 @@ export function summary(r: DemoResult, endpoint: string, prefix?: string): strin
   if (r.missing.length > 0)
     lines.push(`  not completed: ${r.missing.slice(0, 10).join(', ')}${r.missing.length > 10 ? ' ...' : ''}`);
   if (r.timedOut) lines.push('  timed out before every job finished (raise --timeout)');
+  if (r.aborted) {
+    lines.push('  stopped: unfinished jobs stay in the queue and run the next time workers start;');
+    lines.push('  their accounts cannot match yet, so the ledger check above is not a verdict.');
+  }
   const p = prefix ? ` --prefix ${prefix}` : '';
   lines.push(
     `  emulator still running at ${endpoint}: try \`npx leaseq status${p}\`, \`npx leaseq dlq list${p}\`;`,
