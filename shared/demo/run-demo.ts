@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { type Message, ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { BatchGetCommand, BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { AwsClients } from '../aws/clients.ts';
 import { runLimited } from '../core/batch.ts';
 import { readDeadLetterAttributes } from '../core/sqs-job-queue.ts';
 import { JobStatus } from '../core/statuses.ts';
+import { sendMessages } from '../ops/send.ts';
 import { WorkerPool } from '../runner/worker-pool.ts';
 import { workerEnv } from '../worker/config.ts';
 import { planWorkload, type Workload, type WorkloadMix } from './workload.ts';
@@ -159,15 +160,17 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   let timedOut = false;
   try {
     await pool.start();
-    await sendAll(
-      clients,
-      names.queueUrl,
-      workload,
-      () => {
-        sent += 1;
+    const report = await sendMessages(clients.sqs, names.queueUrl, workload.messages, {
+      ...(options.signal ? { signal: options.signal } : {}),
+      onProgress: (p) => {
+        sent = p.sent;
       },
-      options.signal,
-    );
+    });
+    if (report.failed > 0) {
+      throw new Error(
+        `SQS refused ${report.failed} demo messages: ${report.failures[0]?.message ?? 'unknown'}`,
+      );
+    }
     const deadline = started + (options.timeoutMs ?? 600_000);
     const keys = [...workload.expectedDone, ...workload.expectedDead];
     while (!options.signal?.aborted) {
@@ -246,29 +249,6 @@ async function seedAccounts(
       }),
     );
   }
-}
-
-async function sendAll(
-  clients: AwsClients,
-  queueUrl: string,
-  workload: Workload,
-  onSent: () => void,
-  signal: AbortSignal | undefined,
-): Promise<void> {
-  const batches: (typeof workload.messages)[] = [];
-  for (let i = 0; i < workload.messages.length; i += 10) batches.push(workload.messages.slice(i, i + 10));
-  await runLimited(batches, 4, async (batch) => {
-    if (signal?.aborted) return;
-    const out = await clients.sqs.send(
-      new SendMessageBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: batch.map((m, i) => ({ Id: String(i), MessageBody: m.body })),
-      }),
-    );
-    if (out.Failed?.length)
-      throw new Error(`SQS refused ${out.Failed.length} messages: ${out.Failed[0]?.Message}`);
-    for (let i = 0; i < batch.length; i++) onSent();
-  });
 }
 
 async function refreshStates(

@@ -20,6 +20,8 @@ export interface SendOptions {
   readonly retries?: number;
   /** Called after every batch with the running totals. */
   readonly onProgress?: (progress: SendProgress) => void;
+  /** Stops sending further batches when aborted (what was sent stays sent). */
+  readonly signal?: AbortSignal;
 }
 
 export interface SendProgress {
@@ -78,6 +80,7 @@ export async function sendMessages(
   };
 
   await runLimited(batches, options.concurrency ?? 8, async (batch) => {
+    if (options.signal?.aborted) return;
     await pacer.take(batch.length);
     let pending = batch.map((message, i) => ({ id: String(i), message }));
     for (let attempt = 0; pending.length > 0; attempt++) {
