@@ -1,10 +1,11 @@
 import { join } from 'node:path';
 import cliProgress from 'cli-progress';
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
 import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
 import { type DemoProgress, type DemoResult, runDemo } from '../../shared/demo/run-demo.ts';
 import { ensureEmulator, stopEmulator } from '../../shared/local/emulator.ts';
 import { provisionLocal } from '../../shared/local/provision.ts';
+import { fractionArg, integerArg } from '../format.ts';
 
 interface StartFlags {
   readonly jobs: number;
@@ -21,20 +22,6 @@ interface StartFlags {
   readonly json?: boolean;
 }
 
-const int = (name: string, min: number, max: number) => (value: string) => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}`);
-  }
-  return n;
-};
-const rate = (name: string) => (value: string) => {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0 || n > 1)
-    throw new InvalidArgumentError(`${name} must be a number from 0 to 1`);
-  return n;
-};
-
 export function register(program: Command): void {
   program
     .command('start')
@@ -42,26 +29,21 @@ export function register(program: Command): void {
       'the main demo: start the embedded emulator, provision the stack, run local workers on a mixed workload ' +
         '(duplicates, flaky, slow, crashing and poison jobs) and verify every effect happened exactly once',
     )
-    .option('--jobs <n>', 'unique jobs to send', int('--jobs', 1, 100_000), 2000)
-    .option('--workers <n>', 'worker processes', int('--workers', 1, 16), 3)
-    .option('--accounts <n>', 'ledger accounts', int('--accounts', 2, 1000), 20)
-    .option('--duplicates <rate>', 'share of jobs sent twice', rate('--duplicates'), 0.2)
-    .option('--flaky <rate>', 'share of jobs failing 1-2 times first', rate('--flaky'), 0.05)
-    .option('--slow <n>', 'jobs that outlive their lease (heartbeat keeps them)', int('--slow', 0, 1000), 5)
+    .option('--jobs <n>', 'unique jobs to send', integerArg(1, 100_000), 2000)
+    .option('--workers <n>', 'worker processes', integerArg(1, 16), 3)
+    .option('--accounts <n>', 'ledger accounts', integerArg(2, 1000), 20)
+    .option('--duplicates <rate>', 'share of jobs sent twice', fractionArg, 0.2)
+    .option('--flaky <rate>', 'share of jobs failing 1-2 times first', fractionArg, 0.05)
+    .option('--slow <n>', 'jobs that outlive their lease (heartbeat keeps them)', integerArg(0, 1000), 5)
     .option(
       '--poison <n>',
       'jobs that always fail (dead-lettered), plus one non-JSON body',
-      int('--poison', 0, 1000),
+      integerArg(0, 1000),
       4,
     )
-    .option(
-      '--crashes <n>',
-      'transfers whose worker dies between debit and credit',
-      int('--crashes', 0, 100),
-      2,
-    )
-    .option('--lease-ms <ms>', 'job lease of the demo workers', int('--lease-ms', 1000, 600_000), 3000)
-    .option('--timeout <s>', 'give up after this many seconds', int('--timeout', 10, 86_400), 900)
+    .option('--crashes <n>', 'transfers whose worker dies between debit and credit', integerArg(0, 100), 2)
+    .option('--lease-ms <ms>', 'job lease of the demo workers', integerArg(1000, 600_000), 3000)
+    .option('--timeout <s>', 'give up after this many seconds', integerArg(10, 86_400), 900)
     .option('--prefix <prefix>', 'resource name prefix (default: leaseq-local)')
     .option('--json', 'print the summary as JSON')
     .action(async (flags: StartFlags) => {

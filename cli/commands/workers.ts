@@ -1,7 +1,8 @@
 import { join } from 'node:path';
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
 import { WorkerPool } from '../../shared/runner/worker-pool.ts';
 import { workerEnv } from '../../shared/worker/config.ts';
+import { integerArg, renderTable } from '../format.ts';
 import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
 
 interface WorkersFlags extends TargetFlags {
@@ -11,14 +12,6 @@ interface WorkersFlags extends TargetFlags {
   readonly json?: boolean;
 }
 
-const int = (name: string, min: number, max: number) => (value: string) => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}`);
-  }
-  return n;
-};
-
 export function register(program: Command): void {
   targetOptions(
     program
@@ -27,14 +20,9 @@ export function register(program: Command): void {
         'run local worker processes (the Lambda handler under a local SQS event-source loop) until Ctrl-C; ' +
           'SIGTERM/Ctrl-C drains, SIGKILL of a worker is survivable',
       )
-      .option('--count <n>', 'worker processes', int('--count', 1, 64), 3)
-      .option('--lease-ms <ms>', 'job lease', int('--lease-ms', 1000, 3_600_000), 30_000)
-      .option(
-        '--max-attempts <n>',
-        'attempts before a job is dead-lettered',
-        int('--max-attempts', 1, 100),
-        5,
-      )
+      .option('--count <n>', 'worker processes', integerArg(1, 64), 3)
+      .option('--lease-ms <ms>', 'job lease', integerArg(1000, 3_600_000), 30_000)
+      .option('--max-attempts <n>', 'attempts before a job is dead-lettered', integerArg(1, 100), 5)
       .option('--json', 'print the closing per-worker counts as JSON'),
   ).action(async (flags: WorkersFlags) => {
     process.exitCode = await runWorkers(flags);
@@ -89,13 +77,16 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
   }));
   if (flags.json) process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
   else {
-    process.stdout.write('worker  succeeded  duplicates  retries  dead-lettered  exit\n');
-    for (const r of rows) {
-      process.stdout.write(
-        `${r.worker.padEnd(6)}  ${String(r.succeeded).padStart(9)}  ${String(r.duplicates).padStart(10)}  ` +
-          `${String(r.retries).padStart(7)}  ${String(r.deadLettered).padStart(13)}  ${r.exit}\n`,
-      );
-    }
+    const columns = ['worker', 'succeeded', 'duplicates', 'retries', 'dead-lettered', 'exit'].map(
+      (header, i) => ({
+        header,
+        ...(i > 0 && i < 5 ? { align: 'right' as const } : {}),
+      }),
+    );
+    const cells = rows.map((r) =>
+      [r.worker, r.succeeded, r.duplicates, r.retries, r.deadLettered, r.exit].map(String),
+    );
+    process.stdout.write(`${renderTable(columns, cells)}\n`);
   }
   return 0;
 }

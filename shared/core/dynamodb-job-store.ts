@@ -215,37 +215,25 @@ export class DynamoDbJobStore implements JobStore {
     retryAt: number,
     error: { message: string; errorClass: string },
   ): Promise<void> {
-    await this.#fencedUpdate(lease, 'release', {
-      UpdateExpression:
-        'SET #status = :retryWait, #leaseUntil = :retryAt, #version = #version + :one, #updatedAt = :now, ' +
-        '#lastError = :lastError, #lastErrorClass = :lastErrorClass, #expiresAt = :expiresAt REMOVE #owner',
-      ExpressionAttributeNames: {
-        '#status': 'status',
-        '#leaseUntil': 'leaseUntil',
-        '#version': 'version',
-        '#updatedAt': 'updatedAt',
-        '#lastError': 'lastError',
-        '#lastErrorClass': 'lastErrorClass',
-        '#expiresAt': 'expiresAt',
-      },
-      ExpressionAttributeValues: {
-        ':retryWait': JobStatus.RetryWait,
-        ':retryAt': retryAt,
-        ':one': 1,
-        ':now': Date.now(),
-        ':lastError': error.message.slice(0, 1000),
-        ':lastErrorClass': error.errorClass,
-        ':expiresAt': this.#expiresAt(retryAt),
-      },
-    });
-    lease.version += 1;
+    await this.#giveUp(lease, 'release', JobStatus.RetryWait, retryAt, error);
   }
 
   async markDead(lease: JobLease, error: { message: string; errorClass: string }): Promise<void> {
+    await this.#giveUp(lease, 'mark-dead', JobStatus.Dead, 0, error);
+  }
+
+  /** Fenced end of an attempt that did not complete: new status, lease end, last error; owner removed. */
+  async #giveUp(
+    lease: JobLease,
+    operation: string,
+    status: JobStatus,
+    leaseUntil: number,
+    error: { message: string; errorClass: string },
+  ): Promise<void> {
     const now = Date.now();
-    await this.#fencedUpdate(lease, 'mark-dead', {
+    await this.#fencedUpdate(lease, operation, {
       UpdateExpression:
-        'SET #status = :dead, #leaseUntil = :zero, #version = #version + :one, #updatedAt = :now, ' +
+        'SET #status = :status, #leaseUntil = :leaseUntil, #version = #version + :one, #updatedAt = :now, ' +
         '#lastError = :lastError, #lastErrorClass = :lastErrorClass, #expiresAt = :expiresAt REMOVE #owner',
       ExpressionAttributeNames: {
         '#status': 'status',
@@ -257,13 +245,13 @@ export class DynamoDbJobStore implements JobStore {
         '#expiresAt': 'expiresAt',
       },
       ExpressionAttributeValues: {
-        ':dead': JobStatus.Dead,
-        ':zero': 0,
+        ':status': status,
+        ':leaseUntil': leaseUntil,
         ':one': 1,
         ':now': now,
         ':lastError': error.message.slice(0, 1000),
         ':lastErrorClass': error.errorClass,
-        ':expiresAt': this.#expiresAt(now),
+        ':expiresAt': this.#expiresAt(Math.max(now, leaseUntil)),
       },
     });
     lease.version += 1;

@@ -57,6 +57,6 @@ describe('Command: leaseq start', () => {
     expect(error).toMatchObject({ code: 1 });
     const stderr = (error as { stderr: string }).stderr.trim();
     expect(stderr.split('\n')).toHaveLength(1);
-    expect(stderr).toMatch(/^leaseq: .*--jobs must be an integer from 1 to 100000/);
+    expect(stderr).toMatch(/^leaseq: .*--jobs.*expected an integer from 1 to 100000/);
   });
 });
