@@ -11,6 +11,11 @@ export interface FaultRule {
   readonly times?: number;
   /** The error to throw. @default a 503 `ServiceUnavailable` */
   readonly error?: () => Error;
+  /**
+   * `before`: the request never reaches the store. `after`: the store applies it and the answer is lost
+   * (the write happened, the caller sees a failure). @default 'before'
+   */
+  readonly when?: 'before' | 'after';
 }
 
 /**
@@ -48,13 +53,12 @@ export class FaultInjector {
           r.rule.service === service &&
           (r.rule.command === undefined || r.rule.command === command),
       );
-      if (match) {
-        match.left -= 1;
-        const key = `${service}.${command}`;
-        this.injected.set(key, (this.injected.get(key) ?? 0) + 1);
-        throw (match.rule.error ?? serviceUnavailable)();
-      }
-      return next(args);
+      if (!match) return next(args);
+      match.left -= 1;
+      const key = `${service}.${command}`;
+      this.injected.set(key, (this.injected.get(key) ?? 0) + 1);
+      if (match.rule.when === 'after') await next(args);
+      throw (match.rule.error ?? serviceUnavailable)();
     };
     stack.add(middleware, { step: 'finalizeRequest', name: `leaseqFaultInjector${service}`, override: true });
   }

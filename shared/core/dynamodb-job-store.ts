@@ -11,7 +11,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { classifyClaim } from './claim-decision.ts';
-import { LeaseLostError } from './errors.ts';
+import { LeaseLostError, StoreUnavailableError } from './errors.ts';
 import type { Checkpoint, JobItem } from './job-item.ts';
 import type {
   ClaimRequest,
@@ -29,13 +29,18 @@ export interface DynamoDbJobStoreOptions {
   readonly tableName: string;
   /**
    * How long a dedup record outlives its last write; after that TTL may delete it and the same dedup key
-   * can run again. @default 604800 (7 days)
+   * can run again. Keep it above the DLQ's retention (14 days): a redrive of an old dead letter must still
+   * find its job's record (DEAD, or COMPLETED by a later copy) and its checkpoint.
+   * @default 1296000 (15 days)
    */
   readonly dedupTtlSeconds?: number;
 }
 
 const ALL_OLD: ReturnValuesOnConditionCheckFailure = 'ALL_OLD';
-const FENCE = '#owner = :owner AND #token = :token';
+// Every write after the claim: still my lease (owner + token) and the job still running. The status check
+// keeps a COMPLETED job from being released or marked DEAD by its own owner after a commit whose answer
+// was lost (the owner would otherwise hand a finished job out again).
+const FENCE = '#owner = :owner AND #token = :token AND #status = :inProgress';
 
 /** The `jobs` table adapter. Attribute names follow DESIGN.md. */
 export class DynamoDbJobStore implements JobStore {
@@ -46,7 +51,7 @@ export class DynamoDbJobStore implements JobStore {
   constructor(options: DynamoDbJobStoreOptions) {
     this.#doc = options.client;
     this.#table = options.tableName;
-    this.#ttlSeconds = options.dedupTtlSeconds ?? 7 * 24 * 3600;
+    this.#ttlSeconds = options.dedupTtlSeconds ?? 15 * 24 * 3600;
   }
 
   async claim(req: ClaimRequest): Promise<ClaimResult> {
@@ -152,8 +157,10 @@ export class DynamoDbJobStore implements JobStore {
         '#updatedAt': 'updatedAt',
         '#owner': 'owner',
         '#token': 'token',
+        '#status': 'status',
       },
       ExpressionAttributeValues: {
+        ':inProgress': JobStatus.InProgress,
         ':checkpoint': checkpoint,
         ':one': 1,
         ':now': checkpoint.at,
@@ -197,6 +204,7 @@ export class DynamoDbJobStore implements JobStore {
       },
       ExpressionAttributeValues: {
         ':completed': JobStatus.Completed,
+        ':inProgress': JobStatus.InProgress,
         ':one': 1,
         ':now': now,
         ':result': result ?? null,
@@ -214,12 +222,13 @@ export class DynamoDbJobStore implements JobStore {
     lease: JobLease,
     retryAt: number,
     error: { message: string; errorClass: string },
+    options: { refundAttempt?: boolean } = {},
   ): Promise<void> {
-    await this.#giveUp(lease, 'release', JobStatus.RetryWait, retryAt, error);
+    await this.#giveUp(lease, 'release', JobStatus.RetryWait, retryAt, error, options.refundAttempt ?? false);
   }
 
   async markDead(lease: JobLease, error: { message: string; errorClass: string }): Promise<void> {
-    await this.#giveUp(lease, 'mark-dead', JobStatus.Dead, 0, error);
+    await this.#giveUp(lease, 'mark-dead', JobStatus.Dead, 0, error, false);
   }
 
   /** Fenced end of an attempt that did not complete: new status, lease end, last error; owner removed. */
@@ -229,13 +238,17 @@ export class DynamoDbJobStore implements JobStore {
     status: JobStatus,
     leaseUntil: number,
     error: { message: string; errorClass: string },
+    refundAttempt: boolean,
   ): Promise<void> {
     const now = Date.now();
     await this.#fencedUpdate(lease, operation, {
       UpdateExpression:
         'SET #status = :status, #leaseUntil = :leaseUntil, #version = #version + :one, #updatedAt = :now, ' +
-        '#lastError = :lastError, #lastErrorClass = :lastErrorClass, #expiresAt = :expiresAt REMOVE #owner',
+        '#lastError = :lastError, #lastErrorClass = :lastErrorClass, #expiresAt = :expiresAt' +
+        (refundAttempt ? ', #attempts = #attempts - :one' : '') +
+        ' REMOVE #owner',
       ExpressionAttributeNames: {
+        ...(refundAttempt ? { '#attempts': 'attempts' } : {}),
         '#status': 'status',
         '#leaseUntil': 'leaseUntil',
         '#version': 'version',
@@ -326,25 +339,21 @@ export class DynamoDbJobStore implements JobStore {
               ...parts.ExpressionAttributeNames,
               '#owner': 'owner',
               '#token': 'token',
+              '#status': 'status',
             },
             ExpressionAttributeValues: {
               ...parts.ExpressionAttributeValues,
               ':owner': lease.owner,
               ':token': lease.token,
+              ':inProgress': JobStatus.InProgress,
             },
             ReturnValuesOnConditionCheckFailure: ALL_OLD,
           }),
         ),
       );
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) {
-        throw new LeaseLostError(
-          lease.dedupKey,
-          lease.token,
-          `${operation} refused: ${fenceDetail(error.Item)}`,
-          error,
-        );
-      }
+      if (error instanceof ConditionalCheckFailedException)
+        throw fenceRefusal(lease, operation, error.Item, error);
       throw error;
     }
   }
@@ -364,26 +373,31 @@ export class DynamoDbJobStore implements JobStore {
         return { ok: true };
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) {
-          throw new LeaseLostError(
-            lease.dedupKey,
-            lease.token,
-            `${operation} refused: ${fenceDetail(error.Item)}`,
-            error,
-          );
+          throw fenceRefusal(lease, operation, error.Item, error);
         }
         throw error;
       }
     }
     try {
       await guardStore(operation, () =>
-        this.#doc.send(new TransactWriteCommand({ TransactItems: [{ Update: update }, ...effects] })),
+        this.#doc.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              { Update: { ...update, ReturnValuesOnConditionCheckFailure: ALL_OLD } },
+              ...effects,
+            ],
+          }),
+        ),
       );
       return { ok: true };
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
       const reasons = error.CancellationReasons ?? [];
       if (reasons[0]?.Code === 'ConditionalCheckFailed') {
-        throw new LeaseLostError(lease.dedupKey, lease.token, `${operation} refused by the fence`, error);
+        throw fenceRefusal(lease, operation, reasons[0].Item, error);
+      }
+      if (reasons.some((r) => r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded')) {
+        throw new StoreUnavailableError(operation, error);
       }
       const index = reasons.findIndex(
         (r, i) => i > 0 && (r.Code === 'ConditionalCheckFailed' || r.Code === 'TransactionConflict'),
@@ -398,10 +412,34 @@ export class DynamoDbJobStore implements JobStore {
   }
 }
 
-function fenceDetail(item: Record<string, unknown> | undefined): string {
-  if (!item) return 'the job item is gone';
+/**
+ * The error for a refused fenced write. When the refusal shows the job COMPLETED under this very lease
+ * (an earlier commit went through but its answer was lost), the error says so, and the caller treats the
+ * job as done instead of lost.
+ */
+function fenceRefusal(
+  lease: JobLease,
+  operation: string,
+  item: Record<string, unknown> | undefined,
+  cause: unknown,
+): LeaseLostError {
+  if (!item)
+    return new LeaseLostError(
+      lease.dedupKey,
+      lease.token,
+      `${operation} refused: the job item is gone`,
+      cause,
+    );
   const old = unmarshallItem(item);
-  return `item now has owner ${old.owner ?? '(none)'}, token ${old.token}, status ${old.status}`;
+  const completedByUs =
+    old.status === JobStatus.Completed && old.token === lease.token && old.owner === lease.owner;
+  return new LeaseLostError(
+    lease.dedupKey,
+    lease.token,
+    `${operation} refused: item now has owner ${old.owner ?? '(none)'}, token ${old.token}, status ${old.status}`,
+    cause,
+    completedByUs,
+  );
 }
 
 function unmarshallItem(item: Record<string, unknown>): JobItem {

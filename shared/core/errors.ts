@@ -64,12 +64,18 @@ export class StoreUnavailableError extends LeaseqError {
 export class LeaseLostError extends LeaseqError {
   readonly key: string;
   readonly token: number;
+  /**
+   * The write was refused because this very lease already completed the job (a commit went through but
+   * its answer was lost): the job is done, not lost.
+   */
+  readonly completedByThisLease: boolean;
 
-  constructor(key: string, token: number, detail: string, cause?: unknown) {
+  constructor(key: string, token: number, detail: string, cause?: unknown, completedByThisLease = false) {
     super(`lease on ${key} (token ${token}) lost: ${detail}`, { retryable: true, cause });
     this.name = 'LeaseLostError';
     this.key = key;
     this.token = token;
+    this.completedByThisLease = completedByThisLease;
   }
 }
 

@@ -59,8 +59,16 @@ export interface JobStore {
   ): Promise<FencedWriteResult>;
   /** Marks the job COMPLETED with its effects in one transaction. Throws LeaseLostError when fenced out. */
   complete(lease: JobLease, result: unknown, effects?: readonly Effect[]): Promise<FencedWriteResult>;
-  /** Gives the lease up after a failed attempt; the job may be claimed again from `retryAt`. */
-  release(lease: JobLease, retryAt: number, error: { message: string; errorClass: string }): Promise<void>;
+  /**
+   * Gives the lease up after a failed attempt; the job may be claimed again from `retryAt`.
+   * `refundAttempt` takes the attempt back (a store outage is not the job's failure).
+   */
+  release(
+    lease: JobLease,
+    retryAt: number,
+    error: { message: string; errorClass: string },
+    options?: { refundAttempt?: boolean },
+  ): Promise<void>;
   /** Marks the job DEAD (it has been sent to the DLQ). */
   markDead(lease: JobLease, error: { message: string; errorClass: string }): Promise<void>;
   /** Reads one item (strongly consistent). */

@@ -20,7 +20,7 @@ import type { JobLease, JobStore } from './job-store.ts';
 import { capLeaseToDeadline, leaseTiming, visibilityForLease } from './lease-timing.ts';
 import { type MetricsSink, noMetrics } from './metrics.ts';
 import { conflictPause } from './optimistic.ts';
-import type { JobRegistry } from './registry.ts';
+import type { JobDefinition, JobRegistry } from './registry.ts';
 import { MetricName } from './statuses.ts';
 
 /** Settings of a {@link JobProcessor}; every default is applied in the constructor. */
@@ -199,13 +199,24 @@ export class JobProcessor {
       });
       this.#metrics.observe(MetricName.StoreLatency, this.#now() - claimStarted);
     } catch (error) {
+      // Never run unguarded: whatever broke the claim, the message goes back with a backoff.
       const receives = Number(record.attributes.ApproximateReceiveCount ?? '1') || 1;
-      this.#metrics.count(MetricName.StoreUnavailable);
       const delay = backoffSeconds(receives, this.#backoff, this.#random);
-      log.warn('claim failed, job not run; giving the message back', {
-        delaySeconds: delay,
-        error: describe(error),
-      });
+      if (error instanceof StoreUnavailableError) {
+        this.#metrics.count(MetricName.StoreUnavailable);
+        log.warn('store unavailable: job not run; giving the message back', {
+          delaySeconds: delay,
+          error: describe(error),
+        });
+      } else {
+        log.error(
+          'claim failed (not an outage: check permissions and table names); giving the message back',
+          {
+            delaySeconds: delay,
+            error: describe(error),
+          },
+        );
+      }
       await this.#giveBack(record, delay, log, 'store unavailable');
       return outcome('store-unavailable', 'retain');
     }
@@ -315,10 +326,8 @@ export class JobProcessor {
       },
       onRenewFailed: (error) =>
         log.warn('lease renewal failed; will retry next beat', { error: describe(error) }),
-      onLost: (error) => {
-        this.#metrics.count(MetricName.LeaseLost);
-        log.warn('lease lost: aborting the job', { error: describe(error) });
-      },
+      // Counted once, where the failure is handled.
+      onLost: (error) => log.warn('lease lost: aborting the job', { error: describe(error) }),
     }).start();
 
     const deadlineController = new AbortController();
@@ -333,43 +342,7 @@ export class JobProcessor {
     const signal = AbortSignal.any([heartbeat.signal, deadlineController.signal]);
 
     try {
-      const parsed = definition.payload.safeParse(envelope.payload);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        throw new InvalidEnvelopeError(
-          'bad-schema',
-          `payload.${issue?.path.join('.') || ''}: ${issue?.message ?? 'invalid payload'}`,
-        );
-      }
-      const context = new JobContext({
-        store: this.#store,
-        lease,
-        signal,
-        worker: this.#worker,
-        metrics: this.#metrics,
-        optimisticTries: this.#optimisticTries,
-        random: this.#random,
-        now: this.#now,
-      });
-      for (let tryNumber = 1; ; tryNumber++) {
-        const result = await abortable(definition.run(context, parsed.data), signal);
-        signal.throwIfAborted();
-        const commit = await this.#store.complete(lease, result?.result, result?.effects ?? []);
-        if (commit.ok) break;
-        this.#metrics.count(MetricName.OptimisticConflict);
-        log.info('completion hit an optimistic conflict; re-reading and retrying', { try: tryNumber });
-        if (tryNumber >= this.#optimisticTries) throw new OptimisticConflictError('completion', tryNumber);
-        await conflictPause(tryNumber, this.#random);
-      }
-      await heartbeat.stop();
-      this.#cache?.add(envelope.dedupKey);
-      const duration = this.#now() - started;
-      this.#metrics.count(MetricName.JobSucceeded);
-      this.#metrics.count(MetricName.JobsPerWorker, 1, { worker: this.#worker });
-      this.#metrics.observe(MetricName.JobDuration, duration);
-      this.#metrics.observe(MetricName.QueueLag, this.#now() - Date.parse(envelope.createdAt));
-      log.info('job completed', { durationMs: duration });
-      return outcome('completed', 'delete');
+      await this.#runAndCommit(definition, envelope, lease, signal, log);
     } catch (thrown) {
       await heartbeat.stop();
       const error =
@@ -379,6 +352,62 @@ export class JobProcessor {
       await heartbeat.stop();
       if (deadlineTimer) clearTimeout(deadlineTimer);
     }
+    // Committed: nothing below may turn the job into a failure.
+    return this.#completed(envelope, started, log, outcome);
+  }
+
+  /** Validates the payload, runs the job and commits it fenced; optimistic conflicts re-run it a few times. */
+  async #runAndCommit(
+    definition: JobDefinition,
+    envelope: JobEnvelope,
+    lease: JobLease,
+    signal: AbortSignal,
+    log: JobLog,
+  ): Promise<void> {
+    const parsed = definition.payload.safeParse(envelope.payload);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new InvalidEnvelopeError(
+        'bad-schema',
+        `payload.${issue?.path.join('.') || ''}: ${issue?.message ?? 'invalid payload'}`,
+      );
+    }
+    const context = new JobContext({
+      store: this.#store,
+      lease,
+      signal,
+      worker: this.#worker,
+      metrics: this.#metrics,
+      optimisticTries: this.#optimisticTries,
+      random: this.#random,
+      now: this.#now,
+    });
+    for (let tryNumber = 1; ; tryNumber++) {
+      const result = await abortable(definition.run(context, parsed.data), signal);
+      signal.throwIfAborted();
+      const commit = await this.#store.complete(lease, result?.result, result?.effects ?? []);
+      if (commit.ok) return;
+      this.#metrics.count(MetricName.OptimisticConflict);
+      log.info('completion hit an optimistic conflict; re-reading and retrying', { try: tryNumber });
+      if (tryNumber >= this.#optimisticTries) throw new OptimisticConflictError('completion', tryNumber);
+      await conflictPause(tryNumber, this.#random);
+    }
+  }
+
+  #completed(
+    envelope: JobEnvelope,
+    started: number,
+    log: JobLog,
+    outcome: (action: RecordOutcome['action'], disposition: RecordOutcome['disposition']) => RecordOutcome,
+  ): RecordOutcome {
+    this.#cache?.add(envelope.dedupKey);
+    const duration = this.#now() - started;
+    this.#metrics.count(MetricName.JobSucceeded);
+    this.#metrics.count(MetricName.JobsPerWorker, 1, { worker: this.#worker });
+    this.#metrics.observe(MetricName.JobDuration, duration);
+    this.#metrics.observe(MetricName.QueueLag, this.#now() - Date.parse(envelope.createdAt));
+    log.info('job completed', { durationMs: duration });
+    return outcome('completed', 'delete');
   }
 
   async #handleFailure(
@@ -390,6 +419,12 @@ export class JobProcessor {
     outcome: (action: RecordOutcome['action'], disposition: RecordOutcome['disposition']) => RecordOutcome,
   ): Promise<RecordOutcome> {
     if (error instanceof LeaseLostError) {
+      if (error.completedByThisLease) {
+        log.info('the commit had gone through (its answer was lost): the job is done');
+        this.#cache?.add(envelope.dedupKey);
+        this.#metrics.count(MetricName.JobSucceeded);
+        return outcome('completed', 'delete');
+      }
       // Another worker owns the job now (or will, once the lease ends). Our receipt handle may be stale,
       // so we neither delete nor touch the message; our writes were refused by the fence.
       this.#metrics.count(MetricName.LeaseLost);
@@ -404,14 +439,16 @@ export class JobProcessor {
         errorMessage: describe(error),
       });
     }
-    if (lease.attempts >= this.#maxAttempts) {
+    // A store outage is not the job's failure: it neither uses up an attempt nor dead-letters the job.
+    const outage = error instanceof StoreUnavailableError;
+    if (outage) this.#metrics.count(MetricName.StoreUnavailable);
+    if (!outage && lease.attempts >= this.#maxAttempts) {
       return this.#deadLetterClaimed(record, envelope, lease, log, {
         reason: 'max-attempts',
         errorClass: errorClass(error),
         errorMessage: describe(error),
       });
     }
-    if (error instanceof StoreUnavailableError) this.#metrics.count(MetricName.StoreUnavailable);
     const delay =
       error instanceof DeadlineError ? 0 : backoffSeconds(lease.attempts, this.#backoff, this.#random);
     this.#metrics.count(MetricName.JobRetried);
@@ -423,11 +460,19 @@ export class JobProcessor {
       attemptsLeft: this.#maxAttempts - lease.attempts,
     });
     try {
-      await this.#store.release(lease, this.#now() + delay * 1000, {
-        message: describe(error),
-        errorClass: errorClass(error),
-      });
+      await this.#store.release(
+        lease,
+        this.#now() + delay * 1000,
+        { message: describe(error), errorClass: errorClass(error) },
+        { refundAttempt: outage },
+      );
     } catch (releaseError) {
+      if (releaseError instanceof LeaseLostError && releaseError.completedByThisLease) {
+        log.info('the commit had gone through (its answer was lost): the job is done');
+        this.#cache?.add(envelope.dedupKey);
+        this.#metrics.count(MetricName.JobSucceeded);
+        return outcome('completed', 'delete');
+      }
       if (releaseError instanceof LeaseLostError) {
         log.warn('lease lost while releasing; leaving the job to its new owner', {
           error: describe(releaseError),
@@ -472,6 +517,15 @@ export class JobProcessor {
     try {
       await this.#store.markDead(lease, { message: why.errorMessage, errorClass: why.errorClass });
     } catch (error) {
+      if (error instanceof LeaseLostError) {
+        // Someone else owns (or finished) the job now: keep the message; the letter just sent is stale
+        // and `dlq redrive` skips a job that completed or runs.
+        this.#metrics.count(MetricName.LeaseLost);
+        log.warn('lease lost while dead-lettering; keeping the message for the new owner', {
+          error: describe(error),
+        });
+        return { ...base, action: 'lease-lost', disposition: 'retain' };
+      }
       // The DLQ holds the job; a later copy finds the item not DEAD and, at worst, runs a redrive early.
       log.warn('dead-lettered but could not mark the job item DEAD', { error: describe(error) });
     }

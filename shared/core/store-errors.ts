@@ -45,8 +45,9 @@ export function isStoreUnavailable(error: unknown): boolean {
   if (e.name && NETWORK_CODES.has(e.name)) return true;
   const status = e.$metadata?.httpStatusCode;
   if (typeof status === 'number') return status >= 500;
-  // No HTTP status at all: the request never got an answer (socket error, abort, DNS).
-  return error instanceof Error && !('$fault' in error && (error as { $fault?: string }).$fault === 'client');
+  // An SDK error that never got an HTTP answer (socket closed, request aborted). Errors without SDK
+  // metadata (a value the marshaller refused, a bug) are not outages: retrying would not help.
+  return '$metadata' in error;
 }
 
 /** Runs a store call, turning "store not serving" failures into {@link StoreUnavailableError}. */

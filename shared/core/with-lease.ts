@@ -14,6 +14,8 @@ export interface WithLeaseOptions {
   readonly pollMs?: number;
   /** Also aborts the work (e.g. the job's own signal). */
   readonly signal?: AbortSignal;
+  /** Told when the release failed (the lease then simply expires); the result of `fn` stands. */
+  readonly onReleaseError?: (error: unknown) => void;
   readonly now?: () => number;
 }
 
@@ -71,10 +73,19 @@ export async function withLease<T>(
     },
   }).start();
   const signal = options.signal ? AbortSignal.any([heartbeat.signal, options.signal]) : heartbeat.signal;
+  let result: T;
   try {
-    return await fn({ key, token: held.token, signal });
+    result = await fn({ key, token: held.token, signal });
   } finally {
     await heartbeat.stop();
-    await options.store.release(held);
+    try {
+      await options.store.release(held);
+    } catch (error) {
+      options.onReleaseError?.(error);
+    }
   }
+  // Work that finished after its lease was lost ran without mutual exclusion: say so rather than
+  // hand back a result as if it had been protected.
+  if (heartbeat.signal.aborted) throw heartbeat.signal.reason;
+  return result;
 }

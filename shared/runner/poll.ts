@@ -22,6 +22,9 @@ export interface PollResult {
   readonly received: number;
   readonly deleted: number;
   readonly failed: number;
+  /** Successful records whose delete SQS refused (stale receipt handle): they come back, and are dropped
+   * then as duplicates of a completed job. */
+  readonly deleteFailed: number;
 }
 
 /**
@@ -42,7 +45,7 @@ export async function pollOnce(options: PollOnceOptions): Promise<PollResult> {
     options.abortSignal ? { abortSignal: options.abortSignal } : {},
   );
   const messages = out.Messages ?? [];
-  if (messages.length === 0) return { received: 0, deleted: 0, failed: 0 };
+  if (messages.length === 0) return { received: 0, deleted: 0, failed: 0, deleteFailed: 0 };
   const records = messages.map((m) => toSqsRecord(m, options.queueArn, options.region));
   const response = await options.handle(records);
   const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
@@ -54,7 +57,12 @@ export async function pollOnce(options: PollOnceOptions): Promise<PollResult> {
         Entries: done.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })),
       }),
     );
-    return { received: records.length, deleted: del.Successful?.length ?? 0, failed: failed.size };
+    return {
+      received: records.length,
+      deleted: del.Successful?.length ?? 0,
+      failed: failed.size,
+      deleteFailed: del.Failed?.length ?? 0,
+    };
   }
-  return { received: records.length, deleted: 0, failed: failed.size };
+  return { received: records.length, deleted: 0, failed: failed.size, deleteFailed: 0 };
 }

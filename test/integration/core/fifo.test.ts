@@ -45,6 +45,16 @@ describe('FIFO queue (against the emulator)', () => {
     expect(log.count(g1a)).toBe(1);
     expect(log.count(g1b)).toBe(0);
     expect(log.count(g1c)).toBe(0);
+    // Another group is not held back by g1's failure.
+    const g2Ran = await eventually(
+      async () => {
+        if (log.count(g2a) === 0) await worker.poll(1);
+        return log.count(g2a) === 1;
+      },
+      10_000,
+      0,
+    );
+    expect(g2Ran).toBe(true);
 
     const done = await eventually(
       async () => {

@@ -349,9 +349,44 @@ describe('Class: JobProcessor (against the emulator)', () => {
     expect(metrics.get(MetricName.JobRetried)).toBe(1);
     expect(log.count(key)).toBe(2);
     expect((await getBalance(env, account))?.balance).toBe(4);
+    // The outage was not the job's failure: its attempt was refunded.
     expect(await makeWorker(env, registry).store.get(key)).toMatchObject({
       status: JobStatus.Completed,
-      attempts: 2,
+      attempts: 1,
+    });
+  });
+
+  it('treats a commit whose answer was lost as done: the effect is applied once and the job is not re-run', async () => {
+    const { registry, log } = testRegistry(env);
+    const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 1 });
+    const faults = new FaultInjector()
+      .attach(faulty)
+      .fail({ service: 'DynamoDB', command: 'TransactWriteItems', times: 1, when: 'after' });
+    const processor = new JobProcessor({
+      store: new DynamoDbJobStore({ client: faulty.doc, tableName: env.jobsTable }),
+      queue: new SqsJobQueue({ client: faulty.sqs, queueUrl: env.queueUrl, deadLetterQueueUrl: env.dlqUrl }),
+      registry,
+      worker: 'w-lost-answer',
+      logger: quietLogger(),
+      backoff: { baseSeconds: 1, capSeconds: 1 },
+    });
+    const key = uniqueName('lost');
+    const account = uniqueName('acct');
+    await sendJob(env, { dedupKey: key, type: 'test.credit', payload: { account, amount: 6 } });
+    const [message] = await receiveAll(env, env.queueUrl, 30, 2);
+    expect(message).toBeDefined();
+    if (!message) return;
+
+    const outcome = await processor.process(toSqsRecord(message, env.queueArn, env.region));
+    destroyAwsClients(faulty);
+
+    expect(faults.injected.get('DynamoDB.TransactWriteItems')).toBe(1);
+    expect(outcome).toMatchObject({ action: 'completed', disposition: 'delete' });
+    expect(log.count(key)).toBe(1);
+    expect((await getBalance(env, account))?.balance).toBe(6);
+    expect(await makeWorker(env, registry).store.get(key)).toMatchObject({
+      status: JobStatus.Completed,
+      attempts: 1,
     });
   });
 

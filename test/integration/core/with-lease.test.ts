@@ -1,7 +1,7 @@
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DynamoDbLeaseStore } from '../../../shared/core/dynamodb-lease-store.ts';
-import { LeaseBusyError } from '../../../shared/core/errors.ts';
+import { LeaseBusyError, LeaseLostError } from '../../../shared/core/errors.ts';
 import { withLease } from '../../../shared/core/with-lease.ts';
 import { type CoreEnv, coreEnv, leaseStore, sleep } from '../../support/core-fixture.ts';
 import { uniqueName } from '../../support/env.ts';
@@ -73,6 +73,21 @@ describe('Function: withLease', () => {
       withLease(key, async () => 'never', { store, owner: 'waiter', waitMs: 1000 }),
     ).rejects.toBeInstanceOf(LeaseBusyError);
     expect(await holder).toBe(false);
+  });
+
+  it('throws LeaseLostError instead of a result when the lease was lost while the work ran', async () => {
+    const key = `account#${uniqueName('lost')}`;
+    const work = withLease(
+      key,
+      async ({ signal }) => {
+        // An operator (or TTL) removes the lease item under the holder: its next renewal is refused.
+        await env.clients.doc.send(new DeleteCommand({ TableName: env.leasesTable, Key: { leaseKey: key } }));
+        await sleep(900);
+        return signal.aborted;
+      },
+      { store, owner: 'holder', leaseMs: 600 },
+    );
+    await expect(work).rejects.toBeInstanceOf(LeaseLostError);
   });
 
   it('takes over from a holder that died (its lease simply expires)', async () => {
