@@ -213,7 +213,10 @@ export function summary(r: DemoResult, endpoint: string, prefix?: string): strin
   if (r.deadLetters.length > 0) {
     lines.push('  dead letters (in the DLQ, with their reasons):');
     for (const d of r.deadLetters) {
-      lines.push(`    ${d.dedupKey}  reason=${d.reason}  error=${d.errorClass}  attempts=${d.attempts}`);
+      lines.push(
+        `    ${d.dedupKey}  reason=${d.reason}  error=${d.errorClass}  attempts=${d.attempts}` +
+          (d.copies > 1 ? `  (${d.copies} letters: its worker died while dead-lettering)` : ''),
+      );
     }
     lines.push('');
   }

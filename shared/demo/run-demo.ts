@@ -68,6 +68,12 @@ export interface DeadLetterSummary {
   readonly reason: string;
   readonly errorClass: string;
   readonly attempts: string;
+  /**
+   * Letters in the DLQ for this job. More than 1 when a worker died between sending the letter and
+   * marking the job DEAD: the DLQ is at-least-once (SQS sends are not transactional with DynamoDB), and
+   * a redrive of either copy runs the job once, since the claim deduplicates.
+   */
+  readonly copies: number;
 }
 
 export interface DemoResult {
@@ -324,19 +330,22 @@ async function peekDeadLetters(
     if (got.length === 0) break;
     for (const m of got) if (m.MessageId) seen.set(m.MessageId, m);
   }
-  const mine: DeadLetterSummary[] = [];
+  const mine = new Map<string, DeadLetterSummary>();
   for (const m of seen.values()) {
     const r = readDeadLetterAttributes(m.MessageAttributes);
     const body = m.Body ?? '';
     if (!(r.dedupKey?.startsWith(runId) || body.includes(runId))) continue;
-    mine.push({
-      dedupKey: r.dedupKey ?? '(not a job envelope)',
+    const dedupKey = r.dedupKey ?? '(not a job envelope)';
+    const copies = (mine.get(dedupKey)?.copies ?? 0) + 1;
+    mine.set(dedupKey, {
+      dedupKey,
       reason: r.reason ?? '?',
       errorClass: r.errorClass ?? '?',
       attempts: r.attempts ?? '?',
+      copies,
     });
   }
-  return mine.sort((a, b) => a.dedupKey.localeCompare(b.dedupKey));
+  return [...mine.values()].sort((a, b) => a.dedupKey.localeCompare(b.dedupKey));
 }
 
 function countStates(states: Map<string, string>, status: string): number {
