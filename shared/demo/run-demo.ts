@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { BatchGetCommand, BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { AwsClients } from '../aws/clients.ts';
 import { runLimited } from '../core/batch.ts';
-import { readDeadLetterAttributes } from '../core/sqs-job-queue.ts';
 import { JobStatus } from '../core/statuses.ts';
+import { listDeadLetters } from '../ops/dlq.ts';
 import { sendMessages } from '../ops/send.ts';
 import { WorkerPool } from '../runner/worker-pool.ts';
 import { workerEnv } from '../worker/config.ts';
@@ -208,7 +207,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const actual = balances.get(account);
     return { account, expected, actual, ok: actual === expected };
   });
-  const deadLetters = await peekDeadLetters(clients, names.dlqUrl, runId);
+  const deadLetters = await runDeadLetters(clients, names.dlqUrl, runId, started);
   const counters = Object.fromEntries(COUNTERS.map((c) => [c, pool.total(c)]));
   const missing = workload.expectedDone.filter((k) => states.get(k) !== JobStatus.Completed);
   const deadOk = workload.expectedDead.every((k) => states.get(k) === JobStatus.Dead);
@@ -309,40 +308,31 @@ async function readBalances(
   return new Map((out.Responses?.[table] ?? []).map((item) => [String(item.account), Number(item.balance)]));
 }
 
-/** Reads the run's dead letters and their reasons without consuming them (hidden 5 s, then back). */
-async function peekDeadLetters(
+/**
+ * The run's dead letters, one entry per job with its letter count. Browsing makes them visible again at
+ * once, so `leaseq dlq list` right after the demo sees them. A body that is not an envelope has no dedup
+ * key; it belongs to this run when it was dead-lettered after the run started.
+ */
+async function runDeadLetters(
   clients: AwsClients,
   dlqUrl: string,
   runId: string,
+  since: number,
 ): Promise<DeadLetterSummary[]> {
-  const seen = new Map<string, Message>();
-  for (let i = 0; i < 10; i++) {
-    const out = await clients.sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: dlqUrl,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 0,
-        VisibilityTimeout: 5,
-        MessageAttributeNames: ['All'],
-      }),
-    );
-    const got = out.Messages ?? [];
-    if (got.length === 0) break;
-    for (const m of got) if (m.MessageId) seen.set(m.MessageId, m);
-  }
+  const letters = await listDeadLetters(clients.sqs, dlqUrl, { limit: 1000 });
   const mine = new Map<string, DeadLetterSummary>();
-  for (const m of seen.values()) {
-    const r = readDeadLetterAttributes(m.MessageAttributes);
-    const body = m.Body ?? '';
-    if (!(r.dedupKey?.startsWith(runId) || body.includes(runId))) continue;
-    const dedupKey = r.dedupKey ?? '(not a job envelope)';
-    const copies = (mine.get(dedupKey)?.copies ?? 0) + 1;
+  for (const letter of letters) {
+    const ours = letter.dedupKey
+      ? letter.dedupKey.startsWith(runId)
+      : letter.deadAt !== undefined && Date.parse(letter.deadAt) >= since;
+    if (!ours) continue;
+    const dedupKey = letter.dedupKey ?? '(not a job envelope)';
     mine.set(dedupKey, {
       dedupKey,
-      reason: r.reason ?? '?',
-      errorClass: r.errorClass ?? '?',
-      attempts: r.attempts ?? '?',
-      copies,
+      reason: letter.reason,
+      errorClass: letter.errorClass ?? '?',
+      attempts: letter.attempts === undefined ? '?' : String(letter.attempts),
+      copies: (mine.get(dedupKey)?.copies ?? 0) + 1,
     });
   }
   return [...mine.values()].sort((a, b) => a.dedupKey.localeCompare(b.dedupKey));

@@ -49,6 +49,16 @@ describe('Command: leaseq start', () => {
       'permanent-error',
       'permanent-error',
     ]);
+    // The summary browsed the DLQ without hiding it: an operator sees the letters right away.
+    const listed = await run(
+      process.execPath,
+      ['bin/leaseq.mjs', 'dlq', 'list', '--prefix', prefix, '--json'],
+      {
+        env: { ...process.env, AWS_ENDPOINT_URL: testEndpoint() },
+      },
+    );
+    const letters = JSON.parse(listed.stdout) as { reason: string }[];
+    expect(letters.length).toBeGreaterThanOrEqual(3);
   });
 
   it('refuses a bad flag with one line and a non-zero exit', async () => {
