@@ -85,7 +85,14 @@ export async function resolveTarget(
 ): Promise<Target> {
   const endpoint = await resolveEndpointFlag(flags, env);
   const base = awsConfigFromEnv({ ...env, ...(flags.region ? { AWS_REGION: flags.region } : {}) });
-  const clients = createAwsClients({ ...base, ...(endpoint ? { endpoint } : {}), maxAttempts: 2 });
+  // A person waits at the prompt: an endpoint that accepts but never answers is reported in seconds.
+  const clients = createAwsClients({
+    ...base,
+    ...(endpoint ? { endpoint } : {}),
+    maxAttempts: 2,
+    requestTimeoutMs: 5000,
+    sqsRequestTimeoutMs: 5000,
+  });
   try {
     const names = await resolveNames(clients, flags, endpoint, env);
     return { endpoint, clients, names, region: base.region, close: () => destroyAwsClients(clients) };

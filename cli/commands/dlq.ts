@@ -141,6 +141,11 @@ async function confirm(question: string): Promise<boolean> {
   }
 }
 
+/** The endpoint a command works on, as a person reads it. */
+function where(target: { endpoint: string | undefined; region: string }): string {
+  return target.endpoint ?? `AWS (${target.region})`;
+}
+
 /** Adds `leaseq dlq list | show | redrive | purge`. */
 export function register(program: Command): void {
   const dlq = program.command('dlq').description('the dead-letter queue: list, show, redrive, purge');
@@ -204,6 +209,8 @@ export function register(program: Command): void {
   ).action(async (flags: RedriveFlags) => {
     const target = await resolveTarget(flags);
     try {
+      // A changing command names what it changes: with no endpoint configured, that is real AWS.
+      if (!flags.dryRun) note(`redriving ${queueName(target.names.dlqUrl)} at ${where(target)}`);
       const report = await redrive(target, {
         filter: {
           ...(flags.type === undefined ? {} : { type: flags.type }),
@@ -240,12 +247,17 @@ export function register(program: Command): void {
           throw new Error(`refusing to purge ${name} without confirmation: not a terminal, pass --yes`);
         }
         const depth = totalDepth(await queueStats(target.clients.sqs, target.names.dlqUrl));
-        if (!(await confirm(`delete all ${depth} messages in ${name}? this cannot be undone`))) {
+        if (
+          !(await confirm(
+            `delete all ${depth} messages in ${name} at ${where(target)}? this cannot be undone`,
+          ))
+        ) {
           note('purge cancelled; nothing was deleted');
           process.exitCode = 1;
           return;
         }
       }
+      if (flags.yes) note(`purging ${name} at ${where(target)}`);
       const report = await purgeDlq(target.clients.sqs, target.names.dlqUrl);
       if (flags.json) printJson(report);
       else {

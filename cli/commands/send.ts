@@ -172,7 +172,7 @@ export function register(program: Command): void {
       .option('--accounts <n>', 'accounts the generated jobs use (default 10)', integerArg(1, 100_000))
       .option(
         '--run-id <id>',
-        'dedup keys are <run-id>-000001...; reuse a run id to resend the same jobs',
+        'dedup keys are <run-id>-000001...; reuse a run id to resend the very same jobs (pure duplicates)',
         runIdArg,
       )
       .option(

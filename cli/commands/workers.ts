@@ -55,12 +55,16 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
         `retries ${pool.total('JobRetried')} | dead-lettered ${pool.total('JobDeadLettered')} | alive ${pool.alive}`,
     );
   }, 5000);
+  let allDied = false;
   await new Promise<void>((resolve) => {
     const finish = () => resolve();
     process.once('SIGINT', finish);
     process.once('SIGTERM', finish);
     pool.on('exit', () => {
-      if (pool.alive === 0) resolve();
+      if (pool.alive === 0) {
+        allDied = true;
+        resolve();
+      }
     });
   });
   stopping = true;
@@ -88,5 +92,6 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
     );
     process.stdout.write(`${renderTable(columns, cells)}\n`);
   }
-  return 0;
+  if (allDied) say(`every worker exited; see the logs in ${logDir}`);
+  return allDied ? 1 : 0;
 }

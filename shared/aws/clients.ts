@@ -14,8 +14,13 @@ export interface AwsConfig {
    * @default 3000
    */
   readonly connectTimeoutMs?: number;
-  /** Socket (response) timeout per attempt. @default 10000 */
+  /** Longest wait for a DynamoDB answer per attempt; past it the attempt fails. @default 10000 */
   readonly requestTimeoutMs?: number;
+  /**
+   * Longest wait for an SQS answer per attempt; above the 20 s long-poll maximum so long polls survive.
+   * @default 25000
+   */
+  readonly sqsRequestTimeoutMs?: number;
   /** SDK attempts per call (1 = no SDK retry). @default 3 */
   readonly maxAttempts?: number;
 }
@@ -54,15 +59,18 @@ export function isLocalEndpoint(endpoint: string | undefined): boolean {
  * return queue URLs naming hosts that do not resolve here; the SDK must still talk to `endpoint`).
  */
 export function createAwsClients(config: AwsConfig): AwsClients {
-  const requestHandler = new NodeHttpHandler({
-    connectionTimeout: config.connectTimeoutMs ?? 3000,
-    requestTimeout: config.requestTimeoutMs ?? 10_000,
-  });
+  // throwOnRequestTimeout: without it the SDK only logs a warning, and an endpoint that accepts the
+  // connection but never answers hangs the caller for ever.
+  const handler = (requestTimeout: number) =>
+    new NodeHttpHandler({
+      connectionTimeout: config.connectTimeoutMs ?? 3000,
+      requestTimeout,
+      throwOnRequestTimeout: true,
+    });
   const local = isLocalEndpoint(config.endpoint);
   const common = {
     region: config.region,
     maxAttempts: config.maxAttempts ?? 3,
-    requestHandler,
     ...(config.endpoint ? { endpoint: config.endpoint } : {}),
     // An emulator accepts any credentials; real AWS uses the default provider chain.
     ...(local && !process.env.AWS_ACCESS_KEY_ID
@@ -70,8 +78,12 @@ export function createAwsClients(config: AwsConfig): AwsClients {
       : {}),
   };
   // useQueueUrlAsEndpoint=false keeps requests on `endpoint` whatever host the queue URL names.
-  const sqs = new SQSClient({ ...common, useQueueUrlAsEndpoint: false });
-  const ddb = new DynamoDBClient(common);
+  const sqs = new SQSClient({
+    ...common,
+    requestHandler: handler(config.sqsRequestTimeoutMs ?? 25_000),
+    useQueueUrlAsEndpoint: false,
+  });
+  const ddb = new DynamoDBClient({ ...common, requestHandler: handler(config.requestTimeoutMs ?? 10_000) });
   const doc = DynamoDBDocumentClient.from(ddb, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });

@@ -30,7 +30,10 @@ export interface GenerateOptions {
   readonly runId?: string;
   /** Account names are `<accountPrefix><n>`. @default `<runId>-acct-` (each run has its own accounts) */
   readonly accountPrefix?: string;
-  /** @default Math.random */
+  /**
+   * @default a generator seeded from `runId` when one is given (the same run id regenerates the very same
+   * jobs, so a resend is pure duplicates), else Math.random
+   */
   readonly random?: () => number;
   /** Creation time written into every envelope. @default new Date() */
   readonly now?: Date;
@@ -71,7 +74,7 @@ export function generateJobs(options: GenerateOptions): GeneratedJobs {
   const types = options.types ?? GENERATED_TYPES;
   const accountCount = options.accounts ?? 10;
   const maxAmount = options.maxAmount ?? 100;
-  const random = options.random ?? Math.random;
+  const random = options.random ?? (options.runId === undefined ? Math.random : seededRandom(options.runId));
   const now = options.now ?? new Date();
   const runId = options.runId ?? newRunId();
   const accountPrefix = options.accountPrefix ?? `${runId}-acct-`;
@@ -138,4 +141,20 @@ function chooseIndices(n: number, k: number, pick: (n: number) => number): numbe
     pool[j] = a;
   }
   return pool.slice(0, k);
+}
+
+/**
+ * A small deterministic generator (a 32-bit xorshift-multiply mix) seeded from a string: same seed, same
+ * sequence. Not for anything secret.
+ */
+export function seededRandom(seed: string): () => number {
+  let state = 0x9e3779b9;
+  for (let i = 0; i < seed.length; i++) state = Math.imul(state ^ seed.charCodeAt(i), 0x85ebca6b) >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }

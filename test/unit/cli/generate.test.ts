@@ -96,3 +96,14 @@ describe('Function: chunk', () => {
     expect(chunk([], 10)).toEqual([]);
   });
 });
+
+describe('Function: generateJobs with a run id', () => {
+  it('regenerates the very same jobs for the same run id (a resend is pure duplicates)', () => {
+    const a = generateJobs({ count: 30, duplicateRate: 0.2, runId: 'run-fixed', now: new Date(0) });
+    const b = generateJobs({ count: 30, duplicateRate: 0.2, runId: 'run-fixed', now: new Date(0) });
+    const bodies = (g: typeof a) => g.messages.map((m) => JSON.parse(m.body).payload);
+    expect(bodies(b)).toEqual(bodies(a));
+    const c = generateJobs({ count: 30, duplicateRate: 0.2, runId: 'run-other', now: new Date(0) });
+    expect(bodies(c)).not.toEqual(bodies(a));
+  });
+});
