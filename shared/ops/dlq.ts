@@ -138,6 +138,7 @@ async function browse(
   const held = new Map<string, string>();
   try {
     let stop = false;
+    let stalePages = 0;
     while (!stop && seen.size < limit) {
       const out = await sqs.send(
         new ReceiveMessageCommand({
@@ -168,7 +169,11 @@ async function browse(
         if (!decision.deleted) held.set(id, handle);
         if (decision.stop) stop = true;
       }
-      if (fresh === 0) break;
+      // An empty page means the queue has nothing more to show. A page of letters seen before (their
+      // browse visibility lapsed on a long run) does not: look a few pages further before giving up.
+      if ((out.Messages ?? []).length === 0) break;
+      stalePages = fresh === 0 ? stalePages + 1 : 0;
+      if (stalePages >= 3) break;
     }
   } finally {
     await release(sqs, queueUrl, [...held.values()]);
