@@ -22,10 +22,12 @@ export const TTL_ATTRIBUTE = 'expiresAt';
 
 /**
  * SQS receives allowed above the app's own `maxAttempts` before SQS redrives a message by itself.
- * leaseq dead-letters explicitly after `maxAttempts`; receives that are not attempts (our own message
- * returning while its lease is live) also count, hence the margin. The redrive is only a safety net.
+ * leaseq dead-letters explicitly after `maxAttempts`; receives that are not attempts also count: our own
+ * message returning while its lease is live, give-backs during a store outage (refunded, with a backoff
+ * growing per receive: ten of them span over an hour at the default cap), and FIFO messages handed back
+ * behind a failed group head. The redrive is only a safety net for what leaseq itself cannot handle.
  */
-export const REDRIVE_MARGIN = 3;
+export const REDRIVE_MARGIN = 10;
 
 /** Logical names of the stack outputs (CfnOutput ids); the CLI and tests look values up by these keys. */
 export const STACK_OUTPUT_KEYS = [
