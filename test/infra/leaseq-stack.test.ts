@@ -415,7 +415,11 @@ describe('Class: LeaseqStack', () => {
 
   describe('Prop validation', () => {
     it.each<[LeaseqStackProps, string, RegExp]>([
-      [{ maxAttempts: 0 }, 'maxAttempts', /is 0; expected an integer from 1 to 997/],
+      [
+        { maxAttempts: 0 },
+        'maxAttempts',
+        new RegExp(`is 0; expected an integer from 1 to ${1000 - REDRIVE_MARGIN}$`),
+      ],
       [{ maxAttempts: 2.5 }, 'maxAttempts', /is 2.5; expected an integer/],
       [{ batchSize: 11 }, 'batchSize', /is 11; expected an integer from 1 to 10/],
       [{ batchSize: 0 }, 'batchSize', /is 0; expected an integer from 1 to 10/],

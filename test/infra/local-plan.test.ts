@@ -6,7 +6,7 @@ import {
   type StackTemplate,
   synthesizedTemplate,
 } from '../../shared/local/provision.ts';
-import { resourceNames, TTL_ATTRIBUTE } from '../../shared/resources.ts';
+import { REDRIVE_MARGIN, resourceNames, TTL_ATTRIBUTE } from '../../shared/resources.ts';
 
 function withResource(template: StackTemplate, id: string, resource: StackTemplate['Resources'][string]) {
   return { ...template, Resources: { ...template.Resources, [id]: resource } };
@@ -32,7 +32,7 @@ describe('Function: synthesizedTemplate', () => {
     const a = await synthesizedTemplate({ resourcePrefix: 'plan-a' });
     const b = await synthesizedTemplate({ resourcePrefix: 'plan-a', maxAttempts: 9 });
     expect(a).not.toBe(b);
-    expect(JSON.stringify(b)).toContain('"maxReceiveCount":12');
+    expect(JSON.stringify(b)).toContain(`"maxReceiveCount":${9 + REDRIVE_MARGIN}`);
   });
 });
 
@@ -50,7 +50,11 @@ describe('Function: planFromTemplate', () => {
     const [dlq, jobs] = plan.queues;
     expect(dlq?.attributes).toEqual({ MessageRetentionPeriod: '1209600', SqsManagedSseEnabled: 'true' });
     expect(jobs?.attributes).toMatchObject({ VisibilityTimeout: '360', MessageRetentionPeriod: '345600' });
-    expect(jobs?.redrive).toEqual({ deadLetterLogicalId: dlq?.logicalId, maxReceiveCount: 8 });
+    // The default maxAttempts (5) plus the safety margin.
+    expect(jobs?.redrive).toEqual({
+      deadLetterLogicalId: dlq?.logicalId,
+      maxReceiveCount: 5 + REDRIVE_MARGIN,
+    });
 
     const tables = Object.fromEntries(plan.tables.map((t) => [t.name, t]));
     expect(Object.keys(tables).sort()).toEqual(
