@@ -1,0 +1,528 @@
+import { isDeepStrictEqual } from 'node:util';
+import { classifyClaim } from './claim-decision.ts';
+import { LeaseLostError, StoreUnavailableError } from './errors.ts';
+import type { Checkpoint, JobItem } from './job-item.ts';
+import type {
+  ClaimRequest,
+  ClaimResult,
+  Effect,
+  FencedWriteResult,
+  JobLease,
+  JobStore,
+} from './job-store.ts';
+import { JobStatus } from './statuses.ts';
+
+/*
+ * In-memory doubles of the store ports, for unit tests and the chaos harness. They are never a source of
+ * truth in production: state lives in one process and dies with it. They keep the DynamoDB adapters'
+ * observable semantics (the contract suites in test/support/contracts run against both), including the
+ * token rule, the fence (owner + token + IN_PROGRESS) and the `completedByThisLease` answer.
+ */
+
+/** The operation names the DynamoDB job store reports in {@link StoreUnavailableError.operation}. */
+export type JobStoreOperation =
+  | 'claim'
+  | 'renew'
+  | 'checkpoint'
+  | 'complete'
+  | 'release'
+  | 'mark-dead'
+  | 'get'
+  | 'reset-dead';
+
+/** How an injected fault behaves. */
+export interface FaultOptions {
+  /** How many matching calls in a row fail. @default 1 */
+  readonly times?: number;
+  /**
+   * `before`: the call fails and nothing is written (the store was not reached). `after`: the store applies
+   * the call, then the answer is lost (the caller sees the error, the write happened), like a commit whose
+   * response timed out. @default 'before'
+   */
+  readonly when?: 'before' | 'after';
+}
+
+interface FaultRule<Op extends string> {
+  readonly operation: Op | '*';
+  readonly error: (operation: Op) => Error;
+  readonly when: 'before' | 'after';
+  left: number;
+}
+
+/**
+ * Deterministic store outages for the in-memory stores: each rule fails the next matching calls, in the
+ * order the rules were added. The default error is the {@link StoreUnavailableError} the DynamoDB adapters
+ * throw for throttling, 5xx and timeouts.
+ */
+export class StoreFaults<Op extends string> {
+  readonly #rules: FaultRule<Op>[] = [];
+  /** Calls failed so far, per operation. */
+  readonly injected = new Map<Op, number>();
+
+  /**
+   * Fails the next call(s) of `operation` (`'*'`: any operation).
+   * @param error the error to throw, or a factory given the operation @default a StoreUnavailableError
+   */
+  failNext(
+    operation: Op | '*',
+    error?: Error | ((operation: Op) => Error),
+    options: FaultOptions = {},
+  ): this {
+    const times = options.times ?? 1;
+    if (!Number.isInteger(times) || times < 1) {
+      throw new RangeError(`failNext times must be a positive integer, got ${times}`);
+    }
+    this.#rules.push({
+      operation,
+      error: typeof error === 'function' ? error : (op) => error ?? injectedOutage(op),
+      when: options.when ?? 'before',
+      left: times,
+    });
+    return this;
+  }
+
+  /** Drops every rule not yet spent. */
+  clear(): void {
+    this.#rules.length = 0;
+  }
+
+  /** Rules not yet spent (how many calls they will still fail). */
+  get pending(): number {
+    return this.#rules.reduce((sum, rule) => sum + rule.left, 0);
+  }
+
+  /**
+   * Runs one store call under the rules: a `before` fault throws without calling `body`; an `after` fault
+   * calls `body` (a refusal it answers is lost with the answer) and then throws.
+   */
+  async run<T>(operation: Op, body: () => T): Promise<T> {
+    // Every call gives up its turn once, as real I/O would, so concurrent callers interleave; a microtask
+    // rather than a timer keeps the stores usable under fake timers.
+    await Promise.resolve();
+    const rule = this.#rules.find((r) => r.left > 0 && (r.operation === '*' || r.operation === operation));
+    if (!rule) return body();
+    rule.left -= 1;
+    if (rule.left === 0) this.#rules.splice(this.#rules.indexOf(rule), 1);
+    this.injected.set(operation, (this.injected.get(operation) ?? 0) + 1);
+    if (rule.when === 'after') {
+      try {
+        body();
+      } catch (error) {
+        // The store's "no" is lost with its answer; anything else is a bug in the caller and stays loud.
+        if (!(error instanceof LeaseLostError)) throw error;
+      }
+    }
+    throw rule.error(operation);
+  }
+}
+
+function injectedOutage(operation: string): StoreUnavailableError {
+  const cause = new Error('injected fault: service unavailable');
+  cause.name = 'ServiceUnavailable';
+  return new StoreUnavailableError(operation, cause);
+}
+
+/** Outcome of applying a group of effects: all of them, or (`ok: false`) none. */
+export type EffectOutcome = { readonly ok: true } | { readonly ok: false; readonly index: number };
+
+/**
+ * Applies a job's effects for the in-memory job store, which cannot evaluate DynamoDB expressions itself.
+ * `apply` must be synchronous and all-or-nothing: it checks every effect's condition, then writes all of
+ * them, or writes nothing and names the first effect whose condition failed. It throws for an effect it
+ * cannot interpret (nothing written).
+ */
+export interface EffectApplier {
+  apply(effects: readonly Effect[]): EffectOutcome;
+}
+
+export interface InMemoryEffectApplierOptions {
+  /** Key attribute names per table, partition key first: `{ ledger: ['account'] }`. */
+  readonly tables: Readonly<Record<string, readonly string[]>>;
+}
+
+type StoredRecord = Record<string, unknown>;
+
+interface PlannedPut {
+  readonly tableName: string;
+  readonly table: Map<string, StoredRecord>;
+  readonly id: string;
+  readonly item: StoredRecord;
+  readonly passes: (existing: StoredRecord | undefined) => boolean;
+}
+
+/**
+ * An in-memory application-state store that understands exactly the effects `versionedPut`
+ * (optimistic.ts) builds: a `Put` conditioned on `attribute_not_exists(#k)` (first write) or `#v = :seen`
+ * (optimistic version). Any other effect throws, so a test never passes on semantics the fake only guessed.
+ */
+export class InMemoryEffectApplier implements EffectApplier {
+  readonly #keys: ReadonlyMap<string, readonly string[]>;
+  readonly #tables = new Map<string, Map<string, StoredRecord>>();
+
+  constructor(options: InMemoryEffectApplierOptions) {
+    this.#keys = new Map(Object.entries(options.tables));
+    for (const [name, keys] of this.#keys) {
+      if (keys.length < 1 || keys.length > 2) {
+        throw new RangeError(`table ${name} needs 1 or 2 key attributes, got ${JSON.stringify(keys)}`);
+      }
+      this.#tables.set(name, new Map());
+    }
+  }
+
+  apply(effects: readonly Effect[]): EffectOutcome {
+    const planned = effects.map((effect, index) => this.#plan(effect, index));
+    const seen = new Set<string>();
+    for (const put of planned) {
+      const id = `${put.tableName} ${put.id}`;
+      // DynamoDB refuses a transaction that touches one item twice (ValidationException).
+      if (seen.has(id)) throw new Error(`effects touch the item ${id} more than once in one transaction`);
+      seen.add(id);
+    }
+    const failed = planned.findIndex((put) => !put.passes(put.table.get(put.id)));
+    if (failed >= 0) return { ok: false, index: failed };
+    for (const put of planned) put.table.set(put.id, structuredClone(put.item));
+    return { ok: true };
+  }
+
+  /** Reads one item (a copy), by its key attributes. */
+  get(tableName: string, key: StoredRecord): StoredRecord | undefined {
+    const item = this.#table(tableName).get(this.#id(tableName, key));
+    return item === undefined ? undefined : structuredClone(item);
+  }
+
+  /** Writes one item unconditionally (test setup, like a plain PutItem). */
+  put(tableName: string, item: StoredRecord): void {
+    this.#table(tableName).set(this.#id(tableName, item), structuredClone(item));
+  }
+
+  #plan(effect: Effect, index: number): PlannedPut {
+    const where = `effect ${index}`;
+    const put = effect.Put;
+    if (!put || effect.Update || effect.Delete || effect.ConditionCheck) {
+      throw new Error(
+        `${where}: InMemoryEffectApplier only understands versionedPut effects (a Put), got ${Object.keys(effect).join(', ')}`,
+      );
+    }
+    const allowed = new Set([
+      'TableName',
+      'Item',
+      'ConditionExpression',
+      'ExpressionAttributeNames',
+      'ExpressionAttributeValues',
+    ]);
+    const extra = Object.keys(put).filter((k) => !allowed.has(k));
+    if (extra.length > 0) throw new Error(`${where}: unsupported Put fields ${extra.join(', ')}`);
+    const tableName = put.TableName;
+    if (tableName === undefined) throw new Error(`${where}: Put without TableName`);
+    const item = put.Item as StoredRecord | undefined;
+    if (item === undefined) throw new Error(`${where}: Put without Item`);
+    const names = put.ExpressionAttributeNames ?? {};
+    const values = (put.ExpressionAttributeValues ?? {}) as StoredRecord;
+    const table = this.#table(tableName);
+    const id = this.#id(tableName, item);
+    if (put.ConditionExpression === 'attribute_not_exists(#k)' && onlyKeys(names, ['#k'])) {
+      const attribute = names['#k'] ?? '';
+      if (!onlyKeys(values, [])) throw new Error(`${where}: unexpected values for attribute_not_exists`);
+      return { tableName, table, id, item, passes: (existing) => existing?.[attribute] === undefined };
+    }
+    if (put.ConditionExpression === '#v = :seen' && onlyKeys(names, ['#v']) && onlyKeys(values, [':seen'])) {
+      const attribute = names['#v'] ?? '';
+      const seenVersion = values[':seen'];
+      return {
+        tableName,
+        table,
+        id,
+        item,
+        passes: (existing) => existing !== undefined && isDeepStrictEqual(existing[attribute], seenVersion),
+      };
+    }
+    throw new Error(
+      `${where}: unsupported condition ${JSON.stringify(put.ConditionExpression)} with names ` +
+        `${JSON.stringify(names)}; expected versionedPut's 'attribute_not_exists(#k)' or '#v = :seen'`,
+    );
+  }
+
+  #table(tableName: string): Map<string, StoredRecord> {
+    const table = this.#tables.get(tableName);
+    if (!table) {
+      throw new Error(
+        `InMemoryEffectApplier has no table ${tableName} (known: ${[...this.#tables.keys()].join(', ') || 'none'})`,
+      );
+    }
+    return table;
+  }
+
+  #id(tableName: string, item: StoredRecord): string {
+    const keys = this.#keys.get(tableName) ?? [];
+    const parts = keys.map((k) => {
+      const value = item[k];
+      if (typeof value !== 'string' && typeof value !== 'number') {
+        throw new Error(`item for ${tableName} lacks its key attribute ${k} (string or number)`);
+      }
+      return value;
+    });
+    return JSON.stringify(parts);
+  }
+}
+
+function onlyKeys(record: object, expected: readonly string[]): boolean {
+  const keys = Object.keys(record);
+  return keys.length === expected.length && expected.every((k) => keys.includes(k));
+}
+
+export interface InMemoryJobStoreOptions {
+  /**
+   * Applies the effects of `checkpoint` and `complete`. Without one, a write carrying effects throws.
+   * @default none
+   */
+  readonly effects?: EffectApplier;
+  /** Same meaning as the DynamoDB adapter's option (only sets `expiresAt`). @default 1296000 (15 days) */
+  readonly dedupTtlSeconds?: number;
+}
+
+type MutableJobItem = { -readonly [K in keyof JobItem]: JobItem[K] };
+
+/**
+ * A {@link JobStore} over a Map, for unit tests and the chaos harness; never a source of truth in
+ * production. Same conditions, token rule and fence as `DynamoDbJobStore`; every item crosses the boundary
+ * as a deep copy, so callers cannot change stored state behind the store's back. Each call is atomic.
+ * `complete`, `release`, `markDead` and `resetDead` read `Date.now()` for timestamps, like the adapter.
+ */
+export class InMemoryJobStore implements JobStore {
+  readonly #items = new Map<string, JobItem>();
+  readonly #effects: EffectApplier | undefined;
+  readonly #ttlSeconds: number;
+  /** Injects store outages (see {@link StoreFaults}). */
+  readonly faults = new StoreFaults<JobStoreOperation>();
+
+  constructor(options: InMemoryJobStoreOptions = {}) {
+    this.#effects = options.effects;
+    this.#ttlSeconds = options.dedupTtlSeconds ?? 15 * 24 * 3600;
+  }
+
+  async claim(req: ClaimRequest): Promise<ClaimResult> {
+    return this.faults.run('claim', (): ClaimResult => {
+      const old = this.#items.get(req.dedupKey);
+      const claimable =
+        old === undefined ||
+        (old.status !== JobStatus.Completed && old.status !== JobStatus.Dead && old.leaseUntil < req.now);
+      if (!claimable) return { claimed: false, existing: structuredClone(old) };
+      const leaseUntil = req.now + req.leaseMs;
+      const item: JobItem = {
+        ...structuredClone(old),
+        dedupKey: req.dedupKey,
+        status: JobStatus.InProgress,
+        owner: req.owner,
+        leaseUntil,
+        // The token starts from the clock for a new item, so it keeps growing after a deletion (TTL).
+        token: (old?.token ?? req.now) + 1,
+        attempts: (old?.attempts ?? 0) + 1,
+        version: (old?.version ?? 0) + 1,
+        messageId: req.messageId,
+        type: req.type,
+        createdAt: old?.createdAt ?? req.createdAt,
+        claimedAt: req.now,
+        updatedAt: req.now,
+        expiresAt: this.#expiresAt(leaseUntil),
+      };
+      this.#items.set(req.dedupKey, item);
+      const lease: JobLease = {
+        dedupKey: item.dedupKey,
+        owner: req.owner,
+        token: item.token,
+        attempts: item.attempts,
+        messageId: req.messageId,
+        version: item.version,
+        leaseUntil,
+        ...(old?.checkpoint ? { checkpoint: structuredClone(old.checkpoint) } : {}),
+      };
+      return old
+        ? { claimed: true, lease, kind: classifyClaim(old), previous: structuredClone(old) }
+        : { claimed: true, lease, kind: 'fresh' };
+    });
+  }
+
+  async renew(lease: JobLease, leaseMs: number, now: number): Promise<void> {
+    const leaseUntil = now + leaseMs;
+    await this.faults.run('renew', () => {
+      const item = this.#fenced(lease, 'renew');
+      this.#items.set(lease.dedupKey, { ...item, leaseUntil, expiresAt: this.#expiresAt(leaseUntil) });
+    });
+    lease.leaseUntil = leaseUntil;
+  }
+
+  async checkpoint(
+    lease: JobLease,
+    checkpoint: Checkpoint,
+    effects: readonly Effect[] = [],
+  ): Promise<FencedWriteResult> {
+    const stored = structuredClone(checkpoint);
+    const result = await this.faults.run('checkpoint', () =>
+      this.#writeWithEffects(
+        lease,
+        'checkpoint',
+        (item) => item.version === lease.version,
+        (item) => ({ ...item, checkpoint: stored, version: item.version + 1, updatedAt: checkpoint.at }),
+        effects,
+      ),
+    );
+    if (result.ok) {
+      lease.version += 1;
+      lease.checkpoint = structuredClone(checkpoint);
+    }
+    return result;
+  }
+
+  async complete(
+    lease: JobLease,
+    result: unknown,
+    effects: readonly Effect[] = [],
+  ): Promise<FencedWriteResult> {
+    const now = Date.now();
+    const stored: unknown = structuredClone(result ?? null);
+    const out = await this.faults.run('complete', () =>
+      this.#writeWithEffects(
+        lease,
+        'complete',
+        () => true,
+        (item) => {
+          const next: MutableJobItem = {
+            ...item,
+            status: JobStatus.Completed,
+            version: item.version + 1,
+            updatedAt: now,
+            completedAt: now,
+            result: stored,
+            expiresAt: this.#expiresAt(now),
+          };
+          delete next.lastError;
+          delete next.lastErrorClass;
+          return next;
+        },
+        effects,
+      ),
+    );
+    if (out.ok) lease.version += 1;
+    return out;
+  }
+
+  async release(
+    lease: JobLease,
+    retryAt: number,
+    error: { message: string; errorClass: string },
+    options: { refundAttempt?: boolean } = {},
+  ): Promise<void> {
+    await this.#giveUp(lease, 'release', JobStatus.RetryWait, retryAt, error, options.refundAttempt ?? false);
+  }
+
+  async markDead(lease: JobLease, error: { message: string; errorClass: string }): Promise<void> {
+    await this.#giveUp(lease, 'mark-dead', JobStatus.Dead, 0, error, false);
+  }
+
+  async get(dedupKey: string): Promise<JobItem | undefined> {
+    return this.faults.run('get', () => {
+      const item = this.#items.get(dedupKey);
+      return item === undefined ? undefined : structuredClone(item);
+    });
+  }
+
+  async resetDead(dedupKey: string): Promise<boolean> {
+    return this.faults.run('reset-dead', () => {
+      const item = this.#items.get(dedupKey);
+      if (item?.status !== JobStatus.Dead) return false;
+      const now = Date.now();
+      this.#items.set(dedupKey, {
+        ...item,
+        status: JobStatus.RetryWait,
+        leaseUntil: 0,
+        attempts: 0,
+        version: item.version + 1,
+        updatedAt: now,
+        expiresAt: this.#expiresAt(now),
+      });
+      return true;
+    });
+  }
+
+  /** Test hook: removes an item the way TTL would. Returns whether there was one. */
+  delete(dedupKey: string): boolean {
+    return this.#items.delete(dedupKey);
+  }
+
+  async #giveUp(
+    lease: JobLease,
+    operation: 'release' | 'mark-dead',
+    status: JobStatus,
+    leaseUntil: number,
+    error: { message: string; errorClass: string },
+    refundAttempt: boolean,
+  ): Promise<void> {
+    const now = Date.now();
+    await this.faults.run(operation, () => {
+      const item = this.#fenced(lease, operation);
+      const next: MutableJobItem = {
+        ...item,
+        status,
+        leaseUntil,
+        version: item.version + 1,
+        updatedAt: now,
+        lastError: error.message.slice(0, 1000),
+        lastErrorClass: error.errorClass,
+        expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
+        ...(refundAttempt ? { attempts: item.attempts - 1 } : {}),
+      };
+      delete next.owner;
+      this.#items.set(lease.dedupKey, next);
+    });
+    lease.version += 1;
+  }
+
+  /** The stored item if the fence (and `extra`) holds; else the LeaseLostError the adapter would throw. */
+  #fenced(lease: JobLease, operation: string, extra: (item: JobItem) => boolean = () => true): JobItem {
+    const item = this.#items.get(lease.dedupKey);
+    if (item === undefined) {
+      throw new LeaseLostError(lease.dedupKey, lease.token, `${operation} refused: the job item is gone`);
+    }
+    const holds =
+      item.owner === lease.owner &&
+      item.token === lease.token &&
+      item.status === JobStatus.InProgress &&
+      extra(item);
+    if (holds) return item;
+    const completedByUs =
+      item.status === JobStatus.Completed && item.token === lease.token && item.owner === lease.owner;
+    throw new LeaseLostError(
+      lease.dedupKey,
+      lease.token,
+      `${operation} refused: item now has owner ${item.owner ?? '(none)'}, token ${item.token}, status ${item.status}`,
+      undefined,
+      completedByUs,
+    );
+  }
+
+  /** The fence first (a fenced-out writer learns it lost the lease), then the effects, then the item. */
+  #writeWithEffects(
+    lease: JobLease,
+    operation: 'checkpoint' | 'complete',
+    extra: (item: JobItem) => boolean,
+    build: (item: JobItem) => JobItem,
+    effects: readonly Effect[],
+  ): FencedWriteResult {
+    if (effects.length > 0 && this.#effects === undefined) {
+      throw new Error(
+        `InMemoryJobStore.${operation} got ${effects.length} effect(s) but was built without an effect applier`,
+      );
+    }
+    const item = this.#fenced(lease, operation, extra);
+    if (this.#effects !== undefined && effects.length > 0) {
+      const applied = this.#effects.apply(effects);
+      if (!applied.ok) return { ok: false, reason: 'effect-conflict', index: applied.index };
+    }
+    this.#items.set(lease.dedupKey, build(item));
+    return { ok: true };
+  }
+
+  #expiresAt(fromMs: number): number {
+    return Math.ceil(fromMs / 1000) + this.#ttlSeconds;
+  }
+}

@@ -1,0 +1,700 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LeaseLostError } from '../../../shared/core/errors.ts';
+import type { Checkpoint } from '../../../shared/core/job-item.ts';
+import type { ClaimRequest, Effect, JobLease, JobStore } from '../../../shared/core/job-store.ts';
+import { JobStatus } from '../../../shared/core/statuses.ts';
+
+/** What a backend gives the job store contract. */
+export interface JobStoreFixture {
+  readonly store: JobStore;
+  /**
+   * A `versionedPut` effect on the application-state table (pk `account`): writes `balance`, applies only if
+   * the account's version is still `seenVersion` (`undefined`: the account must not exist yet).
+   */
+  ledgerPut(account: string, seenVersion: number | undefined, balance: number): Effect;
+  /** Reads one account of the application-state table (strongly consistent). */
+  ledgerGet(account: string): Promise<{ balance: number; version: number } | undefined>;
+  /** Removes a job item the way TTL would. */
+  deleteItem(dedupKey: string): Promise<void>;
+  cleanup(): Promise<void> | void;
+}
+
+const LEASE_MS = 10_000;
+const boom = { message: 'boom', errorClass: 'Error' };
+
+/**
+ * The observable semantics of {@link JobStore}, registered as vitest blocks. `setup` runs once per suite;
+ * every test uses fresh keys and passes `now` explicitly, so lease expiry needs no sleeping.
+ */
+export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixture>): void {
+  describe(`Contract: JobStore (${name})`, () => {
+    let f: JobStoreFixture;
+
+    beforeAll(async () => {
+      f = await setup();
+    });
+    afterAll(async () => {
+      await f?.cleanup();
+    });
+
+    const fresh = (label: string) => `${label}-${randomUUID()}`;
+
+    function request(dedupKey: string, owner: string, now: number, overrides: Partial<ClaimRequest> = {}) {
+      return {
+        dedupKey,
+        owner,
+        messageId: `m-${owner}`,
+        type: 'contract',
+        createdAt: new Date(now).toISOString(),
+        leaseMs: LEASE_MS,
+        now,
+        ...overrides,
+      } satisfies ClaimRequest;
+    }
+
+    async function claim(req: ClaimRequest): Promise<JobLease> {
+      const result = await f.store.claim(req);
+      if (!result.claimed) throw new Error(`expected a claim, item is ${JSON.stringify(result.existing)}`);
+      return result.lease;
+    }
+
+    /** A lease that expired: `owner` claimed at `t0`; the result's `after` is when anyone may take it. */
+    async function claimAt(dedupKey: string, owner: string, t0: number) {
+      const lease = await claim(request(dedupKey, owner, t0));
+      return { lease, after: lease.leaseUntil + 1 };
+    }
+
+    function step(name: string, done: string[], at: number, data?: unknown): Checkpoint {
+      return { step: name, done, at, ...(data === undefined ? {} : { data }) };
+    }
+
+    async function leaseLost(write: Promise<unknown>, completedByThisLease: boolean): Promise<void> {
+      const error = await write.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(LeaseLostError);
+      expect((error as LeaseLostError).completedByThisLease).toBe(completedByThisLease);
+    }
+
+    describe('Method: claim', () => {
+      it('claims an absent item: token now + 1, attempts 1, version 1, lease until now + leaseMs', async () => {
+        // Prepare
+        const key = fresh('fresh');
+        const now = Date.now();
+        expect(await f.store.get(key)).toBeUndefined();
+
+        // Act
+        const result = await f.store.claim(request(key, 'worker-a', now, { messageId: 'm1' }));
+
+        // Assess
+        expect(result).toEqual({
+          claimed: true,
+          kind: 'fresh',
+          lease: {
+            dedupKey: key,
+            owner: 'worker-a',
+            token: now + 1,
+            attempts: 1,
+            messageId: 'm1',
+            version: 1,
+            leaseUntil: now + LEASE_MS,
+          },
+        });
+        const item = await f.store.get(key);
+        expect(item).toMatchObject({
+          dedupKey: key,
+          status: JobStatus.InProgress,
+          owner: 'worker-a',
+          leaseUntil: now + LEASE_MS,
+          token: now + 1,
+          attempts: 1,
+          version: 1,
+          messageId: 'm1',
+          type: 'contract',
+          createdAt: new Date(now).toISOString(),
+          claimedAt: now,
+          updatedAt: now,
+        });
+        expect(item?.checkpoint).toBeUndefined();
+        expect(item?.expiresAt).toBeGreaterThanOrEqual(Math.ceil((now + LEASE_MS) / 1000));
+      });
+
+      it('refuses a live lease (other owner, same owner, and at the exact lease end) returning the item', async () => {
+        // Prepare
+        const key = fresh('live');
+        const t0 = Date.now();
+        const lease = await claim(request(key, 'worker-a', t0));
+        const before = await f.store.get(key);
+
+        // Act
+        const other = await f.store.claim(request(key, 'worker-b', t0 + 1));
+        const same = await f.store.claim(request(key, 'worker-a', t0 + 2));
+        const atEnd = await f.store.claim(request(key, 'worker-c', lease.leaseUntil));
+
+        // Assess: the refusal carries the item as stored, and nothing changed.
+        for (const refused of [other, same, atEnd]) {
+          expect(refused.claimed).toBe(false);
+          if (!refused.claimed) expect(refused.existing).toEqual(before);
+        }
+        expect(await f.store.get(key)).toEqual(before);
+      });
+
+      it('takes an expired lease over: token + 1, attempts + 1, checkpoint kept, previous item returned', async () => {
+        // Prepare: A claims and checkpoints one step, then its lease runs out.
+        const key = fresh('takeover');
+        const t0 = Date.now();
+        const { lease: a, after } = await claimAt(key, 'worker-a', t0);
+        const debit = step('debit', ['debit'], t0 + 5, { debit: 5 });
+        expect(await f.store.checkpoint(a, debit)).toEqual({ ok: true });
+        const beforeTakeover = await f.store.get(key);
+
+        // Act
+        const result = await f.store.claim(request(key, 'worker-b', after, { messageId: 'm-b' }));
+
+        // Assess
+        expect(result.claimed).toBe(true);
+        if (!result.claimed) return;
+        expect(result.kind).toBe('takeover');
+        expect(result.previous).toEqual(beforeTakeover);
+        expect(result.lease).toEqual({
+          dedupKey: key,
+          owner: 'worker-b',
+          token: a.token + 1,
+          attempts: 2,
+          messageId: 'm-b',
+          version: a.version + 1,
+          leaseUntil: after + LEASE_MS,
+          checkpoint: debit,
+        });
+        expect(await f.store.get(key)).toMatchObject({
+          status: JobStatus.InProgress,
+          owner: 'worker-b',
+          token: a.token + 1,
+          attempts: 2,
+          version: a.version + 1,
+          messageId: 'm-b',
+          checkpoint: debit,
+          createdAt: new Date(t0).toISOString(),
+          claimedAt: after,
+        });
+      });
+
+      it('refuses COMPLETED and DEAD items, however late the claim', async () => {
+        // Prepare
+        const t0 = Date.now();
+        const done = fresh('done');
+        const dead = fresh('dead');
+        const doneLease = await claim(request(done, 'worker-a', t0));
+        expect(await f.store.complete(doneLease, { ok: true })).toEqual({ ok: true });
+        const deadLease = await claim(request(dead, 'worker-a', t0));
+        await f.store.markDead(deadLease, boom);
+        const late = t0 + 100 * LEASE_MS;
+
+        // Act
+        const again = await f.store.claim(request(done, 'worker-b', late));
+        const copy = await f.store.claim(request(dead, 'worker-b', late));
+
+        // Assess
+        expect(again.claimed).toBe(false);
+        if (!again.claimed)
+          expect(again.existing).toMatchObject({ status: JobStatus.Completed, owner: 'worker-a' });
+        expect(copy.claimed).toBe(false);
+        if (!copy.claimed) expect(copy.existing).toMatchObject({ status: JobStatus.Dead, attempts: 1 });
+        expect(await f.store.get(done)).toMatchObject({ status: JobStatus.Completed, attempts: 1 });
+        expect(await f.store.get(dead)).toMatchObject({ status: JobStatus.Dead, attempts: 1 });
+      });
+
+      it('lets exactly one of 20 concurrent claims win; every refusal names the winner', async () => {
+        // Prepare
+        const key = fresh('race');
+        const now = Date.now();
+        const requests = Array.from({ length: 20 }, (_, i) => request(key, `worker-${i}`, now));
+
+        // Act
+        const results = await Promise.all(requests.map((r) => f.store.claim(r)));
+
+        // Assess
+        const winners = results.flatMap((r) => (r.claimed ? [r.lease] : []));
+        expect(winners).toHaveLength(1);
+        const winner = winners[0];
+        for (const r of results) {
+          if (!r.claimed) expect(r.existing).toMatchObject({ owner: winner?.owner, token: winner?.token });
+        }
+        expect(await f.store.get(key)).toMatchObject({ owner: winner?.owner, token: now + 1, attempts: 1 });
+      });
+
+      it('claims a released job only once its retry time has passed, as a retry', async () => {
+        // Prepare
+        const key = fresh('retry');
+        const t0 = Date.now();
+        const a = await claim(request(key, 'worker-a', t0));
+        const first = step('one', ['one'], t0 + 1);
+        await f.store.checkpoint(a, first);
+        const retryAt = t0 + 3 * LEASE_MS;
+        await f.store.release(a, retryAt, boom);
+
+        // Act
+        const early = await f.store.claim(request(key, 'worker-b', retryAt - 1));
+        const due = await f.store.claim(request(key, 'worker-b', retryAt + 1));
+
+        // Assess
+        expect(early.claimed).toBe(false);
+        if (!early.claimed)
+          expect(early.existing).toMatchObject({ status: JobStatus.RetryWait, leaseUntil: retryAt });
+        expect(due.claimed).toBe(true);
+        if (!due.claimed) return;
+        expect(due.kind).toBe('retry');
+        expect(due.lease).toMatchObject({ token: a.token + 1, attempts: 2, checkpoint: first });
+      });
+    });
+
+    describe('Method: renew', () => {
+      it('extends the lease without bumping the version', async () => {
+        // Prepare
+        const key = fresh('renew');
+        const t0 = Date.now();
+        const a = await claim(request(key, 'worker-a', t0));
+
+        // Act
+        await f.store.renew(a, LEASE_MS, t0 + 5000);
+
+        // Assess: a later claim is refused until the new end; a checkpoint still matches the version.
+        expect(a.leaseUntil).toBe(t0 + 5000 + LEASE_MS);
+        expect(await f.store.get(key)).toMatchObject({
+          leaseUntil: a.leaseUntil,
+          version: 1,
+          owner: 'worker-a',
+        });
+        expect((await f.store.claim(request(key, 'worker-b', t0 + LEASE_MS + 1))).claimed).toBe(false);
+        expect(await f.store.checkpoint(a, step('s', ['s'], t0 + 6000))).toEqual({ ok: true });
+      });
+
+      it('renews a lapsed lease nobody took yet (owner and token still match)', async () => {
+        const key = fresh('lapsed');
+        const t0 = Date.now();
+        const { lease: a, after } = await claimAt(key, 'worker-a', t0);
+        await f.store.renew(a, LEASE_MS, after + 1000);
+        expect((await f.store.get(key))?.leaseUntil).toBe(after + 1000 + LEASE_MS);
+      });
+
+      it('is fenced: another owner, an old token of the same owner, after release, after deletion', async () => {
+        // Prepare: four jobs, each lost a different way.
+        const t0 = Date.now();
+        const takenKey = fresh('taken');
+        const { lease: taken, after } = await claimAt(takenKey, 'worker-a', t0);
+        await claim(request(takenKey, 'worker-b', after));
+        const reclaimedKey = fresh('reclaimed');
+        const { lease: oldToken } = await claimAt(reclaimedKey, 'worker-a', t0);
+        await claim(request(reclaimedKey, 'worker-a', after));
+        const releasedKey = fresh('released');
+        const released = await claim(request(releasedKey, 'worker-a', t0));
+        await f.store.release(released, t0 + 1, boom);
+        const deletedKey = fresh('deleted');
+        const deleted = await claim(request(deletedKey, 'worker-a', t0));
+        await f.deleteItem(deletedKey);
+
+        // Act + Assess
+        await leaseLost(f.store.renew(taken, LEASE_MS, after), false);
+        await leaseLost(f.store.renew(oldToken, LEASE_MS, after), false);
+        await leaseLost(f.store.renew(released, LEASE_MS, t0 + 2), false);
+        await leaseLost(f.store.renew(deleted, LEASE_MS, t0 + 2), false);
+        expect(await f.store.get(takenKey)).toMatchObject({
+          owner: 'worker-b',
+          leaseUntil: after + LEASE_MS,
+        });
+        expect(await f.store.get(deletedKey)).toBeUndefined();
+      });
+
+      it('after the same lease completed the job, says so (completedByThisLease)', async () => {
+        const key = fresh('renew-done');
+        const t0 = Date.now();
+        const a = await claim(request(key, 'worker-a', t0));
+        await f.store.complete({ ...a }, 'done');
+        await leaseLost(f.store.renew(a, LEASE_MS, t0 + 1), true);
+      });
+    });
+
+    describe('Method: checkpoint', () => {
+      it('stores the checkpoint, bumps the version and moves the lease along', async () => {
+        // Prepare
+        const key = fresh('cp');
+        const t0 = Date.now();
+        const a = await claim(request(key, 'worker-a', t0));
+        const cp = step('debit', ['debit'], t0 + 10, { amount: 5, nested: { list: [1, 2] } });
+
+        // Act
+        const result = await f.store.checkpoint(a, cp);
+
+        // Assess
+        expect(result).toEqual({ ok: true });
+        expect(a.version).toBe(2);
+        expect(a.checkpoint).toEqual(cp);
+        expect(await f.store.get(key)).toMatchObject({ checkpoint: cp, version: 2, updatedAt: t0 + 10 });
+      });
+
+      it('refuses a stale version (a second copy of the lease) with LeaseLostError', async () => {
+        // Prepare
+        const key = fresh('stale');
+        const t0 = Date.now();
+        const a = await claim(request(key, 'worker-a', t0));
+        const copy: JobLease = { ...a };
+        const first = step('one', ['one'], t0 + 1);
+        await f.store.checkpoint(a, first);
+
+        // Act + Assess
+        await leaseLost(f.store.checkpoint(copy, step('other', ['other'], t0 + 2)), false);
+        expect(copy.version).toBe(1);
+        expect(await f.store.get(key)).toMatchObject({ checkpoint: first, version: 2, owner: 'worker-a' });
+      });
+
+      it('is fenced: another owner, and after the same lease completed', async () => {
+        const t0 = Date.now();
+        const takenKey = fresh('cp-taken');
+        const { lease: a, after } = await claimAt(takenKey, 'worker-a', t0);
+        await claim(request(takenKey, 'worker-b', after));
+        await leaseLost(f.store.checkpoint(a, step('late', ['late'], after)), false);
+        expect((await f.store.get(takenKey))?.checkpoint).toBeUndefined();
+
+        const doneKey = fresh('cp-done');
+        const b = await claim(request(doneKey, 'worker-a', t0));
+        await f.store.complete(b, 'done');
+        await leaseLost(f.store.checkpoint(b, step('late', ['late'], t0 + 1)), true);
+      });
+
+      it('commits its effects with the checkpoint, or neither', async () => {
+        // Prepare
+        const key = fresh('cp-fx');
+        const account = fresh('acct');
+        const t0 = Date.now();
+        const a = await claim(request(key, 'worker-a', t0));
+        const debit = step('debit', ['debit'], t0 + 1);
+
+        // Act: the first checkpoint creates the account; the second carries a stale version.
+        const ok = await f.store.checkpoint(a, debit, [f.ledgerPut(account, undefined, 90)]);
+        const conflict = await f.store.checkpoint(a, step('credit', ['debit', 'credit'], t0 + 2), [
+          f.ledgerPut(account, 7, 80),
+        ]);
+
+        // Assess
+        expect(ok).toEqual({ ok: true });
+        expect(conflict).toEqual({ ok: false, reason: 'effect-conflict', index: 0 });
+        expect(a.version).toBe(2);
+        expect(a.checkpoint).toEqual(debit);
+        expect(await f.ledgerGet(account)).toMatchObject({ balance: 90, version: 1 });
+        expect(await f.store.get(key)).toMatchObject({ checkpoint: debit, version: 2 });
+      });
+    });
+
+    describe('Method: complete', () => {
+      it('marks the job COMPLETED with its result, keeps owner and token, clears the last error', async () => {
+        // Prepare: a first attempt failed, the retry completes.
+        const key = fresh('complete');
+        const t0 = Date.now();
+        const first = await claim(request(key, 'worker-a', t0));
+        await f.store.release(first, t0 + 1, { message: 'flaky', errorClass: 'TransientJobError' });
+        const retry = await claim(request(key, 'worker-b', t0 + 2));
+        expect(await f.store.get(key)).toMatchObject({ lastError: 'flaky' });
+        const before = Date.now();
+
+        // Act
+        const result = await f.store.complete(retry, { total: 3, lines: ['a', 'b'] });
+
+        // Assess
+        expect(result).toEqual({ ok: true });
+        expect(retry.version).toBe(4);
+        const item = await f.store.get(key);
+        expect(item).toMatchObject({
+          status: JobStatus.Completed,
+          owner: 'worker-b',
+          token: retry.token,
+          attempts: 2,
+          version: 4,
+          result: { total: 3, lines: ['a', 'b'] },
+        });
+        expect(item?.lastError).toBeUndefined();
+        expect(item?.lastErrorClass).toBeUndefined();
+        expect(item?.completedAt).toBeGreaterThanOrEqual(before);
+        expect(item?.updatedAt).toBe(item?.completedAt);
+      });
+
+      it('stores an undefined result as null', async () => {
+        const key = fresh('null');
+        const a = await claim(request(key, 'worker-a', Date.now()));
+        await f.store.complete(a, undefined);
+        expect((await f.store.get(key))?.result).toBeNull();
+      });
+
+      it('commits its effects atomically: one conflicting effect means nothing is written', async () => {
+        // Prepare: the account exists at version 1.
+        const key = fresh('atomic');
+        const existing = fresh('acct');
+        const created = fresh('acct');
+        const t0 = Date.now();
+        const a = await claim(request(key, 'worker-a', t0));
+        await f.store.checkpoint(a, step('open', ['open'], t0 + 1), [f.ledgerPut(existing, undefined, 100)]);
+        const before = await f.store.get(key);
+
+        // Act: the first effect would succeed, the second carries a stale version.
+        const conflict = await f.store.complete(a, 'x', [
+          f.ledgerPut(created, undefined, 1),
+          f.ledgerPut(existing, 5, 50),
+        ]);
+
+        // Assess: neither effect nor completion.
+        expect(conflict).toEqual({ ok: false, reason: 'effect-conflict', index: 1 });
+        expect(a.version).toBe(2);
+        expect(await f.ledgerGet(created)).toBeUndefined();
+        expect(await f.ledgerGet(existing)).toMatchObject({ balance: 100, version: 1 });
+        expect(await f.store.get(key)).toEqual(before);
+        expect(before?.status).toBe(JobStatus.InProgress);
+
+        // Act again with the right version: both effects and the completion land together.
+        const ok = await f.store.complete(a, 'x', [
+          f.ledgerPut(created, undefined, 1),
+          f.ledgerPut(existing, 1, 50),
+        ]);
+        expect(ok).toEqual({ ok: true });
+        expect(await f.ledgerGet(created)).toMatchObject({ balance: 1, version: 1 });
+        expect(await f.ledgerGet(existing)).toMatchObject({ balance: 50, version: 2 });
+        expect(await f.store.get(key)).toMatchObject({
+          status: JobStatus.Completed,
+          result: 'x',
+          version: 3,
+        });
+      });
+
+      it('refuses a fenced-out worker with LeaseLostError and writes none of its effects', async () => {
+        // Prepare: A's lease expired and B took the job.
+        const key = fresh('fenced-fx');
+        const account = fresh('acct');
+        const taken = fresh('acct');
+        const t0 = Date.now();
+        const { lease: a, after } = await claimAt(key, 'worker-a', t0);
+        const b = await claim(request(key, 'worker-b', after));
+        expect(
+          await f.store.checkpoint(b, step('open', ['open'], after), [f.ledgerPut(taken, undefined, 7)]),
+        ).toEqual({
+          ok: true,
+        });
+
+        // Act + Assess: a valid effect, and a conflicting one: the fence answers first either way.
+        await leaseLost(f.store.complete(a, 'late', [f.ledgerPut(account, undefined, 100)]), false);
+        await leaseLost(f.store.complete(a, 'late', [f.ledgerPut(taken, undefined, 100)]), false);
+        expect(await f.ledgerGet(account)).toBeUndefined();
+        expect(await f.ledgerGet(taken)).toMatchObject({ balance: 7, version: 1 });
+        expect(await f.store.get(key)).toMatchObject({ status: JobStatus.InProgress, owner: 'worker-b' });
+
+        // The rightful owner's commit goes through.
+        expect(await f.store.complete(b, 'ok', [f.ledgerPut(account, undefined, 100)])).toEqual({ ok: true });
+        expect(await f.ledgerGet(account)).toMatchObject({ balance: 100, version: 1 });
+      });
+
+      it('answers a repeated completion by the same lease with completedByThisLease, others without', async () => {
+        // Prepare: A's lease expired; B took over and completed.
+        const key = fresh('again');
+        const t0 = Date.now();
+        const { lease: a, after } = await claimAt(key, 'worker-a', t0);
+        const b = await claim(request(key, 'worker-b', after));
+        await f.store.complete({ ...b }, 'ok');
+
+        // Act + Assess: B's commit answer "was lost" and B retries; A is simply late.
+        await leaseLost(f.store.complete(b, 'ok'), true);
+        await leaseLost(f.store.complete(a, 'late'), false);
+        expect(await f.store.get(key)).toMatchObject({
+          status: JobStatus.Completed,
+          owner: 'worker-b',
+          result: 'ok',
+        });
+      });
+    });
+
+    describe('Method: release', () => {
+      it('gives the job back: RETRY_WAIT until retryAt, owner removed, error kept, checkpoint kept', async () => {
+        // Prepare
+        const key = fresh('release');
+        const t0 = Date.now();
+        const a = await claim(request(key, 'worker-a', t0));
+        const cp = step('one', ['one'], t0 + 1);
+        await f.store.checkpoint(a, cp);
+        const before = Date.now();
+
+        // Act
+        await f.store.release(a, t0 + 5000, { message: 'flaky', errorClass: 'TransientJobError' });
+
+        // Assess
+        expect(a.version).toBe(3);
+        const item = await f.store.get(key);
+        expect(item).toMatchObject({
+          status: JobStatus.RetryWait,
+          leaseUntil: t0 + 5000,
+          token: a.token,
+          attempts: 1,
+          version: 3,
+          lastError: 'flaky',
+          lastErrorClass: 'TransientJobError',
+          checkpoint: cp,
+        });
+        expect(item?.owner).toBeUndefined();
+        expect(item?.updatedAt).toBeGreaterThanOrEqual(before);
+      });
+
+      it('takes the attempt back when asked (a store outage is not the job failing)', async () => {
+        const key = fresh('refund');
+        const t0 = Date.now();
+        const a = await claim(request(key, 'worker-a', t0));
+        await f.store.release(a, t0 + 1, boom);
+        const b = await claim(request(key, 'worker-b', t0 + 2));
+        expect(b.attempts).toBe(2);
+
+        await f.store.release(b, t0 + 3, boom, { refundAttempt: true });
+
+        expect(await f.store.get(key)).toMatchObject({ attempts: 1, status: JobStatus.RetryWait });
+        const c = await claim(request(key, 'worker-c', t0 + 4));
+        expect(c.attempts).toBe(2);
+      });
+
+      it('keeps the first 1000 characters of the error message', async () => {
+        const key = fresh('long');
+        const a = await claim(request(key, 'worker-a', Date.now()));
+        await f.store.release(a, 0, { message: 'x'.repeat(1500), errorClass: 'Error' });
+        expect((await f.store.get(key))?.lastError).toBe('x'.repeat(1000));
+      });
+
+      it('is fenced: a second release, another owner, and after the same lease completed', async () => {
+        const t0 = Date.now();
+        const twiceKey = fresh('twice');
+        const twice = await claim(request(twiceKey, 'worker-a', t0));
+        await f.store.release({ ...twice }, t0 + 1, boom);
+        await leaseLost(f.store.release(twice, t0 + 1, boom), false);
+
+        const takenKey = fresh('rel-taken');
+        const { lease: a, after } = await claimAt(takenKey, 'worker-a', t0);
+        await claim(request(takenKey, 'worker-b', after));
+        await leaseLost(f.store.release(a, after, boom), false);
+        expect(await f.store.get(takenKey)).toMatchObject({
+          status: JobStatus.InProgress,
+          owner: 'worker-b',
+        });
+
+        const doneKey = fresh('rel-done');
+        const done = await claim(request(doneKey, 'worker-a', t0));
+        await f.store.complete(done, 'ok');
+        await leaseLost(f.store.release(done, t0 + 1, boom), true);
+        expect(await f.store.get(doneKey)).toMatchObject({ status: JobStatus.Completed, owner: 'worker-a' });
+      });
+    });
+
+    describe('Method: markDead', () => {
+      it('marks the job DEAD: lease over, owner removed, error kept', async () => {
+        const key = fresh('dead');
+        const a = await claim(request(key, 'worker-a', Date.now()));
+        await f.store.markDead(a, { message: 'no more', errorClass: 'PermanentJobError' });
+        expect(a.version).toBe(2);
+        const item = await f.store.get(key);
+        expect(item).toMatchObject({
+          status: JobStatus.Dead,
+          leaseUntil: 0,
+          attempts: 1,
+          version: 2,
+          lastError: 'no more',
+          lastErrorClass: 'PermanentJobError',
+        });
+        expect(item?.owner).toBeUndefined();
+      });
+
+      it('is fenced: another owner, and after the same lease completed', async () => {
+        const t0 = Date.now();
+        const takenKey = fresh('dead-taken');
+        const { lease: a, after } = await claimAt(takenKey, 'worker-a', t0);
+        await claim(request(takenKey, 'worker-b', after));
+        await leaseLost(f.store.markDead(a, boom), false);
+        expect((await f.store.get(takenKey))?.status).toBe(JobStatus.InProgress);
+
+        const doneKey = fresh('dead-done');
+        const done = await claim(request(doneKey, 'worker-a', t0));
+        await f.store.complete(done, 'ok');
+        await leaseLost(f.store.markDead(done, boom), true);
+        expect((await f.store.get(doneKey))?.status).toBe(JobStatus.Completed);
+      });
+    });
+
+    describe('Method: resetDead', () => {
+      it('makes a DEAD job runnable again: RETRY_WAIT, attempts 0, checkpoint kept', async () => {
+        // Prepare
+        const key = fresh('reset');
+        const t0 = Date.now();
+        const a = await claim(request(key, 'worker-a', t0));
+        const cp = step('one', ['one'], t0 + 1);
+        await f.store.checkpoint(a, cp);
+        await f.store.markDead(a, boom);
+
+        // Act
+        const reset = await f.store.resetDead(key);
+
+        // Assess
+        expect(reset).toBe(true);
+        expect(await f.store.get(key)).toMatchObject({
+          status: JobStatus.RetryWait,
+          leaseUntil: 0,
+          attempts: 0,
+          version: 4,
+          checkpoint: cp,
+        });
+        const again = await f.store.claim(request(key, 'worker-b', t0 + 2));
+        expect(again.claimed).toBe(true);
+        if (again.claimed) {
+          expect(again.kind).toBe('retry');
+          expect(again.lease).toMatchObject({ attempts: 1, token: a.token + 1, checkpoint: cp });
+        }
+      });
+
+      it('refuses anything not DEAD, and changes nothing', async () => {
+        // Prepare: one job in each other state, and one key never seen.
+        const t0 = Date.now();
+        const running = fresh('running');
+        await claim(request(running, 'worker-a', t0));
+        const waiting = fresh('waiting');
+        await f.store.release(await claim(request(waiting, 'worker-a', t0)), t0 + 1, boom);
+        const done = fresh('done');
+        await f.store.complete(await claim(request(done, 'worker-a', t0)), 'ok');
+        const before = await Promise.all([running, waiting, done].map((k) => f.store.get(k)));
+
+        // Act
+        const answers = await Promise.all(
+          [running, waiting, done, fresh('absent')].map((k) => f.store.resetDead(k)),
+        );
+
+        // Assess
+        expect(answers).toEqual([false, false, false, false]);
+        expect(await Promise.all([running, waiting, done].map((k) => f.store.get(k)))).toEqual(before);
+      });
+    });
+
+    describe('Fencing tokens', () => {
+      it('keep growing after the item was deleted (as TTL does)', async () => {
+        // Prepare: two claims (the second a takeover), completion, then the item disappears.
+        const key = fresh('ttl');
+        const t0 = Date.now();
+        const { lease: first, after } = await claimAt(key, 'worker-a', t0);
+        const second = await claim(request(key, 'worker-b', after));
+        expect(second.token).toBe(first.token + 1);
+        await f.store.complete(second, 'ok');
+        await f.deleteItem(key);
+        expect(await f.store.get(key)).toBeUndefined();
+
+        // Act
+        const result = await f.store.claim(request(key, 'worker-c', after + 1));
+
+        // Assess: a fresh claim whose token is above every earlier one.
+        expect(result.claimed).toBe(true);
+        if (!result.claimed) return;
+        expect(result.kind).toBe('fresh');
+        expect(result.lease.token).toBeGreaterThan(second.token);
+        expect(result.lease.attempts).toBe(1);
+        await leaseLost(f.store.complete(second, 'ok'), false);
+      });
+    });
+  });
+}
