@@ -65,8 +65,8 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
       return { lease, after: lease.leaseUntil + 1 };
     }
 
-    function step(name: string, done: string[], at: number, data?: unknown): Checkpoint {
-      return { step: name, done, at, ...(data === undefined ? {} : { data }) };
+    function step(stepName: string, done: string[], at: number, data?: unknown): Checkpoint {
+      return { step: stepName, done, at, ...(data === undefined ? {} : { data }) };
     }
 
     async function leaseLost(write: Promise<unknown>, completedByThisLease: boolean): Promise<void> {
