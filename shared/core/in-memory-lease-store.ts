@@ -1,6 +1,6 @@
 import { LeaseLostError } from './errors.ts';
-import { StoreFaults } from './in-memory-job-store.ts';
 import type { AcquireResult, LeaseItem, LeaseStore, NamedLease } from './lease-store.ts';
+import { StoreFaults } from './store-faults.ts';
 
 /** The operation names the DynamoDB lease store reports in `StoreUnavailableError.operation`. */
 export type LeaseStoreOperation = 'lease-acquire' | 'lease-renew' | 'lease-release' | 'lease-get';
