@@ -37,6 +37,10 @@ export interface GenerateOptions {
   readonly random?: () => number;
   /** Creation time written into every envelope. @default new Date() */
   readonly now?: Date;
+  /** Forces the type of the `index`-th job (a scenario that needs a transfer); `undefined` picks at random. */
+  readonly typeFor?: (index: number) => GeneratedType | undefined;
+  /** Extra payload fields of the `index`-th job, e.g. the demo's `simulate` failures. */
+  readonly extraPayload?: (index: number, type: GeneratedType) => Record<string, unknown> | undefined;
 }
 
 export interface GeneratedJobs {
@@ -99,7 +103,7 @@ export function generateJobs(options: GenerateOptions): GeneratedJobs {
   const account = () => accounts[pick(accounts.length)] as string;
 
   const jobs = Array.from({ length: count }, (_, index): JobEnvelope => {
-    const type = types[pick(types.length)] as GeneratedType;
+    const type = options.typeFor?.(index) ?? (types[pick(types.length)] as GeneratedType);
     const amount = 1 + pick(maxAmount);
     const dedupKey = dedupKeyFor(runId, index);
     let payload: Record<string, unknown>;
@@ -110,6 +114,8 @@ export function generateJobs(options: GenerateOptions): GeneratedJobs {
       const to = (from + 1 + pick(accounts.length - 1)) % accounts.length;
       payload = { from: accounts[from], to: accounts[to], amount };
     }
+    const extra = options.extraPayload?.(index, type);
+    if (extra) payload = { ...payload, ...extra };
     return makeEnvelope({ id: dedupKey, dedupKey, type, payload, createdAt: now });
   });
 
