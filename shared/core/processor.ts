@@ -157,6 +157,8 @@ export class JobProcessor {
       messageId: record.messageId,
       worker: this.#worker,
       type: envelope.type,
+      // The producer's W3C trace id, so one job can be followed from the send to its result.
+      ...(envelope.trace ? { traceId: envelope.trace.split('-')[1] } : {}),
     });
     const outcome = (
       action: RecordOutcome['action'],
