@@ -123,7 +123,7 @@ export function leaseStore(env: CoreEnv): DynamoDbLeaseStore {
 /** Sends one job envelope; returns the SQS message id. */
 export async function sendJob(
   env: CoreEnv,
-  input: { dedupKey: string; type: string; payload: unknown; id?: string },
+  input: { dedupKey: string; type: string; payload: unknown; id?: string; trace?: string },
 ): Promise<string> {
   const body = JSON.stringify(makeEnvelope({ id: input.id ?? uniqueName('job'), ...input }));
   const out = await env.clients.sqs.send(

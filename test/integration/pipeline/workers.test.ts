@@ -89,11 +89,13 @@ describe('Local worker processes running the Lambda handler', () => {
       }
     }
     const credit = uniqueName('c');
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     for (let c = 0; c < 3; c++) {
       await sendJob(env, {
         dedupKey: credit,
         type: 'ledger.credit',
         payload: { account: a, amount: 5, simulate: { failTimes: 1 } },
+        trace: `00-${traceId}-00f067aa0ba902b7-01`,
       });
     }
     const settled = await eventually(
@@ -137,6 +139,10 @@ describe('Local worker processes running the Lambda handler', () => {
       delaySeconds: expect.any(Number),
     });
     expect(JSON.stringify(lines)).not.toContain(a);
+    // The producer's trace id follows the job through every line about it.
+    const traced = lines.filter((l) => l.dedupKey === credit);
+    expect(traced.length).toBeGreaterThan(2);
+    for (const line of traced) expect(line.traceId).toBe(traceId);
   });
 
   it('survives a worker that dies between the debit and the credit: another finishes, money conserved', async () => {
