@@ -110,11 +110,12 @@ export function planWorkload(runId: string, mix: WorkloadMix = {}): Workload {
     if (p.to !== undefined) balances[p.to] = (balances[p.to] ?? 0) + p.amount;
   });
 
-  const messages = [...generated.messages];
-  if (poison > 0) {
-    // One body that is not even JSON, somewhere in the stream.
-    messages.splice(Math.floor(random() * (messages.length + 1)), 0, { body: `{"not json": ${runId}` });
-  }
+  const messages: OutgoingMessage[] = [...generated.messages];
+  // One body that is not even JSON.
+  if (poison > 0) messages.push({ body: `{"not json": ${runId}` });
+  // Spread the special jobs through the stream, as real traffic would: left in index order they would all
+  // land in the first batch, where a crash job kills its worker in the middle of everything else.
+  shuffle(messages, random);
   return {
     runId,
     accounts: generated.accounts,
@@ -125,4 +126,13 @@ export function planWorkload(runId: string, mix: WorkloadMix = {}): Workload {
     expectedBalances: balances,
     counts: { unique: n, duplicates: generated.duplicates, flaky, slow, poison, crashes },
   };
+}
+
+function shuffle<T>(items: T[], random: () => number): void {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    const a = items[i] as T;
+    items[i] = items[j] as T;
+    items[j] = a;
+  }
 }
