@@ -1,4 +1,4 @@
-import { DeleteMessageCommand } from '@aws-sdk/client-sqs';
+import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAwsClients, destroyAwsClients } from '../../../shared/aws/clients.ts';
 import { FaultInjector } from '../../../shared/aws/fault-injector.ts';
@@ -23,6 +23,7 @@ import {
   receiveAll,
   sendJob,
   sendRaw,
+  sleep,
 } from '../../support/core-fixture.ts';
 import { testEndpoint, uniqueName } from '../../support/env.ts';
 import { testRegistry } from '../../support/test-jobs.ts';
@@ -170,6 +171,40 @@ describe('Class: JobProcessor (against the emulator)', () => {
     });
     expect(reason.errorMessage).toContain('flaky failure 2');
     expect(await queueCounts(env)).toMatchObject({ visible: 0, inFlight: 0 });
+  });
+
+  it('extends the message visibility with every heartbeat, so a job longer than its lease is not redelivered', async () => {
+    const { registry, log } = testRegistry(env);
+    const worker = makeWorker(env, registry, { leaseMs: 1500 });
+    const key = uniqueName('long');
+    const account = uniqueName('acct');
+    await sendJob(env, {
+      dedupKey: key,
+      type: 'test.credit',
+      payload: { account, amount: 2, sleepMs: 4500 },
+    });
+    // Received with a 2 s visibility: without the heartbeat's ChangeMessageVisibility it would be back at 2 s.
+    const received = await env.clients.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: env.queueUrl,
+        VisibilityTimeout: 2,
+        WaitTimeSeconds: 2,
+        MessageSystemAttributeNames: ['All'],
+      }),
+    );
+    const message = received.Messages?.[0];
+    expect(message).toBeDefined();
+    if (!message) return;
+    const running = worker.processor.process(toSqsRecord(message, env.queueArn, env.region));
+    await sleep(3000);
+    const during = await receiveAll(env, env.queueUrl, 30, 0);
+    const outcome = await running;
+
+    expect(during).toHaveLength(0);
+    expect(worker.metrics.get(MetricName.LeaseRenewed)).toBeGreaterThanOrEqual(3);
+    expect(outcome).toMatchObject({ action: 'completed' });
+    expect(log.count(key)).toBe(1);
+    expect((await getBalance(env, account))?.balance).toBe(2);
   });
 
   it('hides its own message that comes back early, without counting an attempt', async () => {
