@@ -80,6 +80,11 @@ describe('Class: DynamoDbJobStore', () => {
       const copy = await store.claim(request(dead, 'b', 'm3'));
       expect(copy.claimed).toBe(false);
       if (!copy.claimed) expect(decideRefusal(copy.existing, 'm3', Date.now()).kind).toBe('dead-copy');
+
+      // Both records outlive the DLQ's 14-day retention, so a late redrive still finds the job's record.
+      const dlqRetention = Math.floor(Date.now() / 1000) + 14 * 24 * 3600;
+      expect((await store.get(done))?.expiresAt).toBeGreaterThan(dlqRetention);
+      expect((await store.get(dead))?.expiresAt).toBeGreaterThan(dlqRetention);
     });
   });
 
