@@ -34,7 +34,8 @@ async function main(): Promise<void> {
   // The producer and the drain check use their own, uncounted clients: only the worker's requests count.
   const control = createAwsClients({ ...awsConfigFromEnv(), endpoint: emulator.endpoint });
   const prefix = `bench-${Date.now().toString(36)}`;
-  const { outputs } = await provisionLocal({ clients, prefix });
+  const { outputs, appTables } = await provisionLocal({ clients, prefix });
+  const ledgerTable = appTables.ledger ?? '';
   const queueArn =
     (
       await clients.sqs.send(
@@ -49,7 +50,7 @@ async function main(): Promise<void> {
       run: async (_ctx, p) => {
         const seen = await clients.doc.send(
           new GetCommand({
-            TableName: outputs.LedgerTableName,
+            TableName: ledgerTable,
             Key: { account: p.account },
             ConsistentRead: true,
           }),
@@ -58,7 +59,7 @@ async function main(): Promise<void> {
         return {
           effects: [
             versionedPut({
-              tableName: outputs.LedgerTableName,
+              tableName: ledgerTable,
               key: { account: p.account },
               seenVersion: item?.version,
               item: { balance: (item?.balance ?? 0) + p.amount },

@@ -8,6 +8,9 @@ import {
   destroyAwsClients,
   isLocalEndpoint,
 } from '../shared/aws/clients.ts';
+import { ConfigError } from '../shared/core/errors.ts';
+import type { JobRegistry } from '../shared/core/registry.ts';
+import { tableOutputKey, tablePhysicalName } from '../shared/jobs/table.ts';
 import { emulatorStatus } from '../shared/local/emulator.ts';
 import { DEFAULT_LOCAL_STAGE } from '../shared/local/provision.ts';
 import {
@@ -32,7 +35,31 @@ export interface TargetNames {
   readonly dlqUrl: string;
   readonly jobsTable: string;
   readonly leasesTable: string;
-  readonly ledgerTable: string;
+  /** Where the application tables' names come from: the stack outputs, or the prefix. */
+  readonly source: { readonly outputs: Readonly<Record<string, string>> } | { readonly prefix: string };
+}
+
+/**
+ * Physical names of the application tables `registry`'s jobs declare, in this deployment: the
+ * `<Name>TableName` stack outputs, or `<prefix>-<name>` as the stack names them.
+ * @throws TargetError when the outputs lack a table.
+ */
+export function appTableNames(names: TargetNames, registry: JobRegistry): Record<string, string> {
+  const tables: Record<string, string> = {};
+  for (const table of registry.tables()) {
+    if ('prefix' in names.source) {
+      tables[table.name] = tablePhysicalName(names.source.prefix, table.name);
+      continue;
+    }
+    const value = names.source.outputs[tableOutputKey(table.name)];
+    if (!value) {
+      throw new TargetError(
+        `the stack outputs lack ${tableOutputKey(table.name)} (table ${table.name} of the job module): deploy the stack with these jobs`,
+      );
+    }
+    tables[table.name] = value;
+  }
+  return tables;
 }
 
 export interface Target {
@@ -45,8 +72,11 @@ export interface Target {
 }
 
 /** A problem the user fixes with a flag or a command; printed as one line. */
-export class TargetError extends Error {
-  override readonly name = 'TargetError';
+export class TargetError extends ConfigError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TargetError';
+  }
 }
 
 /** Adds --endpoint, --prefix, --outputs and --region to a command. */
@@ -118,7 +148,7 @@ async function resolveNames(
       dlqUrl: outputs.DlqUrl,
       jobsTable: outputs.JobsTableName,
       leasesTable: outputs.LeasesTableName,
-      ledgerTable: outputs.LedgerTableName,
+      source: { outputs },
     };
   }
   const prefix =
@@ -133,7 +163,7 @@ async function resolveNames(
     dlqUrl: await queueUrlOf(clients, names.queues.dlq, where),
     jobsTable: names.tables.jobs.name,
     leasesTable: names.tables.leases.name,
-    ledgerTable: names.tables.ledger.name,
+    source: { prefix },
   };
 }
 
@@ -174,7 +204,9 @@ function unreachable(error: unknown, where: string): Error {
   );
 }
 
-function readOutputs(file: string): Record<Exclude<StackOutputKey, 'WorkerFunctionName'>, string> {
+type Outputs = Record<Exclude<StackOutputKey, 'WorkerFunctionName'>, string> & Record<string, string>;
+
+function readOutputs(file: string): Outputs {
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
@@ -194,7 +226,7 @@ function readOutputs(file: string): Record<Exclude<StackOutputKey, 'WorkerFuncti
       `stack outputs in ${file} lack ${missing.join(', ')}; write them with \`npx cdk deploy --outputs-file ${file}\``,
     );
   }
-  return found as Record<Exclude<StackOutputKey, 'WorkerFunctionName'>, string>;
+  return found as Outputs;
 }
 
 function validUrl(value: string): string {

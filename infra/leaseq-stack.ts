@@ -1,15 +1,18 @@
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { CfnOutput, type Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import ledgerJobs from '../examples/ledger/jobs.ts';
+import { type AnyJobDefinition, JobRegistry } from '../shared/core/registry.ts';
+import { tableOutputKey } from '../shared/jobs/table.ts';
+import { defaultResourcePrefix, type StackOutputKey } from '../shared/resources.ts';
+import { siblingModule } from '../shared/sibling-module.ts';
 import {
-  assertValidResourcePrefix,
-  defaultResourcePrefix,
-  REDRIVE_MARGIN,
-  resourceNames,
-  type StackOutputKey,
-} from '../shared/resources.ts';
-import { JobQueue } from './constructs/job-queue.ts';
-import { StateTables } from './constructs/state-tables.ts';
-import { WorkerFunction } from './constructs/worker-function.ts';
+  InvalidLeaseqPropsError,
+  LeaseqPipeline,
+  type ResolvedPipelineSettings,
+  resolvePipelineSettings,
+} from './leaseq-pipeline.ts';
 
 /** Well-known stages; any other lower-case name is a non-production stage. */
 export type LeaseqStage = 'dev' | 'prod' | (string & {});
@@ -27,16 +30,13 @@ export interface LeaseqStackProps extends StackProps {
    * @default `leaseq-${stage}`
    */
   readonly resourcePrefix?: string;
-  /**
-   * The application's own attempt limit: after this many attempts a job is dead-lettered by the worker.
-   * The queue's redrive `maxReceiveCount` is set above it (`maxAttempts + REDRIVE_MARGIN`) as a safety net.
-   * @default 5
-   */
+  /** The worker's handler file. @default functions/worker.ts (the ledger example) */
+  readonly entry?: string;
+  /** The job module's jobs, whose tables the stack creates. @default the ledger example's jobs */
+  readonly jobs?: JobRegistry | readonly AnyJobDefinition[];
+  /** See {@link LeaseqPipelineProps.maxAttempts}. @default 5 */
   readonly maxAttempts?: number;
-  /**
-   * Timeout of the worker Lambda (1 s - 15 min). The queue's visibility timeout is 6x this.
-   * @default Duration.seconds(60)
-   */
+  /** See {@link LeaseqPipelineProps.workerTimeout}. @default Duration.seconds(60) */
   readonly workerTimeout?: Duration;
   /** Records per worker invocation (1-10). @default 10 */
   readonly batchSize?: number;
@@ -44,151 +44,94 @@ export interface LeaseqStackProps extends StackProps {
   readonly maxConcurrency?: number;
   /** FIFO jobs queue and DLQ (names end in `.fifo`). @default false */
   readonly fifo?: boolean;
+  /** Run test hooks carried in payloads (the demo's failure injection). Never in prod. @default false */
+  readonly testHooks?: boolean;
 }
 
-/** {@link LeaseqStackProps} with every default applied. */
-export interface ResolvedLeaseqStackProps {
+/** {@link LeaseqStackProps} settings with every default applied. */
+export interface ResolvedLeaseqStackProps extends ResolvedPipelineSettings {
   readonly stage: string;
-  readonly resourcePrefix: string;
-  readonly maxAttempts: number;
-  readonly workerTimeout: Duration;
-  readonly batchSize: number;
-  readonly maxConcurrency: number;
-  readonly fifo: boolean;
 }
 
-/** Error for a stack property outside its allowed range; the message shows received and expected. */
-export class InvalidLeaseqStackPropsError extends Error {
-  override readonly name = 'InvalidLeaseqStackPropsError';
-  readonly prop: string;
-
-  constructor(prop: string, received: unknown, expected: string, options?: ErrorOptions) {
-    super(`LeaseqStack prop ${prop} is ${JSON.stringify(received)}; expected ${expected}`, options);
-    this.prop = prop;
-  }
-}
+/** A stack property outside its allowed range (the same error class as the construct's). */
+export { InvalidLeaseqPropsError as InvalidLeaseqStackPropsError };
 
 /** Applies the documented defaults in one place and validates the result. */
 export function resolveLeaseqStackProps(props: LeaseqStackProps = {}): ResolvedLeaseqStackProps {
   const stage = props.stage ?? 'dev';
   if (!/^[a-z][a-z0-9-]{0,19}$/.test(stage)) {
-    throw new InvalidLeaseqStackPropsError(
+    throw new InvalidLeaseqPropsError(
+      'LeaseqStack',
       'stage',
       stage,
       'a lower-case name like "dev" or "prod" (a-z, 0-9, -)',
     );
   }
   const resourcePrefix = props.resourcePrefix ?? defaultResourcePrefix(stage);
-  try {
-    assertValidResourcePrefix(resourcePrefix);
-  } catch (error) {
-    throw new InvalidLeaseqStackPropsError(
-      'resourcePrefix',
-      resourcePrefix,
-      'letters, digits, "-" or "_", starting with a letter or digit, short enough for SQS names',
-      { cause: error },
-    );
-  }
-  const resolved: ResolvedLeaseqStackProps = {
-    stage,
-    resourcePrefix,
-    maxAttempts: props.maxAttempts ?? 5,
-    workerTimeout: props.workerTimeout ?? Duration.seconds(60),
-    batchSize: props.batchSize ?? 10,
-    maxConcurrency: props.maxConcurrency ?? 5,
-    fifo: props.fifo ?? false,
-  };
-  assertInteger('maxAttempts', resolved.maxAttempts, 1, 1000 - REDRIVE_MARGIN);
-  // A batch is handled within one invocation; more than 10 records would need a batching window.
-  assertInteger('batchSize', resolved.batchSize, 1, 10);
-  assertInteger('maxConcurrency', resolved.maxConcurrency, 2, 1000);
-  const timeoutSeconds = resolved.workerTimeout.toSeconds({ integral: false });
-  if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 900) {
-    throw new InvalidLeaseqStackPropsError(
-      'workerTimeout',
-      `${timeoutSeconds} s`,
-      'whole seconds from 1 s to 900 s (the Lambda limit)',
-    );
-  }
-  return resolved;
+  return { stage, ...resolvePipelineSettings({ ...props, resourcePrefix }, 'LeaseqStack') };
 }
 
-function assertInteger(prop: string, value: number, min: number, max: number): void {
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidLeaseqStackPropsError(prop, value, `an integer from ${min} to ${max}`);
-  }
-}
+// In a checkout the handler is TypeScript and the repository's lock file pins the bundle; in the
+// installed package both are absent and CDK finds the user's project instead.
+const DEFAULT_ENTRY = siblingModule(new URL('../functions/', import.meta.url).href, 'worker');
+const REPO_LOCK = fileURLToPath(new URL('../package-lock.json', import.meta.url));
 
 /**
- * leaseq in AWS: the jobs queue with its DLQ, the state tables and the worker Lambda wired to the queue.
- * Physical queue and table names come from `resourceNames(resourcePrefix)` so the CLI, local
- * provisioning and the worker agree on them.
+ * The reference pipeline: a {@link LeaseqPipeline} running the ledger example (or the jobs you pass),
+ * with a stage, and every queue and table name as a stack output (`cdk deploy --outputs-file`), which
+ * every `leaseq` command reads with `--outputs`.
  */
 export class LeaseqStack extends Stack {
   readonly settings: ResolvedLeaseqStackProps;
-  readonly jobQueue: JobQueue;
-  readonly tables: StateTables;
-  readonly worker: WorkerFunction;
+  readonly pipeline: LeaseqPipeline;
 
   constructor(scope: Construct, id: string, props: LeaseqStackProps = {}) {
     // Validate before anything is created, so a bad value fails with its own message.
     const settings = resolveLeaseqStackProps(props);
     super(scope, id, props);
     this.settings = settings;
-
     const production = settings.stage === 'prod';
-    const removalPolicy = production ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
-    const names = resourceNames(settings.resourcePrefix, { fifo: settings.fifo });
+    const lockFile = existsSync(REPO_LOCK) ? REPO_LOCK : undefined;
 
-    this.jobQueue = new JobQueue(this, 'JobQueue', {
-      queueName: names.queues.jobs,
-      deadLetterQueueName: names.queues.dlq,
-      consumerTimeout: settings.workerTimeout,
-      maxReceiveCount: settings.maxAttempts + REDRIVE_MARGIN,
-      fifo: settings.fifo,
-      removalPolicy,
-    });
-
-    this.tables = new StateTables(this, 'StateTables', {
-      names: names.tables,
-      removalPolicy,
-      deletionProtection: production,
-    });
-
-    this.worker = new WorkerFunction(this, 'Worker', {
-      jobsQueue: this.jobQueue.queue,
-      deadLetterQueue: this.jobQueue.deadLetterQueue,
-      jobsTable: this.tables.jobs,
-      leasesTable: this.tables.leases,
-      ledgerTable: this.tables.ledger,
-      timeout: settings.workerTimeout,
+    this.pipeline = new LeaseqPipeline(this, 'Pipeline', {
+      entry: props.entry ?? DEFAULT_ENTRY,
+      jobs: stackJobs(props),
+      resourcePrefix: settings.resourcePrefix,
       maxAttempts: settings.maxAttempts,
+      workerTimeout: settings.workerTimeout,
       batchSize: settings.batchSize,
       maxConcurrency: settings.maxConcurrency,
-      removalPolicy,
+      fifo: settings.fifo,
+      removalPolicy: production ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+      deletionProtection: production,
+      ...(props.testHooks && !production ? { testHooks: true } : {}),
+      ...(lockFile && !props.entry
+        ? { projectRoot: fileURLToPath(new URL('..', import.meta.url)), depsLockFilePath: lockFile }
+        : {}),
     });
+    const p = this.pipeline;
 
     const outputs: Record<StackOutputKey, { value: string; description: string }> = {
-      JobsQueueUrl: { value: this.jobQueue.queue.queueUrl, description: 'URL of the jobs queue' },
-      JobsQueueName: { value: this.jobQueue.queue.queueName, description: 'Name of the jobs queue' },
-      DlqUrl: { value: this.jobQueue.deadLetterQueue.queueUrl, description: 'URL of the dead-letter queue' },
-      DlqName: {
-        value: this.jobQueue.deadLetterQueue.queueName,
-        description: 'Name of the dead-letter queue',
-      },
-      JobsTableName: {
-        value: this.tables.jobs.tableName,
-        description: 'Dedup, job lease and checkpoint table',
-      },
-      LeasesTableName: { value: this.tables.leases.tableName, description: 'Named-lock table' },
-      LedgerTableName: {
-        value: this.tables.ledger.tableName,
-        description: 'Example application ledger table',
-      },
-      WorkerFunctionName: { value: this.worker.function.functionName, description: 'Worker Lambda function' },
+      JobsQueueUrl: { value: p.queue.queueUrl, description: 'URL of the jobs queue' },
+      JobsQueueName: { value: p.queue.queueName, description: 'Name of the jobs queue' },
+      DlqUrl: { value: p.deadLetterQueue.queueUrl, description: 'URL of the dead-letter queue' },
+      DlqName: { value: p.deadLetterQueue.queueName, description: 'Name of the dead-letter queue' },
+      JobsTableName: { value: p.jobsTable.tableName, description: 'Dedup, job lease and checkpoint table' },
+      LeasesTableName: { value: p.leasesTable.tableName, description: 'Named-lock table' },
+      WorkerFunctionName: { value: p.worker.function.functionName, description: 'Worker Lambda function' },
     };
-    for (const [key, output] of Object.entries(outputs)) {
-      new CfnOutput(this, key, output);
+    for (const [key, output] of Object.entries(outputs)) new CfnOutput(this, key, output);
+    for (const [name, table] of Object.entries(p.effectTables)) {
+      new CfnOutput(this, tableOutputKey(name), {
+        value: table.tableName,
+        description: `Application table ${name} (LEASEQ_TABLE_* of the worker)`,
+      });
     }
   }
+}
+
+/** The jobs a {@link LeaseqStack} with these props runs (the ledger example unless given). */
+export function stackJobs(props: Pick<LeaseqStackProps, 'jobs'>): JobRegistry {
+  const jobs = props.jobs ?? ledgerJobs;
+  return jobs instanceof JobRegistry ? jobs : JobRegistry.of(jobs);
 }

@@ -6,6 +6,7 @@
  * and CLI read the same names from here or from the stack outputs. Change a name here, never in
  * a second list.
  */
+import { ConfigError } from './core/errors.ts';
 
 /** Key and TTL attribute names of the tables. */
 export const KEY_ATTRIBUTES = {
@@ -13,8 +14,6 @@ export const KEY_ATTRIBUTES = {
   jobs: 'dedupKey',
   /** Partition key of the `leases` table (named locks such as `account#42`). */
   leases: 'leaseKey',
-  /** Partition key of the example `ledger` table (one item per account). */
-  ledger: 'account',
 } as const;
 
 /** TTL attribute of the `jobs` and `leases` tables (epoch seconds). TTL only tidies, it never decides. */
@@ -29,7 +28,10 @@ export const TTL_ATTRIBUTE = 'expiresAt';
  */
 export const REDRIVE_MARGIN = 10;
 
-/** Logical names of the stack outputs (CfnOutput ids); the CLI and tests look values up by these keys. */
+/**
+ * Logical names of leaseq's own stack outputs (CfnOutput ids); the CLI and tests look values up by these
+ * keys. Each application table adds `<Name>TableName` (see `tableOutputKey`).
+ */
 export const STACK_OUTPUT_KEYS = [
   'JobsQueueUrl',
   'JobsQueueName',
@@ -37,20 +39,28 @@ export const STACK_OUTPUT_KEYS = [
   'DlqName',
   'JobsTableName',
   'LeasesTableName',
-  'LedgerTableName',
   'WorkerFunctionName',
 ] as const;
 
 export type StackOutputKey = (typeof STACK_OUTPUT_KEYS)[number];
 
-/** Environment variables the stack sets on the worker Lambda (local workers set the same ones). */
+/**
+ * Environment variables of the worker (the stack sets them on the Lambda; local workers set the same).
+ * Application tables add one variable each, `LEASEQ_TABLE_<NAME>` (see `tableEnvVar`).
+ */
 export const WORKER_ENV = {
   jobsQueueUrl: 'LEASEQ_JOBS_QUEUE_URL',
   dlqUrl: 'LEASEQ_DLQ_URL',
   jobsTable: 'LEASEQ_JOBS_TABLE',
   leasesTable: 'LEASEQ_LEASES_TABLE',
-  ledgerTable: 'LEASEQ_LEDGER_TABLE',
   maxAttempts: 'LEASEQ_MAX_ATTEMPTS',
+  leaseMs: 'LEASEQ_LEASE_MS',
+  concurrency: 'LEASEQ_BATCH_CONCURRENCY',
+  backoffBaseSeconds: 'LEASEQ_BACKOFF_BASE_SECONDS',
+  backoffCapSeconds: 'LEASEQ_BACKOFF_CAP_SECONDS',
+  deadlineMarginMs: 'LEASEQ_DEADLINE_MARGIN_MS',
+  testHooks: 'LEASEQ_TEST_HOOKS',
+  workerId: 'LEASEQ_WORKER_ID',
 } as const;
 
 /** Names of one copy of leaseq's resources. */
@@ -65,7 +75,6 @@ export interface ResourceNames {
   readonly tables: {
     readonly jobs: TableNames;
     readonly leases: TableNames;
-    readonly ledger: Omit<TableNames, 'ttlAttribute'>;
   };
 }
 
@@ -86,8 +95,7 @@ const PREFIX_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
 const MAX_PREFIX_LENGTH = 80 - '-jobs-dlq'.length - FIFO_SUFFIX.length;
 
 /** Error for a resource prefix that SQS or DynamoDB would refuse as part of a name. */
-export class InvalidResourcePrefixError extends Error {
-  override readonly name = 'InvalidResourcePrefixError';
+export class InvalidResourcePrefixError extends ConfigError {
   readonly prefix: string;
 
   constructor(prefix: string) {
@@ -95,6 +103,7 @@ export class InvalidResourcePrefixError extends Error {
       `Invalid resource prefix ${JSON.stringify(prefix)}: expected 1-${MAX_PREFIX_LENGTH} characters of ` +
         'letters, digits, "-" or "_", starting with a letter or digit (it prefixes SQS queue and DynamoDB table names)',
     );
+    this.name = 'InvalidResourcePrefixError';
     this.prefix = prefix;
   }
 }
@@ -127,7 +136,6 @@ export function resourceNames(prefix: string, options: ResourceNameOptions = {})
     tables: {
       jobs: { name: `${prefix}-jobs`, partitionKey: KEY_ATTRIBUTES.jobs, ttlAttribute: TTL_ATTRIBUTE },
       leases: { name: `${prefix}-leases`, partitionKey: KEY_ATTRIBUTES.leases, ttlAttribute: TTL_ATTRIBUTE },
-      ledger: { name: `${prefix}-ledger`, partitionKey: KEY_ATTRIBUTES.ledger },
     },
   };
 }

@@ -1,15 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { SingleBar } from 'cli-progress';
 import { type Command, InvalidArgumentError } from 'commander';
-import { creditPayload, JOB_TYPES, transferPayload } from '../../jobs/registry.ts';
-import type { JobEnvelope } from '../../shared/core/envelope.ts';
 import {
   GENERATED_TYPES,
   type GeneratedType,
   generateJobs,
   newRunId,
   type OutgoingMessage,
-} from '../../shared/ops/generate.ts';
+} from '../../examples/ledger/generate.ts';
+import type { JobEnvelope } from '../../shared/core/envelope.ts';
+import type { JobRegistry } from '../../shared/core/registry.ts';
+import { payloadProblem } from '../../shared/jobs/standard-schema.ts';
 import { parseJobFile } from '../../shared/ops/job-file.ts';
 import { type SendProgress, type SendReport, sendMessages } from '../../shared/ops/send.ts';
 import {
@@ -22,6 +23,7 @@ import {
   rateArg,
   renderFields,
 } from '../format.ts';
+import { jobModuleOption, loadCliJobs } from '../job-module.ts';
 import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
 
 interface SendFlags extends TargetFlags {
@@ -34,6 +36,7 @@ interface SendFlags extends TargetFlags {
   readonly runId?: string;
   readonly concurrency?: number;
   readonly json?: boolean;
+  readonly jobModule?: string;
 }
 
 /** What `leaseq send` plans before it connects: the messages and how they were made. */
@@ -46,14 +49,11 @@ export interface SendPlan {
   readonly accounts?: readonly string[];
 }
 
-const PAYLOAD_SCHEMAS: Readonly<Record<string, typeof creditPayload | typeof transferPayload>> = {
-  [JOB_TYPES.credit]: creditPayload,
-  [JOB_TYPES.transfer]: transferPayload,
-};
-const KNOWN_TYPES: readonly string[] = Object.values(JOB_TYPES);
-
-/** Reads and validates a jobs file (JSON array or NDJSON); nothing is sent when any entry is bad. */
-export function planFromFile(file: string, runId: string): SendPlan {
+/**
+ * Reads and validates a jobs file (JSON array or NDJSON); nothing is sent when any entry is bad. With the
+ * job module's `jobs`, every type must be one of them and every payload must pass its schema.
+ */
+export function planFromFile(file: string, runId: string, registry?: JobRegistry): SendPlan {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -66,11 +66,16 @@ export function planFromFile(file: string, runId: string): SendPlan {
   try {
     jobs = parseJobFile(text, {
       runId,
-      isKnownType: (type) => KNOWN_TYPES.includes(type),
-      checkPayload: (type, payload) => {
-        const issue = PAYLOAD_SCHEMAS[type]?.safeParse(payload).error?.issues[0];
-        return issue ? `${issue.path.join('.') || 'payload'}: ${issue.message}` : undefined;
-      },
+      ...(registry
+        ? {
+            isKnownType: (type: string) => registry.has(type),
+            checkPayload: (type: string, payload: unknown) => {
+              const schema = registry.get(type)?.payload;
+              // The file reports "payload of <type>: <path>: <problem>".
+              return schema ? payloadProblem(schema, payload)?.replace(/^payload\./, '') : undefined;
+            },
+          }
+        : {}),
     });
   } catch (error) {
     throw new Error(`${file}: ${error instanceof Error ? error.message : String(error)}; nothing was sent`);
@@ -84,7 +89,7 @@ export function planFromFile(file: string, runId: string): SendPlan {
   return { source: 'file', runId, jobs: seen.size, messages };
 }
 
-function plan(flags: SendFlags): SendPlan {
+function plan(flags: SendFlags, jobs: JobRegistry | undefined): SendPlan {
   const runId = flags.runId ?? newRunId();
   if (flags.file) {
     if (flags.count !== undefined || flags.duplicates !== undefined || flags.types || flags.accounts) {
@@ -92,7 +97,13 @@ function plan(flags: SendFlags): SendPlan {
         '--file sends the jobs in the file: leave out --count, --duplicates, --types and --accounts',
       );
     }
-    return planFromFile(flags.file, runId);
+    return planFromFile(flags.file, runId, jobs);
+  }
+  const missing = GENERATED_TYPES.filter((type) => jobs && !jobs.has(type));
+  if (missing.length > 0) {
+    throw new Error(
+      `generated jobs are the ledger example's (${GENERATED_TYPES.join(', ')}), which your job module does not define: send your own jobs with --file`,
+    );
   }
   const types = flags.types ?? [...GENERATED_TYPES];
   const accounts = flags.accounts ?? 10;
@@ -153,10 +164,9 @@ export function describeSend(planned: SendPlan, report: SendReport, queueUrl: st
 /** Adds `leaseq send`. */
 export function register(program: Command): void {
   targetOptions(
-    program
-      .command('send')
+    jobModuleOption(program.command('send'))
       .description(
-        'send example jobs (ledger.credit / ledger.transfer) with optional duplicate sends, or the jobs in a file',
+        'send the jobs in a file (types and payloads checked against your job module), or generated ledger example jobs with optional duplicate sends',
       )
       .option('--count <n>', 'distinct jobs to generate (default 10)', integerArg(1, 1_000_000))
       .option(
@@ -183,7 +193,10 @@ export function register(program: Command): void {
       .option('--concurrency <n>', 'SendMessageBatch calls in flight (default 8)', integerArg(1, 64))
       .option('--json', 'print the result as JSON on stdout'),
   ).action(async (flags: SendFlags) => {
-    const planned = plan(flags);
+    const found = await loadCliJobs(flags.jobModule);
+    if (!found && flags.file)
+      note('no job module found: job types and payloads are not checked before sending');
+    const planned = plan(flags, found?.jobs);
     const target = await resolveTarget(flags);
     try {
       const bar = progressBar(planned.messages.length);

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
+import { type DemoProgress, type DemoResult, runDemo } from '../../examples/ledger/demo/run-demo.ts';
 import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
-import { type DemoProgress, type DemoResult, runDemo } from '../../shared/demo/run-demo.ts';
 import { ensureEmulator, stopEmulator } from '../../shared/local/emulator.ts';
 import { provisionLocal } from '../../shared/local/provision.ts';
 import { fractionArg, integerArg } from '../format.ts';
@@ -83,7 +83,7 @@ async function start(flags: StartFlags): Promise<number> {
         dlqUrl: o.DlqUrl,
         jobsTable: o.JobsTableName,
         leasesTable: o.LeasesTableName,
-        ledgerTable: o.LedgerTableName,
+        ledgerTable: provisioned.appTables.ledger ?? '',
       },
       mix: {
         jobs: flags.jobs,

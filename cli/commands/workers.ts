@@ -3,19 +3,21 @@ import type { Command } from 'commander';
 import { WorkerPool } from '../../shared/runner/worker-pool.ts';
 import { workerEnv } from '../../shared/worker/config.ts';
 import { integerArg, renderTable } from '../format.ts';
-import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
+import { jobModuleOption, requireCliJobs } from '../job-module.ts';
+import { appTableNames, resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
 
 interface WorkersFlags extends TargetFlags {
   readonly count: number;
   readonly leaseMs: number;
   readonly maxAttempts: number;
   readonly json?: boolean;
+  readonly jobModule?: string;
+  readonly testHooks?: boolean;
 }
 
 export function register(program: Command): void {
   targetOptions(
-    program
-      .command('workers')
+    jobModuleOption(program.command('workers'))
       .description(
         'run local worker processes (the Lambda handler under a local SQS event-source loop) until Ctrl-C; ' +
           'SIGTERM/Ctrl-C drains, SIGKILL of a worker is survivable',
@@ -23,6 +25,7 @@ export function register(program: Command): void {
       .option('--count <n>', 'worker processes', integerArg(1, 64), 3)
       .option('--lease-ms <ms>', 'job lease', integerArg(1000, 3_600_000), 30_000)
       .option('--max-attempts <n>', 'attempts before a job is dead-lettered', integerArg(1, 100), 5)
+      .option('--test-hooks', 'run test hooks carried in payloads (failure injection; local testing only)')
       .option('--json', 'print the closing per-worker counts as JSON'),
   ).action(async (flags: WorkersFlags) => {
     process.exitCode = await runWorkers(flags);
@@ -31,15 +34,23 @@ export function register(program: Command): void {
 
 async function runWorkers(flags: WorkersFlags): Promise<number> {
   const say = (line: string) => process.stderr.write(`leaseq: ${line}\n`);
+  const { path: jobsModule, jobs } = await requireCliJobs(flags.jobModule);
   const target = await resolveTarget(flags);
   target.close();
   const logDir = join(process.cwd(), '.leaseq', 'logs', `workers-${Date.now().toString(36)}`);
   const pool = new WorkerPool({
     count: flags.count,
     logDir,
+    jobsModule,
     env: {
       ...(target.endpoint ? { AWS_ENDPOINT_URL: target.endpoint } : {}),
-      ...workerEnv({ ...target.names, leaseMs: flags.leaseMs, maxAttempts: flags.maxAttempts }),
+      ...workerEnv({
+        ...target.names,
+        tables: appTableNames(target.names, jobs),
+        leaseMs: flags.leaseMs,
+        maxAttempts: flags.maxAttempts,
+        testHooks: flags.testHooks ?? false,
+      }),
     },
   });
   let stopping = false;
@@ -48,7 +59,10 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
   });
   pool.on('error', (id, message) => say(`worker ${id}: ${message}`));
   await pool.start();
-  say(`${flags.count} workers polling ${target.names.queueUrl}; logs in ${logDir}; Ctrl-C drains and stops`);
+  say(
+    `${flags.count} workers running ${jobs.types().join(', ')} from ${queueUrlName(target.names.queueUrl)}; ` +
+      `logs in ${logDir}; Ctrl-C drains and stops`,
+  );
   const ticker = setInterval(() => {
     say(
       `succeeded ${pool.total('JobSucceeded')} | duplicates ${pool.total('DuplicateSkipped')} | ` +
@@ -94,4 +108,8 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
   }
   if (allDied) say(`every worker exited; see the logs in ${logDir}`);
   return allDied ? 1 : 0;
+}
+
+function queueUrlName(url: string): string {
+  return url.slice(url.lastIndexOf('/') + 1) || url;
 }

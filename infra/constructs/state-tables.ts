@@ -1,6 +1,7 @@
 import type { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
+import { type KeyAttribute, keyName, keyType } from '../../shared/jobs/table.ts';
 import type { ResourceNames } from '../../shared/resources.ts';
 
 /** Properties of {@link StateTables}. */
@@ -17,56 +18,59 @@ export interface StateTablesProps {
 }
 
 /**
- * leaseq's DynamoDB state: the `jobs` table (dedup + job lease + checkpoint), the `leases` table
- * (named locks) and the example application's `ledger` table.
- *
- * All tables: on demand (no capacity to plan for bursty queues), point-in-time recovery, encryption at
- * rest with the AWS-managed key. `jobs` and `leases` have a TTL attribute that only tidies old items.
- *
- * `dynamodb.Table` (AWS::DynamoDB::Table) rather than TableV2 (AWS::DynamoDB::GlobalTable) on purpose:
- * the local emulators and the template-driven local provisioning understand the former.
+ * leaseq's own DynamoDB state: the `jobs` table (dedup + job lease + checkpoint) and the `leases` table
+ * (named locks), both with a TTL attribute that only tidies old items.
  */
 export class StateTables extends Construct {
   readonly jobs: dynamodb.Table;
   readonly leases: dynamodb.Table;
-  readonly ledger: dynamodb.Table;
 
   constructor(scope: Construct, id: string, props: StateTablesProps) {
     super(scope, id);
     const { names } = props;
-    this.jobs = this.table(
-      'JobsTable',
-      props,
-      names.jobs.name,
-      names.jobs.partitionKey,
-      names.jobs.ttlAttribute,
-    );
-    this.leases = this.table(
-      'LeasesTable',
-      props,
-      names.leases.name,
-      names.leases.partitionKey,
-      names.leases.ttlAttribute,
-    );
-    this.ledger = this.table('LedgerTable', props, names.ledger.name, names.ledger.partitionKey);
-  }
-
-  private table(
-    id: string,
-    props: StateTablesProps,
-    tableName: string,
-    partitionKey: string,
-    ttlAttribute?: string,
-  ): dynamodb.Table {
-    return new dynamodb.Table(this, id, {
-      tableName,
-      partitionKey: { name: partitionKey, type: dynamodb.AttributeType.STRING },
-      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      encryption: dynamodb.TableEncryption.AWS_MANAGED,
+    const common = {
       removalPolicy: props.removalPolicy,
       deletionProtection: props.deletionProtection ?? false,
-      ...(ttlAttribute ? { timeToLiveAttribute: ttlAttribute } : {}),
-    });
+    };
+    this.jobs = leaseqTable(this, 'JobsTable', { ...common, ...names.jobs });
+    this.leases = leaseqTable(this, 'LeasesTable', { ...common, ...names.leases });
   }
+}
+
+/** Shape and policies of one table made by {@link leaseqTable}. */
+export interface LeaseqTableProps {
+  readonly name: string;
+  readonly partitionKey: KeyAttribute;
+  readonly sortKey?: KeyAttribute;
+  readonly ttlAttribute?: string;
+  readonly removalPolicy: RemovalPolicy;
+  readonly deletionProtection: boolean;
+}
+
+const ATTRIBUTE_TYPE = {
+  S: dynamodb.AttributeType.STRING,
+  N: dynamodb.AttributeType.NUMBER,
+  B: dynamodb.AttributeType.BINARY,
+} as const;
+
+/**
+ * A table with leaseq's defaults: on demand (no capacity to plan for bursty queues), point-in-time
+ * recovery, encryption at rest with the AWS-managed key, optional TTL.
+ *
+ * `dynamodb.Table` (AWS::DynamoDB::Table) rather than TableV2 (AWS::DynamoDB::GlobalTable) on purpose:
+ * the local emulators and the template-driven local provisioning understand the former.
+ */
+export function leaseqTable(scope: Construct, id: string, props: LeaseqTableProps): dynamodb.Table {
+  const key = (k: KeyAttribute) => ({ name: keyName(k), type: ATTRIBUTE_TYPE[keyType(k)] });
+  return new dynamodb.Table(scope, id, {
+    tableName: props.name,
+    partitionKey: key(props.partitionKey),
+    ...(props.sortKey ? { sortKey: key(props.sortKey) } : {}),
+    billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+    encryption: dynamodb.TableEncryption.AWS_MANAGED,
+    removalPolicy: props.removalPolicy,
+    deletionProtection: props.deletionProtection,
+    ...(props.ttlAttribute ? { timeToLiveAttribute: props.ttlAttribute } : {}),
+  });
 }

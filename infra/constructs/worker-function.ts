@@ -1,5 +1,4 @@
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { type Duration, type RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -9,6 +8,7 @@ import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { tableEnvVar } from '../../shared/jobs/table.ts';
 import { WORKER_ENV } from '../../shared/resources.ts';
 
 /** Powertools log levels. */
@@ -24,8 +24,8 @@ export interface WorkerFunctionProps {
   readonly jobsTable: dynamodb.ITable;
   /** Named-lock table. */
   readonly leasesTable: dynamodb.ITable;
-  /** Example application state. */
-  readonly ledgerTable: dynamodb.ITable;
+  /** Application tables the jobs' effects write, by logical table name (`LEASEQ_TABLE_<NAME>`). @default {} */
+  readonly effectTables?: Readonly<Record<string, dynamodb.ITable>>;
   /** Lambda timeout; the queue's visibility timeout must be at least 6x this. */
   readonly timeout: Duration;
   /** The application's attempt limit, passed to the handler as `LEASEQ_MAX_ATTEMPTS`. */
@@ -36,8 +36,16 @@ export interface WorkerFunctionProps {
   readonly maxConcurrency: number;
   /** Removal policy of the function's log group. */
   readonly removalPolicy: RemovalPolicy;
-  /** Handler source file. @default functions/worker.ts of this repository */
-  readonly entry?: string;
+  /** Handler source file (exports `handler`, e.g. `createWorkerHandler({ jobs })`). */
+  readonly entry: string;
+  /** Root of the project the entry belongs to. @default CDK's own search (the lock file's directory) */
+  readonly projectRoot?: string;
+  /** Lock file of that project. @default CDK's own search upwards from the working directory */
+  readonly depsLockFilePath?: string;
+  /** Runs test hooks carried in payloads (`LEASEQ_TEST_HOOKS`). Never in production. @default false */
+  readonly testHooks?: boolean;
+  /** More environment variables for the function. @default {} */
+  readonly environment?: Readonly<Record<string, string>>;
   /** Memory in MiB. @default 256 */
   readonly memorySize?: number;
   /** `POWERTOOLS_SERVICE_NAME`. @default 'leaseq' */
@@ -68,11 +76,15 @@ export const WORKER_TABLE_ACTIONS = {
     'dynamodb:DeleteItem',
     'dynamodb:ConditionCheckItem',
   ],
-  ledger: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
+  /** Application tables: reads, and the writes effects make (Put, Update, Delete, ConditionCheck). */
+  effects: [
+    'dynamodb:GetItem',
+    'dynamodb:PutItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:DeleteItem',
+    'dynamodb:ConditionCheckItem',
+  ],
 } as const;
-
-const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const DEFAULT_ENTRY = fileURLToPath(new URL('../../functions/worker.ts', import.meta.url));
 
 /**
  * The worker Lambda: the handler bundled by the locally installed esbuild (never Docker), Node 22 on
@@ -103,10 +115,10 @@ export class WorkerFunction extends Construct {
 
     this.function = new nodejs.NodejsFunction(this, 'Function', {
       description: `leaseq worker (${Stack.of(this).stackName})`,
-      entry: props.entry ?? DEFAULT_ENTRY,
+      entry: props.entry,
       handler: 'handler',
-      projectRoot: REPO_ROOT,
-      depsLockFilePath: `${REPO_ROOT}package-lock.json`,
+      ...(props.projectRoot ? { projectRoot: props.projectRoot } : {}),
+      ...(props.depsLockFilePath ? { depsLockFilePath: props.depsLockFilePath } : {}),
       runtime: lambda.Runtime.NODEJS_22_X,
       architecture: lambda.Architecture.ARM_64,
       memorySize: props.memorySize ?? 256,
@@ -123,8 +135,15 @@ export class WorkerFunction extends Construct {
         [WORKER_ENV.dlqUrl]: props.deadLetterQueue.queueUrl,
         [WORKER_ENV.jobsTable]: props.jobsTable.tableName,
         [WORKER_ENV.leasesTable]: props.leasesTable.tableName,
-        [WORKER_ENV.ledgerTable]: props.ledgerTable.tableName,
         [WORKER_ENV.maxAttempts]: String(props.maxAttempts),
+        ...(props.testHooks ? { [WORKER_ENV.testHooks]: '1' } : {}),
+        ...Object.fromEntries(
+          Object.entries(props.effectTables ?? {}).map(([name, table]) => [
+            tableEnvVar(name),
+            table.tableName,
+          ]),
+        ),
+        ...props.environment,
       },
       bundling: {
         // Local esbuild (a dependency of this package); assertLocalEsbuild makes a missing one an
@@ -157,7 +176,12 @@ export class WorkerFunction extends Construct {
     props.deadLetterQueue.grantSendMessages(this.function);
     props.jobsTable.grant(this.function, ...WORKER_TABLE_ACTIONS.jobs);
     props.leasesTable.grant(this.function, ...WORKER_TABLE_ACTIONS.leases);
-    props.ledgerTable.grant(this.function, ...WORKER_TABLE_ACTIONS.ledger);
+    for (const table of Object.values(props.effectTables ?? {})) this.grantEffects(table);
+  }
+
+  /** Lets the worker read `table` and write it from effects (item-level actions only). */
+  grantEffects(table: dynamodb.ITable): void {
+    table.grant(this.function, ...WORKER_TABLE_ACTIONS.effects);
   }
 }
 

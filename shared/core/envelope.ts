@@ -25,6 +25,9 @@ const envelopeSchema = z.object({
   trace: z.string().regex(TRACEPARENT, 'trace must be a W3C traceparent').optional(),
 });
 
+/** The shape every reason for a refused body names, so a producer sees what to send. */
+export const ENVELOPE_SHAPE = `{v:${ENVELOPE_VERSION}, id, dedupKey, type, createdAt, payload}`;
+
 /** A job as it travels in an SQS message body. */
 export type JobEnvelope = z.infer<typeof envelopeSchema>;
 
@@ -46,19 +49,29 @@ export function parseEnvelope(
   try {
     raw = JSON.parse(body);
   } catch (error) {
-    throw new InvalidEnvelopeError('not-json', 'body is not JSON', error);
+    throw new InvalidEnvelopeError(
+      'not-json',
+      `not a leaseq envelope: the body is not JSON; expected ${ENVELOPE_SHAPE}`,
+      error,
+    );
   }
-  if (typeof raw === 'object' && raw !== null && 'v' in raw && raw.v !== ENVELOPE_VERSION) {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || !('v' in raw)) {
+    throw new InvalidEnvelopeError('bad-schema', `not a leaseq envelope: expected ${ENVELOPE_SHAPE}`);
+  }
+  if (raw.v !== ENVELOPE_VERSION) {
     throw new InvalidEnvelopeError(
       'unknown-version',
-      `envelope version ${JSON.stringify(raw.v)} is not supported (expected ${ENVELOPE_VERSION})`,
+      `leaseq envelope version ${JSON.stringify(raw.v)} is not supported; expected ${ENVELOPE_SHAPE}`,
     );
   }
   const parsed = envelopeSchema.safeParse(raw);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
     const where = first?.path.length ? first.path.join('.') : 'body';
-    throw new InvalidEnvelopeError('bad-schema', `${where}: ${first?.message ?? 'invalid envelope'}`);
+    throw new InvalidEnvelopeError(
+      'bad-schema',
+      `invalid leaseq envelope: ${where}: ${first?.message ?? 'invalid'}; expected ${ENVELOPE_SHAPE}`,
+    );
   }
   if (options.isKnownType && !options.isKnownType(parsed.data.type)) {
     throw new InvalidEnvelopeError('unknown-type', `job type ${parsed.data.type} is not registered`);

@@ -14,7 +14,14 @@ export class LeaseqError extends Error {
 }
 
 /** Why an envelope was refused; also the `reason` attribute of its dead letter. */
-export type EnvelopeProblem = 'not-json' | 'bad-schema' | 'unknown-version' | 'unknown-type' | 'too-large';
+export type EnvelopeProblem =
+  | 'not-json'
+  | 'bad-schema'
+  | 'unknown-version'
+  | 'unknown-type'
+  | 'too-large'
+  /** The envelope is fine; its payload fails the job type's schema. */
+  | 'bad-payload';
 
 /** The message body is not a job leaseq can run: dead-lettered at once, never retried. */
 export class InvalidEnvelopeError extends LeaseqError {
@@ -106,6 +113,17 @@ export class DeadlineError extends LeaseqError {
   constructor(message: string) {
     super(message, { retryable: true });
     this.name = 'DeadlineError';
+  }
+}
+
+/**
+ * A setting, a job definition or a deployment property is wrong (a missing table variable, a duplicate
+ * job type, a bad name). Raised where the setting is read, with the value received and what was expected.
+ */
+export class ConfigError extends LeaseqError {
+  constructor(message: string, cause?: unknown) {
+    super(message, { retryable: false, cause });
+    this.name = 'ConfigError';
   }
 }
 

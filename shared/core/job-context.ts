@@ -1,9 +1,13 @@
-import { OptimisticConflictError } from './errors.ts';
+import type { EffectTable } from '../jobs/effect-table.ts';
+import { ConfigError, OptimisticConflictError } from './errors.ts';
 import type { Checkpoint } from './job-item.ts';
 import type { Effect, JobLease, JobStore } from './job-store.ts';
+import type { LeaseStore } from './lease-store.ts';
 import type { MetricsSink } from './metrics.ts';
 import { conflictPause } from './optimistic.ts';
+import type { TableMap } from './registry.ts';
 import { MetricName } from './statuses.ts';
+import { jobLeaseOwner, type LeaseHandle, withLease } from './with-lease.ts';
 
 /** What a step hands back: effects committed with its checkpoint, and data kept for resume. */
 export interface StepOutcome<T> {
@@ -19,21 +23,74 @@ export interface JobContextOptions {
   readonly metrics: MetricsSink;
   /** In-process tries of an optimistic write before the job is given back with a delay. @default 3 */
   readonly optimisticTries?: number;
+  /** Handles of the application tables the job declared, by the key it declared them under. @default {} */
+  readonly tables?: Readonly<Record<string, EffectTable>>;
+  /** The named-lease store behind `withLease`. @default none (withLease then throws ConfigError) */
+  readonly leases?: LeaseStore;
+  /** Whether this deployment runs test hooks (failure injection in payloads). @default false */
+  readonly testHooks?: boolean;
   readonly random?: () => number;
   readonly now?: () => number;
 }
+
+/** Options of {@link JobContext.withLease}. */
+export interface JobLeaseOptions {
+  /** @default 15000 */
+  readonly leaseMs?: number;
+  /** How long to wait for a busy lease before LeaseBusyError (the job is then retried). @default 10000 */
+  readonly waitMs?: number;
+}
+
+/** `ctx.tables` of a job that declared the tables `T`. */
+export type TableHandles<T extends TableMap> = { readonly [K in keyof T]: EffectTable };
 
 /**
  * A job's handle on its own lease while it runs: the abort signal, checkpoints, fenced steps and the
  * idempotency keys for effects outside DynamoDB.
  */
-export class JobContext {
+export class JobContext<T extends TableMap = TableMap> {
   readonly #o: JobContextOptions;
   readonly #tries: number;
 
   constructor(options: JobContextOptions) {
     this.#o = options;
     this.#tries = options.optimisticTries ?? 3;
+  }
+
+  /** The application tables this job declared: reads, and builders of effects. */
+  get tables(): TableHandles<T> {
+    return (this.#o.tables ?? {}) as TableHandles<T>;
+  }
+
+  /**
+   * True when this deployment opted in to test hooks (local demo and tests: `LEASEQ_TEST_HOOKS=1`).
+   * A job that reads failure injection from its payload must refuse it when this is false.
+   */
+  get testHooksEnabled(): boolean {
+    return this.#o.testHooks ?? false;
+  }
+
+  /**
+   * Runs `fn` holding the named lease `key` on the `leases` table (a pessimistic lock on a shared
+   * resource such as `account#42`): renewed while `fn` runs, released afterwards, aborted with the job.
+   * Pass `handle.token` with writes outside DynamoDB so a stale holder is refused downstream.
+   */
+  async withLease<R>(
+    key: string,
+    fn: (handle: LeaseHandle) => Promise<R>,
+    options: JobLeaseOptions = {},
+  ): Promise<R> {
+    if (!this.#o.leases) {
+      throw new ConfigError('withLease needs the leases table: set LEASEQ_LEASES_TABLE on the worker');
+    }
+    return withLease(key, fn, {
+      store: this.#o.leases,
+      owner: jobLeaseOwner(this.#o.worker, this.#o.lease.dedupKey),
+      signal: this.#o.signal,
+      ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
+      ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
+      ...(this.#o.now ? { now: this.#o.now } : {}),
+    });
   }
 
   get dedupKey(): string {

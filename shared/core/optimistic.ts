@@ -12,10 +12,12 @@ export function versionedPut(input: {
   item: Record<string, unknown>;
   /** Name of the version attribute. @default 'version' */
   versionAttribute?: string;
+  /** The table's partition key, checked absent for a first write. @default the first attribute of `key` */
+  partitionKey?: string;
 }): Effect {
   const versionAttr = input.versionAttribute ?? 'version';
   const nextVersion = (input.seenVersion ?? 0) + 1;
-  const firstKey = Object.keys(input.key)[0] ?? 'pk';
+  const firstKey = input.partitionKey ?? Object.keys(input.key)[0] ?? 'pk';
   return {
     Put: {
       TableName: input.tableName,

@@ -1,5 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSRecord } from 'aws-lambda';
+import type { EffectTables } from '../jobs/effect-tables.ts';
+import { validatePayload } from '../jobs/standard-schema.ts';
 import { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from './backoff.ts';
 import { decideRefusal } from './claim-decision.ts';
 import type { CompletedCache } from './completed-cache.ts';
@@ -17,10 +19,11 @@ import { Heartbeat } from './heartbeat.ts';
 import { JobContext } from './job-context.ts';
 import type { DeadLetterReason, JobQueue } from './job-queue.ts';
 import type { JobLease, JobStore } from './job-store.ts';
+import type { LeaseStore } from './lease-store.ts';
 import { capLeaseToDeadline, leaseTiming, visibilityForLease } from './lease-timing.ts';
 import { type MetricsSink, noMetrics } from './metrics.ts';
 import { conflictPause } from './optimistic.ts';
-import type { JobDefinition, JobRegistry } from './registry.ts';
+import type { AnyJobDefinition, JobRegistry } from './registry.ts';
 import { MetricName } from './statuses.ts';
 
 /** Settings of a {@link JobProcessor}; every default is applied in the constructor. */
@@ -33,6 +36,12 @@ export interface JobProcessorOptions {
   readonly logger: Logger;
   /** @default noMetrics */
   readonly metrics?: MetricsSink;
+  /** The application tables jobs reach as `ctx.tables`. @default none (a job that declares tables fails) */
+  readonly tables?: EffectTables;
+  /** Store of named leases behind `ctx.withLease`. @default none */
+  readonly leases?: LeaseStore;
+  /** Run test hooks carried in payloads (`ctx.testHooksEnabled`). @default false */
+  readonly testHooks?: boolean;
   /** @default undefined (no local cache) */
   readonly cache?: CompletedCache;
   /** Job lease length. @default 30000 */
@@ -90,6 +99,9 @@ export class JobProcessor {
   readonly #worker: string;
   readonly #logger: Logger;
   readonly #metrics: MetricsSink;
+  readonly #tables: EffectTables | undefined;
+  readonly #leases: LeaseStore | undefined;
+  readonly #testHooks: boolean;
   readonly #cache: CompletedCache | undefined;
   readonly #leaseMs: number;
   readonly #heartbeatMs: number;
@@ -114,6 +126,9 @@ export class JobProcessor {
     this.#worker = options.worker;
     this.#logger = options.logger;
     this.#metrics = options.metrics ?? noMetrics;
+    this.#tables = options.tables;
+    this.#leases = options.leases;
+    this.#testHooks = options.testHooks ?? false;
     this.#cache = options.cache;
     this.#leaseMs = timing.leaseMs;
     this.#heartbeatMs = timing.heartbeatMs;
@@ -360,21 +375,18 @@ export class JobProcessor {
 
   /** Validates the payload, runs the job and commits it fenced; optimistic conflicts re-run it a few times. */
   async #runAndCommit(
-    definition: JobDefinition,
+    definition: AnyJobDefinition,
     envelope: JobEnvelope,
     lease: JobLease,
     signal: AbortSignal,
     log: JobLog,
   ): Promise<void> {
-    const parsed = definition.payload.safeParse(envelope.payload);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new InvalidEnvelopeError(
-        'bad-schema',
-        `payload.${issue?.path.join('.') || ''}: ${issue?.message ?? 'invalid payload'}`,
-      );
-    }
+    const parsed = await validatePayload(definition.payload, envelope.payload);
+    if (!parsed.ok) throw new InvalidEnvelopeError('bad-payload', parsed.problem);
     const context = new JobContext({
+      tables: this.#tables?.for(definition) ?? {},
+      ...(this.#leases ? { leases: this.#leases } : {}),
+      testHooks: this.#testHooks,
       store: this.#store,
       lease,
       signal,
@@ -385,7 +397,7 @@ export class JobProcessor {
       now: this.#now,
     });
     for (let tryNumber = 1; ; tryNumber++) {
-      const result = await abortable(definition.run(context, parsed.data), signal);
+      const result = (await abortable(definition.run(context, parsed.value), signal)) || undefined;
       signal.throwIfAborted();
       const commit = await this.#store.complete(lease, result?.result, result?.effects ?? []);
       if (commit.ok) return;

@@ -1,4 +1,6 @@
-import type { z } from 'zod';
+import { isPayloadSchema, type PayloadSchema } from '../jobs/standard-schema.ts';
+import { sameTableSpec, type TableDefinition } from '../jobs/table.ts';
+import { ConfigError } from './errors.ts';
 import type { JobContext } from './job-context.ts';
 import type { Effect } from './job-store.ts';
 
@@ -10,31 +12,63 @@ export interface JobOutcome {
   readonly result?: unknown;
 }
 
-/** One job type: its payload schema and the function that runs it. */
-export interface JobDefinition<P = unknown> {
+/** The application tables a job writes, by the name `ctx.tables` gives them. */
+export type TableMap = Readonly<Record<string, TableDefinition>>;
+
+/** One job type: its payload schema, the tables its effects write and the function that runs it. */
+export interface JobDefinition<P = unknown, T extends TableMap = TableMap> {
+  /** The envelope `type` that selects this job: letters, digits and `. _ : -` (e.g. `email.send`). */
   readonly type: string;
-  /** Validates the payload; a mismatch is a permanent error (dead-lettered at once). */
-  readonly payload: z.ZodType<P>;
+  /** Validates the payload (any Standard Schema: zod, valibot, ...); a mismatch is dead-lettered at once. */
+  readonly payload: PayloadSchema<P>;
+  /** Application tables the job reads and writes, reachable as `ctx.tables.<key>`. @default {} */
+  readonly tables?: T;
   /**
    * Runs the job. It may be called again in the same attempt when its final effects hit an optimistic
    * conflict, and again on a later attempt: steps already checkpointed are skipped by `ctx.step`.
    */
-  run(ctx: JobContext, payload: P): Promise<JobOutcome | undefined>;
+  // biome-ignore lint/suspicious/noConfusingVoidType: a job with nothing to commit may simply not return.
+  run(ctx: JobContext<T>, payload: P): Promise<JobOutcome | undefined | void>;
 }
 
-/** The job types a worker knows. An unregistered `type` is a permanent error. */
-export class JobRegistry {
-  readonly #definitions = new Map<string, JobDefinition>();
+/** A job definition whose payload and table types are erased (how a registry holds them). */
+// biome-ignore lint/suspicious/noExplicitAny: erasing the payload type needs a bivariant parameter here.
+export type AnyJobDefinition = JobDefinition<any, any>;
 
-  register<P>(definition: JobDefinition<P>): this {
+const JOB_TYPE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The job types a worker knows, and the application tables they write. An unregistered `type` is a permanent error. */
+export class JobRegistry {
+  readonly #definitions = new Map<string, AnyJobDefinition>();
+  readonly #tables = new Map<string, TableDefinition>();
+
+  /** A registry of `jobs` (what a job module exports). */
+  static of(jobs: Iterable<AnyJobDefinition>): JobRegistry {
+    const registry = new JobRegistry();
+    for (const job of jobs) registry.register(job);
+    return registry;
+  }
+
+  /** Adds a job type. @throws ConfigError for a duplicate or malformed type, or a table declared two ways. */
+  register<P, T extends TableMap>(definition: JobDefinition<P, T>): this {
+    assertDefinition(definition);
     if (this.#definitions.has(definition.type)) {
-      throw new Error(`job type ${definition.type} is already registered`);
+      throw new ConfigError(`job type ${definition.type} is already registered`);
     }
-    this.#definitions.set(definition.type, definition as unknown as JobDefinition);
+    for (const table of Object.values(definition.tables ?? {})) {
+      const known = this.#tables.get(table.name);
+      if (known && !sameTableSpec(known, table)) {
+        throw new ConfigError(
+          `table ${table.name} is declared twice with different keys (job type ${definition.type}); declare it once with defineTable and share it`,
+        );
+      }
+      this.#tables.set(table.name, table);
+    }
+    this.#definitions.set(definition.type, definition as AnyJobDefinition);
     return this;
   }
 
-  get(type: string): JobDefinition | undefined {
+  get(type: string): AnyJobDefinition | undefined {
     return this.#definitions.get(type);
   }
 
@@ -44,5 +78,31 @@ export class JobRegistry {
 
   types(): string[] {
     return [...this.#definitions.keys()];
+  }
+
+  /** Every application table the registered jobs write (each once). */
+  tables(): TableDefinition[] {
+    return [...this.#tables.values()];
+  }
+}
+
+function assertDefinition(definition: AnyJobDefinition): void {
+  if (typeof definition !== 'object' || definition === null) {
+    throw new ConfigError(
+      `a job definition must be an object from defineJob(...), received ${typeof definition}`,
+    );
+  }
+  if (typeof definition.type !== 'string' || !JOB_TYPE.test(definition.type)) {
+    throw new ConfigError(
+      `job type ${JSON.stringify(definition.type)} is not valid; expected 1-128 letters, digits or . _ : - (e.g. "email.send")`,
+    );
+  }
+  if (!isPayloadSchema(definition.payload)) {
+    throw new ConfigError(
+      `job type ${definition.type}: payload must be a Standard Schema (a zod, valibot or arktype schema)`,
+    );
+  }
+  if (typeof definition.run !== 'function') {
+    throw new ConfigError(`job type ${definition.type}: run must be a function (ctx, payload) => outcome`);
   }
 }

@@ -19,6 +19,14 @@ export interface WithLeaseOptions {
   readonly now?: () => number;
 }
 
+/**
+ * Owner recorded on a named lease a job takes (`ctx.withLease`): the worker and the job, so an operator
+ * sees which job holds `account#42`, and two jobs of one worker never pass for each other.
+ */
+export function jobLeaseOwner(worker: string, dedupKey: string): string {
+  return `${worker}/${dedupKey}`;
+}
+
 /** What the protected function gets: the fencing token to pass with its writes and a lost-lease signal. */
 export interface LeaseHandle {
   readonly key: string;

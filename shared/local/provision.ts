@@ -38,6 +38,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
 import type { LeaseqStackProps } from '../../infra/leaseq-stack.ts';
+import { tableOutputKey } from '../jobs/table.ts';
 import { defaultResourcePrefix, STACK_OUTPUT_KEYS, type StackOutputKey } from '../resources.ts';
 import { EmulatorError } from './errors.ts';
 
@@ -69,7 +70,7 @@ const templateCache = new Map<string, Promise<StackTemplate>>();
  */
 export async function synthesizedTemplate(stackProps: LeaseqStackProps = {}): Promise<StackTemplate> {
   // aws-cdk-lib is loaded only when a template is needed (it takes a few hundred ms to import).
-  const [{ resolveLeaseqStackProps }, { createLeaseqApp }] = await Promise.all([
+  const [{ resolveLeaseqStackProps, stackJobs }, { createLeaseqApp }] = await Promise.all([
     import('../../infra/leaseq-stack.ts'),
     import('../../infra/leaseq-app.ts'),
   ]);
@@ -77,6 +78,11 @@ export async function synthesizedTemplate(stackProps: LeaseqStackProps = {}): Pr
   const settings = resolveLeaseqStackProps(props);
   const key = JSON.stringify({
     ...settings,
+    // Jobs with the same types and tables give the same template (the entry is not part of it locally).
+    jobs: stackJobs(props)
+      .tables()
+      .map((t) => JSON.stringify(t))
+      .sort(),
     workerTimeout: settings.workerTimeout.toSeconds({ integral: false }),
     description: props.description,
   });
@@ -366,14 +372,20 @@ export interface ProvisionedTable {
   readonly action: ProvisionAction;
 }
 
-/** The stack outputs that exist locally (there is no Lambda, so no `WorkerFunctionName`). */
-export type LocalOutputs = Readonly<Record<Exclude<StackOutputKey, 'WorkerFunctionName'>, string>>;
+/**
+ * The stack outputs that exist locally (there is no Lambda, so no `WorkerFunctionName`), plus one
+ * `<Name>TableName` per application table.
+ */
+export type LocalOutputs = Readonly<Record<Exclude<StackOutputKey, 'WorkerFunctionName'>, string>> &
+  Readonly<Record<string, string | undefined>>;
 
 export interface ProvisionResult {
   readonly prefix: string;
   readonly queues: readonly ProvisionedQueue[];
   readonly tables: readonly ProvisionedTable[];
   readonly outputs: LocalOutputs;
+  /** Physical names of the application tables of the stack's jobs, by logical table name. */
+  readonly appTables: Readonly<Record<string, string>>;
   /** Things the endpoint did not support (e.g. point-in-time recovery on an emulator). */
   readonly notes: readonly string[];
   readonly skipped: LocalPlan['skipped'];
@@ -420,7 +432,15 @@ export async function provisionLocal(options: ProvisionOptions): Promise<Provisi
   ]);
 
   const outputs = resolveOutputs(plan, queues, tables);
+  const { stackJobs } = await import('../../infra/leaseq-stack.ts');
+  const appTables: Record<string, string> = {};
+  for (const table of stackJobs(stackProps).tables()) {
+    const name = outputs[tableOutputKey(table.name)];
+    if (!name) throw new LocalProvisionError(`stack output ${tableOutputKey(table.name)} is missing`);
+    appTables[table.name] = name;
+  }
   return {
+    appTables,
     prefix: stackProps.resourcePrefix ?? defaultResourcePrefix(stackProps.stage ?? DEFAULT_LOCAL_STAGE),
     queues,
     tables,
@@ -685,7 +705,7 @@ function resolveOutputs(
       `stack outputs ${missing.join(', ')} do not resolve to a local queue or table`,
     );
   }
-  return Object.fromEntries(required.map((key) => [key, resolved[key] ?? ''])) as LocalOutputs;
+  return resolved as LocalOutputs;
 }
 
 function requireValue<T>(value: T | undefined, message: string): T {

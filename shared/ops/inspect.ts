@@ -1,6 +1,7 @@
 import { DynamoDbJobStore } from '../core/dynamodb-job-store.ts';
 import type { JobItem } from '../core/job-item.ts';
 import { JobStatus } from '../core/statuses.ts';
+import { jobLeaseOwner } from '../core/with-lease.ts';
 import {
   collect,
   DEFAULT_STUCK_AFTER_MS,
@@ -49,7 +50,11 @@ export async function inspectJob(
   const job = await store.get(dedupKey);
   if (!job) return undefined;
   const ownerLeases = job.owner
-    ? await collect(scanNamedLeases(target.clients.doc, target.names.leasesTable, { owner: job.owner }))
+    ? await collect(
+        scanNamedLeases(target.clients.doc, target.names.leasesTable, {
+          owner: jobLeaseOwner(job.owner, job.dedupKey),
+        }),
+      )
     : [];
   const now = options.now ?? Date.now();
   const stuck = stuckReason(job, now, options.stuckAfterMs ?? DEFAULT_STUCK_AFTER_MS);

@@ -6,9 +6,17 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { runLimited } from '../core/batch.ts';
-import type { OutgoingMessage } from './generate.ts';
 import { Pacer } from './rate.ts';
 import { isFifoQueue } from './target.ts';
+
+/** One SQS message to send. */
+export interface OutgoingMessage {
+  readonly body: string;
+  /** For reports and FIFO grouping; never sent as an attribute. */
+  readonly dedupKey?: string;
+  /** True for the second copy of a job (a duplicate send). */
+  readonly duplicate?: boolean;
+}
 
 /** Settings of {@link sendMessages}; every default is applied in that function. */
 export interface SendOptions {
@@ -22,6 +30,10 @@ export interface SendOptions {
   readonly onProgress?: (progress: SendProgress) => void;
   /** Stops sending further batches when aborted (what was sent stays sent). */
   readonly signal?: AbortSignal;
+  /** Told of every message SQS accepted, with its SQS message id. */
+  readonly onSent?: (message: OutgoingMessage, messageId: string) => void;
+  /** Told of every message that was not sent after the retries. */
+  readonly onFailed?: (message: OutgoingMessage, failure: SendFailure) => void;
 }
 
 export interface SendProgress {
@@ -74,9 +86,9 @@ export async function sendMessages(
   const failures: SendFailure[] = [];
   const fail = (message: OutgoingMessage, code: string, text: string) => {
     failed += 1;
-    if (failures.length < 10) {
-      failures.push({ ...(message.dedupKey ? { dedupKey: message.dedupKey } : {}), code, message: text });
-    }
+    const failure = { ...(message.dedupKey ? { dedupKey: message.dedupKey } : {}), code, message: text };
+    if (failures.length < 10) failures.push(failure);
+    options.onFailed?.(message, failure);
   };
 
   await runLimited(batches, options.concurrency ?? 8, async (batch) => {
@@ -105,6 +117,7 @@ export async function sendMessages(
         if (!message) continue;
         sent += 1;
         if (message.duplicate) duplicates += 1;
+        options.onSent?.(message, ok.MessageId ?? '');
       }
       const again: typeof pending = [];
       for (const bad of out.Failed ?? []) {

@@ -2,7 +2,9 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { JOBS_MODULE_ENV } from '../jobs/job-module.ts';
+import { WORKER_ENV } from '../resources.ts';
+import { siblingModule } from '../sibling-module.ts';
 import type { WorkerMessage } from './worker-process.ts';
 
 export interface WorkerPoolOptions {
@@ -10,6 +12,8 @@ export interface WorkerPoolOptions {
   readonly count: number;
   /** Environment for every worker (names of queues and tables, endpoint, settings). */
   readonly env: Readonly<Record<string, string>>;
+  /** The job module the workers run (absolute path). */
+  readonly jobsModule: string;
   /** Folder for one log file per worker (`<id>.log`). */
   readonly logDir: string;
   /** Worker ids are `<idPrefix><n>`. @default 'w' */
@@ -31,7 +35,8 @@ interface PoolEvents {
   error: [string, string];
 }
 
-const ENTRY = fileURLToPath(new URL('./worker-process.ts', import.meta.url));
+// The TypeScript source in a checkout, the compiled file in an installed package.
+const ENTRY = siblingModule(import.meta.url, 'worker-process');
 
 /**
  * Local worker processes, each running the Lambda handler under the local event-source loop, with its
@@ -64,7 +69,12 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
     const logFile = join(this.#options.logDir, `${id}.log`);
     const fd = openSync(logFile, 'a');
     const child = fork(ENTRY, [], {
-      env: { ...process.env, ...this.#options.env, LEASEQ_WORKER_ID: id },
+      env: {
+        ...process.env,
+        ...this.#options.env,
+        [JOBS_MODULE_ENV]: this.#options.jobsModule,
+        [WORKER_ENV.workerId]: id,
+      },
       execArgv: ['--import', import.meta.resolve('tsx')],
       stdio: ['ignore', fd, fd, 'ipc'],
     });

@@ -1,10 +1,14 @@
-// Entry point of one local worker process (spawned by WorkerPool). It runs the very handler module the
-// Lambda runs (functions/worker.ts), under the local event-source loop, and reports its counters to
-// the parent over IPC. SIGTERM/SIGINT drain: no new polls, the batch in flight finishes or is given back.
+// Entry point of one local worker process (spawned by WorkerPool). It builds the handler the Lambda
+// builds (createWorkerHandler with the job module named by LEASEQ_JOBS_MODULE), runs it under the local
+// event-source loop, and reports its counters to the parent over IPC. SIGTERM/SIGINT drain: no new polls, the batch in flight finishes or is given back.
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../aws/clients.ts';
+import { ConfigError } from '../core/errors.ts';
 import { visibilityForLease } from '../core/lease-timing.ts';
+import { InMemoryMetrics } from '../core/metrics.ts';
+import { JOBS_MODULE_ENV, loadJobModule } from '../jobs/job-module.ts';
 import { workerConfigFromEnv } from '../worker/config.ts';
+import { createWorkerHandler } from '../worker/handler.ts';
 import { runWorkerLoop } from './worker-loop.ts';
 
 /** Messages a worker process sends to its parent. */
@@ -25,11 +29,15 @@ async function main(): Promise<void> {
     new GetQueueAttributesCommand({ QueueUrl: config.queueUrl, AttributeNames: ['QueueArn'] }),
   );
   const region = await clients.sqs.config.region();
-  const lambda = await import('../../functions/worker.ts');
+  const modulePath = process.env[JOBS_MODULE_ENV];
+  if (!modulePath) throw new ConfigError(`${JOBS_MODULE_ENV} is not set: the worker has no jobs to run`);
+  const jobs = await loadJobModule(modulePath);
+  const metrics = new InMemoryMetrics();
+  const handler = createWorkerHandler({ jobs, config, clients, worker, metrics });
   const send = (message: WorkerMessage) => {
     if (process.connected) process.send?.(message);
   };
-  const report = () => send({ type: 'metrics', worker, counters: lambda.metrics.snapshot().counters });
+  const report = () => send({ type: 'metrics', worker, counters: metrics.snapshot().counters });
   const timer = setInterval(report, 250);
   send({ type: 'ready', worker });
 
@@ -38,7 +46,7 @@ async function main(): Promise<void> {
     queueUrl: config.queueUrl,
     queueArn: attrs.Attributes?.QueueArn ?? '',
     region,
-    handler: lambda.handler,
+    handler,
     functionName: worker,
     timeoutMs: Number(process.env.LEASEQ_INVOCATION_TIMEOUT_MS ?? 60_000),
     batchSize: Number(process.env.LEASEQ_BATCH_SIZE ?? 10),

@@ -1,36 +1,66 @@
-import type { Logger } from '@aws-lambda-powertools/logger';
+import { randomUUID } from 'node:crypto';
+import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type { AwsClients } from '../aws/clients.ts';
+import { type AwsClients, awsConfigFromEnv, createAwsClients } from '../aws/clients.ts';
 import { processBatch } from '../core/batch.ts';
 import { CompletedCache } from '../core/completed-cache.ts';
 import { DynamoDbJobStore } from '../core/dynamodb-job-store.ts';
-import type { MetricsSink } from '../core/metrics.ts';
+import { DynamoDbLeaseStore } from '../core/dynamodb-lease-store.ts';
+import { InMemoryMetrics, type MetricsSink } from '../core/metrics.ts';
 import { JobProcessor } from '../core/processor.ts';
-import type { JobRegistry } from '../core/registry.ts';
+import { type AnyJobDefinition, JobRegistry } from '../core/registry.ts';
 import { SqsJobQueue } from '../core/sqs-job-queue.ts';
-import type { WorkerConfig } from './config.ts';
+import { EffectTables } from '../jobs/effect-tables.ts';
+import { type WorkerConfig, workerConfigFromEnv } from './config.ts';
 
+/** Options of {@link createWorkerHandler}; only `jobs` is required, the rest defaults to the environment. */
 export interface WorkerHandlerOptions {
-  readonly clients: AwsClients;
-  readonly config: WorkerConfig;
-  readonly registry: JobRegistry;
-  readonly worker: string;
-  readonly logger: Logger;
+  /** The job module's jobs: `defineJobs([...])` or a plain array of `defineJob(...)` results. */
+  readonly jobs: JobRegistry | readonly AnyJobDefinition[];
+  /** Environment the defaults below are read from. @default process.env */
+  readonly env?: NodeJS.ProcessEnv;
+  /** Worker settings. @default workerConfigFromEnv(env) */
+  readonly config?: WorkerConfig;
+  /** SQS and DynamoDB clients. @default createAwsClients(awsConfigFromEnv(env)) (honours AWS_ENDPOINT_URL) */
+  readonly clients?: AwsClients;
+  /** Physical names of the jobs' application tables, by logical name. @default `LEASEQ_TABLE_<NAME>` of env */
+  readonly tableNames?: Readonly<Record<string, string>>;
+  /** This worker's id (lease owner, on every log line). @default config.workerId, else `<function name>:<random>` */
+  readonly worker?: string;
+  /** @default a Powertools Logger (POWERTOOLS_SERVICE_NAME / POWERTOOLS_LOG_LEVEL) */
+  readonly logger?: Logger;
+  /** @default an InMemoryMetrics of this execution environment */
   readonly metrics?: MetricsSink;
 }
 
 /** The SQS batch handler Lambda runs and local workers run: one per process, built once. */
-export type WorkerHandler = (
-  event: SQSEvent,
-  context: Pick<Context, 'getRemainingTimeInMillis'>,
-) => Promise<SQSBatchResponse>;
+export interface WorkerHandler {
+  (event: SQSEvent, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse>;
+  /** The lease owner this handler writes. */
+  readonly workerId: string;
+  readonly metrics: MetricsSink;
+}
 
 /**
- * Builds the worker's batch handler from injected clients and config. The deadline of each invocation
- * (`getRemainingTimeInMillis` less a margin) caps every lease, so no lease outlives the invocation.
+ * Builds the worker's SQS batch handler for a Lambda (`export const handler = createWorkerHandler({ jobs })`)
+ * or a local worker. Settings, clients and table names are read once, here, so a bad environment fails
+ * at start with every problem named. Each invocation's deadline (`getRemainingTimeInMillis` less
+ * `LEASEQ_DEADLINE_MARGIN_MS`) caps every lease, so no lease outlives the invocation. Records listed
+ * in `batchItemFailures` stay in the queue; the rest are done (completed, skipped or dead-lettered).
  */
 export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandler {
-  const { clients, config } = options;
+  const env = options.env ?? process.env;
+  const registry = options.jobs instanceof JobRegistry ? options.jobs : JobRegistry.of(options.jobs);
+  const config = options.config ?? workerConfigFromEnv(env);
+  const tableNames = options.tableNames ?? EffectTables.namesFromEnv(registry, env);
+  const clients = options.clients ?? createAwsClients(awsConfigFromEnv(env));
+  const worker =
+    options.worker ??
+    config.workerId ??
+    `${env.AWS_LAMBDA_FUNCTION_NAME ?? 'worker'}:${randomUUID().slice(0, 8)}`;
+  const logger = options.logger ?? new Logger();
+  logger.appendKeys({ worker });
+  const metrics = options.metrics ?? new InMemoryMetrics();
   const processor = new JobProcessor({
     store: new DynamoDbJobStore({ client: clients.doc, tableName: config.jobsTable }),
     queue: new SqsJobQueue({
@@ -38,28 +68,35 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
       queueUrl: config.queueUrl,
       deadLetterQueueUrl: config.dlqUrl,
     }),
-    registry: options.registry,
-    worker: options.worker,
-    logger: options.logger,
+    registry,
+    tables: new EffectTables(clients.doc, tableNames),
+    ...(config.leasesTable
+      ? { leases: new DynamoDbLeaseStore({ client: clients.doc, tableName: config.leasesTable }) }
+      : {}),
+    testHooks: config.testHooks,
+    worker,
+    logger,
     cache: new CompletedCache(),
     leaseMs: config.leaseMs,
     maxAttempts: config.maxAttempts,
     backoff: { baseSeconds: config.backoffBaseSeconds, capSeconds: config.backoffCapSeconds },
-    ...(options.metrics ? { metrics: options.metrics } : {}),
+    metrics,
   });
-  return async (event, context) => {
+  const handle = async (event: SQSEvent, context: Pick<Context, 'getRemainingTimeInMillis'>) => {
+    if ('awsRequestId' in context) logger.addContext(context as Context);
     const deadline = Date.now() + context.getRemainingTimeInMillis() - config.deadlineMarginMs;
     const { response, outcomes } = await processBatch(event.Records, processor, {
       concurrency: config.concurrency,
       deadline,
     });
-    options.logger.debug('batch done', {
+    logger.debug('batch done', {
       records: outcomes.length,
       failures: response.batchItemFailures.length,
       actions: countBy(outcomes.map((o) => o.action)),
     });
     return response;
   };
+  return Object.assign(handle, { workerId: worker, metrics });
 }
 
 function countBy(values: readonly string[]): Record<string, number> {

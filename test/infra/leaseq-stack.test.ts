@@ -285,7 +285,7 @@ describe('Class: LeaseqStack', () => {
         [WORKER_ENV.dlqUrl]: { Ref: dlqId },
         [WORKER_ENV.jobsTable]: { Ref: jobsId },
         [WORKER_ENV.leasesTable]: { Ref: leasesId },
-        [WORKER_ENV.ledgerTable]: { Ref: ledgerId },
+        LEASEQ_TABLE_LEDGER: { Ref: ledgerId },
       });
     });
 
@@ -369,7 +369,7 @@ describe('Class: LeaseqStack', () => {
     it.each([
       ['leaseq-dev-jobs', WORKER_TABLE_ACTIONS.jobs],
       ['leaseq-dev-leases', WORKER_TABLE_ACTIONS.leases],
-      ['leaseq-dev-ledger', WORKER_TABLE_ACTIONS.ledger],
+      ['leaseq-dev-ledger', WORKER_TABLE_ACTIONS.effects],
     ] as const)('%s: exactly the item-level actions the worker uses', (name, expected) => {
       const { template } = synth();
       const [id] = table(template, name);
@@ -397,7 +397,10 @@ describe('Class: LeaseqStack', () => {
         WorkerFunctionName: { Ref: functionId },
       };
 
-      expect(Object.keys(template.findOutputs('*')).sort()).toEqual([...STACK_OUTPUT_KEYS].sort());
+      // leaseq's own outputs, plus one per application table of the job module.
+      expect(Object.keys(template.findOutputs('*')).sort()).toEqual(
+        [...STACK_OUTPUT_KEYS, 'LedgerTableName'].sort(),
+      );
       for (const [key, value] of Object.entries(expected)) {
         template.hasOutput(key, { Value: value });
       }

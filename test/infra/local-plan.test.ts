@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { tablePhysicalName } from '../../shared/jobs/table.ts';
 import {
   driftedQueueAttributes,
   LocalProvisionError,
@@ -41,6 +42,7 @@ describe('Function: planFromTemplate', () => {
     // Prepare
     const template = await synthesizedTemplate({ resourcePrefix: 'plan' });
     const names = resourceNames('plan');
+    const ledgerName = tablePhysicalName('plan', 'ledger');
 
     // Act
     const plan = planFromTemplate(template);
@@ -58,7 +60,7 @@ describe('Function: planFromTemplate', () => {
 
     const tables = Object.fromEntries(plan.tables.map((t) => [t.name, t]));
     expect(Object.keys(tables).sort()).toEqual(
-      [names.tables.jobs.name, names.tables.leases.name, names.tables.ledger.name].sort(),
+      [names.tables.jobs.name, names.tables.leases.name, ledgerName].sort(),
     );
     expect(tables[names.tables.jobs.name]?.create).toMatchObject({
       KeySchema: [{ AttributeName: 'dedupKey', KeyType: 'HASH' }],
@@ -68,7 +70,7 @@ describe('Function: planFromTemplate', () => {
     });
     expect(tables[names.tables.jobs.name]?.ttlAttribute).toBe(TTL_ATTRIBUTE);
     expect(tables[names.tables.leases.name]?.ttlAttribute).toBe(TTL_ATTRIBUTE);
-    expect(tables[names.tables.ledger.name]?.ttlAttribute).toBeUndefined();
+    expect(tables[ledgerName]?.ttlAttribute).toBeUndefined();
     expect(plan.tables.every((t) => t.pointInTimeRecovery)).toBe(true);
     expect(plan.skipped.map((s) => s.type)).toEqual(
       expect.arrayContaining(['AWS::Lambda::Function', 'AWS::SQS::QueuePolicy', 'AWS::IAM::Policy']),

@@ -19,10 +19,9 @@ describe('Function: resourceNames', () => {
       tables: {
         jobs: { name: 'leaseq-dev-jobs', partitionKey: 'dedupKey', ttlAttribute: 'expiresAt' },
         leases: { name: 'leaseq-dev-leases', partitionKey: 'leaseKey', ttlAttribute: 'expiresAt' },
-        ledger: { name: 'leaseq-dev-ledger', partitionKey: 'account' },
       },
     });
-    expect(KEY_ATTRIBUTES).toEqual({ jobs: 'dedupKey', leases: 'leaseKey', ledger: 'account' });
+    expect(KEY_ATTRIBUTES).toEqual({ jobs: 'dedupKey', leases: 'leaseKey' });
     expect(TTL_ATTRIBUTE).toBe('expiresAt');
   });
 

@@ -12,6 +12,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
+import { tablePhysicalName } from '../../shared/jobs/table.ts';
 import {
   LocalProvisionError,
   type ProvisionResult,
@@ -78,6 +79,7 @@ describe('Function: provisionLocal', () => {
   it('creates every queue and table of the template, named from the prefix', () => {
     // Prepare
     const names = resourceNames(prefix);
+    const ledgerName = tablePhysicalName(prefix, 'ledger');
     const templateQueues = templateResources<QueueProps>(template, 'AWS::SQS::Queue').map(
       ([, p]) => p.QueueName,
     );
@@ -90,7 +92,7 @@ describe('Function: provisionLocal', () => {
     expect(first.tables.map((t) => t.name).sort()).toEqual(templateTables.sort());
     expect(templateQueues.sort()).toEqual([names.queues.dlq, names.queues.jobs].sort());
     expect(templateTables.sort()).toEqual(
-      [names.tables.jobs.name, names.tables.leases.name, names.tables.ledger.name].sort(),
+      [names.tables.jobs.name, names.tables.leases.name, ledgerName].sort(),
     );
     expect([...first.queues, ...first.tables].map((r) => r.action)).toEqual(Array(5).fill('created'));
   });
@@ -162,6 +164,7 @@ describe('Function: provisionLocal', () => {
 
   it('resolves the stack outputs to the provisioned queues and tables', async () => {
     const names = resourceNames(prefix);
+    const ledgerName = tablePhysicalName(prefix, 'ledger');
     const jobsUrl = (await clients.sqs.send(new GetQueueUrlCommand({ QueueName: names.queues.jobs })))
       .QueueUrl;
     const dlqUrl = (await clients.sqs.send(new GetQueueUrlCommand({ QueueName: names.queues.dlq }))).QueueUrl;
@@ -173,7 +176,7 @@ describe('Function: provisionLocal', () => {
       DlqName: names.queues.dlq,
       JobsTableName: names.tables.jobs.name,
       LeasesTableName: names.tables.leases.name,
-      LedgerTableName: names.tables.ledger.name,
+      LedgerTableName: ledgerName,
     });
     expect(first.skipped.map((s) => s.type)).toContain('AWS::Lambda::Function');
   });

@@ -19,6 +19,7 @@ import { InMemoryMetrics } from '../../shared/core/metrics.ts';
 import { JobProcessor, type JobProcessorOptions } from '../../shared/core/processor.ts';
 import type { JobRegistry } from '../../shared/core/registry.ts';
 import { SqsJobQueue } from '../../shared/core/sqs-job-queue.ts';
+import { EffectTables } from '../../shared/jobs/effect-tables.ts';
 import { provisionLocal } from '../../shared/local/provision.ts';
 import { pollOnce } from '../../shared/runner/poll.ts';
 import { testClients, uniqueName } from './env.ts';
@@ -52,7 +53,7 @@ export async function coreEnv(label = 'core', stackProps: LeaseqStackProps = {})
     dlqUrl: o.DlqUrl,
     jobsTable: o.JobsTableName,
     leasesTable: o.LeasesTableName,
-    ledgerTable: o.LedgerTableName,
+    ledgerTable: provisioned.appTables.ledger ?? '',
     close: () => destroyAwsClients(clients),
   };
 }
@@ -89,6 +90,10 @@ export function makeWorker(
       deadLetterQueueUrl: env.dlqUrl,
     }),
     registry,
+    // The ledger example's table, and its payload test hooks on (tests inject failures through them).
+    tables: new EffectTables(env.clients.doc, { ledger: env.ledgerTable }),
+    leases: leaseStore(env),
+    testHooks: true,
     worker: overrides.worker ?? uniqueName('w'),
     logger: quietLogger(),
     metrics,

@@ -1,6 +1,6 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exampleJobs } from '../../../jobs/registry.ts';
+import ledgerJobs from '../../../examples/ledger/jobs.ts';
 import { DynamoDbJobStore } from '../../../shared/core/dynamodb-job-store.ts';
 import { JobStatus } from '../../../shared/core/statuses.ts';
 import type { DeadLetter, DeadLetterSummary, PurgeReport, RedriveReport } from '../../../shared/ops/dlq.ts';
@@ -59,7 +59,7 @@ describe('Command: leaseq dlq', () => {
       type: 'ledger.credit',
       payload: { account, amount: 5, simulate: { failTimes: 1 } },
     });
-    const registry = exampleJobs({ doc: env.clients.doc, ledgerTable: env.ledgerTable });
+    const registry = ledgerJobs;
     await drain(makeWorker(env, registry, { worker: 'w-strict', maxAttempts: 1 }));
     expect((await queueCounts(env, env.dlqUrl)).visible).toBe(2);
 
@@ -159,7 +159,7 @@ describe('Command: leaseq dlq', () => {
       type: 'ledger.credit',
       payload: { account: uniqueName('acct'), amount: 1, simulate: { permanent: true } },
     });
-    const registry = exampleJobs({ doc: env.clients.doc, ledgerTable: env.ledgerTable });
+    const registry = ledgerJobs;
     const worker = makeWorker(env, registry, { worker: 'w-p' });
     await drain(worker);
 

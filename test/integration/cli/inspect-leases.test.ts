@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exampleJobs } from '../../../jobs/registry.ts';
+import ledgerJobs from '../../../examples/ledger/jobs.ts';
 import { DynamoDbJobStore } from '../../../shared/core/dynamodb-job-store.ts';
 import { JobStatus } from '../../../shared/core/statuses.ts';
+import { jobLeaseOwner } from '../../../shared/core/with-lease.ts';
 import type { InspectReport } from '../../../shared/ops/inspect.ts';
 import type { LeasesReport } from '../../../shared/ops/leases.ts';
 import type { StatusReport } from '../../../shared/ops/status.ts';
@@ -33,7 +34,7 @@ describe('Command: leaseq inspect', () => {
     const account = uniqueName('acct');
     const dedupKey = uniqueName('credit');
     await sendJob(env, { dedupKey, type: 'ledger.credit', payload: { account, amount: 7 } });
-    const worker = makeWorker(env, exampleJobs({ doc: env.clients.doc, ledgerTable: env.ledgerTable }), {
+    const worker = makeWorker(env, ledgerJobs, {
       worker: 'w-inspect',
     });
     expect(
@@ -106,7 +107,10 @@ describe('Command: leaseq leases / status (live and stuck)', () => {
     const leases = leaseStore(env);
     const heldKey = uniqueName('account');
     const abandonedKey = uniqueName('account');
-    expect((await leases.tryAcquire(heldKey, 'w-live', 120_000, now)).acquired).toBe(true);
+    // A job's named lease names the worker and the job (ctx.withLease).
+    expect((await leases.tryAcquire(heldKey, jobLeaseOwner('w-live', live), 120_000, now)).acquired).toBe(
+      true,
+    );
     expect((await leases.tryAcquire(abandonedKey, 'w-gone', 1000, now - 60_000)).acquired).toBe(true);
 
     // Act
@@ -149,7 +153,7 @@ describe('Command: leaseq leases / status (live and stuck)', () => {
       [live, 'no-progress'],
     ]);
 
-    // inspect of the live job shows its lease and the named lease its owner holds
+    // inspect of the live job shows its lease and the named lease it holds
     const inspect = await leaseqJson<InspectReport>(['inspect', live, '--prefix', prefix]);
     expect(inspect.lease?.remainingMs).toBeGreaterThan(60_000);
     expect(inspect.ownerLeases.map((l) => l.leaseKey)).toEqual([heldKey]);

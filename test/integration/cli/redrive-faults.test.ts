@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exampleJobs } from '../../../jobs/registry.ts';
+import ledgerJobs from '../../../examples/ledger/jobs.ts';
 import { createAwsClients, destroyAwsClients } from '../../../shared/aws/clients.ts';
 import { FaultInjector } from '../../../shared/aws/fault-injector.ts';
 import { JobStatus } from '../../../shared/core/statuses.ts';
@@ -25,7 +25,7 @@ afterAll(() => env?.close());
 describe('Function: redrive (under faults, against the emulator)', () => {
   it('loses nothing when the send back fails: the letter stays, the next redrive sends it, the job runs once', async () => {
     // Prepare: a job that fails once dies at once under maxAttempts 1.
-    const registry = exampleJobs({ doc: env.clients.doc, ledgerTable: env.ledgerTable });
+    const registry = ledgerJobs;
     const strict = makeWorker(env, registry, { maxAttempts: 1 });
     const key = uniqueName('redrive');
     const account = uniqueName('acct');

@@ -272,7 +272,8 @@ describe('Class: JobProcessor (against the emulator)', () => {
     expect((await getBalance(env, account))?.balance).toBe(7);
     const letters = await receiveAll(env, env.dlqUrl, 30, 1);
     const reasons = letters.map((m) => readDeadLetterAttributes(m.MessageAttributes).reason).sort();
-    expect(reasons).toEqual([...Object.keys(bodies), 'invalid-bad-schema'].sort());
+    // A payload its job type's schema refuses has a reason of its own.
+    expect(reasons).toEqual([...Object.keys(bodies), 'invalid-bad-payload'].sort());
     // The original bodies are kept as they were, so nothing is lost.
     expect(letters.map((m) => m.Body)).toContain('{not json');
     expect((await worker.store.get(badPayload))?.status).toBe(JobStatus.Dead);

@@ -1,19 +1,23 @@
+import type { Message } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exampleJobs } from '../../../jobs/registry.ts';
+import { z } from 'zod';
+import ledgerJobs from '../../../examples/ledger/jobs.ts';
 import { JobStatus } from '../../../shared/core/statuses.ts';
+import { defineJob, defineJobs } from '../../../shared/jobs/define-job.ts';
 import { toSqsRecord } from '../../../shared/runner/sqs-records.ts';
 import { workerConfigFromEnv, workerEnv } from '../../../shared/worker/config.ts';
 import { createWorkerHandler } from '../../../shared/worker/handler.ts';
 import {
   type CoreEnv,
   coreEnv,
+  getBalance,
   makeWorker,
   queueCounts,
   quietLogger,
   receiveAll,
   sendJob,
 } from '../../support/core-fixture.ts';
-import { uniqueName } from '../../support/env.ts';
+import { testEndpoint, uniqueName } from '../../support/env.ts';
 
 let env: CoreEnv;
 
@@ -21,6 +25,15 @@ beforeAll(async () => {
   env = await coreEnv('handler');
 });
 afterAll(() => env?.close());
+
+/** This test's own message (an earlier test may leave one of its own visible in the shared queue). */
+async function receiveOwn(dedupKey: string): Promise<Message> {
+  for (let round = 0; round < 5; round++) {
+    const found = (await receiveAll(env, env.queueUrl, 30, 2)).find((m) => m.Body?.includes(dedupKey));
+    if (found) return found;
+  }
+  throw new Error(`message of ${dedupKey} not received`);
+}
 
 describe('Function: createWorkerHandler', () => {
   it('never lets a lease outlive the invocation deadline: a job still running then is given back', async () => {
@@ -30,15 +43,17 @@ describe('Function: createWorkerHandler', () => {
         queueUrl: env.queueUrl,
         dlqUrl: env.dlqUrl,
         jobsTable: env.jobsTable,
-        ledgerTable: env.ledgerTable,
+        tables: { ledger: env.ledgerTable },
         leaseMs: 30_000,
         deadlineMarginMs: 500,
+        testHooks: true,
       }),
     );
     const handler = createWorkerHandler({
       clients: env.clients,
       config,
-      registry: exampleJobs({ doc: env.clients.doc, ledgerTable: env.ledgerTable }),
+      jobs: ledgerJobs,
+      tableNames: { ledger: env.ledgerTable },
       worker: 'w-deadline',
       logger: quietLogger(),
     });
@@ -54,7 +69,7 @@ describe('Function: createWorkerHandler', () => {
 
     // Act: watch the job item while the invocation runs.
     const invokedAt = Date.now();
-    const store = makeWorker(env, exampleJobs({ doc: env.clients.doc, ledgerTable: env.ledgerTable })).store;
+    const store = makeWorker(env, ledgerJobs).store;
     let running = true;
     const leaseEnds: number[] = [];
     const watcher = (async () => {
@@ -75,10 +90,7 @@ describe('Function: createWorkerHandler', () => {
     // Assess
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: message.MessageId }]);
     expect(returnedAt - invokedAt).toBeLessThan(8000);
-    const item = await makeWorker(
-      env,
-      exampleJobs({ doc: env.clients.doc, ledgerTable: env.ledgerTable }),
-    ).store.get(key);
+    const item = await makeWorker(env, ledgerJobs).store.get(key);
     expect(item?.status).toBe(JobStatus.RetryWait);
     expect(item?.lastErrorClass).toBe('DeadlineError');
     // While it ran, its lease never reached past the deadline (remaining time less the margin), not
@@ -89,13 +101,99 @@ describe('Function: createWorkerHandler', () => {
     expect(await queueCounts(env)).toMatchObject({ visible: 1 });
   });
 
+  it('starts without any application table setting when its jobs declare none, and runs them', async () => {
+    // Prepare: a job module with one job and no tables; the environment names only leaseq's own resources.
+    const ran: string[] = [];
+    const ping = defineJob({
+      type: 'test.ping',
+      payload: z.object({ n: z.number() }),
+      async run(ctx, p) {
+        ran.push(`${ctx.dedupKey}:${p.n}`);
+        return { result: { pong: p.n } };
+      },
+    });
+    const environment = {
+      ...workerEnv({ queueUrl: env.queueUrl, dlqUrl: env.dlqUrl, jobsTable: env.jobsTable }),
+      AWS_ENDPOINT_URL: testEndpoint(),
+    };
+    const handler = createWorkerHandler({
+      jobs: defineJobs([ping]),
+      env: environment,
+      logger: quietLogger(),
+    });
+    const key = uniqueName('ping');
+    await sendJob(env, { dedupKey: key, type: 'test.ping', payload: { n: 3 } });
+    const message = await receiveOwn(key);
+
+    // Act
+    const response = await handler(
+      { Records: [toSqsRecord(message, env.queueArn, env.region)] },
+      { getRemainingTimeInMillis: () => 30_000 },
+    );
+
+    // Assess
+    expect(response.batchItemFailures).toEqual([]);
+    expect(ran).toEqual([`${key}:3`]);
+    const item = await makeWorker(env, ledgerJobs).store.get(key);
+    expect(item).toMatchObject({ status: JobStatus.Completed, result: { pong: 3 } });
+  });
+
+  it('refuses to start when a table its jobs declare has no name, naming the variable', () => {
+    const environment = workerEnv({ queueUrl: 'q', dlqUrl: 'd', jobsTable: 'j' });
+    expect(() => createWorkerHandler({ jobs: ledgerJobs, env: environment, clients: env.clients })).toThrow(
+      'invalid worker configuration: LEASEQ_TABLE_LEDGER is required (the physical name of a table the jobs declare)',
+    );
+  });
+
+  it('dead-letters a payload carrying test hooks unless the deployment opted in', async () => {
+    // Prepare: the ledger jobs with test hooks off (the deployed default).
+    const config = workerConfigFromEnv(
+      workerEnv({ queueUrl: env.queueUrl, dlqUrl: env.dlqUrl, jobsTable: env.jobsTable }),
+    );
+    expect(config.testHooks).toBe(false);
+    const handler = createWorkerHandler({
+      jobs: ledgerJobs,
+      config,
+      clients: env.clients,
+      tableNames: { ledger: env.ledgerTable },
+      logger: quietLogger(),
+    });
+    const key = uniqueName('hook');
+    const account = uniqueName('a');
+    await sendJob(env, {
+      dedupKey: key,
+      type: 'ledger.credit',
+      payload: { account, amount: 5, simulate: { sleepMs: 60_000 } },
+    });
+    const message = await receiveOwn(key);
+
+    // Act
+    const started = Date.now();
+    const response = await handler(
+      { Records: [toSqsRecord(message, env.queueArn, env.region)] },
+      { getRemainingTimeInMillis: () => 30_000 },
+    );
+
+    // Assess: not slept, not applied, dead-lettered at once with the reason.
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(response.batchItemFailures).toEqual([]);
+    const item = await makeWorker(env, ledgerJobs).store.get(key);
+    expect(item?.status).toBe(JobStatus.Dead);
+    expect(item?.lastError).toMatch(
+      /payload.simulate is a test hook and this deployment does not run test hooks/,
+    );
+    expect(await getBalance(env, account)).toBeUndefined();
+    const letters = await receiveAll(env, env.dlqUrl, 30, 2);
+    expect(letters.some((m) => m.Body?.includes(key))).toBe(true);
+  });
+
   it('rejects a worker environment that lacks names, listing each', () => {
     expect(() => workerConfigFromEnv({})).toThrow(
       /LEASEQ_JOBS_QUEUE_URL is required.*LEASEQ_DLQ_URL is required.*LEASEQ_JOBS_TABLE is required/,
     );
     expect(() =>
       workerConfigFromEnv({
-        ...workerEnv({ queueUrl: 'q', dlqUrl: 'd', jobsTable: 'j', ledgerTable: 'l' }),
+        ...workerEnv({ queueUrl: 'q', dlqUrl: 'd', jobsTable: 'j' }),
         LEASEQ_LEASE_MS: '-5',
       }),
     ).toThrow(/LEASEQ_LEASE_MS must be > 0/);

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import type { DemoResult } from '../../../shared/demo/run-demo.ts';
+import type { DemoResult } from '../../../examples/ledger/demo/run-demo.ts';
 import { testEndpoint, uniqueName } from '../../support/env.ts';
 
 const run = promisify(execFile);

@@ -1,11 +1,15 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readDeadLetterAttributes } from '../../../shared/core/sqs-job-queue.ts';
 import { JobStatus } from '../../../shared/core/statuses.ts';
 import { WorkerPool } from '../../../shared/runner/worker-pool.ts';
 import { workerEnv } from '../../../shared/worker/config.ts';
+
+const LEDGER_JOB_MODULE = fileURLToPath(new URL('../../../examples/ledger/jobs.ts', import.meta.url));
+
 import {
   type CoreEnv,
   coreEnv,
@@ -40,6 +44,7 @@ function startPool(count: number, leaseMs = 2000): Promise<void> {
     count,
     logDir: mkdtempSync(join(tmpdir(), 'leaseq-workers-')),
     idPrefix: `${uniqueName('p')}-`,
+    jobsModule: LEDGER_JOB_MODULE,
     env: {
       AWS_ENDPOINT_URL: testEndpoint(),
       POWERTOOLS_LOG_LEVEL: 'INFO',
@@ -50,7 +55,8 @@ function startPool(count: number, leaseMs = 2000): Promise<void> {
         dlqUrl: env.dlqUrl,
         jobsTable: env.jobsTable,
         leasesTable: env.leasesTable,
-        ledgerTable: env.ledgerTable,
+        tables: { ledger: env.ledgerTable },
+        testHooks: true,
         leaseMs,
         maxAttempts: 4,
       }),

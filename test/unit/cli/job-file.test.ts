@@ -63,8 +63,8 @@ describe('Function: parseJobFile', () => {
 
   it('refuses bad envelopes, unknown types, bad payloads and non-objects, with the position', () => {
     const cases: [string, RegExp][] = [
-      [`${JSON.stringify({ ...envelope, v: 2 })}`, /^line 1: envelope version 2 is not supported/],
-      [`${JSON.stringify({ ...envelope, dedupKey: '' })}`, /^line 1: dedupKey/],
+      [`${JSON.stringify({ ...envelope, v: 2 })}`, /^line 1: leaseq envelope version 2 is not supported/],
+      [`${JSON.stringify({ ...envelope, dedupKey: '' })}`, /^line 1: invalid leaseq envelope: dedupKey/],
       [
         `${JSON.stringify({ type: 'ledger.debit', payload: {} })}`,
         /^line 1: job type ledger.debit is not registered/,

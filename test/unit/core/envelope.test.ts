@@ -39,6 +39,24 @@ describe('Function: parseEnvelope', () => {
     expect(problemOf(JSON.stringify({ ...valid(), payload: 'x'.repeat(2000) }))).toBe('too-large');
   });
 
+  it('says a body that is not an envelope is not one, and names the expected shape', () => {
+    const reason = (body: string) => {
+      try {
+        parseEnvelope(body);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'accepted';
+    };
+    const shape = '{v:1, id, dedupKey, type, createdAt, payload}';
+    expect(reason(JSON.stringify({ orderId: 1 }))).toBe(`not a leaseq envelope: expected ${shape}`);
+    expect(reason('"just a string"')).toBe(`not a leaseq envelope: expected ${shape}`);
+    expect(reason('{oops')).toBe(`not a leaseq envelope: the body is not JSON; expected ${shape}`);
+    expect(reason(JSON.stringify({ ...valid(), dedupKey: '' }))).toBe(
+      `invalid leaseq envelope: dedupKey: dedupKey must be 1-256 printable characters; expected ${shape}`,
+    );
+  });
+
   it('accepts a 256-character dedup key and a W3C traceparent', () => {
     const env = {
       ...valid(),

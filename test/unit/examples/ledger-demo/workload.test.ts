@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { parseEnvelope } from '../../../shared/core/envelope.ts';
-import { planWorkload } from '../../../shared/demo/workload.ts';
-import { seededRandom } from '../../../shared/ops/generate.ts';
+import { planWorkload } from '../../../../examples/ledger/demo/workload.ts';
+import { seededRandom } from '../../../../examples/ledger/generate.ts';
+import { parseEnvelope } from '../../../../shared/core/envelope.ts';
 
 describe('Function: planWorkload', () => {
   const plan = planWorkload('run-t', {

@@ -1,5 +1,5 @@
-import type { OutgoingMessage } from '../ops/generate.ts';
-import { generateJobs } from '../ops/generate.ts';
+import type { OutgoingMessage } from '../generate.ts';
+import { generateJobs } from '../generate.ts';
 
 /** The mix of the demo workload. Every default is applied in `planWorkload`. */
 export interface WorkloadMix {

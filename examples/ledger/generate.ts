@@ -1,18 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { type JobEnvelope, makeEnvelope } from '../core/envelope.ts';
+import { type JobEnvelope, makeEnvelope } from '../../shared/core/envelope.ts';
 
-/** The example job types the generator knows how to fill (jobs/registry.ts). */
+/** The example job types the generator knows how to fill (examples/ledger/jobs.ts). */
 export const GENERATED_TYPES = ['ledger.credit', 'ledger.transfer'] as const;
 export type GeneratedType = (typeof GENERATED_TYPES)[number];
 
-/** One SQS message to send. */
-export interface OutgoingMessage {
-  readonly body: string;
-  /** For reports and FIFO grouping; never sent as an attribute. */
-  readonly dedupKey?: string;
-  /** True for the second copy of a job (a duplicate send). */
-  readonly duplicate?: boolean;
-}
+import type { OutgoingMessage } from '../../shared/ops/send.ts';
+
+export type { OutgoingMessage };
 
 /** Settings of {@link generateJobs}; every default is applied in that function. */
 export interface GenerateOptions {

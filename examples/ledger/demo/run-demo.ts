@@ -1,14 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { BatchGetCommand, BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
-import type { AwsClients } from '../aws/clients.ts';
-import { runLimited } from '../core/batch.ts';
-import { JobStatus } from '../core/statuses.ts';
-import { listDeadLetters } from '../ops/dlq.ts';
-import { sendMessages } from '../ops/send.ts';
-import { WorkerPool } from '../runner/worker-pool.ts';
-import { workerEnv } from '../worker/config.ts';
+import type { AwsClients } from '../../../shared/aws/clients.ts';
+import { runLimited } from '../../../shared/core/batch.ts';
+import { JobStatus } from '../../../shared/core/statuses.ts';
+import { listDeadLetters } from '../../../shared/ops/dlq.ts';
+import { sendMessages } from '../../../shared/ops/send.ts';
+import { WorkerPool } from '../../../shared/runner/worker-pool.ts';
+import { siblingModule } from '../../../shared/sibling-module.ts';
+import { workerEnv } from '../../../shared/worker/config.ts';
 import { planWorkload, type Workload, type WorkloadMix } from './workload.ts';
+
+/** The job module the demo workers run. */
+const LEDGER_JOB_MODULE = siblingModule(new URL('../', import.meta.url).href, 'jobs');
 
 /** Names the demo works on (the provisioned local stack). */
 export interface DemoNames {
@@ -125,6 +129,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const pool = new WorkerPool({
     count: options.workers ?? 3,
     logDir: join(options.logDir, runId),
+    jobsModule: LEDGER_JOB_MODULE,
     env: {
       ...(options.endpoint ? { AWS_ENDPOINT_URL: options.endpoint } : {}),
       POWERTOOLS_LOG_LEVEL: 'INFO',
@@ -132,7 +137,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       LEASEQ_BACKOFF_CAP_SECONDS: '8',
       ...workerEnv({
         ...names,
-        queueUrl: names.queueUrl,
+        tables: { ledger: names.ledgerTable },
+        // The demo's flaky, slow, crashing and poison jobs are test hooks in their payloads.
+        testHooks: true,
         leaseMs: options.leaseMs ?? 3000,
         maxAttempts: options.maxAttempts ?? 5,
       }),

@@ -1,9 +1,12 @@
 import { z } from 'zod';
-import { PermanentJobError, TransientJobError } from '../shared/core/errors.ts';
-import type { JobContext } from '../shared/core/job-context.ts';
+import { PermanentJobError, TransientJobError } from '../../shared/core/errors.ts';
+import type { JobContext } from '../../shared/core/job-context.ts';
 
 /**
- * Opt-in failure injection carried in a job's payload, for demos and tests. Real producers never set it.
+ * Opt-in failure injection carried in a job's payload, for demos and tests. Real producers never set it,
+ * and a worker runs it only when its deployment opted in to test hooks (`LEASEQ_TEST_HOOKS=1`, set by the
+ * local demo and tests; off in the deployed stack unless `testHooks: true`): otherwise a payload carrying
+ * it is dead-lettered, so nobody who can send to the queue can kill or stall a worker.
  * - `failTimes`: the first N attempts throw a transient error (retried with backoff).
  * - `sleepMs`: the job works this long, e.g. past its lease (the heartbeat must keep it).
  * - `crashAfterStep`: on the first attempt, the worker process dies right after this step's checkpoint.
@@ -24,16 +27,14 @@ export const simulateSchema = z
   .strict();
 export type Simulate = z.infer<typeof simulateSchema>;
 
-/** How a simulated crash kills the worker (SIGKILL of its own process by default). */
-export type Crash = () => void;
-
-export const killSelf: Crash = () => {
-  process.kill(process.pid, 'SIGKILL');
-};
-
-/** Applies the failures that happen before the job's work. */
+/** Applies the failures that happen before the job's work; refuses them unless test hooks are on. */
 export async function beforeWork(ctx: JobContext, simulate: Simulate | undefined): Promise<void> {
   if (!simulate) return;
+  if (!ctx.testHooksEnabled) {
+    throw new PermanentJobError(
+      'payload.simulate is a test hook and this deployment does not run test hooks (LEASEQ_TEST_HOOKS is off)',
+    );
+  }
   if (simulate.permanent) throw new PermanentJobError('simulated permanent failure');
   if (simulate.failTimes !== undefined && ctx.attempt <= simulate.failTimes) {
     throw new TransientJobError(
@@ -43,9 +44,11 @@ export async function beforeWork(ctx: JobContext, simulate: Simulate | undefined
   if (simulate.sleepMs) await sleepUnlessAborted(simulate.sleepMs, ctx.signal);
 }
 
-/** Crashes the process after `step` on the first attempt, when asked to. */
-export function afterStep(ctx: JobContext, simulate: Simulate | undefined, step: string, crash: Crash): void {
-  if (simulate?.crashAfterStep === step && ctx.attempt === 1) crash();
+/** Kills its own process (SIGKILL) after `step` on the first attempt, when asked to. */
+export function afterStep(ctx: JobContext, simulate: Simulate | undefined, step: string): void {
+  if (simulate?.crashAfterStep === step && ctx.attempt === 1 && ctx.testHooksEnabled) {
+    process.kill(process.pid, 'SIGKILL');
+  }
 }
 
 function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {

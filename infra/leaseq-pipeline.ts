@@ -1,0 +1,260 @@
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { ConfigError } from '../shared/core/errors.ts';
+import { type AnyJobDefinition, JobRegistry } from '../shared/core/registry.ts';
+import { type TableDefinition, tableOutputKey, tablePhysicalName } from '../shared/jobs/table.ts';
+import { assertValidResourcePrefix, REDRIVE_MARGIN, resourceNames } from '../shared/resources.ts';
+import { JobQueue } from './constructs/job-queue.ts';
+import { leaseqTable, StateTables } from './constructs/state-tables.ts';
+import { WorkerFunction, type WorkerLogLevel } from './constructs/worker-function.ts';
+
+/** Properties of {@link LeaseqPipeline}. */
+export interface LeaseqPipelineProps {
+  /**
+   * The worker's handler file: it exports `handler = createWorkerHandler({ jobs })`. Bundled with the
+   * esbuild installed next to aws-cdk-lib (never Docker).
+   */
+  readonly entry: string;
+  /**
+   * The job module's jobs (`defineJobs([...])`). Every application table they declare is created (unless
+   * given in `tables`), passed to the worker as `LEASEQ_TABLE_<NAME>` and granted item access.
+   * @default no application tables
+   */
+  readonly jobs?: JobRegistry | readonly AnyJobDefinition[];
+  /**
+   * Existing tables to use for some of the jobs' tables, by logical name; the worker is granted item
+   * access to them and nothing is created for those names.
+   * @default {}
+   */
+  readonly tables?: Readonly<Record<string, dynamodb.ITable>>;
+  /**
+   * Prefix of every physical queue and table name (`<prefix>-jobs`, `<prefix>-leases`, `<prefix>-<table>`);
+   * the `leaseq` command finds a deployment by it (`--prefix`).
+   * @default the stack name
+   */
+  readonly resourcePrefix?: string;
+  /**
+   * The application's own attempt limit: after this many attempts a job is dead-lettered by the worker.
+   * The queue's redrive `maxReceiveCount` is set above it (`maxAttempts + REDRIVE_MARGIN`) as a safety net.
+   * @default 5
+   */
+  readonly maxAttempts?: number;
+  /**
+   * Timeout of the worker Lambda (1 s - 15 min). The queue's visibility timeout is 6x this.
+   * @default Duration.seconds(60)
+   */
+  readonly workerTimeout?: Duration;
+  /** Records per worker invocation (1-10). @default 10 */
+  readonly batchSize?: number;
+  /** Most concurrent worker invocations the SQS event source starts (2-1000). @default 5 */
+  readonly maxConcurrency?: number;
+  /** FIFO jobs queue and DLQ (names end in `.fifo`). @default false */
+  readonly fifo?: boolean;
+  /** Removal policy of queues, tables and logs. @default RemovalPolicy.RETAIN */
+  readonly removalPolicy?: RemovalPolicy;
+  /** Refuse `DeleteTable` of the tables, even from CloudFormation. @default false */
+  readonly deletionProtection?: boolean;
+  /** Worker memory in MiB. @default 256 */
+  readonly memorySize?: number;
+  /** `POWERTOOLS_LOG_LEVEL` of the worker. @default 'INFO' */
+  readonly logLevel?: WorkerLogLevel;
+  /**
+   * Let the worker run test hooks carried in payloads (failure injection for demos and tests). Anyone who
+   * can send to the queue could then stall or kill workers: never in production.
+   * @default false
+   */
+  readonly testHooks?: boolean;
+  /** More environment variables for the worker (e.g. `LEASEQ_LEASE_MS`). @default {} */
+  readonly environment?: Readonly<Record<string, string>>;
+  /** Root of the project the entry belongs to. @default CDK's search from the lock file */
+  readonly projectRoot?: string;
+  /** That project's lock file. @default CDK's search upwards from the working directory */
+  readonly depsLockFilePath?: string;
+}
+
+/** The settings of {@link LeaseqPipelineProps} that have defaults, with the defaults applied. */
+export interface ResolvedPipelineSettings {
+  readonly resourcePrefix: string;
+  readonly maxAttempts: number;
+  readonly workerTimeout: Duration;
+  readonly batchSize: number;
+  readonly maxConcurrency: number;
+  readonly fifo: boolean;
+}
+
+/** A construct property outside its allowed range; the message shows the value received and expected. */
+export class InvalidLeaseqPropsError extends ConfigError {
+  readonly prop: string;
+
+  constructor(construct: string, prop: string, received: unknown, expected: string, cause?: unknown) {
+    super(`${construct} prop ${prop} is ${JSON.stringify(received)}; expected ${expected}`, cause);
+    this.name = 'InvalidLeaseqPropsError';
+    this.prop = prop;
+  }
+}
+
+/**
+ * Applies the documented defaults in one place and validates them.
+ * @throws InvalidLeaseqPropsError naming the prop, the value received and the range expected.
+ */
+export function resolvePipelineSettings(
+  props: Partial<Omit<ResolvedPipelineSettings, 'resourcePrefix'>> & { readonly resourcePrefix: string },
+  construct = 'LeaseqPipeline',
+): ResolvedPipelineSettings {
+  const fail = (prop: string, received: unknown, expected: string, cause?: unknown) =>
+    new InvalidLeaseqPropsError(construct, prop, received, expected, cause);
+  try {
+    assertValidResourcePrefix(props.resourcePrefix);
+  } catch (error) {
+    throw fail(
+      'resourcePrefix',
+      props.resourcePrefix,
+      'letters, digits, "-" or "_", starting with a letter or digit, short enough for SQS names',
+      error,
+    );
+  }
+  const resolved: ResolvedPipelineSettings = {
+    resourcePrefix: props.resourcePrefix,
+    maxAttempts: props.maxAttempts ?? 5,
+    workerTimeout: props.workerTimeout ?? Duration.seconds(60),
+    batchSize: props.batchSize ?? 10,
+    maxConcurrency: props.maxConcurrency ?? 5,
+    fifo: props.fifo ?? false,
+  };
+  const integer = (prop: keyof ResolvedPipelineSettings, min: number, max: number) => {
+    const value = resolved[prop] as number;
+    if (!Number.isInteger(value) || value < min || value > max) {
+      throw fail(prop, value, `an integer from ${min} to ${max}`);
+    }
+  };
+  integer('maxAttempts', 1, 1000 - REDRIVE_MARGIN);
+  // A batch is handled within one invocation; more than 10 records would need a batching window.
+  integer('batchSize', 1, 10);
+  integer('maxConcurrency', 2, 1000);
+  const timeoutSeconds = resolved.workerTimeout.toSeconds({ integral: false });
+  if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 900) {
+    throw fail('workerTimeout', `${timeoutSeconds} s`, 'whole seconds from 1 s to 900 s (the Lambda limit)');
+  }
+  return resolved;
+}
+
+/**
+ * leaseq in your own stack: the jobs queue with its DLQ, the `jobs` and `leases` tables, the tables your
+ * jobs declare, and the worker Lambda fed by the queue (partial batch failures, maximum concurrency)
+ * with least-privilege grants. Physical names come from `resourcePrefix`, so the `leaseq` command finds
+ * the deployment by prefix or by the stack outputs.
+ *
+ * ```ts
+ * const pipeline = new LeaseqPipeline(this, 'Jobs', { entry: 'src/worker.ts', jobs, resourcePrefix: 'orders' });
+ * pipeline.grantEffects(existingAuditTable);
+ * ```
+ */
+export class LeaseqPipeline extends Construct {
+  readonly settings: ResolvedPipelineSettings;
+  readonly queue: sqs.Queue;
+  readonly deadLetterQueue: sqs.Queue;
+  readonly jobsTable: dynamodb.Table;
+  readonly leasesTable: dynamodb.Table;
+  /** The application tables the worker writes, by logical name (created here or given in `tables`). */
+  readonly effectTables: Readonly<Record<string, dynamodb.ITable>>;
+  readonly worker: WorkerFunction;
+
+  constructor(scope: Construct, id: string, props: LeaseqPipelineProps) {
+    super(scope, id);
+    if (typeof props.entry !== 'string' || props.entry.trim() === '') {
+      throw new InvalidLeaseqPropsError(
+        'LeaseqPipeline',
+        'entry',
+        props.entry,
+        'the path of your handler file',
+      );
+    }
+    this.settings = resolvePipelineSettings({
+      ...props,
+      resourcePrefix: props.resourcePrefix ?? Stack.of(this).stackName,
+    });
+    const settings = this.settings;
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    const deletionProtection = props.deletionProtection ?? false;
+    const names = resourceNames(settings.resourcePrefix, { fifo: settings.fifo });
+
+    const jobQueue = new JobQueue(this, 'JobQueue', {
+      queueName: names.queues.jobs,
+      deadLetterQueueName: names.queues.dlq,
+      consumerTimeout: settings.workerTimeout,
+      maxReceiveCount: settings.maxAttempts + REDRIVE_MARGIN,
+      fifo: settings.fifo,
+      removalPolicy,
+    });
+    this.queue = jobQueue.queue;
+    this.deadLetterQueue = jobQueue.deadLetterQueue;
+
+    const state = new StateTables(this, 'StateTables', {
+      names: names.tables,
+      removalPolicy,
+      deletionProtection,
+    });
+    this.jobsTable = state.jobs;
+    this.leasesTable = state.leases;
+
+    const declared = jobTables(props.jobs);
+    const given = props.tables ?? {};
+    for (const name of Object.keys(given)) {
+      if (!declared.some((t) => t.name === name)) {
+        throw new InvalidLeaseqPropsError(
+          'LeaseqPipeline',
+          'tables',
+          name,
+          `a table the jobs declare (${declared.map((t) => t.name).join(', ') || 'none'})`,
+        );
+      }
+    }
+    const effectTables: Record<string, dynamodb.ITable> = {};
+    for (const table of declared) {
+      effectTables[table.name] =
+        given[table.name] ??
+        leaseqTable(this, tableOutputKey(table.name).replace(/Name$/, ''), {
+          ...table,
+          name: tablePhysicalName(settings.resourcePrefix, table.name),
+          removalPolicy,
+          deletionProtection,
+        });
+    }
+    this.effectTables = effectTables;
+
+    this.worker = new WorkerFunction(this, 'Worker', {
+      entry: props.entry,
+      jobsQueue: this.queue,
+      deadLetterQueue: this.deadLetterQueue,
+      jobsTable: this.jobsTable,
+      leasesTable: this.leasesTable,
+      effectTables,
+      timeout: settings.workerTimeout,
+      maxAttempts: settings.maxAttempts,
+      batchSize: settings.batchSize,
+      maxConcurrency: settings.maxConcurrency,
+      removalPolicy,
+      ...(props.memorySize === undefined ? {} : { memorySize: props.memorySize }),
+      ...(props.logLevel === undefined ? {} : { logLevel: props.logLevel }),
+      ...(props.testHooks === undefined ? {} : { testHooks: props.testHooks }),
+      ...(props.environment === undefined ? {} : { environment: props.environment }),
+      ...(props.projectRoot === undefined ? {} : { projectRoot: props.projectRoot }),
+      ...(props.depsLockFilePath === undefined ? {} : { depsLockFilePath: props.depsLockFilePath }),
+    });
+  }
+
+  /**
+   * Lets the worker read `table` and write it from effects (GetItem, PutItem, UpdateItem, DeleteItem,
+   * ConditionCheckItem on that table only), for a table your jobs use that this construct did not make.
+   */
+  grantEffects(table: dynamodb.ITable): void {
+    this.worker.grantEffects(table);
+  }
+}
+
+function jobTables(jobs: LeaseqPipelineProps['jobs']): TableDefinition[] {
+  if (!jobs) return [];
+  return (jobs instanceof JobRegistry ? jobs : JobRegistry.of(jobs)).tables();
+}

@@ -1,0 +1,90 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ConfigError } from '../core/errors.ts';
+import { JobRegistry } from '../core/registry.ts';
+
+/** Environment variable naming the job module (a path); `--jobs` and package.json's `leaseq.jobs` come first. */
+export const JOBS_MODULE_ENV = 'LEASEQ_JOBS_MODULE';
+
+/**
+ * Where the job module is, in order: the `--jobs` flag, `LEASEQ_JOBS_MODULE`, then the `leaseq.jobs`
+ * field of the nearest package.json at or above `cwd` (relative to that package.json). Returns an
+ * absolute path, or undefined when none names one.
+ */
+export function findJobModule(
+  flag: string | undefined,
+  cwd: string = process.cwd(),
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
+  if (flag) return resolve(cwd, flag);
+  const fromEnv = env[JOBS_MODULE_ENV]?.trim();
+  if (fromEnv) return resolve(cwd, fromEnv);
+  for (let dir = resolve(cwd); ; dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest)) {
+      const field = readLeaseqField(manifest);
+      return field === undefined ? undefined : resolve(dir, field);
+    }
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
+function readLeaseqField(manifest: string): string | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(manifest, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(
+      `cannot read ${manifest}: ${error instanceof Error ? error.message : error}`,
+      error,
+    );
+  }
+  const field = (parsed as { leaseq?: { jobs?: unknown } } | null)?.leaseq?.jobs;
+  if (field === undefined) return undefined;
+  if (typeof field !== 'string' || field.trim() === '') {
+    throw new ConfigError(
+      `${manifest}: "leaseq.jobs" must be the path of your job module, e.g. "./src/jobs.ts"`,
+    );
+  }
+  return field;
+}
+
+/**
+ * Imports a job module and returns its jobs. The module's default export (or its export `jobs`) is
+ * `defineJobs([...])` or an array of `defineJob(...)` results. TypeScript modules load when tsx is
+ * registered (the `leaseq` command and local workers register it).
+ * @throws ConfigError when the file is missing or exports no jobs.
+ */
+export async function loadJobModule(path: string): Promise<JobRegistry> {
+  const file = isAbsolute(path) ? path : resolve(path);
+  if (!existsSync(file)) throw new ConfigError(`job module ${file} does not exist`);
+  let exports: Record<string, unknown>;
+  try {
+    exports = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  } catch (error) {
+    throw new ConfigError(
+      `job module ${file} failed to load: ${error instanceof Error ? error.message : String(error)}`,
+      error,
+    );
+  }
+  const candidate = exports.default ?? exports.jobs;
+  if (candidate instanceof JobRegistry) return candidate;
+  if (Array.isArray(candidate)) return JobRegistry.of(candidate);
+  // A registry from another copy of leaseq (e.g. a user's own install next to the CLI's).
+  if (isRegistryLike(candidate)) {
+    return JobRegistry.of(candidate.types().flatMap((t) => candidate.get(t) ?? []));
+  }
+  throw new ConfigError(
+    `job module ${file} exports no jobs: expected \`export default defineJobs([...])\` (or an export named jobs)`,
+  );
+}
+
+function isRegistryLike(value: unknown): value is Pick<JobRegistry, 'types' | 'get'> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as JobRegistry).types === 'function' &&
+    typeof (value as JobRegistry).get === 'function'
+  );
+}

@@ -1,0 +1,215 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { awsConfigFromEnv, createAwsClients } from '../aws/clients.ts';
+import { type JobEnvelope, makeEnvelope, parseEnvelope } from '../core/envelope.ts';
+import { InvalidEnvelopeError, LeaseqError } from '../core/errors.ts';
+import { type AnyJobDefinition, JobRegistry } from '../core/registry.ts';
+import { payloadProblem } from '../jobs/standard-schema.ts';
+import { type OutgoingMessage, type SendFailure, sendMessages } from '../ops/send.ts';
+
+/** One job to send. */
+export interface JobInput<P = unknown> {
+  /** The job type (`email.send`). */
+  readonly type: string;
+  readonly payload: P;
+  /**
+   * The job's business identity (an order id, `invoice-2026-0042`): every message with the same key is
+   * the same job, run at most once in effect. Not the message id: a resend of the same job keeps it.
+   */
+  readonly dedupKey: string;
+  /** This message's own id (for logs). @default a random UUID */
+  readonly id?: string;
+  /** @default now */
+  readonly createdAt?: Date;
+  /** W3C traceparent to continue. @default the producer's `traceparent()`, else a new trace */
+  readonly traceparent?: string;
+}
+
+/** Settings of {@link JobProducer}; every default is applied in the constructor. */
+export interface JobProducerOptions {
+  /** URL of the jobs queue (stack output `JobsQueueUrl`). */
+  readonly queueUrl: string;
+  /** @default an SQSClient from the environment (AWS_REGION, AWS_ENDPOINT_URL) */
+  readonly client?: SQSClient;
+  /**
+   * Your job module's jobs: when given, an unknown type or a payload its schema refuses is an error
+   * before anything is sent (otherwise the worker dead-letters it).
+   * @default no check
+   */
+  readonly jobs?: JobRegistry | readonly AnyJobDefinition[];
+  /**
+   * The current trace context, called for every job without its own `traceparent` (wire your tracer's
+   * active span here). Returning undefined starts a new trace.
+   * @default () => undefined
+   */
+  readonly traceparent?: () => string | undefined;
+  /** SendMessageBatch calls in flight. @default 8 */
+  readonly concurrency?: number;
+}
+
+/** A job SQS accepted. */
+export interface SentJob {
+  readonly dedupKey: string;
+  readonly id: string;
+  readonly messageId: string;
+  readonly traceparent: string;
+}
+
+/** A job SQS did not accept after the retries. */
+export interface FailedJob {
+  readonly dedupKey: string;
+  readonly id: string;
+  readonly code: string;
+  readonly message: string;
+}
+
+/** What {@link JobProducer.sendBatch} did, job by job. */
+export interface SendJobsResult {
+  readonly sent: readonly SentJob[];
+  readonly failed: readonly FailedJob[];
+}
+
+/** A job refused before sending: unknown type, bad payload, bad dedup key, body too large. */
+export class InvalidJobError extends LeaseqError {
+  readonly dedupKey: string | undefined;
+  readonly index: number;
+
+  constructor(index: number, dedupKey: string | undefined, detail: string) {
+    super(`job ${index + 1}${dedupKey ? ` (${dedupKey})` : ''}: ${detail}; nothing was sent`, {
+      retryable: false,
+    });
+    this.name = 'InvalidJobError';
+    this.dedupKey = dedupKey;
+    this.index = index;
+  }
+}
+
+/** Some jobs of a {@link JobProducer.send} call were not accepted by SQS. */
+export class SendJobsError extends LeaseqError {
+  readonly result: SendJobsResult;
+
+  constructor(result: SendJobsResult) {
+    const first = result.failed[0];
+    super(
+      `${result.failed.length} of ${result.sent.length + result.failed.length} jobs were not sent` +
+        (first ? ` (first: ${first.code}: ${first.message})` : ''),
+      { retryable: true },
+    );
+    this.name = 'SendJobsError';
+    this.result = result;
+  }
+}
+
+/**
+ * Sends jobs to a leaseq queue: builds the envelope (schema version, ids, creation time, trace context),
+ * checks it as the worker will, and sends in batches of 10 with SQS's own failures retried. Nobody
+ * writes an envelope by hand.
+ *
+ * ```ts
+ * const producer = new JobProducer({ queueUrl, jobs });
+ * await producer.send({ type: 'email.send', dedupKey: `welcome-${user.id}`, payload: { to: user.email } });
+ * ```
+ */
+export class JobProducer {
+  readonly #queueUrl: string;
+  readonly #client: SQSClient;
+  readonly #jobs: JobRegistry | undefined;
+  readonly #traceparent: () => string | undefined;
+  readonly #concurrency: number;
+
+  constructor(options: JobProducerOptions) {
+    if (!options.queueUrl)
+      throw new LeaseqError('JobProducer needs queueUrl (stack output JobsQueueUrl)', { retryable: false });
+    this.#queueUrl = options.queueUrl;
+    this.#client = options.client ?? createAwsClients(awsConfigFromEnv()).sqs;
+    this.#jobs =
+      options.jobs === undefined
+        ? undefined
+        : options.jobs instanceof JobRegistry
+          ? options.jobs
+          : JobRegistry.of(options.jobs);
+    this.#traceparent = options.traceparent ?? (() => undefined);
+    this.#concurrency = options.concurrency ?? 8;
+  }
+
+  /**
+   * The envelope of one job, checked: the body the worker receives.
+   * @throws InvalidJobError when the worker would refuse it.
+   */
+  envelope<P>(job: JobInput<P>, index = 0): JobEnvelope {
+    const envelope = makeEnvelope({
+      id: job.id ?? randomUUID(),
+      dedupKey: job.dedupKey,
+      type: job.type,
+      payload: job.payload,
+      ...(job.createdAt ? { createdAt: job.createdAt } : {}),
+      trace: job.traceparent ?? this.#traceparent() ?? newTraceparent(),
+    });
+    try {
+      parseEnvelope(
+        JSON.stringify(envelope),
+        this.#jobs ? { isKnownType: (t) => this.#jobs?.has(t) ?? true } : {},
+      );
+    } catch (error) {
+      if (error instanceof InvalidEnvelopeError)
+        throw new InvalidJobError(index, job.dedupKey, error.message);
+      throw error;
+    }
+    const schema = this.#jobs?.get(job.type)?.payload;
+    const problem = schema ? payloadProblem(schema, job.payload) : undefined;
+    if (problem) throw new InvalidJobError(index, job.dedupKey, `${job.type} ${problem}`);
+    return envelope;
+  }
+
+  /**
+   * Sends jobs; resolves when every one was accepted.
+   * @throws InvalidJobError before sending anything when a job is invalid;
+   * @throws SendJobsError (with the per-job result) when SQS did not accept some.
+   */
+  async send(...jobs: JobInput[]): Promise<SentJob[]> {
+    const result = await this.sendBatch(jobs);
+    if (result.failed.length > 0) throw new SendJobsError(result);
+    return [...result.sent];
+  }
+
+  /**
+   * Sends jobs and reports each one's fate instead of throwing for the ones SQS refused.
+   * @throws InvalidJobError before sending anything when a job is invalid.
+   */
+  async sendBatch(jobs: readonly JobInput[]): Promise<SendJobsResult> {
+    const envelopes = jobs.map((job, i) => this.envelope(job, i));
+    const byMessage = new Map<OutgoingMessage, JobEnvelope>();
+    const messages = envelopes.map((envelope) => {
+      const message: OutgoingMessage = { body: JSON.stringify(envelope), dedupKey: envelope.dedupKey };
+      byMessage.set(message, envelope);
+      return message;
+    });
+    const sent: SentJob[] = [];
+    const failed: FailedJob[] = [];
+    await sendMessages(this.#client, this.#queueUrl, messages, {
+      concurrency: this.#concurrency,
+      onSent: (message, messageId) => {
+        const e = byMessage.get(message);
+        if (e) sent.push({ dedupKey: e.dedupKey, id: e.id, messageId, traceparent: e.trace ?? '' });
+      },
+      onFailed: (message, failure: SendFailure) => {
+        const e = byMessage.get(message);
+        if (e) failed.push({ dedupKey: e.dedupKey, id: e.id, code: failure.code, message: failure.message });
+      },
+    });
+    return { sent, failed };
+  }
+}
+
+/**
+ * Sends jobs with a one-off {@link JobProducer}.
+ * @throws InvalidJobError or SendJobsError as {@link JobProducer.send}.
+ */
+export function sendJobs(options: JobProducerOptions, jobs: readonly JobInput[]): Promise<SentJob[]> {
+  return new JobProducer(options).send(...jobs);
+}
+
+/** A fresh W3C traceparent (version 00, sampled), so every job has a trace id to follow in the logs. */
+export function newTraceparent(): string {
+  return `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+}
