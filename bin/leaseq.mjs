@@ -1,6 +1,10 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI directly through tsx: no build step, so `npx leaseq` always runs the source.
+// The `leaseq` command. In a source checkout it runs the TypeScript CLI through tsx (no build step); in
+// the installed package it runs the compiled CLI. tsx is registered either way, so a job module written
+// in TypeScript (`--job-module src/jobs.ts`) loads without a build of your own.
+import { existsSync } from 'node:fs';
 import { register } from 'tsx/esm/api';
 
 register();
-await import('../cli/main.ts');
+const source = new URL('../cli/main.ts', import.meta.url);
+await import(existsSync(source) ? source.href : new URL('../dist/cli/main.js', import.meta.url).href);

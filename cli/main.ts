@@ -8,6 +8,7 @@ import * as start from './commands/start.ts';
 import * as status from './commands/status.ts';
 import * as workers from './commands/workers.ts';
 import { type CommandModule, runCli } from './errors.ts';
+import { packageVersion } from './version.ts';
 
 /**
  * Command modules, each exporting `register(program)`. To add one: import it and list it here.
@@ -20,6 +21,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 const program = new Command('leaseq')
   .description('Exactly-once-in-effect job processing on Amazon SQS + DynamoDB')
+  .version(packageVersion(), '-V, --version', 'print the leaseq version')
   .showHelpAfterError(false);
 for (const module of modules) module.register(program);
 

@@ -1,5 +1,6 @@
 import { relative } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
+import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
 import {
   type EmulatorHandle,
   type EmulatorStatus,
@@ -10,9 +11,29 @@ import {
 } from '../../shared/local/emulator.ts';
 import { EmulatorError } from '../../shared/local/errors.ts';
 import { parsePort } from '../../shared/local/net.ts';
+import { type ProvisionResult, provisionLocal } from '../../shared/local/provision.ts';
+import { jobModuleOption, requireCliJobs } from '../job-module.ts';
 
 /** `leaseq local status` exits with this when nothing answers (the LSB "not running" code). */
 export const EXIT_NOT_RUNNING = 3;
+
+interface ProvisionFlags {
+  readonly jobModule?: string;
+  readonly prefix?: string;
+  readonly fifo?: boolean;
+  readonly json?: boolean;
+}
+
+export function describeProvision(result: ProvisionResult, endpoint: string): string {
+  const lines = [...result.queues, ...result.tables].map(
+    (r) => `${r.action.padEnd(8)} ${'url' in r ? 'queue' : 'table'} ${r.name}`,
+  );
+  lines.push(
+    `prefix ${result.prefix} at ${endpoint}: \`leaseq workers --prefix ${result.prefix}\` runs your jobs`,
+  );
+  for (const note of result.notes) lines.push(`note: ${note}`);
+  return lines.join('\n');
+}
 
 interface UpFlags {
   readonly port?: number;
@@ -86,7 +107,7 @@ export function describeStatus(status: EmulatorStatus): string {
   return lines.join('\n');
 }
 
-/** Adds `leaseq local up | down | status`. */
+/** Adds `leaseq local up | provision | down | status`. */
 export function register(program: Command): void {
   const local = program
     .command('local')
@@ -103,6 +124,33 @@ export function register(program: Command): void {
         log: progress,
       });
       print(flags.json ? JSON.stringify(handle) : describeUp(handle));
+    });
+
+  jobModuleOption(
+    local
+      .command('provision')
+      .description(
+        "create the stack's queues and tables for your job module on the emulator (idempotent; starts the emulator if needed)",
+      ),
+  )
+    .option('--prefix <prefix>', 'resource name prefix (default: LEASEQ_PREFIX, else leaseq-local)')
+    .option('--fifo', 'FIFO jobs queue and DLQ')
+    .option('--json', 'print the result as JSON')
+    .action(async (flags: ProvisionFlags) => {
+      const { jobs } = await requireCliJobs(flags.jobModule);
+      const handle = await ensureEmulator({ log: progress });
+      const clients = createAwsClients({ ...awsConfigFromEnv(), endpoint: handle.endpoint });
+      try {
+        const prefix = flags.prefix ?? process.env.LEASEQ_PREFIX;
+        const result = await provisionLocal({
+          clients,
+          ...(prefix ? { prefix } : {}),
+          stackProps: { jobs, ...(flags.fifo ? { fifo: true } : {}) },
+        });
+        print(flags.json ? JSON.stringify(result) : describeProvision(result, handle.endpoint));
+      } finally {
+        destroyAwsClients(clients);
+      }
     });
 
   local

@@ -1,0 +1,9 @@
+// `leaseq/cdk`: the CDK construct to put leaseq in your own stack, and the reference stack.
+export { WORKER_TABLE_ACTIONS, type WorkerLogLevel } from './constructs/worker-function.ts';
+export {
+  InvalidLeaseqPropsError,
+  LeaseqPipeline,
+  type LeaseqPipelineProps,
+  type ResolvedPipelineSettings,
+} from './leaseq-pipeline.ts';
+export { LeaseqStack, type LeaseqStackProps, type LeaseqStage } from './leaseq-stack.ts';

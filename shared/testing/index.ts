@@ -1,0 +1,14 @@
+// `leaseq/testing`: the in-memory stores leaseq's own unit tests run on, with fault injection, for your
+// tests of code around leaseq. The guarantees themselves are proven against real DynamoDB semantics
+// (the embedded emulator); run your jobs there too (docs/jobs.md, "Testing a job").
+export {
+  type EffectApplier,
+  InMemoryEffectApplier,
+  InMemoryJobStore,
+  type InMemoryJobStoreOptions,
+} from '../core/in-memory-job-store.ts';
+export { InMemoryLeaseStore, type InMemoryLeaseStoreOptions } from '../core/in-memory-lease-store.ts';
+export type { JobStore } from '../core/job-store.ts';
+export type { LeaseStore, NamedLease } from '../core/lease-store.ts';
+export { InMemoryMetrics, type MetricsSink, type MetricsSnapshot } from '../core/metrics.ts';
+export { type FaultOptions, StoreFaults } from '../core/store-faults.ts';
