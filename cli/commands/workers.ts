@@ -75,7 +75,8 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
     process.once('SIGINT', finish);
     process.once('SIGTERM', finish);
     pool.on('exit', () => {
-      if (pool.alive === 0) {
+      // Workers exiting because we drain them is the clean end, not "every worker died".
+      if (!stopping && pool.alive === 0) {
         allDied = true;
         resolve();
       }

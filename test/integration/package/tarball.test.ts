@@ -1,0 +1,253 @@
+import { execFile, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { destroyAwsClients } from '../../../shared/aws/clients.ts';
+import { testClients, testEndpoint, uniqueName } from '../../support/env.ts';
+
+// What a new user does: install the packed tarball into their own project (outside this repository),
+// define a job, synthesize a stack with the construct, provision it locally, send with the producer
+// API and run the job with local workers. Nothing here imports the repository's sources.
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const project = mkdtempSync(join(tmpdir(), 'leaseq-adopter-'));
+const packDir = mkdtempSync(join(tmpdir(), 'leaseq-pack-'));
+const prefix = uniqueName('adopt');
+const clients = testClients();
+let tarball = '';
+let packed: { entryCount: number; size: number; unpackedSize: number; files: { path: string }[] };
+
+const env = () => ({
+  ...process.env,
+  AWS_ENDPOINT_URL: testEndpoint(),
+  AWS_REGION: 'us-east-1',
+  AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+});
+
+beforeAll(async () => {
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', packDir], {
+    cwd: ROOT,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  packed = JSON.parse(stdout.slice(stdout.indexOf('[')))[0];
+  tarball = join(packDir, readdirSync(packDir).find((f) => f.endsWith('.tgz')) ?? 'missing.tgz');
+  writeFileSync(
+    join(project, 'package.json'),
+    JSON.stringify({ name: 'adopter', type: 'module', private: true }),
+  );
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, 'zod@4'], {
+    cwd: project,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  writeFileSync(
+    join(project, 'jobs.mjs'),
+    `import { z } from 'zod';
+import { defineJob, defineJobs, defineTable } from 'leaseq';
+
+export const receipts = defineTable('receipts', { partitionKey: 'orderId' });
+
+export const recordReceipt = defineJob({
+  type: 'shop.receipt',
+  payload: z.object({ orderId: z.string(), total: z.number().int().nonnegative() }),
+  tables: { receipts },
+  async run(ctx, p) {
+    const seen = await ctx.tables.receipts.get({ orderId: p.orderId });
+    return {
+      effects: [
+        ctx.tables.receipts.versionedPut({
+          key: { orderId: p.orderId },
+          seenVersion: seen?.version,
+          item: { total: (seen?.total ?? 0) + p.total },
+        }),
+      ],
+    };
+  },
+});
+
+export default defineJobs([recordReceipt]);
+`,
+  );
+  writeFileSync(
+    join(project, 'worker.mjs'),
+    `import { createWorkerHandler } from 'leaseq';
+import jobs from './jobs.mjs';
+
+export const handler = createWorkerHandler({ jobs });
+`,
+  );
+  writeFileSync(
+    join(project, 'stack.mjs'),
+    `import { App, Stack } from 'aws-cdk-lib';
+import { LeaseqPipeline } from 'leaseq/cdk';
+import jobs from './jobs.mjs';
+
+const app = new App({ outdir: 'cdk.out', context: { 'aws:cdk:bundling-stacks': ['*'] } });
+const stack = new Stack(app, 'Shop');
+new LeaseqPipeline(stack, 'Jobs', { entry: 'worker.mjs', jobs, resourcePrefix: ${JSON.stringify(prefix)} });
+app.synth();
+`,
+  );
+  writeFileSync(
+    join(project, 'send.mjs'),
+    `import { JobProducer } from 'leaseq/producer';
+import jobs from './jobs.mjs';
+
+const producer = new JobProducer({ queueUrl: process.argv[2], jobs });
+const job = (dedupKey, orderId, total) => ({ type: 'shop.receipt', dedupKey, payload: { orderId, total } });
+const sent = await producer.send(job('order-1', 'o-1', 42), job('order-1', 'o-1', 42), job('order-2', 'o-2', 7));
+let refused = '';
+try {
+  await producer.send(job('order-3', 'o-3', -1));
+} catch (error) {
+  refused = error.name + ': ' + error.message;
+}
+process.stdout.write(JSON.stringify({ sent, refused }));
+`,
+  );
+}, 240_000);
+
+afterAll(() => {
+  destroyAwsClients(clients);
+  rmSync(project, { recursive: true, force: true });
+  rmSync(packDir, { recursive: true, force: true });
+});
+
+describe('The packed package, installed into a project of its own', () => {
+  it('ships the built library, CLI and docs, and nothing of the repository around them', () => {
+    const paths = packed.files.map((f) => f.path);
+    expect(paths).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'bin/leaseq.mjs']));
+    expect(paths).toEqual(expect.arrayContaining(['dist/shared/index.js', 'dist/shared/index.d.ts']));
+    expect(paths).toEqual(expect.arrayContaining(['docs/protocol.md', 'docs/envelope.md', 'docs/jobs.md']));
+    expect(
+      paths.filter((p) => /^(test|bench|\.ci|scripts)\/|\.test\.|\.ts$/.test(p) && !p.endsWith('.d.ts')),
+    ).toEqual([]);
+    const manifest = JSON.parse(
+      readFileSync(join(project, 'node_modules', 'leaseq', 'package.json'), 'utf8'),
+    );
+    expect(readFileSync(join(project, 'node_modules', 'leaseq', 'LICENSE'), 'utf8')).toMatch(
+      /Apache License\s+Version 2\.0/,
+    );
+    expect(manifest.license).toBe('Apache-2.0');
+    process.stderr.write(
+      `packed: ${packed.entryCount} files, ${(packed.size / 1024).toFixed(0)} KiB (${(packed.unpackedSize / 1024).toFixed(0)} KiB unpacked)\n`,
+    );
+  });
+
+  it('prints its version', async () => {
+    const { stdout } = await run('npx', ['leaseq', '--version'], { cwd: project, env: env() });
+    expect(stdout.trim()).toBe(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
+  });
+
+  it('synthesizes a stack with LeaseqPipeline whose bundled worker runs on plain Node', async () => {
+    // Act
+    await run(process.execPath, ['stack.mjs'], { cwd: project, env: env(), timeout: 120_000 });
+
+    // Assess: the construct made the queues, leaseq's tables and the job's own table.
+    const template = JSON.parse(readFileSync(join(project, 'cdk.out', 'Shop.template.json'), 'utf8'));
+    const resources = Object.values(template.Resources) as {
+      Type: string;
+      Properties: Record<string, unknown>;
+    }[];
+    const tables = resources
+      .filter((r) => r.Type === 'AWS::DynamoDB::Table')
+      .map((r) => r.Properties.TableName);
+    expect(tables.sort()).toEqual([`${prefix}-jobs`, `${prefix}-leases`, `${prefix}-receipts`]);
+    const fn = resources.find((r) => r.Type === 'AWS::Lambda::Function');
+    const variables = (fn?.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(Object.keys(variables)).toEqual(
+      expect.arrayContaining(['LEASEQ_TABLE_RECEIPTS', 'LEASEQ_JOBS_TABLE']),
+    );
+    expect(variables).not.toHaveProperty('LEASEQ_TEST_HOOKS');
+
+    // The bundle is plain ESM: an empty batch on plain Node, with placeholder names, makes no AWS call.
+    const asset = readdirSync(join(project, 'cdk.out')).find((f) => f.startsWith('asset.'));
+    const bundle = pathToFileURL(join(project, 'cdk.out', asset ?? 'missing', 'index.mjs')).href;
+    const placeholders = Object.fromEntries(
+      Object.entries(variables).map(([k, v]) => [k, typeof v === 'string' ? v : 'placeholder']),
+    );
+    const script = `const { handler } = await import(${JSON.stringify(bundle)});
+      process.stdout.write(JSON.stringify(await handler({ Records: [] }, { getRemainingTimeInMillis: () => 60000 })));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
+      env: {
+        PATH: process.env.PATH,
+        ...placeholders,
+        POWERTOOLS_LOG_LEVEL: 'SILENT',
+        AWS_REGION: 'us-east-1',
+      },
+    });
+    expect(JSON.parse(stdout)).toEqual({ batchItemFailures: [] });
+  });
+
+  it('runs the job on the embedded emulator through local workers: each effect once', async () => {
+    // Prepare: the stack's queues and tables, then three sends (one a duplicate) and one refused send.
+    const provision = await run(
+      'npx',
+      ['leaseq', 'local', 'provision', '--job-module', 'jobs.mjs', '--prefix', prefix],
+      {
+        cwd: project,
+        env: env(),
+      },
+    );
+    expect(provision.stdout).toMatch(new RegExp(`created\\s+table ${prefix}-receipts`));
+    const queueUrl = `${testEndpoint()}/000000000000/${prefix}-jobs`;
+    const status = JSON.parse(
+      (await run('npx', ['leaseq', 'status', '--prefix', prefix, '--json'], { cwd: project, env: env() }))
+        .stdout,
+    );
+    const sendOut = await run(process.execPath, ['send.mjs', status.queue.url ?? queueUrl], {
+      cwd: project,
+      env: env(),
+    });
+    const sent = JSON.parse(sendOut.stdout) as {
+      sent: { dedupKey: string; traceparent: string }[];
+      refused: string;
+    };
+    expect(sent.sent.map((s) => s.dedupKey)).toEqual(['order-1', 'order-1', 'order-2']);
+    expect(sent.sent.every((s) => /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/.test(s.traceparent))).toBe(true);
+    expect(sent.refused).toMatch(
+      /^InvalidJobError: job 1 \(order-3\): shop\.receipt payload\.total: .*nothing was sent$/,
+    );
+
+    // Act
+    // The installed bin itself (what npx runs), so the test sees the command's own exit code.
+    const bin = join(project, 'node_modules', 'leaseq', 'bin', 'leaseq.mjs');
+    const workers = spawn(
+      process.execPath,
+      [bin, 'workers', '--job-module', 'jobs.mjs', '--prefix', prefix, '--count', '1', '--json'],
+      {
+        cwd: project,
+        env: env(),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    workers.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => workers.on('exit', (code) => resolve(code)));
+    const table = `${prefix}-receipts`;
+    let items: Record<string, unknown>[] = [];
+    for (const started = Date.now(); Date.now() - started < 45_000; ) {
+      items =
+        (await clients.doc.send(new ScanCommand({ TableName: table, ConsistentRead: true }))).Items ?? [];
+      if (items.length >= 2) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    await new Promise((r) => setTimeout(r, 1500)); // the duplicate copy is handled as well
+    workers.kill('SIGTERM');
+    expect(await exited).toBe(0);
+
+    // Assess: order-1 credited once although sent twice; the worker saw the duplicate.
+    items = (await clients.doc.send(new ScanCommand({ TableName: table, ConsistentRead: true }))).Items ?? [];
+    expect(items.sort((a, b) => String(a.orderId).localeCompare(String(b.orderId)))).toEqual([
+      { orderId: 'o-1', total: 42, version: 1 },
+      { orderId: 'o-2', total: 7, version: 1 },
+    ]);
+    const [row] = JSON.parse(stdout) as { succeeded: number; duplicates: number }[];
+    expect(row).toMatchObject({ succeeded: 2, duplicates: 1 });
+  });
+});
