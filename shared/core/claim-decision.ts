@@ -16,7 +16,7 @@ export type RefusalDecision =
 
 /**
  * Decides the outcome of a refused claim from the item the store returned (ALL_OLD), this message's id
- * and the clock. Pure: DESIGN.md's claim table.
+ * and the clock. Pure: the claim refusals of docs/protocol.md.
  */
 export function decideRefusal(old: JobItem, messageId: string, now: number): RefusalDecision {
   switch (old.status) {

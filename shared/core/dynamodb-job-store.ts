@@ -42,7 +42,7 @@ const ALL_OLD: ReturnValuesOnConditionCheckFailure = 'ALL_OLD';
 // was lost (the owner would otherwise hand a finished job out again).
 const FENCE = '#owner = :owner AND #token = :token AND #status = :inProgress';
 
-/** The `jobs` table adapter. Attribute names follow DESIGN.md. */
+/** The `jobs` table adapter. Attributes as docs/protocol.md lists them ("The job item"). */
 export class DynamoDbJobStore implements JobStore {
   readonly #doc: DynamoDBDocumentClient;
   readonly #table: string;

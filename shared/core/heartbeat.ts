@@ -8,7 +8,7 @@ export interface Renewable {
 
 export interface HeartbeatOptions {
   readonly target: Renewable;
-  /** Renewal period (lease / 3 by DESIGN.md). */
+  /** Renewal period (a third of the lease, docs/protocol.md). */
   readonly intervalMs: number;
   /** Lease end at start (epoch ms): if renewals keep failing past it, the lease is lost too. */
   readonly leaseUntil: number;

@@ -2,7 +2,7 @@
 export interface LeaseTiming {
   /** Lease length. @default 30000 */
   readonly leaseMs: number;
-  /** Renewal period; DESIGN.md: a third of the lease, so two beats may fail before it lapses. */
+  /** Renewal period: a third of the lease (docs/protocol.md), so two beats may fail before it lapses. */
   readonly heartbeatMs: number;
 }
 

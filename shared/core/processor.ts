@@ -88,7 +88,7 @@ export interface ProcessOptions {
 }
 
 /**
- * Runs one SQS record through the protocol of DESIGN.md: parse -> cache -> claim -> run under a
+ * Runs one SQS record through the protocol of docs/protocol.md: parse -> cache -> claim -> run under a
  * heartbeat -> fenced completion, or release with backoff, or dead-letter. It never throws: every
  * outcome, including store outages, becomes a {@link RecordOutcome}.
  */

@@ -45,7 +45,7 @@ async function getItem(table: string, pk: string): Promise<Item | undefined> {
   return result.Item;
 }
 
-/** The claim of DESIGN.md: one conditional write; refusal returns the old item. */
+/** The claim of docs/protocol.md: one conditional write; refusal returns the old item. */
 function claim(
   table: string,
   pk: string,

@@ -39,7 +39,7 @@ async function claimOrFail(req: ClaimRequest): Promise<JobLease> {
 
 describe('Class: DynamoDbJobStore', () => {
   describe('Method: claim', () => {
-    it('lets exactly one of 20 concurrent claims win; the others get the outcome DESIGN.md says', async () => {
+    it('lets exactly one of 20 concurrent claims win; the others get the refusal docs/protocol.md names', async () => {
       // Prepare: half the claimers carry the same message id (a redelivery), half distinct copies.
       const key = uniqueName('k');
       const claims = Array.from({ length: 20 }, (_, i) =>

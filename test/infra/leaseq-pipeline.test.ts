@@ -1,0 +1,144 @@
+import { fileURLToPath } from 'node:url';
+import { App, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { WORKER_TABLE_ACTIONS } from '../../infra/constructs/worker-function.ts';
+import { cdkJsonContext } from '../../infra/leaseq-app.ts';
+import {
+  InvalidLeaseqPropsError,
+  LeaseqPipeline,
+  type LeaseqPipelineProps,
+} from '../../infra/leaseq-pipeline.ts';
+import { defineJob, defineJobs } from '../../shared/jobs/define-job.ts';
+import { defineTable } from '../../shared/jobs/table.ts';
+
+const ENTRY = fileURLToPath(new URL('../../functions/worker.ts', import.meta.url));
+const emailLog = defineTable('emailLog', { partitionKey: 'id', sortKey: { name: 'at', type: 'number' } });
+const audit = defineTable('audit', { partitionKey: 'key', ttlAttribute: 'expiresAt' });
+const jobs = defineJobs([
+  defineJob({ type: 'email.send', payload: z.object({}), tables: { emailLog }, run: async () => undefined }),
+  defineJob({
+    type: 'audit.write',
+    payload: z.object({}),
+    tables: { audit, emailLog },
+    run: async () => undefined,
+  }),
+]);
+
+function synth(
+  props: Partial<LeaseqPipelineProps>,
+  existing?: (stack: Stack) => Partial<LeaseqPipelineProps>,
+  after?: (stack: Stack, pipeline: LeaseqPipeline) => void,
+) {
+  // No bundling: these tests read the template only.
+  const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
+  const stack = new Stack(app, 'UserStack');
+  const pipeline = new LeaseqPipeline(stack, 'Jobs', {
+    entry: ENTRY,
+    resourcePrefix: 'shop',
+    ...props,
+    ...existing?.(stack),
+  });
+  after?.(stack, pipeline);
+  return { pipeline, stack, template: Template.fromStack(stack) };
+}
+
+type Resource = { Type: string; Properties: Record<string, unknown> };
+const tablesOf = (template: Template) =>
+  Object.values(template.findResources('AWS::DynamoDB::Table') as Record<string, Resource>).map(
+    (r) => r.Properties,
+  );
+const variables = (template: Template) =>
+  (
+    Object.values(template.findResources('AWS::Lambda::Function') as Record<string, Resource>)[0]?.Properties
+      .Environment as { Variables: Record<string, unknown> }
+  ).Variables;
+
+describe('Construct: LeaseqPipeline', () => {
+  it('creates every table the jobs declare once, with its keys and TTL, and names it from the prefix', () => {
+    const { template } = synth({ jobs });
+    const tables = tablesOf(template);
+    expect(tables.map((t) => t.TableName).sort()).toEqual([
+      'shop-audit',
+      'shop-email-log',
+      'shop-jobs',
+      'shop-leases',
+    ]);
+    expect(tables.find((t) => t.TableName === 'shop-email-log')).toMatchObject({
+      KeySchema: [
+        { AttributeName: 'id', KeyType: 'HASH' },
+        { AttributeName: 'at', KeyType: 'RANGE' },
+      ],
+      AttributeDefinitions: expect.arrayContaining([{ AttributeName: 'at', AttributeType: 'N' }]),
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      SSESpecification: { SSEEnabled: true },
+    });
+    expect(tables.find((t) => t.TableName === 'shop-audit')).toMatchObject({
+      TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+    });
+  });
+
+  it('passes each table to the worker as LEASEQ_TABLE_<NAME>, test hooks off, and grants item access only', () => {
+    const { template, pipeline } = synth({ jobs });
+    const env = variables(template);
+    expect(Object.keys(env)).toEqual(
+      expect.arrayContaining(['LEASEQ_TABLE_EMAIL_LOG', 'LEASEQ_TABLE_AUDIT']),
+    );
+    expect(env).not.toHaveProperty('LEASEQ_TEST_HOOKS');
+    expect(Object.keys(pipeline.effectTables).sort()).toEqual(['audit', 'emailLog']);
+    const policies = JSON.stringify(template.findResources('AWS::IAM::Policy'));
+    for (const action of WORKER_TABLE_ACTIONS.effects) expect(policies).toContain(action);
+    expect(policies).not.toMatch(/dynamodb:Scan|dynamodb:\*|DeleteTable/);
+  });
+
+  it('uses a table you pass instead of creating one, and grantEffects gives the worker item access to it', () => {
+    const { template } = synth(
+      { jobs },
+      (scope) => ({ tables: { audit: dynamodb.Table.fromTableName(scope, 'Existing', 'existing-audit') } }),
+      (scope, pipeline) => pipeline.grantEffects(dynamodb.Table.fromTableName(scope, 'Other', 'other-table')),
+    );
+    expect(tablesOf(template).map((t) => t.TableName)).not.toContain('shop-audit');
+    expect(variables(template).LEASEQ_TABLE_AUDIT).toBe('existing-audit');
+    const policies = JSON.stringify(template.findResources('AWS::IAM::Policy'));
+    expect(policies).toContain('table/existing-audit');
+    expect(policies).toContain('table/other-table');
+  });
+
+  it('turns test hooks on only when asked', () => {
+    expect(variables(synth({ jobs, testHooks: true }).template).LEASEQ_TEST_HOOKS).toBe('1');
+  });
+
+  it('makes no application table and no LEASEQ_TABLE_* when the jobs declare none', () => {
+    const { template } = synth({});
+    expect(
+      tablesOf(template)
+        .map((t) => t.TableName)
+        .sort(),
+    ).toEqual(['shop-jobs', 'shop-leases']);
+    expect(Object.keys(variables(template)).filter((k) => k.startsWith('LEASEQ_TABLE_'))).toEqual([]);
+  });
+
+  it.each<[Partial<LeaseqPipelineProps>, RegExp]>([
+    [{ entry: '' }, /^LeaseqPipeline prop entry is ""; expected the path of your handler file$/],
+    [{ maxAttempts: 0 }, /^LeaseqPipeline prop maxAttempts is 0; expected an integer from 1 to 990$/],
+    [{ resourcePrefix: 'no spaces' }, /^LeaseqPipeline prop resourcePrefix is "no spaces"; expected letters/],
+    [
+      { jobs, tables: {} as never, batchSize: 11 },
+      /^LeaseqPipeline prop batchSize is 11; expected an integer from 1 to 10$/,
+    ],
+  ])('rejects %j with the value received and expected', (props, message) => {
+    expect(() => synth(props)).toThrow(InvalidLeaseqPropsError);
+    expect(() => synth(props)).toThrow(message);
+  });
+
+  it('rejects a table for a name the jobs do not declare', () => {
+    expect(() =>
+      synth({ jobs }, (scope) => ({
+        tables: { ledger: dynamodb.Table.fromTableName(scope, 'L', 'ledger') },
+      })),
+    ).toThrow('LeaseqPipeline prop tables is "ledger"; expected a table the jobs declare (emailLog, audit)');
+  });
+});

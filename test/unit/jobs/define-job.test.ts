@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ConfigError } from '../../../shared/core/errors.ts';
+import { defineJob, defineJobs } from '../../../shared/jobs/define-job.ts';
+import { payloadProblem, validatePayload } from '../../../shared/jobs/standard-schema.ts';
+import { defineTable, tableEnvVar, tableOutputKey, tablePhysicalName } from '../../../shared/jobs/table.ts';
+
+const noop = async () => undefined;
+
+describe('Function: defineTable', () => {
+  it('derives the environment variable, stack output and physical name from the camelCase name', () => {
+    expect(tableEnvVar('emailLog')).toBe('LEASEQ_TABLE_EMAIL_LOG');
+    expect(tableOutputKey('emailLog')).toBe('EmailLogTableName');
+    expect(tablePhysicalName('shop', 'emailLog')).toBe('shop-email-log');
+    expect(tableOutputKey('ledger')).toBe('LedgerTableName');
+  });
+
+  it.each(['Ledger', 'email_log', 'email-log', '', 'x'.repeat(41)])(
+    'refuses the name %j, saying what it expects',
+    (name) => {
+      expect(() => defineTable(name, { partitionKey: 'id' })).toThrow(ConfigError);
+      expect(() => defineTable(name, { partitionKey: 'id' })).toThrow(/expected camelCase/);
+    },
+  );
+});
+
+describe('Function: defineJobs', () => {
+  const ledger = defineTable('ledger', { partitionKey: 'account' });
+
+  it('collects the types and each table once', () => {
+    const jobs = defineJobs([
+      defineJob({ type: 'a.one', payload: z.object({}), tables: { ledger }, run: noop }),
+      defineJob({ type: 'a.two', payload: z.object({}), tables: { books: ledger }, run: noop }),
+    ]);
+    expect(jobs.types()).toEqual(['a.one', 'a.two']);
+    expect(jobs.tables()).toEqual([ledger]);
+  });
+
+  it('refuses a duplicate type, a malformed type, a payload that is not a schema and one table declared two ways', () => {
+    const job = defineJob({ type: 'a.one', payload: z.object({}), run: noop });
+    expect(() => defineJobs([job, job])).toThrow('job type a.one is already registered');
+    expect(() => defineJobs([defineJob({ type: 'has space', payload: z.object({}), run: noop })])).toThrow(
+      /job type "has space" is not valid; expected 1-128 letters/,
+    );
+    expect(() => defineJobs([{ type: 'a.x', payload: { parse: () => 1 }, run: noop } as never])).toThrow(
+      /payload must be a Standard Schema/,
+    );
+    const other = defineTable('ledger', { partitionKey: 'id' });
+    expect(() =>
+      defineJobs([
+        defineJob({ type: 'a.one', payload: z.object({}), tables: { ledger }, run: noop }),
+        defineJob({ type: 'a.two', payload: z.object({}), tables: { ledger: other }, run: noop }),
+      ]),
+    ).toThrow(/table ledger is declared twice with different keys/);
+  });
+});
+
+describe('Function: validatePayload', () => {
+  const schema = z.object({ to: z.string().email(), n: z.number().int() });
+
+  it('returns the parsed payload, or the first problem with its path', async () => {
+    expect(await validatePayload(schema, { to: 'a@b.co', n: 1 })).toEqual({
+      ok: true,
+      value: { to: 'a@b.co', n: 1 },
+    });
+    const bad = await validatePayload(schema, { to: 'a@b.co', n: 1.5 });
+    expect(bad).toEqual({ ok: false, problem: expect.stringMatching(/^payload\.n: /) });
+    expect(payloadProblem(schema, { to: 'nope', n: 1 })).toMatch(/^payload\.to: /);
+    expect(payloadProblem(schema, { to: 'a@b.co', n: 2 })).toBeUndefined();
+  });
+});

@@ -1,0 +1,70 @@
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { parseEnvelope } from '../../../shared/core/envelope.ts';
+import { defineJob, defineJobs } from '../../../shared/jobs/define-job.ts';
+import { InvalidJobError, JobProducer } from '../../../shared/producer/job-producer.ts';
+
+const jobs = defineJobs([
+  defineJob({
+    type: 'email.send',
+    payload: z.object({ to: z.string().email() }),
+    run: async () => undefined,
+  }),
+]);
+// Never reached: every case below is refused or built before anything is sent.
+const client = new SQSClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9' });
+const producer = new JobProducer({ queueUrl: 'http://127.0.0.1:9/000000000000/q', client, jobs });
+
+describe('Class: JobProducer', () => {
+  describe('Method: envelope', () => {
+    it('builds the envelope the worker reads, with a trace context', () => {
+      const envelope = producer.envelope({
+        type: 'email.send',
+        dedupKey: 'welcome-1',
+        payload: { to: 'a@b.co' },
+      });
+      expect(parseEnvelope(JSON.stringify(envelope))).toEqual(envelope);
+      expect(envelope).toMatchObject({
+        v: 1,
+        type: 'email.send',
+        dedupKey: 'welcome-1',
+        payload: { to: 'a@b.co' },
+      });
+      expect(envelope.trace).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    });
+
+    it("continues the caller's trace: the job's own, else the producer's hook", () => {
+      const trace = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+      const withHook = new JobProducer({ queueUrl: 'q', client, traceparent: () => trace });
+      expect(withHook.envelope({ type: 't', dedupKey: 'k', payload: {} }).trace).toBe(trace);
+      const own = '00-11111111111111111111111111111111-2222222222222222-01';
+      expect(withHook.envelope({ type: 't', dedupKey: 'k', payload: {}, traceparent: own }).trace).toBe(own);
+    });
+  });
+
+  describe('Method: send', () => {
+    it.each([
+      [
+        { type: 'email.sned', dedupKey: 'k', payload: { to: 'a@b.co' } },
+        /job 1 \(k\): job type email\.sned is not registered; nothing was sent/,
+      ],
+      [
+        { type: 'email.send', dedupKey: 'k', payload: { to: 'nope' } },
+        /job 1 \(k\): email\.send payload\.to: .*nothing was sent/,
+      ],
+      [
+        { type: 'email.send', dedupKey: '', payload: { to: 'a@b.co' } },
+        /dedupKey must be 1-256 printable characters/,
+      ],
+      [
+        { type: 'email.send', dedupKey: 'big', payload: { to: 'a@b.co', pad: 'x'.repeat(300_000) } },
+        /above the 262144 byte limit/,
+      ],
+    ])('refuses %j before sending anything', async (job, message) => {
+      const error = await producer.send(job).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidJobError);
+      expect((error as Error).message).toMatch(message);
+    });
+  });
+});
