@@ -11,6 +11,7 @@ import {
   type CoreEnv,
   coreEnv,
   getBalance,
+  leaseStore,
   makeWorker,
   queueCounts,
   quietLogger,
@@ -185,6 +186,55 @@ describe('Function: createWorkerHandler', () => {
     expect(await getBalance(env, account)).toBeUndefined();
     const letters = await receiveAll(env, env.dlqUrl, 30, 2);
     expect(letters.some((m) => m.Body?.includes(key))).toBe(true);
+  });
+
+  it('gives a job ctx.withLease on the leases table: held under the job while it runs, released after', async () => {
+    // Prepare: a job that takes a named lease and looks at it from inside.
+    const leases = leaseStore(env);
+    const resource = uniqueName('acct');
+    const seen: { owner?: string; token?: number; handleToken?: number }[] = [];
+    const locked = defineJob({
+      type: 'test.locked',
+      payload: z.object({ resource: z.string() }),
+      async run(ctx, p) {
+        await ctx.withLease(p.resource, async (handle) => {
+          const item = await leases.get(p.resource);
+          seen.push({ owner: item?.owner, token: item?.token, handleToken: handle.token });
+        });
+        return { result: { locked: p.resource } };
+      },
+    });
+    const handler = createWorkerHandler({
+      jobs: [locked],
+      config: workerConfigFromEnv(
+        workerEnv({
+          queueUrl: env.queueUrl,
+          dlqUrl: env.dlqUrl,
+          jobsTable: env.jobsTable,
+          leasesTable: env.leasesTable,
+        }),
+      ),
+      clients: env.clients,
+      worker: 'w-lock',
+      logger: quietLogger(),
+    });
+    const key = uniqueName('locked');
+    await sendJob(env, { dedupKey: key, type: 'test.locked', payload: { resource } });
+    const message = await receiveOwn(key);
+
+    // Act
+    const response = await handler(
+      { Records: [toSqsRecord(message, env.queueArn, env.region)] },
+      { getRemainingTimeInMillis: () => 30_000 },
+    );
+
+    // Assess: held by this worker and job, with the token the job got; free again afterwards.
+    expect(response.batchItemFailures).toEqual([]);
+    expect(seen).toEqual([
+      { owner: `w-lock/${key}`, token: seen[0]?.handleToken, handleToken: expect.any(Number) },
+    ]);
+    expect((await leases.get(resource))?.owner).toBeUndefined();
+    expect((await leases.tryAcquire(resource, 'someone-else', 1000, Date.now())).acquired).toBe(true);
   });
 
   it('rejects a worker environment that lacks names, listing each', () => {
