@@ -22,6 +22,8 @@ export interface TableDefinition extends TableSpec {
 }
 
 const LOGICAL_NAME = /^[a-z][a-zA-Z0-9]{0,39}$/;
+// leaseq's own tables are `<prefix>-jobs` and `<prefix>-leases`, with outputs JobsTableName/LeasesTableName.
+const RESERVED = new Set(['jobs', 'leases']);
 
 /**
  * Declares an application table. `name` is camelCase (1-40 letters and digits, starting lower-case).
@@ -31,6 +33,11 @@ export function defineTable(name: string, spec: TableSpec): TableDefinition {
   if (!LOGICAL_NAME.test(name)) {
     throw new ConfigError(
       `table name ${JSON.stringify(name)} is not valid; expected camelCase: a lower-case letter, then up to 39 letters or digits (e.g. "ledger", "emailLog")`,
+    );
+  }
+  if (RESERVED.has(name)) {
+    throw new ConfigError(
+      `table name ${JSON.stringify(name)} is leaseq's own (its physical name and stack output would collide); choose another, e.g. "${name}Log"`,
     );
   }
   if (!keyName(spec.partitionKey)) {

@@ -24,6 +24,10 @@ describe('Function: defineTable', () => {
   );
 });
 
+it.each(['jobs', 'leases'])("refuses %j, the name of one of leaseq's own tables", (name) => {
+  expect(() => defineTable(name, { partitionKey: 'id' })).toThrow(/is leaseq's own/);
+});
+
 describe('Function: defineJobs', () => {
   const ledger = defineTable('ledger', { partitionKey: 'account' });
 
