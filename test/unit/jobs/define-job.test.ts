@@ -22,10 +22,10 @@ describe('Function: defineTable', () => {
       expect(() => defineTable(name, { partitionKey: 'id' })).toThrow(/expected camelCase/);
     },
   );
-});
 
-it.each(['jobs', 'leases'])("refuses %j, the name of one of leaseq's own tables", (name) => {
-  expect(() => defineTable(name, { partitionKey: 'id' })).toThrow(/is leaseq's own/);
+  it.each(['jobs', 'leases'])("refuses %j, the name of one of leaseq's own tables", (name) => {
+    expect(() => defineTable(name, { partitionKey: 'id' })).toThrow(/is leaseq's own/);
+  });
 });
 
 describe('Function: defineJobs', () => {
