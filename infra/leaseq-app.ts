@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { App, Duration } from 'aws-cdk-lib';
+import { InvalidLeaseqPropsError } from './leaseq-pipeline.ts';
 import { LeaseqStack, type LeaseqStackProps } from './leaseq-stack.ts';
 
 const CDK_JSON = fileURLToPath(new URL('../cdk.json', import.meta.url));
@@ -63,7 +64,15 @@ export function stackPropsFromContext(app: App): LeaseqStackProps {
   };
   const int = (key: string): number | undefined => {
     const value = text(key);
-    return value === undefined ? undefined : Number(value);
+    if (value === undefined) return undefined;
+    if (!/^-?\d+$/.test(value.trim())) {
+      throw new InvalidLeaseqPropsError('LeaseqStack', key, value, `an integer (-c ${key}=<n>)`);
+    }
+    return Number(value);
+  };
+  const bool = (key: string, value: string): boolean => {
+    if (value === 'true' || value === 'false') return value === 'true';
+    throw new InvalidLeaseqPropsError('LeaseqStack', key, value, `true or false (-c ${key}=true)`);
   };
   const stage = text('stage');
   const resourcePrefix = text('resourcePrefix');
@@ -79,6 +88,6 @@ export function stackPropsFromContext(app: App): LeaseqStackProps {
     ...(workerTimeoutSeconds !== undefined ? { workerTimeout: Duration.seconds(workerTimeoutSeconds) } : {}),
     ...(batchSize !== undefined ? { batchSize } : {}),
     ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
-    ...(fifo !== undefined ? { fifo: fifo === 'true' } : {}),
+    ...(fifo !== undefined ? { fifo: bool('fifo', fifo) } : {}),
   };
 }

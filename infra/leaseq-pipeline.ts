@@ -5,7 +5,12 @@ import { Construct } from 'constructs';
 import { ConfigError } from '../shared/core/errors.ts';
 import { type AnyJobDefinition, JobRegistry } from '../shared/core/registry.ts';
 import { type TableDefinition, tableOutputKey, tablePhysicalName } from '../shared/jobs/table.ts';
-import { assertValidResourcePrefix, REDRIVE_MARGIN, resourceNames } from '../shared/resources.ts';
+import {
+  assertValidResourcePrefix,
+  DEFAULT_WORKER_TIMEOUT_SECONDS,
+  REDRIVE_MARGIN,
+  resourceNames,
+} from '../shared/resources.ts';
 import { JobQueue } from './constructs/job-queue.ts';
 import { leaseqTable, StateTables } from './constructs/state-tables.ts';
 import { WorkerFunction, type WorkerLogLevel } from './constructs/worker-function.ts';
@@ -118,7 +123,7 @@ export function resolvePipelineSettings(
   const resolved: ResolvedPipelineSettings = {
     resourcePrefix: props.resourcePrefix,
     maxAttempts: props.maxAttempts ?? 5,
-    workerTimeout: props.workerTimeout ?? Duration.seconds(60),
+    workerTimeout: props.workerTimeout ?? Duration.seconds(DEFAULT_WORKER_TIMEOUT_SECONDS),
     batchSize: props.batchSize ?? 10,
     maxConcurrency: props.maxConcurrency ?? 5,
     fifo: props.fifo ?? false,

@@ -28,6 +28,9 @@ export const TTL_ATTRIBUTE = 'expiresAt';
  */
 export const REDRIVE_MARGIN = 10;
 
+/** Timeout of the worker Lambda unless the stack says otherwise; local workers default to the same. */
+export const DEFAULT_WORKER_TIMEOUT_SECONDS = 60;
+
 /**
  * Logical names of leaseq's own stack outputs (CfnOutput ids); the CLI and tests look values up by these
  * keys. Each application table adds `<Name>TableName` (see `tableOutputKey`).

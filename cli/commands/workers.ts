@@ -1,5 +1,7 @@
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
+import { DEFAULT_WORKER_TIMEOUT_SECONDS } from '../../shared/resources.ts';
 import { WorkerPool } from '../../shared/runner/worker-pool.ts';
 import { workerEnv } from '../../shared/worker/config.ts';
 import { integerArg, renderTable } from '../format.ts';
@@ -13,6 +15,7 @@ interface WorkersFlags extends TargetFlags {
   readonly json?: boolean;
   readonly jobModule?: string;
   readonly testHooks?: boolean;
+  readonly timeout: number;
 }
 
 export function register(program: Command): void {
@@ -25,6 +28,12 @@ export function register(program: Command): void {
       .option('--count <n>', 'worker processes', integerArg(1, 64), 3)
       .option('--lease-ms <ms>', 'job lease', integerArg(1000, 3_600_000), 30_000)
       .option('--max-attempts <n>', 'attempts before a job is dead-lettered', integerArg(1, 100), 5)
+      .option(
+        '--timeout <seconds>',
+        "longest run of one batch in seconds, as the Lambda timeout bounds it (the stack's default); every lease ends before it",
+        integerArg(1, 900),
+        DEFAULT_WORKER_TIMEOUT_SECONDS,
+      )
       .option('--test-hooks', 'run test hooks carried in payloads (failure injection; local testing only)')
       .option('--json', 'print the closing per-worker counts as JSON'),
   ).action(async (flags: WorkersFlags) => {
@@ -42,6 +51,9 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
     count: flags.count,
     logDir,
     jobsModule,
+    // Unique per process, so two pools on one queue never share lease owners, log lines or status rows.
+    idPrefix: `${hostname().split('.')[0]}-${process.pid}-w`,
+    invocationTimeoutMs: flags.timeout * 1000,
     env: {
       ...(target.endpoint ? { AWS_ENDPOINT_URL: target.endpoint } : {}),
       ...workerEnv({

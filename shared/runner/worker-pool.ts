@@ -14,6 +14,11 @@ export interface WorkerPoolOptions {
   readonly env: Readonly<Record<string, string>>;
   /** The job module the workers run (absolute path). */
   readonly jobsModule: string;
+  /**
+   * How long one local invocation may run, as the Lambda timeout bounds a real one: every lease ends
+   * before it (less `LEASEQ_DEADLINE_MARGIN_MS`). @default DEFAULT_WORKER_TIMEOUT_SECONDS (60 s)
+   */
+  readonly invocationTimeoutMs?: number;
   /** Folder for one log file per worker (`<id>.log`). */
   readonly logDir: string;
   /** Worker ids are `<idPrefix><n>`. @default 'w' */
@@ -34,6 +39,9 @@ interface PoolEvents {
   exit: [WorkerInfo];
   error: [string, string];
 }
+
+/** How the pool tells a worker process its invocation timeout. */
+export const INVOCATION_TIMEOUT_ENV = 'LEASEQ_INVOCATION_TIMEOUT_MS';
 
 // The TypeScript source in a checkout, the compiled file in an installed package.
 const ENTRY = siblingModule(import.meta.url, 'worker-process');
@@ -73,6 +81,9 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
         ...process.env,
         ...this.#options.env,
         [JOBS_MODULE_ENV]: this.#options.jobsModule,
+        ...(this.#options.invocationTimeoutMs
+          ? { [INVOCATION_TIMEOUT_ENV]: String(this.#options.invocationTimeoutMs) }
+          : {}),
         [WORKER_ENV.workerId]: id,
       },
       execArgv: ['--import', import.meta.resolve('tsx')],

@@ -7,9 +7,11 @@ import { ConfigError } from '../core/errors.ts';
 import { visibilityForLease } from '../core/lease-timing.ts';
 import { InMemoryMetrics } from '../core/metrics.ts';
 import { JOBS_MODULE_ENV, loadJobModule } from '../jobs/job-module.ts';
+import { DEFAULT_WORKER_TIMEOUT_SECONDS } from '../resources.ts';
 import { workerConfigFromEnv } from '../worker/config.ts';
 import { createWorkerHandler } from '../worker/handler.ts';
 import { runWorkerLoop } from './worker-loop.ts';
+import { INVOCATION_TIMEOUT_ENV } from './worker-pool.ts';
 
 /** Messages a worker process sends to its parent. */
 export type WorkerMessage =
@@ -48,7 +50,7 @@ async function main(): Promise<void> {
     region,
     handler,
     functionName: worker,
-    timeoutMs: Number(process.env.LEASEQ_INVOCATION_TIMEOUT_MS ?? 60_000),
+    timeoutMs: Number(process.env[INVOCATION_TIMEOUT_ENV] ?? DEFAULT_WORKER_TIMEOUT_SECONDS * 1000),
     batchSize: Number(process.env.LEASEQ_BATCH_SIZE ?? 10),
     receiveVisibilitySeconds: visibilityForLease(config.leaseMs),
     signal: stop.signal,

@@ -27,7 +27,7 @@ export interface WorkerHandlerOptions {
   readonly tableNames?: Readonly<Record<string, string>>;
   /** This worker's id (lease owner, on every log line). @default config.workerId, else `<function name>:<random>` */
   readonly worker?: string;
-  /** @default a Powertools Logger (POWERTOOLS_SERVICE_NAME / POWERTOOLS_LOG_LEVEL) */
+  /** @default a Powertools Logger (POWERTOOLS_SERVICE_NAME, else 'leaseq'; POWERTOOLS_LOG_LEVEL) */
   readonly logger?: Logger;
   /** @default an InMemoryMetrics of this execution environment */
   readonly metrics?: MetricsSink;
@@ -58,7 +58,8 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
     options.worker ??
     config.workerId ??
     `${env.AWS_LAMBDA_FUNCTION_NAME ?? 'worker'}:${randomUUID().slice(0, 8)}`;
-  const logger = options.logger ?? new Logger();
+  // Without POWERTOOLS_SERVICE_NAME (local workers) Powertools would log "service_undefined".
+  const logger = options.logger ?? new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'leaseq' });
   logger.appendKeys({ worker });
   const metrics = options.metrics ?? new InMemoryMetrics();
   const processor = new JobProcessor({

@@ -5,7 +5,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { WORKER_TABLE_ACTIONS } from '../../infra/constructs/worker-function.ts';
-import { cdkJsonContext } from '../../infra/leaseq-app.ts';
+import { cdkJsonContext, stackPropsFromContext } from '../../infra/leaseq-app.ts';
 import {
   InvalidLeaseqPropsError,
   LeaseqPipeline,
@@ -140,5 +140,26 @@ describe('Construct: LeaseqPipeline', () => {
         tables: { ledger: dynamodb.Table.fromTableName(scope, 'L', 'ledger') },
       })),
     ).toThrow('LeaseqPipeline prop tables is "ledger"; expected a table the jobs declare (emailLog, audit)');
+  });
+});
+
+describe('Function: stackPropsFromContext', () => {
+  const propsFrom = (context: Record<string, string>) => stackPropsFromContext(new App({ context }));
+
+  it('reads numbers and booleans given as -c key=value', () => {
+    expect(propsFrom({ maxAttempts: '8', fifo: 'true', workerTimeoutSeconds: '30' })).toMatchObject({
+      maxAttempts: 8,
+      fifo: true,
+    });
+  });
+
+  it.each([
+    [
+      { maxAttempts: 'abc' },
+      'LeaseqStack prop maxAttempts is "abc"; expected an integer (-c maxAttempts=<n>)',
+    ],
+    [{ fifo: 'yes' }, 'LeaseqStack prop fifo is "yes"; expected true or false (-c fifo=true)'],
+  ])('names a value it cannot read, %j, as received', (context, message) => {
+    expect(() => propsFrom(context)).toThrow(message);
   });
 });

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
@@ -127,6 +127,17 @@ describe('Your own job type', () => {
 
     // Assess: each job's effect exactly once, from its first attempt.
     expect(stderr).toMatch(/running email\.send/);
+    // Worker log lines name the service, the worker and the job (no "service_undefined").
+    const logDir = /logs in (\S+);/.exec(stderr)?.[1] ?? '';
+    const lines = readdirSync(logDir)
+      .filter((f) => f.endsWith('.log'))
+      .flatMap((f) => readFileSync(join(logDir, f), 'utf8').split('\n'))
+      .filter((l) => l.startsWith('{'));
+    const completed = lines.map((l) => JSON.parse(l)).find((l) => l.message === 'job completed');
+    expect(completed).toMatchObject({ service: 'leaseq', type: 'email.send' });
+    expect(completed.dedupKey).toMatch(/^welcome-/);
+    // Worker ids carry host and pid: two pools on one queue never pass for each other.
+    expect(completed.worker).toMatch(/^[^\s]+-\d+-w\d+$/);
     expect(await emailRows(table)).toEqual([
       {
         id: 'welcome-1',
