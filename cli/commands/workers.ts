@@ -66,8 +66,34 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
     },
   });
   let stopping = false;
+  let restarts = 0;
+  let failedStarts = 0;
+  let gaveUp: string | undefined;
+  const recent: number[] = [];
+  let wake = () => {};
+  // A worker that dies on its own is replaced, after a pause that doubles with every death in the last
+  // minute (0.5 s up to 30 s), so a crash loop does not spin; three deaths in a row before a worker
+  // ever polled (a broken job module, a bad setting) end the command instead.
   pool.on('exit', (info) => {
-    if (!stopping) say(`worker ${info.id} exited (${info.exitSignal ?? `code ${info.exitCode}`})`);
+    if (stopping) return;
+    const how = info.exitSignal ?? `code ${info.exitCode}`;
+    failedStarts = info.ready ? 0 : failedStarts + 1;
+    if (failedStarts >= 3) {
+      gaveUp = `workers keep dying before they poll (last: ${info.id}, ${how}); see ${info.logFile}`;
+      wake();
+      return;
+    }
+    const now = Date.now();
+    while (recent.length > 0 && (recent[0] ?? 0) < now - 60_000) recent.shift();
+    recent.push(now);
+    const delayMs = Math.min(30_000, 500 * 2 ** (recent.length - 1));
+    restarts += 1;
+    say(
+      `worker ${info.id} exited (${how}); starting a replacement in ${delayMs / 1000} s (restarts: ${restarts})`,
+    );
+    setTimeout(() => {
+      if (!stopping) void pool.spawn();
+    }, delayMs).unref();
   });
   pool.on('error', (id, message) => say(`worker ${id}: ${message}`));
   await pool.start();
@@ -78,21 +104,15 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
   const ticker = setInterval(() => {
     say(
       `succeeded ${pool.total('JobSucceeded')} | duplicates ${pool.total('DuplicateSkipped')} | ` +
-        `retries ${pool.total('JobRetried')} | dead-lettered ${pool.total('JobDeadLettered')} | alive ${pool.alive}`,
+        `retries ${pool.total('JobRetried')} | dead-lettered ${pool.total('JobDeadLettered')} | ` +
+        `alive ${pool.alive}/${flags.count} | restarts ${restarts}`,
     );
   }, 5000);
-  let allDied = false;
   await new Promise<void>((resolve) => {
-    const finish = () => resolve();
-    process.once('SIGINT', finish);
-    process.once('SIGTERM', finish);
-    pool.on('exit', () => {
-      // Workers exiting because we drain them is the clean end, not "every worker died".
-      if (!stopping && pool.alive === 0) {
-        allDied = true;
-        resolve();
-      }
-    });
+    wake = resolve;
+    if (gaveUp) resolve();
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
   });
   stopping = true;
   clearInterval(ticker);
@@ -119,8 +139,8 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
     );
     process.stdout.write(`${renderTable(columns, cells)}\n`);
   }
-  if (allDied) say(`every worker exited; see the logs in ${logDir}`);
-  return allDied ? 1 : 0;
+  if (gaveUp) say(gaveUp);
+  return gaveUp ? 1 : 0;
 }
 
 function queueUrlName(url: string): string {

@@ -30,6 +30,8 @@ export interface WorkerInfo {
   readonly pid: number | undefined;
   readonly logFile: string;
   alive: boolean;
+  /** It said it was polling (false for a worker that died while starting). */
+  ready: boolean;
   exitCode: number | null;
   exitSignal: NodeJS.Signals | null;
   counters: Record<string, number>;
@@ -94,6 +96,7 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
       pid: child.pid,
       logFile,
       alive: true,
+      ready: false,
       exitCode: null,
       exitSignal: null,
       counters: {},
@@ -103,8 +106,10 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
     return new Promise((resolve) => {
       child.on('message', (message: WorkerMessage) => {
         if (message.type === 'metrics') info.counters = message.counters;
-        else if (message.type === 'ready') resolve(info);
-        else if (message.type === 'error') this.emit('error', id, message.message);
+        else if (message.type === 'ready') {
+          info.ready = true;
+          resolve(info);
+        } else if (message.type === 'error') this.emit('error', id, message.message);
       });
       child.on('exit', (code, signal) => {
         info.alive = false;

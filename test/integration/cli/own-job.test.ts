@@ -1,7 +1,8 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAwsClients } from '../../../shared/aws/clients.ts';
@@ -17,6 +18,7 @@ const jobModule = join(dir, 'jobs.ts');
 const clients = testClients();
 const prefix = uniqueName('own');
 const leaseqSource = join(ROOT, 'shared', 'index.ts');
+const run = promisify(execFile);
 
 beforeAll(() => {
   mkdirSync(dir, { recursive: true });
@@ -156,5 +158,61 @@ describe('Your own job type', () => {
     ]);
     const status = await leaseq(['status', '--prefix', prefix, '--json']);
     expect(JSON.parse(status.stdout)).toMatchObject({ queue: { visible: 0, inFlight: 0 } });
+  });
+
+  it('replaces a worker that was SIGKILLed, with its count shown, and still drains to exit 0', async () => {
+    // Prepare: one worker (a kill used to leave the command with none and end it).
+    const workers = spawn(
+      process.execPath,
+      // A short lease: a long poll of the killed worker may still take the next message, which then
+      // comes back after its visibility (lease + 1 s), as it would from SQS.
+      [BIN, 'workers', '--job-module', jobModule, '--prefix', prefix, '--count', '1', '--lease-ms', '3000'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, AWS_ENDPOINT_URL: testEndpoint() },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    workers.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => workers.on('exit', (code) => resolve(code)));
+    const until = async (pattern: RegExp) => {
+      for (const started = Date.now(); !pattern.test(stderr); ) {
+        if (Date.now() - started > 20_000) throw new Error(`no ${pattern} in: ${stderr}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    await until(/workers running email\.send/);
+    const { stdout: children } = await run('pgrep', ['-P', String(workers.pid), '-f', 'worker-process']);
+    const [child] = children.trim().split('\n').map(Number);
+
+    // Act: kill the worker outright, then give the replacement a job.
+    process.kill(child ?? 0, 'SIGKILL');
+    await until(/exited \(SIGKILL\); starting a replacement in 0\.5 s \(restarts: 1\)/);
+    const file = join(dir, 'after-kill.ndjson');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        type: 'email.send',
+        dedupKey: 'after-kill',
+        payload: { to: 'c@example.com', subject: 'Hi' },
+      }),
+    );
+    expect((await leaseq(['send', '--file', file, '--job-module', jobModule, '--prefix', prefix])).code).toBe(
+      0,
+    );
+    let rows: Record<string, unknown>[] = [];
+    for (const started = Date.now(); Date.now() - started < 30_000; ) {
+      rows = (await emailRows(`${prefix}-email-log`)).filter((r) => r.id === 'after-kill');
+      if (rows.length > 0) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    workers.kill('SIGTERM');
+
+    // Assess
+    expect(rows).toHaveLength(1);
+    expect(await exited).toBe(0);
   });
 });
