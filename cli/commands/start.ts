@@ -1,5 +1,4 @@
 import { join } from 'node:path';
-import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
 import { type DemoProgress, type DemoResult, runDemo } from '../../examples/ledger/demo/run-demo.ts';
 import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
@@ -59,9 +58,12 @@ async function start(flags: StartFlags): Promise<number> {
   );
   const clients = createAwsClients({ ...awsConfigFromEnv(), endpoint: emulator.endpoint });
   const stop = new AbortController();
+  // While the progress bar is drawn, lines go through it, or its next redraw would overwrite them.
+  let bar: ReturnType<typeof progressBar> | undefined;
+  const notify = (line: string) => (bar ? bar.log(`leaseq: ${line}\n`) : say(line));
   const onSignal = () => {
     if (stop.signal.aborted) return;
-    say('stopping: draining workers (Ctrl-C again is not needed)');
+    notify('stopping: draining workers (Ctrl-C again is not needed)');
     stop.abort();
   };
   process.on('SIGINT', onSignal);
@@ -73,7 +75,7 @@ async function start(flags: StartFlags): Promise<number> {
         `(${provisioned.queues.length + provisioned.tables.length} resources, ${Math.round(provisioned.elapsedMs)} ms)`,
     );
     const o = provisioned.outputs;
-    const bar = process.stderr.isTTY && !flags.json ? progressBar() : undefined;
+    bar = process.stderr.isTTY && !flags.json ? progressBar() : undefined;
     let lastLine = 0;
     const result = await runDemo({
       clients,
@@ -110,6 +112,7 @@ async function start(flags: StartFlags): Promise<number> {
       },
     });
     bar?.stop();
+    bar = undefined;
     if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     else process.stdout.write(summary(result, emulator.endpoint, flags.prefix));
     if (stop.signal.aborted && emulator.started) {
@@ -126,47 +129,43 @@ async function start(flags: StartFlags): Promise<number> {
 
 function progressLine(p: DemoProgress): string {
   return (
-    `sent ${p.sent}/${p.total} | done ${p.done}/${p.expected} | dup skipped ${p.duplicatesSkipped} | ` +
+    `sent ${p.sent}/${p.total} messages | done ${p.done}/${p.expected} jobs | dup skipped ${p.duplicatesSkipped} | ` +
     `retries ${p.retries} | takeovers ${p.leasesTakenOver} | DLQ ${p.dead} | workers ${p.workersAlive}` +
     (p.workerRestarts ? ` (${p.workerRestarts} replaced)` : '')
   );
 }
 
-function progressBar(): { update(p: DemoProgress): void; log(line: string): void; stop(): void } {
-  const bar = new cliProgress.SingleBar(
-    {
-      format:
-        ' {bar} {percentage}% | sent {sent}/{total} | done {value}/{expected} | dup skipped {dups} | retries {retries} | ' +
-        'takeovers {takeovers} | DLQ {dead} | workers {workers}',
-      hideCursor: true,
-      clearOnComplete: false,
-      barsize: 24,
-    },
-    cliProgress.Presets.shades_classic,
-  );
-  let started = false;
+/**
+ * The live progress line of the demo on a terminal: one line, cut to the terminal's width so it never
+ * wraps, redrawn in place. Other lines go through `log`, which prints them above it. (A progress bar
+ * library that saves and restores the cursor misplaces the summary once lines were printed in between.)
+ */
+function progressBar(stream: NodeJS.WriteStream = process.stderr): {
+  update(p: DemoProgress): void;
+  log(line: string): void;
+  stop(): void;
+} {
+  let current = '';
+  const draw = () => {
+    const width = Math.max(20, (stream.columns ?? 80) - 1);
+    stream.write(`\r\x1b[2K${current.slice(0, width)}`);
+  };
+  stream.write('\x1b[?25l'); // hide the cursor while the line moves
   return {
     update(p) {
-      const payload = {
-        sent: p.sent,
-        total: p.total,
-        expected: p.expected,
-        dups: p.duplicatesSkipped,
-        retries: p.retries,
-        takeovers: p.leasesTakenOver,
-        dead: p.dead,
-        workers: `${p.workersAlive}${p.workerRestarts ? ` (${p.workerRestarts} replaced)` : ''}`,
-      };
-      if (!started) {
-        bar.start(p.expected, p.done + p.dead, payload);
-        started = true;
-      } else bar.update(p.done + p.dead, payload);
+      const finished = p.done + p.dead;
+      const ratio = p.expected > 0 ? Math.min(1, finished / p.expected) : 0;
+      const filled = Math.round(ratio * 24);
+      current = ` ${'\u2588'.repeat(filled)}${'\u2591'.repeat(24 - filled)} ${Math.floor(ratio * 100)}% | ${progressLine(p)}`;
+      draw();
     },
     log(line) {
-      process.stderr.write(`\r\x1b[K${line}`);
+      stream.write(`\r\x1b[2K${line.endsWith('\n') ? line : `${line}\n`}`);
+      if (current) draw();
     },
     stop() {
-      if (started) bar.stop();
+      stream.write('\r\x1b[2K\x1b[?25h');
+      current = '';
     },
   };
 }
@@ -198,17 +197,26 @@ export function summary(r: DemoResult, endpoint: string, prefix?: string): strin
       (r.workerRestarts ? `; ${r.workerRestarts} replaced after a crash` : ''),
   );
   lines.push('');
-  const width = Math.max(...r.accounts.map((a) => a.account.length), 7);
-  lines.push(`  ${'account'.padEnd(width)}  ${'expected'.padStart(9)}  ${'actual'.padStart(9)}  check`);
-  for (const a of r.accounts) {
+  if (r.aborted) {
+    // Unfinished jobs make accounts differ from the end state: no verdict rows, only how far it got.
+    const unfinished = r.workload.unique - r.completed - r.deadLettered;
     lines.push(
-      `  ${a.account.padEnd(width)}  ${String(a.expected).padStart(9)}  ${String(a.actual ?? '-').padStart(9)}  ${a.ok ? 'ok' : 'MISMATCH'}`,
+      `  partial run: ${r.completed} jobs completed, ${r.deadLettered} dead-lettered, ${unfinished} not finished yet`,
+    );
+    lines.push('  (the ledger is checked only when every job has finished)');
+  } else {
+    const width = Math.max(...r.accounts.map((a) => a.account.length), 7);
+    lines.push(`  ${'account'.padEnd(width)}  ${'expected'.padStart(9)}  ${'actual'.padStart(9)}  check`);
+    for (const a of r.accounts) {
+      lines.push(
+        `  ${a.account.padEnd(width)}  ${String(a.expected).padStart(9)}  ${String(a.actual ?? '-').padStart(9)}  ${a.ok ? 'ok' : 'MISMATCH'}`,
+      );
+    }
+    lines.push(
+      `  ${'total'.padEnd(width)}  ${String(r.moneyExpected).padStart(9)}  ${String(r.moneyActual).padStart(9)}  ` +
+        `${r.moneyExpected === r.moneyActual ? 'money conserved' : 'MONEY MISMATCH'}`,
     );
   }
-  lines.push(
-    `  ${'total'.padEnd(width)}  ${String(r.moneyExpected).padStart(9)}  ${String(r.moneyActual).padStart(9)}  ` +
-      `${r.moneyExpected === r.moneyActual ? 'money conserved' : 'MONEY MISMATCH'}`,
-  );
   lines.push('');
   if (r.deadLetters.length > 0) {
     lines.push('  dead letters (in the DLQ, with their reasons):');
@@ -220,12 +228,11 @@ export function summary(r: DemoResult, endpoint: string, prefix?: string): strin
     }
     lines.push('');
   }
-  if (r.missing.length > 0)
+  if (r.missing.length > 0 && !r.aborted)
     lines.push(`  not completed: ${r.missing.slice(0, 10).join(', ')}${r.missing.length > 10 ? ' ...' : ''}`);
   if (r.timedOut) lines.push('  timed out before every job finished (raise --timeout)');
   if (r.aborted) {
-    lines.push('  stopped: unfinished jobs stay in the queue and run the next time workers start;');
-    lines.push('  their accounts cannot match yet, so the ledger check above is not a verdict.');
+    lines.push('  stopped: unfinished jobs stay in the queue and run the next time workers start.');
   }
   const p = prefix ? ` --prefix ${prefix}` : '';
   lines.push(

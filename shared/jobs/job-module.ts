@@ -4,11 +4,11 @@ import { pathToFileURL } from 'node:url';
 import { ConfigError } from '../core/errors.ts';
 import { JobRegistry } from '../core/registry.ts';
 
-/** Environment variable naming the job module (a path); `--jobs` and package.json's `leaseq.jobs` come first. */
+/** Environment variable naming the job module (a path); `--job-module` and package.json's `leaseq.jobs` come first. */
 export const JOBS_MODULE_ENV = 'LEASEQ_JOBS_MODULE';
 
 /**
- * Where the job module is, in order: the `--jobs` flag, `LEASEQ_JOBS_MODULE`, then the `leaseq.jobs`
+ * Where the job module is, in order: the `--job-module` flag, `LEASEQ_JOBS_MODULE`, then the `leaseq.jobs`
  * field of the nearest package.json at or above `cwd` (relative to that package.json). Returns an
  * absolute path, or undefined when none names one.
  */

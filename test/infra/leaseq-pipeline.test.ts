@@ -50,11 +50,10 @@ const tablesOf = (template: Template) =>
   Object.values(template.findResources('AWS::DynamoDB::Table') as Record<string, Resource>).map(
     (r) => r.Properties,
   );
-const variables = (template: Template) =>
-  (
-    Object.values(template.findResources('AWS::Lambda::Function') as Record<string, Resource>)[0]?.Properties
-      .Environment as { Variables: Record<string, unknown> }
-  ).Variables;
+const variables = (template: Template): Record<string, unknown> => {
+  const fn = Object.values(template.findResources('AWS::Lambda::Function') as Record<string, Resource>)[0];
+  return (fn?.Properties.Environment as { Variables: Record<string, unknown> } | undefined)?.Variables ?? {};
+};
 
 describe('Construct: LeaseqPipeline', () => {
   it('creates every table the jobs declare once, with its keys and TTL, and names it from the prefix', () => {

@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -157,7 +157,8 @@ describe('The packed package, installed into a project of its own', () => {
       .map((r) => r.Properties.TableName);
     expect(tables.sort()).toEqual([`${prefix}-jobs`, `${prefix}-leases`, `${prefix}-receipts`]);
     const fn = resources.find((r) => r.Type === 'AWS::Lambda::Function');
-    const variables = (fn?.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    const variables =
+      (fn?.Properties.Environment as { Variables: Record<string, unknown> } | undefined)?.Variables ?? {};
     expect(Object.keys(variables)).toEqual(
       expect.arrayContaining(['LEASEQ_TABLE_RECEIPTS', 'LEASEQ_JOBS_TABLE']),
     );
