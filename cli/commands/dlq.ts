@@ -1,6 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
 import {
+  assertKnownReason,
   type DeadLetter,
   type DeadLetterSummary,
   findDeadLetter,
@@ -34,6 +35,7 @@ interface RedriveFlags extends TargetFlags {
   readonly reason?: string;
   readonly dedupKey?: string;
   readonly dryRun?: boolean;
+  readonly includeInvalid?: boolean;
   readonly rate?: number;
   readonly limit?: number;
   readonly json?: boolean;
@@ -124,9 +126,14 @@ export function describeRedrive(report: RedriveReport): string {
             i.detail ?? '',
           ]),
         );
+  // Letters that came back during the redrive are the same jobs, not more letters: say so apart.
+  const again =
+    report.deadAgain > 0
+      ? ` (${report.deadAgain} of them dead-lettered again while it ran; their new letters stay in the DLQ)`
+      : '';
   const summary = report.dryRun
     ? `dry run: would redrive ${report.redriven}, skip ${report.skipped}; nothing was changed`
-    : `redrove ${report.redriven}, skipped ${report.skipped}, failed ${report.failed}`;
+    : `redrove ${report.redriven}${again}, skipped ${report.skipped}, failed ${report.failed}`;
   return `${table}\n\n${summary}; ${report.notMatched} other dead letter${report.notMatched === 1 ? '' : 's'} left alone`;
 }
 
@@ -203,10 +210,15 @@ export function register(program: Command): void {
       .option('--reason <reason>', 'only this reason (exact, or a prefix ending in *, e.g. invalid-*)')
       .option('--dedup-key <key>', 'only the job with this dedup key')
       .option('--dry-run', 'list what would be redriven; change nothing')
+      .option(
+        '--include-invalid',
+        'also send letters whose body can only be refused again (invalid-not-json, invalid-bad-schema, invalid-too-large)',
+      )
       .option('--rate <rate>', 'at most this many messages per second (5, 5/s, 300/min)', rateArg)
       .option('--limit <n>', 'redrive at most this many', integerArg(1, 1_000_000))
       .option('--json', 'print the report as JSON on stdout'),
   ).action(async (flags: RedriveFlags) => {
+    if (flags.reason !== undefined) assertKnownReason(flags.reason);
     const target = await resolveTarget(flags);
     try {
       // A changing command names what it changes: with no endpoint configured, that is real AWS.
@@ -218,6 +230,7 @@ export function register(program: Command): void {
           ...(flags.dedupKey === undefined ? {} : { dedupKey: flags.dedupKey }),
         },
         dryRun: flags.dryRun ?? false,
+        includeHopeless: flags.includeInvalid ?? false,
         ...(flags.rate === undefined ? {} : { ratePerSecond: flags.rate }),
         ...(flags.limit === undefined ? {} : { limit: flags.limit }),
         ...(flags.json || !process.stderr.isTTY

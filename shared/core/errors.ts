@@ -14,14 +14,23 @@ export class LeaseqError extends Error {
 }
 
 /** Why an envelope was refused; also the `reason` attribute of its dead letter. */
-export type EnvelopeProblem =
-  | 'not-json'
-  | 'bad-schema'
-  | 'unknown-version'
-  | 'unknown-type'
-  | 'too-large'
-  /** The envelope is fine; its payload fails the job type's schema. */
-  | 'bad-payload';
+export const ENVELOPE_PROBLEMS = [
+  'not-json',
+  'bad-schema',
+  'unknown-version',
+  'unknown-type',
+  'too-large',
+  // The envelope is fine; its payload fails the job type's schema.
+  'bad-payload',
+] as const;
+export type EnvelopeProblem = (typeof ENVELOPE_PROBLEMS)[number];
+
+/**
+ * Problems of the body itself: the same bytes are refused the same way by every deployment, so a redrive
+ * can only dead-letter them again. (An unknown type or version, or a payload a schema refuses, may run
+ * after a deploy of the code that knows it.)
+ */
+export const BODY_PROBLEMS: readonly EnvelopeProblem[] = ['not-json', 'bad-schema', 'too-large'];
 
 /** The message body is not a job leaseq can run: dead-lettered at once, never retried. */
 export class InvalidEnvelopeError extends LeaseqError {

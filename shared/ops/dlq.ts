@@ -10,10 +10,11 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { DynamoDbJobStore } from '../core/dynamodb-job-store.ts';
+import { BODY_PROBLEMS, ENVELOPE_PROBLEMS } from '../core/errors.ts';
 import type { JobItem } from '../core/job-item.ts';
 import { readDeadLetterAttributes } from '../core/sqs-job-queue.ts';
 import { JobStatus } from '../core/statuses.ts';
-import { DeadLetterNotFoundError } from './errors.ts';
+import { DeadLetterNotFoundError, InvalidFilterError } from './errors.ts';
 import { queueStats, totalDepth } from './queue-stats.ts';
 import { Pacer } from './rate.ts';
 import { isFifoQueue, type OpsTarget } from './target.ts';
@@ -23,6 +24,32 @@ import { isFifoQueue, type OpsTarget } from './target.ts';
  * safety net fired after `maxReceiveCount` receives, not leaseq's attempt counter.
  */
 export const SQS_REDRIVE_REASON = 'sqs-max-receives';
+
+/** Every `reason` a dead letter can carry: leaseq's own, and the queue's safety net. */
+export const DEAD_LETTER_REASONS: readonly string[] = [
+  'permanent-error',
+  'max-attempts',
+  ...ENVELOPE_PROBLEMS.map((p) => `invalid-${p}`),
+  SQS_REDRIVE_REASON,
+];
+
+/** Reasons whose body a redrive could only dead-letter again (skipped unless asked for). */
+export const HOPELESS_REASONS: readonly string[] = BODY_PROBLEMS.map((p) => `invalid-${p}`);
+
+/**
+ * Checks a `--reason` filter: an exact known reason, or a prefix ending in `*` that matches one.
+ * @throws InvalidFilterError naming the known reasons.
+ */
+export function assertKnownReason(reason: string): void {
+  const known = reason.endsWith('*')
+    ? DEAD_LETTER_REASONS.some((r) => r.startsWith(reason.slice(0, -1)))
+    : DEAD_LETTER_REASONS.includes(reason);
+  if (!known) {
+    throw new InvalidFilterError(
+      `no dead letter has reason ${JSON.stringify(reason)}; expected one of ${DEAD_LETTER_REASONS.join(', ')} (or a prefix ending in *)`,
+    );
+  }
+}
 
 /** A dead letter without its body: what `leaseq dlq list` shows. */
 export interface DeadLetterSummary {
@@ -303,6 +330,11 @@ export interface RedriveOptions {
   readonly limit?: number;
   /** Called after each matching message. */
   readonly onProgress?: (item: RedriveItem) => void;
+  /**
+   * Also send letters whose body can only be refused again (not JSON, not an envelope, too large).
+   * @default false
+   */
+  readonly includeHopeless?: boolean;
   /** @default Date.now */
   readonly now?: () => number;
 }
@@ -312,8 +344,11 @@ export interface RedriveItem {
   readonly dedupKey?: string;
   readonly type?: string;
   readonly reason: string;
-  /** `would-redrive` only in a dry run. */
-  readonly outcome: 'redriven' | 'would-redrive' | 'skipped' | 'failed';
+  /**
+   * `would-redrive` only in a dry run; `dead-again`: a new letter of a job this very redrive sent back
+   * (it failed again while the redrive ran), left in the DLQ.
+   */
+  readonly outcome: 'redriven' | 'would-redrive' | 'skipped' | 'dead-again' | 'failed';
   /** Whether the DEAD job item was (or would be) reset. */
   readonly reset: boolean;
   /** Why it was skipped or failed, or a note on how it was sent. */
@@ -327,6 +362,8 @@ export interface RedriveReport {
   readonly matched: number;
   readonly redriven: number;
   readonly skipped: number;
+  /** Of the redriven jobs, those that were dead-lettered again before the redrive ended. */
+  readonly deadAgain: number;
   readonly failed: number;
   /** Dead letters seen that the filter left alone. */
   readonly notMatched: number;
@@ -379,9 +416,18 @@ export async function redrive(target: OpsTarget, options: RedriveOptions = {}): 
     ) {
       record({
         ...base,
+        outcome: 'dead-again',
+        reset: false,
+        detail: 'sent back by this redrive and dead-lettered again; this new letter stays',
+      });
+      return KEEP;
+    }
+    if (!options.includeHopeless && HOPELESS_REASONS.includes(letter.reason)) {
+      record({
+        ...base,
         outcome: 'skipped',
         reset: false,
-        detail: 'dead-lettered again during this redrive',
+        detail: `${letter.reason}: the same body would only be refused again (--include-invalid sends it)`,
       });
       return KEEP;
     }
@@ -450,6 +496,7 @@ export async function redrive(target: OpsTarget, options: RedriveOptions = {}): 
     matched: items.length,
     redriven: count(options.dryRun ? 'would-redrive' : 'redriven'),
     skipped: count('skipped'),
+    deadAgain: count('dead-again'),
     failed: count('failed'),
     notMatched,
     items,

@@ -33,3 +33,11 @@ export class DeadLetterNotFoundError extends OpsError {
     this.id = id;
   }
 }
+
+/** A filter the operator gave can match nothing (e.g. a reason no dead letter has). */
+export class InvalidFilterError extends OpsError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidFilterError';
+  }
+}

@@ -13,6 +13,7 @@ import {
   makeWorker,
   queueCounts,
   sendJob,
+  sendRaw,
 } from '../../support/core-fixture.ts';
 import { uniqueName } from '../../support/env.ts';
 import { leaseq, leaseqJson } from './run-cli.ts';
@@ -193,5 +194,46 @@ describe('Command: leaseq dlq', () => {
     expect(stale.items[0]?.detail).toMatch(/already completed/);
     expect((await queueCounts(env)).visible).toBe(0);
     expect((await queueCounts(env, env.dlqUrl)).visible).toBe(1);
+  });
+
+  it('skips letters whose body can only be refused again unless asked, and refuses a reason no letter has', async () => {
+    // Prepare: an empty DLQ, then a body that is not JSON and a poison job dead-lettered.
+    expect((await leaseq(['dlq', 'purge', '--yes', '--prefix', prefix])).code).toBe(0);
+    await sendRaw(env, '{not json');
+    const poison = uniqueName('poison');
+    await sendJob(env, {
+      dedupKey: poison,
+      type: 'ledger.credit',
+      payload: { account: uniqueName('acct'), amount: 1, simulate: { permanent: true } },
+    });
+    await drain(makeWorker(env, ledgerJobs, { worker: 'w-hopeless' }));
+
+    // Act + Assess: the dry run and the redrive leave the non-JSON letter alone and say why.
+    const dry = await leaseqJson<RedriveReport>(['dlq', 'redrive', '--dry-run', '--prefix', prefix]);
+    expect(dry).toMatchObject({ matched: 2, redriven: 1, skipped: 1 });
+    const hopeless = dry.items.find((i) => i.reason === 'invalid-not-json');
+    expect(hopeless).toMatchObject({ outcome: 'skipped' });
+    expect(hopeless?.detail).toMatch(
+      /the same body would only be refused again \(--include-invalid sends it\)/,
+    );
+    const forced = await leaseqJson<RedriveReport>([
+      'dlq',
+      'redrive',
+      '--dry-run',
+      '--include-invalid',
+      '--prefix',
+      prefix,
+    ]);
+    expect(forced).toMatchObject({ matched: 2, redriven: 2, skipped: 0 });
+
+    // A reason no dead letter can have is an error naming the known ones, not a silent empty match.
+    const bogus = await leaseq(['dlq', 'redrive', '--reason', 'bogus', '--prefix', prefix]);
+    expect(bogus.code).toBe(1);
+    expect(bogus.stderr).toMatch(
+      /^leaseq: no dead letter has reason "bogus"; expected one of permanent-error, max-attempts, invalid-not-json.*\n$/,
+    );
+    expect(
+      (await leaseq(['dlq', 'redrive', '--reason', 'invalid-*', '--dry-run', '--prefix', prefix])).code,
+    ).toBe(0);
   });
 });

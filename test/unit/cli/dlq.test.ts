@@ -1,16 +1,20 @@
 import type { Message } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
+import { describeRedrive } from '../../../cli/commands/dlq.ts';
 import type { JobItem } from '../../../shared/core/job-item.ts';
 import { deadLetterAttributes } from '../../../shared/core/sqs-job-queue.ts';
 import { JobStatus } from '../../../shared/core/statuses.ts';
 import {
+  assertKnownReason,
   type DeadLetterSummary,
   matchesFilter,
   planRedrive,
+  type RedriveItem,
   SQS_REDRIVE_REASON,
   summarise,
   toDeadLetter,
 } from '../../../shared/ops/dlq.ts';
+import { InvalidFilterError } from '../../../shared/ops/errors.ts';
 
 const body = JSON.stringify({
   v: 1,
@@ -119,5 +123,38 @@ describe('Function: planRedrive', () => {
       action: 'skip',
       why: /already completed/,
     });
+  });
+});
+
+describe('Function: describeRedrive', () => {
+  it('counts letters that came back during the redrive apart from the letters it sent', () => {
+    const item = (outcome: RedriveItem['outcome']): RedriveItem => ({
+      messageId: `m-${outcome}`,
+      reason: 'permanent-error',
+      outcome,
+      reset: outcome === 'redriven',
+    });
+    const text = describeRedrive({
+      dryRun: false,
+      matched: 2,
+      redriven: 1,
+      skipped: 0,
+      deadAgain: 1,
+      failed: 0,
+      notMatched: 0,
+      items: [item('redriven'), item('dead-again')],
+    });
+    expect(text).toMatch(
+      /redrove 1 \(1 of them dead-lettered again while it ran; their new letters stay in the DLQ\), skipped 0, failed 0;/,
+    );
+  });
+});
+
+describe('Function: assertKnownReason', () => {
+  it('takes a known reason or a prefix of one, and names the known ones otherwise', () => {
+    expect(() => assertKnownReason('invalid-bad-payload')).not.toThrow();
+    expect(() => assertKnownReason('invalid-*')).not.toThrow();
+    expect(() => assertKnownReason('max-attempt')).toThrow(/expected one of permanent-error, max-attempts/);
+    expect(() => assertKnownReason('nope*')).toThrow(InvalidFilterError);
   });
 });
