@@ -1,4 +1,6 @@
+import { lookup } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, QueueDoesNotExist } from '@aws-sdk/client-sqs';
 import type { Command } from 'commander';
 import {
@@ -114,6 +116,7 @@ export async function resolveTarget(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<Target> {
   const endpoint = await resolveEndpointFlag(flags, env);
+  if (endpoint) await assertHostResolves(endpoint);
   const base = awsConfigFromEnv({ ...env, ...(flags.region ? { AWS_REGION: flags.region } : {}) });
   // A person waits at the prompt: an endpoint that accepts but never answers is reported in seconds.
   const clients = createAwsClients({
@@ -196,8 +199,38 @@ async function queueArn(clients: AwsClients, queueUrl: string, where: string): P
   }
 }
 
+/**
+ * A host name that does not resolve is reported as such, before the SDK would report something else
+ * first (missing credentials for a non-local endpoint).
+ */
+async function assertHostResolves(endpoint: string): Promise<void> {
+  const host = new URL(endpoint).hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host) || host === 'localhost') return;
+  try {
+    await lookup(host);
+  } catch (error) {
+    const code = error instanceof Error && 'code' in error ? String(error.code) : '';
+    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') {
+      throw new TargetError(
+        `cannot reach ${endpoint}: the host ${host} does not resolve; check --endpoint or AWS_ENDPOINT_URL`,
+      );
+    }
+  }
+}
+
 function unreachable(error: unknown, where: string): Error {
   if (error instanceof TargetError) return error;
+  // The SDK got an answer it could not read as SQS: a web server, a proxy, another service's port.
+  const response = (error as { $response?: { statusCode?: number } } | null)?.$response;
+  if (
+    response?.statusCode !== undefined &&
+    error instanceof Error &&
+    /Deserialization|not valid JSON|Unexpected token/.test(error.message)
+  ) {
+    return new TargetError(
+      `${where} answered, but not like SQS (HTTP ${response.statusCode}); is it the right port? (the embedded emulator: \`npx leaseq local status\`)`,
+    );
+  }
   const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   return new TargetError(
     `cannot reach ${where} (${detail}); start it with \`npx leaseq local up\` or check --endpoint`,
