@@ -1,4 +1,7 @@
 // `leaseq/cdk`: the CDK construct to put leaseq in your own stack, and the reference stack.
+
+export { tableOutputKey, tablePhysicalName } from '../shared/jobs/table.ts';
+export { STACK_OUTPUT_KEYS, type StackOutputKey } from '../shared/resources.ts';
 export { WORKER_TABLE_ACTIONS, type WorkerLogLevel } from './constructs/worker-function.ts';
 export {
   InvalidLeaseqPropsError,

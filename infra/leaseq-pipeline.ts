@@ -1,15 +1,16 @@
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ConfigError } from '../shared/core/errors.ts';
-import { type AnyJobDefinition, JobRegistry } from '../shared/core/registry.ts';
+import { JobRegistry, type JobSource } from '../shared/core/registry.ts';
 import { type TableDefinition, tableOutputKey, tablePhysicalName } from '../shared/jobs/table.ts';
 import {
   assertValidResourcePrefix,
   DEFAULT_WORKER_TIMEOUT_SECONDS,
   REDRIVE_MARGIN,
   resourceNames,
+  type StackOutputKey,
 } from '../shared/resources.ts';
 import { JobQueue } from './constructs/job-queue.ts';
 import { leaseqTable, StateTables } from './constructs/state-tables.ts';
@@ -27,7 +28,7 @@ export interface LeaseqPipelineProps {
    * given in `tables`), passed to the worker as `LEASEQ_TABLE_<NAME>` and granted item access.
    * @default no application tables
    */
-  readonly jobs?: JobRegistry | readonly AnyJobDefinition[];
+  readonly jobs?: JobSource;
   /**
    * Existing tables to use for some of the jobs' tables, by logical name; the worker is granted item
    * access to them and nothing is created for those names.
@@ -251,6 +252,34 @@ export class LeaseqPipeline extends Construct {
   }
 
   /**
+   * Adds the stack outputs every `leaseq` command reads with `--outputs` (`cdk deploy --outputs-file`):
+   * queue URLs and names, the table names (one `<Name>TableName` per application table) and the worker
+   * function. They carry fixed names, so call it for one pipeline per stack.
+   */
+  addStackOutputs(): void {
+    const stack = Stack.of(this);
+    const outputs: Record<StackOutputKey, { value: string; description: string }> = {
+      JobsQueueUrl: { value: this.queue.queueUrl, description: 'URL of the jobs queue' },
+      JobsQueueName: { value: this.queue.queueName, description: 'Name of the jobs queue' },
+      DlqUrl: { value: this.deadLetterQueue.queueUrl, description: 'URL of the dead-letter queue' },
+      DlqName: { value: this.deadLetterQueue.queueName, description: 'Name of the dead-letter queue' },
+      JobsTableName: {
+        value: this.jobsTable.tableName,
+        description: 'Dedup, job lease and checkpoint table',
+      },
+      LeasesTableName: { value: this.leasesTable.tableName, description: 'Named-lock table' },
+      WorkerFunctionName: { value: this.worker.function.functionName, description: 'Worker Lambda function' },
+    };
+    for (const [key, output] of Object.entries(outputs)) new CfnOutput(stack, key, output);
+    for (const [name, table] of Object.entries(this.effectTables)) {
+      new CfnOutput(stack, tableOutputKey(name), {
+        value: table.tableName,
+        description: `Application table ${name} (LEASEQ_TABLE_* of the worker)`,
+      });
+    }
+  }
+
+  /**
    * Lets the worker read `table` and write it from effects (GetItem, PutItem, UpdateItem, DeleteItem,
    * ConditionCheckItem on that table only), for a table your jobs use that this construct did not make.
    */
@@ -261,5 +290,5 @@ export class LeaseqPipeline extends Construct {
 
 function jobTables(jobs: LeaseqPipelineProps['jobs']): TableDefinition[] {
   if (!jobs) return [];
-  return (jobs instanceof JobRegistry ? jobs : JobRegistry.of(jobs)).tables();
+  return JobRegistry.from(jobs).tables();
 }

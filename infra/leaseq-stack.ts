@@ -1,11 +1,10 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { CfnOutput, type Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { type Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import ledgerJobs from '../examples/ledger/jobs.ts';
-import { type AnyJobDefinition, JobRegistry } from '../shared/core/registry.ts';
-import { tableOutputKey } from '../shared/jobs/table.ts';
-import { defaultResourcePrefix, type StackOutputKey } from '../shared/resources.ts';
+import { JobRegistry, type JobSource } from '../shared/core/registry.ts';
+import { defaultResourcePrefix } from '../shared/resources.ts';
 import { siblingModule } from '../shared/sibling-module.ts';
 import {
   InvalidLeaseqPropsError,
@@ -33,7 +32,7 @@ export interface LeaseqStackProps extends StackProps {
   /** The worker's handler file. @default functions/worker.ts (the ledger example) */
   readonly entry?: string;
   /** The job module's jobs, whose tables the stack creates. @default the ledger example's jobs */
-  readonly jobs?: JobRegistry | readonly AnyJobDefinition[];
+  readonly jobs?: JobSource;
   /** See {@link LeaseqPipelineProps.maxAttempts}. @default 5 */
   readonly maxAttempts?: number;
   /** See {@link LeaseqPipelineProps.workerTimeout}. @default Duration.seconds(60) */
@@ -109,29 +108,12 @@ export class LeaseqStack extends Stack {
         ? { projectRoot: fileURLToPath(new URL('..', import.meta.url)), depsLockFilePath: lockFile }
         : {}),
     });
-    const p = this.pipeline;
-
-    const outputs: Record<StackOutputKey, { value: string; description: string }> = {
-      JobsQueueUrl: { value: p.queue.queueUrl, description: 'URL of the jobs queue' },
-      JobsQueueName: { value: p.queue.queueName, description: 'Name of the jobs queue' },
-      DlqUrl: { value: p.deadLetterQueue.queueUrl, description: 'URL of the dead-letter queue' },
-      DlqName: { value: p.deadLetterQueue.queueName, description: 'Name of the dead-letter queue' },
-      JobsTableName: { value: p.jobsTable.tableName, description: 'Dedup, job lease and checkpoint table' },
-      LeasesTableName: { value: p.leasesTable.tableName, description: 'Named-lock table' },
-      WorkerFunctionName: { value: p.worker.function.functionName, description: 'Worker Lambda function' },
-    };
-    for (const [key, output] of Object.entries(outputs)) new CfnOutput(this, key, output);
-    for (const [name, table] of Object.entries(p.effectTables)) {
-      new CfnOutput(this, tableOutputKey(name), {
-        value: table.tableName,
-        description: `Application table ${name} (LEASEQ_TABLE_* of the worker)`,
-      });
-    }
+    this.pipeline.addStackOutputs();
   }
 }
 
 /** The jobs a {@link LeaseqStack} with these props runs (the ledger example unless given). */
 export function stackJobs(props: Pick<LeaseqStackProps, 'jobs'>): JobRegistry {
   const jobs = props.jobs ?? ledgerJobs;
-  return jobs instanceof JobRegistry ? jobs : JobRegistry.of(jobs);
+  return JobRegistry.from(jobs);
 }

@@ -19,7 +19,14 @@ export { JobContext } from './core/job-context.ts';
 export type { Checkpoint, JobItem } from './core/job-item.ts';
 export type { Effect } from './core/job-store.ts';
 export { versionedPut } from './core/optimistic.ts';
-export type { AnyJobDefinition, JobDefinition, JobOutcome, TableMap } from './core/registry.ts';
+export type {
+  AnyJobDefinition,
+  JobDefinition,
+  JobOutcome,
+  JobRegistryLike,
+  JobSource,
+  TableMap,
+} from './core/registry.ts';
 export { JobRegistry } from './core/registry.ts';
 export { JobStatus, MetricName } from './core/statuses.ts';
 export type { LeaseHandle } from './core/with-lease.ts';

@@ -24,12 +24,13 @@ interface ProvisionFlags {
   readonly json?: boolean;
 }
 
-export function describeProvision(result: ProvisionResult, endpoint: string): string {
+export function describeProvision(result: ProvisionResult, endpoint: string, jobModule?: string): string {
   const lines = [...result.queues, ...result.tables].map(
     (r) => `${r.action.padEnd(8)} ${'url' in r ? 'queue' : 'table'} ${r.name}`,
   );
+  const module = jobModule ? ` --job-module ${jobModule}` : '';
   lines.push(
-    `prefix ${result.prefix} at ${endpoint}: \`leaseq workers --prefix ${result.prefix}\` runs your jobs`,
+    `prefix ${result.prefix} at ${endpoint}: \`leaseq workers --prefix ${result.prefix}${module}\` runs your jobs`,
   );
   for (const note of result.notes) lines.push(`note: ${note}`);
   return lines.join('\n');
@@ -137,7 +138,7 @@ export function register(program: Command): void {
     .option('--fifo', 'FIFO jobs queue and DLQ')
     .option('--json', 'print the result as JSON')
     .action(async (flags: ProvisionFlags) => {
-      const { jobs } = await requireCliJobs(flags.jobModule);
+      const { jobs, path } = await requireCliJobs(flags.jobModule);
       const handle = await ensureEmulator({ log: progress });
       const clients = createAwsClients({ ...awsConfigFromEnv(), endpoint: handle.endpoint });
       try {
@@ -147,7 +148,11 @@ export function register(program: Command): void {
           ...(prefix ? { prefix } : {}),
           stackProps: { jobs, ...(flags.fifo ? { fifo: true } : {}) },
         });
-        print(flags.json ? JSON.stringify(result) : describeProvision(result, handle.endpoint));
+        print(
+          flags.json
+            ? JSON.stringify(result)
+            : describeProvision(result, handle.endpoint, flags.jobModule ? shortPath(path) : undefined),
+        );
       } finally {
         destroyAwsClients(clients);
       }

@@ -1,5 +1,5 @@
 import { isPayloadSchema, type PayloadSchema } from '../jobs/standard-schema.ts';
-import { sameTableSpec, type TableDefinition } from '../jobs/table.ts';
+import { assertTableDefinition, sameTableSpec, type TableDefinition } from '../jobs/table.ts';
 import { ConfigError } from './errors.ts';
 import type { JobContext } from './job-context.ts';
 import type { Effect } from './job-store.ts';
@@ -37,10 +37,40 @@ export type AnyJobDefinition = JobDefinition<any, any>;
 
 const JOB_TYPE = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** What a {@link JobRegistry} offers, structurally: a registry from another copy of leaseq has it too. */
+export interface JobRegistryLike {
+  types(): string[];
+  get(type: string): AnyJobDefinition | undefined;
+}
+
+/** Where jobs can come from: `defineJobs([...])`, a plain list of `defineJob(...)`, or another copy's registry. */
+export type JobSource = JobRegistry | JobRegistryLike | readonly AnyJobDefinition[];
+
+/** True for a registry of this or another copy of leaseq. */
+export function isRegistryLike(value: unknown): value is JobRegistryLike {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    typeof (value as JobRegistryLike).types === 'function' &&
+    typeof (value as JobRegistryLike).get === 'function'
+  );
+}
+
 /** The job types a worker knows, and the application tables they write. An unregistered `type` is a permanent error. */
 export class JobRegistry {
   readonly #definitions = new Map<string, AnyJobDefinition>();
   readonly #tables = new Map<string, TableDefinition>();
+
+  /**
+   * The registry of any job source: a registry (also one made by another installed copy of leaseq, as in
+   * a monorepo with two node_modules), or a list of definitions.
+   */
+  static from(jobs: JobSource): JobRegistry {
+    if (jobs instanceof JobRegistry) return jobs;
+    if (isRegistryLike(jobs)) return JobRegistry.of(jobs.types().flatMap((type) => jobs.get(type) ?? []));
+    return JobRegistry.of(jobs);
+  }
 
   /** A registry of `jobs` (what a job module exports). */
   static of(jobs: Iterable<AnyJobDefinition>): JobRegistry {
@@ -56,6 +86,7 @@ export class JobRegistry {
       throw new ConfigError(`job type ${definition.type} is already registered`);
     }
     for (const table of Object.values(definition.tables ?? {})) {
+      assertTableDefinition(table);
       const known = this.#tables.get(table.name);
       if (known && !sameTableSpec(known, table)) {
         throw new ConfigError(

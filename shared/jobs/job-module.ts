@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ConfigError } from '../core/errors.ts';
-import { JobRegistry } from '../core/registry.ts';
+import { isRegistryLike, JobRegistry } from '../core/registry.ts';
 
 /** Environment variable naming the job module (a path); `--job-module` and package.json's `leaseq.jobs` come first. */
 export const JOBS_MODULE_ENV = 'LEASEQ_JOBS_MODULE';
@@ -68,23 +68,23 @@ export async function loadJobModule(path: string): Promise<JobRegistry> {
       error,
     );
   }
-  const candidate = exports.default ?? exports.jobs;
-  if (candidate instanceof JobRegistry) return candidate;
-  if (Array.isArray(candidate)) return JobRegistry.of(candidate);
-  // A registry from another copy of leaseq (e.g. a user's own install next to the CLI's).
-  if (isRegistryLike(candidate)) {
-    return JobRegistry.of(candidate.types().flatMap((t) => candidate.get(t) ?? []));
+  let candidate = exports.default ?? exports.jobs;
+  // A TypeScript module compiled as CommonJS arrives as { default: module.exports }.
+  if (isModuleObject(candidate)) candidate = candidate.default ?? candidate.jobs;
+  if (candidate instanceof JobRegistry || isRegistryLike(candidate) || Array.isArray(candidate)) {
+    return JobRegistry.from(candidate);
   }
   throw new ConfigError(
     `job module ${file} exports no jobs: expected \`export default defineJobs([...])\` (or an export named jobs)`,
   );
 }
 
-function isRegistryLike(value: unknown): value is Pick<JobRegistry, 'types' | 'get'> {
+function isModuleObject(value: unknown): value is { default?: unknown; jobs?: unknown } {
   return (
     typeof value === 'object' &&
     value !== null &&
-    typeof (value as JobRegistry).types === 'function' &&
-    typeof (value as JobRegistry).get === 'function'
+    !Array.isArray(value) &&
+    !isRegistryLike(value) &&
+    ('default' in value || 'jobs' in value)
   );
 }

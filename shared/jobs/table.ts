@@ -30,7 +30,23 @@ const RESERVED = new Set(['jobs', 'leases']);
  * @throws ConfigError for a name outside that pattern or a spec without a partition key.
  */
 export function defineTable(name: string, spec: TableSpec): TableDefinition {
-  if (!LOGICAL_NAME.test(name)) {
+  return Object.freeze(assertTableDefinition({ ...spec, name }));
+}
+
+/**
+ * The checks of {@link defineTable}, for a table that reached a job some other way (a hand-written
+ * object): name pattern, reserved names, a partition key.
+ * @throws ConfigError
+ */
+export function assertTableDefinition(table: TableDefinition): TableDefinition {
+  if (typeof table !== 'object' || table === null) {
+    throw new ConfigError(
+      `a table must come from defineTable(name, { partitionKey }), received ${String(table)}`,
+    );
+  }
+  const { name } = table;
+  const spec = table;
+  if (typeof name !== 'string' || !LOGICAL_NAME.test(name)) {
     throw new ConfigError(
       `table name ${JSON.stringify(name)} is not valid; expected camelCase: a lower-case letter, then up to 39 letters or digits (e.g. "ledger", "emailLog")`,
     );
@@ -43,7 +59,7 @@ export function defineTable(name: string, spec: TableSpec): TableDefinition {
   if (!keyName(spec.partitionKey)) {
     throw new ConfigError(`table ${name} has no partitionKey; expected e.g. { partitionKey: 'id' }`);
   }
-  return Object.freeze({ name, ...spec });
+  return table;
 }
 
 /** The attribute name of a key attribute. */

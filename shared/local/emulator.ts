@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import {
   closeSync,
+  existsSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -12,7 +13,7 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { ListQueuesCommand } from '@aws-sdk/client-sqs';
@@ -124,11 +125,23 @@ interface Resolved {
   readonly log: (line: string) => void;
 }
 
-const PROJECT_DIR = fileURLToPath(new URL('../../', import.meta.url));
+/**
+ * Where `.leaseq/` (venv, state file, log) lives: this checkout's root when run from the source tree; the
+ * project you run leaseq in (nearest package.json at or above the working directory) when leaseq is an
+ * installed package, so its state survives a reinstall and every command of the project finds it.
+ */
+function defaultProjectDir(): string {
+  const own = fileURLToPath(new URL('../../', import.meta.url));
+  if (!own.split(sep).includes('node_modules')) return own;
+  for (let dir = resolve(process.cwd()); ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json')) && !dir.split(sep).includes('node_modules')) return dir;
+    if (dirname(dir) === dir) return process.cwd();
+  }
+}
 
 function resolveOptions(options: EmulatorOptions): Resolved {
   const env = options.env ?? process.env;
-  const projectDir = options.projectDir ?? PROJECT_DIR;
+  const projectDir = options.projectDir ?? defaultProjectDir();
   const stateDir = options.stateDir ?? (env.LEASEQ_STATE_DIR?.trim() || join(projectDir, '.leaseq'));
   const emulator = options.emulator ?? emulatorFromEnv(env.LEASEQ_EMULATOR);
   const requestedPort = options.port ?? parsePort(env.LEASEQ_EMULATOR_PORT, 'LEASEQ_EMULATOR_PORT');

@@ -73,7 +73,19 @@ export async function synthesizedTemplate(stackProps: LeaseqStackProps = {}): Pr
   const [{ resolveLeaseqStackProps, stackJobs }, { createLeaseqApp }] = await Promise.all([
     import('../../infra/leaseq-stack.ts'),
     import('../../infra/leaseq-app.ts'),
-  ]);
+  ]).catch((error: unknown) => {
+    // aws-cdk-lib is an optional peer dependency: a producer-only install does not have it.
+    if (
+      error instanceof Error &&
+      /Cannot find (package|module) '(aws-cdk-lib|constructs)/.test(error.message)
+    ) {
+      throw new LocalProvisionError(
+        'local provisioning synthesizes the CDK stack: install aws-cdk-lib and constructs (npm install aws-cdk-lib constructs)',
+        { cause: error },
+      );
+    }
+    throw error;
+  });
   const props: LeaseqStackProps = { ...stackProps, stage: stackProps.stage ?? DEFAULT_LOCAL_STAGE };
   const settings = resolveLeaseqStackProps(props);
   const key = JSON.stringify({

@@ -3,7 +3,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { awsConfigFromEnv, createAwsClients } from '../aws/clients.ts';
 import { type JobEnvelope, makeEnvelope, parseEnvelope } from '../core/envelope.ts';
 import { InvalidEnvelopeError, LeaseqError } from '../core/errors.ts';
-import { type AnyJobDefinition, JobRegistry } from '../core/registry.ts';
+import { JobRegistry, type JobSource } from '../core/registry.ts';
 import { payloadProblem } from '../jobs/standard-schema.ts';
 import { type OutgoingMessage, type SendFailure, sendMessages } from '../ops/send.ts';
 
@@ -36,7 +36,7 @@ export interface JobProducerOptions {
    * before anything is sent (otherwise the worker dead-letters it).
    * @default no check
    */
-  readonly jobs?: JobRegistry | readonly AnyJobDefinition[];
+  readonly jobs?: JobSource;
   /**
    * The current trace context, called for every job without its own `traceparent` (wire your tracer's
    * active span here). Returning undefined starts a new trace.
@@ -122,12 +122,7 @@ export class JobProducer {
       throw new LeaseqError('JobProducer needs queueUrl (stack output JobsQueueUrl)', { retryable: false });
     this.#queueUrl = options.queueUrl;
     this.#client = options.client ?? createAwsClients(awsConfigFromEnv()).sqs;
-    this.#jobs =
-      options.jobs === undefined
-        ? undefined
-        : options.jobs instanceof JobRegistry
-          ? options.jobs
-          : JobRegistry.of(options.jobs);
+    this.#jobs = options.jobs === undefined ? undefined : JobRegistry.from(options.jobs);
     this.#traceparent = options.traceparent ?? (() => undefined);
     this.#concurrency = options.concurrency ?? 8;
   }

@@ -20,7 +20,9 @@ const schema = z.object({
   queueUrl: z.string({ error: `${WORKER_ENV.jobsQueueUrl} is required` }).min(1),
   dlqUrl: z.string({ error: `${WORKER_ENV.dlqUrl} is required` }).min(1),
   jobsTable: z.string({ error: `${WORKER_ENV.jobsTable} is required` }).min(1),
-  leasesTable: z.string().min(1).optional(),
+  leasesTable: z
+    .string({ error: `${WORKER_ENV.leasesTable} is required` })
+    .min(1, `${WORKER_ENV.leasesTable} is empty`),
   maxAttempts: positiveInt(WORKER_ENV.maxAttempts, 5),
   leaseMs: positiveInt(WORKER_ENV.leaseMs, 30_000),
   concurrency: positiveInt(WORKER_ENV.concurrency, 10),
@@ -28,7 +30,11 @@ const schema = z.object({
   backoffCapSeconds: positiveInt(WORKER_ENV.backoffCapSeconds, 900),
   deadlineMarginMs: positiveInt(WORKER_ENV.deadlineMarginMs, 3000),
   testHooks: flag(WORKER_ENV.testHooks),
-  workerId: z.string().min(1).max(128).optional(),
+  workerId: z
+    .string()
+    .min(1, `${WORKER_ENV.workerId} is empty`)
+    .max(128, `${WORKER_ENV.workerId} is longer than 128 characters`)
+    .optional(),
 });
 
 /** Settings of a worker, from the environment the stack (or a local worker process) sets. */
@@ -63,7 +69,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
 
 /** What {@link workerEnv} turns into environment variables. */
 export type WorkerEnvInput = Partial<WorkerConfig> &
-  Pick<WorkerConfig, 'queueUrl' | 'dlqUrl' | 'jobsTable'> & {
+  Pick<WorkerConfig, 'queueUrl' | 'dlqUrl' | 'jobsTable' | 'leasesTable'> & {
     /** Physical names of the application tables, by logical table name. @default {} */
     readonly tables?: Readonly<Record<string, string>>;
   };
@@ -78,7 +84,7 @@ export function workerEnv(config: WorkerEnvInput): Record<string, string> {
   const set = (name: string, value: string | number | undefined) => {
     if (value !== undefined && value !== '') env[name] = String(value);
   };
-  set(WORKER_ENV.leasesTable, config.leasesTable);
+  env[WORKER_ENV.leasesTable] = config.leasesTable;
   set(WORKER_ENV.maxAttempts, config.maxAttempts);
   set(WORKER_ENV.leaseMs, config.leaseMs);
   set(WORKER_ENV.concurrency, config.concurrency);
@@ -86,7 +92,8 @@ export function workerEnv(config: WorkerEnvInput): Record<string, string> {
   set(WORKER_ENV.backoffCapSeconds, config.backoffCapSeconds);
   set(WORKER_ENV.deadlineMarginMs, config.deadlineMarginMs);
   set(WORKER_ENV.workerId, config.workerId);
-  if (config.testHooks) env[WORKER_ENV.testHooks] = '1';
+  // Always explicit, so a LEASEQ_TEST_HOOKS exported in the shell never switches hooks on unasked.
+  env[WORKER_ENV.testHooks] = config.testHooks ? '1' : '0';
   for (const [name, physical] of Object.entries(config.tables ?? {})) env[tableEnvVar(name)] = physical;
   return env;
 }

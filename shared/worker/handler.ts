@@ -6,9 +6,10 @@ import { processBatch } from '../core/batch.ts';
 import { CompletedCache } from '../core/completed-cache.ts';
 import { DynamoDbJobStore } from '../core/dynamodb-job-store.ts';
 import { DynamoDbLeaseStore } from '../core/dynamodb-lease-store.ts';
+import { ConfigError } from '../core/errors.ts';
 import { InMemoryMetrics, type MetricsSink } from '../core/metrics.ts';
 import { JobProcessor } from '../core/processor.ts';
-import { type AnyJobDefinition, JobRegistry } from '../core/registry.ts';
+import { JobRegistry, type JobSource } from '../core/registry.ts';
 import { SqsJobQueue } from '../core/sqs-job-queue.ts';
 import { EffectTables } from '../jobs/effect-tables.ts';
 import { type WorkerConfig, workerConfigFromEnv } from './config.ts';
@@ -16,7 +17,7 @@ import { type WorkerConfig, workerConfigFromEnv } from './config.ts';
 /** Options of {@link createWorkerHandler}; only `jobs` is required, the rest defaults to the environment. */
 export interface WorkerHandlerOptions {
   /** The job module's jobs: `defineJobs([...])` or a plain array of `defineJob(...)` results. */
-  readonly jobs: JobRegistry | readonly AnyJobDefinition[];
+  readonly jobs: JobSource;
   /** Environment the defaults below are read from. @default process.env */
   readonly env?: NodeJS.ProcessEnv;
   /** Worker settings. @default workerConfigFromEnv(env) */
@@ -50,9 +51,17 @@ export interface WorkerHandler {
  */
 export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandler {
   const env = options.env ?? process.env;
-  const registry = options.jobs instanceof JobRegistry ? options.jobs : JobRegistry.of(options.jobs);
+  const registry = JobRegistry.from(options.jobs);
   const config = options.config ?? workerConfigFromEnv(env);
   const tableNames = options.tableNames ?? EffectTables.namesFromEnv(registry, env);
+  // Every table a job declares must have a name before the first job runs: found out per job, the
+  // error would dead-letter healthy jobs instead of stopping a misconfigured worker.
+  const unnamed = registry.tables().filter((t) => !tableNames[t.name]);
+  if (unnamed.length > 0) {
+    throw new ConfigError(
+      `invalid worker configuration: no physical name for table${unnamed.length === 1 ? '' : 's'} ${unnamed.map((t) => t.name).join(', ')} (tableNames)`,
+    );
+  }
   const clients = options.clients ?? createAwsClients(awsConfigFromEnv(env));
   const worker =
     options.worker ??
@@ -71,9 +80,7 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
     }),
     registry,
     tables: new EffectTables(clients.doc, tableNames),
-    ...(config.leasesTable
-      ? { leases: new DynamoDbLeaseStore({ client: clients.doc, tableName: config.leasesTable }) }
-      : {}),
+    leases: new DynamoDbLeaseStore({ client: clients.doc, tableName: config.leasesTable }),
     testHooks: config.testHooks,
     worker,
     logger,

@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -39,7 +39,14 @@ beforeAll(async () => {
     join(project, 'package.json'),
     JSON.stringify({ name: 'adopter', type: 'module', private: true }),
   );
-  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, 'zod@4'], {
+  // What docs/jobs.md tells a user to install: aws-cdk-lib and constructs are optional peers (a producer
+  // alone does not need them), wanted for the construct and local provisioning.
+  const cdk = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).devDependencies as Record<
+    string,
+    string
+  >;
+  const peers = [`aws-cdk-lib@${cdk['aws-cdk-lib']}`, `constructs@${cdk.constructs}`];
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, 'zod@4', ...peers], {
     cwd: project,
     maxBuffer: 64 * 1024 * 1024,
   });
@@ -134,6 +141,50 @@ describe('The packed package, installed into a project of its own', () => {
     expect(manifest.license).toBe('Apache-2.0');
     process.stderr.write(
       `packed: ${packed.entryCount} files, ${(packed.size / 1024).toFixed(0)} KiB (${(packed.unpackedSize / 1024).toFixed(0)} KiB unpacked)\n`,
+    );
+  });
+
+  it('loads a TypeScript job module in a CommonJS project (no "type": "module", as cdk init makes)', async () => {
+    // Prepare: a sub-project without "type"; its .ts files are CommonJS to tsx.
+    const cjs = join(project, 'cjs');
+    mkdirSync(cjs, { recursive: true });
+    writeFileSync(join(cjs, 'package.json'), JSON.stringify({ name: 'cjs-adopter', private: true }));
+    writeFileSync(
+      join(cjs, 'jobs.ts'),
+      `import { z } from 'zod';
+import { defineJob, defineJobs } from 'leaseq';
+
+export const ping = defineJob({
+  type: 'cjs.ping',
+  payload: z.object({ n: z.number() }),
+  async run(_ctx, p: { n: number }) {
+    return { result: { pong: p.n } };
+  },
+});
+
+export default defineJobs([ping]);
+`,
+    );
+    writeFileSync(
+      join(cjs, 'bad.ndjson'),
+      `${JSON.stringify({ type: 'cjs.ping', payload: { n: 'one' } })}\n`,
+    );
+
+    // Act: send --file checks the file against the module before it connects anywhere.
+    const bin = join(project, 'node_modules', 'leaseq', 'bin', 'leaseq.mjs');
+    const error = await run(
+      process.execPath,
+      [bin, 'send', '--file', 'bad.ndjson', '--job-module', 'jobs.ts'],
+      {
+        cwd: cjs,
+        env: env(),
+      },
+    ).catch((e: { code: number; stderr: string }) => e);
+
+    // Assess: the module loaded (its schema refused the payload), rather than failing to load.
+    expect(error).toMatchObject({ code: 1 });
+    expect((error as { stderr: string }).stderr).toMatch(
+      /line 1: payload of cjs\.ping: n: .*nothing was sent/,
     );
   });
 

@@ -44,6 +44,7 @@ describe('Function: createWorkerHandler', () => {
         queueUrl: env.queueUrl,
         dlqUrl: env.dlqUrl,
         jobsTable: env.jobsTable,
+        leasesTable: env.leasesTable,
         tables: { ledger: env.ledgerTable },
         leaseMs: 30_000,
         deadlineMarginMs: 500,
@@ -114,7 +115,12 @@ describe('Function: createWorkerHandler', () => {
       },
     });
     const environment = {
-      ...workerEnv({ queueUrl: env.queueUrl, dlqUrl: env.dlqUrl, jobsTable: env.jobsTable }),
+      ...workerEnv({
+        queueUrl: env.queueUrl,
+        dlqUrl: env.dlqUrl,
+        jobsTable: env.jobsTable,
+        leasesTable: env.leasesTable,
+      }),
       AWS_ENDPOINT_URL: testEndpoint(),
     };
     const handler = createWorkerHandler({
@@ -140,16 +146,30 @@ describe('Function: createWorkerHandler', () => {
   });
 
   it('refuses to start when a table its jobs declare has no name, naming the variable', () => {
-    const environment = workerEnv({ queueUrl: 'q', dlqUrl: 'd', jobsTable: 'j' });
+    const environment = workerEnv({ queueUrl: 'q', dlqUrl: 'd', jobsTable: 'j', leasesTable: 'l' });
     expect(() => createWorkerHandler({ jobs: ledgerJobs, env: environment, clients: env.clients })).toThrow(
       'invalid worker configuration: LEASEQ_TABLE_LEDGER is required (the physical name of a table the jobs declare)',
     );
   });
 
+  it('refuses to start when tableNames given in code lack a table its jobs declare', () => {
+    const config = workerConfigFromEnv(
+      workerEnv({ queueUrl: 'q', dlqUrl: 'd', jobsTable: 'j', leasesTable: 'l' }),
+    );
+    expect(() =>
+      createWorkerHandler({ jobs: ledgerJobs, config, clients: env.clients, tableNames: {} }),
+    ).toThrow('invalid worker configuration: no physical name for table ledger (tableNames)');
+  });
+
   it('dead-letters a payload carrying test hooks unless the deployment opted in', async () => {
     // Prepare: the ledger jobs with test hooks off (the deployed default).
     const config = workerConfigFromEnv(
-      workerEnv({ queueUrl: env.queueUrl, dlqUrl: env.dlqUrl, jobsTable: env.jobsTable }),
+      workerEnv({
+        queueUrl: env.queueUrl,
+        dlqUrl: env.dlqUrl,
+        jobsTable: env.jobsTable,
+        leasesTable: env.leasesTable,
+      }),
     );
     expect(config.testHooks).toBe(false);
     const handler = createWorkerHandler({
@@ -239,11 +259,11 @@ describe('Function: createWorkerHandler', () => {
 
   it('rejects a worker environment that lacks names, listing each', () => {
     expect(() => workerConfigFromEnv({})).toThrow(
-      /LEASEQ_JOBS_QUEUE_URL is required.*LEASEQ_DLQ_URL is required.*LEASEQ_JOBS_TABLE is required/,
+      /LEASEQ_JOBS_QUEUE_URL is required.*LEASEQ_DLQ_URL is required.*LEASEQ_JOBS_TABLE is required.*LEASEQ_LEASES_TABLE is required/,
     );
     expect(() =>
       workerConfigFromEnv({
-        ...workerEnv({ queueUrl: 'q', dlqUrl: 'd', jobsTable: 'j' }),
+        ...workerEnv({ queueUrl: 'q', dlqUrl: 'd', jobsTable: 'j', leasesTable: 'l' }),
         LEASEQ_LEASE_MS: '-5',
       }),
     ).toThrow(/LEASEQ_LEASE_MS must be > 0/);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError } from '../../../shared/core/errors.ts';
+import { JobRegistry } from '../../../shared/core/registry.ts';
 import { defineJob, defineJobs } from '../../../shared/jobs/define-job.ts';
 import { payloadProblem, validatePayload } from '../../../shared/jobs/standard-schema.ts';
 import { defineTable, tableEnvVar, tableOutputKey, tablePhysicalName } from '../../../shared/jobs/table.ts';
@@ -56,6 +57,25 @@ describe('Function: defineJobs', () => {
         defineJob({ type: 'a.two', payload: z.object({}), tables: { ledger: other }, run: noop }),
       ]),
     ).toThrow(/table ledger is declared twice with different keys/);
+  });
+});
+
+describe('Method: JobRegistry.from', () => {
+  it("takes another copy's registry by its shape (a monorepo with two installs of leaseq)", () => {
+    const job = defineJob({ type: 'a.one', payload: z.object({}), run: noop });
+    const foreign = { types: () => ['a.one'], get: (type: string) => (type === 'a.one' ? job : undefined) };
+    expect(JobRegistry.from(foreign).types()).toEqual(['a.one']);
+    const own = defineJobs([job]);
+    expect(JobRegistry.from(own)).toBe(own);
+    expect(JobRegistry.from([job]).types()).toEqual(['a.one']);
+  });
+
+  it('checks a table written by hand as defineTable would', () => {
+    const job = (table: unknown) =>
+      defineJob({ type: 'a.one', payload: z.object({}), tables: { t: table as never }, run: noop });
+    expect(() => defineJobs([job({ name: 'jobs', partitionKey: 'id' })])).toThrow(/is leaseq's own/);
+    expect(() => defineJobs([job({ name: 'email-log', partitionKey: 'id' })])).toThrow(/expected camelCase/);
+    expect(() => defineJobs([job(undefined)])).toThrow(/a table must come from defineTable/);
   });
 });
 
