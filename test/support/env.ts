@@ -17,8 +17,17 @@ export function testClients(): AwsClients {
 
 let counter = 0;
 
+/** The integration run's tag (`t` + 6 hex digits); unit tests, which have no global setup, use `u`. */
+function runTag(): string {
+  try {
+    return inject('runTag') ?? 'u';
+  } catch {
+    return 'u';
+  }
+}
+
 /**
- * A name no other test (in this run or a concurrent one) uses: `<prefix>-<time><pid><counter><random>`,
+ * A name no other test (in this run or a concurrent one) uses: `<prefix>-<runTag><time><counter><random>`,
  * at most 60 characters of [A-Za-z0-9_-], so it is valid as a queue name (with room for `.fifo`) and
  * as a table name.
  */
@@ -29,11 +38,8 @@ export function uniqueName(prefix: string): string {
     );
   }
   counter += 1;
-  const suffix = [
-    Date.now().toString(36),
-    process.pid.toString(36),
-    counter.toString(36),
-    randomBytes(3).toString('hex'),
-  ];
+  // The run tag lets the global teardown find what this run made; time, counter and randomness keep
+  // names of parallel test files apart.
+  const suffix = [runTag(), Date.now().toString(36), counter.toString(36), randomBytes(3).toString('hex')];
   return `${prefix}-${suffix.join('')}`;
 }

@@ -1,4 +1,8 @@
+import { randomBytes } from 'node:crypto';
+import { DeleteTableCommand, paginateListTables } from '@aws-sdk/client-dynamodb';
+import { DeleteQueueCommand, paginateListQueues } from '@aws-sdk/client-sqs';
 import type { TestProject } from 'vitest/node';
+import { createAwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
 import { acquireEmulator } from '../../shared/local/emulator.ts';
 
 declare module 'vitest' {
@@ -7,6 +11,8 @@ declare module 'vitest' {
     endpoint: string;
     /** What answers there: `ministack 1.5.33`, or `external` for AWS_ENDPOINT_URL. */
     emulator: string;
+    /** Part of every name `uniqueName` makes in this run, so the teardown finds and removes them. */
+    runTag: string;
   }
 }
 
@@ -21,6 +27,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const previous = process.env.AWS_ENDPOINT_URL;
   const handle = await acquireEmulator({ log: (line) => process.stderr.write(`[leaseq] ${line}\n`) });
   project.provide('endpoint', handle.endpoint);
+  const runTag = `t${randomBytes(3).toString('hex')}`;
+  project.provide('runTag', runTag);
   project.provide(
     'emulator',
     handle.mode === 'external' ? 'external' : `${handle.emulator} ${handle.version}`,
@@ -31,8 +39,43 @@ export default async function setup(project: TestProject): Promise<() => Promise
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
   return async () => {
+    await removeRunResources(handle.endpoint, runTag);
     if (previous === undefined) delete process.env.AWS_ENDPOINT_URL;
     else process.env.AWS_ENDPOINT_URL = previous;
     await handle.release();
   };
+}
+
+/**
+ * Deletes the queues and tables this run created (their names carry `-<runTag>`), so `npm test` leaves
+ * a shared emulator (or LocalStack) as it found it.
+ */
+async function removeRunResources(endpoint: string, runTag: string): Promise<void> {
+  const clients = createAwsClients({ endpoint, region: process.env.AWS_REGION ?? 'us-east-1' });
+  const mine = (name: string) => name.includes(`-${runTag}`);
+  try {
+    const queues: string[] = [];
+    for await (const page of paginateListQueues({ client: clients.sqs }, {})) {
+      queues.push(...(page.QueueUrls ?? []).filter((url) => mine(url.slice(url.lastIndexOf('/') + 1))));
+    }
+    const tables: string[] = [];
+    for await (const page of paginateListTables({ client: clients.ddb }, {})) {
+      tables.push(...(page.TableNames ?? []).filter(mine));
+    }
+    await Promise.all([
+      ...queues.map((QueueUrl) =>
+        clients.sqs.send(new DeleteQueueCommand({ QueueUrl })).catch(() => undefined),
+      ),
+      ...tables.map((TableName) =>
+        clients.ddb.send(new DeleteTableCommand({ TableName })).catch(() => undefined),
+      ),
+    ]);
+    process.stderr.write(
+      `[leaseq] removed ${queues.length} queues and ${tables.length} tables this run created\n`,
+    );
+  } catch (error) {
+    process.stderr.write(`[leaseq] could not remove this run's queues and tables: ${String(error)}\n`);
+  } finally {
+    destroyAwsClients(clients);
+  }
 }
