@@ -54,6 +54,25 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** `leaseq workers` on this job module and prefix, its stderr collected. */
+function startWorkers(args: readonly string[]) {
+  const workers = spawn(
+    process.execPath,
+    [BIN, 'workers', '--job-module', jobModule, '--prefix', prefix, ...args],
+    {
+      cwd: ROOT,
+      env: { ...process.env, AWS_ENDPOINT_URL: testEndpoint() },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let text = '';
+  workers.stderr.on('data', (chunk: Buffer) => {
+    text += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => workers.on('exit', (code) => resolve(code)));
+  return { workers, stderr: () => text, exited };
+}
+
 async function emailRows(table: string): Promise<Record<string, unknown>[]> {
   const out = await clients.doc.send(new ScanCommand({ TableName: table, ConsistentRead: true }));
   return (out.Items ?? []).sort((a, b) => String(a.id).localeCompare(String(b.id)));
@@ -103,20 +122,7 @@ describe('Your own job type', () => {
     expect(JSON.parse(sent.stdout)).toMatchObject({ jobs: 2, sent: 3, duplicates: 1, failed: 0 });
 
     // Act: local workers on this job module until both rows are there.
-    const workers = spawn(
-      process.execPath,
-      [BIN, 'workers', '--job-module', jobModule, '--prefix', prefix, '--count', '2', '--json'],
-      {
-        cwd: ROOT,
-        env: { ...process.env, AWS_ENDPOINT_URL: testEndpoint() },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let stderr = '';
-    workers.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const exited = new Promise<number | null>((resolve) => workers.on('exit', (code) => resolve(code)));
+    const { workers, stderr: output, exited } = startWorkers(['--count', '2', '--json']);
     let rows: Record<string, unknown>[] = [];
     for (const started = Date.now(); Date.now() - started < 30_000; ) {
       rows = await emailRows(table);
@@ -128,6 +134,7 @@ describe('Your own job type', () => {
     await exited;
 
     // Assess: each job's effect exactly once, from its first attempt.
+    const stderr = output();
     expect(stderr).toMatch(/running email\.send/);
     // Worker log lines name the service, the worker and the job (no "service_undefined").
     const logDir = /logs in (\S+);/.exec(stderr)?.[1] ?? '';
@@ -162,25 +169,12 @@ describe('Your own job type', () => {
 
   it('replaces a worker that was SIGKILLed, with its count shown, and still drains to exit 0', async () => {
     // Prepare: one worker (a kill used to leave the command with none and end it).
-    const workers = spawn(
-      process.execPath,
-      // A short lease: a long poll of the killed worker may still take the next message, which then
-      // comes back after its visibility (lease + 1 s), as it would from SQS.
-      [BIN, 'workers', '--job-module', jobModule, '--prefix', prefix, '--count', '1', '--lease-ms', '3000'],
-      {
-        cwd: ROOT,
-        env: { ...process.env, AWS_ENDPOINT_URL: testEndpoint() },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let stderr = '';
-    workers.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const exited = new Promise<number | null>((resolve) => workers.on('exit', (code) => resolve(code)));
+    // A short lease: a long poll of the killed worker may still take the next message, which then
+    // comes back after its visibility (lease + 1 s), as it would from SQS.
+    const { workers, stderr, exited } = startWorkers(['--count', '1', '--lease-ms', '3000']);
     const until = async (pattern: RegExp) => {
-      for (const started = Date.now(); !pattern.test(stderr); ) {
-        if (Date.now() - started > 20_000) throw new Error(`no ${pattern} in: ${stderr}`);
+      for (const started = Date.now(); !pattern.test(stderr()); ) {
+        if (Date.now() - started > 20_000) throw new Error(`no ${pattern} in: ${stderr()}`);
         await new Promise((r) => setTimeout(r, 100));
       }
     };
