@@ -234,6 +234,24 @@ export default defineJobs([ping]);
     expect(JSON.parse(stdout)).toEqual({ batchItemFailures: [] });
   });
 
+  it('synthesizes the reference LeaseqStack from the installed package (no lock file of its own)', async () => {
+    writeFileSync(
+      join(project, 'reference.mjs'),
+      `import { App } from 'aws-cdk-lib';
+import { LeaseqStack } from 'leaseq/cdk';
+
+const app = new App({ outdir: 'ref.out' });
+new LeaseqStack(app, 'Reference');
+app.synth();
+`,
+    );
+    await run(process.execPath, ['reference.mjs'], { cwd: project, env: env(), timeout: 120_000 });
+    const template = JSON.parse(readFileSync(join(project, 'ref.out', 'Reference.template.json'), 'utf8'));
+    expect(Object.keys(template.Outputs)).toEqual(
+      expect.arrayContaining(['JobsQueueUrl', 'LedgerTableName']),
+    );
+  });
+
   it('runs the job on the embedded emulator through local workers: each effect once', async () => {
     // Prepare: the stack's queues and tables, then three sends (one a duplicate) and one refused send.
     const provision = await run(
