@@ -9,6 +9,7 @@ export {
   LeaseBusyError,
   LeaseLostError,
   LeaseqError,
+  NamedLeaseLostError,
   OptimisticConflictError,
   PermanentJobError,
   StoreUnavailableError,

@@ -402,7 +402,12 @@ export class DynamoDbJobStore implements JobStore {
       const index = reasons.findIndex(
         (r, i) => i > 0 && (r.Code === 'ConditionalCheckFailed' || r.Code === 'TransactionConflict'),
       );
-      if (index > 0) return { ok: false, reason: 'effect-conflict', index: index - 1 };
+      if (index > 0) {
+        // A transaction conflict (another write to that item in flight, e.g. a renewal) is not a
+        // failed condition: worth telling apart for named-lease fences.
+        const busy = reasons[index]?.Code === 'TransactionConflict';
+        return { ok: false, reason: 'effect-conflict', index: index - 1, ...(busy ? { busy } : {}) };
+      }
       // Conflicts on the job item itself (a concurrent renew) are transient too.
       if (reasons.some((r) => r.Code === 'TransactionConflict')) {
         return { ok: false, reason: 'effect-conflict', index: -1 };

@@ -2,6 +2,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { LeaseLostError } from './errors.ts';
+import type { Effect } from './job-store.ts';
 import type { AcquireResult, LeaseItem, LeaseStore, NamedLease } from './lease-store.ts';
 import { guardStore } from './store-errors.ts';
 
@@ -84,6 +85,18 @@ export class DynamoDbLeaseStore implements LeaseStore {
       if (error instanceof LeaseLostError) return;
       throw error;
     }
+  }
+
+  fence(lease: NamedLease): Effect {
+    return {
+      ConditionCheck: {
+        TableName: this.#table,
+        Key: { leaseKey: lease.key },
+        ConditionExpression: '#owner = :owner AND #token = :token',
+        ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+        ExpressionAttributeValues: { ':owner': lease.owner, ':token': lease.token },
+      },
+    };
   }
 
   async get(key: string): Promise<LeaseItem | undefined> {

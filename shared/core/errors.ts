@@ -106,6 +106,24 @@ export class OptimisticConflictError extends LeaseqError {
   }
 }
 
+/**
+ * A named lease (`ctx.withLease`) was taken from the job before a write it guarded; the write applied
+ * nothing. The job still holds its own lease: it is given back and retried after a backoff.
+ */
+export class NamedLeaseLostError extends LeaseqError {
+  readonly key: string;
+  readonly token: number;
+
+  constructor(key: string, token: number, what: string) {
+    super(`named lease ${key} (token ${token}) no longer held at the ${what}; nothing was written`, {
+      retryable: true,
+    });
+    this.name = 'NamedLeaseLostError';
+    this.key = key;
+    this.token = token;
+  }
+}
+
 /** `withLease` could not take a named lease before its wait ran out. */
 export class LeaseBusyError extends LeaseqError {
   readonly key: string;

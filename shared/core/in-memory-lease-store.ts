@@ -1,4 +1,5 @@
 import { LeaseLostError } from './errors.ts';
+import type { Effect } from './job-store.ts';
 import type { AcquireResult, LeaseItem, LeaseStore, NamedLease } from './lease-store.ts';
 import { StoreFaults } from './store-faults.ts';
 
@@ -77,6 +78,14 @@ export class InMemoryLeaseStore implements LeaseStore {
       const item = this.#items.get(key);
       return item === undefined ? undefined : structuredClone(item);
     });
+  }
+
+  /**
+   * Not available in memory: the in-memory effect applier evaluates `versionedPut` effects only, so a
+   * named-lease fence cannot join a commit there. Jobs that use `ctx.withLease` run on DynamoDB.
+   */
+  fence(_lease: NamedLease): Effect {
+    throw new Error('InMemoryLeaseStore cannot fence a commit: run jobs that use ctx.withLease on DynamoDB');
   }
 
   /** Test hook: removes an item the way TTL would. Returns whether there was one. */

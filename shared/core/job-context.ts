@@ -1,5 +1,5 @@
 import type { EffectTable } from '../jobs/effect-table.ts';
-import { ConfigError, OptimisticConflictError } from './errors.ts';
+import { ConfigError, NamedLeaseLostError, OptimisticConflictError } from './errors.ts';
 import type { Checkpoint } from './job-item.ts';
 import type { Effect, JobLease, JobStore } from './job-store.ts';
 import type { LeaseStore } from './lease-store.ts';
@@ -7,7 +7,7 @@ import type { MetricsSink } from './metrics.ts';
 import { conflictPause } from './optimistic.ts';
 import type { TableMap } from './registry.ts';
 import { MetricName } from './statuses.ts';
-import { jobLeaseOwner, type LeaseHandle, withLease } from './with-lease.ts';
+import { type HeldLease, holdLease, jobLeaseOwner, type LeaseHandle } from './with-lease.ts';
 
 /** What a step hands back: effects committed with its checkpoint, and data kept for resume. */
 export interface StepOutcome<T> {
@@ -51,6 +51,7 @@ export type TableHandles<T extends TableMap> = { readonly [K in keyof T]: Effect
 export class JobContext<T extends TableMap = TableMap> {
   readonly #o: JobContextOptions;
   readonly #tries: number;
+  readonly #held = new Map<string, HeldLease>();
 
   constructor(options: JobContextOptions) {
     this.#o = options;
@@ -72,8 +73,12 @@ export class JobContext<T extends TableMap = TableMap> {
 
   /**
    * Runs `fn` holding the named lease `key` on the `leases` table (a pessimistic lock on a shared
-   * resource such as `account#42`): renewed while `fn` runs, released afterwards, aborted with the job.
-   * Pass `handle.token` with writes outside DynamoDB so a stale holder is refused downstream.
+   * resource such as `account#42`). The lease is kept, and renewed, until the job commits or fails: every
+   * later write that carries effects (a step's checkpoint, the completion) includes a check that this job
+   * still holds it, so a holder that lost the lock commits nothing; it is released after the commit.
+   * Taking a key this job already holds just runs `fn`. Pass `handle.token` with writes outside DynamoDB
+   * so a stale holder is refused downstream.
+   * @throws LeaseBusyError when someone else holds `key` past `waitMs` (the job is retried).
    */
   async withLease<R>(
     key: string,
@@ -83,14 +88,41 @@ export class JobContext<T extends TableMap = TableMap> {
     if (!this.#o.leases) {
       throw new ConfigError('withLease needs the leases table: set LEASEQ_LEASES_TABLE on the worker');
     }
-    return withLease(key, fn, {
-      store: this.#o.leases,
-      owner: jobLeaseOwner(this.#o.worker, this.#o.lease.dedupKey),
-      signal: this.#o.signal,
-      ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
-      ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
-      ...(this.#o.now ? { now: this.#o.now } : {}),
-    });
+    let held = this.#held.get(key);
+    if (!held) {
+      held = await holdLease(key, {
+        store: this.#o.leases,
+        owner: jobLeaseOwner(this.#o.worker, this.#o.lease.dedupKey),
+        signal: this.#o.signal,
+        ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
+        ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
+        ...(this.#o.now ? { now: this.#o.now } : {}),
+      });
+      this.#held.set(key, held);
+    }
+    return fn({ key, token: held.token, signal: held.signal });
+  }
+
+  /** Checks that every named lease this job holds is still its own (joined to writes with effects). */
+  leaseFences(): Effect[] {
+    const store = this.#o.leases;
+    return store ? [...this.#held.values()].map((held) => store.fence(held.lease)) : [];
+  }
+
+  /**
+   * The named lease whose fence refused a write that carried `effectCount` effects of its own (the
+   * fences follow the effects); undefined for a refusal of one of those effects, or a busy item.
+   */
+  lostLeaseAt(refusal: { index: number; busy?: boolean }, effectCount: number): HeldLease | undefined {
+    if (refusal.busy || refusal.index < effectCount) return undefined;
+    return [...this.#held.values()][refusal.index - effectCount];
+  }
+
+  /** Releases the named leases this job holds (after its commit or failure). Never throws. */
+  async releaseLeases(): Promise<void> {
+    const held = [...this.#held.values()];
+    this.#held.clear();
+    await Promise.all(held.map((h) => h.release().catch(() => undefined)));
   }
 
   get dedupKey(): string {
@@ -163,12 +195,15 @@ export class JobContext<T extends TableMap = TableMap> {
         ...stepDataMap(previous),
         ...(outcome.data === undefined ? {} : { [name]: outcome.data }),
       };
+      const effects = outcome.effects ?? [];
       const result = await this.#o.store.checkpoint(
         this.#o.lease,
         { step: name, done: [...(previous?.done ?? []), name], data, at: (this.#o.now ?? Date.now)() },
-        outcome.effects ?? [],
+        effects.length > 0 ? [...effects, ...this.leaseFences()] : effects,
       );
       if (result.ok) return outcome.data;
+      const lost = this.lostLeaseAt(result, effects.length);
+      if (lost) throw namedLeaseLost(lost, `step ${name}`);
       this.#o.metrics.count(MetricName.OptimisticConflict);
       if (tryNumber >= this.#tries) throw new OptimisticConflictError(`step ${name}`, tryNumber);
       await conflictPause(tryNumber, this.#o.random);
@@ -186,4 +221,9 @@ function stepDataMap(checkpoint: Checkpoint | undefined): Record<string, unknown
   return typeof data === 'object' && data !== null && !Array.isArray(data)
     ? (data as Record<string, unknown>)
     : {};
+}
+
+/** A named lease was taken from this job before a write it guarded: nothing of that write applied. */
+export function namedLeaseLost(held: HeldLease, what: string): NamedLeaseLostError {
+  return new NamedLeaseLostError(held.key, held.token, what);
 }

@@ -40,7 +40,13 @@ export type ClaimResult =
 export type FencedWriteResult =
   | { readonly ok: true }
   /** One of the effects' own conditions failed (an optimistic version check): nothing was written. */
-  | { readonly ok: false; readonly reason: 'effect-conflict'; readonly index: number };
+  | {
+      readonly ok: false;
+      readonly reason: 'effect-conflict';
+      readonly index: number;
+      /** The item was busy (a transaction conflict), not refused by its condition. */
+      readonly busy?: boolean;
+    };
 
 /**
  * The port for the `jobs` table. Every write after the claim is fenced: it only applies while the item

@@ -1,3 +1,5 @@
+import type { Effect } from './job-store.ts';
+
 /** A named lease held on a shared resource (`account#42`). */
 export interface NamedLease {
   readonly key: string;
@@ -30,4 +32,9 @@ export interface LeaseStore {
   /** Gives the lease up (keeps the token so the next one is larger). No-op when already lost. */
   release(lease: NamedLease): Promise<void>;
   get(key: string): Promise<LeaseItem | undefined>;
+  /**
+   * A ConditionCheck that passes only while `lease` is still held (owner + token), to put into a job's
+   * commit transaction: a holder that lost the lock commits nothing.
+   */
+  fence(lease: NamedLease): Effect;
 }

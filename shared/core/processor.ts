@@ -16,7 +16,7 @@ import {
   StoreUnavailableError,
 } from './errors.ts';
 import { Heartbeat } from './heartbeat.ts';
-import { JobContext } from './job-context.ts';
+import { JobContext, namedLeaseLost } from './job-context.ts';
 import type { DeadLetterReason, JobQueue } from './job-queue.ts';
 import type { JobLease, JobStore } from './job-store.ts';
 import type { LeaseStore } from './lease-store.ts';
@@ -396,11 +396,31 @@ export class JobProcessor {
       random: this.#random,
       now: this.#now,
     });
+    try {
+      await this.#commitLoop(definition, context, parsed.value, lease, signal, log);
+    } finally {
+      // Named leases a job took are held until here, so its commit was fenced by them.
+      await context.releaseLeases();
+    }
+  }
+
+  async #commitLoop(
+    definition: AnyJobDefinition,
+    context: JobContext,
+    payload: unknown,
+    lease: JobLease,
+    signal: AbortSignal,
+    log: JobLog,
+  ): Promise<void> {
     for (let tryNumber = 1; ; tryNumber++) {
-      const result = (await abortable(definition.run(context, parsed.value), signal)) || undefined;
+      const result = (await abortable(definition.run(context, payload), signal)) || undefined;
       signal.throwIfAborted();
-      const commit = await this.#store.complete(lease, result?.result, result?.effects ?? []);
+      const effects = result?.effects ?? [];
+      const fenced = effects.length > 0 ? [...effects, ...context.leaseFences()] : effects;
+      const commit = await this.#store.complete(lease, result?.result, fenced);
       if (commit.ok) return;
+      const lost = context.lostLeaseAt(commit, effects.length);
+      if (lost) throw namedLeaseLost(lost, 'completion');
       this.#metrics.count(MetricName.OptimisticConflict);
       log.info('completion hit an optimistic conflict; re-reading and retrying', { try: tryNumber });
       if (tryNumber >= this.#optimisticTries) throw new OptimisticConflictError('completion', tryNumber);

@@ -34,17 +34,21 @@ export interface LeaseHandle {
   readonly signal: AbortSignal;
 }
 
+/** A named lease taken by {@link holdLease}: renewed until `release()`. */
+export interface HeldLease extends LeaseHandle {
+  readonly lease: NamedLease;
+  /** Whether the lease was lost while held (a renewal was refused). */
+  readonly lost: boolean;
+  /** Stops renewing and gives the lease up (compare-and-set); errors go to `onReleaseError`. */
+  release(): Promise<void>;
+}
+
 /**
- * Pessimistic lock on a shared resource: runs `fn` while holding the named lease `key`, renewing it every
- * lease/3 and releasing it afterwards (owner + token compare-and-set). Nobody else holds `key` while
- * `fn` runs unless the lease is lost, in which case `handle.signal` aborts; writes fenced with
- * `handle.token` are then refused downstream. A dead holder's lease expires after `leaseMs`.
+ * Takes the named lease `key` (waiting up to `waitMs` while someone else holds it) and renews it every
+ * lease/3 until `release()`. `signal` aborts when the lease is lost (or `options.signal` does).
+ * @throws LeaseBusyError when the wait runs out.
  */
-export async function withLease<T>(
-  key: string,
-  fn: (handle: LeaseHandle) => Promise<T>,
-  options: WithLeaseOptions,
-): Promise<T> {
+export async function holdLease(key: string, options: WithLeaseOptions): Promise<HeldLease> {
   const now = options.now ?? Date.now;
   const timing = leaseTiming(options.leaseMs ?? 15_000);
   const waitMs = options.waitMs ?? 10_000;
@@ -81,19 +85,49 @@ export async function withLease<T>(
     },
   }).start();
   const signal = options.signal ? AbortSignal.any([heartbeat.signal, options.signal]) : heartbeat.signal;
+  let released = false;
+  return {
+    key,
+    token: held.token,
+    signal,
+    lease: held,
+    get lost() {
+      return heartbeat.signal.aborted;
+    },
+    async release() {
+      if (released) return;
+      released = true;
+      await heartbeat.stop();
+      try {
+        await options.store.release(held);
+      } catch (error) {
+        options.onReleaseError?.(error);
+      }
+    },
+  };
+}
+
+/**
+ * Pessimistic lock on a shared resource: runs `fn` while holding the named lease `key`, renewing it every
+ * lease/3 and releasing it afterwards (owner + token compare-and-set). Nobody else holds `key` while
+ * `fn` runs unless the lease is lost, in which case `handle.signal` aborts; writes fenced with
+ * `handle.token` are then refused downstream. A dead holder's lease expires after `leaseMs`. Inside a
+ * job, use `ctx.withLease`: it keeps the lease until the job's commit and fences the commit with it.
+ */
+export async function withLease<T>(
+  key: string,
+  fn: (handle: LeaseHandle) => Promise<T>,
+  options: WithLeaseOptions,
+): Promise<T> {
+  const held = await holdLease(key, options);
   let result: T;
   try {
-    result = await fn({ key, token: held.token, signal });
+    result = await fn({ key, token: held.token, signal: held.signal });
   } finally {
-    await heartbeat.stop();
-    try {
-      await options.store.release(held);
-    } catch (error) {
-      options.onReleaseError?.(error);
-    }
+    await held.release();
   }
   // Work that finished after its lease was lost ran without mutual exclusion: say so rather than
   // hand back a result as if it had been protected.
-  if (heartbeat.signal.aborted) throw heartbeat.signal.reason;
+  if (held.lost) throw (held.signal.reason as unknown) ?? new Error(`lease ${key} lost`);
   return result;
 }

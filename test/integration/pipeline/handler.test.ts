@@ -1,7 +1,9 @@
 import type { Message } from '@aws-sdk/client-sqs';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import ledgerJobs from '../../../examples/ledger/jobs.ts';
+import { changeBalance, ledgerTable } from '../../../examples/ledger/ledger.ts';
 import { JobStatus } from '../../../shared/core/statuses.ts';
 import { defineJob, defineJobs } from '../../../shared/jobs/define-job.ts';
 import { toSqsRecord } from '../../../shared/runner/sqs-records.ts';
@@ -255,6 +257,87 @@ describe('Function: createWorkerHandler', () => {
     ]);
     expect((await leases.get(resource))?.owner).toBeUndefined();
     expect((await leases.tryAcquire(resource, 'someone-else', 1000, Date.now())).acquired).toBe(true);
+  });
+
+  it('fences the commit with the named lease: a job whose lease was taken commits nothing, then retries once', async () => {
+    // Prepare: a job that takes a named lease and credits an account; on its first attempt the lease is
+    // taken from it (token bumped, another owner) before it commits, as a takeover after a stall would.
+    const resource = uniqueName('acct-lock');
+    const account = uniqueName('acct');
+    const guarded = defineJob({
+      type: 'test.guarded',
+      payload: z.object({ account: z.string(), resource: z.string() }),
+      tables: { ledger: ledgerTable },
+      async run(ctx, p) {
+        await ctx.withLease(p.resource, async () => {
+          if (ctx.attempt === 1) {
+            await env.clients.doc.send(
+              new UpdateCommand({
+                TableName: env.leasesTable,
+                Key: { leaseKey: p.resource },
+                UpdateExpression: 'SET #o = :thief, #t = #t + :one',
+                ExpressionAttributeNames: { '#o': 'owner', '#t': 'token' },
+                ExpressionAttributeValues: { ':thief': 'someone-else', ':one': 1 },
+              }),
+            );
+          }
+        });
+        return { effects: [await changeBalance(ctx.tables.ledger, p.account, 5)] };
+      },
+    });
+    const handler = createWorkerHandler({
+      jobs: [guarded],
+      config: workerConfigFromEnv(
+        workerEnv({
+          queueUrl: env.queueUrl,
+          dlqUrl: env.dlqUrl,
+          jobsTable: env.jobsTable,
+          leasesTable: env.leasesTable,
+          backoffBaseSeconds: 1,
+          backoffCapSeconds: 1,
+        }),
+      ),
+      clients: env.clients,
+      tableNames: { ledger: env.ledgerTable },
+      logger: quietLogger(),
+    });
+    const key = uniqueName('guarded');
+    await sendJob(env, { dedupKey: key, type: 'test.guarded', payload: { account, resource } });
+    const invoke = async () =>
+      handler(
+        { Records: [toSqsRecord(await receiveOwn(key), env.queueArn, env.region)] },
+        { getRemainingTimeInMillis: () => 30_000 },
+      );
+
+    // Act 1: the stale holder's commit
+    const first = await invoke();
+
+    // Assess 1: nothing applied; the job is waiting for a retry with the reason.
+    expect(first.batchItemFailures).toHaveLength(1);
+    expect(await getBalance(env, account)).toBeUndefined();
+    const store = makeWorker(env, ledgerJobs).store;
+    expect(await store.get(key)).toMatchObject({
+      status: JobStatus.RetryWait,
+      lastErrorClass: 'NamedLeaseLostError',
+    });
+
+    // Act 2: the other holder lets go; the retry holds the lease and commits.
+    await env.clients.doc.send(
+      new UpdateCommand({
+        TableName: env.leasesTable,
+        Key: { leaseKey: resource },
+        UpdateExpression: 'SET #u = :zero REMOVE #o',
+        ExpressionAttributeNames: { '#u': 'leaseUntil', '#o': 'owner' },
+        ExpressionAttributeValues: { ':zero': 0 },
+      }),
+    );
+    const second = await invoke();
+
+    // Assess 2: applied once, and the lease was released after the commit.
+    expect(second.batchItemFailures).toEqual([]);
+    expect((await getBalance(env, account))?.balance).toBe(5);
+    expect(await store.get(key)).toMatchObject({ status: JobStatus.Completed, attempts: 2 });
+    expect((await leaseStore(env).get(resource))?.owner).toBeUndefined();
   });
 
   it('rejects a worker environment that lacks names, listing each', () => {
