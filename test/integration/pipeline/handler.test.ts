@@ -1,4 +1,4 @@
-import type { Message } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand, type Message } from '@aws-sdk/client-sqs';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -338,6 +338,60 @@ describe('Function: createWorkerHandler', () => {
     expect((await getBalance(env, account))?.balance).toBe(5);
     expect(await store.get(key)).toMatchObject({ status: JobStatus.Completed, attempts: 2 });
     expect((await leaseStore(env).get(resource))?.owner).toBeUndefined();
+  });
+
+  it('keeps a healthy owner running when its message is received again (a stale receipt is not a lost lease)', async () => {
+    // Prepare: a 4 s job under a 1.5 s lease (beats every 0.5 s).
+    const handler = createWorkerHandler({
+      jobs: ledgerJobs,
+      config: workerConfigFromEnv(
+        workerEnv({
+          queueUrl: env.queueUrl,
+          dlqUrl: env.dlqUrl,
+          jobsTable: env.jobsTable,
+          leasesTable: env.leasesTable,
+          leaseMs: 1500,
+          testHooks: true,
+        }),
+      ),
+      clients: env.clients,
+      tableNames: { ledger: env.ledgerTable },
+      logger: quietLogger(),
+    });
+    const key = uniqueName('early');
+    const account = uniqueName('a');
+    await sendJob(env, {
+      dedupKey: key,
+      type: 'ledger.credit',
+      payload: { account, amount: 3, simulate: { sleepMs: 4000 } },
+    });
+    const message = await receiveOwn(key);
+
+    // Act: while the owner works, its message becomes visible and is received again, which makes the
+    // owner's receipt handle stale (the next visibility extensions with it fail).
+    const running = handler(
+      { Records: [toSqsRecord(message, env.queueArn, env.region)] },
+      { getRemainingTimeInMillis: () => 30_000 },
+    );
+    await new Promise((r) => setTimeout(r, 800));
+    await env.clients.sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: env.queueUrl,
+        ReceiptHandle: message.ReceiptHandle,
+        VisibilityTimeout: 0,
+      }),
+    );
+    const again = await receiveOwn(key);
+    expect(again.ReceiptHandle).not.toBe(message.ReceiptHandle);
+    const response = await running;
+
+    // Assess: the owner finished its job on its first attempt; the effect applied once.
+    expect(response.batchItemFailures).toEqual([]);
+    expect(await makeWorker(env, ledgerJobs).store.get(key)).toMatchObject({
+      status: JobStatus.Completed,
+      attempts: 1,
+    });
+    expect((await getBalance(env, account))?.balance).toBe(3);
   });
 
   it('rejects a worker environment that lacks names, listing each', () => {
