@@ -37,6 +37,23 @@ export function decideRefusal(old: JobItem, messageId: string, now: number): Ref
   }
 }
 
+/**
+ * True when a refused claim was refused by this very claim: the item names our owner and message and
+ * was claimed at our request's time. That is a claim whose answer was lost and which the SDK retried;
+ * the job is ours, not someone else's and not our own message back early.
+ */
+export function isOwnClaim(
+  old: JobItem,
+  request: { readonly owner: string; readonly messageId: string; readonly now: number },
+): boolean {
+  return (
+    old.status === JobStatus.InProgress &&
+    old.owner === request.owner &&
+    old.messageId === request.messageId &&
+    old.claimedAt === request.now
+  );
+}
+
 /** How a successful claim came about, from the item as it was before (undefined: there was none). */
 export type ClaimKind = 'fresh' | 'retry' | 'takeover';
 

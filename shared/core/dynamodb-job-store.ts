@@ -10,7 +10,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { classifyClaim } from './claim-decision.ts';
+import { classifyClaim, isOwnClaim } from './claim-decision.ts';
 import { LeaseLostError, StoreUnavailableError } from './errors.ts';
 import type { Checkpoint, JobItem } from './job-item.ts';
 import type {
@@ -125,7 +125,22 @@ export class DynamoDbJobStore implements JobStore {
         : { claimed: true, lease, kind: 'fresh' };
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException && error.Item) {
-        return { claimed: false, existing: unmarshallItem(error.Item) };
+        const existing = unmarshallItem(error.Item);
+        if (isOwnClaim(existing, req)) {
+          // Our claim went through and only its answer was lost (the SDK retried it): hold it.
+          const lease: JobLease = {
+            dedupKey: req.dedupKey,
+            owner: req.owner,
+            token: existing.token,
+            attempts: existing.attempts,
+            messageId: req.messageId,
+            version: existing.version,
+            leaseUntil: existing.leaseUntil,
+            ...(existing.checkpoint ? { checkpoint: existing.checkpoint } : {}),
+          };
+          return { claimed: true, lease, kind: existing.attempts > 1 ? 'retry' : 'fresh' };
+        }
+        return { claimed: false, existing };
       }
       throw error;
     }

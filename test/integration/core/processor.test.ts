@@ -426,6 +426,46 @@ describe('Class: JobProcessor (against the emulator)', () => {
     });
   });
 
+  it('recognises its own claim when the answer was lost and the SDK retried it: the job runs at once', async () => {
+    // Prepare: the first UpdateItem (the claim) is applied but its answer lost; the SDK retries it, and
+    // the retry is refused by that very claim.
+    const { registry, log } = testRegistry(env);
+    const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 3 });
+    const faults = new FaultInjector()
+      .attach(faulty)
+      .fail({ service: 'DynamoDB', command: 'UpdateItem', times: 1, when: 'after' });
+    const metrics = new InMemoryMetrics();
+    const processor = new JobProcessor({
+      store: new DynamoDbJobStore({ client: faulty.doc, tableName: env.jobsTable }),
+      queue: new SqsJobQueue({ client: faulty.sqs, queueUrl: env.queueUrl, deadLetterQueueUrl: env.dlqUrl }),
+      registry,
+      worker: 'w-lost-claim',
+      logger: quietLogger(),
+      metrics,
+      backoff: { baseSeconds: 1, capSeconds: 1 },
+    });
+    const key = uniqueName('lostclaim');
+    const account = uniqueName('acct');
+    await sendJob(env, { dedupKey: key, type: 'test.credit', payload: { account, amount: 9 } });
+    const [message] = await receiveAll(env, env.queueUrl, 30, 2);
+    if (!message) throw new Error('no message');
+
+    // Act
+    const outcome = await processor.process(toSqsRecord(message, env.queueArn, env.region));
+    destroyAwsClients(faulty);
+
+    // Assess: ours, so it ran now (not hidden as "our own message back early", not taken over later).
+    expect(faults.injected.get('DynamoDB.UpdateItem')).toBe(1);
+    expect(outcome).toMatchObject({ action: 'completed', disposition: 'delete' });
+    expect(metrics.get(MetricName.OwnMessageEarly)).toBe(0);
+    expect(log.count(key)).toBe(1);
+    expect((await getBalance(env, account))?.balance).toBe(9);
+    expect(await makeWorker(env, registry).store.get(key)).toMatchObject({
+      status: JobStatus.Completed,
+      attempts: 1,
+    });
+  });
+
   it('skips the claim write on a local-cache hit for a repeated duplicate', async () => {
     const { registry, log } = testRegistry(env);
     const cache = new CompletedCache();

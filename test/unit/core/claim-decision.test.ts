@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyClaim, decideRefusal } from '../../../shared/core/claim-decision.ts';
+import { classifyClaim, decideRefusal, isOwnClaim } from '../../../shared/core/claim-decision.ts';
 import type { JobItem } from '../../../shared/core/job-item.ts';
 import { JobStatus } from '../../../shared/core/statuses.ts';
 
@@ -55,5 +55,18 @@ describe('Function: classifyClaim', () => {
     expect(classifyClaim(undefined)).toBe('fresh');
     expect(classifyClaim(item({ status: JobStatus.RetryWait }))).toBe('retry');
     expect(classifyClaim(item({ leaseUntil: NOW - 1 }))).toBe('takeover');
+  });
+});
+
+describe('Function: isOwnClaim', () => {
+  const mine = { owner: 'w1', messageId: 'm1', now: 1000 };
+  const ours = (over: Partial<JobItem>) => item({ owner: 'w1', messageId: 'm1', claimedAt: 1000, ...over });
+
+  it('is true only for the item this very claim wrote (same owner, message and claim time)', () => {
+    expect(isOwnClaim(ours({}), mine)).toBe(true);
+    expect(isOwnClaim(ours({ claimedAt: 999 }), mine)).toBe(false); // an earlier claim of ours
+    expect(isOwnClaim(ours({ owner: 'w2' }), mine)).toBe(false);
+    expect(isOwnClaim(ours({ messageId: 'm2' }), mine)).toBe(false);
+    expect(isOwnClaim(ours({ status: JobStatus.Completed }), mine)).toBe(false);
   });
 });
