@@ -9,6 +9,8 @@ export interface FaultRule {
   readonly command?: string;
   /** How many matching requests fail; afterwards the rule is spent. @default Infinity */
   readonly times?: number;
+  /** Matching requests let through before the rule starts failing them. @default 0 */
+  readonly skip?: number;
   /** The error to throw. @default a 503 `ServiceUnavailable` */
   readonly error?: () => Error;
   /**
@@ -24,7 +26,7 @@ export interface FaultRule {
  * `finalizeRequest` step, so the SDK's own retry sees them like real 5xx answers.
  */
 export class FaultInjector {
-  readonly #rules: { rule: FaultRule; left: number }[] = [];
+  readonly #rules: { rule: FaultRule; left: number; skip: number }[] = [];
   /** Requests failed so far, per `Service.Command`. */
   readonly injected = new Map<string, number>();
 
@@ -36,7 +38,7 @@ export class FaultInjector {
 
   /** Adds a rule; it applies to requests sent from now on. */
   fail(rule: FaultRule): this {
-    this.#rules.push({ rule, left: rule.times ?? Number.POSITIVE_INFINITY });
+    this.#rules.push({ rule, left: rule.times ?? Number.POSITIVE_INFINITY, skip: rule.skip ?? 0 });
     return this;
   }
 
@@ -54,6 +56,10 @@ export class FaultInjector {
           (r.rule.command === undefined || r.rule.command === command),
       );
       if (!match) return next(args);
+      if (match.skip > 0) {
+        match.skip -= 1;
+        return next(args);
+      }
       match.left -= 1;
       const key = `${service}.${command}`;
       this.injected.set(key, (this.injected.get(key) ?? 0) + 1);

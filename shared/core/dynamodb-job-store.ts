@@ -367,8 +367,10 @@ export class DynamoDbJobStore implements JobStore {
         ),
       );
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException)
+      if (error instanceof ConditionalCheckFailedException) {
+        if (isOwnWrite(error.Item, lease, parts.ExpressionAttributeValues[':now'])) return;
         throw fenceRefusal(lease, operation, error.Item, error);
+      }
       throw error;
     }
   }
@@ -388,6 +390,7 @@ export class DynamoDbJobStore implements JobStore {
         return { ok: true };
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) {
+          if (isOwnWrite(error.Item, lease, update.ExpressionAttributeValues?.[':now'])) return { ok: true };
           throw fenceRefusal(lease, operation, error.Item, error);
         }
         throw error;
@@ -430,6 +433,18 @@ export class DynamoDbJobStore implements JobStore {
       throw error;
     }
   }
+}
+
+/**
+ * True when a refused write was refused by itself: the item already carries what this very write set
+ * (this lease's token, the version after ours, our timestamp). That is a write whose answer was lost and
+ * which the SDK retried; it went through. (Transactions need no such check: the SDK retries them with
+ * the same ClientRequestToken, which DynamoDB treats as the same request.)
+ */
+function isOwnWrite(item: Record<string, unknown> | undefined, lease: JobLease, writtenAt: unknown): boolean {
+  if (!item || typeof writtenAt !== 'number') return false;
+  const old = unmarshallItem(item);
+  return old.token === lease.token && old.version === lease.version + 1 && old.updatedAt === writtenAt;
 }
 
 /**

@@ -466,6 +466,48 @@ describe('Class: JobProcessor (against the emulator)', () => {
     });
   });
 
+  it('recognises its own release when the answer was lost and the SDK retried it: a retry, not a lost lease', async () => {
+    // Prepare: a job that fails once; the release after that failure (the second UpdateItem, after the
+    // claim) is applied but its answer lost, and the SDK's retry is refused by that very release.
+    const { registry } = testRegistry(env);
+    const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 3 });
+    const faults = new FaultInjector()
+      .attach(faulty)
+      .fail({ service: 'DynamoDB', command: 'UpdateItem', skip: 1, times: 1, when: 'after' });
+    const metrics = new InMemoryMetrics();
+    const processor = new JobProcessor({
+      store: new DynamoDbJobStore({ client: faulty.doc, tableName: env.jobsTable }),
+      queue: new SqsJobQueue({ client: faulty.sqs, queueUrl: env.queueUrl, deadLetterQueueUrl: env.dlqUrl }),
+      registry,
+      worker: 'w-lost-release',
+      logger: quietLogger(),
+      metrics,
+      backoff: { baseSeconds: 1, capSeconds: 1 },
+    });
+    const key = uniqueName('lostrel');
+    await sendJob(env, {
+      dedupKey: key,
+      type: 'test.credit',
+      payload: { account: uniqueName('acct'), amount: 2, failTimes: 1 },
+    });
+    const [message] = await receiveAll(env, env.queueUrl, 30, 2);
+    if (!message) throw new Error('no message');
+
+    // Act
+    const outcome = await processor.process(toSqsRecord(message, env.queueArn, env.region));
+    destroyAwsClients(faulty);
+
+    // Assess: an ordinary retry with its backoff, not "lease lost".
+    expect(faults.injected.get('DynamoDB.UpdateItem')).toBe(1);
+    expect(outcome).toMatchObject({ action: 'retry', disposition: 'retain' });
+    expect(metrics.get(MetricName.LeaseLost)).toBe(0);
+    expect(await makeWorker(env, registry).store.get(key)).toMatchObject({
+      status: JobStatus.RetryWait,
+      attempts: 1,
+      lastErrorClass: 'TransientJobError',
+    });
+  });
+
   it('skips the claim write on a local-cache hit for a repeated duplicate', async () => {
     const { registry, log } = testRegistry(env);
     const cache = new CompletedCache();
