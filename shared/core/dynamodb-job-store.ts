@@ -292,17 +292,19 @@ export class DynamoDbJobStore implements JobStore {
     return out.Item as JobItem | undefined;
   }
 
-  async resetDead(dedupKey: string): Promise<boolean> {
+  async resetForRedrive(dedupKey: string, now: number): Promise<boolean> {
     try {
-      await guardStore('reset-dead', () =>
+      await guardStore('reset-for-redrive', () =>
         this.#doc.send(
           new UpdateCommand({
             TableName: this.#table,
             Key: { dedupKey },
             UpdateExpression:
               'SET #status = :retryWait, #leaseUntil = :zero, #attempts = :zero, #version = #version + :one, ' +
-              '#updatedAt = :now, #expiresAt = :expiresAt',
-            ConditionExpression: '#status = :dead',
+              '#updatedAt = :now, #expiresAt = :expiresAt REMOVE #owner',
+            // Not finished, and no live lease: DEAD, RETRY_WAIT, or IN_PROGRESS whose lease has ended.
+            ConditionExpression:
+              'attribute_exists(#status) AND #status <> :completed AND (#status <> :inProgress OR #leaseUntil < :now)',
             ExpressionAttributeNames: {
               '#status': 'status',
               '#leaseUntil': 'leaseUntil',
@@ -310,14 +312,16 @@ export class DynamoDbJobStore implements JobStore {
               '#version': 'version',
               '#updatedAt': 'updatedAt',
               '#expiresAt': 'expiresAt',
+              '#owner': 'owner',
             },
             ExpressionAttributeValues: {
               ':retryWait': JobStatus.RetryWait,
-              ':dead': JobStatus.Dead,
+              ':completed': JobStatus.Completed,
+              ':inProgress': JobStatus.InProgress,
               ':zero': 0,
               ':one': 1,
-              ':now': Date.now(),
-              ':expiresAt': this.#expiresAt(Date.now()),
+              ':now': now,
+              ':expiresAt': this.#expiresAt(now),
             },
           }),
         ),

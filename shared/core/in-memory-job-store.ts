@@ -29,7 +29,7 @@ export type JobStoreOperation =
   | 'release'
   | 'mark-dead'
   | 'get'
-  | 'reset-dead';
+  | 'reset-for-redrive';
 
 /** Outcome of applying a group of effects: all of them, or (`ok: false`) none. */
 export type EffectOutcome = { readonly ok: true } | { readonly ok: false; readonly index: number };
@@ -195,7 +195,7 @@ type MutableJobItem = { -readonly [K in keyof JobItem]: JobItem[K] };
  * A {@link JobStore} over a Map, for unit tests and the chaos harness; never a source of truth in
  * production. Same conditions, token rule and fence as `DynamoDbJobStore`; every item crosses the boundary
  * as a deep copy, so callers cannot change stored state behind the store's back. Each call is atomic.
- * `complete`, `release`, `markDead` and `resetDead` read `Date.now()` for timestamps, like the adapter.
+ * `complete`, `release` and `markDead` read `Date.now()` for timestamps, like the adapter.
  */
 export class InMemoryJobStore implements JobStore {
   readonly #items = new Map<string, JobItem>();
@@ -335,12 +335,12 @@ export class InMemoryJobStore implements JobStore {
     });
   }
 
-  async resetDead(dedupKey: string): Promise<boolean> {
-    return this.faults.run('reset-dead', () => {
+  async resetForRedrive(dedupKey: string, now: number): Promise<boolean> {
+    return this.faults.run('reset-for-redrive', () => {
       const item = this.#items.get(dedupKey);
-      if (item?.status !== JobStatus.Dead) return false;
-      const now = Date.now();
-      this.#items.set(dedupKey, {
+      if (!item || item.status === JobStatus.Completed) return false;
+      if (item.status === JobStatus.InProgress && item.leaseUntil >= now) return false;
+      const next: MutableJobItem = {
         ...item,
         status: JobStatus.RetryWait,
         leaseUntil: 0,
@@ -348,7 +348,9 @@ export class InMemoryJobStore implements JobStore {
         version: item.version + 1,
         updatedAt: now,
         expiresAt: this.#expiresAt(now),
-      });
+      };
+      delete next.owner;
+      this.#items.set(dedupKey, next);
       return true;
     });
   }

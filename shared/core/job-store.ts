@@ -79,6 +79,10 @@ export interface JobStore {
   markDead(lease: JobLease, error: { message: string; errorClass: string }): Promise<void>;
   /** Reads one item (strongly consistent). */
   get(dedupKey: string): Promise<JobItem | undefined>;
-  /** Operator redrive: makes a DEAD job runnable again (attempts back to 0, checkpoint kept). */
-  resetDead(dedupKey: string): Promise<boolean>;
+  /**
+   * Operator redrive: makes a job runnable again unless it completed or a live lease holds it: DEAD,
+   * RETRY_WAIT, or IN_PROGRESS whose lease ended before `now` (a worker died, or its dead marking failed)
+   * becomes RETRY_WAIT with attempts 0, no owner; the checkpoint is kept. False when refused or absent.
+   */
+  resetForRedrive(dedupKey: string, now: number): Promise<boolean>;
 }

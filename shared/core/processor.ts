@@ -563,8 +563,21 @@ export class JobProcessor {
         });
         return { ...base, action: 'lease-lost', disposition: 'retain' };
       }
-      // The DLQ holds the job; a later copy finds the item not DEAD and, at worst, runs a redrive early.
-      log.warn('dead-lettered but could not mark the job item DEAD', { error: describe(error) });
+      // The letter is out but the item is not DEAD: deleting the original now would leave an unfinished
+      // item with no message to bring it back. Keep it; its next delivery finishes the dead-lettering
+      // (a second letter for the same job is possible: the DLQ is at-least-once), and a redrive resets
+      // such an item too.
+      if (error instanceof StoreUnavailableError) this.#metrics.count(MetricName.StoreUnavailable);
+      log.warn('dead-lettered but could not mark the job item DEAD; keeping the message', {
+        error: describe(error),
+      });
+      await this.#giveBack(
+        record,
+        backoffSeconds(lease.attempts, this.#backoff, this.#random),
+        log,
+        'dead marking failed',
+      );
+      return { ...base, action: 'store-unavailable', disposition: 'retain' };
     }
     await this.#deleteQuietly(record, log);
     this.#metrics.count(MetricName.JobDeadLettered);

@@ -292,7 +292,7 @@ export function matchesFilter(letter: DeadLetterSummary, filter: DeadLetterFilte
 
 /** What redrive does with a dead letter, given its job item. */
 export type RedrivePlan =
-  | { readonly action: 'reset-and-send' }
+  | { readonly action: 'reset-and-send'; readonly why?: string }
   | { readonly action: 'send'; readonly why: string }
   | { readonly action: 'skip'; readonly why: string };
 
@@ -310,13 +310,16 @@ export function planRedrive(item: JobItem | undefined, now: number): RedrivePlan
     case JobStatus.Dead:
       return { action: 'reset-and-send' };
     case JobStatus.RetryWait:
-      return { action: 'send', why: 'job item already waiting for a retry' };
+      return { action: 'reset-and-send', why: 'job item was waiting for a retry; attempts start again' };
     case JobStatus.Completed:
       return { action: 'skip', why: 'job already completed; this dead letter is stale (purge it)' };
     case JobStatus.InProgress:
       return item.leaseUntil > now
         ? { action: 'skip', why: `job is running now (lease held by ${item.owner ?? 'unknown'})` }
-        : { action: 'send', why: 'job lease expired' };
+        : {
+            action: 'reset-and-send',
+            why: 'job lease expired (its worker died, or its dead marking failed)',
+          };
   }
 }
 
@@ -372,7 +375,8 @@ export interface RedriveReport {
 
 /**
  * Sends matching dead letters back to the jobs queue so they run again. For each: read the job item;
- * reset it when DEAD (`resetDead`: attempts 0, RETRY_WAIT); send the original body to the jobs queue;
+ * reset it unless it completed or runs (`resetForRedrive`: attempts 0, RETRY_WAIT); send the original
+ * body to the jobs queue;
  * then delete the dead letter. The order makes a crash harmless: a reset item with its letter still in
  * the DLQ is sent by the next redrive; a letter sent but not deleted is a duplicate the workers drop by
  * dedup key. A job that dead-letters again during the same redrive is not sent a second time.
@@ -438,18 +442,19 @@ export async function redrive(target: OpsTarget, options: RedriveOptions = {}): 
       return KEEP;
     }
     const reset = plan.action === 'reset-and-send';
-    const note = plan.action === 'send' ? { detail: plan.why } : {};
+    const note = plan.why ? { detail: plan.why } : {};
     if (options.dryRun) {
       record({ ...base, outcome: 'would-redrive', reset, ...note });
       taken += 1;
       return { stop: taken >= limit };
     }
-    if (reset && letter.dedupKey && !(await store.resetDead(letter.dedupKey))) {
+    if (reset && letter.dedupKey && !(await store.resetForRedrive(letter.dedupKey, now()))) {
       record({
         ...base,
         outcome: 'skipped',
         reset: false,
-        detail: 'job item changed while redriving (no longer DEAD); run redrive again',
+        detail:
+          'job item changed while redriving (completed, or claimed by a live worker); run redrive again',
       });
       return KEEP;
     }

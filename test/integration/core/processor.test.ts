@@ -508,6 +508,44 @@ describe('Class: JobProcessor (against the emulator)', () => {
     });
   });
 
+  it('keeps the message when marking the job DEAD fails after its letter went out, so it is never stranded', async () => {
+    // Prepare: a poison job; the UpdateItem that marks it DEAD (the one after the claim) fails.
+    const { registry } = testRegistry(env);
+    const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 1 });
+    const faults = new FaultInjector()
+      .attach(faulty)
+      .fail({ service: 'DynamoDB', command: 'UpdateItem', skip: 1, times: 1 });
+    const processor = new JobProcessor({
+      store: new DynamoDbJobStore({ client: faulty.doc, tableName: env.jobsTable }),
+      queue: new SqsJobQueue({ client: faulty.sqs, queueUrl: env.queueUrl, deadLetterQueueUrl: env.dlqUrl }),
+      registry,
+      worker: 'w-mark-dead',
+      logger: quietLogger(),
+      backoff: { baseSeconds: 1, capSeconds: 1 },
+    });
+    const key = uniqueName('markdead');
+    await sendJob(env, {
+      dedupKey: key,
+      type: 'test.credit',
+      payload: { account: uniqueName('acct'), amount: 1, permanent: true },
+    });
+    const [message] = await receiveAll(env, env.queueUrl, 30, 2);
+    if (!message) throw new Error('no message');
+
+    // Act
+    const outcome = await processor.process(toSqsRecord(message, env.queueArn, env.region));
+    destroyAwsClients(faulty);
+
+    // Assess: the letter is out, the item is not DEAD, and the original stays to bring the job back.
+    expect(faults.injected.get('DynamoDB.UpdateItem')).toBe(1);
+    expect(outcome).toMatchObject({ disposition: 'retain' });
+    expect((await makeWorker(env, registry).store.get(key))?.status).not.toBe(JobStatus.Dead);
+    const counts = await queueCounts(env);
+    expect(counts.visible + counts.inFlight + counts.delayed).toBe(1);
+    const letters = await receiveAll(env, env.dlqUrl, 30, 2);
+    expect(letters.some((m) => m.Body?.includes(key))).toBe(true);
+  });
+
   it('skips the claim write on a local-cache hit for a repeated duplicate', async () => {
     const { registry, log } = testRegistry(env);
     const cache = new CompletedCache();

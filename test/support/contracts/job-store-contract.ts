@@ -620,7 +620,7 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
       });
     });
 
-    describe('Method: resetDead', () => {
+    describe('Method: resetForRedrive', () => {
       it('makes a DEAD job runnable again: RETRY_WAIT, attempts 0, checkpoint kept', async () => {
         // Prepare
         const key = fresh('reset');
@@ -631,7 +631,7 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         await f.store.markDead(a, boom);
 
         // Act
-        const reset = await f.store.resetDead(key);
+        const reset = await f.store.resetForRedrive(key, Date.now());
 
         // Assess
         expect(reset).toBe(true);
@@ -650,25 +650,43 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         }
       });
 
-      it('refuses anything not DEAD, and changes nothing', async () => {
-        // Prepare: one job in each other state, and one key never seen.
+      it('also resets a waiting job and one whose lease ended, with attempts from 0 and no owner', async () => {
+        // Prepare: a job released for a retry, and one whose worker died (lease over) at attempt 1.
+        const t0 = Date.now();
+        const waiting = fresh('waiting');
+        await f.store.release(await claim(request(waiting, 'worker-a', t0)), t0 + 1, boom);
+        const orphan = fresh('orphan');
+        await claim({ ...request(orphan, 'worker-a', t0 - 60_000), leaseMs: 1000 });
+
+        // Act
+        const answers = await Promise.all([waiting, orphan].map((k) => f.store.resetForRedrive(k, t0)));
+
+        // Assess
+        expect(answers).toEqual([true, true]);
+        for (const key of [waiting, orphan]) {
+          const item = await f.store.get(key);
+          expect(item).toMatchObject({ status: JobStatus.RetryWait, attempts: 0, leaseUntil: 0 });
+          expect(item?.owner).toBeUndefined();
+        }
+      });
+
+      it('refuses a completed job, one a live lease holds, and a key never seen; changes nothing', async () => {
+        // Prepare
         const t0 = Date.now();
         const running = fresh('running');
         await claim(request(running, 'worker-a', t0));
-        const waiting = fresh('waiting');
-        await f.store.release(await claim(request(waiting, 'worker-a', t0)), t0 + 1, boom);
         const done = fresh('done');
         await f.store.complete(await claim(request(done, 'worker-a', t0)), 'ok');
-        const before = await Promise.all([running, waiting, done].map((k) => f.store.get(k)));
+        const before = await Promise.all([running, done].map((k) => f.store.get(k)));
 
         // Act
         const answers = await Promise.all(
-          [running, waiting, done, fresh('absent')].map((k) => f.store.resetDead(k)),
+          [running, done, fresh('absent')].map((k) => f.store.resetForRedrive(k, t0)),
         );
 
         // Assess
-        expect(answers).toEqual([false, false, false, false]);
-        expect(await Promise.all([running, waiting, done].map((k) => f.store.get(k)))).toEqual(before);
+        expect(answers).toEqual([false, false, false]);
+        expect(await Promise.all([running, done].map((k) => f.store.get(k)))).toEqual(before);
       });
     });
 

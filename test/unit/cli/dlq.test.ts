@@ -110,11 +110,13 @@ describe('Function: planRedrive', () => {
     messageId: 'm',
     owner: 'w-1',
   });
-  it('resets DEAD items, sends when nothing guards the job, skips finished or running ones', () => {
+  it('resets any item neither finished nor running, sends when there is none, skips the others', () => {
     expect(planRedrive(job(JobStatus.Dead), now)).toEqual({ action: 'reset-and-send' });
     expect(planRedrive(undefined, now).action).toBe('send');
-    expect(planRedrive(job(JobStatus.RetryWait), now).action).toBe('send');
-    expect(planRedrive(job(JobStatus.InProgress, now - 1), now).action).toBe('send');
+    // A waiting job, or one whose lease ended (its worker died, or marking it DEAD failed), would keep
+    // its used-up attempts and die again at once: its attempts start again too.
+    expect(planRedrive(job(JobStatus.RetryWait), now).action).toBe('reset-and-send');
+    expect(planRedrive(job(JobStatus.InProgress, now - 1), now).action).toBe('reset-and-send');
     expect(planRedrive(job(JobStatus.InProgress, now + 1), now)).toEqual({
       action: 'skip',
       why: 'job is running now (lease held by w-1)',

@@ -150,7 +150,7 @@ describe('Class: InMemoryJobStore', () => {
       store.faults.failNext('*', (op) => new Error(`first ${op}`)).failNext('*', undefined, { times: 5 });
 
       await expect(store.get('x')).rejects.toThrow('first get');
-      await expect(store.resetDead('x')).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.resetForRedrive('x', Date.now())).rejects.toBeInstanceOf(StoreUnavailableError);
       expect(store.faults.pending).toBe(4);
       store.faults.clear();
       expect(await store.get('x')).toBeUndefined();
