@@ -9,6 +9,7 @@ import {
   assertValidResourcePrefix,
   DEFAULT_WORKER_TIMEOUT_SECONDS,
   REDRIVE_MARGIN,
+  redriveMaxReceiveCount,
   resourceNames,
   type StackOutputKey,
 } from '../shared/resources.ts';
@@ -43,7 +44,8 @@ export interface LeaseqPipelineProps {
   readonly resourcePrefix?: string;
   /**
    * The application's own attempt limit: after this many attempts a job is dead-lettered by the worker.
-   * The queue's redrive `maxReceiveCount` is set above it (`maxAttempts + REDRIVE_MARGIN`) as a safety net.
+   * The queue's redrive `maxReceiveCount` is set above it as a safety net (`maxAttempts + REDRIVE_MARGIN`;
+   * on FIFO `maxAttempts x batchSize + REDRIVE_MARGIN`, since group hand-backs are receives too).
    * @default 5
    */
   readonly maxAttempts?: number;
@@ -139,6 +141,13 @@ export function resolvePipelineSettings(
   // A batch is handled within one invocation; more than 10 records would need a batching window.
   integer('batchSize', 1, 10);
   integer('maxConcurrency', 2, 1000);
+  if (resolved.fifo && redriveMaxReceiveCount(resolved) > 1000) {
+    throw fail(
+      'maxAttempts',
+      resolved.maxAttempts,
+      `at most ${Math.floor((1000 - REDRIVE_MARGIN) / resolved.batchSize)} on a FIFO queue with batchSize ${resolved.batchSize} (the redrive safety net, attempts x batch size + ${REDRIVE_MARGIN}, cannot exceed 1000 receives)`,
+    );
+  }
   const timeoutSeconds = resolved.workerTimeout.toSeconds({ integral: false });
   if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 900) {
     throw fail('workerTimeout', `${timeoutSeconds} s`, 'whole seconds from 1 s to 900 s (the Lambda limit)');
@@ -190,7 +199,7 @@ export class LeaseqPipeline extends Construct {
       queueName: names.queues.jobs,
       deadLetterQueueName: names.queues.dlq,
       consumerTimeout: settings.workerTimeout,
-      maxReceiveCount: settings.maxAttempts + REDRIVE_MARGIN,
+      maxReceiveCount: redriveMaxReceiveCount(settings),
       fifo: settings.fifo,
       removalPolicy,
     });

@@ -28,6 +28,21 @@ export const TTL_ATTRIBUTE = 'expiresAt';
  */
 export const REDRIVE_MARGIN = 10;
 
+/**
+ * The queue's redrive `maxReceiveCount`: a safety net above every receive leaseq itself may cause. On a
+ * standard queue that is the attempts plus {@link REDRIVE_MARGIN}. On a FIFO queue every retry of a
+ * group's head hands the rest of its batch back, each a receive that is not an attempt, so a message can
+ * be received up to `batchSize` times per attempt of the messages ahead of it: attempts x batch size +
+ * margin, or a never-attempted message would reach the DLQ through SQS with no reason.
+ */
+export function redriveMaxReceiveCount(settings: {
+  readonly maxAttempts: number;
+  readonly batchSize: number;
+  readonly fifo: boolean;
+}): number {
+  return (settings.fifo ? settings.maxAttempts * settings.batchSize : settings.maxAttempts) + REDRIVE_MARGIN;
+}
+
 /** Timeout of the worker Lambda unless the stack says otherwise; local workers default to the same. */
 export const DEFAULT_WORKER_TIMEOUT_SECONDS = 60;
 

@@ -13,6 +13,7 @@ import {
 } from '../../infra/leaseq-pipeline.ts';
 import { defineJob, defineJobs } from '../../shared/jobs/define-job.ts';
 import { defineTable } from '../../shared/jobs/table.ts';
+import { REDRIVE_MARGIN, redriveMaxReceiveCount } from '../../shared/resources.ts';
 
 const ENTRY = fileURLToPath(new URL('../../functions/worker.ts', import.meta.url));
 const emailLog = defineTable('emailLog', { partitionKey: 'id', sortKey: { name: 'at', type: 'number' } });
@@ -160,5 +161,28 @@ describe('Function: stackPropsFromContext', () => {
     [{ fifo: 'yes' }, 'LeaseqStack prop fifo is "yes"; expected true or false (-c fifo=true)'],
   ])('names a value it cannot read, %j, as received', (context, message) => {
     expect(() => propsFrom(context)).toThrow(message);
+  });
+});
+
+describe('Function: redriveMaxReceiveCount (the safety net)', () => {
+  it('is attempts + margin on a standard queue, attempts x batch size + margin on FIFO', () => {
+    expect(redriveMaxReceiveCount({ maxAttempts: 3, batchSize: 10, fifo: false })).toBe(3 + REDRIVE_MARGIN);
+    expect(redriveMaxReceiveCount({ maxAttempts: 3, batchSize: 10, fifo: true })).toBe(30 + REDRIVE_MARGIN);
+  });
+
+  it('sets the FIFO queue redrive from it, and refuses a FIFO setting that would exceed 1000 receives', () => {
+    const { template } = synth({ fifo: true, maxAttempts: 3, batchSize: 8, resourcePrefix: 'fifo' });
+    const queue = Object.values(
+      template.findResources('AWS::SQS::Queue', { Properties: { QueueName: 'fifo-jobs.fifo' } }) as Record<
+        string,
+        Resource
+      >,
+    )[0];
+    expect((queue?.Properties.RedrivePolicy as { maxReceiveCount: number }).maxReceiveCount).toBe(
+      24 + REDRIVE_MARGIN,
+    );
+    expect(() => synth({ fifo: true, maxAttempts: 200, batchSize: 10 })).toThrow(
+      /prop maxAttempts is 200; expected at most 99 on a FIFO queue with batchSize 10/,
+    );
   });
 });
