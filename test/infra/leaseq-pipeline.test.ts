@@ -178,9 +178,9 @@ describe('Function: redriveMaxReceiveCount (the safety net)', () => {
         Resource
       >,
     )[0];
-    expect((queue?.Properties.RedrivePolicy as { maxReceiveCount: number }).maxReceiveCount).toBe(
-      24 + REDRIVE_MARGIN,
-    );
+    expect(
+      (queue?.Properties.RedrivePolicy as { maxReceiveCount: number } | undefined)?.maxReceiveCount,
+    ).toBe(24 + REDRIVE_MARGIN);
     expect(() => synth({ fifo: true, maxAttempts: 200, batchSize: 10 })).toThrow(
       /prop maxAttempts is 200; expected at most 99 on a FIFO queue with batchSize 10/,
     );
