@@ -539,6 +539,31 @@ export class JobProcessor {
       type: envelope.type,
     };
     const base = { messageId: record.messageId, dedupKey: envelope.dedupKey };
+    // Fence before anything leaves: a fenced renewal proves this worker still holds the job (and keeps
+    // it for the next steps). A worker that lost its lease unknowingly sends no letter for a job that
+    // its new owner may well complete.
+    try {
+      await this.#store.renew(lease, this.#leaseMs, this.#now());
+    } catch (error) {
+      if (error instanceof LeaseLostError) {
+        this.#metrics.count(MetricName.LeaseLost);
+        log.warn('lease lost before dead-lettering; no letter sent, the job is left to its new owner', {
+          error: describe(error),
+        });
+        return { ...base, action: 'lease-lost', disposition: 'retain' };
+      }
+      if (error instanceof StoreUnavailableError) this.#metrics.count(MetricName.StoreUnavailable);
+      log.warn('could not confirm the lease before dead-lettering; keeping the message for a retry', {
+        error: describe(error),
+      });
+      await this.#giveBack(
+        record,
+        backoffSeconds(lease.attempts, this.#backoff, this.#random),
+        log,
+        'fence before dead-lettering failed',
+      );
+      return { ...base, action: 'store-unavailable', disposition: 'retain' };
+    }
     try {
       await this.#queue.sendToDeadLetter(record.body, reason, record.attributes.MessageGroupId);
     } catch (error) {

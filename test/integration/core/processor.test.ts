@@ -1,12 +1,16 @@
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { createAwsClients, destroyAwsClients } from '../../../shared/aws/clients.ts';
 import { FaultInjector } from '../../../shared/aws/fault-injector.ts';
 import { CompletedCache } from '../../../shared/core/completed-cache.ts';
 import { DynamoDbJobStore } from '../../../shared/core/dynamodb-job-store.ts';
 import { makeEnvelope } from '../../../shared/core/envelope.ts';
+import { PermanentJobError } from '../../../shared/core/errors.ts';
 import { InMemoryMetrics } from '../../../shared/core/metrics.ts';
 import { JobProcessor } from '../../../shared/core/processor.ts';
+import { JobRegistry } from '../../../shared/core/registry.ts';
 import { readDeadLetterAttributes, SqsJobQueue } from '../../../shared/core/sqs-job-queue.ts';
 import { JobStatus, MetricName } from '../../../shared/core/statuses.ts';
 import { toSqsRecord } from '../../../shared/runner/sqs-records.ts';
@@ -509,12 +513,13 @@ describe('Class: JobProcessor (against the emulator)', () => {
   });
 
   it('keeps the message when marking the job DEAD fails after its letter went out, so it is never stranded', async () => {
-    // Prepare: a poison job; the UpdateItem that marks it DEAD (the one after the claim) fails.
+    // Prepare: a poison job; the UpdateItem that marks it DEAD fails (after the claim and the fenced
+    // renewal that precedes every letter).
     const { registry } = testRegistry(env);
     const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 1 });
     const faults = new FaultInjector()
       .attach(faulty)
-      .fail({ service: 'DynamoDB', command: 'UpdateItem', skip: 1, times: 1 });
+      .fail({ service: 'DynamoDB', command: 'UpdateItem', skip: 2, times: 1 });
     const processor = new JobProcessor({
       store: new DynamoDbJobStore({ client: faulty.doc, tableName: env.jobsTable }),
       queue: new SqsJobQueue({ client: faulty.sqs, queueUrl: env.queueUrl, deadLetterQueueUrl: env.dlqUrl }),
@@ -544,6 +549,40 @@ describe('Class: JobProcessor (against the emulator)', () => {
     expect(counts.visible + counts.inFlight + counts.delayed).toBe(1);
     const letters = await receiveAll(env, env.dlqUrl, 30, 2);
     expect(letters.some((m) => m.Body?.includes(key))).toBe(true);
+  });
+
+  it('sends no letter when its lease was taken before dead-lettering (a zombie cannot strand a stale letter)', async () => {
+    // Prepare: a job whose run ends in a permanent error, but only after another worker took the job
+    // over (token bumped, another owner), as after a stall past the lease.
+    const registry = new JobRegistry().register({
+      type: 'test.zombie',
+      payload: z.object({}),
+      run: async (ctx) => {
+        await env.clients.doc.send(
+          new UpdateCommand({
+            TableName: env.jobsTable,
+            Key: { dedupKey: ctx.dedupKey },
+            UpdateExpression: 'SET #o = :other, #t = #t + :one',
+            ExpressionAttributeNames: { '#o': 'owner', '#t': 'token' },
+            ExpressionAttributeValues: { ':other': 'w-new-owner', ':one': 1 },
+          }),
+        );
+        throw new PermanentJobError('fails, but too late to say so');
+      },
+    });
+    const worker = makeWorker(env, registry, { worker: 'w-zombie' });
+    const key = uniqueName('zombie');
+    await sendJob(env, { dedupKey: key, type: 'test.zombie', payload: {} });
+    const [message] = await receiveAll(env, env.queueUrl, 30, 2);
+    if (!message) throw new Error('no message');
+
+    // Act
+    const outcome = await worker.processor.process(toSqsRecord(message, env.queueArn, env.region));
+
+    // Assess: no letter, the message left for the new owner, the item untouched by the zombie.
+    expect(outcome).toMatchObject({ action: 'lease-lost', disposition: 'retain' });
+    expect((await receiveAll(env, env.dlqUrl, 30, 1)).filter((m) => m.Body?.includes(key))).toEqual([]);
+    expect(await worker.store.get(key)).toMatchObject({ owner: 'w-new-owner', status: JobStatus.InProgress });
   });
 
   it('skips the claim write on a local-cache hit for a repeated duplicate', async () => {
