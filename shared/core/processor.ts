@@ -539,6 +539,18 @@ export class JobProcessor {
       type: envelope.type,
     };
     const base = { messageId: record.messageId, dedupKey: envelope.dedupKey };
+    // Each step below that fails keeps the message: it is what brings the job back.
+    const lost = (error: unknown, message: string): RecordOutcome => {
+      this.#metrics.count(MetricName.LeaseLost);
+      log.warn(message, { error: describe(error) });
+      return { ...base, action: 'lease-lost', disposition: 'retain' };
+    };
+    const keep = async (error: unknown, message: string, action: RecordOutcome['action']) => {
+      if (error instanceof StoreUnavailableError) this.#metrics.count(MetricName.StoreUnavailable);
+      log.warn(message, { error: describe(error) });
+      await this.#giveBack(record, backoffSeconds(lease.attempts, this.#backoff, this.#random), log, message);
+      return { ...base, action, disposition: 'retain' } as const;
+    };
     // Fence before anything leaves: a fenced renewal proves this worker still holds the job (and keeps
     // it for the next steps). A worker that lost its lease unknowingly sends no letter for a job that
     // its new owner may well complete.
@@ -546,63 +558,38 @@ export class JobProcessor {
       await this.#store.renew(lease, this.#leaseMs, this.#now());
     } catch (error) {
       if (error instanceof LeaseLostError) {
-        this.#metrics.count(MetricName.LeaseLost);
-        log.warn('lease lost before dead-lettering; no letter sent, the job is left to its new owner', {
-          error: describe(error),
-        });
-        return { ...base, action: 'lease-lost', disposition: 'retain' };
+        return lost(
+          error,
+          'lease lost before dead-lettering; no letter sent, the job is left to its new owner',
+        );
       }
-      if (error instanceof StoreUnavailableError) this.#metrics.count(MetricName.StoreUnavailable);
-      log.warn('could not confirm the lease before dead-lettering; keeping the message for a retry', {
-        error: describe(error),
-      });
-      await this.#giveBack(
-        record,
-        backoffSeconds(lease.attempts, this.#backoff, this.#random),
-        log,
-        'fence before dead-lettering failed',
+      return keep(
+        error,
+        'could not confirm the lease before dead-lettering; keeping the message',
+        'store-unavailable',
       );
-      return { ...base, action: 'store-unavailable', disposition: 'retain' };
     }
     try {
       await this.#queue.sendToDeadLetter(record.body, reason, record.attributes.MessageGroupId);
     } catch (error) {
-      log.error('could not send to the DLQ; keeping the message for a retry', { error: describe(error) });
-      await this.#giveBack(
-        record,
-        backoffSeconds(lease.attempts, this.#backoff, this.#random),
-        log,
-        'dlq send failed',
-      );
-      return { ...base, action: 'retry', disposition: 'retain' };
+      return keep(error, 'could not send to the DLQ; keeping the message for a retry', 'retry');
     }
     try {
       await this.#store.markDead(lease, { message: why.errorMessage, errorClass: why.errorClass });
     } catch (error) {
+      // Someone else owns (or finished) the job now: the letter just sent is stale, and `dlq redrive`
+      // skips a job that completed or runs.
       if (error instanceof LeaseLostError) {
-        // Someone else owns (or finished) the job now: keep the message; the letter just sent is stale
-        // and `dlq redrive` skips a job that completed or runs.
-        this.#metrics.count(MetricName.LeaseLost);
-        log.warn('lease lost while dead-lettering; keeping the message for the new owner', {
-          error: describe(error),
-        });
-        return { ...base, action: 'lease-lost', disposition: 'retain' };
+        return lost(error, 'lease lost while dead-lettering; keeping the message for the new owner');
       }
       // The letter is out but the item is not DEAD: deleting the original now would leave an unfinished
-      // item with no message to bring it back. Keep it; its next delivery finishes the dead-lettering
-      // (a second letter for the same job is possible: the DLQ is at-least-once), and a redrive resets
-      // such an item too.
-      if (error instanceof StoreUnavailableError) this.#metrics.count(MetricName.StoreUnavailable);
-      log.warn('dead-lettered but could not mark the job item DEAD; keeping the message', {
-        error: describe(error),
-      });
-      await this.#giveBack(
-        record,
-        backoffSeconds(lease.attempts, this.#backoff, this.#random),
-        log,
-        'dead marking failed',
+      // item with no message to bring it back. Its next delivery finishes the dead-lettering (a second
+      // letter for the same job is possible: the DLQ is at-least-once), and a redrive resets it too.
+      return keep(
+        error,
+        'dead-lettered but could not mark the job item DEAD; keeping the message',
+        'store-unavailable',
       );
-      return { ...base, action: 'store-unavailable', disposition: 'retain' };
     }
     await this.#deleteQuietly(record, log);
     this.#metrics.count(MetricName.JobDeadLettered);
