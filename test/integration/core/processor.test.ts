@@ -3,7 +3,7 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAwsClients, destroyAwsClients } from '../../../shared/aws/clients.ts';
-import { FaultInjector } from '../../../shared/aws/fault-injector.ts';
+import { FaultInjector, type FaultRule } from '../../../shared/aws/fault-injector.ts';
 import { CompletedCache } from '../../../shared/core/completed-cache.ts';
 import { DynamoDbJobStore } from '../../../shared/core/dynamodb-job-store.ts';
 import { makeEnvelope } from '../../../shared/core/envelope.ts';
@@ -42,6 +42,26 @@ beforeEach(async () => {
   await purge(env, env.queueUrl);
   await purge(env, env.dlqUrl);
 });
+
+/**
+ * A processor whose clients fail as `rule` says (`sdkAttempts` 1: no SDK retry; 3: the SDK retries, as
+ * it does for lost answers), on the env's queues and tables. Call `close()` when done.
+ */
+function faultyProcessor(registry: JobRegistry, worker: string, rule: FaultRule, sdkAttempts: number) {
+  const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: sdkAttempts });
+  const faults = new FaultInjector().attach(faulty).fail(rule);
+  const metrics = new InMemoryMetrics();
+  const processor = new JobProcessor({
+    store: new DynamoDbJobStore({ client: faulty.doc, tableName: env.jobsTable }),
+    queue: new SqsJobQueue({ client: faulty.sqs, queueUrl: env.queueUrl, deadLetterQueueUrl: env.dlqUrl }),
+    registry,
+    worker,
+    logger: quietLogger(),
+    metrics,
+    backoff: { baseSeconds: 1, capSeconds: 1 },
+  });
+  return { processor, faults, metrics, close: () => destroyAwsClients(faulty) };
+}
 
 /** Polls with the given workers until `done` or the budget runs out. */
 async function drain(
@@ -349,20 +369,12 @@ describe('Class: JobProcessor (against the emulator)', () => {
 
   it('gives a job back when its fenced commit hits a store outage, and applies the effect once on the retry', async () => {
     const { registry, log } = testRegistry(env);
-    const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 1 });
-    const faults = new FaultInjector()
-      .attach(faulty)
-      .fail({ service: 'DynamoDB', command: 'TransactWriteItems', times: 1 });
-    const metrics = new InMemoryMetrics();
-    const processor = new JobProcessor({
-      store: new DynamoDbJobStore({ client: faulty.doc, tableName: env.jobsTable }),
-      queue: new SqsJobQueue({ client: faulty.sqs, queueUrl: env.queueUrl, deadLetterQueueUrl: env.dlqUrl }),
+    const { processor, faults, metrics, close } = faultyProcessor(
       registry,
-      worker: 'w-faulty',
-      logger: quietLogger(),
-      metrics,
-      backoff: { baseSeconds: 1, capSeconds: 1 },
-    });
+      'w-faulty',
+      { service: 'DynamoDB', command: 'TransactWriteItems', times: 1 },
+      1,
+    );
     const key = uniqueName('outage');
     const account = uniqueName('acct');
     await sendJob(env, { dedupKey: key, type: 'test.credit', payload: { account, amount: 4 } });
@@ -381,7 +393,7 @@ describe('Class: JobProcessor (against the emulator)', () => {
       20_000,
       0,
     );
-    destroyAwsClients(faulty);
+    close();
 
     expect(settled).toBe(true);
     expect(faults.injected.get('DynamoDB.TransactWriteItems')).toBe(1);
@@ -398,18 +410,12 @@ describe('Class: JobProcessor (against the emulator)', () => {
 
   it('treats a commit whose answer was lost as done: the effect is applied once and the job is not re-run', async () => {
     const { registry, log } = testRegistry(env);
-    const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 1 });
-    const faults = new FaultInjector()
-      .attach(faulty)
-      .fail({ service: 'DynamoDB', command: 'TransactWriteItems', times: 1, when: 'after' });
-    const processor = new JobProcessor({
-      store: new DynamoDbJobStore({ client: faulty.doc, tableName: env.jobsTable }),
-      queue: new SqsJobQueue({ client: faulty.sqs, queueUrl: env.queueUrl, deadLetterQueueUrl: env.dlqUrl }),
+    const { processor, faults, close } = faultyProcessor(
       registry,
-      worker: 'w-lost-answer',
-      logger: quietLogger(),
-      backoff: { baseSeconds: 1, capSeconds: 1 },
-    });
+      'w-lost-answer',
+      { service: 'DynamoDB', command: 'TransactWriteItems', times: 1, when: 'after' },
+      1,
+    );
     const key = uniqueName('lost');
     const account = uniqueName('acct');
     await sendJob(env, { dedupKey: key, type: 'test.credit', payload: { account, amount: 6 } });
@@ -418,7 +424,7 @@ describe('Class: JobProcessor (against the emulator)', () => {
     if (!message) return;
 
     const outcome = await processor.process(toSqsRecord(message, env.queueArn, env.region));
-    destroyAwsClients(faulty);
+    close();
 
     expect(faults.injected.get('DynamoDB.TransactWriteItems')).toBe(1);
     expect(outcome).toMatchObject({ action: 'completed', disposition: 'delete' });
@@ -434,20 +440,12 @@ describe('Class: JobProcessor (against the emulator)', () => {
     // Prepare: the first UpdateItem (the claim) is applied but its answer lost; the SDK retries it, and
     // the retry is refused by that very claim.
     const { registry, log } = testRegistry(env);
-    const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 3 });
-    const faults = new FaultInjector()
-      .attach(faulty)
-      .fail({ service: 'DynamoDB', command: 'UpdateItem', times: 1, when: 'after' });
-    const metrics = new InMemoryMetrics();
-    const processor = new JobProcessor({
-      store: new DynamoDbJobStore({ client: faulty.doc, tableName: env.jobsTable }),
-      queue: new SqsJobQueue({ client: faulty.sqs, queueUrl: env.queueUrl, deadLetterQueueUrl: env.dlqUrl }),
+    const { processor, faults, metrics, close } = faultyProcessor(
       registry,
-      worker: 'w-lost-claim',
-      logger: quietLogger(),
-      metrics,
-      backoff: { baseSeconds: 1, capSeconds: 1 },
-    });
+      'w-lost-claim',
+      { service: 'DynamoDB', command: 'UpdateItem', times: 1, when: 'after' },
+      3,
+    );
     const key = uniqueName('lostclaim');
     const account = uniqueName('acct');
     await sendJob(env, { dedupKey: key, type: 'test.credit', payload: { account, amount: 9 } });
@@ -456,7 +454,7 @@ describe('Class: JobProcessor (against the emulator)', () => {
 
     // Act
     const outcome = await processor.process(toSqsRecord(message, env.queueArn, env.region));
-    destroyAwsClients(faulty);
+    close();
 
     // Assess: ours, so it ran now (not hidden as "our own message back early", not taken over later).
     expect(faults.injected.get('DynamoDB.UpdateItem')).toBe(1);
@@ -474,20 +472,12 @@ describe('Class: JobProcessor (against the emulator)', () => {
     // Prepare: a job that fails once; the release after that failure (the second UpdateItem, after the
     // claim) is applied but its answer lost, and the SDK's retry is refused by that very release.
     const { registry } = testRegistry(env);
-    const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 3 });
-    const faults = new FaultInjector()
-      .attach(faulty)
-      .fail({ service: 'DynamoDB', command: 'UpdateItem', skip: 1, times: 1, when: 'after' });
-    const metrics = new InMemoryMetrics();
-    const processor = new JobProcessor({
-      store: new DynamoDbJobStore({ client: faulty.doc, tableName: env.jobsTable }),
-      queue: new SqsJobQueue({ client: faulty.sqs, queueUrl: env.queueUrl, deadLetterQueueUrl: env.dlqUrl }),
+    const { processor, faults, metrics, close } = faultyProcessor(
       registry,
-      worker: 'w-lost-release',
-      logger: quietLogger(),
-      metrics,
-      backoff: { baseSeconds: 1, capSeconds: 1 },
-    });
+      'w-lost-release',
+      { service: 'DynamoDB', command: 'UpdateItem', skip: 1, times: 1, when: 'after' },
+      3,
+    );
     const key = uniqueName('lostrel');
     await sendJob(env, {
       dedupKey: key,
@@ -499,7 +489,7 @@ describe('Class: JobProcessor (against the emulator)', () => {
 
     // Act
     const outcome = await processor.process(toSqsRecord(message, env.queueArn, env.region));
-    destroyAwsClients(faulty);
+    close();
 
     // Assess: an ordinary retry with its backoff, not "lease lost".
     expect(faults.injected.get('DynamoDB.UpdateItem')).toBe(1);
@@ -516,18 +506,12 @@ describe('Class: JobProcessor (against the emulator)', () => {
     // Prepare: a poison job; the UpdateItem that marks it DEAD fails (after the claim and the fenced
     // renewal that precedes every letter).
     const { registry } = testRegistry(env);
-    const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 1 });
-    const faults = new FaultInjector()
-      .attach(faulty)
-      .fail({ service: 'DynamoDB', command: 'UpdateItem', skip: 2, times: 1 });
-    const processor = new JobProcessor({
-      store: new DynamoDbJobStore({ client: faulty.doc, tableName: env.jobsTable }),
-      queue: new SqsJobQueue({ client: faulty.sqs, queueUrl: env.queueUrl, deadLetterQueueUrl: env.dlqUrl }),
+    const { processor, faults, close } = faultyProcessor(
       registry,
-      worker: 'w-mark-dead',
-      logger: quietLogger(),
-      backoff: { baseSeconds: 1, capSeconds: 1 },
-    });
+      'w-mark-dead',
+      { service: 'DynamoDB', command: 'UpdateItem', skip: 2, times: 1 },
+      1,
+    );
     const key = uniqueName('markdead');
     await sendJob(env, {
       dedupKey: key,
@@ -539,7 +523,7 @@ describe('Class: JobProcessor (against the emulator)', () => {
 
     // Act
     const outcome = await processor.process(toSqsRecord(message, env.queueArn, env.region));
-    destroyAwsClients(faulty);
+    close();
 
     // Assess: the letter is out, the item is not DEAD, and the original stays to bring the job back.
     expect(faults.injected.get('DynamoDB.UpdateItem')).toBe(1);

@@ -4,10 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import ledgerJobs from '../../../examples/ledger/jobs.ts';
 import { changeBalance, ledgerTable } from '../../../examples/ledger/ledger.ts';
+import type { JobSource } from '../../../shared/core/registry.ts';
 import { JobStatus } from '../../../shared/core/statuses.ts';
 import { defineJob, defineJobs } from '../../../shared/jobs/define-job.ts';
 import { toSqsRecord } from '../../../shared/runner/sqs-records.ts';
-import { workerConfigFromEnv, workerEnv } from '../../../shared/worker/config.ts';
+import { type WorkerEnvInput, workerConfigFromEnv, workerEnv } from '../../../shared/worker/config.ts';
 import { createWorkerHandler } from '../../../shared/worker/handler.ts';
 import {
   type CoreEnv,
@@ -28,6 +29,26 @@ beforeAll(async () => {
   env = await coreEnv('handler');
 });
 afterAll(() => env?.close());
+
+/** The worker handler on this file's queues and tables (the ledger table named), with `settings`. */
+function handlerOnEnv(jobs: JobSource, settings: Partial<WorkerEnvInput> = {}, worker?: string) {
+  return createWorkerHandler({
+    jobs,
+    config: workerConfigFromEnv(
+      workerEnv({
+        queueUrl: env.queueUrl,
+        dlqUrl: env.dlqUrl,
+        jobsTable: env.jobsTable,
+        leasesTable: env.leasesTable,
+        ...settings,
+      }),
+    ),
+    clients: env.clients,
+    tableNames: { ledger: env.ledgerTable },
+    ...(worker ? { worker } : {}),
+    logger: quietLogger(),
+  });
+}
 
 /** This test's own message (an earlier test may leave one of its own visible in the shared queue). */
 async function receiveOwn(dedupKey: string): Promise<Message> {
@@ -174,13 +195,7 @@ describe('Function: createWorkerHandler', () => {
       }),
     );
     expect(config.testHooks).toBe(false);
-    const handler = createWorkerHandler({
-      jobs: ledgerJobs,
-      config,
-      clients: env.clients,
-      tableNames: { ledger: env.ledgerTable },
-      logger: quietLogger(),
-    });
+    const handler = handlerOnEnv(ledgerJobs);
     const key = uniqueName('hook');
     const account = uniqueName('a');
     await sendJob(env, {
@@ -226,20 +241,7 @@ describe('Function: createWorkerHandler', () => {
         return { result: { locked: p.resource } };
       },
     });
-    const handler = createWorkerHandler({
-      jobs: [locked],
-      config: workerConfigFromEnv(
-        workerEnv({
-          queueUrl: env.queueUrl,
-          dlqUrl: env.dlqUrl,
-          jobsTable: env.jobsTable,
-          leasesTable: env.leasesTable,
-        }),
-      ),
-      clients: env.clients,
-      worker: 'w-lock',
-      logger: quietLogger(),
-    });
+    const handler = handlerOnEnv([locked], {}, 'w-lock');
     const key = uniqueName('locked');
     await sendJob(env, { dedupKey: key, type: 'test.locked', payload: { resource } });
     const message = await receiveOwn(key);
@@ -285,22 +287,7 @@ describe('Function: createWorkerHandler', () => {
         return { effects: [await changeBalance(ctx.tables.ledger, p.account, 5)] };
       },
     });
-    const handler = createWorkerHandler({
-      jobs: [guarded],
-      config: workerConfigFromEnv(
-        workerEnv({
-          queueUrl: env.queueUrl,
-          dlqUrl: env.dlqUrl,
-          jobsTable: env.jobsTable,
-          leasesTable: env.leasesTable,
-          backoffBaseSeconds: 1,
-          backoffCapSeconds: 1,
-        }),
-      ),
-      clients: env.clients,
-      tableNames: { ledger: env.ledgerTable },
-      logger: quietLogger(),
-    });
+    const handler = handlerOnEnv([guarded], { backoffBaseSeconds: 1, backoffCapSeconds: 1 });
     const key = uniqueName('guarded');
     await sendJob(env, { dedupKey: key, type: 'test.guarded', payload: { account, resource } });
     const invoke = async () =>
@@ -342,22 +329,7 @@ describe('Function: createWorkerHandler', () => {
 
   it('keeps a healthy owner running when its message is received again (a stale receipt is not a lost lease)', async () => {
     // Prepare: a 4 s job under a 1.5 s lease (beats every 0.5 s).
-    const handler = createWorkerHandler({
-      jobs: ledgerJobs,
-      config: workerConfigFromEnv(
-        workerEnv({
-          queueUrl: env.queueUrl,
-          dlqUrl: env.dlqUrl,
-          jobsTable: env.jobsTable,
-          leasesTable: env.leasesTable,
-          leaseMs: 1500,
-          testHooks: true,
-        }),
-      ),
-      clients: env.clients,
-      tableNames: { ledger: env.ledgerTable },
-      logger: quietLogger(),
-    });
+    const handler = handlerOnEnv(ledgerJobs, { leaseMs: 1500, testHooks: true });
     const key = uniqueName('early');
     const account = uniqueName('a');
     await sendJob(env, {
