@@ -6,9 +6,9 @@ export {
   InMemoryEffectApplier,
   InMemoryJobStore,
   type InMemoryJobStoreOptions,
-} from '../core/in-memory-job-store.ts';
-export { InMemoryLeaseStore, type InMemoryLeaseStoreOptions } from '../core/in-memory-lease-store.ts';
+} from './in-memory-job-store.ts';
+export { InMemoryLeaseStore, type InMemoryLeaseStoreOptions } from './in-memory-lease-store.ts';
 export type { JobStore } from '../core/job-store.ts';
 export type { LeaseStore, NamedLease } from '../core/lease-store.ts';
 export { InMemoryMetrics, type MetricsSink, type MetricsSnapshot } from '../core/metrics.ts';
-export { type FaultOptions, StoreFaults } from '../core/store-faults.ts';
+export { type FaultOptions, StoreFaults } from './store-faults.ts';

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
-import { classifyClaim } from './claim-decision.ts';
-import { LeaseLostError, StoreUnavailableError } from './errors.ts';
-import type { Checkpoint, JobItem } from './job-item.ts';
+import { classifyClaim } from '../core/claim-decision.ts';
+import { LeaseLostError, StoreUnavailableError } from '../core/errors.ts';
+import type { Checkpoint, JobItem } from '../core/job-item.ts';
 import type {
   ClaimRequest,
   ClaimResult,
@@ -9,8 +9,8 @@ import type {
   FencedWriteResult,
   JobLease,
   JobStore,
-} from './job-store.ts';
-import { JobStatus } from './statuses.ts';
+} from '../core/job-store.ts';
+import { JobStatus } from '../core/statuses.ts';
 import { StoreFaults } from './store-faults.ts';
 
 /*
