@@ -20,6 +20,7 @@ import type {
   FencedWriteResult,
   JobLease,
   JobStore,
+  StoreCallOptions,
 } from './job-store.ts';
 import { JobStatus } from './statuses.ts';
 import { guardStore } from './store-errors.ts';
@@ -54,10 +55,10 @@ export class DynamoDbJobStore implements JobStore {
     this.#ttlSeconds = options.dedupTtlSeconds ?? 15 * 24 * 3600;
   }
 
-  async claim(req: ClaimRequest): Promise<ClaimResult> {
+  async claim(req: ClaimRequest, options: StoreCallOptions = {}): Promise<ClaimResult> {
     const leaseUntil = req.now + req.leaseMs;
     try {
-      const out = await guardStore('claim', () =>
+      const out = await guardStore('claim', options.signal, (http) =>
         this.#doc.send(
           new UpdateCommand({
             TableName: this.#table,
@@ -107,6 +108,7 @@ export class DynamoDbJobStore implements JobStore {
             ReturnValues: 'ALL_OLD',
             ReturnValuesOnConditionCheckFailure: ALL_OLD,
           }),
+          http,
         ),
       );
       const previous = out.Attributes as JobItem | undefined;
@@ -146,9 +148,9 @@ export class DynamoDbJobStore implements JobStore {
     }
   }
 
-  async renew(lease: JobLease, leaseMs: number, now: number): Promise<void> {
+  async renew(lease: JobLease, leaseMs: number, now: number, options: StoreCallOptions = {}): Promise<void> {
     const leaseUntil = now + leaseMs;
-    await this.#fencedUpdate(lease, 'renew', {
+    await this.#fencedUpdate(lease, 'renew', options.signal, {
       UpdateExpression: 'SET #leaseUntil = :leaseUntil, #expiresAt = :expiresAt',
       ExpressionAttributeNames: { '#leaseUntil': 'leaseUntil', '#expiresAt': 'expiresAt' },
       ExpressionAttributeValues: { ':leaseUntil': leaseUntil, ':expiresAt': this.#expiresAt(leaseUntil) },
@@ -160,6 +162,7 @@ export class DynamoDbJobStore implements JobStore {
     lease: JobLease,
     checkpoint: Checkpoint,
     effects: readonly Effect[] = [],
+    options: StoreCallOptions = {},
   ): Promise<FencedWriteResult> {
     const update = {
       TableName: this.#table,
@@ -184,7 +187,7 @@ export class DynamoDbJobStore implements JobStore {
         ':version': lease.version,
       },
     };
-    const result = await this.#writeWithEffects(lease, 'checkpoint', update, effects);
+    const result = await this.#writeWithEffects(lease, 'checkpoint', update, effects, options.signal);
     if (result.ok) {
       lease.version += 1;
       lease.checkpoint = checkpoint;
@@ -196,6 +199,7 @@ export class DynamoDbJobStore implements JobStore {
     lease: JobLease,
     result: unknown,
     effects: readonly Effect[] = [],
+    options: StoreCallOptions = {},
   ): Promise<FencedWriteResult> {
     const now = Date.now();
     const update = {
@@ -228,7 +232,7 @@ export class DynamoDbJobStore implements JobStore {
         ':token': lease.token,
       },
     };
-    const out = await this.#writeWithEffects(lease, 'complete', update, effects);
+    const out = await this.#writeWithEffects(lease, 'complete', update, effects, options.signal);
     if (out.ok) lease.version += 1;
     return out;
   }
@@ -237,13 +241,23 @@ export class DynamoDbJobStore implements JobStore {
     lease: JobLease,
     retryAt: number,
     error: { message: string; errorClass: string },
-    options: { refundAttempt?: boolean } = {},
+    options: StoreCallOptions & { refundAttempt?: boolean } = {},
   ): Promise<void> {
-    await this.#giveUp(lease, 'release', JobStatus.RetryWait, retryAt, error, options.refundAttempt ?? false);
+    await this.#giveUp(lease, 'release', JobStatus.RetryWait, retryAt, error, {
+      refundAttempt: options.refundAttempt ?? false,
+      signal: options.signal,
+    });
   }
 
-  async markDead(lease: JobLease, error: { message: string; errorClass: string }): Promise<void> {
-    await this.#giveUp(lease, 'mark-dead', JobStatus.Dead, 0, error, false);
+  async markDead(
+    lease: JobLease,
+    error: { message: string; errorClass: string },
+    options: StoreCallOptions = {},
+  ): Promise<void> {
+    await this.#giveUp(lease, 'mark-dead', JobStatus.Dead, 0, error, {
+      refundAttempt: false,
+      signal: options.signal,
+    });
   }
 
   /** Fenced end of an attempt that did not complete: new status, lease end, last error; owner removed. */
@@ -253,10 +267,10 @@ export class DynamoDbJobStore implements JobStore {
     status: JobStatus,
     leaseUntil: number,
     error: { message: string; errorClass: string },
-    refundAttempt: boolean,
+    { refundAttempt, signal }: { refundAttempt: boolean; signal: AbortSignal | undefined },
   ): Promise<void> {
     const now = Date.now();
-    await this.#fencedUpdate(lease, operation, {
+    await this.#fencedUpdate(lease, operation, signal, {
       UpdateExpression:
         'SET #status = :status, #leaseUntil = :leaseUntil, #version = #version + :one, #updatedAt = :now, ' +
         '#lastError = :lastError, #lastErrorClass = :lastErrorClass, #expiresAt = :expiresAt' +
@@ -285,9 +299,12 @@ export class DynamoDbJobStore implements JobStore {
     lease.version += 1;
   }
 
-  async get(dedupKey: string): Promise<JobItem | undefined> {
-    const out = await guardStore('get', () =>
-      this.#doc.send(new GetCommand({ TableName: this.#table, Key: { dedupKey }, ConsistentRead: true })),
+  async get(dedupKey: string, options: StoreCallOptions = {}): Promise<JobItem | undefined> {
+    const out = await guardStore('get', options.signal, (http) =>
+      this.#doc.send(
+        new GetCommand({ TableName: this.#table, Key: { dedupKey }, ConsistentRead: true }),
+        http,
+      ),
     );
     return out.Item as JobItem | undefined;
   }
@@ -340,6 +357,7 @@ export class DynamoDbJobStore implements JobStore {
   async #fencedUpdate(
     lease: JobLease,
     operation: string,
+    signal: AbortSignal | undefined,
     parts: {
       UpdateExpression: string;
       ExpressionAttributeNames: Record<string, string>;
@@ -347,7 +365,7 @@ export class DynamoDbJobStore implements JobStore {
     },
   ): Promise<void> {
     try {
-      await guardStore(operation, () =>
+      await guardStore(operation, signal, (http) =>
         this.#doc.send(
           new UpdateCommand({
             TableName: this.#table,
@@ -368,6 +386,7 @@ export class DynamoDbJobStore implements JobStore {
             },
             ReturnValuesOnConditionCheckFailure: ALL_OLD,
           }),
+          http,
         ),
       );
     } catch (error) {
@@ -385,11 +404,15 @@ export class DynamoDbJobStore implements JobStore {
     operation: string,
     update: NonNullable<Effect['Update']>,
     effects: readonly Effect[],
+    signal: AbortSignal | undefined,
   ): Promise<FencedWriteResult> {
     if (effects.length === 0) {
       try {
-        await guardStore(operation, () =>
-          this.#doc.send(new UpdateCommand({ ...update, ReturnValuesOnConditionCheckFailure: ALL_OLD })),
+        await guardStore(operation, signal, (http) =>
+          this.#doc.send(
+            new UpdateCommand({ ...update, ReturnValuesOnConditionCheckFailure: ALL_OLD }),
+            http,
+          ),
         );
         return { ok: true };
       } catch (error) {
@@ -401,7 +424,7 @@ export class DynamoDbJobStore implements JobStore {
       }
     }
     try {
-      await guardStore(operation, () =>
+      await guardStore(operation, signal, (http) =>
         this.#doc.send(
           new TransactWriteCommand({
             TransactItems: [
@@ -409,6 +432,7 @@ export class DynamoDbJobStore implements JobStore {
               ...effects,
             ],
           }),
+          http,
         ),
       );
       return { ok: true };

@@ -49,22 +49,38 @@ export type FencedWriteResult =
     };
 
 /**
+ * Per-call options of the store ports. `signal` bounds the call: the processor derives it from the lease
+ * (a call still waiting when the lease would end is abandoned, so slow answers and SDK retries never
+ * outlast the lease). An aborted call throws StoreUnavailableError; the write it carried may or may not
+ * have been applied, exactly as for an answer lost on the network.
+ */
+export interface StoreCallOptions {
+  readonly signal?: AbortSignal;
+}
+
+/**
  * The port for the `jobs` table. Every write after the claim is fenced: it only applies while the item
  * still names this owner and token, and refusals come back as {@link LeaseLostError}.
  */
 export interface JobStore {
   /** One conditional write: takes the job if absent, or not finished and its lease is over. */
-  claim(request: ClaimRequest): Promise<ClaimResult>;
+  claim(request: ClaimRequest, options?: StoreCallOptions): Promise<ClaimResult>;
   /** Extends the lease; throws LeaseLostError when the owner/token no longer match. */
-  renew(lease: JobLease, leaseMs: number, now: number): Promise<void>;
+  renew(lease: JobLease, leaseMs: number, now: number, options?: StoreCallOptions): Promise<void>;
   /** Stores progress (and, atomically, the step's effects). Throws LeaseLostError when fenced out. */
   checkpoint(
     lease: JobLease,
     checkpoint: Checkpoint,
     effects?: readonly Effect[],
+    options?: StoreCallOptions,
   ): Promise<FencedWriteResult>;
   /** Marks the job COMPLETED with its effects in one transaction. Throws LeaseLostError when fenced out. */
-  complete(lease: JobLease, result: unknown, effects?: readonly Effect[]): Promise<FencedWriteResult>;
+  complete(
+    lease: JobLease,
+    result: unknown,
+    effects?: readonly Effect[],
+    options?: StoreCallOptions,
+  ): Promise<FencedWriteResult>;
   /**
    * Gives the lease up after a failed attempt; the job may be claimed again from `retryAt`.
    * `refundAttempt` takes the attempt back (a store outage is not the job's failure).
@@ -73,12 +89,16 @@ export interface JobStore {
     lease: JobLease,
     retryAt: number,
     error: { message: string; errorClass: string },
-    options?: { refundAttempt?: boolean },
+    options?: StoreCallOptions & { refundAttempt?: boolean },
   ): Promise<void>;
   /** Marks the job DEAD (it has been sent to the DLQ). */
-  markDead(lease: JobLease, error: { message: string; errorClass: string }): Promise<void>;
+  markDead(
+    lease: JobLease,
+    error: { message: string; errorClass: string },
+    options?: StoreCallOptions,
+  ): Promise<void>;
   /** Reads one item (strongly consistent). */
-  get(dedupKey: string): Promise<JobItem | undefined>;
+  get(dedupKey: string, options?: StoreCallOptions): Promise<JobItem | undefined>;
   /**
    * Operator redrive: makes a job runnable again unless it completed or a live lease holds it: DEAD,
    * RETRY_WAIT, or IN_PROGRESS whose lease ended before `now` (a worker died, or its dead marking failed)

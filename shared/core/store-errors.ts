@@ -50,12 +50,45 @@ export function isStoreUnavailable(error: unknown): boolean {
   return '$metadata' in error;
 }
 
-/** Runs a store call, turning "store not serving" failures into {@link StoreUnavailableError}. */
-export async function guardStore<T>(operation: string, call: () => Promise<T>): Promise<T> {
+/** Options handed to the SDK's `send` for one call: its abort signal, when the call is bounded. */
+export type HttpCallOptions = { readonly abortSignal?: AbortSignal } | undefined;
+
+/**
+ * Runs a store call, turning "store not serving" failures into {@link StoreUnavailableError}. With a
+ * `signal`, the call is abandoned when it aborts (the SDK stops waiting and retrying) and fails as
+ * unavailable: the caller cannot know whether the write was applied.
+ */
+export async function guardStore<T>(
+  operation: string,
+  call: (http: HttpCallOptions) => Promise<T>,
+): Promise<T>;
+export async function guardStore<T>(
+  operation: string,
+  signal: AbortSignal | undefined,
+  call: (http: HttpCallOptions) => Promise<T>,
+): Promise<T>;
+export async function guardStore<T>(
+  operation: string,
+  signalOrCall: AbortSignal | undefined | ((http: HttpCallOptions) => Promise<T>),
+  maybeCall?: (http: HttpCallOptions) => Promise<T>,
+): Promise<T> {
+  const call = typeof signalOrCall === 'function' ? signalOrCall : maybeCall;
+  const signal = typeof signalOrCall === 'function' ? undefined : signalOrCall;
+  if (!call) throw new TypeError('guardStore needs a call');
+  if (signal?.aborted) throw new StoreUnavailableError(operation, abortCause(signal));
   try {
-    return await call();
+    return await call(signal ? { abortSignal: signal } : undefined);
   } catch (error) {
+    if (signal?.aborted) throw new StoreUnavailableError(operation, abortCause(signal));
     if (isStoreUnavailable(error)) throw new StoreUnavailableError(operation, error);
     throw error;
   }
+}
+
+function abortCause(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  if (reason instanceof Error) return reason;
+  const error = new Error(`call abandoned: ${String(reason ?? 'aborted')}`);
+  error.name = 'TimeoutError';
+  return error;
 }

@@ -9,6 +9,7 @@ import type {
   FencedWriteResult,
   JobLease,
   JobStore,
+  StoreCallOptions,
 } from '../core/job-store.ts';
 import { JobStatus } from '../core/statuses.ts';
 import { StoreFaults } from './store-faults.ts';
@@ -209,54 +210,62 @@ export class InMemoryJobStore implements JobStore {
     this.#ttlSeconds = options.dedupTtlSeconds ?? 15 * 24 * 3600;
   }
 
-  async claim(req: ClaimRequest): Promise<ClaimResult> {
-    return this.faults.run('claim', (): ClaimResult => {
-      const old = this.#items.get(req.dedupKey);
-      const claimable =
-        old === undefined ||
-        (old.status !== JobStatus.Completed && old.status !== JobStatus.Dead && old.leaseUntil < req.now);
-      if (!claimable) return { claimed: false, existing: structuredClone(old) };
-      const leaseUntil = req.now + req.leaseMs;
-      const item: JobItem = {
-        ...structuredClone(old),
-        dedupKey: req.dedupKey,
-        status: JobStatus.InProgress,
-        owner: req.owner,
-        leaseUntil,
-        // The token starts from the clock for a new item, so it keeps growing after a deletion (TTL).
-        token: (old?.token ?? req.now) + 1,
-        attempts: (old?.attempts ?? 0) + 1,
-        version: (old?.version ?? 0) + 1,
-        messageId: req.messageId,
-        type: req.type,
-        createdAt: old?.createdAt ?? req.createdAt,
-        claimedAt: req.now,
-        updatedAt: req.now,
-        expiresAt: this.#expiresAt(leaseUntil),
-      };
-      this.#items.set(req.dedupKey, item);
-      const lease: JobLease = {
-        dedupKey: item.dedupKey,
-        owner: req.owner,
-        token: item.token,
-        attempts: item.attempts,
-        messageId: req.messageId,
-        version: item.version,
-        leaseUntil,
-        ...(old?.checkpoint ? { checkpoint: structuredClone(old.checkpoint) } : {}),
-      };
-      return old
-        ? { claimed: true, lease, kind: classifyClaim(old), previous: structuredClone(old) }
-        : { claimed: true, lease, kind: 'fresh' };
-    });
+  async claim(req: ClaimRequest, options: StoreCallOptions = {}): Promise<ClaimResult> {
+    return this.faults.run(
+      'claim',
+      (): ClaimResult => {
+        const old = this.#items.get(req.dedupKey);
+        const claimable =
+          old === undefined ||
+          (old.status !== JobStatus.Completed && old.status !== JobStatus.Dead && old.leaseUntil < req.now);
+        if (!claimable) return { claimed: false, existing: structuredClone(old) };
+        const leaseUntil = req.now + req.leaseMs;
+        const item: JobItem = {
+          ...structuredClone(old),
+          dedupKey: req.dedupKey,
+          status: JobStatus.InProgress,
+          owner: req.owner,
+          leaseUntil,
+          // The token starts from the clock for a new item, so it keeps growing after a deletion (TTL).
+          token: (old?.token ?? req.now) + 1,
+          attempts: (old?.attempts ?? 0) + 1,
+          version: (old?.version ?? 0) + 1,
+          messageId: req.messageId,
+          type: req.type,
+          createdAt: old?.createdAt ?? req.createdAt,
+          claimedAt: req.now,
+          updatedAt: req.now,
+          expiresAt: this.#expiresAt(leaseUntil),
+        };
+        this.#items.set(req.dedupKey, item);
+        const lease: JobLease = {
+          dedupKey: item.dedupKey,
+          owner: req.owner,
+          token: item.token,
+          attempts: item.attempts,
+          messageId: req.messageId,
+          version: item.version,
+          leaseUntil,
+          ...(old?.checkpoint ? { checkpoint: structuredClone(old.checkpoint) } : {}),
+        };
+        return old
+          ? { claimed: true, lease, kind: classifyClaim(old), previous: structuredClone(old) }
+          : { claimed: true, lease, kind: 'fresh' };
+      },
+      options.signal,
+    );
   }
 
-  async renew(lease: JobLease, leaseMs: number, now: number): Promise<void> {
+  async renew(lease: JobLease, leaseMs: number, now: number, options: StoreCallOptions = {}): Promise<void> {
     const leaseUntil = now + leaseMs;
-    await this.faults.run('renew', () => {
-      const item = this.#fenced(lease, 'renew');
-      this.#items.set(lease.dedupKey, { ...item, leaseUntil, expiresAt: this.#expiresAt(leaseUntil) });
-    });
+    await this.faults.run(
+      'renew',
+      () => {
+        const item = this.#fenced(lease, 'renew');
+        this.#items.set(lease.dedupKey, { ...item, leaseUntil, expiresAt: this.#expiresAt(leaseUntil) });
+      },
+      options.signal,
+    );
     lease.leaseUntil = leaseUntil;
   }
 
@@ -264,16 +273,20 @@ export class InMemoryJobStore implements JobStore {
     lease: JobLease,
     checkpoint: Checkpoint,
     effects: readonly Effect[] = [],
+    options: StoreCallOptions = {},
   ): Promise<FencedWriteResult> {
     const stored = structuredClone(checkpoint);
-    const result = await this.faults.run('checkpoint', () =>
-      this.#writeWithEffects(
-        lease,
-        'checkpoint',
-        (item) => item.version === lease.version,
-        (item) => ({ ...item, checkpoint: stored, version: item.version + 1, updatedAt: checkpoint.at }),
-        effects,
-      ),
+    const result = await this.faults.run(
+      'checkpoint',
+      () =>
+        this.#writeWithEffects(
+          lease,
+          'checkpoint',
+          (item) => item.version === lease.version,
+          (item) => ({ ...item, checkpoint: stored, version: item.version + 1, updatedAt: checkpoint.at }),
+          effects,
+        ),
+      options.signal,
     );
     if (result.ok) {
       lease.version += 1;
@@ -286,30 +299,34 @@ export class InMemoryJobStore implements JobStore {
     lease: JobLease,
     result: unknown,
     effects: readonly Effect[] = [],
+    options: StoreCallOptions = {},
   ): Promise<FencedWriteResult> {
     const now = Date.now();
     const stored: unknown = structuredClone(result ?? null);
-    const out = await this.faults.run('complete', () =>
-      this.#writeWithEffects(
-        lease,
-        'complete',
-        () => true,
-        (item) => {
-          const next: MutableJobItem = {
-            ...item,
-            status: JobStatus.Completed,
-            version: item.version + 1,
-            updatedAt: now,
-            completedAt: now,
-            result: stored,
-            expiresAt: this.#expiresAt(now),
-          };
-          delete next.lastError;
-          delete next.lastErrorClass;
-          return next;
-        },
-        effects,
-      ),
+    const out = await this.faults.run(
+      'complete',
+      () =>
+        this.#writeWithEffects(
+          lease,
+          'complete',
+          () => true,
+          (item) => {
+            const next: MutableJobItem = {
+              ...item,
+              status: JobStatus.Completed,
+              version: item.version + 1,
+              updatedAt: now,
+              completedAt: now,
+              result: stored,
+              expiresAt: this.#expiresAt(now),
+            };
+            delete next.lastError;
+            delete next.lastErrorClass;
+            return next;
+          },
+          effects,
+        ),
+      options.signal,
     );
     if (out.ok) lease.version += 1;
     return out;
@@ -319,20 +336,36 @@ export class InMemoryJobStore implements JobStore {
     lease: JobLease,
     retryAt: number,
     error: { message: string; errorClass: string },
-    options: { refundAttempt?: boolean } = {},
+    options: StoreCallOptions & { refundAttempt?: boolean } = {},
   ): Promise<void> {
-    await this.#giveUp(lease, 'release', JobStatus.RetryWait, retryAt, error, options.refundAttempt ?? false);
+    await this.#giveUp(
+      lease,
+      'release',
+      JobStatus.RetryWait,
+      retryAt,
+      error,
+      options.refundAttempt ?? false,
+      options.signal,
+    );
   }
 
-  async markDead(lease: JobLease, error: { message: string; errorClass: string }): Promise<void> {
-    await this.#giveUp(lease, 'mark-dead', JobStatus.Dead, 0, error, false);
+  async markDead(
+    lease: JobLease,
+    error: { message: string; errorClass: string },
+    options: StoreCallOptions = {},
+  ): Promise<void> {
+    await this.#giveUp(lease, 'mark-dead', JobStatus.Dead, 0, error, false, options.signal);
   }
 
-  async get(dedupKey: string): Promise<JobItem | undefined> {
-    return this.faults.run('get', () => {
-      const item = this.#items.get(dedupKey);
-      return item === undefined ? undefined : structuredClone(item);
-    });
+  async get(dedupKey: string, options: StoreCallOptions = {}): Promise<JobItem | undefined> {
+    return this.faults.run(
+      'get',
+      () => {
+        const item = this.#items.get(dedupKey);
+        return item === undefined ? undefined : structuredClone(item);
+      },
+      options.signal,
+    );
   }
 
   async resetForRedrive(dedupKey: string, now: number): Promise<boolean> {
@@ -367,24 +400,29 @@ export class InMemoryJobStore implements JobStore {
     leaseUntil: number,
     error: { message: string; errorClass: string },
     refundAttempt: boolean,
+    signal: AbortSignal | undefined,
   ): Promise<void> {
     const now = Date.now();
-    await this.faults.run(operation, () => {
-      const item = this.#fenced(lease, operation);
-      const next: MutableJobItem = {
-        ...item,
-        status,
-        leaseUntil,
-        version: item.version + 1,
-        updatedAt: now,
-        lastError: error.message.slice(0, 1000),
-        lastErrorClass: error.errorClass,
-        expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
-        ...(refundAttempt ? { attempts: item.attempts - 1 } : {}),
-      };
-      delete next.owner;
-      this.#items.set(lease.dedupKey, next);
-    });
+    await this.faults.run(
+      operation,
+      () => {
+        const item = this.#fenced(lease, operation);
+        const next: MutableJobItem = {
+          ...item,
+          status,
+          leaseUntil,
+          version: item.version + 1,
+          updatedAt: now,
+          lastError: error.message.slice(0, 1000),
+          lastErrorClass: error.errorClass,
+          expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
+          ...(refundAttempt ? { attempts: item.attempts - 1 } : {}),
+        };
+        delete next.owner;
+        this.#items.set(lease.dedupKey, next);
+      },
+      signal,
+    );
     lease.version += 1;
   }
 

@@ -1,6 +1,10 @@
 // `leaseq/testing`: the in-memory stores leaseq's own unit tests run on, with fault injection, for your
 // tests of code around leaseq. The guarantees themselves are proven against real DynamoDB semantics
 // (the embedded emulator); run your jobs there too (docs/jobs.md, "Testing a job").
+
+export type { JobStore } from '../core/job-store.ts';
+export type { LeaseStore, NamedLease } from '../core/lease-store.ts';
+export { InMemoryMetrics, type MetricsSink, type MetricsSnapshot } from '../core/metrics.ts';
 export {
   type EffectApplier,
   InMemoryEffectApplier,
@@ -8,7 +12,11 @@ export {
   type InMemoryJobStoreOptions,
 } from './in-memory-job-store.ts';
 export { InMemoryLeaseStore, type InMemoryLeaseStoreOptions } from './in-memory-lease-store.ts';
-export type { JobStore } from '../core/job-store.ts';
-export type { LeaseStore, NamedLease } from '../core/lease-store.ts';
-export { InMemoryMetrics, type MetricsSink, type MetricsSnapshot } from '../core/metrics.ts';
-export { type FaultOptions, StoreFaults } from './store-faults.ts';
+export {
+  type DeadLetter,
+  InMemoryQueue,
+  type InMemoryQueueOptions,
+  type QueuedMessage,
+  type QueueOperation,
+} from './in-memory-queue.ts';
+export { type DelayOptions, type FaultOptions, StoreFaults } from './store-faults.ts';

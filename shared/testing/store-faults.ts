@@ -12,9 +12,23 @@ export interface FaultOptions {
   readonly when?: 'before' | 'after';
 }
 
+/** How an injected delay behaves. */
+export interface DelayOptions {
+  /** How many matching calls in a row are slow. @default 1 */
+  readonly times?: number;
+  /**
+   * `before`: the request is slow to arrive (the write lands late). `after`: the store applies the call
+   * at once and its answer is slow. A caller whose signal aborts meanwhile gets a StoreUnavailableError
+   * (with `after`, the write stays applied: an answer lost to a timeout). @default 'after'
+   */
+  readonly when?: 'before' | 'after';
+}
+
 interface FaultRule<Op extends string> {
   readonly operation: Op | '*';
-  readonly error: (operation: Op) => Error;
+  /** Fails the call with this error; a rule without it only delays. */
+  readonly error?: (operation: Op) => Error;
+  readonly delayMs: number;
   readonly when: 'before' | 'after';
   left: number;
 }
@@ -38,15 +52,27 @@ export class StoreFaults<Op extends string> {
     error?: Error | ((operation: Op) => Error),
     options: FaultOptions = {},
   ): this {
-    const times = options.times ?? 1;
-    if (!Number.isInteger(times) || times < 1) {
-      throw new RangeError(`failNext times must be a positive integer, got ${times}`);
-    }
     this.#rules.push({
       operation,
       error: typeof error === 'function' ? error : (op) => error ?? injectedOutage(op),
+      delayMs: 0,
       when: options.when ?? 'before',
-      left: times,
+      left: positiveTimes('failNext', options.times),
+    });
+    return this;
+  }
+
+  /**
+   * Makes the next call(s) of `operation` slow by `ms` (a timer, so fake timers drive it). The call then
+   * succeeds or is refused as usual, unless the caller's signal aborts first.
+   */
+  delayNext(operation: Op | '*', ms: number, options: DelayOptions = {}): this {
+    if (!(Number.isFinite(ms) && ms >= 0)) throw new RangeError(`delayNext ms must be >= 0, got ${ms}`);
+    this.#rules.push({
+      operation,
+      delayMs: ms,
+      when: options.when ?? 'after',
+      left: positiveTimes('delayNext', options.times),
     });
     return this;
   }
@@ -63,17 +89,35 @@ export class StoreFaults<Op extends string> {
 
   /**
    * Runs one store call under the rules: a `before` fault throws without calling `body`; an `after` fault
-   * calls `body` (a refusal it answers is lost with the answer) and then throws.
+   * calls `body` (a refusal it answers is lost with the answer) and then throws. A delay waits before or
+   * after `body`; `signal` abandons the wait with a StoreUnavailableError, as a timed-out SDK call does.
    */
-  async run<T>(operation: Op, body: () => T): Promise<T> {
+  async run<T>(operation: Op, body: () => T, signal?: AbortSignal): Promise<T> {
     // Every call gives up its turn once, as real I/O would, so concurrent callers interleave; a microtask
     // rather than a timer keeps the stores usable under fake timers.
     await Promise.resolve();
+    if (signal?.aborted) throw abandoned(operation, signal);
     const rule = this.#rules.find((r) => r.left > 0 && (r.operation === '*' || r.operation === operation));
     if (!rule) return body();
     rule.left -= 1;
     if (rule.left === 0) this.#rules.splice(this.#rules.indexOf(rule), 1);
     this.injected.set(operation, (this.injected.get(operation) ?? 0) + 1);
+    if (!rule.error) {
+      if (rule.when === 'before') {
+        await wait(rule.delayMs, operation, signal);
+        return body();
+      }
+      // The answer (a value or the store's refusal) is computed now and delivered late.
+      let answer: { ok: true; value: T } | { ok: false; error: unknown };
+      try {
+        answer = { ok: true, value: body() };
+      } catch (error) {
+        answer = { ok: false, error };
+      }
+      await wait(rule.delayMs, operation, signal);
+      if (!answer.ok) throw answer.error;
+      return answer.value;
+    }
     if (rule.when === 'after') {
       try {
         body();
@@ -84,6 +128,34 @@ export class StoreFaults<Op extends string> {
     }
     throw rule.error(operation);
   }
+}
+
+function positiveTimes(method: string, times = 1): number {
+  if (!Number.isInteger(times) || times < 1) {
+    throw new RangeError(`${method} times must be a positive integer, got ${times}`);
+  }
+  return times;
+}
+
+/** Waits `ms`, or rejects as an outage as soon as `signal` aborts. */
+function wait(ms: number, operation: string, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abandoned(operation, signal));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function abandoned(operation: string, signal: AbortSignal | undefined): StoreUnavailableError {
+  const cause = new Error(`injected delay: call abandoned (${String(signal?.reason ?? 'aborted')})`);
+  cause.name = 'TimeoutError';
+  return new StoreUnavailableError(operation, cause);
 }
 
 function injectedOutage(operation: string): StoreUnavailableError {
