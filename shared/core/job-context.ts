@@ -164,12 +164,12 @@ export class JobContext<T extends TableMap = TableMap> {
     const previous = this.#o.lease.checkpoint;
     const done = previous?.done.includes(step) ? previous.done : [...(previous?.done ?? []), step];
     const stored = { ...stepDataMap(previous), ...(data === undefined ? {} : { [step]: data }) };
-    const result = await this.#o.store.checkpoint(this.#o.lease, {
-      step,
-      done,
-      data: stored,
-      at: (this.#o.now ?? Date.now)(),
-    });
+    const result = await this.#o.store.checkpoint(
+      this.#o.lease,
+      { step, done, data: stored, at: (this.#o.now ?? Date.now)() },
+      [],
+      { signal: this.#o.signal },
+    );
     if (!result.ok) throw new OptimisticConflictError(`checkpoint ${step}`, 1);
   }
 
@@ -200,6 +200,8 @@ export class JobContext<T extends TableMap = TableMap> {
         this.#o.lease,
         { step: name, done: [...(previous?.done ?? []), name], data, at: (this.#o.now ?? Date.now)() },
         effects.length > 0 ? [...effects, ...this.leaseFences()] : effects,
+        // Bounded by the lease: the job's signal aborts the write if the lease would end first.
+        { signal: this.#o.signal },
       );
       if (result.ok) return outcome.data;
       const lost = this.lostLeaseAt(result, effects.length);

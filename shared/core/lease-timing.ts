@@ -34,3 +34,12 @@ export function capLeaseToDeadline(leaseMs: number, now: number, deadline: numbe
   if (deadline === undefined) return leaseMs;
   return Math.max(0, Math.min(leaseMs, deadline - now));
 }
+
+/**
+ * Time kept in hand before a lease ends, for clock skew between workers and the last write: a worker
+ * stops its job this long before `leaseUntil` unless a renewal extended it. A tenth of the lease, at
+ * most 1 s (docs/protocol.md, "Timing rules").
+ */
+export function leaseSafetyMs(leaseMs: number): number {
+  return Math.min(1000, Math.floor(leaseMs / 10));
+}

@@ -5,9 +5,9 @@ import { validatePayload } from '../jobs/standard-schema.ts';
 import { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from './backoff.ts';
 import { decideRefusal } from './claim-decision.ts';
 import type { CompletedCache } from './completed-cache.ts';
+import { DeadLetterer } from './dead-letterer.ts';
 import { type JobEnvelope, parseEnvelope } from './envelope.ts';
 import {
-  DeadlineError,
   describe,
   errorClass,
   InvalidEnvelopeError,
@@ -15,16 +15,29 @@ import {
   OptimisticConflictError,
   StoreUnavailableError,
 } from './errors.ts';
+import { decideFailure, type FailureDecision } from './failure-decision.ts';
 import { Heartbeat } from './heartbeat.ts';
 import { JobContext, namedLeaseLost } from './job-context.ts';
-import type { DeadLetterReason, JobQueue } from './job-queue.ts';
-import type { JobLease, JobStore } from './job-store.ts';
+import type { JobItem } from './job-item.ts';
+import { JobLog } from './job-log.ts';
+import type { JobQueue } from './job-queue.ts';
+import type { ClaimResult, JobLease, JobStore } from './job-store.ts';
 import type { LeaseStore } from './lease-store.ts';
-import { capLeaseToDeadline, leaseTiming, visibilityForLease } from './lease-timing.ts';
+import { capLeaseToDeadline, leaseSafetyMs, leaseTiming } from './lease-timing.ts';
 import { type MetricsSink, noMetrics } from './metrics.ts';
 import { conflictPause } from './optimistic.ts';
+import { RecordMessage } from './record-message.ts';
 import type { AnyJobDefinition, JobRegistry } from './registry.ts';
+import { JobRenewer } from './renewer.ts';
 import { MetricName } from './statuses.ts';
+import { boundedSignal } from './timeout-signal.ts';
+
+/** One record on its way through the pipeline: its message, its parsed envelope, its log. */
+interface Job {
+  readonly message: RecordMessage;
+  readonly envelope: JobEnvelope;
+  readonly log: JobLog;
+}
 
 /** Settings of a {@link JobProcessor}; every default is applied in the constructor. */
 export interface JobProcessorOptions {
@@ -111,6 +124,7 @@ export class JobProcessor {
   readonly #maxBodyBytes: number | undefined;
   readonly #random: () => number;
   readonly #now: () => number;
+  readonly #deadLetterer: DeadLetterer;
 
   constructor(options: JobProcessorOptions) {
     const timing = leaseTiming(options.leaseMs ?? 30_000, options.heartbeatMs);
@@ -138,6 +152,14 @@ export class JobProcessor {
     this.#maxBodyBytes = options.maxBodyBytes;
     this.#random = options.random ?? Math.random;
     this.#now = options.now ?? Date.now;
+    this.#deadLetterer = new DeadLetterer({
+      store: this.#store,
+      queue: this.#queue,
+      metrics: this.#metrics,
+      worker: this.#worker,
+      backoffSeconds: (attempts) => backoffSeconds(attempts, this.#backoff, this.#random),
+      callBudgetMs: this.#leaseMs,
+    });
   }
 
   get worker(): string {
@@ -151,13 +173,17 @@ export class JobProcessor {
   async defer(record: SQSRecord): Promise<RecordOutcome> {
     const log = new JobLog(this.#logger, { messageId: record.messageId, worker: this.#worker });
     log.info('not started: an earlier message of its FIFO group failed');
-    await this.#giveBack(record, 0, log, 'fifo group stopped');
+    await new RecordMessage(this.#queue, record, log).giveBack(0, 'fifo group stopped');
     return { messageId: record.messageId, action: 'deferred', disposition: 'retain' };
   }
 
-  /** Processes one record; never throws. */
+  /**
+   * Processes one record; never throws. The pipeline of docs/protocol.md: parse, local cache, claim (or
+   * act on its refusal), run under the heartbeat, then commit, or the failure decision's retry or dead
+   * letter.
+   */
   async process(record: SQSRecord, options: ProcessOptions = {}): Promise<RecordOutcome> {
-    const base = { messageId: record.messageId };
+    const keys = { messageId: record.messageId, worker: this.#worker };
     let envelope: JobEnvelope;
     try {
       envelope = parseEnvelope(record.body, {
@@ -165,25 +191,24 @@ export class JobProcessor {
         isKnownType: (type) => this.#registry.has(type),
       });
     } catch (error) {
-      return this.#deadLetterUnclaimed(record, error);
+      const log = new JobLog(this.#logger, keys);
+      const done = await this.#deadLetterer.unclaimed(
+        new RecordMessage(this.#queue, record, log),
+        error,
+        log,
+      );
+      return { messageId: record.messageId, ...done };
     }
     const log = new JobLog(this.#logger, {
       dedupKey: envelope.dedupKey,
-      messageId: record.messageId,
-      worker: this.#worker,
+      ...keys,
       type: envelope.type,
       // The producer's W3C trace id, so one job can be followed from the send to its result.
       ...(envelope.trace ? { traceId: envelope.trace.split('-')[1] } : {}),
     });
-    const outcome = (
-      action: RecordOutcome['action'],
-      disposition: RecordOutcome['disposition'],
-    ): RecordOutcome => ({
-      ...base,
-      dedupKey: envelope.dedupKey,
-      action,
-      disposition,
-    });
+    const job: Job = { message: new RecordMessage(this.#queue, record, log), envelope, log };
+    const outcome = (action: RecordOutcome['action'], disposition: RecordOutcome['disposition']) =>
+      ({ messageId: record.messageId, dedupKey: envelope.dedupKey, action, disposition }) as const;
 
     if (this.#cache) {
       if (this.#cache.has(envelope.dedupKey)) {
@@ -198,27 +223,75 @@ export class JobProcessor {
     const now = this.#now();
     const leaseMs = capLeaseToDeadline(this.#leaseMs, now, options.deadline);
     if (leaseMs < 1000) {
-      await this.#giveBack(record, 0, log, 'too close to the invocation deadline to start');
+      await job.message.giveBack(0, 'too close to the invocation deadline to start');
       return outcome('deadline', 'retain');
     }
 
-    let claim: Awaited<ReturnType<JobStore['claim']>>;
-    const claimStarted = this.#now();
-    try {
-      claim = await this.#store.claim({
-        dedupKey: envelope.dedupKey,
-        owner: this.#worker,
-        messageId: record.messageId,
-        type: envelope.type,
-        createdAt: envelope.createdAt,
-        leaseMs,
-        now,
+    const claim = await this.#claim(job, leaseMs, now);
+    if (claim === undefined) return outcome('store-unavailable', 'retain');
+    if (!claim.claimed) {
+      const action = await this.#refused(job, claim.existing);
+      return outcome(action, action === 'duplicate' || action === 'dead-copy' ? 'delete' : 'retain');
+    }
+
+    const lease = claim.lease;
+    log.setKeys({ attempt: lease.attempts, token: lease.token });
+    if (claim.kind === 'takeover') {
+      this.#metrics.count(MetricName.LeaseExpired);
+      log.warn('took over a job whose lease expired; resuming from its checkpoint', {
+        previousOwner: claim.previous?.owner,
+        checkpoint: lease.checkpoint?.step,
       });
-      this.#metrics.observe(MetricName.StoreLatency, this.#now() - claimStarted);
+    }
+    const renewer = new JobRenewer({
+      store: this.#store,
+      queue: this.#queue,
+      lease,
+      receiptHandle: record.receiptHandle,
+      leaseMs: this.#leaseMs,
+      ...(options.deadline === undefined ? {} : { deadline: options.deadline }),
+      log,
+      now: this.#now,
+    });
+    if (lease.attempts > this.#maxAttempts) {
+      // The last attempt ended without releasing (its worker died or lost the lease): no run is left.
+      const last = claim.previous;
+      const done = await this.#deadLetterer.claimed(job.message, envelope, lease, renewer, log, {
+        reason: 'max-attempts',
+        errorClass: last?.lastErrorClass ?? 'LeaseExpired',
+        errorMessage: last?.lastError ?? 'attempts exhausted (the last attempt lost its lease)',
+      });
+      return outcome(done.action, done.disposition);
+    }
+    const action = await this.#run(job, lease, renewer, leaseMs, now, options.deadline);
+    return outcome(action, action === 'completed' || action === 'dead-lettered' ? 'delete' : 'retain');
+  }
+
+  /**
+   * The claim (protocol edges E1/E2), bounded by the lease it asks for: an answer that would come after
+   * the lease ended is abandoned, and the message goes back with a backoff. Undefined when it failed.
+   */
+  async #claim(job: Job, leaseMs: number, now: number): Promise<ClaimResult | undefined> {
+    const { envelope, message, log } = job;
+    const bound = boundedSignal(leaseMs - leaseSafetyMs(leaseMs), 'the claim would outlast its lease');
+    try {
+      const claim = await this.#store.claim(
+        {
+          dedupKey: envelope.dedupKey,
+          owner: this.#worker,
+          messageId: message.record.messageId,
+          type: envelope.type,
+          createdAt: envelope.createdAt,
+          leaseMs,
+          now,
+        },
+        { signal: bound.signal },
+      );
+      this.#metrics.observe(MetricName.StoreLatency, this.#now() - now);
+      return claim;
     } catch (error) {
       // Never run unguarded: whatever broke the claim, the message goes back with a backoff.
-      const receives = Number(record.attributes.ApproximateReceiveCount ?? '1') || 1;
-      const delay = backoffSeconds(receives, this.#backoff, this.#random);
+      const delay = backoffSeconds(message.receives, this.#backoff, this.#random);
       if (error instanceof StoreUnavailableError) {
         this.#metrics.count(MetricName.StoreUnavailable);
         log.warn('store unavailable: job not run; giving the message back', {
@@ -234,146 +307,101 @@ export class JobProcessor {
           },
         );
       }
-      await this.#giveBack(record, delay, log, 'store unavailable');
-      return outcome('store-unavailable', 'retain');
+      await message.giveBack(delay, 'store unavailable');
+      return undefined;
+    } finally {
+      bound.clear();
     }
-
-    if (!claim.claimed) {
-      const decision = decideRefusal(claim.existing, record.messageId, this.#now());
-      const refusal = {
-        status: claim.existing.status,
-        owner: claim.existing.owner,
-        token: claim.existing.token,
-      };
-      switch (decision.kind) {
-        case 'duplicate-completed':
-          this.#cache?.add(envelope.dedupKey);
-          this.#metrics.count(MetricName.DuplicateSkipped);
-          log.info('duplicate of a completed job: deleting this copy', refusal);
-          return outcome('duplicate', 'delete');
-        case 'duplicate-racing':
-          this.#metrics.count(MetricName.DuplicateSkipped);
-          log.info('another message holds this job: deleting this copy', refusal);
-          return outcome('duplicate', 'delete');
-        case 'dead-copy':
-          this.#metrics.count(MetricName.DeadCopyDropped);
-          log.warn(
-            'copy of a dead-lettered job: deleting it (redrive from the DLQ to run it again)',
-            refusal,
-          );
-          return outcome('dead-copy', 'delete');
-        case 'own-message-early': {
-          this.#metrics.count(MetricName.OwnMessageEarly);
-          const seconds = Math.ceil(decision.hideForMs / 1000) + 1;
-          log.info('own message back while its lease runs: hiding it until the lease ends', {
-            ...refusal,
-            hideSeconds: seconds,
-          });
-          await this.#giveBack(record, seconds, log, 'own message early');
-          return outcome('own-message-early', 'retain');
-        }
-        case 'contended':
-          await this.#giveBack(record, 1, log, 'claim refused by a lease that just ended');
-          return outcome('contended', 'retain');
-      }
-    }
-
-    const lease = claim.lease;
-    log.setKeys({ attempt: lease.attempts, token: lease.token });
-    if (claim.kind === 'takeover') {
-      this.#metrics.count(MetricName.LeaseExpired);
-      log.warn('took over a job whose lease expired; resuming from its checkpoint', {
-        previousOwner: claim.previous?.owner,
-        checkpoint: lease.checkpoint?.step,
-      });
-    }
-    if (lease.attempts > this.#maxAttempts) {
-      const last = claim.previous;
-      return this.#deadLetterClaimed(record, envelope, lease, log, {
-        reason: 'max-attempts',
-        errorClass: last?.lastErrorClass ?? 'LeaseExpired',
-        errorMessage: last?.lastError ?? 'attempts exhausted (the last attempt lost its lease)',
-      });
-    }
-    return this.#run(record, envelope, lease, leaseMs, options.deadline, log, outcome);
   }
 
+  /** Acts on a refused claim (claim-decision.ts) and names the outcome. */
+  async #refused(job: Job, existing: JobItem): Promise<RecordOutcome['action']> {
+    const { envelope, message, log } = job;
+    const decision = decideRefusal(existing, message.record.messageId, this.#now());
+    const refusal = { status: existing.status, owner: existing.owner, token: existing.token };
+    switch (decision.kind) {
+      case 'duplicate-completed':
+        this.#cache?.add(envelope.dedupKey);
+        this.#metrics.count(MetricName.DuplicateSkipped);
+        log.info('duplicate of a completed job: deleting this copy', refusal);
+        return 'duplicate';
+      case 'duplicate-racing':
+        this.#metrics.count(MetricName.DuplicateSkipped);
+        log.info('another message holds this job: deleting this copy', refusal);
+        return 'duplicate';
+      case 'dead-copy':
+        this.#metrics.count(MetricName.DeadCopyDropped);
+        log.warn('copy of a dead-lettered job: deleting it (redrive from the DLQ to run it again)', refusal);
+        return 'dead-copy';
+      case 'own-message-early': {
+        this.#metrics.count(MetricName.OwnMessageEarly);
+        const seconds = Math.ceil(decision.hideForMs / 1000) + 1;
+        log.info('own message back while its lease runs: hiding it until the lease ends', {
+          ...refusal,
+          hideSeconds: seconds,
+        });
+        await message.giveBack(seconds, 'own message early');
+        return 'own-message-early';
+      }
+      case 'contended':
+        await message.giveBack(1, 'claim refused by a lease that just ended');
+        return 'contended';
+    }
+  }
+
+  /** Runs a claimed job under its heartbeat and ends the attempt: committed, or the failure decision. */
   async #run(
-    record: SQSRecord,
-    envelope: JobEnvelope,
+    job: Job,
     lease: JobLease,
+    renewer: JobRenewer,
     leaseMs: number,
+    claimedAt: number,
     deadline: number | undefined,
-    log: JobLog,
-    outcome: (action: RecordOutcome['action'], disposition: RecordOutcome['disposition']) => RecordOutcome,
-  ): Promise<RecordOutcome> {
+  ): Promise<RecordOutcome['action']> {
+    const { envelope, log } = job;
     const started = this.#now();
     const definition = this.#registry.get(envelope.type);
     if (!definition) throw new Error(`unreachable: ${envelope.type} passed parse but is not registered`);
-
-    let visibilityWarned = false;
     const heartbeat = new Heartbeat({
+      target: renewer,
       intervalMs: Math.min(this.#heartbeatMs, Math.max(100, Math.floor(leaseMs / 3))),
       leaseUntil: lease.leaseUntil,
+      // Beats are counted from the claim's request: a slow claim answer is renewed at once.
+      renewedAt: claimedAt,
+      safetyMs: leaseSafetyMs(leaseMs),
+      ...(deadline === undefined ? {} : { deadline }),
       now: this.#now,
-      target: {
-        renew: async () => {
-          const now = this.#now();
-          const ms = capLeaseToDeadline(this.#leaseMs, now, deadline);
-          if (ms <= 0) throw new LeaseLostError(lease.dedupKey, lease.token, 'invocation deadline reached');
-          await this.#store.renew(lease, ms, now);
-          // The fenced DynamoDB renewal is the lease. The visibility only keeps our message from coming
-          // back early; if it cannot be extended (our message was received again, so this receipt is
-          // stale, or SQS failed), the copy that comes back finds our live lease and is hidden again.
-          // Neither aborts a job that holds its lease.
-          try {
-            await this.#queue.changeVisibility(record.receiptHandle, visibilityForLease(ms));
-          } catch (error) {
-            if (!visibilityWarned) {
-              visibilityWarned = true;
-              log.warn('could not extend the message visibility; the lease holds and the job goes on', {
-                error: describe(error),
-                receiptStale: isReceiptGone(error),
-              });
-            }
-          }
-          return lease.leaseUntil;
-        },
-      },
       onRenewed: (until) => {
         this.#metrics.count(MetricName.LeaseRenewed);
         log.debug('lease renewed', { leaseUntil: until });
       },
       onRenewFailed: (error) =>
-        log.warn('lease renewal failed; will retry next beat', { error: describe(error) }),
+        log.warn('lease renewal failed; will retry before the lease ends', { error: describe(error) }),
       // Counted once, where the failure is handled.
       onLost: (error) => log.warn('lease lost: aborting the job', { error: describe(error) }),
     }).start();
-
-    const deadlineController = new AbortController();
-    const deadlineTimer =
-      deadline === undefined
-        ? undefined
-        : setTimeout(
-            () => deadlineController.abort(new DeadlineError('invocation deadline near')),
-            deadline - started,
-          );
-    deadlineTimer?.unref?.();
-    const signal = AbortSignal.any([heartbeat.signal, deadlineController.signal]);
-
+    const signal = heartbeat.signal;
+    let failure: unknown;
+    let failed = false;
     try {
       await this.#runAndCommit(definition, envelope, lease, signal, log);
     } catch (thrown) {
-      await heartbeat.stop();
-      const error =
-        signal.aborted && !(thrown instanceof LeaseLostError) ? (signal.reason ?? thrown) : thrown;
-      return this.#handleFailure(record, envelope, lease, error, log, outcome);
+      failed = true;
+      failure = signal.aborted && !(thrown instanceof LeaseLostError) ? (signal.reason ?? thrown) : thrown;
     } finally {
       await heartbeat.stop();
-      if (deadlineTimer) clearTimeout(deadlineTimer);
     }
-    // Committed: nothing below may turn the job into a failure.
-    return this.#completed(envelope, started, log, outcome);
+    if (!failed) {
+      // Committed: nothing below may turn the job into a failure.
+      this.#completed(envelope, started, log);
+      return 'completed';
+    }
+    const decision = decideFailure(failure, {
+      attempts: lease.attempts,
+      maxAttempts: this.#maxAttempts,
+      backoffSeconds: (attempts) => backoffSeconds(attempts, this.#backoff, this.#random),
+    });
+    return this.#afterFailure(job, lease, renewer, failure, decision);
   }
 
   /** Validates the payload, runs the job and commits it fenced; optimistic conflicts re-run it a few times. */
@@ -420,7 +448,8 @@ export class JobProcessor {
       signal.throwIfAborted();
       const effects = result?.effects ?? [];
       const fenced = effects.length > 0 ? [...effects, ...context.leaseFences()] : effects;
-      const commit = await this.#store.complete(lease, result?.result, fenced);
+      // Bounded by the lease: the heartbeat's signal aborts the commit if the lease would end first.
+      const commit = await this.#store.complete(lease, result?.result, fenced, { signal });
       if (commit.ok) return;
       const lost = context.lostLeaseAt(commit, effects.length);
       if (lost) throw namedLeaseLost(lost, 'completion');
@@ -431,12 +460,7 @@ export class JobProcessor {
     }
   }
 
-  #completed(
-    envelope: JobEnvelope,
-    started: number,
-    log: JobLog,
-    outcome: (action: RecordOutcome['action'], disposition: RecordOutcome['disposition']) => RecordOutcome,
-  ): RecordOutcome {
+  #completed(envelope: JobEnvelope, started: number, log: JobLog): void {
     this.#cache?.add(envelope.dedupKey);
     const duration = this.#now() - started;
     this.#metrics.count(MetricName.JobSucceeded);
@@ -444,239 +468,85 @@ export class JobProcessor {
     this.#metrics.observe(MetricName.JobDuration, duration);
     this.#metrics.observe(MetricName.QueueLag, this.#now() - Date.parse(envelope.createdAt));
     log.info('job completed', { durationMs: duration });
-    return outcome('completed', 'delete');
   }
 
-  async #handleFailure(
-    record: SQSRecord,
-    envelope: JobEnvelope,
+  /** Carries out a failure decision (failure-decision.ts). */
+  async #afterFailure(
+    job: Job,
+    lease: JobLease,
+    renewer: JobRenewer,
+    error: unknown,
+    decision: FailureDecision,
+  ): Promise<RecordOutcome['action']> {
+    const { envelope, message, log } = job;
+    switch (decision.kind) {
+      case 'completed-earlier':
+        return this.#completedEarlier(job);
+      case 'lease-lost':
+        // Another worker owns the job now (or will, once the lease ends). Our receipt handle may be
+        // stale, so we neither delete nor touch the message; our writes were refused by the fence.
+        this.#metrics.count(MetricName.LeaseLost);
+        log.warn('lease lost; leaving the job to its new owner', { error: describe(error) });
+        return 'lease-lost';
+      case 'dead-letter':
+        return (await this.#deadLetterer.claimed(message, envelope, lease, renewer, log, decision.cause))
+          .action;
+      case 'retry':
+        return this.#release(job, lease, error, decision);
+    }
+  }
+
+  /** A refused write showed the job COMPLETED under this lease: an earlier commit's answer was lost. */
+  #completedEarlier(job: Job): 'completed' {
+    job.log.info('the commit had gone through (its answer was lost): the job is done');
+    this.#cache?.add(job.envelope.dedupKey);
+    this.#metrics.count(MetricName.JobSucceeded);
+    return 'completed';
+  }
+
+  /** Releases the lease with the decision's backoff (E6) and gives the message back for that long. */
+  async #release(
+    job: Job,
     lease: JobLease,
     error: unknown,
-    log: JobLog,
-    outcome: (action: RecordOutcome['action'], disposition: RecordOutcome['disposition']) => RecordOutcome,
-  ): Promise<RecordOutcome> {
-    if (error instanceof LeaseLostError) {
-      if (error.completedByThisLease) {
-        log.info('the commit had gone through (its answer was lost): the job is done');
-        this.#cache?.add(envelope.dedupKey);
-        this.#metrics.count(MetricName.JobSucceeded);
-        return outcome('completed', 'delete');
-      }
-      // Another worker owns the job now (or will, once the lease ends). Our receipt handle may be stale,
-      // so we neither delete nor touch the message; our writes were refused by the fence.
-      this.#metrics.count(MetricName.LeaseLost);
-      log.warn('lease lost; leaving the job to its new owner', { error: describe(error) });
-      return outcome('lease-lost', 'retain');
-    }
-    const permanent = error instanceof Error && 'retryable' in error && error.retryable === false;
-    if (permanent) {
-      return this.#deadLetterClaimed(record, envelope, lease, log, {
-        reason: error instanceof InvalidEnvelopeError ? `invalid-${error.problem}` : 'permanent-error',
-        errorClass: errorClass(error),
-        errorMessage: describe(error),
-      });
-    }
-    // A store outage is not the job's failure: it neither uses up an attempt nor dead-letters the job.
-    const outage = error instanceof StoreUnavailableError;
-    if (outage) this.#metrics.count(MetricName.StoreUnavailable);
-    if (!outage && lease.attempts >= this.#maxAttempts) {
-      return this.#deadLetterClaimed(record, envelope, lease, log, {
-        reason: 'max-attempts',
-        errorClass: errorClass(error),
-        errorMessage: describe(error),
-      });
-    }
-    const delay =
-      error instanceof DeadlineError ? 0 : backoffSeconds(lease.attempts, this.#backoff, this.#random);
+    decision: Extract<FailureDecision, { kind: 'retry' }>,
+  ): Promise<RecordOutcome['action']> {
+    const { message, log } = job;
+    if (decision.outage) this.#metrics.count(MetricName.StoreUnavailable);
     this.#metrics.count(MetricName.JobRetried);
     log.warn('attempt failed; releasing the lease and retrying after a backoff', {
       reason: errorClass(error),
       error: describe(error),
-      delaySeconds: delay,
+      delaySeconds: decision.delaySeconds,
       checkpoint: lease.checkpoint?.step,
       attemptsLeft: this.#maxAttempts - lease.attempts,
     });
+    const bound = boundedSignal(Math.max(1000, lease.leaseUntil - this.#now()), 'release');
     try {
       await this.#store.release(
         lease,
-        this.#now() + delay * 1000,
+        this.#now() + decision.delaySeconds * 1000,
         { message: describe(error), errorClass: errorClass(error) },
-        { refundAttempt: outage },
+        { refundAttempt: decision.refundAttempt, signal: bound.signal },
       );
     } catch (releaseError) {
       if (releaseError instanceof LeaseLostError && releaseError.completedByThisLease) {
-        log.info('the commit had gone through (its answer was lost): the job is done');
-        this.#cache?.add(envelope.dedupKey);
-        this.#metrics.count(MetricName.JobSucceeded);
-        return outcome('completed', 'delete');
+        return this.#completedEarlier(job);
       }
       if (releaseError instanceof LeaseLostError) {
         log.warn('lease lost while releasing; leaving the job to its new owner', {
           error: describe(releaseError),
         });
-        return outcome('lease-lost', 'retain');
+        return 'lease-lost';
       }
       // The lease will simply expire; the message comes back after the backoff and takes it over.
       log.warn('could not release the lease; it will expire instead', { error: describe(releaseError) });
+    } finally {
+      bound.clear();
     }
-    await this.#giveBack(record, delay, log, errorClass(error));
-    return outcome(error instanceof DeadlineError ? 'deadline' : 'retry', 'retain');
+    await message.giveBack(decision.delaySeconds, errorClass(error));
+    return decision.deadline ? 'deadline' : 'retry';
   }
-
-  async #deadLetterClaimed(
-    record: SQSRecord,
-    envelope: JobEnvelope,
-    lease: JobLease,
-    log: JobLog,
-    why: { reason: string; errorClass: string; errorMessage: string },
-  ): Promise<RecordOutcome> {
-    const reason: DeadLetterReason = {
-      ...why,
-      attempts: lease.attempts,
-      dedupKey: envelope.dedupKey,
-      worker: this.#worker,
-      messageId: record.messageId,
-      type: envelope.type,
-    };
-    const base = { messageId: record.messageId, dedupKey: envelope.dedupKey };
-    // Each step below that fails keeps the message: it is what brings the job back.
-    const lost = (error: unknown, message: string): RecordOutcome => {
-      this.#metrics.count(MetricName.LeaseLost);
-      log.warn(message, { error: describe(error) });
-      return { ...base, action: 'lease-lost', disposition: 'retain' };
-    };
-    const keep = async (error: unknown, message: string, action: RecordOutcome['action']) => {
-      if (error instanceof StoreUnavailableError) this.#metrics.count(MetricName.StoreUnavailable);
-      log.warn(message, { error: describe(error) });
-      await this.#giveBack(record, backoffSeconds(lease.attempts, this.#backoff, this.#random), log, message);
-      return { ...base, action, disposition: 'retain' } as const;
-    };
-    // Fence before anything leaves: a fenced renewal proves this worker still holds the job (and keeps
-    // it for the next steps). A worker that lost its lease unknowingly sends no letter for a job that
-    // its new owner may well complete.
-    try {
-      await this.#store.renew(lease, this.#leaseMs, this.#now());
-    } catch (error) {
-      if (error instanceof LeaseLostError) {
-        return lost(
-          error,
-          'lease lost before dead-lettering; no letter sent, the job is left to its new owner',
-        );
-      }
-      return keep(
-        error,
-        'could not confirm the lease before dead-lettering; keeping the message',
-        'store-unavailable',
-      );
-    }
-    try {
-      await this.#queue.sendToDeadLetter(record.body, reason, record.attributes.MessageGroupId);
-    } catch (error) {
-      return keep(error, 'could not send to the DLQ; keeping the message for a retry', 'retry');
-    }
-    try {
-      await this.#store.markDead(lease, { message: why.errorMessage, errorClass: why.errorClass });
-    } catch (error) {
-      // Someone else owns (or finished) the job now: the letter just sent is stale, and `dlq redrive`
-      // skips a job that completed or runs.
-      if (error instanceof LeaseLostError) {
-        return lost(error, 'lease lost while dead-lettering; keeping the message for the new owner');
-      }
-      // The letter is out but the item is not DEAD: deleting the original now would leave an unfinished
-      // item with no message to bring it back. Its next delivery finishes the dead-lettering (a second
-      // letter for the same job is possible: the DLQ is at-least-once), and a redrive resets it too.
-      return keep(
-        error,
-        'dead-lettered but could not mark the job item DEAD; keeping the message',
-        'store-unavailable',
-      );
-    }
-    await this.#deleteQuietly(record, log);
-    this.#metrics.count(MetricName.JobDeadLettered);
-    log.error('job dead-lettered', {
-      reason: why.reason,
-      errorClass: why.errorClass,
-      error: why.errorMessage,
-    });
-    return { ...base, action: 'dead-lettered', disposition: 'delete' };
-  }
-
-  async #deadLetterUnclaimed(record: SQSRecord, error: unknown): Promise<RecordOutcome> {
-    const log = new JobLog(this.#logger, { messageId: record.messageId, worker: this.#worker });
-    const problem = error instanceof InvalidEnvelopeError ? error.problem : 'bad-schema';
-    const reason: DeadLetterReason = {
-      reason: `invalid-${problem}`,
-      errorClass: errorClass(error),
-      errorMessage: describe(error),
-      attempts: 0,
-      worker: this.#worker,
-      messageId: record.messageId,
-      ...(dedupKeyHint(record.body) === undefined ? {} : { dedupKey: dedupKeyHint(record.body) }),
-    };
-    try {
-      await this.#queue.sendToDeadLetter(record.body, reason, record.attributes.MessageGroupId);
-    } catch (sendError) {
-      log.error('bad message, and the DLQ send failed; keeping it for a retry', {
-        error: describe(sendError),
-      });
-      await this.#giveBack(record, backoffSeconds(2, this.#backoff, this.#random), log, 'dlq send failed');
-      return { messageId: record.messageId, action: 'retry', disposition: 'retain' };
-    }
-    await this.#deleteQuietly(record, log);
-    this.#metrics.count(MetricName.JobDeadLettered);
-    log.error('bad message dead-lettered', { reason: reason.reason, error: reason.errorMessage });
-    return { messageId: record.messageId, action: 'dead-lettered', disposition: 'delete' };
-  }
-
-  async #giveBack(record: SQSRecord, seconds: number, log: JobLog, why: string): Promise<void> {
-    try {
-      await this.#queue.changeVisibility(record.receiptHandle, seconds);
-    } catch (error) {
-      // The message reappears when its current visibility ends; nothing is lost.
-      log.warn('could not set the message visibility', { why, error: describe(error) });
-    }
-  }
-
-  async #deleteQuietly(record: SQSRecord, log: JobLog): Promise<void> {
-    try {
-      await this.#queue.delete(record.receiptHandle);
-    } catch (error) {
-      log.warn('could not delete the original message; a later copy will be dropped', {
-        error: describe(error),
-      });
-    }
-  }
-}
-
-/** Log lines of one job, each carrying the job's keys. */
-class JobLog {
-  readonly #logger: Logger;
-  #keys: Record<string, unknown>;
-
-  constructor(logger: Logger, keys: Record<string, unknown>) {
-    this.#logger = logger;
-    this.#keys = keys;
-  }
-  setKeys(keys: Record<string, unknown>): void {
-    this.#keys = { ...this.#keys, ...keys };
-  }
-  debug(message: string, extra: Record<string, unknown> = {}): void {
-    this.#logger.debug(message, { ...this.#keys, ...extra });
-  }
-  info(message: string, extra: Record<string, unknown> = {}): void {
-    this.#logger.info(message, { ...this.#keys, ...extra });
-  }
-  warn(message: string, extra: Record<string, unknown> = {}): void {
-    this.#logger.warn(message, { ...this.#keys, ...extra });
-  }
-  error(message: string, extra: Record<string, unknown> = {}): void {
-    this.#logger.error(message, { ...this.#keys, ...extra });
-  }
-}
-
-const RECEIPT_GONE = new Set(['ReceiptHandleIsInvalid', 'MessageNotInflight', 'InvalidParameterValue']);
-function isReceiptGone(error: unknown): boolean {
-  return error instanceof Error && RECEIPT_GONE.has(error.name);
 }
 
 /** Resolves with the job's result, or rejects as soon as `signal` aborts (the job keeps running, fenced). */
@@ -696,17 +566,4 @@ function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
       },
     );
   });
-}
-
-/** The dedup key of a bad message when one can be read, for the dead letter's attributes. */
-function dedupKeyHint(body: string): string | undefined {
-  try {
-    const raw: unknown = JSON.parse(body);
-    if (typeof raw === 'object' && raw !== null && 'dedupKey' in raw && typeof raw.dedupKey === 'string') {
-      return raw.dedupKey.slice(0, 256);
-    }
-  } catch {
-    // not JSON: no key to report
-  }
-  return undefined;
 }

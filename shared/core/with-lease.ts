@@ -1,7 +1,7 @@
 import { LeaseBusyError } from './errors.ts';
 import { Heartbeat } from './heartbeat.ts';
 import type { LeaseStore, NamedLease } from './lease-store.ts';
-import { leaseTiming } from './lease-timing.ts';
+import { leaseSafetyMs, leaseTiming } from './lease-timing.ts';
 
 export interface WithLeaseOptions {
   readonly store: LeaseStore;
@@ -55,9 +55,11 @@ export async function holdLease(key: string, options: WithLeaseOptions): Promise
   const pollMs = options.pollMs ?? 50;
   const started = now();
   let lease: NamedLease | undefined;
+  let requestedAt = started;
   for (let tryNumber = 0; !lease; tryNumber++) {
     options.signal?.throwIfAborted();
-    const result = await options.store.tryAcquire(key, options.owner, timing.leaseMs, now());
+    requestedAt = now();
+    const result = await options.store.tryAcquire(key, options.owner, timing.leaseMs, requestedAt);
     if (result.acquired) {
       lease = result.lease;
       break;
@@ -76,6 +78,9 @@ export async function holdLease(key: string, options: WithLeaseOptions): Promise
   const heartbeat = new Heartbeat({
     intervalMs: timing.heartbeatMs,
     leaseUntil: held.leaseUntil,
+    // Beats count from the acquire's request, so a slow acquire answer is renewed at once.
+    renewedAt: requestedAt,
+    safetyMs: leaseSafetyMs(timing.leaseMs),
     now,
     target: {
       renew: async () => {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseLostError, StoreUnavailableError } from '../../../shared/core/errors.ts';
-import { InMemoryEffectApplier, InMemoryJobStore } from '../../../shared/testing/in-memory-job-store.ts';
-import { InMemoryLeaseStore } from '../../../shared/testing/in-memory-lease-store.ts';
 import type { Checkpoint } from '../../../shared/core/job-item.ts';
 import type { ClaimRequest, Effect, JobLease } from '../../../shared/core/job-store.ts';
 import { versionedPut } from '../../../shared/core/optimistic.ts';
 import { JobStatus } from '../../../shared/core/statuses.ts';
+import { InMemoryEffectApplier, InMemoryJobStore } from '../../../shared/testing/in-memory-job-store.ts';
+import { InMemoryLeaseStore } from '../../../shared/testing/in-memory-lease-store.ts';
 import { jobStoreContract } from '../../support/contracts/job-store-contract.ts';
 import { leaseStoreContract } from '../../support/contracts/lease-store-contract.ts';
 
