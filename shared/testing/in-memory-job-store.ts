@@ -45,9 +45,22 @@ export interface EffectApplier {
   apply(effects: readonly Effect[]): EffectOutcome;
 }
 
+/** A store of named leases whose fences (ConditionChecks) the applier can evaluate. */
+export interface NamedLeaseHolder {
+  /** The table name its fences carry. */
+  readonly tableName: string;
+  /** True while `owner` holds `key` with `token`. */
+  holds(key: string, owner: string, token: number): boolean;
+}
+
 export interface InMemoryEffectApplierOptions {
   /** Key attribute names per table, partition key first: `{ ledger: ['account'] }`. */
   readonly tables: Readonly<Record<string, readonly string[]>>;
+  /**
+   * In-memory lease stores whose `fence()` ConditionChecks may join a commit (jobs using `ctx.withLease`).
+   * @default none
+   */
+  readonly leases?: readonly NamedLeaseHolder[];
 }
 
 type StoredRecord = Record<string, unknown>;
@@ -56,7 +69,8 @@ interface PlannedPut {
   readonly tableName: string;
   readonly table: Map<string, StoredRecord>;
   readonly id: string;
-  readonly item: StoredRecord;
+  /** The item to write; undefined for a condition check (nothing written). */
+  readonly item: StoredRecord | undefined;
   readonly passes: (existing: StoredRecord | undefined) => boolean;
 }
 
@@ -68,6 +82,7 @@ interface PlannedPut {
 export class InMemoryEffectApplier implements EffectApplier {
   readonly #keys: ReadonlyMap<string, readonly string[]>;
   readonly #tables = new Map<string, Map<string, StoredRecord>>();
+  readonly #leases: ReadonlyMap<string, NamedLeaseHolder>;
 
   constructor(options: InMemoryEffectApplierOptions) {
     this.#keys = new Map(Object.entries(options.tables));
@@ -77,6 +92,7 @@ export class InMemoryEffectApplier implements EffectApplier {
       }
       this.#tables.set(name, new Map());
     }
+    this.#leases = new Map((options.leases ?? []).map((holder) => [holder.tableName, holder]));
   }
 
   apply(effects: readonly Effect[]): EffectOutcome {
@@ -90,7 +106,7 @@ export class InMemoryEffectApplier implements EffectApplier {
     }
     const failed = planned.findIndex((put) => !put.passes(put.table.get(put.id)));
     if (failed >= 0) return { ok: false, index: failed };
-    for (const put of planned) put.table.set(put.id, structuredClone(put.item));
+    for (const put of planned) if (put.item !== undefined) put.table.set(put.id, structuredClone(put.item));
     return { ok: true };
   }
 
@@ -107,6 +123,9 @@ export class InMemoryEffectApplier implements EffectApplier {
 
   #plan(effect: Effect, index: number): PlannedPut {
     const where = `effect ${index}`;
+    if (effect.ConditionCheck && !effect.Put && !effect.Update && !effect.Delete) {
+      return this.#planLeaseFence(effect.ConditionCheck, where);
+    }
     const put = effect.Put;
     if (!put || effect.Update || effect.Delete || effect.ConditionCheck) {
       throw new Error(
@@ -150,6 +169,34 @@ export class InMemoryEffectApplier implements EffectApplier {
       `${where}: unsupported condition ${JSON.stringify(put.ConditionExpression)} with names ` +
         `${JSON.stringify(names)}; expected versionedPut's 'attribute_not_exists(#k)' or '#v = :seen'`,
     );
+  }
+
+  /** A named-lease fence, exactly as the lease stores' `fence()` builds it. */
+  #planLeaseFence(check: NonNullable<Effect['ConditionCheck']>, where: string): PlannedPut {
+    const holder = check.TableName === undefined ? undefined : this.#leases.get(check.TableName);
+    const key = (check.Key as StoredRecord | undefined)?.leaseKey;
+    const values = (check.ExpressionAttributeValues ?? {}) as StoredRecord;
+    const owner = values[':owner'];
+    const token = values[':token'];
+    if (
+      !holder ||
+      check.ConditionExpression !== '#owner = :owner AND #token = :token' ||
+      typeof key !== 'string' ||
+      typeof owner !== 'string' ||
+      typeof token !== 'number'
+    ) {
+      throw new Error(
+        `${where}: InMemoryEffectApplier only understands named-lease fences of a lease store it was given ` +
+          `(options.leases), got a ConditionCheck on ${check.TableName}`,
+      );
+    }
+    return {
+      tableName: check.TableName ?? '',
+      table: new Map(),
+      id: JSON.stringify([key]),
+      item: undefined,
+      passes: () => holder.holds(key, owner, token),
+    };
   }
 
   #table(tableName: string): Map<string, StoredRecord> {

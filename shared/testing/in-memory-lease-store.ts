@@ -9,6 +9,8 @@ export type LeaseStoreOperation = 'lease-acquire' | 'lease-renew' | 'lease-relea
 export interface InMemoryLeaseStoreOptions {
   /** Same meaning as the DynamoDB adapter's option (only sets `expiresAt`). @default 86400 (1 day) */
   readonly idleTtlSeconds?: number;
+  /** The table name its fences carry (give the store to `InMemoryEffectApplier`'s `leases`). @default 'leases' */
+  readonly tableName?: string;
 }
 
 type MutableLeaseItem = { -readonly [K in keyof LeaseItem]: LeaseItem[K] };
@@ -22,11 +24,13 @@ type MutableLeaseItem = { -readonly [K in keyof LeaseItem]: LeaseItem[K] };
 export class InMemoryLeaseStore implements LeaseStore {
   readonly #items = new Map<string, LeaseItem>();
   readonly #ttlSeconds: number;
+  readonly tableName: string;
   /** Injects store outages (see {@link StoreFaults}). */
   readonly faults = new StoreFaults<LeaseStoreOperation>();
 
   constructor(options: InMemoryLeaseStoreOptions = {}) {
     this.#ttlSeconds = options.idleTtlSeconds ?? 86_400;
+    this.tableName = options.tableName ?? 'leases';
   }
 
   async tryAcquire(key: string, owner: string, leaseMs: number, now: number): Promise<AcquireResult> {
@@ -81,11 +85,25 @@ export class InMemoryLeaseStore implements LeaseStore {
   }
 
   /**
-   * Not available in memory: the in-memory effect applier evaluates `versionedPut` effects only, so a
-   * named-lease fence cannot join a commit there. Jobs that use `ctx.withLease` run on DynamoDB.
+   * The same ConditionCheck as the DynamoDB adapter's; an `InMemoryEffectApplier` given this store (its
+   * `leases` option) evaluates it inside a commit, all or nothing with the other effects.
    */
-  fence(_lease: NamedLease): Effect {
-    throw new Error('InMemoryLeaseStore cannot fence a commit: run jobs that use ctx.withLease on DynamoDB');
+  fence(lease: NamedLease): Effect {
+    return {
+      ConditionCheck: {
+        TableName: this.tableName,
+        Key: { leaseKey: lease.key },
+        ConditionExpression: '#owner = :owner AND #token = :token',
+        ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+        ExpressionAttributeValues: { ':owner': lease.owner, ':token': lease.token },
+      },
+    };
+  }
+
+  /** True while `owner` holds `key` with `token` (what a fence checks). Synchronous, fault-free. */
+  holds(key: string, owner: string, token: number): boolean {
+    const item = this.#items.get(key);
+    return item?.owner === owner && item.token === token;
   }
 
   /** Test hook: removes an item the way TTL would. Returns whether there was one. */
