@@ -127,6 +127,11 @@ async function main(options: ChaosOptions): Promise<number> {
       },
     });
     const killer = new Killer(pool);
+    // Failed polls are expected while a fault is on: the worker backs off and polls again.
+    let pollErrors = 0;
+    pool.on('error', () => {
+      pollErrors += 1;
+    });
     let stopping = false;
     let restarts = 0;
     pool.on('exit', (info) => {
@@ -159,7 +164,7 @@ async function main(options: ChaosOptions): Promise<number> {
     const progress = () =>
       `sent ${sent}/${workload.messages.length} | done ${count(JobStatus.Completed)} dead ${count(JobStatus.Dead)} of ${keys.length} | ` +
       `kills ${killer.kills}+${killer.crashes} | faults ${faults.windows.length} | pauses ${pauser?.windows.length ?? 0} | ` +
-      `takeovers ${pool.total('LeaseExpired')} retries ${pool.total('JobRetried')} | workers ${pool.alive}`;
+      `takeovers ${pool.total('LeaseExpired')} retries ${pool.total('JobRetried')} | poll errors ${pollErrors} | workers ${pool.alive}`;
     const ticker = setInterval(() => say(progress()), 5000);
     cleanups.push(() => clearInterval(ticker));
 

@@ -76,6 +76,8 @@ export class ToxiproxyFront {
     const child = spawn(binary, ['-host', '127.0.0.1', '-port', String(apiPort)], {
       stdio: ['ignore', fd, fd],
     });
+    // Never leave the proxy behind, whatever ends this process.
+    process.once('exit', () => child.kill('SIGKILL'));
     const api = `http://127.0.0.1:${apiPort}`;
     const front = new ToxiproxyFront(child, api, `http://127.0.0.1:${listenPort}`);
     for (let i = 0; ; i++) {
