@@ -47,7 +47,11 @@ export interface CheckFigures {
   readonly healthyOwnersAborted: number;
   /** Of those, aborts that began outside every fault or pause window (plus a lease of slack). */
   readonly abortedOutsideFaults: number;
+  /** Longest time from a worker's death to the finish of a job taken over from it. */
   readonly longestRecoveryMs: number | null;
+  readonly longestRecoveryJob: string | null;
+  /** Jobs taken over from a dead worker. */
+  readonly recoveredJobs: number;
 }
 
 export interface CheckResult {
@@ -186,7 +190,7 @@ export async function checkRun(
       retries: events.counters.JobRetried ?? 0,
       healthyOwnersAborted: events.logs.leaseLost.length,
       abortedOutsideFaults: outside.length,
-      longestRecoveryMs: longestRecovery(events, byKey),
+      ...recovery(events, byKey),
     },
     violations,
     evidence,
@@ -197,18 +201,25 @@ export async function checkRun(
  * Longest time from a worker's death to the moment the last job it held was finished by another worker
  * (the takeover logs name the dead owner; the jobs table has the completion time).
  */
-function longestRecovery(events: RunEvents, byKey: ReadonlyMap<string, JobRow>): number | null {
-  let longest: number | null = null;
+function recovery(
+  events: RunEvents,
+  byKey: ReadonlyMap<string, JobRow>,
+): Pick<CheckFigures, 'longestRecoveryMs' | 'longestRecoveryJob' | 'recoveredJobs'> {
+  let longestRecoveryMs: number | null = null;
+  let longestRecoveryJob: string | null = null;
+  const recovered = new Set<string>();
   for (const death of events.deaths) {
     for (const t of events.logs.takeovers) {
       if (t.previousOwner !== death.worker || t.at < death.at) continue;
+      recovered.add(t.dedupKey);
       const row = byKey.get(t.dedupKey);
       const finished = row?.completedAt ?? row?.updatedAt;
-      if (finished === undefined) continue;
-      longest = Math.max(longest ?? 0, finished - death.at);
+      if (finished === undefined || finished - death.at <= (longestRecoveryMs ?? -1)) continue;
+      longestRecoveryMs = finished - death.at;
+      longestRecoveryJob = `${t.dedupKey} after ${death.worker} ${death.cause}`;
     }
   }
-  return longest;
+  return { longestRecoveryMs, longestRecoveryJob, recoveredJobs: recovered.size };
 }
 
 /** Every item of `table` whose `attribute` starts with one of `prefixes` (a full scan, filtered). */

@@ -27,6 +27,7 @@ export class FaultScheduler {
   readonly windows: Window[] = [];
   readonly kinds: readonly FaultKind[];
   readonly #o: FaultSchedulerOptions;
+  readonly #deck: FaultKind[] = [];
 
   constructor(options: FaultSchedulerOptions) {
     this.#o = options;
@@ -49,7 +50,7 @@ export class FaultScheduler {
       this.#o.random,
       this.#o.idleMs,
       async () => {
-        const kind = this.kinds[Math.floor(this.#o.random() * this.kinds.length)] as FaultKind;
+        const kind = this.#nextKind();
         const window: Window = { kind, start: Date.now() };
         this.windows.push(window);
         const detail = await this.#on(kind);
@@ -66,6 +67,18 @@ export class FaultScheduler {
         this.#o.log(`fault switch failed: ${error instanceof Error ? error.message : String(error)}`),
     );
     await this.clear();
+  }
+
+  /** The next kind from a shuffled deck of every kind, so a short run still sees each one. */
+  #nextKind(): FaultKind {
+    if (this.#deck.length === 0) {
+      this.#deck.push(...this.kinds);
+      for (let i = this.#deck.length - 1; i > 0; i--) {
+        const j = Math.floor(this.#o.random() * (i + 1));
+        [this.#deck[i], this.#deck[j]] = [this.#deck[j] as FaultKind, this.#deck[i] as FaultKind];
+      }
+    }
+    return this.#deck.pop() as FaultKind;
   }
 
   /** Switches every fault off (also after an error). */

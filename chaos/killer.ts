@@ -5,8 +5,11 @@ import { repeatRandomly } from './timing.ts';
 export interface Death {
   readonly worker: string;
   readonly at: number;
-  /** `kill`: the harness SIGKILLed it; `crash`: it died on its own (a crashing test job, an error). */
-  readonly cause: 'kill' | 'crash';
+  /**
+   * `kill`: the harness SIGKILLed it; `crash`: it SIGKILLed itself (a crashing test job); `exit`: it
+   * exited on its own with an error (e.g. its start-up call to the queue failed under a fault).
+   */
+  readonly cause: 'kill' | 'crash' | 'exit';
   readonly signal: string;
 }
 
@@ -31,9 +34,14 @@ export class Killer {
     return this.deaths.filter((d) => d.cause === 'crash').length;
   }
 
+  get exits(): number {
+    return this.deaths.filter((d) => d.cause === 'exit').length;
+  }
+
   /** Records a worker's exit (called from the pool's exit event). */
   exited(worker: string, signal: string): void {
-    this.deaths.push({ worker, at: Date.now(), cause: this.#killed.has(worker) ? 'kill' : 'crash', signal });
+    const cause = this.#killed.has(worker) ? 'kill' : signal === 'SIGKILL' ? 'crash' : 'exit';
+    this.deaths.push({ worker, at: Date.now(), cause, signal });
   }
 
   async run(

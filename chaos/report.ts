@@ -13,6 +13,7 @@ export interface ChaosReport {
   readonly chaos: {
     readonly kills: number;
     readonly crashes: number;
+    readonly exits: number;
     readonly restarts: number;
     readonly faults: Readonly<Record<string, number>>;
     readonly faultMode: string;
@@ -54,11 +55,13 @@ export function reportTable(r: ChaosReport): string {
     ],
     [
       'longest recovery',
-      f.longestRecoveryMs === null ? '-' : `${(f.longestRecoveryMs / 1000).toFixed(1)} s after a kill`,
+      f.longestRecoveryMs === null
+        ? '-'
+        : `${(f.longestRecoveryMs / 1000).toFixed(1)} s (${f.longestRecoveryJob}, ${f.recoveredJobs} jobs taken over from dead workers)`,
     ],
     [
       'kills',
-      `${r.chaos.kills} SIGKILLs + ${r.chaos.crashes} crashes (${r.chaos.restarts} workers restarted)`,
+      `${r.chaos.kills} SIGKILLs by the harness, ${r.chaos.crashes} crashing jobs, ${r.chaos.exits} worker exits on error (${r.chaos.restarts} workers restarted)`,
     ],
     [
       'faults',

@@ -163,7 +163,7 @@ async function main(options: ChaosOptions): Promise<number> {
     const count = (status: string) => [...states.values()].filter((s) => s === status).length;
     const progress = () =>
       `sent ${sent}/${workload.messages.length} | done ${count(JobStatus.Completed)} dead ${count(JobStatus.Dead)} of ${keys.length} | ` +
-      `kills ${killer.kills}+${killer.crashes} | faults ${faults.windows.length} | pauses ${pauser?.windows.length ?? 0} | ` +
+      `kills ${killer.kills}+${killer.crashes}+${killer.exits} | faults ${faults.windows.length} | pauses ${pauser?.windows.length ?? 0} | ` +
       `takeovers ${pool.total('LeaseExpired')} retries ${pool.total('JobRetried')} | poll errors ${pollErrors} | workers ${pool.alive}`;
     const ticker = setInterval(() => say(progress()), 5000);
     cleanups.push(() => clearInterval(ticker));
@@ -226,6 +226,7 @@ async function main(options: ChaosOptions): Promise<number> {
       chaos: {
         kills: killer.kills,
         crashes: killer.crashes,
+        exits: killer.exits,
         restarts,
         faults: faults.counts(),
         faultMode: proxy ? `toxiproxy ${TOXIPROXY_VERSION} + sdk middleware` : 'sdk middleware only',
