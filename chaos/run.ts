@@ -83,8 +83,8 @@ async function main(options: ChaosOptions): Promise<number> {
     );
 
     // Toxiproxy between the workers and the store; the producer and the checker go direct.
-    const binary =
-      emulator.mode === 'embedded' || emulator.endpoint ? toxiproxyBinary(stateDir, say) : undefined;
+    // CHAOS_TOXIPROXY=0 runs the SDK middleware faults only (as on a machine without Go).
+    const binary = process.env.CHAOS_TOXIPROXY === '0' ? undefined : toxiproxyBinary(stateDir, say);
     const proxy = binary
       ? await ToxiproxyFront.start(binary, emulator.endpoint, join(logDir, 'toxiproxy.log'))
       : undefined;

@@ -75,6 +75,8 @@ export class ToxiproxyFront {
     const fd = openSync(logFile, 'a');
     const child = spawn(binary, ['-host', '127.0.0.1', '-port', String(apiPort)], {
       stdio: ['ignore', fd, fd],
+      // Its default level traces every connection; the harness opens thousands.
+      env: { ...process.env, LOG_LEVEL: 'info' },
     });
     // Never leave the proxy behind, whatever ends this process.
     process.once('exit', () => child.kill('SIGKILL'));
