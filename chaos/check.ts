@@ -47,6 +47,8 @@ export interface CheckFigures {
   readonly healthyOwnersAborted: number;
   /** Of those, aborts that began outside every fault or pause window (plus a lease of slack). */
   readonly abortedOutsideFaults: number;
+  /** "Lease lost" reports that were a renewal refused by the worker's own completed commit. */
+  readonly renewalRacedOwnCommit: number;
   /** Longest time from a worker's death to the finish of a job taken over from it. */
   readonly longestRecoveryMs: number | null;
   readonly longestRecoveryJob: string | null;
@@ -190,6 +192,7 @@ export async function checkRun(
       retries: events.counters.JobRetried ?? 0,
       healthyOwnersAborted: events.logs.leaseLost.length,
       abortedOutsideFaults: outside.length,
+      renewalRacedOwnCommit: events.logs.renewalRacedOwnCommit.length,
       ...recovery(events, byKey),
     },
     violations,

@@ -51,7 +51,7 @@ export function reportTable(r: ChaosReport): string {
     ['retries', String(f.retries)],
     [
       'healthy aborted',
-      `${f.healthyOwnersAborted} (${f.abortedOutsideFaults} outside any fault or pause window)`,
+      `${f.healthyOwnersAborted} (${f.abortedOutsideFaults} outside any fault or pause window; ${f.renewalRacedOwnCommit} more were a renewal refused by the job's own commit)`,
     ],
     [
       'longest recovery',
