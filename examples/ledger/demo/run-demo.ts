@@ -244,7 +244,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   };
 }
 
-async function seedAccounts(
+/** Writes every account with `balance` (version 1). The chaos harness seeds its accounts with it too. */
+export async function seedAccounts(
   clients: AwsClients,
   table: string,
   accounts: readonly string[],
@@ -263,7 +264,8 @@ async function seedAccounts(
   }
 }
 
-async function refreshStates(
+/** Reads the status of every key not yet COMPLETED or DEAD into `states` (batched, strongly consistent). */
+export async function refreshStates(
   clients: AwsClients,
   table: string,
   keys: readonly string[],

@@ -1,0 +1,252 @@
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { AwsClients } from '../shared/aws/clients.ts';
+import { JobStatus } from '../shared/core/statuses.ts';
+import { listDeadLetters } from '../shared/ops/dlq.ts';
+import { queueStats, totalDepth } from '../shared/ops/queue-stats.ts';
+import { TALLY_PREFIX, tallyKey } from './jobs.ts';
+import type { Death } from './killer.ts';
+import type { WorkerLogEvents } from './logs.ts';
+import type { Window } from './timing.ts';
+import type { ChaosWorkload } from './workload.ts';
+
+export interface CheckNames {
+  readonly queueUrl: string;
+  readonly dlqUrl: string;
+  readonly jobsTable: string;
+  readonly ledgerTable: string;
+}
+
+/** What happened during the run, as the harness saw it (the store's side is read by the checker). */
+export interface RunEvents {
+  readonly deaths: readonly Death[];
+  /** Fault and pause windows. */
+  readonly windows: readonly Window[];
+  readonly logs: WorkerLogEvents;
+  /** Worker counters summed over the pool (LeaseExpired, JobRetried, ...). */
+  readonly counters: Readonly<Record<string, number>>;
+  readonly leaseMs: number;
+}
+
+export interface CheckFigures {
+  readonly sent: number;
+  readonly unique: number;
+  readonly completed: number;
+  readonly dead: number;
+  readonly deadExpected: number;
+  readonly lost: number;
+  readonly stuck: number;
+  readonly doubleEffects: number;
+  readonly missingEffects: number;
+  readonly moneyExpected: number;
+  readonly moneyActual: number;
+  readonly accountsWrong: number;
+  readonly queueLeft: number;
+  readonly dlqLetters: number;
+  readonly takeovers: number;
+  readonly retries: number;
+  readonly healthyOwnersAborted: number;
+  /** Of those, aborts that began outside every fault or pause window (plus a lease of slack). */
+  readonly abortedOutsideFaults: number;
+  /** "Lease lost" reports that were a renewal refused by the worker's own completed commit. */
+  readonly renewalRacedOwnCommit: number;
+  /** Longest time from a worker's death to the finish of a job taken over from it. */
+  readonly longestRecoveryMs: number | null;
+  readonly longestRecoveryJob: string | null;
+  /** Jobs taken over from a dead worker. */
+  readonly recoveredJobs: number;
+}
+
+export interface CheckResult {
+  readonly figures: CheckFigures;
+  readonly violations: readonly string[];
+  /** Dedup keys behind each violation (first few), to reproduce it. */
+  readonly evidence: Readonly<Record<string, readonly string[]>>;
+}
+
+interface JobRow {
+  readonly dedupKey: string;
+  readonly status: string;
+  readonly owner?: string;
+  readonly attempts?: number;
+  readonly token?: number;
+  readonly completedAt?: number;
+  readonly updatedAt?: number;
+}
+
+/**
+ * Reads the store directly at the end of a run (the queue's attributes, the DLQ with its reason
+ * attributes, the run's rows of the jobs table and of the ledger) and judges it against the workload:
+ * every job done or dead, the dead set the poison set, no effect twice, money conserved.
+ */
+export async function checkRun(
+  clients: AwsClients,
+  names: CheckNames,
+  workload: ChaosWorkload,
+  events: RunEvents,
+): Promise<CheckResult> {
+  const runId = workload.runId;
+  const jobs = await scanPrefix<JobRow>(clients, names.jobsTable, 'dedupKey', [runId]);
+  const ledger = await scanPrefix<Record<string, unknown>>(clients, names.ledgerTable, 'account', [
+    `${runId}-`,
+    `${TALLY_PREFIX}${runId}`,
+  ]);
+  const depth = totalDepth(await queueStats(clients.sqs, names.queueUrl));
+  const letters = await listDeadLetters(clients.sqs, names.dlqUrl, { limit: 10_000 });
+
+  const byKey = new Map(jobs.map((j) => [j.dedupKey, j]));
+  const evidence: Record<string, string[]> = {};
+  const violations: string[] = [];
+  const note = (violation: string, keys: readonly string[]) => {
+    if (keys.length === 0) return;
+    violations.push(`${violation}: ${keys.length}`);
+    evidence[violation] = keys.slice(0, 20);
+  };
+
+  const expected = [...workload.expectedDone, ...workload.expectedDead];
+  const lost = expected.filter((k) => !byKey.has(k));
+  const stuck = expected.filter((k) => {
+    const s = byKey.get(k)?.status;
+    return s !== undefined && s !== JobStatus.Completed && s !== JobStatus.Dead;
+  });
+  const notCompleted = workload.expectedDone.filter((k) => {
+    const s = byKey.get(k)?.status;
+    return s !== undefined && s !== JobStatus.Completed && !stuck.includes(k);
+  });
+  const poison = new Set(workload.expectedDead);
+  const deadRows = jobs.filter((j) => j.status === JobStatus.Dead);
+  const wrongDead = deadRows.filter((j) => !poison.has(j.dedupKey)).map((j) => j.dedupKey);
+  const poisonNotDead = workload.expectedDead.filter((k) => byKey.get(k)?.status !== JobStatus.Dead);
+  const letterKeys = new Set(letters.map((l) => l.dedupKey ?? ''));
+  const poisonWithoutLetter = workload.expectedDead.filter((k) => !letterKeys.has(k));
+  const foreignLetters = letters
+    .filter((l) => l.dedupKey !== undefined && !poison.has(l.dedupKey))
+    .map((l) => `${l.dedupKey} (${l.reason})`);
+  note('lost jobs (no row in the jobs table)', lost);
+  note('stuck jobs (not COMPLETED or DEAD at the end)', stuck);
+  note('jobs that should have completed but ended DEAD', notCompleted);
+  note('dead jobs outside the poison set', wrongDead);
+  note('poison jobs not DEAD', poisonNotDead);
+  note('poison jobs without a dead letter', poisonWithoutLetter);
+  note('dead letters of jobs outside the poison set', foreignLetters);
+
+  // Effects: every step of a completed job exactly once, nothing of a dead one.
+  const tallies = new Map<string, number>();
+  for (const row of ledger) {
+    const key = String(row.account);
+    if (key.startsWith(`${TALLY_PREFIX}${runId}`)) tallies.set(key, Number(row.applied ?? 0));
+  }
+  const doubles: string[] = [];
+  const missing: string[] = [];
+  for (const key of workload.expectedDone) {
+    const steps = workload.transfers.has(key) ? ['debit', 'final'] : ['final'];
+    for (const step of steps) {
+      const applied = tallies.get(tallyKey(key, step)) ?? 0;
+      if (applied > 1) doubles.push(`${key}#${step} x${applied}`);
+      if (applied === 0 && byKey.get(key)?.status === JobStatus.Completed) missing.push(`${key}#${step}`);
+    }
+  }
+  for (const key of workload.expectedDead) {
+    for (const step of ['debit', 'final']) {
+      if ((tallies.get(tallyKey(key, step)) ?? 0) > 0)
+        doubles.push(`${key}#${step} (poison job had an effect)`);
+    }
+  }
+  note('double effects', doubles);
+  note('completed jobs missing an effect', missing);
+
+  const balances = new Map(ledger.map((row) => [String(row.account), Number(row.balance ?? 0)]));
+  const wrongAccounts = workload.accounts.filter((a) => balances.get(a) !== workload.expectedBalances[a]);
+  const moneyExpected = workload.accounts.reduce((n, a) => n + (workload.expectedBalances[a] ?? 0), 0);
+  const moneyActual = workload.accounts.reduce((n, a) => n + (balances.get(a) ?? 0), 0);
+  note(
+    'accounts with a wrong balance',
+    wrongAccounts.map((a) => `${a}: expected ${workload.expectedBalances[a]}, got ${balances.get(a)}`),
+  );
+  if (moneyExpected !== moneyActual)
+    violations.push(`money not conserved: expected ${moneyExpected}, got ${moneyActual}`);
+  if (depth > 0) violations.push(`jobs queue not drained at the end: ${depth} messages left`);
+
+  // Aborted healthy owners: lease-lost aborts in live workers; outside every window is suspicious.
+  const slack = events.leaseMs * 2;
+  const outside = events.logs.leaseLost.filter(
+    (e) => !events.windows.some((w) => e.at >= w.start - 1000 && e.at <= (w.end ?? Date.now()) + slack),
+  );
+
+  return {
+    figures: {
+      sent: workload.messages.length,
+      unique: workload.counts.unique,
+      completed: jobs.filter((j) => j.status === JobStatus.Completed).length,
+      dead: deadRows.length,
+      deadExpected: workload.expectedDead.length,
+      lost: lost.length,
+      stuck: stuck.length,
+      doubleEffects: doubles.length,
+      missingEffects: missing.length,
+      moneyExpected,
+      moneyActual,
+      accountsWrong: wrongAccounts.length,
+      queueLeft: depth,
+      dlqLetters: letters.length,
+      takeovers: Math.max(events.counters.LeaseExpired ?? 0, events.logs.takeovers.length),
+      retries: events.counters.JobRetried ?? 0,
+      healthyOwnersAborted: events.logs.leaseLost.length,
+      abortedOutsideFaults: outside.length,
+      renewalRacedOwnCommit: events.logs.renewalRacedOwnCommit.length,
+      ...recovery(events, byKey),
+    },
+    violations,
+    evidence,
+  };
+}
+
+/**
+ * Longest time from a worker's death to the moment the last job it held was finished by another worker
+ * (the takeover logs name the dead owner; the jobs table has the completion time).
+ */
+function recovery(
+  events: RunEvents,
+  byKey: ReadonlyMap<string, JobRow>,
+): Pick<CheckFigures, 'longestRecoveryMs' | 'longestRecoveryJob' | 'recoveredJobs'> {
+  let longestRecoveryMs: number | null = null;
+  let longestRecoveryJob: string | null = null;
+  const recovered = new Set<string>();
+  for (const death of events.deaths) {
+    for (const t of events.logs.takeovers) {
+      if (t.previousOwner !== death.worker || t.at < death.at) continue;
+      recovered.add(t.dedupKey);
+      const row = byKey.get(t.dedupKey);
+      const finished = row?.completedAt ?? row?.updatedAt;
+      if (finished === undefined || finished - death.at <= (longestRecoveryMs ?? -1)) continue;
+      longestRecoveryMs = finished - death.at;
+      longestRecoveryJob = `${t.dedupKey} after ${death.worker} ${death.cause}`;
+    }
+  }
+  return { longestRecoveryMs, longestRecoveryJob, recoveredJobs: recovered.size };
+}
+
+/** Every item of `table` whose `attribute` starts with one of `prefixes` (a full scan, filtered). */
+async function scanPrefix<T>(
+  clients: AwsClients,
+  table: string,
+  attribute: string,
+  prefixes: readonly string[],
+): Promise<T[]> {
+  const items: T[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await clients.doc.send(
+      new ScanCommand({
+        TableName: table,
+        FilterExpression: prefixes.map((_, i) => `begins_with(#k, :p${i})`).join(' OR '),
+        ExpressionAttributeNames: { '#k': attribute },
+        ExpressionAttributeValues: Object.fromEntries(prefixes.map((p, i) => [`:p${i}`, p])),
+        ConsistentRead: true,
+        ...(start ? { ExclusiveStartKey: start } : {}),
+      }),
+    );
+    items.push(...((out.Items ?? []) as T[]));
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return items;
+}

@@ -1,0 +1,83 @@
+import type { CheckResult } from './check.ts';
+
+/** Everything one chaos run reports (also written as JSON). */
+export interface ChaosReport {
+  readonly runId: string;
+  readonly seed: string;
+  readonly variant: string;
+  readonly startedAt: string;
+  readonly durationMs: number;
+  readonly timedOut: boolean;
+  readonly settings: Readonly<Record<string, unknown>>;
+  readonly workload: Readonly<Record<string, number>>;
+  readonly chaos: {
+    readonly kills: number;
+    readonly crashes: number;
+    readonly exits: number;
+    readonly restarts: number;
+    readonly faults: Readonly<Record<string, number>>;
+    readonly faultMode: string;
+    readonly pauses: number;
+    readonly pausedMs: number;
+  };
+  readonly check: CheckResult;
+  readonly counters: Readonly<Record<string, number>>;
+  readonly verdict: 'PASS' | 'FAIL';
+}
+
+/** The closing table for people: one figure a row, then the violations with their evidence. */
+export function reportTable(r: ChaosReport): string {
+  const f = r.check.figures;
+  const rows: [string, string][] = [
+    ['run', `${r.runId} (${r.variant}, seed ${r.seed})`],
+    ['duration', `${(r.durationMs / 1000).toFixed(1)} s${r.timedOut ? ' (TIMED OUT)' : ''}`],
+    ['sent', `${f.sent} messages (${r.workload.duplicates} duplicates, 1 non-JSON body)`],
+    [
+      'unique',
+      `${f.unique} jobs: ${r.workload.flaky} flaky, ${r.workload.slow} slow, ${r.workload.crashes} crashing, ${r.workload.locked} named-lease, ${r.workload.poison} poison`,
+    ],
+    ['completed', String(f.completed)],
+    ['dead', `${f.dead} (poison set ${f.deadExpected}; ${f.dlqLetters} letters in the DLQ)`],
+    ['lost', String(f.lost)],
+    ['stuck', String(f.stuck)],
+    ['double effects', String(f.doubleEffects)],
+    ['missing effects', String(f.missingEffects)],
+    [
+      'money',
+      `${f.moneyActual} of ${f.moneyExpected} ${f.moneyActual === f.moneyExpected ? '(conserved)' : '(NOT CONSERVED)'}; ${f.accountsWrong} accounts wrong`,
+    ],
+    ['queue left', String(f.queueLeft)],
+    ['takeovers', String(f.takeovers)],
+    ['retries', String(f.retries)],
+    [
+      'healthy aborted',
+      `${f.healthyOwnersAborted} (${f.abortedOutsideFaults} outside any fault or pause window; ${f.renewalRacedOwnCommit} more were a renewal refused by the job's own commit)`,
+    ],
+    [
+      'longest recovery',
+      f.longestRecoveryMs === null
+        ? '-'
+        : `${(f.longestRecoveryMs / 1000).toFixed(1)} s (${f.longestRecoveryJob}, ${f.recoveredJobs} jobs taken over from dead workers)`,
+    ],
+    [
+      'kills',
+      `${r.chaos.kills} SIGKILLs by the harness, ${r.chaos.crashes} crashing jobs, ${r.chaos.exits} worker exits on error (${r.chaos.restarts} workers restarted)`,
+    ],
+    [
+      'faults',
+      `${Object.entries(r.chaos.faults)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ')} (${r.chaos.faultMode})`,
+    ],
+    ['pauses', `${r.chaos.pauses} SIGSTOPs, ${(r.chaos.pausedMs / 1000).toFixed(1)} s frozen in all`],
+    ['verdict', r.verdict],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  const lines = rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`);
+  for (const v of r.check.violations) {
+    lines.push(`  VIOLATION: ${v}`);
+    const keys = Object.entries(r.check.evidence).find(([name]) => v.startsWith(name))?.[1];
+    if (keys) lines.push(`    e.g. ${keys.slice(0, 5).join(', ')}`);
+  }
+  return `\n${lines.join('\n')}\n\n`;
+}
