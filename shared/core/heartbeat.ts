@@ -44,21 +44,28 @@ export interface HeartbeatOptions {
 /**
  * Keeps a lease alive and tells the work when it must stop. Beats are scheduled from the lease itself:
  * each one is due `intervalMs` after the renewal before it was requested, and each renewal may take at
- * most the time the lease has left (less the safety margin), so neither a slow answer nor SDK retries
- * can carry the work past the lease. {@link signal} aborts with a {@link LeaseLostError} when a renewal
- * is refused or the lease runs out unrenewed, and with a {@link DeadlineError} at the deadline: one
- * signal for the whole job. Callers stop it in `finally`.
+ * most the time the lease has left (less the safety margin): past that it is abandoned, whatever the
+ * target does with the signal. A watchdog fires at `leaseUntil − safety` unless a renewal moved it, so
+ * neither a slow answer nor SDK retries can carry the work past the lease.
+ *
+ * Two signals: {@link signal} (the job's) aborts with a {@link LeaseLostError} when a renewal is refused
+ * or the lease runs out, and with a {@link DeadlineError} at the deadline; {@link leaseSignal} aborts on
+ * the lease only, so a fenced commit already in flight at the deadline may still finish. Callers stop
+ * it in `finally`.
  */
 export class Heartbeat {
   readonly #options: HeartbeatOptions;
-  readonly #controller = new AbortController();
+  readonly #job = new AbortController();
+  readonly #lease = new AbortController();
   readonly #now: () => number;
   readonly #safetyMs: number;
   #timer: NodeJS.Timeout | undefined;
   #deadlineTimer: NodeJS.Timeout | undefined;
+  #watchdog: NodeJS.Timeout | undefined;
   #leaseUntil: number;
   #renewedAt: number;
   #failing = false;
+  #lastError: unknown;
   #stopped = false;
   #inFlight: Promise<void> | undefined;
 
@@ -73,38 +80,52 @@ export class Heartbeat {
     this.#renewedAt = options.renewedAt ?? this.#now();
   }
 
-  /** Aborted when the work must stop: the lease is lost or ran out, or the deadline came. */
+  /** The job's signal: aborted when the work must stop (lease lost or ran out, or the deadline came). */
   get signal(): AbortSignal {
-    return this.#controller.signal;
+    return this.#job.signal;
+  }
+
+  /** Aborted only when the lease is lost or ran out: bounds the job's store calls. */
+  get leaseSignal(): AbortSignal {
+    return this.#lease.signal;
   }
 
   get leaseUntil(): number {
     return this.#leaseUntil;
   }
 
-  /** How long a store call made now may take before the lease (less the safety margin) ends. */
-  remainingMs(): number {
-    return this.#leaseUntil - this.#safetyMs - this.#now();
-  }
-
   start(): this {
     const { deadline } = this.#options;
     if (deadline !== undefined) {
       this.#deadlineTimer = setTimeout(
-        () => this.#stop(new DeadlineError('invocation deadline near')),
+        () => this.#abortJob(new DeadlineError('invocation deadline near')),
         Math.max(0, deadline - this.#now()),
       );
       this.#deadlineTimer.unref?.();
     }
+    this.#arm();
     this.#schedule();
     return this;
   }
 
-  /** Stops renewing and waits for a renewal in flight, so nothing renews after the caller moves on. */
+  /** Stops renewing and waits for a renewal in flight (never past its budget), so nothing renews after. */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#clearTimers();
     await this.#inFlight;
+  }
+
+  /** (Re)sets the watchdog at `leaseUntil − safety`. */
+  #arm(): void {
+    if (this.#watchdog) clearTimeout(this.#watchdog);
+    this.#watchdog = setTimeout(
+      () =>
+        this.#runOut(
+          this.#lastError === undefined ? 'no renewal went through in time' : describe(this.#lastError),
+        ),
+      Math.max(0, this.#leaseUntil - this.#safetyMs - this.#now()),
+    );
+    this.#watchdog.unref?.();
   }
 
   #schedule(): void {
@@ -112,11 +133,12 @@ export class Heartbeat {
     const now = this.#now();
     const interval = this.#options.intervalMs;
     // After a failure, one more try while half a period is left before the lease must hold; past that,
-    // the next beat finds no time left and stops the work.
+    // the watchdog ends it.
     const lastChance = this.#leaseUntil - this.#safetyMs - Math.floor(interval / 2);
     let due = this.#renewedAt + interval;
     if (this.#failing) {
-      due = now < lastChance ? Math.min(now + interval, lastChance) : this.#leaseUntil - this.#safetyMs;
+      if (now >= lastChance) return;
+      due = Math.min(now + interval, lastChance);
     }
     this.#timer = setTimeout(
       () => {
@@ -134,18 +156,34 @@ export class Heartbeat {
     if (this.#stopped) return;
     const sentAt = this.#now();
     const budget = this.#leaseUntil - this.#safetyMs - sentAt;
-    if (budget <= 0) return this.#runOut('no renewal went through in time');
+    if (budget <= 0) return;
     const bound = boundedSignal(budget, 'the lease would end before the renewal answered');
     try {
-      this.#leaseUntil = await this.#options.target.renew(bound.signal);
+      // Raced against its budget: a renewal that hangs anywhere (the store, the visibility call) is
+      // abandoned on time even if the target ignores the signal.
+      const until = await Promise.race([
+        this.#options.target.renew(bound.signal),
+        rejectOnAbort(bound.signal),
+      ]);
+      if (this.#stopped) return;
+      this.#leaseUntil = until;
       this.#renewedAt = sentAt;
       this.#failing = false;
-      if (!this.#stopped) this.#options.onRenewed?.(this.#leaseUntil);
+      this.#lastError = undefined;
+      this.#arm();
+      this.#options.onRenewed?.(this.#leaseUntil);
     } catch (error) {
       if (this.#stopped) return;
-      if (error instanceof LeaseLostError) return this.#stop(error);
-      if (this.#now() >= this.#leaseUntil - this.#safetyMs) return this.#runOut(describe(error));
+      if (error instanceof LeaseLostError && error.completedByThisLease) {
+        // The job's own commit landed while this renewal was in flight: nothing left to renew, and
+        // nothing lost. The caller stops the heartbeat as the commit returns.
+        this.#stopped = true;
+        this.#clearTimers();
+        return;
+      }
+      if (error instanceof LeaseLostError) return this.#lose(error);
       this.#failing = true;
+      this.#lastError = error;
       this.#options.onRenewFailed?.(error);
     } finally {
       bound.clear();
@@ -154,26 +192,46 @@ export class Heartbeat {
 
   /** The lease ran out unrenewed: a loss, unless it ended at the deadline. */
   #runOut(why: string): void {
+    if (this.#stopped) return;
     const { deadline } = this.#options;
     if (deadline !== undefined && this.#leaseUntil >= deadline - this.#safetyMs) {
-      this.#stop(new DeadlineError('invocation deadline near'));
+      // The lease was only ever short because of the deadline: the job stops as a deadline, and a commit
+      // already in flight may finish (it is fenced, and the invocation has its margin left).
+      this.#stopped = true;
+      this.#clearTimers();
+      this.#abortJob(new DeadlineError('invocation deadline near'));
       return;
     }
-    this.#stop(new LeaseLostError('lease', 0, `the lease ran out before it could be renewed: ${why}`));
+    this.#lose(
+      new LeaseLostError('lease', 0, `the lease ran out before it could be renewed: ${why}`, this.#lastError),
+    );
   }
 
-  #stop(reason: LeaseLostError | DeadlineError): void {
+  #lose(error: LeaseLostError): void {
     if (this.#stopped) return;
     this.#stopped = true;
     this.#clearTimers();
-    if (reason instanceof LeaseLostError) this.#options.onLost?.(reason);
-    this.#controller.abort(reason);
+    this.#options.onLost?.(error);
+    this.#lease.abort(error);
+    this.#abortJob(error);
+  }
+
+  #abortJob(reason: LeaseLostError | DeadlineError): void {
+    if (!this.#job.signal.aborted) this.#job.abort(reason);
   }
 
   #clearTimers(): void {
-    if (this.#timer) clearTimeout(this.#timer);
-    if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
+    for (const timer of [this.#timer, this.#deadlineTimer, this.#watchdog]) if (timer) clearTimeout(timer);
     this.#timer = undefined;
     this.#deadlineTimer = undefined;
+    this.#watchdog = undefined;
   }
+}
+
+/** A promise that rejects with the signal's reason when it aborts (and never settles otherwise). */
+function rejectOnAbort(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
 }

@@ -19,6 +19,8 @@ export interface JobContextOptions {
   readonly store: JobStore;
   readonly lease: JobLease;
   readonly signal: AbortSignal;
+  /** Bounds the job's store writes (aborted when the lease is lost or ran out). @default signal */
+  readonly leaseSignal?: AbortSignal;
   readonly worker: string;
   readonly metrics: MetricsSink;
   /** In-process tries of an optimistic write before the job is given back with a delay. @default 3 */
@@ -168,7 +170,7 @@ export class JobContext<T extends TableMap = TableMap> {
       this.#o.lease,
       { step, done, data: stored, at: (this.#o.now ?? Date.now)() },
       [],
-      { signal: this.#o.signal },
+      { signal: this.#o.leaseSignal ?? this.#o.signal },
     );
     if (!result.ok) throw new OptimisticConflictError(`checkpoint ${step}`, 1);
   }
@@ -200,8 +202,8 @@ export class JobContext<T extends TableMap = TableMap> {
         this.#o.lease,
         { step: name, done: [...(previous?.done ?? []), name], data, at: (this.#o.now ?? Date.now)() },
         effects.length > 0 ? [...effects, ...this.leaseFences()] : effects,
-        // Bounded by the lease: the job's signal aborts the write if the lease would end first.
-        { signal: this.#o.signal },
+        // Bounded by the lease: the write is abandoned if the lease would end first.
+        { signal: this.#o.leaseSignal ?? this.#o.signal },
       );
       if (result.ok) return outcome.data;
       const lost = this.lostLeaseAt(result, effects.length);

@@ -21,7 +21,7 @@ import { JobContext, namedLeaseLost } from './job-context.ts';
 import type { JobItem } from './job-item.ts';
 import { JobLog } from './job-log.ts';
 import type { JobQueue } from './job-queue.ts';
-import type { ClaimResult, JobLease, JobStore } from './job-store.ts';
+import type { ClaimResult, Effect, FencedWriteResult, JobLease, JobStore } from './job-store.ts';
 import type { LeaseStore } from './lease-store.ts';
 import { capLeaseToDeadline, leaseSafetyMs, leaseTiming } from './lease-timing.ts';
 import { type MetricsSink, noMetrics } from './metrics.ts';
@@ -29,7 +29,7 @@ import { conflictPause } from './optimistic.ts';
 import { RecordMessage } from './record-message.ts';
 import type { AnyJobDefinition, JobRegistry } from './registry.ts';
 import { JobRenewer } from './renewer.ts';
-import { MetricName } from './statuses.ts';
+import { JobStatus, MetricName } from './statuses.ts';
 import { boundedSignal } from './timeout-signal.ts';
 
 /** One record on its way through the pipeline: its message, its parsed envelope, its log. */
@@ -384,7 +384,7 @@ export class JobProcessor {
     let failure: unknown;
     let failed = false;
     try {
-      await this.#runAndCommit(definition, envelope, lease, signal, log);
+      await this.#runAndCommit(definition, envelope, lease, heartbeat, log);
     } catch (thrown) {
       failed = true;
       failure = signal.aborted && !(thrown instanceof LeaseLostError) ? (signal.reason ?? thrown) : thrown;
@@ -409,7 +409,7 @@ export class JobProcessor {
     definition: AnyJobDefinition,
     envelope: JobEnvelope,
     lease: JobLease,
-    signal: AbortSignal,
+    heartbeat: Heartbeat,
     log: JobLog,
   ): Promise<void> {
     const parsed = await validatePayload(definition.payload, envelope.payload);
@@ -420,7 +420,8 @@ export class JobProcessor {
       testHooks: this.#testHooks,
       store: this.#store,
       lease,
-      signal,
+      signal: heartbeat.signal,
+      leaseSignal: heartbeat.leaseSignal,
       worker: this.#worker,
       metrics: this.#metrics,
       optimisticTries: this.#optimisticTries,
@@ -428,7 +429,7 @@ export class JobProcessor {
       now: this.#now,
     });
     try {
-      await this.#commitLoop(definition, context, parsed.value, lease, signal, log);
+      await this.#commitLoop(definition, context, parsed.value, lease, heartbeat, log);
     } finally {
       // Named leases a job took are held until here, so its commit was fenced by them.
       await context.releaseLeases();
@@ -440,16 +441,16 @@ export class JobProcessor {
     context: JobContext,
     payload: unknown,
     lease: JobLease,
-    signal: AbortSignal,
+    heartbeat: Heartbeat,
     log: JobLog,
   ): Promise<void> {
+    const signal = heartbeat.signal;
     for (let tryNumber = 1; ; tryNumber++) {
       const result = (await abortable(definition.run(context, payload), signal)) || undefined;
       signal.throwIfAborted();
       const effects = result?.effects ?? [];
       const fenced = effects.length > 0 ? [...effects, ...context.leaseFences()] : effects;
-      // Bounded by the lease: the heartbeat's signal aborts the commit if the lease would end first.
-      const commit = await this.#store.complete(lease, result?.result, fenced, { signal });
+      const commit = await this.#commit(lease, result?.result, fenced, heartbeat.leaseSignal, log);
       if (commit.ok) return;
       const lost = context.lostLeaseAt(commit, effects.length);
       if (lost) throw namedLeaseLost(lost, 'completion');
@@ -457,6 +458,42 @@ export class JobProcessor {
       log.info('completion hit an optimistic conflict; re-reading and retrying', { try: tryNumber });
       if (tryNumber >= this.#optimisticTries) throw new OptimisticConflictError('completion', tryNumber);
       await conflictPause(tryNumber, this.#random);
+    }
+  }
+
+  /**
+   * The commit (E6), bounded by the lease (not by the deadline: a fenced commit in flight may finish).
+   * When its answer is unknown (an outage, or abandoned as the lease ran out), one read tells whether it
+   * landed: COMPLETED under this very lease means done.
+   */
+  async #commit(
+    lease: JobLease,
+    result: unknown,
+    effects: readonly Effect[],
+    signal: AbortSignal,
+    log: JobLog,
+  ): Promise<FencedWriteResult> {
+    try {
+      return await this.#store.complete(lease, result, effects, { signal });
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      const bound = boundedSignal(Math.max(1000, leaseSafetyMs(this.#leaseMs)), 'commit check');
+      try {
+        const item = await this.#store.get(lease.dedupKey, { signal: bound.signal });
+        if (
+          item?.status === JobStatus.Completed &&
+          item.token === lease.token &&
+          item.owner === lease.owner
+        ) {
+          log.info('the commit went through though its answer was lost');
+          return { ok: true };
+        }
+      } catch {
+        // Still unknown: the failure below keeps the message, and the release (or the next claim) tells.
+      } finally {
+        bound.clear();
+      }
+      throw error;
     }
   }
 

@@ -17,9 +17,10 @@ export interface DelayOptions {
   /** How many matching calls in a row are slow. @default 1 */
   readonly times?: number;
   /**
-   * `before`: the request is slow to arrive (the write lands late). `after`: the store applies the call
-   * at once and its answer is slow. A caller whose signal aborts meanwhile gets a StoreUnavailableError
-   * (with `after`, the write stays applied: an answer lost to a timeout). @default 'after'
+   * `before`: the request is slow to arrive (the write lands late, also when the caller gave up on it
+   * meanwhile, as a real abandoned request can). `after`: the store applies the call at once and its
+   * answer is slow. A caller whose signal aborts meanwhile gets a StoreUnavailableError at once; the
+   * write is applied either way. @default 'after'
    */
   readonly when?: 'before' | 'after';
 }
@@ -104,8 +105,19 @@ export class StoreFaults<Op extends string> {
     this.injected.set(operation, (this.injected.get(operation) ?? 0) + 1);
     if (!rule.error) {
       if (rule.when === 'before') {
-        await wait(rule.delayMs, operation, signal);
-        return body();
+        // The request is on its way and lands late, whether or not the caller still waits for it.
+        const landed = new Promise<T>((resolve, reject) => {
+          setTimeout(() => {
+            try {
+              resolve(body());
+            } catch (error) {
+              reject(error);
+            }
+          }, rule.delayMs);
+        });
+        landed.catch(() => undefined);
+        if (!signal) return landed;
+        return Promise.race([landed, rejectWhenAborted(operation, signal)]);
       }
       // The answer (a value or the store's refusal) is computed now and delivered late.
       let answer: { ok: true; value: T } | { ok: false; error: unknown };
@@ -149,6 +161,14 @@ function wait(ms: number, operation: string, signal: AbortSignal | undefined): P
       resolve();
     }, ms);
     signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Rejects as an outage when `signal` aborts; never settles otherwise. */
+function rejectWhenAborted(operation: string, signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(abandoned(operation, signal));
+    else signal.addEventListener('abort', () => reject(abandoned(operation, signal)), { once: true });
   });
 }
 

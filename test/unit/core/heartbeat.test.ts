@@ -190,4 +190,22 @@ describe('Class: Heartbeat (scheduled from the lease, fake timers)', () => {
     expect(capped.signal.reason).toBeInstanceOf(DeadlineError);
     await capped.stop();
   });
+
+  it("stops quietly when a renewal is refused by the job's own commit: not a lost lease", async () => {
+    const lost: unknown[] = [];
+    const beat = new Heartbeat({
+      intervalMs: 1000,
+      leaseUntil: Date.now() + 3000,
+      onLost: (error) => lost.push(error),
+      target: {
+        renew: async () => {
+          throw new LeaseLostError('job', 3, 'renew refused: status COMPLETED', undefined, true);
+        },
+      },
+    }).start();
+    await vi.advanceTimersByTimeAsync(1500);
+    expect(lost).toEqual([]);
+    expect(beat.signal.aborted).toBe(false);
+    await beat.stop();
+  });
 });
