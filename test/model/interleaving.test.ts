@@ -1,12 +1,16 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { Checkpoint } from '../../shared/core/job-item.ts';
+import type { Effect, JobLease, JobStore } from '../../shared/core/job-store.ts';
+import { JobStatus } from '../../shared/core/statuses.ts';
+import type { InMemoryJobStore } from '../../shared/testing/in-memory-job-store.ts';
 import { BUDGET_MS, type RunReport, type RunStats, runScenario } from './harness.ts';
 import { type Scenario, scenarioArb } from './scenario.ts';
 
 /*
  * The interleaving model (see harness.ts for how time, interleavings and crashes are simulated).
  *
- *   npm run test:model                                   # LEASEQ_MODEL_RUNS schedules (default 400)
+ *   npm run test:model                                   # LEASEQ_MODEL_RUNS schedules (default 2000)
  *   LEASEQ_MODEL_RUNS=20000 npm run test:model           # a long run
  *   LEASEQ_MODEL_POLLER=1 npm run test:model             # also the local runner's loop (finds the
  *                                                        # defect of defects.test.ts)
@@ -35,7 +39,7 @@ import { type Scenario, scenarioArb } from './scenario.ts';
  *     outcome, and one on another worker never excuses W.
  */
 
-const RUNS = positiveInt(process.env.LEASEQ_MODEL_RUNS, 400);
+const RUNS = positiveInt(process.env.LEASEQ_MODEL_RUNS, 2000);
 const SEED = process.env.LEASEQ_MODEL_SEED ? Number(process.env.LEASEQ_MODEL_SEED) : undefined;
 const PATH = process.env.LEASEQ_MODEL_PATH || undefined;
 const TRACE = Boolean(process.env.LEASEQ_MODEL_TRACE);
@@ -55,6 +59,7 @@ const totals: RunStats & { runs: number; ms: number } = {
   outages: 0,
   lostAnswers: 0,
   slowCalls: 0,
+  stalledCalls: 0,
   crashes: 0,
   timeouts: 0,
   restarts: 0,
@@ -92,7 +97,7 @@ afterAll(() => {
   console.log(
     `[model] ${t.runs} schedules in ${(t.ms / 1000).toFixed(1)} s (virtual ${(t.virtualMs / 3_600_000).toFixed(1)} h, ` +
       `${t.timers} timer firings); faults: ${t.outages} outages, ${t.lostAnswers} lost answers, ` +
-      `${t.slowCalls} slow calls, ${t.crashes} crashes, ${t.timeouts} invocation timeouts (${t.restarts} restarts), ` +
+      `${t.slowCalls} slow calls, ${t.stalledCalls} calls held by worker stalls, ${t.crashes} crashes, ${t.timeouts} invocation timeouts (${t.restarts} restarts), ` +
       `${t.duplicateSends} duplicate sends; ` +
       `seen: ${t.takeovers} lease expiries taken over, ${t.ownMessageEarly} own messages back early, ` +
       `${t.optimisticConflicts} optimistic conflicts, ${t.leaseLostExcused} lease-lost (all with a cause); ` +
@@ -151,10 +156,56 @@ describe('Interleaving model', () => {
       duplicates: [{ job: 0, atMs: 0, sameBody: false }],
       faults: [],
       crashes: [],
+      pauses: [],
     };
     const report = await runScenario(scenario);
     expect(report.violations).toEqual([]);
     expect(report.stats).toMatchObject({ completed: 2, dead: 1, letters: 1, crashes: 0 });
     expect(report.stats.virtualMs).toBeLessThan(BUDGET_MS);
+  });
+});
+
+describe('Interleaving model: the harness itself', () => {
+  const sample = (n: number, seed: number) => fc.sample(scenarioArb(), { numRuns: n, seed });
+
+  it('replays a scenario exactly (same trace twice)', async () => {
+    for (const scenario of sample(20, 11)) {
+      const first = await runScenario(scenario, { trace: true });
+      const second = await runScenario(scenario, { trace: true });
+      expect(second.trace).toBe(first.trace);
+      expect(second.stats).toEqual(first.stats);
+    }
+  });
+
+  it('catches a store whose checkpoint is not fenced (a step applied twice)', async () => {
+    // A checkpoint that takes whatever owner, token and version the item has now: a worker that lost its
+    // lease still commits its step, which the new owner commits again.
+    const unfenced = (store: InMemoryJobStore): JobStore =>
+      Object.assign(Object.create(store) as InMemoryJobStore, {
+        claim: store.claim.bind(store),
+        renew: store.renew.bind(store),
+        complete: store.complete.bind(store),
+        release: store.release.bind(store),
+        markDead: store.markDead.bind(store),
+        get: store.get.bind(store),
+        resetForRedrive: store.resetForRedrive.bind(store),
+        async checkpoint(lease: JobLease, checkpoint: Checkpoint, effects?: readonly Effect[]) {
+          const now = await store.get(lease.dedupKey);
+          const forged =
+            now?.status === JobStatus.InProgress
+              ? { ...lease, owner: now.owner ?? lease.owner, token: now.token, version: now.version }
+              : lease;
+          const out = await store.checkpoint(forged, checkpoint, effects);
+          if (out.ok) Object.assign(lease, { version: forged.version, checkpoint: forged.checkpoint });
+          return out;
+        },
+      });
+    const found: string[] = [];
+    for (const scenario of sample(400, 5)) {
+      const report = await runScenario(scenario, { wrapStore: unfenced });
+      found.push(...report.violations.filter((v) => v.includes('more than once')));
+      if (found.length > 0) break;
+    }
+    expect(found.length).toBeGreaterThan(0);
   });
 });

@@ -59,6 +59,16 @@ export interface CrashSpec {
   readonly restartAfterMs: number;
 }
 
+/**
+ * A stall of worker slot `slot` (modulo) from `atMs` for `durationMs` (a GC pause, CPU starvation): none
+ * of its store or queue calls is sent or answered until the stall ends, heartbeats included.
+ */
+export interface PauseSpec {
+  readonly slot: number;
+  readonly atMs: number;
+  readonly durationMs: number;
+}
+
 /** Another send of job `job` (modulo) at `atMs`: the same body, or a new envelope with the same dedupKey. */
 export interface DuplicateSpec {
   readonly job: number;
@@ -94,6 +104,7 @@ export interface Scenario {
   readonly duplicates: readonly DuplicateSpec[];
   readonly faults: readonly FaultSpec[];
   readonly crashes: readonly CrashSpec[];
+  readonly pauses: readonly PauseSpec[];
 }
 
 const op: fc.Arbitrary<OpSpec> = fc.record({
@@ -140,6 +151,12 @@ const crash: fc.Arbitrary<CrashSpec> = fc.record({
   restartAfterMs: fc.integer({ min: 0, max: 10_000 }),
 });
 
+const pause: fc.Arbitrary<PauseSpec> = fc.record({
+  slot: fc.nat({ max: 2 }),
+  atMs: fc.integer({ min: 0, max: 30_000 }),
+  durationMs: fc.integer({ min: 500, max: 15_000 }),
+});
+
 const duplicate: fc.Arbitrary<DuplicateSpec> = fc.record({
   job: fc.nat({ max: 7 }),
   atMs: fc.integer({ min: 0, max: 30_000 }),
@@ -174,5 +191,6 @@ export const scenarioArb = (options: { pollers?: boolean } = {}): fc.Arbitrary<S
       duplicates: fc.array(duplicate, { maxLength: 4 }),
       faults: fc.array(fault, { maxLength: 10 }),
       crashes: fc.array(crash, { maxLength: 3 }),
+      pauses: fc.array(pause, { maxLength: 2 }),
     })
     .map(({ poison: p, jobs, ...rest }) => ({ ...rest, jobs: [...jobs, p] }));
