@@ -10,7 +10,7 @@ import { type Scenario, scenarioArb } from './scenario.ts';
 /*
  * The interleaving model (see harness.ts for how time, interleavings and crashes are simulated).
  *
- *   npm run test:model                                   # LEASEQ_MODEL_RUNS schedules (default 2000)
+ *   npm run test:model                                   # LEASEQ_MODEL_RUNS schedules (default 5000)
  *   LEASEQ_MODEL_RUNS=20000 npm run test:model           # a long run
  *   LEASEQ_MODEL_POLLER=1 npm run test:model             # also the local runner's loop (finds the
  *                                                        # defect of defects.test.ts)
@@ -35,11 +35,16 @@ import { type Scenario, scenarioArb } from './scenario.ts';
  *  4. the poison ends DEAD;
  *  5. no healthy owner aborted without a cause: a `lease-lost` outcome for worker W on job J is allowed
  *     only if one of W's own store or queue calls about J failed with an injected fault or took virtual
- *     time (a slow call; unfaulted calls take none). Crashes are not excused: a killed worker reports no
- *     outcome, and one on another worker never excuses W.
+ *     time (a slow call, or a call held by a stall of W; unfaulted calls take none). Faults that hit
+ *     other workers, and crashes, never excuse W (a killed worker reports no outcome at all).
+ *
+ * The self-tests at the end check the harness: a scenario replays to the same trace, and the invariants
+ * catch a store with an unfenced checkpoint (1) and renewals that do not renew (5).
+ * Known defect D1 (defects.test.ts) is reached only by the local runner's loop, so the default property
+ * runs Lambda invocations only; LEASEQ_MODEL_POLLER=1 adds the local runner and finds D1.
  */
 
-const RUNS = positiveInt(process.env.LEASEQ_MODEL_RUNS, 2000);
+const RUNS = positiveInt(process.env.LEASEQ_MODEL_RUNS, 5000);
 const SEED = process.env.LEASEQ_MODEL_SEED ? Number(process.env.LEASEQ_MODEL_SEED) : undefined;
 const PATH = process.env.LEASEQ_MODEL_PATH || undefined;
 const TRACE = Boolean(process.env.LEASEQ_MODEL_TRACE);
@@ -207,5 +212,26 @@ describe('Interleaving model: the harness itself', () => {
       if (found.length > 0) break;
     }
     expect(found.length).toBeGreaterThan(0);
+  });
+
+  it('catches a healthy owner aborted: renewals that answer OK but do not extend the lease', async () => {
+    const forgetful = (store: InMemoryJobStore): JobStore =>
+      Object.assign(Object.create(store) as InMemoryJobStore, {
+        claim: store.claim.bind(store),
+        checkpoint: store.checkpoint.bind(store),
+        complete: store.complete.bind(store),
+        release: store.release.bind(store),
+        markDead: store.markDead.bind(store),
+        get: store.get.bind(store),
+        resetForRedrive: store.resetForRedrive.bind(store),
+        async renew() {},
+      });
+    let found = 0;
+    for (const scenario of sample(200, 9)) {
+      const report = await runScenario(scenario, { wrapStore: forgetful });
+      found += report.violations.filter((v) => v.startsWith('healthy owner aborted')).length;
+      if (found > 0) break;
+    }
+    expect(found).toBeGreaterThan(0);
   });
 });
