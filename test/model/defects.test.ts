@@ -35,12 +35,14 @@ import type { Scenario } from './scenario.ts';
  * and the invocation is killed at the timeout); the local runner is not: it receives with a visibility
  * near the lease (`visibilityForLease`, shared/runner/worker-process.ts) and deletes after the whole
  * batch, which may run for the worker timeout (60 s) while a sibling job holds its lease by heartbeats.
- * Found by the model twice: in its first version (every worker then polled like the local runner) at run
- * 1138 of 2000 with no store fault at all, just a batch outlasting a 1 s visibility (the first test below
- * is that schedule, written out by hand); and with LEASEQ_MODEL_POLLER=1, seed -154642889, shrunk to the
- * scenario of the second test (a release outage, then one delete arriving 3.4 s late). The seed and path
- * replay that run only on the harness of the commit that added this file; the scenario replays as long
- * as the harness draws its random choices the same way.
+ * Found by the model several times: in its first version (every worker then polled like the local
+ * runner) at run 1138 of 2000 with no store fault at all, just a batch outlasting a 1 s visibility (the
+ * first test below is that schedule, written out by hand); with LEASEQ_MODEL_POLLER=1 shrunk to the
+ * scenario of the second test (a release outage, then one delete arriving 3.4 s late); and on this
+ * harness with `LEASEQ_MODEL_POLLER=1 LEASEQ_MODEL_SEED=1 LEASEQ_MODEL_RUNS=3000 npm run test:model`
+ * (run 1103, shrunk: the item is left IN_PROGRESS after a DLQ send failed, its holder m-9 deleted by a
+ * batch that had judged m-9 a racing copy 5 s earlier). A seed replays only on the harness that found
+ * it; a written-out scenario replays as long as the harness draws its random choices the same way.
  */
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} } as unknown as Logger;
