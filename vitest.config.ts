@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-// Two projects: `unit` needs nothing running; `integration` talks to the AWS emulator that
+// Three projects: `unit` and `model` need nothing running; `integration` talks to the AWS emulator that
 // test/support/global-setup.ts starts (or to AWS_ENDPOINT_URL when it is set, e.g. LocalStack).
 // The global setup runs in this process and uses the SDK too.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -15,6 +15,15 @@ export default defineConfig({
           name: 'unit',
           include: ['test/unit/**/*.test.ts', 'test/infra/**/*.test.ts'],
           testTimeout: 60_000,
+        },
+      },
+      {
+        // The interleaving model (test/model): in-memory stores on a virtual clock, nothing running.
+        // LEASEQ_MODEL_RUNS sets how many schedules (`npm run test:model`).
+        test: {
+          name: 'model',
+          include: ['test/model/**/*.test.ts'],
+          testTimeout: 600_000,
         },
       },
       {

@@ -1,0 +1,196 @@
+import fc from 'fast-check';
+
+/*
+ * What one schedule of the interleaving model is made of. Everything that varies between runs is in a
+ * Scenario, generated (and shrunk) by fast-check; the one `seed` drives the small choices the harness
+ * makes while it runs (receive order, poll jitter, microtask yields around every port call, backoff
+ * jitter), so a Scenario replays exactly.
+ */
+
+export const ACCOUNTS = ['acct-a', 'acct-b', 'acct-c'] as const;
+
+/** One credit a job applies, in a checkpointed step (`step`) or with its completion (`final`). */
+export interface OpSpec {
+  readonly account: (typeof ACCOUNTS)[number];
+  readonly delta: number;
+}
+
+export interface JobSpec {
+  /** Credits committed each with its own checkpoint (`ctx.step('s1'..)`), before the final one. */
+  readonly steps: readonly OpSpec[];
+  /** The credit committed with the completion; the poison has none. */
+  readonly final?: OpSpec;
+  /** Simulated work (virtual ms), split around the steps: above the lease, only heartbeats keep the job. */
+  readonly sleepMs: number;
+  /** Runs of the handler that throw a retryable error before it succeeds (a flaky dependency). */
+  readonly failRuns: number;
+  /** Throws PermanentJobError after its steps, every time. */
+  readonly poison: boolean;
+}
+
+export type FaultMode = 'fail-before' | 'fail-after' | 'delay-before' | 'delay-after';
+export const STORE_OPS = ['claim', 'renew', 'checkpoint', 'complete', 'release', 'mark-dead'] as const;
+export const QUEUE_OPS = ['change-visibility', 'delete', 'send-to-dead-letter'] as const;
+
+/**
+ * A fault armed at `atMs` (virtual, from the start) on the shared in-memory store or queue through its
+ * `StoreFaults`: it hits the next matching call(s) of whichever worker comes first. `fail-after` is a lost
+ * answer (the write applied), `delay-*` a slow call (no call carries an abort signal, so it just lasts).
+ */
+export interface FaultSpec {
+  readonly atMs: number;
+  readonly target: 'store' | 'queue';
+  /** Index into STORE_OPS or QUEUE_OPS (modulo). */
+  readonly op: number;
+  readonly mode: FaultMode;
+  readonly delayMs: number;
+  readonly times: number;
+}
+
+/**
+ * A process kill: worker slot `slot` (modulo the worker count), in its `generation`-th life, dies at its
+ * `atCall`-th port call (store or queue), before the call is sent or after it was applied and before its
+ * answer arrives. Nothing it has in flight ever returns; it is replaced after `restartAfterMs`.
+ */
+export interface CrashSpec {
+  readonly slot: number;
+  readonly atCall: number;
+  readonly when: 'before' | 'after';
+  readonly restartAfterMs: number;
+}
+
+/**
+ * A stall of worker slot `slot` (modulo) from `atMs` for `durationMs` (a GC pause, CPU starvation): none
+ * of its store or queue calls is sent or answered until the stall ends, heartbeats included.
+ */
+export interface PauseSpec {
+  readonly slot: number;
+  readonly atMs: number;
+  readonly durationMs: number;
+}
+
+/** Another send of job `job` (modulo) at `atMs`: the same body, or a new envelope with the same dedupKey. */
+export interface DuplicateSpec {
+  readonly job: number;
+  readonly atMs: number;
+  readonly sameBody: boolean;
+}
+
+/**
+ * `lambda`: the production path. Each batch is one invocation with a timeout: the processor gets the
+ * handler's deadline (timeout less a 3 s margin, shared/worker/handler.ts), the invocation is killed at
+ * the timeout if it has not returned, and the queue's visibility is 6 x the timeout
+ * (infra/constructs/job-queue.ts), so every message stays hidden until its batch is over.
+ * `poller`: the local runner (shared/runner/worker-loop.ts): same deadline, no kill, and a receive
+ * visibility near the lease (`visibilityForLease`, shared/runner/worker-process.ts) or shorter, so a
+ * message can come back while the batch that received it still runs. Opt-in (LEASEQ_MODEL_POLLER=1):
+ * it reaches the defect reproduced in defects.test.ts.
+ */
+export type EventSource =
+  | { readonly kind: 'lambda'; readonly timeoutMs: number }
+  | { readonly kind: 'poller'; readonly timeoutMs: number; readonly visibilitySeconds: number };
+
+export interface Scenario {
+  readonly seed: number;
+  readonly workers: number;
+  readonly leaseMs: number;
+  /** How batches reach the workers (see {@link EventSource}). */
+  readonly source: EventSource;
+  readonly batchSize: number;
+  readonly maxAttempts: number;
+  /** Workers keep a local completed-cache. */
+  readonly cache: boolean;
+  readonly jobs: readonly JobSpec[];
+  readonly duplicates: readonly DuplicateSpec[];
+  readonly faults: readonly FaultSpec[];
+  readonly crashes: readonly CrashSpec[];
+  readonly pauses: readonly PauseSpec[];
+}
+
+const op: fc.Arbitrary<OpSpec> = fc.record({
+  account: fc.constantFrom(...ACCOUNTS),
+  delta: fc.integer({ min: 1, max: 100 }),
+});
+
+const sleepMs = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(0) },
+  { weight: 2, arbitrary: fc.integer({ min: 1, max: 12_000 }) },
+);
+
+const job: fc.Arbitrary<JobSpec> = fc.record({
+  steps: fc.array(op, { maxLength: 2 }),
+  final: op,
+  sleepMs,
+  failRuns: fc.oneof(
+    { weight: 3, arbitrary: fc.constant(0) },
+    { weight: 1, arbitrary: fc.integer({ min: 1, max: 4 }) },
+  ),
+  poison: fc.constant(false),
+});
+
+const poison: fc.Arbitrary<JobSpec> = fc.record({
+  steps: fc.array(op, { maxLength: 1 }),
+  sleepMs,
+  failRuns: fc.constant(0),
+  poison: fc.constant(true),
+});
+
+const fault: fc.Arbitrary<FaultSpec> = fc.record({
+  atMs: fc.integer({ min: 0, max: 40_000 }),
+  target: fc.constantFrom('store', 'queue'),
+  op: fc.nat({ max: 5 }),
+  mode: fc.constantFrom<FaultMode>('fail-before', 'fail-after', 'delay-before', 'delay-after'),
+  delayMs: fc.integer({ min: 50, max: 15_000 }),
+  times: fc.integer({ min: 1, max: 3 }),
+});
+
+const crash: fc.Arbitrary<CrashSpec> = fc.record({
+  slot: fc.nat({ max: 2 }),
+  atCall: fc.integer({ min: 1, max: 60 }),
+  when: fc.constantFrom('before', 'after'),
+  restartAfterMs: fc.integer({ min: 0, max: 10_000 }),
+});
+
+const pause: fc.Arbitrary<PauseSpec> = fc.record({
+  slot: fc.nat({ max: 2 }),
+  atMs: fc.integer({ min: 0, max: 30_000 }),
+  durationMs: fc.integer({ min: 500, max: 15_000 }),
+});
+
+const duplicate: fc.Arbitrary<DuplicateSpec> = fc.record({
+  job: fc.nat({ max: 7 }),
+  atMs: fc.integer({ min: 0, max: 30_000 }),
+  sameBody: fc.boolean(),
+});
+
+const timeoutMs = fc.constantFrom(15_000, 30_000, 60_000);
+const lambda: fc.Arbitrary<EventSource> = timeoutMs.map((t) => ({ kind: 'lambda', timeoutMs: t }));
+const poller: fc.Arbitrary<EventSource> = fc.record({
+  kind: fc.constant('poller'),
+  timeoutMs,
+  // 0 stands for visibilityForLease(leaseMs), what the local runner asks for.
+  visibilitySeconds: fc.constantFrom(0, 1, 2, 5),
+});
+
+/**
+ * A schedule: 2-3 workers, 2-6 jobs plus one poison (last), duplicates, faults and crashes; Lambda
+ * invocations, or with `pollers` also the local runner's loop.
+ */
+export const scenarioArb = (options: { pollers?: boolean } = {}): fc.Arbitrary<Scenario> =>
+  fc
+    .record({
+      seed: fc.integer(),
+      workers: fc.integer({ min: 2, max: 3 }),
+      leaseMs: fc.constantFrom(1500, 3000, 6000),
+      source: options.pollers ? fc.oneof(lambda, poller) : lambda,
+      batchSize: fc.integer({ min: 1, max: 3 }),
+      maxAttempts: fc.integer({ min: 3, max: 6 }),
+      cache: fc.boolean(),
+      jobs: fc.array(job, { minLength: 2, maxLength: 6 }),
+      poison,
+      duplicates: fc.array(duplicate, { maxLength: 4 }),
+      faults: fc.array(fault, { maxLength: 10 }),
+      crashes: fc.array(crash, { maxLength: 3 }),
+      pauses: fc.array(pause, { maxLength: 2 }),
+    })
+    .map(({ poison: p, jobs, ...rest }) => ({ ...rest, jobs: [...jobs, p] }));
