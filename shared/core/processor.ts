@@ -23,7 +23,7 @@ import { JobLog } from './job-log.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { ClaimResult, Effect, FencedWriteResult, JobLease, JobStore } from './job-store.ts';
 import type { LeaseStore } from './lease-store.ts';
-import { capLeaseToDeadline, leaseSafetyMs, leaseTiming } from './lease-timing.ts';
+import { capLeaseToDeadline, leaseSafetyMs, leaseTiming, visibilityForLease } from './lease-timing.ts';
 import { type MetricsSink, noMetrics } from './metrics.ts';
 import { conflictPause } from './optimistic.ts';
 import { RecordMessage } from './record-message.ts';
@@ -31,6 +31,9 @@ import type { AnyJobDefinition, JobRegistry } from './registry.ts';
 import { JobRenewer } from './renewer.ts';
 import { JobStatus, MetricName } from './statuses.ts';
 import { boundedSignal } from './timeout-signal.ts';
+
+/** Longest batch: Lambda's (and the local runner's) timeout maximum, 15 min. */
+const MAX_BATCH_SECONDS = 900;
 
 /** One record on its way through the pipeline: its message, its parsed envelope, its log. */
 interface Job {
@@ -325,10 +328,21 @@ export class JobProcessor {
         this.#metrics.count(MetricName.DuplicateSkipped);
         log.info('duplicate of a completed job: deleting this copy', refusal);
         return 'duplicate';
-      case 'duplicate-racing':
+      case 'duplicate-racing': {
+        // The job is unfinished and another message guards it. This copy is deleted when its batch ends
+        // (by the event source); until then it must not show again, or it could become the job's guard
+        // and then be deleted by that late delete, stranding the job. So hide it past any batch (and a
+        // slow delete) first; never shorter than a receive gave it. If that fails, keep it: it comes back
+        // and is judged again.
+        const hide = MAX_BATCH_SECONDS + visibilityForLease(this.#leaseMs);
+        if (!(await job.message.hide(hide))) {
+          log.info('another message holds this job; could not hide this copy, keeping it', refusal);
+          return 'contended';
+        }
         this.#metrics.count(MetricName.DuplicateSkipped);
         log.info('another message holds this job: deleting this copy', refusal);
         return 'duplicate';
+      }
       case 'dead-copy':
         this.#metrics.count(MetricName.DeadCopyDropped);
         log.warn('copy of a dead-lettered job: deleting it (redrive from the DLQ to run it again)', refusal);

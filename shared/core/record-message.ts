@@ -32,6 +32,17 @@ export class RecordMessage {
     }
   }
 
+  /** Hides the message for `seconds`; false when that failed (the message may show again sooner). */
+  async hide(seconds: number): Promise<boolean> {
+    try {
+      await this.#queue.changeVisibility(this.record.receiptHandle, seconds);
+      return true;
+    } catch (error) {
+      this.#log.warn('could not hide the message', { seconds, error: describe(error) });
+      return false;
+    }
+  }
+
   async delete(): Promise<void> {
     try {
       await this.#queue.delete(this.record.receiptHandle);

@@ -39,14 +39,21 @@ export class JobRenewer implements Renewable {
    * least that much even past the deadline: a fence that must happen whatever time is left.
    */
   async renew(signal?: AbortSignal, minimumMs = 0): Promise<number> {
-    const { store, queue, lease, deadline, now } = this.#o;
+    const { store, lease, deadline, now } = this.#o;
     const at = now();
     // At the deadline there is nothing left to grant: the heartbeat stops the job with a DeadlineError.
     const ms = Math.max(minimumMs, capLeaseToDeadline(this.#o.leaseMs, at, deadline));
     if (ms <= 0) return lease.leaseUntil;
     await store.renew(lease, ms, at, signal ? { signal } : {});
+    // The renewal is done here: the visibility follows in the background, so a slow SQS answer can
+    // neither delay the beat nor make a renewed lease look lost.
+    void this.#followVisibility(ms);
+    return lease.leaseUntil;
+  }
+
+  async #followVisibility(ms: number): Promise<void> {
     try {
-      await queue.changeVisibility(this.#o.receiptHandle, visibilityForLease(ms));
+      await this.#o.queue.changeVisibility(this.#o.receiptHandle, visibilityForLease(ms));
     } catch (error) {
       if (!this.#visibilityWarned) {
         this.#visibilityWarned = true;
@@ -56,7 +63,6 @@ export class JobRenewer implements Renewable {
         });
       }
     }
-    return lease.leaseUntil;
   }
 }
 

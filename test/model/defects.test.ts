@@ -15,11 +15,10 @@ import { runScenario } from './harness.ts';
 import type { Scenario } from './scenario.ts';
 
 /*
- * Defects the interleaving model found, each as a focused reproduction. They are marked `it.fails`: the
- * test states the protocol's promise and fails today. When the library is fixed, `it.fails` starts to
- * fail; turn it into `it`.
+ * Defects the interleaving model found, each as a focused reproduction that failed before its fix.
  *
- * D1: a racing duplicate is deleted late, after it became the job's own message.
+ * D1: a racing duplicate is deleted late, after it became the job's own message. Fixed: a copy judged a
+ * racing duplicate is first hidden past the end of its batch (`#refused` in shared/core/processor.ts).
  *
  * A copy M1 whose claim is refused because another message (M2) holds the job (`duplicate-racing`,
  * "another message holds this job: deleting this copy") gets disposition `delete`, but its visibility is
@@ -61,7 +60,7 @@ describe('Defect D1: a racing duplicate deleted late strands its job', () => {
     vi.useRealTimers();
   });
 
-  it.fails('local runner timing, no fault: the job still ends COMPLETED (today: RETRY_WAIT, no message)', async () => {
+  it('local runner timing, no fault: the job still ends COMPLETED (before the fix: RETRY_WAIT, no message)', async () => {
     // Prepare: job J fails its first two runs (the first after 2 s of work), then succeeds; job X works
     // 5 s under heartbeats. Backoff: 1 s after attempt 1, 2 s after attempt 2 (random 0.99).
     let runsOfJ = 0;
@@ -129,12 +128,13 @@ describe('Defect D1: a racing duplicate deleted late strands its job', () => {
     // t=2 s: J's first run fails: RETRY_WAIT until t=3 s, M2 hidden for 1 s.
     await vi.advanceTimersByTimeAsync(2000);
     expect(await batchA1).toEqual([`${m2}:retry`]);
-    // t=3.1 s: M1 is visible again (3 s visibility) and claims J (its retry is due); the run fails at
-    // once: RETRY_WAIT until t=5.1 s, M1 hidden for 2 s. M2, visible again too, is now the racing copy.
+    // t=3.1 s: before the fix, M1 was visible again here (3 s visibility), claimed J and became its
+    // guard, and b's late delete at t=5 s then stranded J. Now M1 was hidden past b's batch when it was
+    // judged a racing copy: only M2 shows, and it takes J again.
     await vi.advanceTimersByTimeAsync(1100);
-    expect(await poll(a, receive(m1, m2))).toEqual([`${m1}:retry`, `${m2}:duplicate`]);
-    expect((await store.get('J'))?.messageId).toBe(m1);
-    // t=5 s: b's batch ends and deletes M1 with its first receipt, as judged at t=0.
+    expect(await poll(a, receive(m1, m2))).toEqual([`${m2}:retry`]);
+    expect((await store.get('J'))?.messageId).toBe(m2);
+    // t=5 s: b's batch ends and deletes M1, which nothing depends on.
     await vi.advanceTimersByTimeAsync(2000);
     expect(await batchB).toEqual([`${m1}:duplicate`, `${mx}:completed`]);
     // Ten minutes of polling by both workers.
@@ -144,7 +144,7 @@ describe('Defect D1: a racing duplicate deleted late strands its job', () => {
       if (records.length > 0) await poll(i % 2 ? a : b, records);
     }
 
-    // Assess: the promise is COMPLETED with no message left. Today: RETRY_WAIT and an empty queue.
+    // Assess: the promise is COMPLETED with no message left (before the fix: RETRY_WAIT, an empty queue).
     const item = await store.get('J');
     expect({ status: item?.status, messages: queue.size }).toEqual({
       status: JobStatus.Completed,
@@ -152,7 +152,7 @@ describe('Defect D1: a racing duplicate deleted late strands its job', () => {
     });
   });
 
-  it.fails('the schedule the model shrank it to (poller, one slow delete) keeps every invariant', async () => {
+  it('the schedule the model shrank it to (poller, one slow delete) keeps every invariant', async () => {
     // LEASEQ_MODEL_POLLER=1 LEASEQ_MODEL_SEED=-154642889 LEASEQ_MODEL_PATH=<path in the report> replays it.
     const scenario: Scenario = {
       seed: -107671498,
@@ -171,6 +171,43 @@ describe('Defect D1: a racing duplicate deleted late strands its job', () => {
       pauses: [],
       jobs: [
         { steps: [], final: { account: 'acct-a', delta: 1 }, sleepMs: 0, failRuns: 2, poison: false },
+        { steps: [], final: { account: 'acct-a', delta: 1 }, sleepMs: 0, failRuns: 0, poison: false },
+        { steps: [], final: { account: 'acct-a', delta: 1 }, sleepMs: 0, failRuns: 0, poison: false },
+        { steps: [], sleepMs: 0, failRuns: 0, poison: true },
+      ],
+    };
+    const report = await runScenario(scenario);
+    expect(report.violations).toEqual([]);
+  });
+
+  it('a racing copy is hidden longer than its batch can last (Lambda, slow deletes): no job stranded', async () => {
+    // Found by the model right after the first fix, which hid a racing copy only until the invocation's
+    // deadline: that was shorter than the 6 x timeout visibility the receive had given it, and a batch
+    // whose queue calls were slow deleted the copy after it had become the job's guard.
+    const scenario: Scenario = {
+      seed: 765780568,
+      workers: 2,
+      leaseMs: 3000,
+      source: { kind: 'lambda', timeoutMs: 15000 },
+      batchSize: 3,
+      maxAttempts: 3,
+      cache: false,
+      duplicates: [
+        { job: 0, atMs: 17733, sameBody: false },
+        { job: 0, atMs: 11703, sameBody: false },
+        { job: 0, atMs: 0, sameBody: false },
+      ],
+      faults: [
+        { atMs: 0, target: 'store', op: 5, mode: 'fail-before', delayMs: 50, times: 2 },
+        { atMs: 0, target: 'queue', op: 4, mode: 'delay-after', delayMs: 4626, times: 2 },
+      ],
+      crashes: [
+        { slot: 1, atCall: 39, when: 'before', restartAfterMs: 3000 },
+        { slot: 0, atCall: 4, when: 'before', restartAfterMs: 6420 },
+      ],
+      pauses: [{ slot: 0, atMs: 6420, durationMs: 11283 }],
+      jobs: [
+        { steps: [], final: { account: 'acct-a', delta: 1 }, sleepMs: 11700, failRuns: 1, poison: false },
         { steps: [], final: { account: 'acct-a', delta: 1 }, sleepMs: 0, failRuns: 0, poison: false },
         { steps: [], final: { account: 'acct-a', delta: 1 }, sleepMs: 0, failRuns: 0, poison: false },
         { steps: [], sleepMs: 0, failRuns: 0, poison: true },

@@ -342,7 +342,30 @@ class World {
     this.touched.add(`${worker} ${dedupKey}`);
   }
 
+  /** Calls in flight per `worker dedupKey`, with their start times (a call still waiting is a slow one). */
+  readonly inFlight = new Map<string, number[]>();
+
+  callStarted(worker: string, dedupKey: string, at: number): void {
+    const key = `${worker} ${dedupKey}`;
+    this.inFlight.set(key, [...(this.inFlight.get(key) ?? []), at]);
+  }
+
+  callEnded(worker: string, dedupKey: string, at: number): void {
+    const key = `${worker} ${dedupKey}`;
+    const left = [...(this.inFlight.get(key) ?? [])];
+    left.splice(left.indexOf(at), 1);
+    this.inFlight.set(key, left);
+  }
+
+  /** True when one of the worker's calls about the job has been waiting since before now. */
+  #waiting(worker: string, dedupKey: string): boolean {
+    return (this.inFlight.get(`${worker} ${dedupKey}`) ?? []).some((at) => at < Date.now());
+  }
+
   onOutcome(worker: ModelWorker, record: SQSRecord, outcome: RecordOutcome): void {
+    // A killed process reports nothing: its timers (the heartbeat's watchdog) may still fire in this
+    // simulation, but a real kill takes them along.
+    if (worker.ports.dead) return;
     const key = outcome.dedupKey ?? this.keyOfMessage.get(record.messageId) ?? '?';
     this.log('info', `outcome ${outcome.action}/${outcome.disposition}`, {
       worker: worker.id,
@@ -350,7 +373,10 @@ class World {
       messageId: record.messageId,
     });
     if (outcome.action === 'lease-lost') {
-      if (this.touched.has(`${worker.id} ${key}`)) this.stats.leaseLostExcused += 1;
+      // Excused: a call about this job failed, was slow, or is still waiting (a slow call the heartbeat
+      // gave up on before it returned).
+      if (this.touched.has(`${worker.id} ${key}`) || this.#waiting(worker.id, key))
+        this.stats.leaseLostExcused += 1;
       else {
         this.violations.push(
           `healthy owner aborted: ${worker.id} got lease-lost on ${key} (message ${record.messageId}) at ` +
@@ -719,6 +745,7 @@ class Ports {
     this.calls += 1;
     const crashing = this.#crash !== undefined && this.calls === this.#crash.atCall;
     const started = Date.now();
+    if (dedupKey !== undefined) this.#world.callStarted(this.#worker.id, dedupKey, started);
     await this.#stalled();
     await this.#world.jitter();
     if (this.dead) return hang();
@@ -729,6 +756,7 @@ class Ports {
     } catch (error) {
       answer = { ok: false, error };
     }
+    if (dedupKey !== undefined) this.#world.callEnded(this.#worker.id, dedupKey, started);
     const injected = !answer.ok && isInjected(answer.error);
     if ((injected || Date.now() > started) && dedupKey !== undefined) {
       this.#world.touch(this.#worker.id, dedupKey);

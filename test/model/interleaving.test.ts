@@ -183,8 +183,10 @@ describe('Interleaving model: the harness itself', () => {
   });
 
   it('catches a store whose checkpoint is not fenced (a step applied twice)', async () => {
-    // A checkpoint that takes whatever owner, token and version the item has now: a worker that lost its
-    // lease still commits its step, which the new owner commits again.
+    // A slow checkpoint (longer than any lease, deaf to its abort signal) that then takes whatever owner,
+    // token and version the item has: a worker that lost its lease still commits its step, which the new
+    // owner commits again. (The heartbeat stops a stale worker before a takeover, so only a write that
+    // lands late can show the missing fence.)
     const unfenced = (store: InMemoryJobStore): JobStore =>
       Object.assign(Object.create(store) as InMemoryJobStore, {
         claim: store.claim.bind(store),
@@ -195,6 +197,7 @@ describe('Interleaving model: the harness itself', () => {
         get: store.get.bind(store),
         resetForRedrive: store.resetForRedrive.bind(store),
         async checkpoint(lease: JobLease, checkpoint: Checkpoint, effects?: readonly Effect[]) {
+          await new Promise((resolve) => setTimeout(resolve, 7000));
           const now = await store.get(lease.dedupKey);
           const forged =
             now?.status === JobStatus.InProgress
