@@ -39,3 +39,14 @@ export function toSqsRecord(message: Message, queueArn: string, region: string):
     awsRegion: region,
   };
 }
+
+/**
+ * The queue's ARN from its URL (`<endpoint>/<account>/<name>`, the form SQS and its emulators use), as the
+ * event source's records carry it. Falls back to a placeholder account when the URL has no account part.
+ */
+export function queueArnFromUrl(queueUrl: string, region: string): string {
+  const parts = new URL(queueUrl).pathname.split('/').filter(Boolean);
+  const name = parts.at(-1) ?? 'queue';
+  const account = parts.length >= 2 ? parts.at(-2) : '000000000000';
+  return `arn:aws:sqs:${region}:${account}:${name}`;
+}

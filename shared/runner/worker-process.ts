@@ -1,7 +1,6 @@
 // Entry point of one local worker process (spawned by WorkerPool). It builds the handler the Lambda
 // builds (createWorkerHandler with the job module named by LEASEQ_JOBS_MODULE), runs it under the local
 // event-source loop, and reports its counters to the parent over IPC. SIGTERM/SIGINT drain: no new polls, the batch in flight finishes or is given back.
-import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../aws/clients.ts';
 import { ConfigError } from '../core/errors.ts';
 import { visibilityForLease } from '../core/lease-timing.ts';
@@ -10,6 +9,7 @@ import { JOBS_MODULE_ENV, loadJobModule } from '../jobs/job-module.ts';
 import { DEFAULT_WORKER_TIMEOUT_SECONDS } from '../resources.ts';
 import { workerConfigFromEnv } from '../worker/config.ts';
 import { createWorkerHandler } from '../worker/handler.ts';
+import { queueArnFromUrl } from './sqs-records.ts';
 import { runWorkerLoop } from './worker-loop.ts';
 import { INVOCATION_TIMEOUT_ENV } from './worker-pool.ts';
 
@@ -27,10 +27,10 @@ async function main(): Promise<void> {
   process.on('disconnect', () => stop.abort());
 
   const clients = createAwsClients(awsConfigFromEnv());
-  const attrs = await clients.sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: config.queueUrl, AttributeNames: ['QueueArn'] }),
-  );
   const region = await clients.sqs.config.region();
+  // From the URL, not a GetQueueAttributes call: a worker started during a store or network fault must
+  // not die before its first poll (the pool would restart it in a tight loop).
+  const queueArn = queueArnFromUrl(config.queueUrl, region);
   const modulePath = process.env[JOBS_MODULE_ENV];
   if (!modulePath) throw new ConfigError(`${JOBS_MODULE_ENV} is not set: the worker has no jobs to run`);
   const jobs = await loadJobModule(modulePath);
@@ -46,7 +46,7 @@ async function main(): Promise<void> {
   await runWorkerLoop({
     sqs: clients.sqs,
     queueUrl: config.queueUrl,
-    queueArn: attrs.Attributes?.QueueArn ?? '',
+    queueArn,
     region,
     handler,
     functionName: worker,
