@@ -12,6 +12,8 @@ export interface ChaosOptions {
   readonly leaseMs: number;
   readonly maxAttempts: number;
   readonly timeoutSeconds: number;
+  /** Delete the run's queues and tables at the end (CI: the emulator must end empty). */
+  readonly cleanup: boolean;
   /** Random gaps and lengths of the chaos, in ms. */
   readonly pace: ChaosPace;
 }
@@ -41,10 +43,11 @@ const CI_PACE: ChaosPace = {
 };
 
 export const USAGE = `usage: tsx chaos/run.ts [--jobs N] [--workers N] [--fifo] [--seed S] [--ci] [--json PATH]
-                       [--lease-ms MS] [--max-attempts N] [--timeout SECONDS]
+                       [--lease-ms MS] [--max-attempts N] [--timeout SECONDS] [--cleanup]
   --ci        the short variant: 1000 jobs, 3 workers, a denser chaos schedule
   --seed      makes the workload and the chaos schedule repeatable (default: random, printed)
-  --json      where to write the JSON report (default: .leaseq/chaos/<run id>.json)`;
+  --json      where to write the JSON report (default: .leaseq/chaos/<run id>.json)
+  --cleanup   delete the run's queues and tables at the end`;
 
 function integer(
   name: string,
@@ -75,6 +78,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
       'lease-ms': { type: 'string' },
       'max-attempts': { type: 'string' },
       timeout: { type: 'string' },
+      cleanup: { type: 'boolean' },
     },
     strict: true,
   });
@@ -89,6 +93,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
     leaseMs: integer('lease-ms', values['lease-ms'], 3000, 1000, 60_000),
     maxAttempts: integer('max-attempts', values['max-attempts'], 10, 2, 50),
     timeoutSeconds: integer('timeout', values.timeout ?? env.CHAOS_TIMEOUT, ci ? 210 : 3600, 10, 86_400),
+    cleanup: values.cleanup ?? env.CHAOS_CLEANUP === '1',
     pace: ci ? CI_PACE : FULL_PACE,
   };
 }

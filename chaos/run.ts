@@ -4,7 +4,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PurgeQueueCommand } from '@aws-sdk/client-sqs';
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteQueueCommand, PurgeQueueCommand } from '@aws-sdk/client-sqs';
 import { refreshStates, seedAccounts } from '../examples/ledger/demo/run-demo.ts';
 import { seededRandom } from '../examples/ledger/generate.ts';
 import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../shared/aws/clients.ts';
@@ -65,6 +66,17 @@ async function main(options: ChaosOptions): Promise<number> {
       leasesTable: o.LeasesTableName,
       ledgerTable: provisioned.appTables.ledger ?? '',
     };
+    if (options.cleanup) {
+      cleanups.push(async () => {
+        for (const url of [names.queueUrl, names.dlqUrl]) {
+          await clients.sqs.send(new DeleteQueueCommand({ QueueUrl: url })).catch(() => undefined);
+        }
+        for (const table of [names.jobsTable, names.leasesTable, names.ledgerTable]) {
+          await clients.ddb.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined);
+        }
+        say("deleted the run's queues and tables");
+      });
+    }
     // The checker counts every letter of the DLQ and every message left in the queue as this run's.
     for (const url of [names.queueUrl, names.dlqUrl])
       await clients.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
