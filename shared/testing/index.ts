@@ -10,6 +10,7 @@ export {
   InMemoryEffectApplier,
   InMemoryJobStore,
   type InMemoryJobStoreOptions,
+  type NamedLeaseHolder,
 } from './in-memory-job-store.ts';
 export { InMemoryLeaseStore, type InMemoryLeaseStoreOptions } from './in-memory-lease-store.ts';
 export {

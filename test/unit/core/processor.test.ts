@@ -219,4 +219,50 @@ describe('Class: JobProcessor (in memory, fake timers)', () => {
       void second;
     });
   });
+
+  describe('Found by review of the lease-timing change (each failed before its fix)', () => {
+    it('a slow visibility call neither stalls the heartbeat nor lets a copy take over', async () => {
+      const { runs, queue, processor, body } = setup(10_000);
+      const [first, copy] = twoCopies(queue, body);
+      const owner = processor('w-a').process(first);
+      await vi.advanceTimersByTimeAsync(10);
+      // SQS answers the next visibility changes 20 s late.
+      queue.faults.delayNext('change-visibility', 20_000, { when: 'after', times: 2 });
+      await vi.advanceTimersByTimeAsync(4090);
+      const duplicate = processor('w-b').process(copy);
+      await vi.advanceTimersByTimeAsync(30_000);
+      expect((await owner).action).toBe('completed');
+      expect((await duplicate).disposition).toBe('delete');
+      expect(runs.map((r) => r.worker)).toEqual(['w-a']);
+      expect(runs[0]?.aborted).toBeUndefined();
+    });
+
+    it('a commit that landed but whose answer came after the lease ran out counts as completed', async () => {
+      const { store, queue, processor, body } = setup(2000);
+      queue.send(body);
+      const [record] = queue.receive(1);
+      if (!record) throw new Error('no record');
+      store.faults.failNext('renew', undefined, { times: 100 });
+      // Applied at 2 s, answered at 3 s: after the watchdog (2.7 s) abandoned it.
+      store.faults.delayNext('complete', 1000, { when: 'after' });
+      const outcome = processor('w-a').process(record);
+      await vi.advanceTimersByTimeAsync(5000);
+      expect((await outcome).action).toBe('completed');
+      expect((await store.get('job-1'))?.status).toBe(JobStatus.Completed);
+    });
+
+    it('a fenced commit in flight at the deadline is allowed to finish, not abandoned and re-run', async () => {
+      const { runs, store, queue, processor, body } = setup(2000);
+      queue.send(body);
+      const [record] = queue.receive(1);
+      if (!record) throw new Error('no record');
+      // The commit takes 800 ms (an SDK retry after throttling) and lands after the deadline at 2.5 s.
+      store.faults.delayNext('complete', 800, { when: 'before' });
+      const outcome = processor('w-a').process(record, { deadline: Date.now() + 2500 });
+      await vi.advanceTimersByTimeAsync(5000);
+      expect((await outcome).action).toBe('completed');
+      expect(runs).toHaveLength(1);
+      expect((await store.get('job-1'))?.status).toBe(JobStatus.Completed);
+    });
+  });
 });
