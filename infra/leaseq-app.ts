@@ -81,6 +81,8 @@ export function stackPropsFromContext(app: App): LeaseqStackProps {
   const batchSize = int('batchSize');
   const maxConcurrency = int('maxConcurrency');
   const fifo = text('fifo');
+  const testHooks = text('testHooks');
+  const leaseMs = int('leaseMs');
   return {
     ...(stage !== undefined ? { stage } : {}),
     ...(resourcePrefix !== undefined ? { resourcePrefix } : {}),
@@ -89,5 +91,7 @@ export function stackPropsFromContext(app: App): LeaseqStackProps {
     ...(batchSize !== undefined ? { batchSize } : {}),
     ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
     ...(fifo !== undefined ? { fifo: bool('fifo', fifo) } : {}),
+    ...(testHooks !== undefined ? { testHooks: bool('testHooks', testHooks) } : {}),
+    ...(leaseMs !== undefined ? { leaseMs } : {}),
   };
 }

@@ -45,6 +45,8 @@ export interface LeaseqStackProps extends StackProps {
   readonly fifo?: boolean;
   /** Run test hooks carried in payloads (the demo's failure injection). Never in prod. @default false */
   readonly testHooks?: boolean;
+  /** The worker's job lease in ms (`LEASEQ_LEASE_MS`). @default the worker's default, 30000 */
+  readonly leaseMs?: number;
 }
 
 /** {@link LeaseqStackProps} settings with every default applied. */
@@ -104,6 +106,7 @@ export class LeaseqStack extends Stack {
       removalPolicy: production ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
       deletionProtection: production,
       ...(props.testHooks && !production ? { testHooks: true } : {}),
+      ...(props.leaseMs === undefined ? {} : { environment: { LEASEQ_LEASE_MS: String(props.leaseMs) } }),
       ...(lockFile && !props.entry
         ? { projectRoot: fileURLToPath(new URL('..', import.meta.url)), depsLockFilePath: lockFile }
         : {}),

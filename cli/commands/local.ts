@@ -1,6 +1,9 @@
-import { relative } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { type Command, InvalidArgumentError } from 'commander';
 import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
+import { DeployError, deployLocal, destroyLocal, LOCAL_ACCOUNT } from '../../shared/local/deploy.ts';
 import {
   type EmulatorHandle,
   type EmulatorStatus,
@@ -108,7 +111,61 @@ export function describeStatus(status: EmulatorStatus): string {
   return lines.join('\n');
 }
 
-/** Adds `leaseq local up | provision | down | status`. */
+interface DeployFlags {
+  readonly stage: string;
+  readonly context: Record<string, string>;
+  readonly outputsFile: string;
+  readonly output: string;
+  readonly json?: boolean;
+}
+
+function collectContext(value: string, previous: Record<string, string>): Record<string, string> {
+  const at = value.indexOf('=');
+  if (at <= 0) throw new InvalidArgumentError('expected key=value');
+  return { ...previous, [value.slice(0, at)]: value.slice(at + 1) };
+}
+
+/** The pid of the embedded emulator when AWS_ENDPOINT_URL points at it (tests do), else undefined. */
+async function embeddedPidAt(endpoint: string): Promise<number | undefined> {
+  const status = await emulatorStatus({ env: { ...process.env, AWS_ENDPOINT_URL: '' } });
+  return status.mode !== 'external' && status.running && status.endpoint === endpoint
+    ? status.pid
+    : undefined;
+}
+
+/** The emulator (started if needed) and the clients a deploy talks to it with. */
+async function deployTarget() {
+  if (!existsSync(join(process.cwd(), 'cdk.json'))) {
+    throw new DeployError(
+      `no cdk.json in ${process.cwd()}: run this in the CDK project that defines the stack`,
+    );
+  }
+  const handle = await ensureEmulator({ log: progress });
+  const config = { ...awsConfigFromEnv(), endpoint: handle.endpoint };
+  const clients = createAwsClients(config);
+  const cloudFormation = new CloudFormationClient({
+    region: config.region,
+    endpoint: handle.endpoint,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test', accountId: LOCAL_ACCOUNT },
+  });
+  return {
+    clients,
+    pid: handle.mode === 'external' ? await embeddedPidAt(handle.endpoint) : handle.pid,
+    common: {
+      endpoint: handle.endpoint,
+      region: config.region,
+      projectDir: process.cwd(),
+      cloudFormation,
+      log: progress,
+    },
+    close: () => {
+      cloudFormation.destroy();
+      destroyAwsClients(clients);
+    },
+  };
+}
+
+/** Adds `leaseq local up | provision | deploy | destroy | down | status`. */
 export function register(program: Command): void {
   const local = program
     .command('local')
@@ -155,6 +212,71 @@ export function register(program: Command): void {
         );
       } finally {
         destroyAwsClients(clients);
+      }
+    });
+
+  local
+    .command('deploy')
+    .description(
+      "cdk bootstrap (first time) + cdk deploy of the stack in this directory to the emulator; closes the emulator's CloudFormation gaps (TTL, PITR) and writes the stack outputs every leaseq command accepts (--outputs)",
+    )
+    .option('--stage <stage>', 'stack stage: deploys leaseq-<stage>', 'dev')
+    .option(
+      '-c, --context <key=value>',
+      'CDK context for the app, repeatable (-c maxAttempts=3)',
+      collectContext,
+      {},
+    )
+    .option('--outputs-file <file>', 'where the stack outputs go', '.leaseq/stack-outputs.json')
+    .option('--output <dir>', 'cloud assembly directory (cdk --output)', 'cdk.out')
+    .option('--json', 'print the result as JSON')
+    .action(async (flags: DeployFlags) => {
+      const target = await deployTarget();
+      try {
+        const result = await deployLocal({
+          ...target.common,
+          stackName: `leaseq-${flags.stage}`,
+          context: { stage: flags.stage, ...flags.context },
+          outputsFile: flags.outputsFile,
+          cdkOut: flags.output,
+          dynamodb: target.clients.ddb,
+        });
+        if (flags.json) print(JSON.stringify({ ...result, outputsFile: flags.outputsFile }));
+        else {
+          for (const [key, value] of Object.entries(result.outputs)) print(`${key.padEnd(22)} ${value}`);
+          progress(
+            `deployed leaseq-${flags.stage} in ${result.seconds.toFixed(1)} s${result.bootstrapped ? ' (bootstrapped first)' : ''}; outputs in ${flags.outputsFile}: \`leaseq status --outputs ${flags.outputsFile}\``,
+          );
+        }
+      } finally {
+        target.close();
+      }
+    });
+
+  local
+    .command('destroy')
+    .description(
+      'cdk destroy of the stack on the emulator, and stop the function workers the emulator leaves running',
+    )
+    .option('--stage <stage>', 'stack stage: destroys leaseq-<stage>', 'dev')
+    .option('-c, --context <key=value>', 'CDK context for the app, repeatable', collectContext, {})
+    .option('--output <dir>', 'cloud assembly directory (cdk --output)', 'cdk.out')
+    .option('--json', 'print the result as JSON')
+    .action(async (flags: Omit<DeployFlags, 'outputsFile'>) => {
+      const target = await deployTarget();
+      try {
+        const result = await destroyLocal({
+          ...target.common,
+          stackName: `leaseq-${flags.stage}`,
+          context: { stage: flags.stage, ...flags.context },
+          cdkOut: flags.output,
+          ...(target.pid === undefined ? {} : { emulatorPid: target.pid }),
+        });
+        if (flags.json) print(JSON.stringify(result));
+        else if (result.destroyed)
+          progress(`destroyed leaseq-${flags.stage} in ${result.seconds.toFixed(1)} s`);
+      } finally {
+        target.close();
       }
     });
 

@@ -13,7 +13,7 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { delimiter, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { ListQueuesCommand } from '@aws-sdk/client-sqs';
@@ -401,7 +401,14 @@ async function startProcess(cfg: Resolved): Promise<EmulatorState> {
     // the `leaseq local up` that started it.
     detached: true,
     stdio: ['ignore', logFd, logFd],
-    env: { ...process.env, ...spec.env(LOOPBACK_HOST, cfg.port), PYTHONUNBUFFERED: '1' },
+    env: {
+      ...process.env,
+      ...spec.env(LOOPBACK_HOST, cfg.port),
+      // The emulator runs deployed Node functions with the `node` on its PATH: make that the Node this
+      // process runs on (Node 22 under npm scripts), not whatever the system PATH finds first.
+      PATH: [dirname(process.execPath), process.env.PATH ?? ''].filter(Boolean).join(delimiter),
+      PYTHONUNBUFFERED: '1',
+    },
   });
   closeSync(logFd);
   child.once('error', (error) => {

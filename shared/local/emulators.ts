@@ -57,8 +57,10 @@ const ministack: EmulatorSpec = {
     BIND_HOST: host,
     MINISTACK_HOST: host,
     GATEWAY_PORT: String(port),
-    // Only what leaseq uses: less to load, less exposed.
-    SERVICES: 'sqs,dynamodb',
+    // Only what leaseq uses: the queues and tables, plus what `cdk bootstrap` and `cdk deploy` of the
+    // stack need (CloudFormation, S3 for assets, STS, SSM for the bootstrap version, IAM for the roles,
+    // Lambda and its logs for the worker function).
+    SERVICES: 'sqs,dynamodb,cloudformation,s3,sts,ssm,iam,lambda,logs',
     PERSIST_STATE: '0',
     LOG_LEVEL: 'INFO',
   }),

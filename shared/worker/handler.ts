@@ -70,6 +70,14 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
   // Without POWERTOOLS_SERVICE_NAME (local workers) Powertools would log "service_undefined".
   const logger = options.logger ?? new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'leaseq' });
   logger.appendKeys({ worker });
+  // Once per worker (a Lambda cold start): what it runs on and with which settings, never secrets.
+  logger.info('worker started', {
+    node: process.version,
+    leaseMs: config.leaseMs,
+    maxAttempts: config.maxAttempts,
+    testHooks: config.testHooks,
+    jobTypes: registry.types(),
+  });
   const metrics = options.metrics ?? new InMemoryMetrics();
   const processor = new JobProcessor({
     store: new DynamoDbJobStore({ client: clients.doc, tableName: config.jobsTable }),

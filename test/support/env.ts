@@ -18,7 +18,8 @@ export function testClients(): AwsClients {
 let counter = 0;
 
 /** The integration run's tag (`t` + 6 hex digits); unit tests, which have no global setup, use `u`. */
-function runTag(): string {
+/** This test run's tag (part of every name `uniqueName` makes, so the teardown finds them). */
+export function runTag(): string {
   try {
     return inject('runTag') ?? 'u';
   } catch {

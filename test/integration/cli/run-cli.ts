@@ -14,7 +14,11 @@ export interface CliRun {
  * Runs `node bin/leaseq.mjs <args>` as a real subprocess against the test endpoint: stdin is not a
  * terminal, so commands behave as they do in scripts and CI.
  */
-export function leaseq(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+export function leaseq(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  timeoutMs = 60_000,
+): Promise<CliRun> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, AWS_ENDPOINT_URL: testEndpoint(), ...env };
   // Whatever the developer's shell says, the flags decide the target and errors stay one line.
   delete childEnv.LEASEQ_PREFIX;
@@ -25,7 +29,7 @@ export function leaseq(args: readonly string[], env: NodeJS.ProcessEnv = {}): Pr
       [BIN, ...args],
       {
         env: childEnv,
-        timeout: 60_000,
+        timeout: timeoutMs,
         maxBuffer: 16 * 1024 * 1024,
       },
       (error, stdout, stderr) => {
