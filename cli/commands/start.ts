@@ -1,8 +1,20 @@
 import { join } from 'node:path';
-import type { Command } from 'commander';
-import { type DemoProgress, type DemoResult, runDemo } from '../../examples/ledger/demo/run-demo.ts';
-import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
-import { ensureEmulator, stopEmulator } from '../../shared/local/emulator.ts';
+import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
+import { type Command, Option } from 'commander';
+import {
+  type DemoNames,
+  type DemoProgress,
+  type DemoResult,
+  runDemo,
+} from '../../examples/ledger/demo/run-demo.ts';
+import {
+  type AwsClients,
+  awsConfigFromEnv,
+  createAwsClients,
+  destroyAwsClients,
+} from '../../shared/aws/clients.ts';
+import { deployLocal, LOCAL_ACCOUNT } from '../../shared/local/deploy.ts';
+import { type EmulatorHandle, ensureEmulator, stopEmulator } from '../../shared/local/emulator.ts';
 import { provisionLocal } from '../../shared/local/provision.ts';
 import { fractionArg, integerArg } from '../format.ts';
 
@@ -18,6 +30,7 @@ interface StartFlags {
   readonly leaseMs: number;
   readonly timeout: number;
   readonly prefix?: string;
+  readonly runtime: 'local' | 'lambda';
   readonly json?: boolean;
 }
 
@@ -44,6 +57,14 @@ export function register(program: Command): void {
     .option('--lease-ms <ms>', 'job lease of the demo workers', integerArg(1000, 600_000), 3000)
     .option('--timeout <s>', 'give up after this many seconds', integerArg(10, 86_400), 900)
     .option('--prefix <prefix>', 'resource name prefix (default: leaseq-local)')
+    .addOption(
+      new Option(
+        '--runtime <runtime>',
+        'who runs the jobs: local worker processes, or the stack deployed to the emulator (leaseq local deploy --stage demo) fired by its event source mapping',
+      )
+        .choices(['local', 'lambda'])
+        .default('local'),
+    )
     .option('--json', 'print the summary as JSON')
     .action(async (flags: StartFlags) => {
       process.exitCode = await start(flags);
@@ -69,24 +90,17 @@ async function start(flags: StartFlags): Promise<number> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    const provisioned = await provisionLocal({ clients, ...(flags.prefix ? { prefix: flags.prefix } : {}) });
-    say(
-      `provisioned queues ${provisioned.queues.map((q) => q.name).join(', ')}; tables ${provisioned.tables.map((t) => t.name).join(', ')} ` +
-        `(${provisioned.queues.length + provisioned.tables.length} resources, ${Math.round(provisioned.elapsedMs)} ms)`,
-    );
-    const o = provisioned.outputs;
+    const names =
+      flags.runtime === 'lambda'
+        ? await deployDemo(flags, emulator, clients, say)
+        : await provision(flags, clients, say);
     bar = process.stderr.isTTY && !flags.json ? progressBar() : undefined;
     let lastLine = 0;
     const result = await runDemo({
       clients,
       endpoint: emulator.endpoint,
-      names: {
-        queueUrl: o.JobsQueueUrl,
-        dlqUrl: o.DlqUrl,
-        jobsTable: o.JobsTableName,
-        leasesTable: o.LeasesTableName,
-        ledgerTable: provisioned.appTables.ledger ?? '',
-      },
+      names,
+      runtime: flags.runtime,
       mix: {
         jobs: flags.jobs,
         accounts: flags.accounts,
@@ -96,6 +110,9 @@ async function start(flags: StartFlags): Promise<number> {
         slowMs: flags.leaseMs * 2,
         poison: flags.poison,
         crashes: flags.crashes,
+        // In the deployed function, a crash before the first heartbeat would hide the message for 6 x
+        // the function timeout; past one beat it is back within a lease.
+        ...(flags.runtime === 'lambda' ? { crashAfterMs: Math.ceil(flags.leaseMs / 2) } : {}),
       },
       workers: flags.workers,
       leaseMs: flags.leaseMs,
@@ -127,7 +144,81 @@ async function start(flags: StartFlags): Promise<number> {
   }
 }
 
+/** Local workers: the stack's queues and tables, provisioned from its template. */
+async function provision(
+  flags: StartFlags,
+  clients: AwsClients,
+  say: (line: string) => void,
+): Promise<DemoNames> {
+  const provisioned = await provisionLocal({ clients, ...(flags.prefix ? { prefix: flags.prefix } : {}) });
+  say(
+    `provisioned queues ${provisioned.queues.map((q) => q.name).join(', ')}; tables ${provisioned.tables.map((t) => t.name).join(', ')} ` +
+      `(${provisioned.queues.length + provisioned.tables.length} resources, ${Math.round(provisioned.elapsedMs)} ms)`,
+  );
+  const o = provisioned.outputs;
+  return {
+    queueUrl: o.JobsQueueUrl,
+    dlqUrl: o.DlqUrl,
+    jobsTable: o.JobsTableName,
+    leasesTable: o.LeasesTableName,
+    ledgerTable: provisioned.appTables.ledger ?? '',
+  };
+}
+
+/** `--runtime lambda`: the real stack deployed to the emulator (stage demo), with the demo's test hooks. */
+async function deployDemo(
+  flags: StartFlags,
+  emulator: EmulatorHandle,
+  clients: AwsClients,
+  say: (line: string) => void,
+): Promise<DemoNames> {
+  const stackName = 'leaseq-demo';
+  const cloudFormation = new CloudFormationClient({
+    region: await clients.sqs.config.region(),
+    endpoint: emulator.endpoint,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test', accountId: LOCAL_ACCOUNT },
+  });
+  try {
+    const outputsFile = join(process.cwd(), '.leaseq', 'demo-outputs.json');
+    const result = await deployLocal({
+      endpoint: emulator.endpoint,
+      region: await clients.sqs.config.region(),
+      projectDir: process.cwd(),
+      stackName,
+      context: {
+        stage: 'demo',
+        testHooks: 'true',
+        leaseMs: String(flags.leaseMs),
+        maxAttempts: '5',
+        workerTimeoutSeconds: String(Math.max(15, Math.ceil((flags.leaseMs * 2) / 1000) + 10)),
+        maxConcurrency: String(Math.max(2, flags.workers)),
+      },
+      outputsFile,
+      cdkOut: join('.leaseq', 'cdk.out'),
+      cloudFormation,
+      dynamodb: clients.ddb,
+      log: (line) => (line.startsWith('  ') ? undefined : say(line)),
+    });
+    say(
+      `deployed ${stackName} in ${result.seconds.toFixed(1)} s: its function runs the jobs (outputs in ${outputsFile})`,
+    );
+    const o = result.outputs;
+    return {
+      queueUrl: o.JobsQueueUrl ?? '',
+      dlqUrl: o.DlqUrl ?? '',
+      jobsTable: o.JobsTableName ?? '',
+      leasesTable: o.LeasesTableName ?? '',
+      ledgerTable: o.LedgerTableName ?? '',
+    };
+  } finally {
+    cloudFormation.destroy();
+  }
+}
+
 function progressLine(p: DemoProgress): string {
+  if (p.runtime === 'lambda') {
+    return `sent ${p.sent}/${p.total} messages | done ${p.done}/${p.expected} jobs | DLQ ${p.dead} | deployed function`;
+  }
   return (
     `sent ${p.sent}/${p.total} messages | done ${p.done}/${p.expected} jobs | dup skipped ${p.duplicatesSkipped} | ` +
     `retries ${p.retries} | takeovers ${p.leasesTakenOver} | DLQ ${p.dead} | workers ${p.workersAlive}` +
@@ -188,14 +279,21 @@ export function summary(r: DemoResult, endpoint: string, prefix?: string): strin
   );
   lines.push(`  completed   ${r.completed} of ${r.workload.unique - r.workload.poison} expected`);
   lines.push(`  dead        ${r.deadLettered} jobs dead-lettered (expected ${r.workload.poison})`);
-  lines.push(
-    `  protocol    ${c.DuplicateSkipped ?? 0} duplicates skipped (${c.CacheHit ?? 0} from the local cache), ` +
-      `${c.JobRetried ?? 0} retries, ${c.LeaseExpired ?? 0} expired leases taken over, ${c.OptimisticConflict ?? 0} optimistic conflicts`,
-  );
-  lines.push(
-    `  workers     ${r.perWorker.map((w) => `${w.id}: ${w.succeeded}${w.exit === 'SIGKILL' ? ' (killed)' : ''}`).join(', ')}` +
-      (r.workerRestarts ? `; ${r.workerRestarts} replaced after a crash` : ''),
-  );
+  if (r.runtime === 'lambda') {
+    lines.push(
+      '  protocol    (counters stay in the deployed function: see its log group in CloudWatch Logs)',
+    );
+    lines.push('  workers     the deployed function, fired by its SQS event source mapping');
+  } else {
+    lines.push(
+      `  protocol    ${c.DuplicateSkipped ?? 0} duplicates skipped (${c.CacheHit ?? 0} from the local cache), ` +
+        `${c.JobRetried ?? 0} retries, ${c.LeaseExpired ?? 0} expired leases taken over, ${c.OptimisticConflict ?? 0} optimistic conflicts`,
+    );
+    lines.push(
+      `  workers     ${r.perWorker.map((w) => `${w.id}: ${w.succeeded}${w.exit === 'SIGKILL' ? ' (killed)' : ''}`).join(', ')}` +
+        (r.workerRestarts ? `; ${r.workerRestarts} replaced after a crash` : ''),
+    );
+  }
   lines.push('');
   if (r.aborted) {
     // Unfinished jobs make accounts differ from the end state: no verdict rows, only how far it got.

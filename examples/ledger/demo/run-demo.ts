@@ -30,6 +30,12 @@ export interface DemoOptions {
   readonly mix?: WorkloadMix;
   /** Worker processes. @default 3 */
   readonly workers?: number;
+  /**
+   * Who runs the jobs: local worker processes (started here, killed by the crashing jobs and replaced),
+   * or `lambda`, the stack's deployed function fired by its event source mapping (nothing started here;
+   * its counters are not collected). @default 'local'
+   */
+  readonly runtime?: 'local' | 'lambda';
   /** Job lease of the demo workers; short so crashes recover fast. @default 3000 */
   readonly leaseMs?: number;
   /** Attempts before a job is dead-lettered. @default 5 */
@@ -47,6 +53,8 @@ export interface DemoOptions {
 }
 
 export interface DemoProgress {
+  /** Who runs the jobs (the deployed function's counters are not collected). */
+  readonly runtime: 'local' | 'lambda';
   readonly total: number;
   readonly sent: number;
   readonly done: number;
@@ -81,6 +89,8 @@ export interface DeadLetterSummary {
 
 export interface DemoResult {
   readonly runId: string;
+  /** Who ran the jobs. */
+  readonly runtime: 'local' | 'lambda';
   readonly workload: Workload['counts'] & { readonly messages: number };
   readonly completed: number;
   readonly deadLettered: number;
@@ -126,26 +136,29 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
 
   let stopping = false;
   let restarts = 0;
-  const pool = new WorkerPool({
-    count: options.workers ?? 3,
-    logDir: join(options.logDir, runId),
-    jobsModule: LEDGER_JOB_MODULE,
-    env: {
-      ...(options.endpoint ? { AWS_ENDPOINT_URL: options.endpoint } : {}),
-      POWERTOOLS_LOG_LEVEL: 'INFO',
-      LEASEQ_BACKOFF_BASE_SECONDS: '1',
-      LEASEQ_BACKOFF_CAP_SECONDS: '8',
-      ...workerEnv({
-        ...names,
-        tables: { ledger: names.ledgerTable },
-        // The demo's flaky, slow, crashing and poison jobs are test hooks in their payloads.
-        testHooks: true,
-        leaseMs: options.leaseMs ?? 3000,
-        maxAttempts: options.maxAttempts ?? 5,
-      }),
-    },
-  });
-  pool.on('exit', (info) => {
+  const pool =
+    options.runtime === 'lambda'
+      ? undefined
+      : new WorkerPool({
+          count: options.workers ?? 3,
+          logDir: join(options.logDir, runId),
+          jobsModule: LEDGER_JOB_MODULE,
+          env: {
+            ...(options.endpoint ? { AWS_ENDPOINT_URL: options.endpoint } : {}),
+            POWERTOOLS_LOG_LEVEL: 'INFO',
+            LEASEQ_BACKOFF_BASE_SECONDS: '1',
+            LEASEQ_BACKOFF_CAP_SECONDS: '8',
+            ...workerEnv({
+              ...names,
+              tables: { ledger: names.ledgerTable },
+              // The demo's flaky, slow, crashing and poison jobs are test hooks in their payloads.
+              testHooks: true,
+              leaseMs: options.leaseMs ?? 3000,
+              maxAttempts: options.maxAttempts ?? 5,
+            }),
+          },
+        });
+  pool?.on('exit', (info) => {
     if (stopping) return;
     restarts += 1;
     options.onEvent?.(
@@ -153,25 +166,27 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     );
     void pool.spawn();
   });
+  const total = (counter: string) => pool?.total(counter) ?? 0;
 
   const states = new Map<string, string>();
   let sent = 0;
   const progress = (): DemoProgress => ({
+    runtime: options.runtime ?? 'local',
     total: workload.messages.length,
     sent,
     done: countStates(states, JobStatus.Completed),
     dead: countStates(states, JobStatus.Dead),
     expected: workload.counts.unique,
-    duplicatesSkipped: pool.total('DuplicateSkipped'),
-    retries: pool.total('JobRetried'),
-    leasesTakenOver: pool.total('LeaseExpired'),
-    workersAlive: pool.alive,
+    duplicatesSkipped: total('DuplicateSkipped'),
+    retries: total('JobRetried'),
+    leasesTakenOver: total('LeaseExpired'),
+    workersAlive: pool?.alive ?? 0,
     workerRestarts: restarts,
   });
   const ticker = setInterval(() => options.onProgress?.(progress()), 500);
   let timedOut = false;
   try {
-    await pool.start();
+    await pool?.start();
     const report = await sendMessages(clients.sqs, names.queueUrl, workload.messages, {
       ...(options.signal ? { signal: options.signal } : {}),
       onProgress: (p) => {
@@ -203,7 +218,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     clearInterval(ticker);
     options.onProgress?.(progress());
     stopping = true;
-    await pool.stop(10_000);
+    await pool?.stop(10_000);
   }
 
   // A stopped run still reports where every job got to.
@@ -215,13 +230,14 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     return { account, expected, actual, ok: actual === expected };
   });
   const deadLetters = await runDeadLetters(clients, names.dlqUrl, runId, started);
-  const counters = Object.fromEntries(COUNTERS.map((c) => [c, pool.total(c)]));
+  const counters = pool ? Object.fromEntries(COUNTERS.map((c) => [c, pool.total(c)])) : {};
   const missing = workload.expectedDone.filter((k) => states.get(k) !== JobStatus.Completed);
   const deadOk = workload.expectedDead.every((k) => states.get(k) === JobStatus.Dead);
   const moneyExpected = accounts.reduce((n, a) => n + a.expected, 0);
   const moneyActual = accounts.reduce((n, a) => n + (a.actual ?? 0), 0);
   return {
     runId,
+    runtime: options.runtime ?? 'local',
     workload: { ...workload.counts, messages: workload.messages.length },
     completed: countStates(states, JobStatus.Completed),
     deadLettered: countStates(states, JobStatus.Dead),
@@ -231,7 +247,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     moneyActual,
     deadLetters,
     counters,
-    perWorker: [...pool.workers.values()].map((w) => ({
+    perWorker: [...(pool?.workers.values() ?? [])].map((w) => ({
       id: w.id,
       succeeded: w.counters.JobSucceeded ?? 0,
       exit: w.exitSignal ?? (w.exitCode === null ? 'running' : `exit ${w.exitCode}`),

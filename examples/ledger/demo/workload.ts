@@ -19,6 +19,12 @@ export interface WorkloadMix {
   readonly poison?: number;
   /** Transfers whose worker process dies between debit and credit. @default 2 */
   readonly crashes?: number;
+  /**
+   * How long a crashing transfer works before its debit. Past a heartbeat, the message's visibility is
+   * already down to the lease when the worker dies, so it comes back within seconds (a deployed
+   * function's batch is otherwise hidden for 6 x its timeout). @default 0
+   */
+  readonly crashAfterMs?: number;
   /** Balance each account starts with. @default 1000 */
   readonly initialBalance?: number;
   /** Randomness, injectable for tests. @default Math.random */
@@ -82,7 +88,9 @@ export function planWorkload(runId: string, mix: WorkloadMix = {}): Workload {
         case 'poison':
           return { simulate: { permanent: true } };
         case 'crash':
-          return { simulate: { crashAfterStep: 'debit' } };
+          return {
+            simulate: { crashAfterStep: 'debit', ...(mix.crashAfterMs ? { sleepMs: mix.crashAfterMs } : {}) },
+          };
         case 'slow':
           return { simulate: { sleepMs: mix.slowMs ?? 6000 } };
         default:
