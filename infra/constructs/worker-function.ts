@@ -62,20 +62,10 @@ export interface WorkerFunctionProps {
  * action it performs (Put/Update/Delete/ConditionCheck), so these lists cover the completion transaction.
  */
 export const WORKER_TABLE_ACTIONS = {
-  jobs: [
-    'dynamodb:GetItem',
-    'dynamodb:PutItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:DeleteItem',
-    'dynamodb:ConditionCheckItem',
-  ],
-  leases: [
-    'dynamodb:GetItem',
-    'dynamodb:PutItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:DeleteItem',
-    'dynamodb:ConditionCheckItem',
-  ],
+  /** The job store only reads and updates job items (the claim is a conditional UpdateItem). */
+  jobs: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+  /** Named leases: conditional updates, and the ConditionCheck a fenced commit carries. */
+  leases: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
   /** Application tables: reads, and the writes effects make (Put, Update, Delete, ConditionCheck). */
   effects: [
     'dynamodb:GetItem',

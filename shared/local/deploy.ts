@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import {
   type CloudFormationClient,
@@ -171,7 +171,11 @@ function runCdk(
     );
   }
   return new Promise((resolve, reject) => {
-    const child = spawn(bin, [...args, '--no-notices', '--ci'], {
+    // An emulator with TLS and its own certificate: the CDK CLI trusts it only through --ca-bundle-path
+    // (NODE_EXTRA_CA_CERTS, which this process honours, does not reach the CLI's HTTP agent).
+    const bundle = caBundle(env, options.projectDir);
+    const extra = ['--no-notices', '--ci', ...(bundle ? ['--ca-bundle-path', bundle] : [])];
+    const child = spawn(bin, [...args, ...extra], {
       cwd: options.projectDir,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -185,6 +189,21 @@ function runCdk(
     child.on('error', reject);
     child.on('close', (code) => resolve(code ?? 1));
   });
+}
+
+/**
+ * The CA bundle the CDK CLI should trust: AWS_CA_BUNDLE plus NODE_EXTRA_CA_CERTS (an emulator's own
+ * certificate) in one file, since the CLI takes a single bundle. Undefined when neither is set.
+ */
+function caBundle(env: NodeJS.ProcessEnv, projectDir: string): string | undefined {
+  const extra = env.NODE_EXTRA_CA_CERTS;
+  const base = env.AWS_CA_BUNDLE;
+  if (!extra) return base || undefined;
+  const parts = [base, extra].filter((f): f is string => Boolean(f) && existsSync(f as string));
+  const file = join(projectDir, '.leaseq', 'tmp', 'cdk-ca-bundle.pem');
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, parts.map((f) => readFileSync(f, 'utf8')).join('\n'));
+  return file;
 }
 
 async function stackExists(cfn: CloudFormationClient, stackName: string): Promise<boolean> {
