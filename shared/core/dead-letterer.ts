@@ -15,6 +15,7 @@ import type { RecordMessage } from './record-message.ts';
 import type { JobRenewer } from './renewer.ts';
 import { MetricName } from './statuses.ts';
 import { boundedSignal } from './timeout-signal.ts';
+import { inSpan } from './tracing.ts';
 
 /** How a dead-lettering ended for the message: gone (`delete`) or kept for another try (`retain`). */
 export interface DeadLetterOutcome {
@@ -45,7 +46,22 @@ export class DeadLetterer {
     this.#o = options;
   }
 
-  async claimed(
+  claimed(
+    message: RecordMessage,
+    envelope: JobEnvelope,
+    lease: JobLease,
+    renewer: JobRenewer,
+    log: JobLog,
+    cause: DeadLetterCause,
+  ): Promise<DeadLetterOutcome> {
+    return inSpan(
+      'leaseq.dead_letter',
+      { 'leaseq.dead_letter.reason': cause.reason, 'error.type': cause.errorClass },
+      () => this.#claimed(message, envelope, lease, renewer, log, cause),
+    );
+  }
+
+  async #claimed(
     message: RecordMessage,
     envelope: JobEnvelope,
     lease: JobLease,

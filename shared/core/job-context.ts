@@ -7,6 +7,7 @@ import type { MetricsSink } from './metrics.ts';
 import { conflictPause } from './optimistic.ts';
 import type { TableMap } from './registry.ts';
 import { MetricName } from './statuses.ts';
+import { inSpan } from './tracing.ts';
 import { type HeldLease, holdLease, jobLeaseOwner, type LeaseHandle } from './with-lease.ts';
 
 /** What a step hands back: effects committed with its checkpoint, and data kept for resume. */
@@ -188,6 +189,10 @@ export class JobContext<T extends TableMap = TableMap> {
    */
   async step<T>(name: string, build: () => Promise<StepOutcome<T>>): Promise<T | undefined> {
     if (this.isDone(name)) return this.stepData<T>(name);
+    return inSpan(`leaseq.step ${name}`, { 'leaseq.step': name }, () => this.#runStep(name, build));
+  }
+
+  async #runStep<T>(name: string, build: () => Promise<StepOutcome<T>>): Promise<T | undefined> {
     for (let tryNumber = 1; ; tryNumber++) {
       this.throwIfAborted();
       const outcome = await build();

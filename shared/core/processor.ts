@@ -1,4 +1,5 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import { SpanStatusCode, trace } from '@opentelemetry/api';
 import type { SQSRecord } from 'aws-lambda';
 import type { EffectTables } from '../jobs/effect-tables.ts';
 import { validatePayload } from '../jobs/standard-schema.ts';
@@ -31,6 +32,7 @@ import type { AnyJobDefinition, JobRegistry } from './registry.ts';
 import { JobRenewer } from './renewer.ts';
 import { JobStatus, MetricName } from './statuses.ts';
 import { boundedSignal } from './timeout-signal.ts';
+import { contextFromTraceparent, inSpan, SpanKind } from './tracing.ts';
 
 /** Longest batch: Lambda's (and the local runner's) timeout maximum, 15 min. */
 const MAX_BATCH_SECONDS = 900;
@@ -210,6 +212,30 @@ export class JobProcessor {
       ...(envelope.trace ? { traceId: envelope.trace.split('-')[1] } : {}),
     });
     const job: Job = { message: new RecordMessage(this.#queue, record, log), envelope, log };
+    // One span per record, a child of the producer's: the trace runs from the send to the result.
+    return inSpan(
+      `leaseq.process ${envelope.type}`,
+      {
+        'messaging.system': 'aws_sqs',
+        'messaging.operation.type': 'process',
+        'messaging.message.id': record.messageId,
+        'leaseq.job.type': envelope.type,
+      },
+      async (span) => {
+        const outcome = await this.#processJob(job, options);
+        span.setAttribute('leaseq.outcome', outcome.action);
+        if (outcome.action === 'dead-lettered')
+          span.setStatus({ code: SpanStatusCode.ERROR, message: 'dead-lettered' });
+        return outcome;
+      },
+      { parent: contextFromTraceparent(envelope.trace), kind: SpanKind.CONSUMER },
+    );
+  }
+
+  /** The pipeline after parsing: cache, claim (or its refusal), run, commit or the failure decision. */
+  async #processJob(job: Job, options: ProcessOptions): Promise<RecordOutcome> {
+    const { envelope, log } = job;
+    const record = job.message.record;
     const outcome = (action: RecordOutcome['action'], disposition: RecordOutcome['disposition']) =>
       ({ messageId: record.messageId, dedupKey: envelope.dedupKey, action, disposition }) as const;
 
@@ -239,6 +265,7 @@ export class JobProcessor {
 
     const lease = claim.lease;
     log.setKeys({ attempt: lease.attempts, token: lease.token });
+    trace.getActiveSpan()?.setAttributes({ 'leaseq.attempt': lease.attempts, 'leaseq.token': lease.token });
     if (claim.kind === 'takeover') {
       this.#metrics.count(MetricName.LeaseExpired);
       log.warn('took over a job whose lease expired; resuming from its checkpoint', {
@@ -278,17 +305,19 @@ export class JobProcessor {
     const { envelope, message, log } = job;
     const bound = boundedSignal(leaseMs - leaseSafetyMs(leaseMs), 'the claim would outlast its lease');
     try {
-      const claim = await this.#store.claim(
-        {
-          dedupKey: envelope.dedupKey,
-          owner: this.#worker,
-          messageId: message.record.messageId,
-          type: envelope.type,
-          createdAt: envelope.createdAt,
-          leaseMs,
-          now,
-        },
-        { signal: bound.signal },
+      const claim = await inSpan('leaseq.claim', {}, () =>
+        this.#store.claim(
+          {
+            dedupKey: envelope.dedupKey,
+            owner: this.#worker,
+            messageId: message.record.messageId,
+            type: envelope.type,
+            createdAt: envelope.createdAt,
+            leaseMs,
+            now,
+          },
+          { signal: bound.signal },
+        ),
       );
       this.#metrics.observe(MetricName.StoreLatency, this.#now() - now);
       return claim;
@@ -488,7 +517,11 @@ export class JobProcessor {
     log: JobLog,
   ): Promise<FencedWriteResult> {
     try {
-      return await this.#store.complete(lease, result, effects, { signal });
+      return await inSpan(
+        'leaseq.commit',
+        { 'leaseq.attempt': lease.attempts, 'leaseq.token': lease.token },
+        () => this.#store.complete(lease, result, effects, { signal }),
+      );
     } catch (error) {
       if (!(error instanceof StoreUnavailableError)) throw error;
       const bound = boundedSignal(Math.max(1000, leaseSafetyMs(this.#leaseMs)), 'commit check');
@@ -565,6 +598,10 @@ export class JobProcessor {
     const { message, log } = job;
     if (decision.outage) this.#metrics.count(MetricName.StoreUnavailable);
     this.#metrics.count(MetricName.JobRetried);
+    trace.getActiveSpan()?.addEvent('leaseq.retry', {
+      'leaseq.retry.delay_seconds': decision.delaySeconds,
+      'error.type': errorClass(error),
+    });
     log.warn('attempt failed; releasing the lease and retrying after a backoff', {
       reason: errorClass(error),
       error: describe(error),

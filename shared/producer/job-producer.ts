@@ -4,6 +4,7 @@ import { awsConfigFromEnv, createAwsClients } from '../aws/clients.ts';
 import { type JobEnvelope, makeEnvelope, parseEnvelope } from '../core/envelope.ts';
 import { InvalidEnvelopeError, LeaseqError } from '../core/errors.ts';
 import { JobRegistry, type JobSource } from '../core/registry.ts';
+import { leaseqTracer, recordFailure, SpanKind, traceparentOf } from '../core/tracing.ts';
 import { payloadProblem } from '../jobs/standard-schema.ts';
 import { type OutgoingMessage, type SendFailure, sendMessages } from '../ops/send.ts';
 
@@ -131,14 +132,14 @@ export class JobProducer {
    * The envelope of one job, checked: the body the worker receives.
    * @throws InvalidJobError when the worker would refuse it.
    */
-  envelope<P>(job: JobInput<P>, index = 0): JobEnvelope {
+  envelope<P>(job: JobInput<P>, index = 0, sendSpan?: string): JobEnvelope {
     const envelope = makeEnvelope({
       id: job.id ?? randomUUID(),
       dedupKey: job.dedupKey,
       type: job.type,
       payload: job.payload,
       ...(job.createdAt ? { createdAt: job.createdAt } : {}),
-      trace: job.traceparent ?? this.#traceparent() ?? newTraceparent(),
+      trace: job.traceparent ?? sendSpan ?? this.#traceparent() ?? newTraceparent(),
     });
     try {
       parseEnvelope(
@@ -172,7 +173,34 @@ export class JobProducer {
    * @throws InvalidJobError before sending anything when a job is invalid.
    */
   async sendBatch(jobs: readonly JobInput[]): Promise<SendJobsResult> {
-    const envelopes = jobs.map((job, i) => this.envelope(job, i));
+    // A PRODUCER span per job (a no-op without an OpenTelemetry SDK): its context is the envelope's
+    // traceparent, so the worker's spans continue this trace. A job given its own traceparent keeps it.
+    const spans = jobs.map((job) =>
+      job.traceparent
+        ? undefined
+        : leaseqTracer().startSpan(`leaseq.send ${job.type}`, {
+            kind: SpanKind.PRODUCER,
+            attributes: {
+              'messaging.system': 'aws_sqs',
+              'messaging.operation.type': 'send',
+              'leaseq.job.type': job.type,
+            },
+          }),
+    );
+    let envelopes: JobEnvelope[];
+    try {
+      envelopes = jobs.map((job, i) => {
+        const span = spans[i];
+        return this.envelope(job, i, span ? traceparentOf(span) : undefined);
+      });
+    } catch (error) {
+      for (const span of spans) {
+        if (span) recordFailure(span, error);
+        span?.end();
+      }
+      throw error;
+    }
+    const spanOf = new Map(envelopes.map((e, i) => [e, spans[i]]));
     const byMessage = new Map<OutgoingMessage, JobEnvelope>();
     const messages = envelopes.map((envelope) => {
       const message: OutgoingMessage = { body: JSON.stringify(envelope), dedupKey: envelope.dedupKey };
@@ -185,11 +213,19 @@ export class JobProducer {
       concurrency: this.#concurrency,
       onSent: (message, messageId) => {
         const e = byMessage.get(message);
-        if (e) sent.push({ dedupKey: e.dedupKey, id: e.id, messageId, traceparent: e.trace ?? '' });
+        if (!e) return;
+        sent.push({ dedupKey: e.dedupKey, id: e.id, messageId, traceparent: e.trace ?? '' });
+        const span = spanOf.get(e);
+        span?.setAttribute('messaging.message.id', messageId);
+        span?.end();
       },
       onFailed: (message, failure: SendFailure) => {
         const e = byMessage.get(message);
-        if (e) failed.push({ dedupKey: e.dedupKey, id: e.id, code: failure.code, message: failure.message });
+        if (!e) return;
+        failed.push({ dedupKey: e.dedupKey, id: e.id, code: failure.code, message: failure.message });
+        const span = spanOf.get(e);
+        if (span) recordFailure(span, new Error(`${failure.code}: ${failure.message}`));
+        span?.end();
       },
     });
     return { sent, failed };

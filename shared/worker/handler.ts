@@ -13,6 +13,7 @@ import { JobRegistry, type JobSource } from '../core/registry.ts';
 import { SqsJobQueue } from '../core/sqs-job-queue.ts';
 import { EffectTables } from '../jobs/effect-tables.ts';
 import { type WorkerConfig, workerConfigFromEnv } from './config.ts';
+import { startTracingFromEnv } from './tracing.ts';
 
 /** Options of {@link createWorkerHandler}; only `jobs` is required, the rest defaults to the environment. */
 export interface WorkerHandlerOptions {
@@ -98,12 +99,18 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
     backoff: { baseSeconds: config.backoffBaseSeconds, capSeconds: config.backoffCapSeconds },
     metrics,
   });
+  const tracing = startTracingFromEnv(env);
   const handle = async (event: SQSEvent, context: Pick<Context, 'getRemainingTimeInMillis'>) => {
     if ('awsRequestId' in context) logger.addContext(context as Context);
     const deadline = Date.now() + context.getRemainingTimeInMillis() - config.deadlineMarginMs;
     const { response, outcomes } = await processBatch(event.Records, processor, {
       concurrency: config.concurrency,
       deadline,
+    }).finally(async () => {
+      // Before the invocation returns: Lambda may freeze the process right after.
+      await tracing
+        ?.flush()
+        .catch((error: unknown) => logger.warn('could not export traces', { error: String(error) }));
     });
     logger.debug('batch done', {
       records: outcomes.length,

@@ -1,0 +1,80 @@
+import {
+  type Attributes,
+  type Context,
+  context,
+  isSpanContextValid,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
+import { describe, errorClass } from './errors.ts';
+
+/*
+ * Tracing through the OpenTelemetry API only: without an SDK registered (the default) every span is a
+ * no-op. The worker registers one when the standard OTEL_* variables ask for it (shared/worker/tracing.ts);
+ * a producer's application registers its own. Span attributes never carry payloads or dedup keys.
+ */
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+export { SpanKind };
+
+/** leaseq's tracer (resolved per call: an SDK registered later still takes effect). */
+export function leaseqTracer() {
+  return trace.getTracer('leaseq');
+}
+
+/** The remote parent a W3C `traceparent` names, as a context; the root context when it is absent or bad. */
+export function contextFromTraceparent(traceparent: string | undefined): Context {
+  const match = traceparent ? TRACEPARENT.exec(traceparent) : null;
+  if (!match?.[1] || !match[2] || !match[3]) return ROOT_CONTEXT;
+  const spanContext = {
+    traceId: match[1],
+    spanId: match[2],
+    traceFlags: Number.parseInt(match[3], 16),
+    isRemote: true,
+  };
+  return isSpanContextValid(spanContext) ? trace.setSpanContext(ROOT_CONTEXT, spanContext) : ROOT_CONTEXT;
+}
+
+/** The W3C `traceparent` of a span, or undefined for a span no SDK records (invalid context). */
+export function traceparentOf(span: Span): string | undefined {
+  const c = span.spanContext();
+  if (!isSpanContextValid(c)) return undefined;
+  return `00-${c.traceId}-${c.spanId}-${c.traceFlags.toString(16).padStart(2, '0')}`;
+}
+
+/** Marks a span failed with the error (class and message; no stack, no payload). */
+export function recordFailure(span: Span, error: unknown): void {
+  span.setStatus({ code: SpanStatusCode.ERROR, message: describe(error) });
+  span.setAttribute('error.type', errorClass(error));
+  if (error instanceof Error) span.recordException({ name: error.name, message: error.message });
+}
+
+/**
+ * Runs `fn` in a child span of the active context (or `parent`): ended when `fn` settles, failed when
+ * it throws (the error is rethrown).
+ */
+export async function inSpan<T>(
+  name: string,
+  attributes: Attributes,
+  fn: (span: Span) => Promise<T>,
+  options: { readonly parent?: Context; readonly kind?: SpanKind } = {},
+): Promise<T> {
+  const parent = options.parent ?? context.active();
+  const span = leaseqTracer().startSpan(
+    name,
+    { attributes, kind: options.kind ?? SpanKind.INTERNAL },
+    parent,
+  );
+  try {
+    return await context.with(trace.setSpan(parent, span), () => fn(span));
+  } catch (error) {
+    recordFailure(span, error);
+    throw error;
+  } finally {
+    span.end();
+  }
+}
