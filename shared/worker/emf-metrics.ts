@@ -13,8 +13,11 @@ export type EmfDimension = (typeof EMF_DIMENSIONS)[number];
 /** Value used in place of a dimension value outside its declared vocabulary. */
 export const OTHER_DIMENSION_VALUE = 'other';
 
-/** Powertools flushes by itself at 100 values of one metric; we chunk below that so no flush is implicit. */
-const MAX_VALUES_PER_BLOB = 100;
+/**
+ * Powertools publishes by itself when one metric reaches 100 values (and clears the dimensions); we
+ * chunk below that so every publish is ours and carries its dimensions.
+ */
+const MAX_VALUES_PER_BLOB = 99;
 
 export interface EmfMetricsOptions {
   /** CloudWatch namespace. @default 'leaseq' */
@@ -92,23 +95,23 @@ export class EmfMetrics implements MetricsSink {
         ...[...group.observations.values()].map((v) => Math.ceil(v.length / MAX_VALUES_PER_BLOB)),
       );
       for (let round = 0; round < rounds; round++) {
-        let added = 0;
-        if (round === 0) {
-          for (const [name, value] of group.counts) {
-            this.#metrics.addMetric(name, MetricUnit.Count, value);
-            added++;
-          }
-        }
-        for (const [name, values] of group.observations) {
-          const chunk = values.slice(round * MAX_VALUES_PER_BLOB, (round + 1) * MAX_VALUES_PER_BLOB);
-          for (const v of chunk) this.#metrics.addMetric(name, MetricUnit.Milliseconds, v);
-          added += chunk.length;
-        }
-        if (added === 0) continue;
         const entries = Object.entries(group.dimensions);
+        const counts = round === 0 ? [...group.counts] : [];
+        const chunks = [...group.observations]
+          .map(
+            ([name, v]) =>
+              [name, v.slice(round * MAX_VALUES_PER_BLOB, (round + 1) * MAX_VALUES_PER_BLOB)] as const,
+          )
+          .filter(([, v]) => v.length > 0);
+        if (counts.length === 0 && chunks.length === 0) continue;
+        // Dimensions first: they belong to the blob the next publish writes.
         for (const [k, v] of entries) this.#metrics.addDimension(k, v);
         // An empty extra set serialises as [service]: the total across the breakdown above.
         if (entries.length > 0) this.#metrics.addDimensions({});
+        for (const [name, value] of counts) this.#metrics.addMetric(name, MetricUnit.Count, value);
+        for (const [name, values] of chunks) {
+          for (const v of values) this.#metrics.addMetric(name, MetricUnit.Milliseconds, v);
+        }
         this.#metrics.publishStoredMetrics();
       }
     }
