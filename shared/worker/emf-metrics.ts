@@ -20,7 +20,7 @@ export const OTHER_DIMENSION_VALUE = 'other';
 const MAX_VALUES_PER_BLOB = 99;
 
 export interface EmfMetricsOptions {
-  /** CloudWatch namespace. @default 'leaseq' */
+  /** CloudWatch namespace. @default env.POWERTOOLS_METRICS_NAMESPACE (the stack sets 'leaseq'), else 'leaseq' */
   readonly namespace?: string;
   /** The `service` dimension of every metric. @default env.POWERTOOLS_SERVICE_NAME, else 'leaseq' */
   readonly serviceName?: string;
@@ -60,7 +60,7 @@ export class EmfMetrics implements MetricsSink {
     this.#metrics =
       options.metrics ??
       new Metrics({
-        namespace: options.namespace ?? 'leaseq',
+        namespace: options.namespace ?? env.POWERTOOLS_METRICS_NAMESPACE ?? 'leaseq',
         serviceName: options.serviceName ?? env.POWERTOOLS_SERVICE_NAME ?? 'leaseq',
       });
     this.#values = Object.fromEntries(
