@@ -136,7 +136,7 @@ export class DeadLetterer {
       );
     }
     await message.delete();
-    this.#o.metrics.count(MetricName.JobDeadLettered);
+    this.#o.metrics.count(MetricName.JobDeadLettered, 1, { jobType: envelope.type });
     log.error('job dead-lettered', {
       reason: cause.reason,
       errorClass: cause.errorClass,

@@ -2,13 +2,18 @@ import type { MetricName } from './statuses.ts';
 
 /**
  * Where leaseq reports metrics. The in-memory sink below counts for tests and the CLI; an EMF sink
- * (Powertools Metrics) implements the same port in AWS.
+ * (Powertools Metrics, `shared/worker/emf-metrics.ts`) implements the same port in AWS.
+ *
+ * Dimensions are breakdowns (`jobType`, the registry's small fixed set; `worker` for local pools);
+ * never put dedup keys or payload data in them.
  */
 export interface MetricsSink {
   /** Adds `value` (default 1) to a counter. */
   count(name: MetricName, value?: number, dimensions?: Readonly<Record<string, string>>): void;
   /** Records one observation in milliseconds (durations, lag, latency). */
   observe(name: MetricName, ms: number, dimensions?: Readonly<Record<string, string>>): void;
+  /** Emits what a buffering sink holds; the worker handler calls it at the end of every invocation. */
+  flush?(): void;
 }
 
 /** A sink that ignores everything. */
@@ -25,18 +30,26 @@ export interface Summary {
   max: number;
 }
 
-/** Counts and summaries held in memory; what tests assert on and what local workers report. */
+/**
+ * Counts and summaries held in memory; what tests assert on and what local workers report. The bare
+ * name always holds the total over every dimension (`get('JobSucceeded')`); a dimensioned call also
+ * counts under its own key (`JobSucceeded{jobType=ledger.transfer}`), a breakdown of that total.
+ */
 export class InMemoryMetrics implements MetricsSink {
   readonly counters = new Map<string, number>();
   readonly observations = new Map<string, Summary>();
 
   count(name: MetricName, value = 1, dimensions?: Readonly<Record<string, string>>): void {
-    const key = metricKey(name, dimensions);
-    this.counters.set(key, (this.counters.get(key) ?? 0) + value);
+    for (const key of metricKeys(name, dimensions)) {
+      this.counters.set(key, (this.counters.get(key) ?? 0) + value);
+    }
   }
 
   observe(name: MetricName, ms: number, dimensions?: Readonly<Record<string, string>>): void {
-    const key = metricKey(name, dimensions);
+    for (const key of metricKeys(name, dimensions)) this.#observe(key, ms);
+  }
+
+  #observe(key: string, ms: number): void {
     const s = this.observations.get(key);
     if (!s) {
       this.observations.set(key, { count: 1, sum: ms, min: ms, max: ms });
@@ -65,6 +78,12 @@ export class InMemoryMetrics implements MetricsSink {
 export interface MetricsSnapshot {
   readonly counters: Record<string, number>;
   readonly observations: Record<string, Summary>;
+}
+
+/** The total's key, then the breakdown's when there are dimensions. */
+function metricKeys(name: string, dimensions?: Readonly<Record<string, string>>): string[] {
+  const key = metricKey(name, dimensions);
+  return key === name ? [name] : [name, key];
 }
 
 function metricKey(name: string, dimensions?: Readonly<Record<string, string>>): string {

@@ -242,7 +242,7 @@ export class JobProcessor {
     if (this.#cache) {
       if (this.#cache.has(envelope.dedupKey)) {
         this.#metrics.count(MetricName.CacheHit);
-        this.#metrics.count(MetricName.DuplicateSkipped);
+        this.#metrics.count(MetricName.DuplicateSkipped, 1, byType(envelope));
         log.info('duplicate of a completed job (local cache): deleting this copy');
         return outcome('duplicate', 'delete');
       }
@@ -354,7 +354,7 @@ export class JobProcessor {
     switch (decision.kind) {
       case 'duplicate-completed':
         this.#cache?.add(envelope.dedupKey);
-        this.#metrics.count(MetricName.DuplicateSkipped);
+        this.#metrics.count(MetricName.DuplicateSkipped, 1, byType(envelope));
         log.info('duplicate of a completed job: deleting this copy', refusal);
         return 'duplicate';
       case 'duplicate-racing': {
@@ -368,12 +368,12 @@ export class JobProcessor {
           log.info('another message holds this job; could not hide this copy, keeping it', refusal);
           return 'contended';
         }
-        this.#metrics.count(MetricName.DuplicateSkipped);
+        this.#metrics.count(MetricName.DuplicateSkipped, 1, byType(envelope));
         log.info('another message holds this job: deleting this copy', refusal);
         return 'duplicate';
       }
       case 'dead-copy':
-        this.#metrics.count(MetricName.DeadCopyDropped);
+        this.#metrics.count(MetricName.DeadCopyDropped, 1, byType(envelope));
         log.warn('copy of a dead-lettered job: deleting it (redrive from the DLQ to run it again)', refusal);
         return 'dead-copy';
       case 'own-message-early': {
@@ -547,10 +547,12 @@ export class JobProcessor {
   #completed(envelope: JobEnvelope, started: number, log: JobLog): void {
     this.#cache?.add(envelope.dedupKey);
     const duration = this.#now() - started;
-    this.#metrics.count(MetricName.JobSucceeded);
-    this.#metrics.count(MetricName.JobsPerWorker, 1, { worker: this.#worker });
-    this.#metrics.observe(MetricName.JobDuration, duration);
-    this.#metrics.observe(MetricName.QueueLag, this.#now() - Date.parse(envelope.createdAt));
+    const jobType = byType(envelope);
+    this.#metrics.count(MetricName.JobSucceeded, 1, jobType);
+    // `worker` is for local pools (InMemoryMetrics); the EMF sink drops it (unbounded in Lambda).
+    this.#metrics.count(MetricName.JobsPerWorker, 1, { ...jobType, worker: this.#worker });
+    this.#metrics.observe(MetricName.JobDuration, duration, jobType);
+    this.#metrics.observe(MetricName.QueueLag, this.#now() - Date.parse(envelope.createdAt), jobType);
     log.info('job completed', { durationMs: duration });
   }
 
@@ -584,7 +586,7 @@ export class JobProcessor {
   #completedEarlier(job: Job): 'completed' {
     job.log.info('the commit had gone through (its answer was lost): the job is done');
     this.#cache?.add(job.envelope.dedupKey);
-    this.#metrics.count(MetricName.JobSucceeded);
+    this.#metrics.count(MetricName.JobSucceeded, 1, byType(job.envelope));
     return 'completed';
   }
 
@@ -597,7 +599,7 @@ export class JobProcessor {
   ): Promise<RecordOutcome['action']> {
     const { message, log } = job;
     if (decision.outage) this.#metrics.count(MetricName.StoreUnavailable);
-    this.#metrics.count(MetricName.JobRetried);
+    this.#metrics.count(MetricName.JobRetried, 1, byType(job.envelope));
     trace.getActiveSpan()?.addEvent('leaseq.retry', {
       'leaseq.retry.delay_seconds': decision.delaySeconds,
       'error.type': errorClass(error),
@@ -654,4 +656,12 @@ function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
       },
     );
   });
+}
+
+/**
+ * The `jobType` dimension of per-job metrics: a registered type (the envelope was checked against the
+ * registry), so a small fixed set; never the dedup key.
+ */
+function byType(envelope: JobEnvelope): Readonly<Record<string, string>> {
+  return { jobType: envelope.type };
 }

@@ -13,6 +13,7 @@ import { JobRegistry, type JobSource } from '../core/registry.ts';
 import { SqsJobQueue } from '../core/sqs-job-queue.ts';
 import { EffectTables } from '../jobs/effect-tables.ts';
 import { type WorkerConfig, workerConfigFromEnv } from './config.ts';
+import { EmfMetrics } from './emf-metrics.ts';
 import { startTracingFromEnv } from './tracing.ts';
 
 /** Options of {@link createWorkerHandler}; only `jobs` is required, the rest defaults to the environment. */
@@ -31,7 +32,12 @@ export interface WorkerHandlerOptions {
   readonly worker?: string;
   /** @default a Powertools Logger (POWERTOOLS_SERVICE_NAME, else 'leaseq'; POWERTOOLS_LOG_LEVEL) */
   readonly logger?: Logger;
-  /** @default an InMemoryMetrics of this execution environment */
+  /**
+   * Where metrics go; a sink with `flush` is flushed at the end of every invocation (also when it throws).
+   * @default in Lambda (`AWS_LAMBDA_FUNCTION_NAME` set): an {@link EmfMetrics} (namespace `leaseq`,
+   * dimension `jobType` from the registry's types); elsewhere an InMemoryMetrics that local workers
+   * report to their parent
+   */
   readonly metrics?: MetricsSink;
 }
 
@@ -79,7 +85,11 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
     testHooks: config.testHooks,
     jobTypes: registry.types(),
   });
-  const metrics = options.metrics ?? new InMemoryMetrics();
+  const metrics =
+    options.metrics ??
+    (env.AWS_LAMBDA_FUNCTION_NAME
+      ? new EmfMetrics({ env, values: { jobType: registry.types() } })
+      : new InMemoryMetrics());
   const processor = new JobProcessor({
     store: new DynamoDbJobStore({ client: clients.doc, tableName: config.jobsTable }),
     queue: new SqsJobQueue({
@@ -102,24 +112,36 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
   const tracing = startTracingFromEnv(env);
   const handle = async (event: SQSEvent, context: Pick<Context, 'getRemainingTimeInMillis'>) => {
     if ('awsRequestId' in context) logger.addContext(context as Context);
-    const deadline = Date.now() + context.getRemainingTimeInMillis() - config.deadlineMarginMs;
-    const { response, outcomes } = await processBatch(event.Records, processor, {
-      concurrency: config.concurrency,
-      deadline,
-    }).finally(async () => {
-      // Before the invocation returns: Lambda may freeze the process right after.
+    try {
+      const deadline = Date.now() + context.getRemainingTimeInMillis() - config.deadlineMarginMs;
+      const { response, outcomes } = await processBatch(event.Records, processor, {
+        concurrency: config.concurrency,
+        deadline,
+      });
+      logger.debug('batch done', {
+        records: outcomes.length,
+        failures: response.batchItemFailures.length,
+        actions: countBy(outcomes.map((o) => o.action)),
+      });
+      return response;
+    } finally {
+      // Once per invocation: EMF lines and spans must be out before the runtime freezes the environment.
+      flushMetrics(metrics, logger);
       await tracing
         ?.flush()
         .catch((error: unknown) => logger.warn('could not export traces', { error: String(error) }));
-    });
-    logger.debug('batch done', {
-      records: outcomes.length,
-      failures: response.batchItemFailures.length,
-      actions: countBy(outcomes.map((o) => o.action)),
-    });
-    return response;
+    }
   };
   return Object.assign(handle, { workerId: worker, metrics });
+}
+
+/** A failing flush must not turn a processed batch into a failed invocation (every record would rerun). */
+function flushMetrics(metrics: MetricsSink, logger: Logger): void {
+  try {
+    metrics.flush?.();
+  } catch (error) {
+    logger.warn('metrics flush failed', { error: error instanceof Error ? error.message : String(error) });
+  }
 }
 
 function countBy(values: readonly string[]): Record<string, number> {

@@ -190,6 +190,24 @@ describe('The stack deployed to the emulator (cdk deploy, event source mapping, 
     expect(started.every((line) => line.node?.startsWith('v22.'))).toBe(true);
   });
 
+  it('writes its metrics as EMF lines in namespace leaseq (flushed per invocation)', async () => {
+    const groups = await logs.send(new DescribeLogGroupsCommand({}));
+    const group = groups.logGroups?.map((g) => g.logGroupName ?? '').find((name) => name.includes(stackName));
+    const events = await logs.send(
+      new FilterLogEventsCommand({ logGroupName: group, filterPattern: '"CloudWatchMetrics"' }),
+    );
+    const blobs = (events.events ?? []).map(
+      (e) =>
+        JSON.parse(e.message ?? '{}') as {
+          _aws?: { CloudWatchMetrics?: { Namespace: string }[] };
+          JobSucceeded?: number;
+        },
+    );
+    expect(blobs.length).toBeGreaterThan(0);
+    expect(blobs.every((b) => b._aws?.CloudWatchMetrics?.[0]?.Namespace === 'leaseq')).toBe(true);
+    expect(blobs.some((b) => (b.JobSucceeded ?? 0) > 0)).toBe(true);
+  });
+
   it('an update deploy with a changed setting is what the next invocation runs', async () => {
     // maxAttempts 3 -> 1: a job that fails once is now dead-lettered instead of retried.
     await deploy({
