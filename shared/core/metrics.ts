@@ -22,12 +22,33 @@ export const noMetrics: MetricsSink = {
   observe() {},
 };
 
-/** Count, sum and extremes of observations: bounded memory however long a worker lives. */
+/** Upper bounds (ms) of the histogram buckets of a {@link Summary}; the last bucket is unbounded. */
+export const SUMMARY_BUCKETS_MS = [
+  1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 30_000,
+] as const;
+
+/** Count, sum, extremes and a histogram of observations: bounded memory however long a worker lives. */
 export interface Summary {
   count: number;
   sum: number;
   min: number;
   max: number;
+  /** Observations per bucket of {@link SUMMARY_BUCKETS_MS} (one more for above the last bound). */
+  buckets: number[];
+}
+
+/**
+ * The `q` quantile (0..1) of a summary from its histogram: the upper bound of the bucket it falls in,
+ * capped by the largest observation (an estimate, good to a bucket).
+ */
+export function quantile(summary: Summary, q: number): number {
+  const target = Math.max(1, Math.ceil(summary.count * q));
+  let seen = 0;
+  for (const [i, n] of summary.buckets.entries()) {
+    seen += n;
+    if (seen >= target) return Math.min(SUMMARY_BUCKETS_MS[i] ?? summary.max, summary.max);
+  }
+  return summary.max;
 }
 
 /**
@@ -50,15 +71,24 @@ export class InMemoryMetrics implements MetricsSink {
   }
 
   #observe(key: string, ms: number): void {
-    const s = this.observations.get(key);
+    let s = this.observations.get(key);
     if (!s) {
-      this.observations.set(key, { count: 1, sum: ms, min: ms, max: ms });
-      return;
+      s = {
+        count: 0,
+        sum: 0,
+        min: ms,
+        max: ms,
+        buckets: new Array<number>(SUMMARY_BUCKETS_MS.length + 1).fill(0),
+      };
+      this.observations.set(key, s);
     }
     s.count += 1;
     s.sum += ms;
     s.min = Math.min(s.min, ms);
     s.max = Math.max(s.max, ms);
+    const bucket = SUMMARY_BUCKETS_MS.findIndex((bound) => ms <= bound);
+    const index = bucket === -1 ? SUMMARY_BUCKETS_MS.length : bucket;
+    s.buckets[index] = (s.buckets[index] ?? 0) + 1;
   }
 
   /** The counter's value (0 when never counted). */
@@ -70,7 +100,9 @@ export class InMemoryMetrics implements MetricsSink {
   snapshot(): MetricsSnapshot {
     return {
       counters: Object.fromEntries(this.counters),
-      observations: Object.fromEntries([...this.observations].map(([k, v]) => [k, { ...v }])),
+      observations: Object.fromEntries(
+        [...this.observations].map(([k, v]) => [k, { ...v, buckets: [...v.buckets] }]),
+      ),
     };
   }
 }

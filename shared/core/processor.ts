@@ -178,6 +178,7 @@ export class JobProcessor {
   async defer(record: SQSRecord): Promise<RecordOutcome> {
     const log = new JobLog(this.#logger, { messageId: record.messageId, worker: this.#worker });
     log.info('not started: an earlier message of its FIFO group failed');
+    this.#metrics.count(MetricName.HandBack);
     await new RecordMessage(this.#queue, record, log).giveBack(0, 'fifo group stopped');
     return { messageId: record.messageId, action: 'deferred', disposition: 'retain' };
   }
@@ -235,6 +236,7 @@ export class JobProcessor {
   /** The pipeline after parsing: cache, claim (or its refusal), run, commit or the failure decision. */
   async #processJob(job: Job, options: ProcessOptions): Promise<RecordOutcome> {
     const { envelope, log } = job;
+    this.#metrics.count(MetricName.MessageReceived);
     const record = job.message.record;
     const outcome = (action: RecordOutcome['action'], disposition: RecordOutcome['disposition']) =>
       ({ messageId: record.messageId, dedupKey: envelope.dedupKey, action, disposition }) as const;
@@ -252,6 +254,7 @@ export class JobProcessor {
     const now = this.#now();
     const leaseMs = capLeaseToDeadline(this.#leaseMs, now, options.deadline);
     if (leaseMs < 1000) {
+      this.#metrics.count(MetricName.HandBack);
       await job.message.giveBack(0, 'too close to the invocation deadline to start');
       return outcome('deadline', 'retain');
     }
@@ -264,6 +267,7 @@ export class JobProcessor {
     }
 
     const lease = claim.lease;
+    this.#metrics.count(MetricName.JobClaimed);
     log.setKeys({ attempt: lease.attempts, token: lease.token });
     trace.getActiveSpan()?.setAttributes({ 'leaseq.attempt': lease.attempts, 'leaseq.token': lease.token });
     if (claim.kind === 'takeover') {
@@ -319,7 +323,6 @@ export class JobProcessor {
           { signal: bound.signal },
         ),
       );
-      this.#metrics.observe(MetricName.StoreLatency, this.#now() - now);
       return claim;
     } catch (error) {
       // Never run unguarded: whatever broke the claim, the message goes back with a backoff.
@@ -339,6 +342,7 @@ export class JobProcessor {
           },
         );
       }
+      this.#metrics.count(MetricName.HandBack);
       await message.giveBack(delay, 'store unavailable');
       return undefined;
     } finally {
@@ -383,10 +387,12 @@ export class JobProcessor {
           ...refusal,
           hideSeconds: seconds,
         });
+        this.#metrics.count(MetricName.HandBack);
         await message.giveBack(seconds, 'own message early');
         return 'own-message-early';
       }
       case 'contended':
+        this.#metrics.count(MetricName.HandBack);
         await message.giveBack(1, 'claim refused by a lease that just ended');
         return 'contended';
     }

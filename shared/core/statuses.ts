@@ -29,6 +29,14 @@ export const MetricName = {
   CacheMiss: 'CacheMiss',
   StoreUnavailable: 'StoreUnavailable',
   StoreLatency: 'StoreLatency',
+  /** A store call abandoned at its lease-derived bound (dimension `operation`). */
+  StoreTimeout: 'StoreTimeout',
   JobsPerWorker: 'JobsPerWorker',
+  /** Every record a worker processed (a receive). With JobClaimed: receives per attempt (ping-pong). */
+  MessageReceived: 'MessageReceived',
+  /** Every successful claim (an attempt started). */
+  JobClaimed: 'JobClaimed',
+  /** A message given back without running (own message early, contended, claim outage, deadline, FIFO). */
+  HandBack: 'HandBack',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];

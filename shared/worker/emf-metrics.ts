@@ -3,11 +3,12 @@ import type { MetricsSink } from '../core/metrics.ts';
 import type { MetricName } from '../core/statuses.ts';
 
 /**
- * The only dimensions that reach CloudWatch. Everything else a caller passes (`worker`, and anything
+ * The only dimensions that reach CloudWatch (`operation`: a job-store call kind, a fixed set of eight).
+ * Everything else a caller passes (`worker`, and anything
  * that could carry a dedup key) is dropped: each distinct value set is a CloudWatch metric, billed, so
  * dimensions must come from small fixed vocabularies.
  */
-export const EMF_DIMENSIONS = ['jobType', 'outcome'] as const;
+export const EMF_DIMENSIONS = ['jobType', 'outcome', 'operation'] as const;
 export type EmfDimension = (typeof EMF_DIMENSIONS)[number];
 
 /** Value used in place of a dimension value outside its declared vocabulary. */

@@ -7,6 +7,7 @@ import { CompletedCache } from '../core/completed-cache.ts';
 import { DynamoDbJobStore } from '../core/dynamodb-job-store.ts';
 import { DynamoDbLeaseStore } from '../core/dynamodb-lease-store.ts';
 import { ConfigError } from '../core/errors.ts';
+import { instrumentJobStore } from '../core/instrumented-store.ts';
 import { InMemoryMetrics, type MetricsSink } from '../core/metrics.ts';
 import { JobProcessor } from '../core/processor.ts';
 import { JobRegistry, type JobSource } from '../core/registry.ts';
@@ -91,7 +92,10 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
       ? new EmfMetrics({ env, values: { jobType: registry.types() } })
       : new InMemoryMetrics());
   const processor = new JobProcessor({
-    store: new DynamoDbJobStore({ client: clients.doc, tableName: config.jobsTable }),
+    store: instrumentJobStore(
+      new DynamoDbJobStore({ client: clients.doc, tableName: config.jobsTable }),
+      metrics,
+    ),
     queue: new SqsJobQueue({
       client: clients.sqs,
       queueUrl: config.queueUrl,

@@ -130,7 +130,7 @@ describe('InMemoryMetrics with dimensions', () => {
       'JobSucceeded{jobType=a.one}': 1,
       'JobSucceeded{jobType=a.two}': 1,
     });
-    expect(m.snapshot().observations.JobDuration).toEqual({ count: 1, sum: 5, min: 5, max: 5 });
+    expect(m.snapshot().observations.JobDuration).toMatchObject({ count: 1, sum: 5, min: 5, max: 5 });
   });
 });
 
@@ -219,7 +219,7 @@ describe('createWorkerHandler metrics', () => {
       expect(b._aws.CloudWatchMetrics[0]?.Namespace).toBe('leaseq');
       for (const m of b._aws.CloudWatchMetrics[0]?.Metrics ?? []) expect(names).toContain(m.Name);
       for (const set of b._aws.CloudWatchMetrics[0]?.Dimensions ?? []) {
-        for (const d of set) expect(['service', 'jobType', 'outcome']).toContain(d);
+        for (const d of set) expect(['service', 'jobType', 'outcome', 'operation']).toContain(d);
       }
     }
     expect(

@@ -1,0 +1,50 @@
+import { StoreUnavailableError } from './errors.ts';
+import type { JobStore } from './job-store.ts';
+import type { MetricsSink } from './metrics.ts';
+import { MetricName } from './statuses.ts';
+
+/** The call kinds a {@link JobStore} has; the `operation` dimension of the store metrics. */
+const OPERATIONS = [
+  'claim',
+  'renew',
+  'checkpoint',
+  'complete',
+  'release',
+  'markDead',
+  'get',
+  'resetForRedrive',
+] as const;
+
+/**
+ * Wraps a job store so every call reports its latency (`StoreLatency`, dimension `operation`) and every
+ * call abandoned at its bound counts as `StoreTimeout`: the store-latency smell (p50/p99 per call kind,
+ * and the share that hit the lease-derived timeouts).
+ */
+export function instrumentJobStore(
+  store: JobStore,
+  metrics: MetricsSink,
+  now: () => number = Date.now,
+): JobStore {
+  const wrapped: Record<string, unknown> = {};
+  for (const operation of OPERATIONS) {
+    const call = store[operation].bind(store) as (...args: unknown[]) => Promise<unknown>;
+    wrapped[operation] = async (...args: unknown[]) => {
+      const started = now();
+      try {
+        return await call(...args);
+      } catch (error) {
+        if (isTimeout(error)) metrics.count(MetricName.StoreTimeout, 1, { operation });
+        throw error;
+      } finally {
+        metrics.observe(MetricName.StoreLatency, now() - started, { operation });
+      }
+    };
+  }
+  return wrapped as unknown as JobStore;
+}
+
+function isTimeout(error: unknown): boolean {
+  if (!(error instanceof StoreUnavailableError)) return false;
+  const cause = error.cause;
+  return cause instanceof Error && (cause.name === 'TimeoutError' || cause.name === 'AbortError');
+}
