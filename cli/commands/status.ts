@@ -1,5 +1,11 @@
 import type { Command } from 'commander';
 import { JobStatus } from '../../shared/core/statuses.ts';
+import {
+  type OperationalSmells,
+  operationalSmells,
+  poolMetricsDir,
+  readPoolMetrics,
+} from '../../shared/ops/smells.ts';
 import { collectStatus, type StatusReport } from '../../shared/ops/status.ts';
 import { durationArg, formatDuration, print, printJson, renderFields, renderTable } from '../format.ts';
 import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
@@ -57,6 +63,32 @@ export function describeStatus(report: StatusReport): string {
   return `${lines}\n\n${workers}`;
 }
 
+/** The three operational smells of the running local workers, with a plain-words warning past a threshold. */
+export function describeSmells(smells: OperationalSmells): string {
+  const p = smells.pingPong;
+  const lines = [
+    `local workers (${smells.pools} pool${smells.pools === 1 ? '' : 's'}):`,
+    `  ping-pong     ${p.receives} receives for ${p.attempts} attempts (${p.receivesPerAttempt.toFixed(2)} per attempt), ${p.handBacks} given back without running`,
+    `  starvation    jobs per live worker: ${
+      Object.entries(smells.starvation.jobsPerWorker)
+        .map(([w, n]) => `${w} ${n}`)
+        .join(', ') || '-'
+    } (skew ${smells.starvation.skew.toFixed(1)}x)`,
+  ];
+  for (const s of smells.storeLatency) {
+    lines.push(
+      `  store ${s.operation.padEnd(15)} ${String(s.calls).padStart(6)} calls, p50 ${s.p50Ms} ms, p99 ${s.p99Ms} ms, ${s.timeouts} abandoned at the bound`,
+    );
+  }
+  const warnings = [
+    p.warning,
+    smells.starvation.warning,
+    ...smells.storeLatency.map((s) => s.warning),
+  ].filter(Boolean);
+  for (const w of warnings) lines.push(`  warning: ${w}`);
+  return lines.join('\n');
+}
+
 /** Adds `leaseq status`. */
 export function register(program: Command): void {
   targetOptions(
@@ -80,8 +112,10 @@ export function register(program: Command): void {
         target,
         flags.stuckAfter === undefined ? {} : { stuckAfterMs: flags.stuckAfter },
       );
-      if (flags.json) printJson(report);
-      else print(describeStatus(report));
+      // Local worker pools (`leaseq workers`, the demo) keep their metrics in .leaseq/metrics.
+      const smells = operationalSmells(readPoolMetrics(poolMetricsDir()));
+      if (flags.json) printJson(smells ? { ...report, smells } : report);
+      else print(smells ? `${describeStatus(report)}\n\n${describeSmells(smells)}` : describeStatus(report));
     } finally {
       target.close();
     }

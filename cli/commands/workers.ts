@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
+import { poolMetricsDir } from '../../shared/ops/smells.ts';
 import { DEFAULT_WORKER_TIMEOUT_SECONDS } from '../../shared/resources.ts';
 import { WorkerPool } from '../../shared/runner/worker-pool.ts';
 import { workerEnv } from '../../shared/worker/config.ts';
@@ -53,6 +54,7 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
     jobsModule,
     // Unique per process, so two pools on one queue never share lease owners, log lines or status rows.
     idPrefix: `${hostname().split('.')[0]}-${process.pid}-w`,
+    metricsFile: join(poolMetricsDir(), `workers-${process.pid}.json`),
     invocationTimeoutMs: flags.timeout * 1000,
     env: {
       ...(target.endpoint ? { AWS_ENDPOINT_URL: target.endpoint } : {}),

@@ -1,7 +1,8 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { mkdirSync, openSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Summary } from '../core/metrics.ts';
 import { JOBS_MODULE_ENV } from '../jobs/job-module.ts';
 import { WORKER_ENV } from '../resources.ts';
 import { siblingModule } from '../sibling-module.ts';
@@ -23,6 +24,23 @@ export interface WorkerPoolOptions {
   readonly logDir: string;
   /** Worker ids are `<idPrefix><n>`. @default 'w' */
   readonly idPrefix?: string;
+  /**
+   * A file the pool keeps its workers' metrics in (every 2 s, removed on stop), for `leaseq status`.
+   * @default none
+   */
+  readonly metricsFile?: string;
+}
+
+/** What a pool's metrics file holds. */
+export interface PoolMetricsFile {
+  readonly pid: number;
+  readonly updatedAt: number;
+  readonly workers: readonly {
+    readonly id: string;
+    readonly alive: boolean;
+    readonly counters: Record<string, number>;
+    readonly observations: Record<string, Summary>;
+  }[];
 }
 
 export interface WorkerInfo {
@@ -35,6 +53,7 @@ export interface WorkerInfo {
   exitCode: number | null;
   exitSignal: NodeJS.Signals | null;
   counters: Record<string, number>;
+  observations: Record<string, Summary>;
 }
 
 interface PoolEvents {
@@ -58,6 +77,7 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
   readonly #children = new Map<string, ChildProcess>();
   readonly workers = new Map<string, WorkerInfo>();
   #next = 1;
+  #metricsTimer: NodeJS.Timeout | undefined;
 
   constructor(options: WorkerPoolOptions) {
     super();
@@ -70,6 +90,11 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
   /** Starts the workers; resolves once each has said it is ready (or died trying). */
   async start(): Promise<void> {
     mkdirSync(this.#options.logDir, { recursive: true });
+    if (this.#options.metricsFile) {
+      mkdirSync(dirname(this.#options.metricsFile), { recursive: true });
+      this.#metricsTimer = setInterval(() => this.#writeMetrics(), 2000);
+      this.#metricsTimer.unref();
+    }
     await Promise.all(Array.from({ length: this.#options.count }, () => this.spawn()));
   }
 
@@ -100,13 +125,16 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
       exitCode: null,
       exitSignal: null,
       counters: {},
+      observations: {},
     };
     this.workers.set(id, info);
     this.#children.set(id, child);
     return new Promise((resolve) => {
       child.on('message', (message: WorkerMessage) => {
-        if (message.type === 'metrics') info.counters = message.counters;
-        else if (message.type === 'ready') {
+        if (message.type === 'metrics') {
+          info.counters = message.counters;
+          info.observations = message.observations ?? {};
+        } else if (message.type === 'ready') {
           info.ready = true;
           resolve(info);
         } else if (message.type === 'error') this.emit('error', id, message.message);
@@ -156,5 +184,28 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
     timer.unref();
     await Promise.all(exited);
     clearTimeout(timer);
+    if (this.#metricsTimer) clearInterval(this.#metricsTimer);
+    if (this.#options.metricsFile) rmSync(this.#options.metricsFile, { force: true });
+  }
+
+  #writeMetrics(): void {
+    const file = this.#options.metricsFile;
+    if (!file) return;
+    const content: PoolMetricsFile = {
+      pid: process.pid,
+      updatedAt: Date.now(),
+      workers: [...this.workers.values()].map((w) => ({
+        id: w.id,
+        alive: w.alive,
+        counters: w.counters,
+        observations: w.observations,
+      })),
+    };
+    try {
+      writeFileSync(`${file}.tmp`, JSON.stringify(content));
+      renameSync(`${file}.tmp`, file);
+    } catch {
+      // A status reader misses one update; the next one comes in 2 s.
+    }
   }
 }

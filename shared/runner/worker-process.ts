@@ -4,7 +4,7 @@
 import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../aws/clients.ts';
 import { ConfigError } from '../core/errors.ts';
 import { visibilityForLease } from '../core/lease-timing.ts';
-import { InMemoryMetrics } from '../core/metrics.ts';
+import { InMemoryMetrics, type Summary } from '../core/metrics.ts';
 import { JOBS_MODULE_ENV, loadJobModule } from '../jobs/job-module.ts';
 import { DEFAULT_WORKER_TIMEOUT_SECONDS } from '../resources.ts';
 import { workerConfigFromEnv } from '../worker/config.ts';
@@ -16,7 +16,12 @@ import { INVOCATION_TIMEOUT_ENV } from './worker-pool.ts';
 /** Messages a worker process sends to its parent. */
 export type WorkerMessage =
   | { readonly type: 'ready'; readonly worker: string }
-  | { readonly type: 'metrics'; readonly worker: string; readonly counters: Record<string, number> }
+  | {
+      readonly type: 'metrics';
+      readonly worker: string;
+      readonly counters: Record<string, number>;
+      readonly observations?: Record<string, Summary>;
+    }
   | { readonly type: 'error'; readonly worker: string; readonly message: string };
 
 async function main(): Promise<void> {
@@ -39,7 +44,7 @@ async function main(): Promise<void> {
   const send = (message: WorkerMessage) => {
     if (process.connected) process.send?.(message);
   };
-  const report = () => send({ type: 'metrics', worker, counters: metrics.snapshot().counters });
+  const report = () => send({ type: 'metrics', worker, ...metrics.snapshot() });
   const timer = setInterval(report, 250);
   send({ type: 'ready', worker });
 

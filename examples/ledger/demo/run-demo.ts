@@ -143,6 +143,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
           count: options.workers ?? 3,
           logDir: join(options.logDir, runId),
           jobsModule: LEDGER_JOB_MODULE,
+          metricsFile: join(options.logDir, '..', 'metrics', `demo-${process.pid}.json`),
           env: {
             ...(options.endpoint ? { AWS_ENDPOINT_URL: options.endpoint } : {}),
             POWERTOOLS_LOG_LEVEL: 'INFO',
