@@ -16,6 +16,7 @@ import {
 import { JobQueue } from './constructs/job-queue.ts';
 import { leaseqTable, StateTables } from './constructs/state-tables.ts';
 import { WorkerFunction, type WorkerLogLevel } from './constructs/worker-function.ts';
+import { pipelineSafetyErrors } from './safety-checks.ts';
 
 /** Properties of {@link LeaseqPipeline}. */
 export interface LeaseqPipelineProps {
@@ -257,6 +258,17 @@ export class LeaseqPipeline extends Construct {
       ...(props.environment === undefined ? {} : { environment: props.environment }),
       ...(props.projectRoot === undefined ? {} : { projectRoot: props.projectRoot }),
       ...(props.depsLockFilePath === undefined ? {} : { depsLockFilePath: props.depsLockFilePath }),
+    });
+
+    // The protocol's timing and redrive rules, checked at synth time on the resources as they are then
+    // (after any escape hatch): synthesis fails with the value found and the value required.
+    this.node.addValidation({
+      validate: () =>
+        pipelineSafetyErrors({
+          queue: this.queue,
+          deadLetterQueue: this.deadLetterQueue,
+          function: this.worker.function,
+        }),
     });
   }
 
