@@ -86,6 +86,12 @@ export interface LeaseqPipelineProps {
   /** More environment variables for the worker (e.g. `LEASEQ_LEASE_MS`). @default {} */
   readonly environment?: Readonly<Record<string, string>>;
   /**
+   * Create the dashboard and alarms. Off only where CloudWatch is not wanted or not supported (the local
+   * emulator's CloudFormation refuses metric-math alarms; `leaseq local deploy` turns this off).
+   * @default true
+   */
+  readonly monitoring?: boolean;
+  /**
    * Thresholds of the alarms (DLQ not empty, oldest message age, worker error rate, lease-loss rate);
    * each field has its own default (see {@link LeaseqAlarmThresholds}).
    * @default { deadLetters: 1, oldestMessageAge: 30 min, errorRatePercent: 5, leaseLossRatePercent: 1, period: 5 min }
@@ -196,9 +202,12 @@ export class LeaseqPipeline extends Construct {
    * Dashboard `<resourcePrefix>-leaseq`: queue depth, age of oldest message, DLQ depth, worker duration
    * p50/p99 and errors, leaseq's own metrics (namespace `leaseq`, no dimensions), the alarms' states.
    */
-  readonly dashboard: cloudwatch.Dashboard;
-  /** The alarms, named `<resourcePrefix>-leaseq-<what>`; they notify `alarmTopic` when given. */
-  readonly alarms: LeaseqAlarms;
+  readonly dashboard: cloudwatch.Dashboard | undefined;
+  /**
+   * The alarms, named `<resourcePrefix>-leaseq-<what>`; they notify `alarmTopic` when given. Undefined,
+   * like `dashboard`, when `monitoring` is false.
+   */
+  readonly alarms: LeaseqAlarms | undefined;
 
   constructor(scope: Construct, id: string, props: LeaseqPipelineProps) {
     super(scope, id);
@@ -292,16 +301,19 @@ export class LeaseqPipeline extends Construct {
       ...(props.depsLockFilePath === undefined ? {} : { depsLockFilePath: props.depsLockFilePath }),
     });
 
-    const monitoring = new PipelineMonitoring(this, 'Monitoring', {
-      name: `${settings.resourcePrefix}-leaseq`,
-      queue: this.queue,
-      deadLetterQueue: this.deadLetterQueue,
-      function: this.worker.function,
-      thresholds,
-      ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
-    });
-    this.dashboard = monitoring.dashboard;
-    this.alarms = monitoring.alarms;
+    const monitoring =
+      props.monitoring === false
+        ? undefined
+        : new PipelineMonitoring(this, 'Monitoring', {
+            name: `${settings.resourcePrefix}-leaseq`,
+            queue: this.queue,
+            deadLetterQueue: this.deadLetterQueue,
+            function: this.worker.function,
+            thresholds,
+            ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
+          });
+    this.dashboard = monitoring?.dashboard;
+    this.alarms = monitoring?.alarms;
 
     // The protocol's timing and redrive rules, checked at synth time on the resources as they are then
     // (after any escape hatch): synthesis fails with the value found and the value required.

@@ -143,15 +143,16 @@ export class PipelineMonitoring extends Construct {
 
     const visible = props.queue.metricApproximateNumberOfMessagesVisible({ period, label: 'Visible' });
     const inFlight = props.queue.metricApproximateNumberOfMessagesNotVisible({ period, label: 'In flight' });
+    // No labels on the metrics the plain alarms use: a labelled metric is rendered as a `Metrics` list,
+    // and a plain MetricName/Namespace alarm is the simplest form (every CloudFormation implementation
+    // takes it). The widgets add the labels.
     const oldest = props.queue.metricApproximateAgeOfOldestMessage({
       period,
       statistic: cloudwatch.Stats.MAXIMUM,
-      label: 'Age of oldest message (s)',
     });
     const dlqDepth = props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
       period,
       statistic: cloudwatch.Stats.MAXIMUM,
-      label: 'Dead letters',
     });
     const invocations = props.function.metricInvocations({ period, label: 'Invocations' });
     const errors = props.function.metricErrors({ period, label: 'Errors' });
@@ -248,13 +249,13 @@ export class PipelineMonitoring extends Construct {
           new cloudwatch.GraphWidget({
             ...wide,
             title: 'Age of oldest message',
-            left: [oldest],
+            left: [oldest.with({ label: 'Age of oldest message (s)' })],
             leftAnnotations: [this.alarms.oldestMessage.toAnnotation()],
           }),
           new cloudwatch.GraphWidget({
             ...wide,
             title: 'DLQ depth',
-            left: [dlqDepth],
+            left: [dlqDepth.with({ label: 'Dead letters' })],
             leftAnnotations: [this.alarms.deadLetters.toAnnotation()],
           }),
         ],

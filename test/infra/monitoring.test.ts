@@ -4,13 +4,14 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
 import { LEASEQ_METRICS_NAMESPACE } from '../../infra/constructs/pipeline-monitoring.ts';
-import { cdkJsonContext } from '../../infra/leaseq-app.ts';
+import { cdkJsonContext, createLeaseqApp, stackPropsFromContext } from '../../infra/leaseq-app.ts';
 import {
   InvalidLeaseqPropsError,
   LeaseqPipeline,
   type LeaseqPipelineProps,
 } from '../../infra/leaseq-pipeline.ts';
 import { MetricName } from '../../shared/core/statuses.ts';
+import { LOCAL_DEPLOY_CONTEXT } from '../../shared/local/deploy.ts';
 
 const ENTRY = fileURLToPath(new URL('../../functions/worker.ts', import.meta.url));
 
@@ -37,13 +38,6 @@ function alarm(template: Template, name: string): Record<string, unknown> {
   );
   expect(found, `alarm ${name}`).toHaveLength(1);
   return found[0]?.Properties ?? {};
-}
-
-/** The one metric an alarm on a plain (labelled) metric carries. */
-function singleMetric(props: Record<string, unknown>): Record<string, unknown> {
-  const metrics = props.Metrics as { ReturnData: boolean; MetricStat: Record<string, unknown> }[];
-  expect(metrics).toHaveLength(1);
-  return metrics[0]?.MetricStat ?? {};
 }
 
 /** The dashboard body with its CloudFormation joins flattened to text (tokens as `{ref}`). */
@@ -106,7 +100,7 @@ describe('LeaseqPipeline dashboard and alarms', () => {
   it('creates the four alarms with their default thresholds and no action without a topic', () => {
     const { template, pipeline } = synth();
     template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
-    expect(Object.keys(pipeline.alarms).sort()).toEqual([
+    expect(Object.keys(pipeline.alarms ?? {}).sort()).toEqual([
       'deadLetters',
       'errorRate',
       'leaseLossRate',
@@ -121,25 +115,23 @@ describe('LeaseqPipeline dashboard and alarms', () => {
       TreatMissingData: 'notBreaching',
     });
     expect(dlq.AlarmActions).toBeUndefined();
-    expect(singleMetric(dlq)).toEqual({
-      Metric: {
-        Namespace: 'AWS/SQS',
-        MetricName: 'ApproximateNumberOfMessagesVisible',
-        Dimensions: [{ Name: 'QueueName', Value: ref('JobsJobQueueDeadLetterQueue') }],
-      },
+    expect(dlq).toMatchObject({
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [{ Name: 'QueueName', Value: ref('JobsJobQueueDeadLetterQueue') }],
       Period: 300,
-      Stat: 'Maximum',
+      Statistic: 'Maximum',
     });
+    // A plain metric alarm (no metric math), the form every CloudFormation implementation takes.
+    expect(dlq.Metrics).toBeUndefined();
     const oldest = alarm(template, 'shop-leaseq-oldest-message-age');
     expect(oldest).toMatchObject({ Threshold: 1800, ComparisonOperator: 'GreaterThanThreshold' });
-    expect(singleMetric(oldest)).toEqual({
-      Metric: {
-        Namespace: 'AWS/SQS',
-        MetricName: 'ApproximateAgeOfOldestMessage',
-        Dimensions: [{ Name: 'QueueName', Value: ref('JobsJobQueueE2EA5B4E') }],
-      },
+    expect(oldest).toMatchObject({
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateAgeOfOldestMessage',
+      Dimensions: [{ Name: 'QueueName', Value: ref('JobsJobQueueE2EA5B4E') }],
       Period: 300,
-      Stat: 'Maximum',
+      Statistic: 'Maximum',
     });
     const errors = alarm(template, 'shop-leaseq-worker-error-rate');
     expect(errors.Threshold).toBe(5);
@@ -176,10 +168,10 @@ describe('LeaseqPipeline dashboard and alarms', () => {
     });
     const dlq = alarm(template, 'shop-leaseq-dlq-not-empty');
     expect(dlq.Threshold).toBe(3);
-    expect(singleMetric(dlq).Period).toBe(60);
+    expect(dlq.Period).toBe(60);
     const oldest = alarm(template, 'shop-leaseq-oldest-message-age');
     expect(oldest.Threshold).toBe(7200);
-    expect(singleMetric(oldest).Period).toBe(60);
+    expect(oldest.Period).toBe(60);
     expect(alarm(template, 'shop-leaseq-worker-error-rate').Threshold).toBe(10);
     expect(alarm(template, 'shop-leaseq-lease-loss-rate').Threshold).toBe(2.5);
   });
@@ -204,5 +196,23 @@ describe('LeaseqPipeline dashboard and alarms', () => {
     for (const a of alarms) {
       expect(a.Properties.AlarmActions).toEqual([{ Ref: expect.stringMatching(/^Ops/) }]);
     }
+  });
+
+  it('creates neither dashboard nor alarms with monitoring: false (-c monitoring=false on the app)', () => {
+    const { template, pipeline } = synth({ monitoring: false });
+    template.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 0);
+    expect(pipeline.dashboard).toBeUndefined();
+    expect(pipeline.alarms).toBeUndefined();
+    const app = new App({ context: { ...cdkJsonContext(), monitoring: 'false' } });
+    expect(stackPropsFromContext(app).monitoring).toBe(false);
+    const { stack } = createLeaseqApp({ bundle: false, stackProps: { monitoring: false } });
+    Template.fromStack(stack).resourceCountIs('AWS::CloudWatch::Alarm', 0);
+    const { stack: monitored } = createLeaseqApp({ bundle: false });
+    Template.fromStack(monitored).resourceCountIs('AWS::CloudWatch::Alarm', 4);
+  });
+
+  it('is off in the local deploy loop, whose emulator refuses metric-math alarms', () => {
+    expect(LOCAL_DEPLOY_CONTEXT).toEqual({ monitoring: 'false' });
   });
 });
