@@ -2,6 +2,11 @@
 
 export { tableOutputKey, tablePhysicalName } from '../shared/jobs/table.ts';
 export { STACK_OUTPUT_KEYS, type StackOutputKey } from '../shared/resources.ts';
+export {
+  LEASEQ_METRICS_NAMESPACE,
+  type LeaseqAlarms,
+  type LeaseqAlarmThresholds,
+} from './constructs/pipeline-monitoring.ts';
 export { WORKER_TABLE_ACTIONS, type WorkerLogLevel } from './constructs/worker-function.ts';
 export {
   InvalidLeaseqPropsError,
@@ -10,3 +15,9 @@ export {
   type ResolvedPipelineSettings,
 } from './leaseq-pipeline.ts';
 export { LeaseqStack, type LeaseqStackProps, type LeaseqStage } from './leaseq-stack.ts';
+export {
+  checkPipelineSafety,
+  type PipelineSafetyFacts,
+  type PipelineSafetyRule,
+  type PipelineSafetyViolation,
+} from './safety-checks.ts';

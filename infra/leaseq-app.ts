@@ -83,6 +83,7 @@ export function stackPropsFromContext(app: App): LeaseqStackProps {
   const fifo = text('fifo');
   const testHooks = text('testHooks');
   const leaseMs = int('leaseMs');
+  const monitoring = text('monitoring');
   return {
     ...(stage !== undefined ? { stage } : {}),
     ...(resourcePrefix !== undefined ? { resourcePrefix } : {}),
@@ -93,5 +94,6 @@ export function stackPropsFromContext(app: App): LeaseqStackProps {
     ...(fifo !== undefined ? { fifo: bool('fifo', fifo) } : {}),
     ...(testHooks !== undefined ? { testHooks: bool('testHooks', testHooks) } : {}),
     ...(leaseMs !== undefined ? { leaseMs } : {}),
+    ...(monitoring !== undefined ? { monitoring: bool('monitoring', monitoring) } : {}),
   };
 }

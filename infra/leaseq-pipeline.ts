@@ -1,5 +1,7 @@
 import { CfnOutput, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ConfigError } from '../shared/core/errors.ts';
@@ -14,8 +16,15 @@ import {
   type StackOutputKey,
 } from '../shared/resources.ts';
 import { JobQueue } from './constructs/job-queue.ts';
+import {
+  type LeaseqAlarms,
+  type LeaseqAlarmThresholds,
+  PipelineMonitoring,
+  resolveAlarmThresholds,
+} from './constructs/pipeline-monitoring.ts';
 import { leaseqTable, StateTables } from './constructs/state-tables.ts';
 import { WorkerFunction, type WorkerLogLevel } from './constructs/worker-function.ts';
+import { pipelineSafetyErrors } from './safety-checks.ts';
 
 /** Properties of {@link LeaseqPipeline}. */
 export interface LeaseqPipelineProps {
@@ -76,6 +85,20 @@ export interface LeaseqPipelineProps {
   readonly testHooks?: boolean;
   /** More environment variables for the worker (e.g. `LEASEQ_LEASE_MS`). @default {} */
   readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * Create the dashboard and alarms. Off only where CloudWatch is not wanted or not supported (the local
+   * emulator's CloudFormation refuses metric-math alarms; `leaseq local deploy` turns this off).
+   * @default true
+   */
+  readonly monitoring?: boolean;
+  /**
+   * Thresholds of the alarms (DLQ not empty, oldest message age, worker error rate, lease-loss rate);
+   * each field has its own default (see {@link LeaseqAlarmThresholds}).
+   * @default { deadLetters: 1, oldestMessageAge: 30 min, errorRatePercent: 5, leaseLossRatePercent: 1, period: 5 min }
+   */
+  readonly alarmThresholds?: LeaseqAlarmThresholds;
+  /** Topic every alarm notifies when it goes into ALARM. @default no alarm action */
+  readonly alarmTopic?: sns.ITopic;
   /** Root of the project the entry belongs to. @default CDK's search from the lock file */
   readonly projectRoot?: string;
   /** That project's lock file. @default CDK's search upwards from the working directory */
@@ -175,6 +198,16 @@ export class LeaseqPipeline extends Construct {
   /** The application tables the worker writes, by logical name (created here or given in `tables`). */
   readonly effectTables: Readonly<Record<string, dynamodb.ITable>>;
   readonly worker: WorkerFunction;
+  /**
+   * Dashboard `<resourcePrefix>-leaseq`: queue depth, age of oldest message, DLQ depth, worker duration
+   * p50/p99 and errors, leaseq's own metrics (namespace `leaseq`, no dimensions), the alarms' states.
+   */
+  readonly dashboard: cloudwatch.Dashboard | undefined;
+  /**
+   * The alarms, named `<resourcePrefix>-leaseq-<what>`; they notify `alarmTopic` when given. Undefined,
+   * like `dashboard`, when `monitoring` is false.
+   */
+  readonly alarms: LeaseqAlarms | undefined;
 
   constructor(scope: Construct, id: string, props: LeaseqPipelineProps) {
     super(scope, id);
@@ -191,6 +224,15 @@ export class LeaseqPipeline extends Construct {
       resourcePrefix: props.resourcePrefix ?? Stack.of(this).stackName,
     });
     const settings = this.settings;
+    const thresholds = resolveAlarmThresholds(props.alarmThresholds);
+    if ('prop' in thresholds) {
+      throw new InvalidLeaseqPropsError(
+        'LeaseqPipeline',
+        `alarmThresholds.${thresholds.prop}`,
+        thresholds.received,
+        thresholds.expected,
+      );
+    }
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     const deletionProtection = props.deletionProtection ?? false;
     const names = resourceNames(settings.resourcePrefix, { fifo: settings.fifo });
@@ -257,6 +299,31 @@ export class LeaseqPipeline extends Construct {
       ...(props.environment === undefined ? {} : { environment: props.environment }),
       ...(props.projectRoot === undefined ? {} : { projectRoot: props.projectRoot }),
       ...(props.depsLockFilePath === undefined ? {} : { depsLockFilePath: props.depsLockFilePath }),
+    });
+
+    const monitoring =
+      props.monitoring === false
+        ? undefined
+        : new PipelineMonitoring(this, 'Monitoring', {
+            name: `${settings.resourcePrefix}-leaseq`,
+            queue: this.queue,
+            deadLetterQueue: this.deadLetterQueue,
+            function: this.worker.function,
+            thresholds,
+            ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
+          });
+    this.dashboard = monitoring?.dashboard;
+    this.alarms = monitoring?.alarms;
+
+    // The protocol's timing and redrive rules, checked at synth time on the resources as they are then
+    // (after any escape hatch): synthesis fails with the value found and the value required.
+    this.node.addValidation({
+      validate: () =>
+        pipelineSafetyErrors({
+          queue: this.queue,
+          deadLetterQueue: this.deadLetterQueue,
+          function: this.worker.function,
+        }),
     });
   }
 

@@ -47,6 +47,8 @@ export interface LeaseqStackProps extends StackProps {
   readonly testHooks?: boolean;
   /** The worker's job lease in ms (`LEASEQ_LEASE_MS`). @default the worker's default, 30000 */
   readonly leaseMs?: number;
+  /** See {@link LeaseqPipelineProps.monitoring}: the dashboard and alarms. @default true */
+  readonly monitoring?: boolean;
 }
 
 /** {@link LeaseqStackProps} settings with every default applied. */
@@ -106,6 +108,7 @@ export class LeaseqStack extends Stack {
       removalPolicy: production ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
       deletionProtection: production,
       ...(props.testHooks && !production ? { testHooks: true } : {}),
+      ...(props.monitoring === false ? { monitoring: false } : {}),
       ...(props.leaseMs === undefined ? {} : { environment: { LEASEQ_LEASE_MS: String(props.leaseMs) } }),
       ...(lockFile && !props.entry
         ? { projectRoot: fileURLToPath(new URL('..', import.meta.url)), depsLockFilePath: lockFile }

@@ -43,6 +43,13 @@ export function redriveMaxReceiveCount(settings: {
   return (settings.fifo ? settings.maxAttempts * settings.batchSize : settings.maxAttempts) + REDRIVE_MARGIN;
 }
 
+/**
+ * How long a dedup record (a `jobs` item) lives after its last write unless the store is told otherwise:
+ * 15 days. It must be at least the DLQ's retention (14 days at most), so a redriven letter still finds its
+ * item and checkpoint (docs/protocol.md); the CDK construct checks that at synth time.
+ */
+export const DEFAULT_DEDUP_TTL_SECONDS = 15 * 24 * 3600;
+
 /** Timeout of the worker Lambda unless the stack says otherwise; local workers default to the same. */
 export const DEFAULT_WORKER_TIMEOUT_SECONDS = 60;
 

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { type Duration, type RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { type Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -151,6 +151,18 @@ export class WorkerFunction extends Construct {
         sourceMap: true,
         sourcesContent: false,
       },
+    });
+
+    // cdk-nag (AwsSolutions-L1) asks for the newest Node runtime. Node 22 is a decision, not an oversight:
+    // the bundle targets node22, the repository pins Node 22 for its tests, the local loop and the
+    // emulator's Lambda executor, and the deployed-stack test checks the function runs on Node 22. A newer
+    // runtime is an upgrade of all of those together.
+    Validations.of(this.function).acknowledge({
+      id: 'AwsSolutions-L1',
+      reason:
+        'Node.js 22 on purpose: the bundle targets node22 and the repository tests, runs locally and on the ' +
+        "emulator's Lambda executor with Node 22 (package.json pins node 22); moving to a newer runtime is a " +
+        'deliberate upgrade of all of them together',
     });
 
     this.eventSource = new SqsEventSource(props.jobsQueue, {

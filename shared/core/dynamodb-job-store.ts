@@ -10,6 +10,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { DEFAULT_DEDUP_TTL_SECONDS } from '../resources.ts';
 import { classifyClaim, isOwnClaim } from './claim-decision.ts';
 import { LeaseLostError, StoreUnavailableError } from './errors.ts';
 import type { Checkpoint, JobItem } from './job-item.ts';
@@ -52,7 +53,7 @@ export class DynamoDbJobStore implements JobStore {
   constructor(options: DynamoDbJobStoreOptions) {
     this.#doc = options.client;
     this.#table = options.tableName;
-    this.#ttlSeconds = options.dedupTtlSeconds ?? 15 * 24 * 3600;
+    this.#ttlSeconds = options.dedupTtlSeconds ?? DEFAULT_DEDUP_TTL_SECONDS;
   }
 
   async claim(req: ClaimRequest, options: StoreCallOptions = {}): Promise<ClaimResult> {

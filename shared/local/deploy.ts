@@ -154,8 +154,18 @@ function cdkEnv(options: Pick<LocalDeployOptions, 'endpoint' | 'region'>): NodeJ
   };
 }
 
+/**
+ * Context every local deploy and destroy adds unless the caller sets it: no dashboard or alarms, because
+ * the emulator's CloudFormation refuses alarms on metric math (`Properties.Metrics`), which the error-rate
+ * and lease-loss-rate alarms are. Monitoring is for AWS; locally nothing reads it.
+ */
+export const LOCAL_DEPLOY_CONTEXT: Readonly<Record<string, string>> = { monitoring: 'false' };
+
 function contextArgs(context: Readonly<Record<string, string>> = {}): string[] {
-  return Object.entries(context).flatMap(([key, value]) => ['-c', `${key}=${value}`]);
+  return Object.entries({ ...LOCAL_DEPLOY_CONTEXT, ...context }).flatMap(([key, value]) => [
+    '-c',
+    `${key}=${value}`,
+  ]);
 }
 
 /** Runs the project's own `cdk` (node_modules/.bin), its output passed to stderr line by line. */

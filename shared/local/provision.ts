@@ -8,8 +8,8 @@
  *
  * Not provisioned locally, on purpose (see SKIPPED_TYPES): the Lambda, its event source mapping, IAM
  * and its log group (local workers run the same handler in-process, poll the queue themselves and log
- * to stdout; emulators do not enforce IAM), and the TLS-only queue policies (emulators listen on plain
- * HTTP on 127.0.0.1).
+ * to stdout; emulators do not enforce IAM), the TLS-only queue policies (emulators listen on plain
+ * HTTP on 127.0.0.1), and the CloudWatch dashboard and alarms (monitoring only).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -148,6 +148,8 @@ export const SKIPPED_TYPES: Readonly<Record<string, string>> = {
   'AWS::IAM::Role': 'emulators do not enforce IAM',
   'AWS::IAM::Policy': 'emulators do not enforce IAM',
   'AWS::Logs::LogGroup': 'local workers log to stdout',
+  'AWS::CloudWatch::Dashboard': 'monitoring only; local workers report their metrics in-process',
+  'AWS::CloudWatch::Alarm': 'monitoring only; nothing in the local loop reads alarms',
   'AWS::CDK::Metadata': 'CDK bookkeeping',
 };
 

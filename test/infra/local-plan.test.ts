@@ -73,7 +73,13 @@ describe('Function: planFromTemplate', () => {
     expect(tables[ledgerName]?.ttlAttribute).toBeUndefined();
     expect(plan.tables.every((t) => t.pointInTimeRecovery)).toBe(true);
     expect(plan.skipped.map((s) => s.type)).toEqual(
-      expect.arrayContaining(['AWS::Lambda::Function', 'AWS::SQS::QueuePolicy', 'AWS::IAM::Policy']),
+      expect.arrayContaining([
+        'AWS::Lambda::Function',
+        'AWS::SQS::QueuePolicy',
+        'AWS::IAM::Policy',
+        'AWS::CloudWatch::Dashboard',
+        'AWS::CloudWatch::Alarm',
+      ]),
     );
   });
 

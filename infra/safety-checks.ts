@@ -1,0 +1,219 @@
+import { Stack, Token } from 'aws-cdk-lib';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import type { IConstruct } from 'constructs';
+import { DEFAULT_DEDUP_TTL_SECONDS, redriveMaxReceiveCount, WORKER_ENV } from '../shared/resources.ts';
+import { VISIBILITY_TO_TIMEOUT_RATIO } from './constructs/job-queue.ts';
+
+/** The worker's job lease when `LEASEQ_LEASE_MS` is not set (shared/worker/config.ts). */
+export const DEFAULT_LEASE_MS = 30_000;
+/** SQS's own default message retention, used when a queue sets none. */
+const SQS_DEFAULT_RETENTION_SECONDS = 4 * 24 * 3600;
+
+/** The settings of a deployed pipeline the protocol's timing and redrive rules depend on. */
+export interface PipelineSafetyFacts {
+  /** Visibility timeout of the jobs queue. */
+  readonly visibilityTimeoutSeconds: number;
+  /** Timeout of the worker function. */
+  readonly functionTimeoutSeconds: number;
+  /** The job lease (`LEASEQ_LEASE_MS`). */
+  readonly leaseMs: number;
+  /**
+   * An explicit heartbeat period. The worker has no such setting today (it always beats at lease / 3),
+   * so the construct never passes one; the rule that uses it guards a future setting or another caller.
+   * @default floor(leaseMs / 3)
+   */
+  readonly heartbeatMs?: number;
+  /** The redrive policy's `maxReceiveCount` on the jobs queue. */
+  readonly maxReceiveCount: number;
+  /** The application's attempt limit (`LEASEQ_MAX_ATTEMPTS`). */
+  readonly maxAttempts: number;
+  /** Records per invocation of the event source mapping. */
+  readonly batchSize: number;
+  /** Whether the jobs queue is FIFO. */
+  readonly fifo: boolean;
+  /** The event source mapping's batching window (0 when none). */
+  readonly maxBatchingWindowSeconds: number;
+  /** How long the DLQ keeps a message. */
+  readonly deadLetterRetentionSeconds: number;
+  /** How long a dedup record lives after its last write. */
+  readonly dedupTtlSeconds: number;
+}
+
+/** The rules {@link checkPipelineSafety} applies, one id each. */
+export type PipelineSafetyRule =
+  | 'visibility-covers-timeout'
+  | 'heartbeat-before-visibility'
+  | 'lease-spans-two-heartbeats'
+  | 'redrive-above-attempts'
+  | 'no-batching-window-on-fifo'
+  | 'dedup-outlives-dlq';
+
+export interface PipelineSafetyViolation {
+  readonly rule: PipelineSafetyRule;
+  /** What was found and what is required, in one sentence. */
+  readonly message: string;
+}
+
+/**
+ * The protocol's rules (docs/protocol.md, "Timing rules") on a pipeline's settings. Pure: the construct
+ * reads the facts from its own resources at synth time ({@link pipelineSafetyFacts}).
+ */
+export function checkPipelineSafety(facts: PipelineSafetyFacts): PipelineSafetyViolation[] {
+  const found: PipelineSafetyViolation[] = [];
+  const add = (rule: PipelineSafetyRule, message: string) => found.push({ rule, message });
+
+  // The queue's visibility covers a message until the first beat shortens it, and AWS asks for 6x the
+  // function timeout on Lambda event sources (the poller's own retries of a batch).
+  const minVisibility = VISIBILITY_TO_TIMEOUT_RATIO * facts.functionTimeoutSeconds;
+  if (facts.visibilityTimeoutSeconds < minVisibility) {
+    add(
+      'visibility-covers-timeout',
+      `jobs queue visibility timeout is ${facts.visibilityTimeoutSeconds} s; required at least ${minVisibility} s ` +
+        `(${VISIBILITY_TO_TIMEOUT_RATIO} x the worker timeout of ${facts.functionTimeoutSeconds} s)`,
+    );
+  }
+
+  const heartbeatMs = facts.heartbeatMs ?? Math.floor(facts.leaseMs / 3);
+  const heartbeatSource =
+    facts.heartbeatMs === undefined ? `lease ${facts.leaseMs} ms / 3` : 'the explicit heartbeat setting';
+  // The first beat must land while the message is still hidden, or another worker receives it meanwhile.
+  // (In Lambda the lease is also capped to the invocation's deadline, which only shortens the beat; the
+  // configured lease is checked because local workers and the first claim use it as is.)
+  if (heartbeatMs >= facts.visibilityTimeoutSeconds * 1000) {
+    add(
+      'heartbeat-before-visibility',
+      `heartbeat period is ${heartbeatMs} ms (${heartbeatSource}); required below the jobs queue ` +
+        `visibility timeout of ${facts.visibilityTimeoutSeconds * 1000} ms (lower ${WORKER_ENV.leaseMs} or raise the visibility)`,
+    );
+  }
+
+  // Two beats may fail before the lease ends. With the default heartbeat (lease / 3) this cannot fail;
+  // it bites only on an explicit heartbeat period.
+  if (facts.leaseMs < 2 * heartbeatMs) {
+    add(
+      'lease-spans-two-heartbeats',
+      `lease is ${facts.leaseMs} ms; required at least two heartbeat periods, ${2 * heartbeatMs} ms ` +
+        `(heartbeat ${heartbeatMs} ms from ${heartbeatSource})`,
+    );
+  }
+
+  // The queue's redrive is a safety net above every receive leaseq causes itself (attempts, and on FIFO
+  // the hand-backs behind a failed group head): below that SQS dead-letters jobs leaseq would still run.
+  const minReceives = redriveMaxReceiveCount(facts);
+  if (facts.maxReceiveCount < minReceives) {
+    const formula = facts.fifo
+      ? `maxAttempts ${facts.maxAttempts} x batchSize ${facts.batchSize} + margin, FIFO hand-backs are receives`
+      : `maxAttempts ${facts.maxAttempts} + margin`;
+    add(
+      'redrive-above-attempts',
+      `jobs queue redrive maxReceiveCount is ${facts.maxReceiveCount}; required at least ${minReceives} (${formula})`,
+    );
+  }
+
+  // Lambda does not support a batching window on FIFO event sources.
+  if (facts.fifo && facts.maxBatchingWindowSeconds > 0) {
+    add(
+      'no-batching-window-on-fifo',
+      `event source batching window is ${facts.maxBatchingWindowSeconds} s on a FIFO queue; required 0 s (none)`,
+    );
+  }
+
+  // The protocol needs dedup records to OUTLIVE the DLQ's retention (docs/protocol.md, "The job item"): a
+  // letter redriven on its last day must still find its DEAD item and checkpoint, or the key runs again
+  // from scratch. So the rule is dedup TTL >= DLQ retention (15 days >= 14 days by default), not the reverse.
+  if (facts.dedupTtlSeconds < facts.deadLetterRetentionSeconds) {
+    add(
+      'dedup-outlives-dlq',
+      `dedup record TTL is ${facts.dedupTtlSeconds} s; required at least the DLQ retention of ` +
+        `${facts.deadLetterRetentionSeconds} s (dedup records must outlive the dead letters they describe)`,
+    );
+  }
+  return found;
+}
+
+/** The resources of a pipeline the facts are read from. */
+export interface PipelineSafetyResources {
+  readonly queue: sqs.Queue;
+  readonly deadLetterQueue: sqs.Queue;
+  readonly function: lambda.Function;
+  /** @default DEFAULT_DEDUP_TTL_SECONDS (the job store's default) */
+  readonly dedupTtlSeconds?: number;
+}
+
+/**
+ * Reads {@link PipelineSafetyFacts} from the L1 resources as they stand at synth time, so escape hatches
+ * on the CfnQueue, CfnFunction or CfnEventSourceMapping are seen (raw `addPropertyOverride` values are
+ * not: CDK applies those after validation). Returns the problems instead when a value cannot be read.
+ */
+export function pipelineSafetyFacts(
+  resources: PipelineSafetyResources,
+): { facts: PipelineSafetyFacts; problems: [] } | { facts?: undefined; problems: string[] } {
+  const problems: string[] = [];
+  const stack = Stack.of(resources.queue);
+  const resolved = (value: unknown): unknown => (value === undefined ? undefined : stack.resolve(value));
+  const number = (what: string, value: unknown, fallback?: number): number => {
+    const v = resolved(value);
+    if (v === undefined && fallback !== undefined) return fallback;
+    const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
+    if (typeof n !== 'number' || !Number.isFinite(n)) {
+      problems.push(`${what} is ${Token.isUnresolved(v) ? 'a token' : JSON.stringify(v)}; expected a number`);
+      return Number.NaN;
+    }
+    return n;
+  };
+
+  const queue = resources.queue.node.defaultChild as sqs.CfnQueue;
+  const dlq = resources.deadLetterQueue.node.defaultChild as sqs.CfnQueue;
+  const fn = resources.function.node.defaultChild as lambda.CfnFunction;
+  const mappings = resources.function.node
+    .findAll()
+    .filter((c: IConstruct): c is lambda.CfnEventSourceMapping => c instanceof lambda.CfnEventSourceMapping);
+  const mapping = mappings[0];
+  if (!mapping || mappings.length > 1) {
+    problems.push(`the worker has ${mappings.length} event source mappings; expected exactly one`);
+  }
+  const redrive = resolved(queue.redrivePolicy) as { maxReceiveCount?: unknown } | undefined;
+  const env = ((resolved(fn.environment) as { variables?: Record<string, unknown> } | undefined)?.variables ??
+    {}) as Record<string, unknown>;
+  const envInt = (name: string, fallback: number): number => {
+    const raw = env[name];
+    if (raw === undefined) return fallback;
+    if (typeof raw !== 'string' || !/^[1-9]\d*$/.test(raw)) {
+      problems.push(`worker environment ${name} is ${JSON.stringify(raw)}; expected a positive integer`);
+      return Number.NaN;
+    }
+    return Number(raw);
+  };
+
+  const facts: PipelineSafetyFacts = {
+    visibilityTimeoutSeconds: number('jobs queue VisibilityTimeout', queue.visibilityTimeout, 30),
+    // CloudFormation's default Lambda timeout is 3 s.
+    functionTimeoutSeconds: number('worker Timeout', fn.timeout, 3),
+    leaseMs: envInt(WORKER_ENV.leaseMs, DEFAULT_LEASE_MS),
+    maxReceiveCount: number('jobs queue RedrivePolicy.maxReceiveCount', redrive?.maxReceiveCount),
+    maxAttempts: envInt(WORKER_ENV.maxAttempts, 5),
+    // The Lambda default batch size for SQS is 10.
+    batchSize: number('event source BatchSize', mapping?.batchSize, 10),
+    fifo: resolved(queue.fifoQueue) === true,
+    maxBatchingWindowSeconds: number(
+      'event source MaximumBatchingWindowInSeconds',
+      mapping?.maximumBatchingWindowInSeconds,
+      0,
+    ),
+    deadLetterRetentionSeconds: number(
+      'DLQ MessageRetentionPeriod',
+      dlq.messageRetentionPeriod,
+      SQS_DEFAULT_RETENTION_SECONDS,
+    ),
+    dedupTtlSeconds: resources.dedupTtlSeconds ?? DEFAULT_DEDUP_TTL_SECONDS,
+  };
+  return problems.length > 0 ? { problems } : { facts, problems: [] };
+}
+
+/** The synth-time validation messages of a pipeline: unreadable settings, then broken rules. */
+export function pipelineSafetyErrors(resources: PipelineSafetyResources): string[] {
+  const read = pipelineSafetyFacts(resources);
+  if (!read.facts) return read.problems.map((p) => `leaseq safety check cannot read a setting: ${p}`);
+  return checkPipelineSafety(read.facts).map((v) => `leaseq safety rule ${v.rule}: ${v.message}`);
+}

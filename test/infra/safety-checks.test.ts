@@ -1,0 +1,151 @@
+import { fileURLToPath } from 'node:url';
+import { App, Duration, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { describe, expect, it } from 'vitest';
+import { cdkJsonContext, createLeaseqApp } from '../../infra/leaseq-app.ts';
+import { LeaseqPipeline, type LeaseqPipelineProps } from '../../infra/leaseq-pipeline.ts';
+import { checkPipelineSafety, type PipelineSafetyFacts } from '../../infra/safety-checks.ts';
+import { DEFAULT_DEDUP_TTL_SECONDS } from '../../shared/resources.ts';
+
+const ENTRY = fileURLToPath(new URL('../../functions/worker.ts', import.meta.url));
+
+/** Builds a pipeline, lets `tamper` change its resources, and synthesizes it. */
+function synth(props: Partial<LeaseqPipelineProps> = {}, tamper?: (pipeline: LeaseqPipeline) => void) {
+  const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
+  const stack = new Stack(app, 'UserStack');
+  const pipeline = new LeaseqPipeline(stack, 'Jobs', { entry: ENTRY, resourcePrefix: 'shop', ...props });
+  tamper?.(pipeline);
+  return Template.fromStack(stack);
+}
+
+const cfnQueue = (queue: sqs.Queue) => queue.node.defaultChild as sqs.CfnQueue;
+const mapping = (pipeline: LeaseqPipeline) => {
+  const found = pipeline.worker.function.node
+    .findAll()
+    .find((c): c is lambda.CfnEventSourceMapping => c instanceof lambda.CfnEventSourceMapping);
+  if (!found) throw new Error('no event source mapping');
+  return found;
+};
+
+/** The defaults of the reference stack, as facts. */
+const sound: PipelineSafetyFacts = {
+  visibilityTimeoutSeconds: 360,
+  functionTimeoutSeconds: 60,
+  leaseMs: 30_000,
+  maxReceiveCount: 15,
+  maxAttempts: 5,
+  batchSize: 10,
+  fifo: false,
+  maxBatchingWindowSeconds: 0,
+  deadLetterRetentionSeconds: 14 * 24 * 3600,
+  dedupTtlSeconds: DEFAULT_DEDUP_TTL_SECONDS,
+};
+
+describe('Synth-time safety checks', () => {
+  it('pass the reference stack with its defaults, standard and FIFO', () => {
+    for (const fifo of [false, true]) {
+      const { app } = createLeaseqApp({ stackProps: { fifo }, bundle: false });
+      expect(() => app.synth()).not.toThrow();
+    }
+    expect(checkPipelineSafety(sound)).toEqual([]);
+  });
+
+  it('rule visibility-covers-timeout: a visibility timeout below 6x the worker timeout fails synth', () => {
+    expect(() =>
+      synth({ workerTimeout: Duration.seconds(60) }, (p) => {
+        cfnQueue(p.queue).visibilityTimeout = 300;
+      }),
+    ).toThrow(
+      /visibility-covers-timeout: jobs queue visibility timeout is 300 s; required at least 360 s \(6 x the worker timeout of 60 s\)/,
+    );
+  });
+
+  it('rule heartbeat-before-visibility: a lease whose heartbeat (lease / 3) reaches the visibility fails synth', () => {
+    // 1,080,000 ms / 3 = 360,000 ms: the first beat would come just as the message shows again (360 s).
+    expect(() => synth({ environment: { LEASEQ_LEASE_MS: '1080000' } })).toThrow(
+      /heartbeat-before-visibility: heartbeat period is 360000 ms \(lease 1080000 ms \/ 3\); required below the jobs queue visibility timeout of 360000 ms/,
+    );
+    expect(() => synth({ environment: { LEASEQ_LEASE_MS: '1079997' } })).not.toThrow();
+  });
+
+  it('rule lease-spans-two-heartbeats: an explicit heartbeat over half the lease is refused', () => {
+    // The worker always beats at lease / 3, so this rule cannot fail on a construct; it is checked on the
+    // facts a future heartbeat setting would give.
+    expect(checkPipelineSafety({ ...sound, heartbeatMs: 10_000 })).toEqual([]);
+    expect(checkPipelineSafety({ ...sound, heartbeatMs: 15_001 })).toEqual([
+      {
+        rule: 'lease-spans-two-heartbeats',
+        message:
+          'lease is 30000 ms; required at least two heartbeat periods, 30002 ms (heartbeat 15001 ms from the explicit heartbeat setting)',
+      },
+    ]);
+    for (const leaseMs of [300, 301, 302, 30_000, 3_600_000]) {
+      const rules = checkPipelineSafety({ ...sound, leaseMs }).map((v) => v.rule);
+      expect(rules).not.toContain('lease-spans-two-heartbeats');
+    }
+  });
+
+  it('rule redrive-above-attempts: a maxReceiveCount at or below the attempts fails synth', () => {
+    expect(() =>
+      synth({ maxAttempts: 5 }, (p) => {
+        cfnQueue(p.queue).redrivePolicy = {
+          deadLetterTargetArn: p.deadLetterQueue.queueArn,
+          maxReceiveCount: 5,
+        };
+      }),
+    ).toThrow(
+      /redrive-above-attempts: jobs queue redrive maxReceiveCount is 5; required at least 15 \(maxAttempts 5 \+ margin\)/,
+    );
+  });
+
+  it('rule redrive-above-attempts on FIFO: the count must cover the hand-backs (attempts x batch size)', () => {
+    expect(() =>
+      synth({ fifo: true, maxAttempts: 5, batchSize: 4 }, (p) => {
+        cfnQueue(p.queue).redrivePolicy = {
+          deadLetterTargetArn: p.deadLetterQueue.queueArn,
+          maxReceiveCount: 15,
+        };
+      }),
+    ).toThrow(
+      /redrive-above-attempts: jobs queue redrive maxReceiveCount is 15; required at least 30 \(maxAttempts 5 x batchSize 4 \+ margin, FIFO hand-backs are receives\)/,
+    );
+  });
+
+  it('rule no-batching-window-on-fifo: a batching window on a FIFO event source fails synth', () => {
+    expect(() =>
+      synth({ fifo: true }, (p) => {
+        mapping(p).maximumBatchingWindowInSeconds = 5;
+      }),
+    ).toThrow(
+      /no-batching-window-on-fifo: event source batching window is 5 s on a FIFO queue; required 0 s/,
+    );
+    // A standard queue may batch.
+    expect(() =>
+      synth({}, (p) => {
+        mapping(p).maximumBatchingWindowInSeconds = 5;
+      }),
+    ).not.toThrow();
+  });
+
+  it('rule dedup-outlives-dlq: a DLQ that keeps letters longer than the dedup records fails synth', () => {
+    // SQS caps retention at 14 days, under the 15-day TTL; an override past it is what this rule stops.
+    expect(() =>
+      synth({}, (p) => {
+        cfnQueue(p.deadLetterQueue).messageRetentionPeriod = 16 * 24 * 3600;
+      }),
+    ).toThrow(
+      /dedup-outlives-dlq: dedup record TTL is 1296000 s; required at least the DLQ retention of 1382400 s/,
+    );
+    expect(checkPipelineSafety({ ...sound, dedupTtlSeconds: 13 * 24 * 3600 }).map((v) => v.rule)).toEqual([
+      'dedup-outlives-dlq',
+    ]);
+  });
+
+  it('reports a worker setting it cannot read instead of guessing', () => {
+    expect(() => synth({ environment: { LEASEQ_LEASE_MS: 'soon' } })).toThrow(
+      /cannot read a setting: worker environment LEASEQ_LEASE_MS is "soon"; expected a positive integer/,
+    );
+  });
+});
