@@ -60,6 +60,11 @@ export interface PipelineMonitoringProps {
   readonly thresholds?: LeaseqAlarmThresholds;
   /** Topic every alarm notifies when it goes into ALARM. @default no action */
   readonly alarmTopic?: sns.ITopic;
+  /**
+   * The worker's `POWERTOOLS_SERVICE_NAME`: its EMF metrics carry it as the `service` dimension (the
+   * totals; a `service` + `jobType` set holds the breakdown). @default 'leaseq'
+   */
+  readonly serviceName?: string;
 }
 
 /** The pipeline's alarms. */
@@ -136,6 +141,7 @@ export class PipelineMonitoring extends Construct {
       new cloudwatch.Metric({
         namespace: LEASEQ_METRICS_NAMESPACE,
         metricName,
+        dimensionsMap: { service: props.serviceName ?? 'leaseq' },
         statistic: cloudwatch.Stats.SUM,
         period,
         label,

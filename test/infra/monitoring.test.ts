@@ -92,8 +92,8 @@ describe('LeaseqPipeline dashboard and alarms', () => {
       MetricName.OptimisticConflict,
       MetricName.StoreUnavailable,
     ]) {
-      // Namespace leaseq and no dimension: the metric array ends right after the name's options.
-      expect(body).toMatch(new RegExp(`\\["${LEASEQ_METRICS_NAMESPACE}","${name}",\\{`));
+      // Namespace leaseq, dimension service (the EMF totals the worker writes).
+      expect(body).toMatch(new RegExp(`\\["${LEASEQ_METRICS_NAMESPACE}","${name}","service","leaseq",\\{`));
     }
   });
 
@@ -150,7 +150,11 @@ describe('LeaseqPipeline dashboard and alarms', () => {
     expect(leases.Threshold).toBe(1);
     const metrics = leases.Metrics as { Id: string; MetricStat?: { Metric: Record<string, unknown> } }[];
     const lost = metrics.find((m) => m.Id === 'lost');
-    expect(lost?.MetricStat?.Metric).toEqual({ Namespace: 'leaseq', MetricName: 'LeaseLost' });
+    expect(lost?.MetricStat?.Metric).toEqual({
+      Namespace: 'leaseq',
+      MetricName: 'LeaseLost',
+      Dimensions: [{ Name: 'service', Value: 'leaseq' }],
+    });
     expect(metrics.map((m) => m.MetricStat?.Metric.MetricName).filter(Boolean)).toEqual(
       expect.arrayContaining(['JobSucceeded', 'JobRetried', 'JobDeadLettered', 'LeaseLost']),
     );
