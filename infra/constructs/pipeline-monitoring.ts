@@ -16,6 +16,9 @@ import { MetricName } from '../../shared/core/statuses.ts';
  */
 export const LEASEQ_METRICS_NAMESPACE = 'leaseq';
 
+/** The job-store call kinds the worker measures (the `operation` dimension of StoreLatency/StoreTimeout). */
+const STORE_OPERATIONS = ['claim', 'renew', 'checkpoint', 'complete', 'release', 'markDead'] as const;
+
 /** Thresholds of the pipeline's alarms. */
 export interface LeaseqAlarmThresholds {
   /**
@@ -307,6 +310,56 @@ export class PipelineMonitoring extends Construct {
               leaseq(MetricName.DeadCopyDropped),
               leaseq(MetricName.StoreUnavailable),
             ],
+          }),
+        ],
+        // The seed's operational smells: ping-pong (receives per attempt, hand-backs) and store latency
+        // (p99 per call kind, calls abandoned at their lease-derived bound).
+        [
+          new cloudwatch.GraphWidget({
+            ...wide,
+            title: 'Ping-pong: receives per attempt',
+            left: [
+              new cloudwatch.MathExpression({
+                expression: 'IF(FILL(claimed, 0) > 0, FILL(received, 0) / claimed, 0)',
+                usingMetrics: {
+                  received: leaseq(MetricName.MessageReceived),
+                  claimed: leaseq(MetricName.JobClaimed),
+                },
+                period,
+                label: 'Receives per attempt',
+              }),
+            ],
+            right: [leaseq(MetricName.HandBack, 'Given back without running')],
+          }),
+          new cloudwatch.GraphWidget({
+            ...wide,
+            title: 'Store latency p99 per call (ms)',
+            left: STORE_OPERATIONS.map(
+              (operation) =>
+                new cloudwatch.Metric({
+                  namespace: LEASEQ_METRICS_NAMESPACE,
+                  metricName: MetricName.StoreLatency,
+                  dimensionsMap: { service: props.serviceName ?? 'leaseq', operation },
+                  statistic: cloudwatch.Stats.p(99),
+                  period,
+                  label: operation,
+                }),
+            ),
+          }),
+          new cloudwatch.GraphWidget({
+            ...wide,
+            title: 'Store calls abandoned at their bound',
+            left: STORE_OPERATIONS.map(
+              (operation) =>
+                new cloudwatch.Metric({
+                  namespace: LEASEQ_METRICS_NAMESPACE,
+                  metricName: MetricName.StoreTimeout,
+                  dimensionsMap: { service: props.serviceName ?? 'leaseq', operation },
+                  statistic: cloudwatch.Stats.SUM,
+                  period,
+                  label: operation,
+                }),
+            ),
           }),
         ],
       ],

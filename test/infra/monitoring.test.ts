@@ -68,9 +68,14 @@ describe('LeaseqPipeline dashboard and alarms', () => {
       'leaseq outcomes',
       'leaseq leases',
       'leaseq duplicates and store',
+      'Ping-pong: receives per attempt',
+      'Store latency p99 per call (ms)',
+      'Store calls abandoned at their bound',
     ]) {
       expect(body).toContain(`"title":"${title}"`);
     }
+    // The store-latency smell per call kind, as the instrumented store reports it.
+    expect(body).toContain('"leaseq","StoreLatency","operation","renew","service","leaseq"');
     for (const sqsMetric of [
       'ApproximateNumberOfMessagesVisible',
       'ApproximateNumberOfMessagesNotVisible',
