@@ -12,6 +12,7 @@ export {
   InvalidLeaseqPropsError,
   LeaseqPipeline,
   type LeaseqPipelineProps,
+  type LeaseqTracingProps,
   type ResolvedPipelineSettings,
 } from './leaseq-pipeline.ts';
 export { LeaseqStack, type LeaseqStackProps, type LeaseqStage } from './leaseq-stack.ts';

@@ -1,6 +1,8 @@
 import { CfnOutput, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -85,6 +87,12 @@ export interface LeaseqPipelineProps {
   readonly testHooks?: boolean;
   /** More environment variables for the worker (e.g. `LEASEQ_LEASE_MS`). @default {} */
   readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * Export the worker's traces (OpenTelemetry, OTLP/HTTP). For X-Ray, add the ADOT Lambda layer (its
+   * collector listens on 127.0.0.1:4318 and exports to X-Ray) and `xray: true` for the role's write
+   * permission. @default no tracing
+   */
+  readonly tracing?: LeaseqTracingProps;
   /**
    * Create the dashboard and alarms. Off only where CloudWatch is not wanted or not supported (the local
    * emulator's CloudFormation refuses metric-math alarms; `leaseq local deploy` turns this off).
@@ -296,10 +304,23 @@ export class LeaseqPipeline extends Construct {
       ...(props.memorySize === undefined ? {} : { memorySize: props.memorySize }),
       ...(props.logLevel === undefined ? {} : { logLevel: props.logLevel }),
       ...(props.testHooks === undefined ? {} : { testHooks: props.testHooks }),
-      ...(props.environment === undefined ? {} : { environment: props.environment }),
+      ...(props.environment === undefined && props.tracing === undefined
+        ? {}
+        : { environment: { ...tracingEnvironment(props.tracing), ...props.environment } }),
       ...(props.projectRoot === undefined ? {} : { projectRoot: props.projectRoot }),
       ...(props.depsLockFilePath === undefined ? {} : { depsLockFilePath: props.depsLockFilePath }),
     });
+
+    for (const layer of props.tracing?.layers ?? []) this.worker.function.addLayers(layer);
+    if (props.tracing?.xray) {
+      // X-Ray's write actions take no resource: '*' is the only form IAM accepts for them.
+      this.worker.function.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'],
+          resources: ['*'],
+        }),
+      );
+    }
 
     const monitoring =
       props.monitoring === false
@@ -367,4 +388,24 @@ export class LeaseqPipeline extends Construct {
 function jobTables(jobs: LeaseqPipelineProps['jobs']): TableDefinition[] {
   if (!jobs) return [];
   return JobRegistry.from(jobs).tables();
+}
+
+/** Where the worker's traces go: see {@link LeaseqPipelineProps.tracing}. */
+export interface LeaseqTracingProps {
+  /** OTLP/HTTP endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`). @default 'http://127.0.0.1:4318' (a collector layer) */
+  readonly otlpEndpoint?: string;
+  /** `OTEL_SERVICE_NAME` of the worker's spans. @default 'leaseq-worker' */
+  readonly serviceName?: string;
+  /** Lambda layers to add, e.g. the ADOT collector layer of your region. @default none */
+  readonly layers?: readonly lambda.ILayerVersion[];
+  /** Grant the worker X-Ray's write actions (for a collector that exports to X-Ray). @default false */
+  readonly xray?: boolean;
+}
+
+function tracingEnvironment(tracing: LeaseqTracingProps | undefined): Record<string, string> {
+  if (!tracing) return {};
+  return {
+    OTEL_EXPORTER_OTLP_ENDPOINT: tracing.otlpEndpoint ?? 'http://127.0.0.1:4318',
+    OTEL_SERVICE_NAME: tracing.serviceName ?? 'leaseq-worker',
+  };
 }

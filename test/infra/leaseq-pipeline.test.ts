@@ -186,3 +186,37 @@ describe('Function: redriveMaxReceiveCount (the safety net)', () => {
     );
   });
 });
+
+describe('Prop: tracing', () => {
+  it('sets the OTLP variables, adds the collector layer and grants X-Ray writes only when asked', async () => {
+    const { App, Stack } = await import('aws-cdk-lib');
+    const { Match, Template } = await import('aws-cdk-lib/assertions');
+    const lambda = await import('aws-cdk-lib/aws-lambda');
+    const { LeaseqPipeline } = await import('../../infra/leaseq-pipeline.ts');
+    const { default: ledgerJobs } = await import('../../examples/ledger/jobs.ts');
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const stack = new Stack(app, 'Traced');
+    const layer = lambda.LayerVersion.fromLayerVersionArn(
+      stack,
+      'Adot',
+      'arn:aws:lambda:us-east-1:901920570463:layer:aws-otel-nodejs-amd64-ver-1-30-1:1',
+    );
+    new LeaseqPipeline(stack, 'Pipeline', {
+      jobs: ledgerJobs,
+      entry: 'functions/worker.ts',
+      tracing: { layers: [layer], xray: true, serviceName: 'orders-worker' },
+    });
+    const template = Template.fromStack(stack);
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Layers: ['arn:aws:lambda:us-east-1:901920570463:layer:aws-otel-nodejs-amd64-ver-1-30-1:1'],
+      Environment: {
+        Variables: Match.objectLike({
+          OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318',
+          OTEL_SERVICE_NAME: 'orders-worker',
+        }),
+      },
+    });
+    const policies = JSON.stringify(template.findResources('AWS::IAM::Policy'));
+    expect(policies).toContain('xray:PutTraceSegments');
+  });
+});
