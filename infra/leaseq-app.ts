@@ -84,6 +84,15 @@ export function stackPropsFromContext(app: App): LeaseqStackProps {
   const testHooks = text('testHooks');
   const leaseMs = int('leaseMs');
   const monitoring = text('monitoring');
+  const rateAlarms = text('rateAlarms');
+  if (rateAlarms !== undefined && rateAlarms !== 'math' && rateAlarms !== 'counts') {
+    throw new InvalidLeaseqPropsError(
+      'LeaseqStack',
+      'rateAlarms',
+      rateAlarms,
+      'math or counts (-c rateAlarms=counts)',
+    );
+  }
   return {
     ...(stage !== undefined ? { stage } : {}),
     ...(resourcePrefix !== undefined ? { resourcePrefix } : {}),
@@ -95,5 +104,6 @@ export function stackPropsFromContext(app: App): LeaseqStackProps {
     ...(testHooks !== undefined ? { testHooks: bool('testHooks', testHooks) } : {}),
     ...(leaseMs !== undefined ? { leaseMs } : {}),
     ...(monitoring !== undefined ? { monitoring: bool('monitoring', monitoring) } : {}),
+    ...(rateAlarms === 'math' || rateAlarms === 'counts' ? { rateAlarms } : {}),
   };
 }

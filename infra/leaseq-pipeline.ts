@@ -99,6 +99,8 @@ export interface LeaseqPipelineProps {
    * @default true
    */
   readonly monitoring?: boolean;
+  /** See {@link PipelineMonitoringProps.rateAlarms}. @default 'math' */
+  readonly rateAlarms?: 'math' | 'counts';
   /**
    * Thresholds of the alarms (DLQ not empty, oldest message age, worker error rate, lease-loss rate);
    * each field has its own default (see {@link LeaseqAlarmThresholds}).
@@ -332,6 +334,7 @@ export class LeaseqPipeline extends Construct {
             function: this.worker.function,
             thresholds,
             ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
+            ...(props.rateAlarms ? { rateAlarms: props.rateAlarms } : {}),
           });
     this.dashboard = monitoring?.dashboard;
     this.alarms = monitoring?.alarms;

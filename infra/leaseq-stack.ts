@@ -49,6 +49,8 @@ export interface LeaseqStackProps extends StackProps {
   readonly leaseMs?: number;
   /** See {@link LeaseqPipelineProps.monitoring}: the dashboard and alarms. @default true */
   readonly monitoring?: boolean;
+  /** See {@link LeaseqPipelineProps.rateAlarms}. @default 'math' */
+  readonly rateAlarms?: 'math' | 'counts';
 }
 
 /** {@link LeaseqStackProps} settings with every default applied. */
@@ -109,6 +111,7 @@ export class LeaseqStack extends Stack {
       deletionProtection: production,
       ...(props.testHooks && !production ? { testHooks: true } : {}),
       ...(props.monitoring === false ? { monitoring: false } : {}),
+      ...(props.rateAlarms ? { rateAlarms: props.rateAlarms } : {}),
       ...(props.leaseMs === undefined ? {} : { environment: { LEASEQ_LEASE_MS: String(props.leaseMs) } }),
       ...(lockFile && !props.entry
         ? { projectRoot: fileURLToPath(new URL('..', import.meta.url)), depsLockFilePath: lockFile }

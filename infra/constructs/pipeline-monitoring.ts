@@ -68,6 +68,13 @@ export interface PipelineMonitoringProps {
    * totals; a `service` + `jobType` set holds the breakdown). @default 'leaseq'
    */
   readonly serviceName?: string;
+  /**
+   * How the error-rate and lease-loss alarms are computed: `math` (rates in percent, metric math, as on
+   * AWS), or `counts` (plain alarms on the error and LeaseLost counts, their thresholds read as counts
+   * per period: for CloudFormation implementations without metric-math alarms, like the local emulator).
+   * @default 'math'
+   */
+  readonly rateAlarms?: 'math' | 'counts';
 }
 
 /** The pipeline's alarms. */
@@ -230,22 +237,48 @@ export class PipelineMonitoring extends Construct {
         thresholds.oldestMessageAge.toSeconds(),
         above,
       ),
-      errorRate: alarm(
-        'ErrorRateAlarm',
-        'worker-error-rate',
-        `More than ${thresholds.errorRatePercent}% of worker invocations failed (crashes, timeouts, configuration)`,
-        errorRate,
-        thresholds.errorRatePercent,
-        above,
-      ),
-      leaseLossRate: alarm(
-        'LeaseLossRateAlarm',
-        'lease-loss-rate',
-        `More than ${thresholds.leaseLossRatePercent}% of attempts lost their job lease (leaseq LeaseLost)`,
-        leaseLossRate,
-        thresholds.leaseLossRatePercent,
-        above,
-      ),
+      errorRate:
+        props.rateAlarms === 'counts'
+          ? alarm(
+              'ErrorRateAlarm',
+              'worker-error-rate',
+              `More than ${thresholds.errorRatePercent} worker invocations failed in a period (crashes, timeouts, configuration)`,
+              props.function.metricErrors({ period }),
+              thresholds.errorRatePercent,
+              above,
+            )
+          : alarm(
+              'ErrorRateAlarm',
+              'worker-error-rate',
+              `More than ${thresholds.errorRatePercent}% of worker invocations failed (crashes, timeouts, configuration)`,
+              errorRate,
+              thresholds.errorRatePercent,
+              above,
+            ),
+      leaseLossRate:
+        props.rateAlarms === 'counts'
+          ? alarm(
+              'LeaseLossRateAlarm',
+              'lease-loss-rate',
+              `More than ${thresholds.leaseLossRatePercent} attempts lost their job lease in a period (leaseq LeaseLost)`,
+              new cloudwatch.Metric({
+                namespace: LEASEQ_METRICS_NAMESPACE,
+                metricName: MetricName.LeaseLost,
+                dimensionsMap: { service: props.serviceName ?? 'leaseq' },
+                statistic: cloudwatch.Stats.SUM,
+                period,
+              }),
+              thresholds.leaseLossRatePercent,
+              above,
+            )
+          : alarm(
+              'LeaseLossRateAlarm',
+              'lease-loss-rate',
+              `More than ${thresholds.leaseLossRatePercent}% of attempts lost their job lease (leaseq LeaseLost)`,
+              leaseLossRate,
+              thresholds.leaseLossRatePercent,
+              above,
+            ),
     };
 
     const wide = { width: 8, height: 6 };

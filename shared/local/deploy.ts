@@ -155,11 +155,11 @@ function cdkEnv(options: Pick<LocalDeployOptions, 'endpoint' | 'region'>): NodeJ
 }
 
 /**
- * Context every local deploy and destroy adds unless the caller sets it: no dashboard or alarms, because
- * the emulator's CloudFormation refuses alarms on metric math (`Properties.Metrics`), which the error-rate
- * and lease-loss-rate alarms are. Monitoring is for AWS; locally nothing reads it.
+ * Context every local deploy and destroy adds unless the caller sets it: the error-rate and lease-loss
+ * alarms as plain count alarms, because the emulator's CloudFormation refuses alarms on metric math
+ * (`Properties.Metrics`). The dashboard and the other alarms deploy as on AWS.
  */
-export const LOCAL_DEPLOY_CONTEXT: Readonly<Record<string, string>> = { monitoring: 'false' };
+export const LOCAL_DEPLOY_CONTEXT: Readonly<Record<string, string>> = { rateAlarms: 'counts' };
 
 function contextArgs(context: Readonly<Record<string, string>> = {}): string[] {
   return Object.entries({ ...LOCAL_DEPLOY_CONTEXT, ...context }).flatMap(([key, value]) => [

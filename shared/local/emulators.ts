@@ -59,8 +59,8 @@ const ministack: EmulatorSpec = {
     GATEWAY_PORT: String(port),
     // Only what leaseq uses: the queues and tables, plus what `cdk bootstrap` and `cdk deploy` of the
     // stack need (CloudFormation, S3 for assets, STS, SSM for the bootstrap version, IAM for the roles,
-    // Lambda and its logs for the worker function).
-    SERVICES: 'sqs,dynamodb,cloudformation,s3,sts,ssm,iam,lambda,logs',
+    // Lambda and its logs for the worker function, CloudWatch for its dashboard and alarms).
+    SERVICES: 'sqs,dynamodb,cloudformation,s3,sts,ssm,iam,lambda,logs,cloudwatch',
     PERSIST_STATE: '0',
     LOG_LEVEL: 'INFO',
   }),

@@ -221,7 +221,31 @@ describe('LeaseqPipeline dashboard and alarms', () => {
     Template.fromStack(monitored).resourceCountIs('AWS::CloudWatch::Alarm', 4);
   });
 
-  it('is off in the local deploy loop, whose emulator refuses metric-math alarms', () => {
-    expect(LOCAL_DEPLOY_CONTEXT).toEqual({ monitoring: 'false' });
+  it('uses count alarms in the local deploy loop, whose emulator refuses metric-math alarms', () => {
+    expect(LOCAL_DEPLOY_CONTEXT).toEqual({ rateAlarms: 'counts' });
+  });
+});
+
+describe('Prop: rateAlarms', () => {
+  it("'counts' makes the two rate alarms plain count alarms (no metric math), the others unchanged", () => {
+    const { template } = synth({ rateAlarms: 'counts' });
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Resource[];
+    expect(alarms).toHaveLength(4);
+    for (const alarm of alarms) expect(alarm.Properties.Metrics).toBeUndefined();
+    const byName = (suffix: string) =>
+      alarms.find((a) => String(a.Properties.AlarmName).endsWith(suffix))?.Properties as Record<
+        string,
+        unknown
+      >;
+    expect(byName('worker-error-rate')).toMatchObject({
+      MetricName: 'Errors',
+      Namespace: 'AWS/Lambda',
+      Threshold: 5,
+    });
+    expect(byName('lease-loss-rate')).toMatchObject({
+      MetricName: 'LeaseLost',
+      Namespace: 'leaseq',
+      Threshold: 1,
+    });
   });
 });

@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
+import { CloudWatchClient, DescribeAlarmsCommand, GetDashboardCommand } from '@aws-sdk/client-cloudwatch';
 import {
   CloudWatchLogsClient,
   DescribeLogGroupsCommand,
@@ -33,6 +34,7 @@ const clients = testClients();
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 const cfn = new CloudFormationClient({ endpoint: testEndpoint(), region: 'us-east-1', credentials });
 const logs = new CloudWatchLogsClient({ endpoint: testEndpoint(), region: 'us-east-1', credentials });
+const cw = new CloudWatchClient({ endpoint: testEndpoint(), region: 'us-east-1', credentials });
 let outputs: Record<string, string>;
 
 /** `leaseq local deploy` of this test's stage with extra context; fails the test with its output. */
@@ -95,6 +97,7 @@ beforeAll(async () => {
 afterAll(async () => {
   cfn.destroy();
   logs.destroy();
+  cw.destroy();
   destroyAwsClients(clients);
 });
 
@@ -107,6 +110,20 @@ describe('The stack deployed to the emulator (cdk deploy, event source mapping, 
         AttributeName: 'expiresAt',
       });
     }
+  });
+
+  it('deploys the dashboard and the four alarms (the rate alarms as count alarms: no metric math here)', async () => {
+    const prefix = outputs.JobsQueueName?.replace(/-jobs$/, '') ?? '';
+    // GetDashboard, not ListDashboards: the emulator's list answer has a size the SDK cannot parse.
+    const dashboard = await cw.send(new GetDashboardCommand({ DashboardName: `${prefix}-leaseq` }));
+    expect(dashboard.DashboardBody).toContain('Ping-pong: receives per attempt');
+    const alarms = await cw.send(new DescribeAlarmsCommand({ AlarmNamePrefix: `${prefix}-leaseq` }));
+    expect(alarms.MetricAlarms?.map((a) => a.AlarmName?.replace(`${prefix}-leaseq-`, '')).sort()).toEqual([
+      'dlq-not-empty',
+      'lease-loss-rate',
+      'oldest-message-age',
+      'worker-error-rate',
+    ]);
   });
 
   it('runs jobs in the deployed function: duplicates once, the poison in the DLQ with its reasons, a crash resumed from its checkpoint', async () => {
