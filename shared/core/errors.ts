@@ -95,6 +95,18 @@ export class LeaseLostError extends LeaseqError {
   }
 }
 
+/**
+ * The lease ran out because no renewal got through in time (the store was slow or unreachable, or this
+ * worker stalled), not because anyone else took the job. The worker stopped the job; if nobody claimed
+ * it meanwhile, its fenced release still applies and the attempt is refunded.
+ */
+export class LeaseRanOutError extends LeaseLostError {
+  constructor(key: string, token: number, detail: string, cause?: unknown) {
+    super(key, token, detail, cause);
+    this.name = 'LeaseRanOutError';
+  }
+}
+
 /** Optimistic write kept conflicting after the in-process retries: give the job back with a delay. */
 export class OptimisticConflictError extends LeaseqError {
   readonly tries: number;

@@ -4,6 +4,7 @@ import {
   errorClass,
   InvalidEnvelopeError,
   LeaseLostError,
+  LeaseRanOutError,
   StoreUnavailableError,
 } from './errors.ts';
 
@@ -48,6 +49,17 @@ export interface FailureFacts {
  * fix, then outages (never counted against the job), then the attempt budget.
  */
 export function decideFailure(error: unknown, facts: FailureFacts): FailureDecision {
+  if (error instanceof LeaseRanOutError) {
+    // No one refused us: the store did not answer in time. A fenced release still applies if nobody
+    // claimed the job meanwhile, and then the attempt is the store's, not the job's.
+    return {
+      kind: 'retry',
+      delaySeconds: facts.backoffSeconds(facts.attempts),
+      refundAttempt: true,
+      deadline: false,
+      outage: true,
+    };
+  }
   if (error instanceof LeaseLostError) {
     return error.completedByThisLease ? { kind: 'completed-earlier' } : { kind: 'lease-lost' };
   }

@@ -1,4 +1,4 @@
-import { DeadlineError, describe, LeaseLostError } from './errors.ts';
+import { DeadlineError, describe, LeaseLostError, LeaseRanOutError } from './errors.ts';
 import { boundedSignal } from './timeout-signal.ts';
 
 /** What the heartbeat needs from whoever holds a lease: one renewal call. */
@@ -203,7 +203,12 @@ export class Heartbeat {
       return;
     }
     this.#lose(
-      new LeaseLostError('lease', 0, `the lease ran out before it could be renewed: ${why}`, this.#lastError),
+      new LeaseRanOutError(
+        'lease',
+        0,
+        `the lease ran out before it could be renewed: ${why}`,
+        this.#lastError,
+      ),
     );
   }
 

@@ -13,6 +13,7 @@ import {
   errorClass,
   InvalidEnvelopeError,
   LeaseLostError,
+  LeaseRanOutError,
   OptimisticConflictError,
   StoreUnavailableError,
 } from './errors.ts';
@@ -93,6 +94,7 @@ export interface RecordOutcome {
     | 'retry'
     | 'dead-lettered'
     | 'lease-lost'
+    | 'lease-ran-out'
     | 'store-unavailable'
     | 'deadline'
     | 'deferred';
@@ -641,6 +643,7 @@ export class JobProcessor {
       bound.clear();
     }
     await message.giveBack(decision.delaySeconds, errorClass(error));
+    if (error instanceof LeaseRanOutError) return 'lease-ran-out';
     return decision.deadline ? 'deadline' : 'retry';
   }
 }

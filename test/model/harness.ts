@@ -372,7 +372,7 @@ class World {
       dedupKey: key,
       messageId: record.messageId,
     });
-    if (outcome.action === 'lease-lost') {
+    if (outcome.action === 'lease-lost' || outcome.action === 'lease-ran-out') {
       // Excused: a call about this job failed, was slow, or is still waiting (a slow call the heartbeat
       // gave up on before it returned).
       if (this.touched.has(`${worker.id} ${key}`) || this.#waiting(worker.id, key))

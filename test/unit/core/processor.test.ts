@@ -147,12 +147,18 @@ describe('Class: JobProcessor (in memory, fake timers)', () => {
       const duplicate = processor('w-b').process(copy);
       await vi.advanceTimersByTimeAsync(30_000);
 
-      expect((await owner).action).toBe('lease-lost');
-      expect((await duplicate).action).toBe('completed');
-      expect(runs.map((r) => r.worker)).toEqual(['w-a', 'w-b']);
+      // Nobody took the job: the stopped owner released it (attempt refunded); the copy finds it waiting
+      // for its retry and is dropped; the owner's own message runs it later.
+      expect((await owner).action).toBe('lease-ran-out');
+      expect((await duplicate).action).toBe('duplicate');
       expect(runs[0]?.aborted).toBe(true);
-      // The first run stopped before the lease ended; the second started after it.
+      // The first run stopped before the lease ended.
       expect(runs[0]?.end).toBeLessThanOrEqual((runs[0]?.start ?? 0) + LEASE_MS);
+      const [again] = queue.receive(1);
+      if (!again) throw new Error('the message did not come back');
+      const retry = processor('w-b').process(again);
+      await vi.advanceTimersByTimeAsync(15_000);
+      expect((await retry).action).toBe('completed');
       expect(overlapping(runs)).toBe(false);
       expect((await store.get('job-1'))?.status).toBe(JobStatus.Completed);
     });
@@ -194,7 +200,7 @@ describe('Class: JobProcessor (in memory, fake timers)', () => {
       expect((await store.get('job-1'))?.attempts).toBe(1);
     });
 
-    it('an owner whose renewals keep failing stops by its lease end; the copy takes over after it (attempt 2)', async () => {
+    it('an owner whose renewals keep failing stops by its lease end and releases the job, its attempt refunded', async () => {
       const { runs, store, queue, processor, body } = setup(60_000);
       queue.send(body);
       const [first] = queue.receive(1, { visibilitySeconds: 4 });
@@ -211,7 +217,8 @@ describe('Class: JobProcessor (in memory, fake timers)', () => {
       await vi.advanceTimersByTimeAsync(1000);
       const item = await store.get('job-1');
       expect(item?.owner).toBe('w-b');
-      expect(item?.attempts).toBe(2);
+      // The stopped owner released the job when its lease ran out: that attempt was refunded.
+      expect(item?.attempts).toBe(1);
       expect(runs.map((r) => r.worker)).toEqual(['w-a', 'w-b']);
       // The first run was stopped when its lease ran out, before the takeover.
       expect(runs[0]?.aborted).toBe(true);
