@@ -619,7 +619,7 @@ export class JobProcessor {
       checkpoint: lease.checkpoint?.step,
       attemptsLeft: this.#maxAttempts - lease.attempts,
     });
-    const bound = boundedSignal(Math.max(1000, lease.leaseUntil - this.#now()), 'release');
+    const bound = boundedSignal(Math.max(this.#leaseMs, lease.leaseUntil - this.#now()), 'release');
     try {
       await this.#store.release(
         lease,
