@@ -90,7 +90,8 @@ export async function checkRun(
     `${runId}-`,
     `${TALLY_PREFIX}${runId}`,
   ]);
-  const depth = totalDepth(await queueStats(clients.sqs, names.queueUrl));
+  const queueDepth = await queueStats(clients.sqs, names.queueUrl);
+  const depth = totalDepth(queueDepth);
   const letters = await listDeadLetters(clients.sqs, names.dlqUrl, { limit: 10_000 });
 
   const byKey = new Map(jobs.map((j) => [j.dedupKey, j]));
@@ -164,7 +165,14 @@ export async function checkRun(
   );
   if (moneyExpected !== moneyActual)
     violations.push(`money not conserved: expected ${moneyExpected}, got ${moneyActual}`);
-  if (depth > 0) violations.push(`jobs queue not drained at the end: ${depth} messages left`);
+  // A message still visible or delayed is a job's way back that was never taken: a violation. One held in
+  // flight once every job has finished is a racing copy hidden past its batch whose worker was killed
+  // before deleting it (protocol.md, known gap 15): harmless, dropped when it shows again.
+  const waiting = queueDepth.visible + queueDepth.delayed;
+  const everyJobFinished = lost.length === 0 && stuck.length === 0;
+  if (waiting > 0 || (queueDepth.inFlight > 0 && !everyJobFinished)) {
+    violations.push(`jobs queue not drained at the end: ${depth} messages left`);
+  }
 
   // Aborted healthy owners: lease-lost aborts in live workers; outside every window is suspicious.
   const slack = events.leaseMs * 2;
