@@ -18,6 +18,8 @@ import type {
   ClaimRequest,
   ClaimResult,
   Effect,
+  FastCommitRequest,
+  FastCommitResult,
   FencedWriteResult,
   JobLease,
   JobStore,
@@ -62,48 +64,7 @@ export class DynamoDbJobStore implements JobStore {
       const out = await guardStore('claim', options.signal, (http) =>
         this.#doc.send(
           new UpdateCommand({
-            TableName: this.#table,
-            Key: { dedupKey: req.dedupKey },
-            // The token starts from the clock when the item is new, so it keeps growing even after TTL
-            // deleted an old item (whose tokens were all issued long before it expired).
-            UpdateExpression:
-              'SET #status = :inProgress, #owner = :owner, #leaseUntil = :leaseUntil, ' +
-              '#token = if_not_exists(#token, :now) + :one, #attempts = if_not_exists(#attempts, :zero) + :one, ' +
-              '#version = if_not_exists(#version, :zero) + :one, #messageId = :messageId, #type = :type, ' +
-              '#createdAt = if_not_exists(#createdAt, :createdAt), #claimedAt = :now, #updatedAt = :now, ' +
-              '#expiresAt = :expiresAt',
-            ConditionExpression:
-              'attribute_not_exists(#dedupKey) OR ' +
-              '(NOT #status IN (:completed, :dead) AND #leaseUntil < :now)',
-            ExpressionAttributeNames: {
-              '#dedupKey': 'dedupKey',
-              '#status': 'status',
-              '#owner': 'owner',
-              '#leaseUntil': 'leaseUntil',
-              '#token': 'token',
-              '#attempts': 'attempts',
-              '#version': 'version',
-              '#messageId': 'messageId',
-              '#type': 'type',
-              '#createdAt': 'createdAt',
-              '#claimedAt': 'claimedAt',
-              '#updatedAt': 'updatedAt',
-              '#expiresAt': 'expiresAt',
-            },
-            ExpressionAttributeValues: {
-              ':inProgress': JobStatus.InProgress,
-              ':completed': JobStatus.Completed,
-              ':dead': JobStatus.Dead,
-              ':owner': req.owner,
-              ':leaseUntil': leaseUntil,
-              ':now': req.now,
-              ':one': 1,
-              ':zero': 0,
-              ':messageId': req.messageId,
-              ':type': req.type,
-              ':createdAt': req.createdAt,
-              ':expiresAt': this.#expiresAt(leaseUntil),
-            },
+            ...this.#claimUpdate(req, JobStatus.InProgress, leaseUntil),
             // ALL_OLD on success too: the item we replaced tells a takeover from a retry, and the new
             // values follow from it exactly as the update expression computes them.
             ReturnValues: 'ALL_OLD',
@@ -147,6 +108,121 @@ export class DynamoDbJobStore implements JobStore {
       }
       throw error;
     }
+  }
+
+  async claimAndComplete(
+    req: FastCommitRequest,
+    result: unknown,
+    effects: readonly Effect[] = [],
+    options: StoreCallOptions = {},
+  ): Promise<FastCommitResult> {
+    const update = this.#claimUpdate(req, JobStatus.Completed, req.now, result);
+    if (effects.length === 0) {
+      try {
+        await guardStore('claim-and-complete', options.signal, (http) =>
+          this.#doc.send(
+            new UpdateCommand({ ...update, ReturnValuesOnConditionCheckFailure: ALL_OLD }),
+            http,
+          ),
+        );
+        return { ok: true };
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException && error.Item) {
+          const existing = unmarshallItem(error.Item);
+          // Refused by itself: the answer was lost and the SDK retried a write that went through.
+          if (isOwnFastCommit(existing, req)) return { ok: true };
+          return { ok: false, reason: 'refused', existing };
+        }
+        throw error;
+      }
+    }
+    try {
+      await guardStore('claim-and-complete', options.signal, (http) =>
+        this.#doc.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              { Update: { ...update, ReturnValuesOnConditionCheckFailure: ALL_OLD } },
+              ...effects,
+            ],
+          }),
+          http,
+        ),
+      );
+      return { ok: true };
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const first = error.CancellationReasons?.[0];
+      if (first?.Code === 'ConditionalCheckFailed' && first.Item) {
+        return { ok: false, reason: 'refused', existing: unmarshallItem(first.Item) };
+      }
+      return effectCancellation('claim-and-complete', error);
+    }
+  }
+
+  /**
+   * The claim's write: takes the job if there is no item, or it is not finished and its lease is over.
+   * `status` IN_PROGRESS is a claim; COMPLETED (with the result) is the fast path's one-write commit.
+   */
+  #claimUpdate(
+    req: Omit<ClaimRequest, 'leaseMs'>,
+    status: JobStatus,
+    leaseUntil: number,
+    result?: unknown,
+  ): NonNullable<Effect['Update']> & { Key: Record<string, unknown> } {
+    const completes = status === JobStatus.Completed;
+    return {
+      TableName: this.#table,
+      Key: { dedupKey: req.dedupKey },
+      // The token starts from the clock when the item is new, so it keeps growing even after TTL
+      // deleted an old item (whose tokens were all issued long before it expired).
+      UpdateExpression:
+        'SET #status = :status, #owner = :owner, #leaseUntil = :leaseUntil, ' +
+        '#token = if_not_exists(#token, :now) + :one, #attempts = if_not_exists(#attempts, :zero) + :one, ' +
+        '#version = if_not_exists(#version, :zero) + :one, #messageId = :messageId, #type = :type, ' +
+        '#createdAt = if_not_exists(#createdAt, :createdAt), #claimedAt = :now, #updatedAt = :now, ' +
+        '#expiresAt = :expiresAt' +
+        (completes ? ', #completedAt = :now, #result = :result REMOVE #lastError, #lastErrorClass' : ''),
+      ConditionExpression:
+        'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead) AND #leaseUntil < :now)',
+      ExpressionAttributeNames: {
+        '#dedupKey': 'dedupKey',
+        '#status': 'status',
+        '#owner': 'owner',
+        '#leaseUntil': 'leaseUntil',
+        '#token': 'token',
+        '#attempts': 'attempts',
+        '#version': 'version',
+        '#messageId': 'messageId',
+        '#type': 'type',
+        '#createdAt': 'createdAt',
+        '#claimedAt': 'claimedAt',
+        '#updatedAt': 'updatedAt',
+        '#expiresAt': 'expiresAt',
+        ...(completes
+          ? {
+              '#completedAt': 'completedAt',
+              '#result': 'result',
+              '#lastError': 'lastError',
+              '#lastErrorClass': 'lastErrorClass',
+            }
+          : {}),
+      },
+      ExpressionAttributeValues: {
+        ':status': status,
+        ':completed': JobStatus.Completed,
+        ':dead': JobStatus.Dead,
+        ':owner': req.owner,
+        ':leaseUntil': leaseUntil,
+        ':now': req.now,
+        ':one': 1,
+        ':zero': 0,
+        ':messageId': req.messageId,
+        ':type': req.type,
+        ':createdAt': req.createdAt,
+        ':expiresAt': this.#expiresAt(leaseUntil),
+        ...(completes ? { ':result': result ?? null } : {}),
+      },
+    };
   }
 
   async renew(lease: JobLease, leaseMs: number, now: number, options: StoreCallOptions = {}): Promise<void> {
@@ -439,29 +515,47 @@ export class DynamoDbJobStore implements JobStore {
       return { ok: true };
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
-      const reasons = error.CancellationReasons ?? [];
-      if (reasons[0]?.Code === 'ConditionalCheckFailed') {
-        throw fenceRefusal(lease, operation, reasons[0].Item, error);
+      if (error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') {
+        throw fenceRefusal(lease, operation, error.CancellationReasons[0].Item, error);
       }
-      if (reasons.some((r) => r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded')) {
-        throw new StoreUnavailableError(operation, error);
-      }
-      const index = reasons.findIndex(
-        (r, i) => i > 0 && (r.Code === 'ConditionalCheckFailed' || r.Code === 'TransactionConflict'),
-      );
-      if (index > 0) {
-        // A transaction conflict (another write to that item in flight, e.g. a renewal) is not a
-        // failed condition: worth telling apart for named-lease fences.
-        const busy = reasons[index]?.Code === 'TransactionConflict';
-        return { ok: false, reason: 'effect-conflict', index: index - 1, ...(busy ? { busy } : {}) };
-      }
-      // Conflicts on the job item itself (a concurrent renew) are transient too.
-      if (reasons.some((r) => r.Code === 'TransactionConflict')) {
-        return { ok: false, reason: 'effect-conflict', index: -1 };
-      }
-      throw error;
+      return effectCancellation(operation, error);
     }
   }
+}
+
+/**
+ * A cancelled transaction whose first item (the job item) passed: a throttled transaction is an outage;
+ * a refused or busy effect (or lease fence) is an effect conflict, nothing written. Throws otherwise.
+ */
+function effectCancellation(operation: string, error: TransactionCanceledException): FencedWriteResult {
+  const reasons = error.CancellationReasons ?? [];
+  if (reasons.some((r) => r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded')) {
+    throw new StoreUnavailableError(operation, error);
+  }
+  const index = reasons.findIndex(
+    (r, i) => i > 0 && (r.Code === 'ConditionalCheckFailed' || r.Code === 'TransactionConflict'),
+  );
+  if (index > 0) {
+    // A transaction conflict (another write to that item in flight, e.g. a renewal) is not a
+    // failed condition: worth telling apart for named-lease fences.
+    const busy = reasons[index]?.Code === 'TransactionConflict';
+    return { ok: false, reason: 'effect-conflict', index: index - 1, ...(busy ? { busy } : {}) };
+  }
+  // Conflicts on the job item itself (a concurrent renew) are transient too.
+  if (reasons.some((r) => r.Code === 'TransactionConflict')) {
+    return { ok: false, reason: 'effect-conflict', index: -1 };
+  }
+  throw error;
+}
+
+/** A refused fast commit that was this very commit: COMPLETED by our owner and message at our time. */
+function isOwnFastCommit(old: JobItem, req: FastCommitRequest): boolean {
+  return (
+    old.status === JobStatus.Completed &&
+    old.owner === req.owner &&
+    old.messageId === req.messageId &&
+    old.claimedAt === req.now
+  );
 }
 
 /**

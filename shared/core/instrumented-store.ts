@@ -6,6 +6,7 @@ import { MetricName } from './statuses.ts';
 /** The call kinds a {@link JobStore} has; the `operation` dimension of the store metrics. */
 const OPERATIONS = [
   'claim',
+  'claimAndComplete',
   'renew',
   'checkpoint',
   'complete',

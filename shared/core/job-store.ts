@@ -48,6 +48,31 @@ export type FencedWriteResult =
       readonly busy?: boolean;
     };
 
+/** The one-write fast path's commit: the claim's condition and the completion in one write. */
+export interface FastCommitRequest {
+  readonly dedupKey: string;
+  /** This worker: stored as the owner of the completion. */
+  readonly owner: string;
+  readonly messageId: string;
+  readonly type: string;
+  readonly createdAt: string;
+  /** The commit's time: a lease ending before it is no longer live. */
+  readonly now: number;
+}
+
+/** Outcome of {@link JobStore.claimAndComplete}. */
+export type FastCommitResult =
+  | { readonly ok: true }
+  /** The claim's condition failed: the job is finished, or a live lease (or a backoff) holds it. */
+  | { readonly ok: false; readonly reason: 'refused'; readonly existing: JobItem }
+  /** One of the effects' own conditions failed, or its item was busy: nothing was written. */
+  | {
+      readonly ok: false;
+      readonly reason: 'effect-conflict';
+      readonly index: number;
+      readonly busy?: boolean;
+    };
+
 /**
  * Per-call options of the store ports. `signal` bounds the call: the processor derives it from the lease
  * (a call still waiting when the lease would end is abandoned, so slow answers and SDK retries never
@@ -81,6 +106,18 @@ export interface JobStore {
     effects?: readonly Effect[],
     options?: StoreCallOptions,
   ): Promise<FencedWriteResult>;
+  /**
+   * The fast path (docs/protocol.md, "Fast path"): marks a job COMPLETED that nobody claimed, with its
+   * effects, in one write, under the claim's condition (no item, or not finished and no live lease). Of
+   * racing copies exactly one commit applies; the others are refused with the item they found. The
+   * write bumps the token, so an owner whose lease ran out is fenced out as by a takeover.
+   */
+  claimAndComplete(
+    request: FastCommitRequest,
+    result: unknown,
+    effects?: readonly Effect[],
+    options?: StoreCallOptions,
+  ): Promise<FastCommitResult>;
   /**
    * Gives the lease up after a failed attempt; the job may be claimed again from `retryAt`.
    * `refundAttempt` takes the attempt back (a store outage is not the job's failure).

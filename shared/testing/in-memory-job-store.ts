@@ -6,6 +6,8 @@ import type {
   ClaimRequest,
   ClaimResult,
   Effect,
+  FastCommitRequest,
+  FastCommitResult,
   FencedWriteResult,
   JobLease,
   JobStore,
@@ -24,6 +26,7 @@ import { StoreFaults } from './store-faults.ts';
 /** The operation names the DynamoDB job store reports in {@link StoreUnavailableError.operation}. */
 export type JobStoreOperation =
   | 'claim'
+  | 'claim-and-complete'
   | 'renew'
   | 'checkpoint'
   | 'complete'
@@ -222,6 +225,14 @@ export class InMemoryEffectApplier implements EffectApplier {
   }
 }
 
+/** The claim's condition: no item, or not finished and its lease (or backoff) is over. (False: an item.) */
+function claimable(old: JobItem | undefined, now: number): boolean {
+  return (
+    old === undefined ||
+    (old.status !== JobStatus.Completed && old.status !== JobStatus.Dead && old.leaseUntil < now)
+  );
+}
+
 function onlyKeys(record: object, expected: readonly string[]): boolean {
   const keys = Object.keys(record);
   return keys.length === expected.length && expected.every((k) => keys.includes(k));
@@ -262,28 +273,9 @@ export class InMemoryJobStore implements JobStore {
       'claim',
       (): ClaimResult => {
         const old = this.#items.get(req.dedupKey);
-        const claimable =
-          old === undefined ||
-          (old.status !== JobStatus.Completed && old.status !== JobStatus.Dead && old.leaseUntil < req.now);
-        if (!claimable) return { claimed: false, existing: structuredClone(old) };
+        if (!claimable(old, req.now)) return { claimed: false, existing: structuredClone(old as JobItem) };
         const leaseUntil = req.now + req.leaseMs;
-        const item: JobItem = {
-          ...structuredClone(old),
-          dedupKey: req.dedupKey,
-          status: JobStatus.InProgress,
-          owner: req.owner,
-          leaseUntil,
-          // The token starts from the clock for a new item, so it keeps growing after a deletion (TTL).
-          token: (old?.token ?? req.now) + 1,
-          attempts: (old?.attempts ?? 0) + 1,
-          version: (old?.version ?? 0) + 1,
-          messageId: req.messageId,
-          type: req.type,
-          createdAt: old?.createdAt ?? req.createdAt,
-          claimedAt: req.now,
-          updatedAt: req.now,
-          expiresAt: this.#expiresAt(leaseUntil),
-        };
+        const item = this.#claimed(old, req, JobStatus.InProgress, leaseUntil);
         this.#items.set(req.dedupKey, item);
         const lease: JobLease = {
           dedupKey: item.dedupKey,
@@ -301,6 +293,69 @@ export class InMemoryJobStore implements JobStore {
       },
       options.signal,
     );
+  }
+
+  async claimAndComplete(
+    req: FastCommitRequest,
+    result: unknown,
+    effects: readonly Effect[] = [],
+    options: StoreCallOptions = {},
+  ): Promise<FastCommitResult> {
+    const stored: unknown = structuredClone(result ?? null);
+    return this.faults.run(
+      'claim-and-complete',
+      (): FastCommitResult => {
+        const old = this.#items.get(req.dedupKey);
+        if (!claimable(old, req.now)) {
+          return { ok: false, reason: 'refused', existing: structuredClone(old as JobItem) };
+        }
+        if (effects.length > 0) {
+          if (this.#effects === undefined) {
+            throw new Error(
+              `InMemoryJobStore.claimAndComplete got ${effects.length} effect(s) but was built without an effect applier`,
+            );
+          }
+          const applied = this.#effects.apply(effects);
+          if (!applied.ok) return { ok: false, reason: 'effect-conflict', index: applied.index };
+        }
+        const item: MutableJobItem = {
+          ...this.#claimed(old, req, JobStatus.Completed, req.now),
+          completedAt: req.now,
+          result: stored,
+        };
+        delete item.lastError;
+        delete item.lastErrorClass;
+        this.#items.set(req.dedupKey, item);
+        return { ok: true };
+      },
+      options.signal,
+    );
+  }
+
+  /** The item a claim (IN_PROGRESS) or a fast commit (COMPLETED) writes over `old`: the token rule. */
+  #claimed(
+    old: JobItem | undefined,
+    req: Omit<ClaimRequest, 'leaseMs'>,
+    status: JobStatus,
+    leaseUntil: number,
+  ): JobItem {
+    return {
+      ...structuredClone(old),
+      dedupKey: req.dedupKey,
+      status,
+      owner: req.owner,
+      leaseUntil,
+      // The token starts from the clock for a new item, so it keeps growing after a deletion (TTL).
+      token: (old?.token ?? req.now) + 1,
+      attempts: (old?.attempts ?? 0) + 1,
+      version: (old?.version ?? 0) + 1,
+      messageId: req.messageId,
+      type: req.type,
+      createdAt: old?.createdAt ?? req.createdAt,
+      claimedAt: req.now,
+      updatedAt: req.now,
+      expiresAt: this.#expiresAt(leaseUntil),
+    };
   }
 
   async renew(lease: JobLease, leaseMs: number, now: number, options: StoreCallOptions = {}): Promise<void> {

@@ -16,6 +16,8 @@ import type {
   ClaimRequest,
   ClaimResult,
   Effect,
+  FastCommitRequest,
+  FastCommitResult,
   FencedWriteResult,
   JobLease,
   JobStore,
@@ -819,6 +821,16 @@ class PortStore implements JobStore {
 
   claim(request: ClaimRequest, options?: StoreCallOptions): Promise<ClaimResult> {
     return this.#ports.call(request.dedupKey, () => this.#inner.claim(request, options));
+  }
+  claimAndComplete(
+    request: FastCommitRequest,
+    result: unknown,
+    effects?: readonly Effect[],
+    options?: StoreCallOptions,
+  ): Promise<FastCommitResult> {
+    return this.#ports.call(request.dedupKey, () =>
+      this.#inner.claimAndComplete(request, result, effects, options),
+    );
   }
   renew(lease: JobLease, leaseMs: number, now: number, options?: StoreCallOptions): Promise<void> {
     return this.#ports.call(lease.dedupKey, () => this.#inner.renew(lease, leaseMs, now, options));

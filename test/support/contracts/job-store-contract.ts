@@ -510,6 +510,153 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
       });
     });
 
+    describe('Method: claimAndComplete (the fast path)', () => {
+      const fast = (dedupKey: string, owner: string, now: number) => {
+        const { leaseMs: _unused, ...rest } = request(dedupKey, owner, now);
+        return rest;
+      };
+
+      it('completes a job nobody claimed, with its effects, in one write: token now + 1, attempts 1', async () => {
+        // Prepare
+        const key = fresh('fast');
+        const account = fresh('acct');
+        const now = Date.now();
+
+        // Act
+        const result = await f.store.claimAndComplete(fast(key, 'worker-a', now), { n: 1 }, [
+          f.ledgerPut(account, undefined, 10),
+        ]);
+
+        // Assess
+        expect(result).toEqual({ ok: true });
+        expect(await f.ledgerGet(account)).toMatchObject({ balance: 10, version: 1 });
+        expect(await f.store.get(key)).toMatchObject({
+          dedupKey: key,
+          status: JobStatus.Completed,
+          owner: 'worker-a',
+          token: now + 1,
+          attempts: 1,
+          version: 1,
+          messageId: 'm-worker-a',
+          type: 'contract',
+          claimedAt: now,
+          completedAt: now,
+          result: { n: 1 },
+        });
+        // With no effects it is a single conditional write; the result defaults to null.
+        const bare = fresh('fast-bare');
+        expect(await f.store.claimAndComplete(fast(bare, 'worker-a', now), undefined)).toEqual({ ok: true });
+        expect(await f.store.get(bare)).toMatchObject({ status: JobStatus.Completed, result: null });
+      });
+
+      it('is refused by a finished job, a live lease and a backoff, returning the item and writing nothing', async () => {
+        // Prepare: one job of each kind.
+        const t0 = Date.now();
+        const done = fresh('done');
+        await f.store.claimAndComplete(fast(done, 'worker-a', t0), 'first');
+        const dead = fresh('dead');
+        await f.store.markDead(await claim(request(dead, 'worker-a', t0)), boom);
+        const held = fresh('held');
+        await claim(request(held, 'worker-a', t0));
+        const waiting = fresh('waiting');
+        await f.store.release(await claim(request(waiting, 'worker-a', t0)), t0 + 5_000, boom);
+        const account = fresh('acct');
+
+        // Act + Assess: each refusal names the item as it is; no effect applies.
+        for (const [key, status] of [
+          [done, JobStatus.Completed],
+          [dead, JobStatus.Dead],
+          [held, JobStatus.InProgress],
+          [waiting, JobStatus.RetryWait],
+        ] as const) {
+          const before = await f.store.get(key);
+          const result = await f.store.claimAndComplete(fast(key, 'worker-b', t0 + 1_000), 'late', [
+            f.ledgerPut(account, undefined, 1),
+          ]);
+          expect(result).toMatchObject({ ok: false, reason: 'refused', existing: { status } });
+          expect(await f.store.get(key)).toEqual(before);
+        }
+        expect(await f.ledgerGet(account)).toBeUndefined();
+      });
+
+      it('takes over a lapsed lease or a due retry, fencing the old owner out', async () => {
+        // Prepare: A's lease lapsed; C's job failed once and its retry is due.
+        const t0 = Date.now();
+        const lapsed = fresh('lapsed');
+        const { lease: a, after } = await claimAt(lapsed, 'worker-a', t0);
+        const due = fresh('due');
+        const c = await claim(request(due, 'worker-c', t0));
+        await f.store.release(c, t0 + 1, { message: 'flaky', errorClass: 'TransientJobError' });
+
+        // Act
+        expect(await f.store.claimAndComplete(fast(lapsed, 'worker-b', after), 'b')).toEqual({ ok: true });
+        expect(await f.store.claimAndComplete(fast(due, 'worker-b', t0 + 2), 'b')).toEqual({ ok: true });
+
+        // Assess: the token moved past A's, so A's commit is refused (and not as its own).
+        expect(await f.store.get(lapsed)).toMatchObject({
+          status: JobStatus.Completed,
+          owner: 'worker-b',
+          token: a.token + 1,
+          attempts: 2,
+        });
+        await leaseLost(f.store.complete(a, 'late'), false);
+        const retried = await f.store.get(due);
+        expect(retried).toMatchObject({ status: JobStatus.Completed, attempts: 2, result: 'b' });
+        expect(retried?.lastError).toBeUndefined();
+        expect(retried?.lastErrorClass).toBeUndefined();
+      });
+
+      it('writes nothing when an effect conflicts, and names the effect', async () => {
+        // Prepare: the account exists at version 1.
+        const key = fresh('fast-conflict');
+        const existing = fresh('acct');
+        const created = fresh('acct');
+        const seed = fresh('seed');
+        await f.store.claimAndComplete(fast(seed, 'worker-a', Date.now()), null, [
+          f.ledgerPut(existing, undefined, 100),
+        ]);
+
+        // Act
+        const result = await f.store.claimAndComplete(fast(key, 'worker-a', Date.now()), 'x', [
+          f.ledgerPut(created, undefined, 1),
+          f.ledgerPut(existing, 7, 50),
+        ]);
+
+        // Assess
+        expect(result).toEqual({ ok: false, reason: 'effect-conflict', index: 1 });
+        expect(await f.store.get(key)).toBeUndefined();
+        expect(await f.ledgerGet(created)).toBeUndefined();
+        expect(await f.ledgerGet(existing)).toMatchObject({ balance: 100, version: 1 });
+      });
+
+      it('lets exactly one of 10 racing copies commit, also against a claim; the others see the winner', async () => {
+        // Prepare: every racer writes its own account, so only the job item decides.
+        const key = fresh('fast-race');
+        const now = Date.now();
+        const accounts = Array.from({ length: 10 }, () => fresh('acct'));
+
+        // Act
+        const [claimed, ...commits] = await Promise.all([
+          f.store.claim(request(key, 'worker-claim', now)),
+          ...accounts.map((account, i) =>
+            f.store.claimAndComplete(fast(key, `worker-${i}`, now), i, [f.ledgerPut(account, undefined, i)]),
+          ),
+        ]);
+
+        // Assess
+        const written = (await Promise.all(accounts.map((a) => f.ledgerGet(a)))).filter(Boolean);
+        const winners = commits.filter((c) => c?.ok).length + (claimed?.claimed ? 1 : 0);
+        expect(winners).toBe(1);
+        expect(written.length).toBe(claimed?.claimed ? 0 : 1);
+        const item = await f.store.get(key);
+        for (const commit of commits) {
+          if (commit && !commit.ok && commit.reason === 'refused') {
+            expect(commit.existing.owner).toBe(item?.owner);
+          }
+        }
+      });
+    });
+
     describe('Method: release', () => {
       it('gives the job back: RETRY_WAIT until retryAt, owner removed, error kept, checkpoint kept', async () => {
         // Prepare
