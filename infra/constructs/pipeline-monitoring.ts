@@ -17,7 +17,15 @@ import { MetricName } from '../../shared/core/statuses.ts';
 export const LEASEQ_METRICS_NAMESPACE = 'leaseq';
 
 /** The job-store call kinds the worker measures (the `operation` dimension of StoreLatency/StoreTimeout). */
-const STORE_OPERATIONS = ['claim', 'renew', 'checkpoint', 'complete', 'release', 'markDead'] as const;
+const STORE_OPERATIONS = [
+  'claim',
+  'renew',
+  'checkpoint',
+  'complete',
+  'release',
+  'markDead',
+  'claimAndComplete',
+] as const;
 
 /** Thresholds of the pipeline's alarms. */
 export interface LeaseqAlarmThresholds {

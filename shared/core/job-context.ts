@@ -30,6 +30,11 @@ export interface JobContextOptions {
   readonly tables?: Readonly<Record<string, EffectTable>>;
   /** The named-lease store behind `withLease`. @default none (withLease then throws ConfigError) */
   readonly leases?: LeaseStore;
+  /**
+   * The job runs on the fast path: no lease to checkpoint under or to fence named leases with, so
+   * `step`, `saveCheckpoint` and `withLease` throw ConfigError (the job is dead-lettered). @default false
+   */
+  readonly fastPath?: boolean;
   /** Whether this deployment runs test hooks (failure injection in payloads). @default false */
   readonly testHooks?: boolean;
   readonly random?: () => number;
@@ -88,6 +93,7 @@ export class JobContext<T extends TableMap = TableMap> {
     fn: (handle: LeaseHandle) => Promise<R>,
     options: JobLeaseOptions = {},
   ): Promise<R> {
+    this.#needsLease('withLease');
     if (!this.#o.leases) {
       throw new ConfigError('withLease needs the leases table: set LEASEQ_LEASES_TABLE on the worker');
     }
@@ -135,7 +141,7 @@ export class JobContext<T extends TableMap = TableMap> {
   get attempt(): number {
     return this.#o.lease.attempts;
   }
-  /** Fencing token of this claim; pass it downstream with every write to shared state. */
+  /** Fencing token of this claim; pass it downstream with every write to shared state (0 on the fast path). */
   get token(): number {
     return this.#o.lease.token;
   }
@@ -163,6 +169,7 @@ export class JobContext<T extends TableMap = TableMap> {
 
   /** Stores progress (fenced by owner, token and version). */
   async saveCheckpoint(step: string, data?: unknown): Promise<void> {
+    this.#needsLease('saveCheckpoint');
     this.throwIfAborted();
     const previous = this.#o.lease.checkpoint;
     const done = previous?.done.includes(step) ? previous.done : [...(previous?.done ?? []), step];
@@ -189,6 +196,7 @@ export class JobContext<T extends TableMap = TableMap> {
    */
   async step<T>(name: string, build: () => Promise<StepOutcome<T>>): Promise<T | undefined> {
     if (this.isDone(name)) return this.stepData<T>(name);
+    this.#needsLease('step');
     return inSpan(`leaseq.step ${name}`, { 'leaseq.step': name }, () => this.#runStep(name, build));
   }
 
@@ -216,6 +224,15 @@ export class JobContext<T extends TableMap = TableMap> {
       this.#o.metrics.count(MetricName.OptimisticConflict);
       if (tryNumber >= this.#tries) throw new OptimisticConflictError(`step ${name}`, tryNumber);
       await conflictPause(tryNumber, this.#o.random);
+    }
+  }
+
+  #needsLease(what: string): void {
+    if (this.#o.fastPath) {
+      throw new ConfigError(
+        `ctx.${what} needs a lease, and this job type runs on the fast path (fastPath: true): ` +
+          'remove fastPath from its definition, or the call',
+      );
     }
   }
 

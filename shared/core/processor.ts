@@ -9,6 +9,7 @@ import type { CompletedCache } from './completed-cache.ts';
 import { DeadLetterer } from './dead-letterer.ts';
 import { type JobEnvelope, parseEnvelope } from './envelope.ts';
 import {
+  DeadlineError,
   describe,
   errorClass,
   InvalidEnvelopeError,
@@ -23,7 +24,14 @@ import { JobContext, namedLeaseLost } from './job-context.ts';
 import type { JobItem } from './job-item.ts';
 import { JobLog } from './job-log.ts';
 import type { JobQueue } from './job-queue.ts';
-import type { ClaimResult, Effect, FencedWriteResult, JobLease, JobStore } from './job-store.ts';
+import type {
+  ClaimResult,
+  Effect,
+  FastCommitResult,
+  FencedWriteResult,
+  JobLease,
+  JobStore,
+} from './job-store.ts';
 import type { LeaseStore } from './lease-store.ts';
 import { capLeaseToDeadline, leaseSafetyMs, leaseTiming, visibilityForLease } from './lease-timing.ts';
 import { type MetricsSink, noMetrics } from './metrics.ts';
@@ -261,15 +269,27 @@ export class JobProcessor {
       return outcome('deadline', 'retain');
     }
 
-    const claim = await this.#claim(job, leaseMs, now);
+    const definition = this.#registry.get(envelope.type);
+    if (!definition) throw new Error(`unreachable: ${envelope.type} passed parse but is not registered`);
+    // The fast path takes first receives only: a redelivery (a failed attempt, a dead worker, a run past
+    // its budget) runs leased, with the heartbeat, checkpoints and the attempt count.
+    let failure: { readonly error: unknown } | undefined;
+    if (definition.fastPath === true && job.message.receives === 1) {
+      const fast = await this.#fast(job, definition, leaseMs, now);
+      if ('action' in fast) return outcome(fast.action, dispositionOf(fast.action));
+      failure = fast;
+    }
+
+    const claim = await this.#claim(job, leaseMs, failure ? this.#now() : now);
     if (claim === undefined) return outcome('store-unavailable', 'retain');
     if (!claim.claimed) {
       const action = await this.#refused(job, claim.existing);
-      return outcome(action, action === 'duplicate' || action === 'dead-copy' ? 'delete' : 'retain');
+      return outcome(action, dispositionOf(action));
     }
 
     const lease = claim.lease;
-    this.#metrics.count(MetricName.JobClaimed);
+    // A fast attempt that failed was counted when it started; this claim only records its failure.
+    if (!failure) this.#metrics.count(MetricName.JobClaimed);
     log.setKeys({ attempt: lease.attempts, token: lease.token });
     trace.getActiveSpan()?.setAttributes({ 'leaseq.attempt': lease.attempts, 'leaseq.token': lease.token });
     if (claim.kind === 'takeover') {
@@ -299,8 +319,150 @@ export class JobProcessor {
       });
       return outcome(done.action, done.disposition);
     }
-    const action = await this.#run(job, lease, renewer, leaseMs, now, options.deadline);
-    return outcome(action, action === 'completed' || action === 'dead-lettered' ? 'delete' : 'retain');
+    if (failure) {
+      // The fast attempt failed before anything was written: its failure is decided under this lease.
+      this.#metrics.count(MetricName.FastPathFallback, 1, byType(envelope));
+      const decision = decideFailure(failure.error, {
+        attempts: lease.attempts,
+        maxAttempts: this.#maxAttempts,
+        backoffSeconds: (attempts) => backoffSeconds(attempts, this.#backoff, this.#random),
+      });
+      const action = await this.#afterFailure(job, lease, renewer, failure.error, decision);
+      return outcome(action, dispositionOf(action));
+    }
+    const action = await this.#run(job, definition, lease, renewer, leaseMs, now, options.deadline);
+    return outcome(action, dispositionOf(action));
+  }
+
+  /**
+   * The fast path (docs/protocol.md, "Fast path"): run the job with no claim, then commit its effects
+   * and the completion in one write under the claim's condition. The run and the commit get the time a
+   * lease would. Returns the record's action when the attempt ended here (committed, refused as a
+   * duplicate, or its commit's answer unknown), or the error of a failed run, which the caller records
+   * under a lease (nothing was written).
+   */
+  async #fast(
+    job: Job,
+    definition: AnyJobDefinition,
+    leaseMs: number,
+    started: number,
+  ): Promise<{ readonly action: RecordOutcome['action'] } | { readonly error: unknown }> {
+    const { envelope, log } = job;
+    this.#metrics.count(MetricName.JobClaimed);
+    const budget = leaseMs - leaseSafetyMs(leaseMs);
+    const bound = boundedSignal(budget, 'the fast path has the time of one lease');
+    let result: FastCommitResult;
+    try {
+      result = await this.#fastRunAndCommit(job, definition, started + budget, bound.signal);
+    } catch (thrown) {
+      if (!(thrown instanceof StoreUnavailableError)) {
+        const error = bound.signal.aborted
+          ? new DeadlineError(`fast path: the job ran past its ${budget} ms budget; it is retried leased`)
+          : thrown;
+        log.info('fast attempt failed; recording it under a lease', { error: describe(error) });
+        return { error };
+      }
+      return { action: await this.#fastCommitUnknown(job, thrown) };
+    } finally {
+      bound.clear();
+    }
+    if (result.ok) {
+      this.#completed(envelope, started, log);
+      return { action: 'completed' };
+    }
+    if (result.reason === 'refused') return { action: await this.#refused(job, result.existing) };
+    // Optimistic conflicts the re-runs did not resolve.
+    return { error: new OptimisticConflictError('completion', this.#optimisticTries) };
+  }
+
+  /** Runs the job and tries its one-write commit; an optimistic conflict re-runs it a few times. */
+  async #fastRunAndCommit(
+    job: Job,
+    definition: AnyJobDefinition,
+    until: number,
+    signal: AbortSignal,
+  ): Promise<FastCommitResult> {
+    const { envelope, message, log } = job;
+    const parsed = await validatePayload(definition.payload, envelope.payload);
+    if (!parsed.ok) throw new InvalidEnvelopeError('bad-payload', parsed.problem);
+    const lease: JobLease = {
+      dedupKey: envelope.dedupKey,
+      owner: this.#worker,
+      token: 0,
+      attempts: 1,
+      messageId: message.record.messageId,
+      version: 0,
+      leaseUntil: until,
+    };
+    const context = new JobContext({
+      tables: this.#tables?.for(definition) ?? {},
+      testHooks: this.#testHooks,
+      store: this.#store,
+      lease,
+      signal,
+      fastPath: true,
+      worker: this.#worker,
+      metrics: this.#metrics,
+      optimisticTries: this.#optimisticTries,
+      random: this.#random,
+      now: this.#now,
+    });
+    for (let tryNumber = 1; ; tryNumber++) {
+      const outcome = (await abortable(definition.run(context, parsed.value), signal)) || undefined;
+      signal.throwIfAborted();
+      const result = await inSpan('leaseq.commit', { 'leaseq.fast_path': true }, () =>
+        this.#store.claimAndComplete(
+          {
+            dedupKey: envelope.dedupKey,
+            owner: this.#worker,
+            messageId: message.record.messageId,
+            type: envelope.type,
+            createdAt: envelope.createdAt,
+            now: this.#now(),
+          },
+          outcome?.result,
+          outcome?.effects ?? [],
+          { signal },
+        ),
+      );
+      if (result.ok || result.reason === 'refused') return result;
+      this.#metrics.count(MetricName.OptimisticConflict);
+      log.info('fast commit hit an optimistic conflict; re-reading and retrying', { try: tryNumber });
+      if (tryNumber >= this.#optimisticTries) return result;
+      await conflictPause(tryNumber, this.#random);
+    }
+  }
+
+  /**
+   * A fast commit whose answer is unknown (an outage, or abandoned at its bound): one read tells. A
+   * COMPLETED job is done, whoever's write did it: the copy is deleted. Otherwise the message goes back
+   * with a backoff; nothing was claimed, so nothing needs releasing.
+   */
+  async #fastCommitUnknown(job: Job, error: StoreUnavailableError): Promise<RecordOutcome['action']> {
+    const { envelope, message, log } = job;
+    const bound = boundedSignal(Math.max(1000, leaseSafetyMs(this.#leaseMs)), 'commit check');
+    try {
+      const item = await this.#store.get(envelope.dedupKey, { signal: bound.signal });
+      if (item?.status === JobStatus.Completed) {
+        log.info('the job is COMPLETED though the fast commit answer was lost');
+        this.#cache?.add(envelope.dedupKey);
+        this.#metrics.count(MetricName.JobSucceeded, 1, byType(envelope));
+        return 'completed';
+      }
+    } catch {
+      // Still unknown: the message comes back, and its next receive (leased) tells.
+    } finally {
+      bound.clear();
+    }
+    const delay = backoffSeconds(message.receives, this.#backoff, this.#random);
+    this.#metrics.count(MetricName.StoreUnavailable);
+    this.#metrics.count(MetricName.HandBack);
+    log.warn('store unavailable at the fast commit; giving the message back', {
+      delaySeconds: delay,
+      error: describe(error),
+    });
+    await message.giveBack(delay, 'store unavailable');
+    return 'store-unavailable';
   }
 
   /**
@@ -403,6 +565,7 @@ export class JobProcessor {
   /** Runs a claimed job under its heartbeat and ends the attempt: committed, or the failure decision. */
   async #run(
     job: Job,
+    definition: AnyJobDefinition,
     lease: JobLease,
     renewer: JobRenewer,
     leaseMs: number,
@@ -411,8 +574,6 @@ export class JobProcessor {
   ): Promise<RecordOutcome['action']> {
     const { envelope, log } = job;
     const started = this.#now();
-    const definition = this.#registry.get(envelope.type);
-    if (!definition) throw new Error(`unreachable: ${envelope.type} passed parse but is not registered`);
     const heartbeat = new Heartbeat({
       target: renewer,
       intervalMs: Math.min(this.#heartbeatMs, Math.max(100, Math.floor(leaseMs / 3))),
@@ -665,6 +826,16 @@ function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
       },
     );
   });
+}
+
+/** Whether a record's message is deleted (the job is settled) or stays in the queue. */
+function dispositionOf(action: RecordOutcome['action']): RecordOutcome['disposition'] {
+  return action === 'completed' ||
+    action === 'dead-lettered' ||
+    action === 'duplicate' ||
+    action === 'dead-copy'
+    ? 'delete'
+    : 'retain';
 }
 
 /**

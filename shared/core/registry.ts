@@ -24,6 +24,16 @@ export interface JobDefinition<P = unknown, T extends TableMap = TableMap> {
   /** Application tables the job reads and writes, reachable as `ctx.tables.<key>`. @default {} */
   readonly tables?: T;
   /**
+   * Runs the job on the one-write fast path (docs/protocol.md, "Fast path"): no claim before the run;
+   * its effects and the job's completion are one transaction under the claim's condition, so a unique
+   * job costs one write instead of two. A racing copy may run the job too; exactly one commit applies.
+   * Only for short jobs whose every effect is a DynamoDB write it returns as `effects`: no `ctx.step`,
+   * no `ctx.withLease`, nothing done outside the commit (it could be done twice). A failed attempt is
+   * recorded under a lease as usual, and every redelivery of the message runs leased.
+   * @default false
+   */
+  readonly fastPath?: boolean;
+  /**
    * Runs the job. It may be called again in the same attempt when its final effects hit an optimistic
    * conflict, and again on a later attempt: steps already checkpointed are skipped by `ctx.step`.
    */
@@ -131,6 +141,11 @@ function assertDefinition(definition: AnyJobDefinition): void {
   if (!isPayloadSchema(definition.payload)) {
     throw new ConfigError(
       `job type ${definition.type}: payload must be a Standard Schema (a zod, valibot or arktype schema)`,
+    );
+  }
+  if (definition.fastPath !== undefined && typeof definition.fastPath !== 'boolean') {
+    throw new ConfigError(
+      `job type ${definition.type}: fastPath must be true or false, received ${typeof definition.fastPath}`,
     );
   }
   if (typeof definition.run !== 'function') {

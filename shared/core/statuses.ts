@@ -34,8 +34,10 @@ export const MetricName = {
   JobsPerWorker: 'JobsPerWorker',
   /** Every record a worker processed (a receive). With JobClaimed: receives per attempt (ping-pong). */
   MessageReceived: 'MessageReceived',
-  /** Every successful claim (an attempt started). */
+  /** Every attempt started: a successful claim, or a fast-path run. */
   JobClaimed: 'JobClaimed',
+  /** A fast-path attempt failed and was recorded under a lease (dimension `jobType`). */
+  FastPathFallback: 'FastPathFallback',
   /** A message given back without running (own message early, contended, claim outage, deadline, FIFO). */
   HandBack: 'HandBack',
 } as const;

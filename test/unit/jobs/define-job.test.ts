@@ -57,6 +57,9 @@ describe('Function: defineJobs', () => {
         defineJob({ type: 'a.two', payload: z.object({}), tables: { ledger: other }, run: noop }),
       ]),
     ).toThrow(/table ledger is declared twice with different keys/);
+    expect(() =>
+      defineJobs([{ type: 'a.fast', payload: z.object({}), fastPath: 'yes', run: noop } as never]),
+    ).toThrow('job type a.fast: fastPath must be true or false, received string');
   });
 });
 

@@ -1,0 +1,311 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { SQSRecord } from 'aws-lambda';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { makeEnvelope } from '../../../shared/core/envelope.ts';
+import { PermanentJobError, TransientJobError } from '../../../shared/core/errors.ts';
+import type { JobStore } from '../../../shared/core/job-store.ts';
+import { InMemoryMetrics } from '../../../shared/core/metrics.ts';
+import { versionedPut } from '../../../shared/core/optimistic.ts';
+import { JobProcessor, type RecordOutcome } from '../../../shared/core/processor.ts';
+import { JobRegistry } from '../../../shared/core/registry.ts';
+import { JobStatus, MetricName } from '../../../shared/core/statuses.ts';
+import { defineJob } from '../../../shared/jobs/define-job.ts';
+import { InMemoryEffectApplier, InMemoryJobStore } from '../../../shared/testing/in-memory-job-store.ts';
+import { InMemoryQueue } from '../../../shared/testing/in-memory-queue.ts';
+
+// The one-write fast path (docs/protocol.md, "Fast path") on the in-memory store and queue under fake
+// timers: which store calls a job costs, racing copies, and every way a fast attempt can end.
+
+const LEASE_MS = 3000;
+
+type Behaviour = 'ok' | 'transient' | 'permanent' | 'step' | 'slow' | 'conflict-once';
+
+function setup(behaviour: Behaviour = 'ok') {
+  const ledger = new InMemoryEffectApplier({ tables: { ledger: ['account'] } });
+  const store = new InMemoryJobStore({ effects: ledger });
+  const queue = new InMemoryQueue({ visibilitySeconds: 10 });
+  const metrics = new InMemoryMetrics();
+  const calls: string[] = [];
+  let runs = 0;
+  const credit = defineJob({
+    type: 'test.credit',
+    fastPath: true,
+    payload: z.object({ amount: z.number() }),
+    async run(ctx, p) {
+      runs += 1;
+      if (behaviour === 'transient' && ctx.attempt === 1 && runs === 1) throw new TransientJobError('flaky');
+      if (behaviour === 'permanent') throw new PermanentJobError('never');
+      if (behaviour === 'step') await ctx.step('one', async () => ({}));
+      if (behaviour === 'slow' && runs === 1) await new Promise((r) => setTimeout(r, 10 * LEASE_MS));
+      const row = ledger.get('ledger', { account: 'a' }) as { balance: number; version: number } | undefined;
+      // The first run of 'conflict-once' commits against a version that is already gone.
+      const seen = behaviour === 'conflict-once' && runs === 1 ? 99 : row?.version;
+      return {
+        effects: [
+          versionedPut({
+            tableName: 'ledger',
+            key: { account: 'a' },
+            seenVersion: seen,
+            item: { balance: (row?.balance ?? 0) + p.amount },
+          }),
+        ],
+        result: 'ok',
+      };
+    },
+  });
+  // Every store call the processor makes, by method name.
+  const counted = new Proxy(store, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver);
+      if (typeof value !== 'function' || typeof name !== 'string') return value;
+      return (...args: unknown[]) => {
+        calls.push(name);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  }) as JobStore;
+  const processor = (worker: string) =>
+    new JobProcessor({
+      store: counted,
+      queue,
+      registry: JobRegistry.of([credit]),
+      worker,
+      logger: new Logger({ logLevel: 'SILENT' }),
+      metrics,
+      leaseMs: LEASE_MS,
+      backoff: { baseSeconds: 1, capSeconds: 1 },
+      random: () => 0.5,
+    });
+  const body = JSON.stringify(
+    makeEnvelope({ id: 'e-1', type: 'test.credit', dedupKey: 'job-1', payload: { amount: 5 } }),
+  );
+  const balance = () => (ledger.get('ledger', { account: 'a' }) as { balance: number } | undefined)?.balance;
+  return { store, queue, metrics, calls, processor, body, balance, runs: () => runs };
+}
+
+/** Processes a record and, like the event source, deletes it when its outcome says so. */
+async function settle(
+  queue: InMemoryQueue,
+  outcome: Promise<RecordOutcome>,
+  record: SQSRecord,
+): Promise<RecordOutcome> {
+  const done = await outcome;
+  if (done.disposition === 'delete') await queue.delete(record.receiptHandle);
+  return done;
+}
+
+function receiveOne(queue: InMemoryQueue): SQSRecord {
+  const [record] = queue.receive(1);
+  if (!record) throw new Error('no visible message');
+  return record;
+}
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: Date.parse('2026-12-01T00:00:00Z') });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('The one-write fast path (in memory, fake timers)', () => {
+  it('commits a unique job with one store call and nothing else', async () => {
+    const { queue, store, calls, processor, body, balance } = setup();
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    expect(outcome).toMatchObject({ action: 'completed', disposition: 'delete' });
+    expect(calls).toEqual(['claimAndComplete']);
+    expect(balance()).toBe(5);
+    expect(await store.get('job-1')).toMatchObject({
+      status: JobStatus.Completed,
+      owner: 'w-a',
+      attempts: 1,
+    });
+    expect(queue.size).toBe(0);
+  });
+
+  it('lets racing copies both run, applies one effect, and drops the loser as a duplicate', async () => {
+    const { queue, metrics, processor, body, balance, runs } = setup();
+    queue.send(body);
+    queue.send(body);
+    const [a, b] = queue.receive(2);
+    if (!a || !b) throw new Error('expected two records');
+
+    const outcomes = await Promise.all([
+      settle(queue, processor('w-a').process(a), a),
+      settle(queue, processor('w-b').process(b), b),
+    ]);
+
+    expect(runs()).toBe(2);
+    expect(outcomes.map((o) => o.action).sort()).toEqual(['completed', 'duplicate']);
+    expect(balance()).toBe(5);
+    expect(metrics.get(MetricName.DuplicateSkipped, undefined)).toBe(1);
+    expect(queue.size).toBe(0);
+  });
+
+  it('drops a later duplicate after one refused write, without applying its effect', async () => {
+    const { queue, calls, processor, body, balance } = setup();
+    queue.send(body);
+    const first = receiveOne(queue);
+    await settle(queue, processor('w-a').process(first), first);
+    queue.send(body);
+    const copy = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-b').process(copy), copy);
+
+    expect(outcome).toMatchObject({ action: 'duplicate', disposition: 'delete' });
+    expect(calls).toEqual(['claimAndComplete', 'claimAndComplete']);
+    expect(balance()).toBe(5);
+  });
+
+  it('records a failed fast attempt under a lease, backs off, and runs the redelivery leased', async () => {
+    const { queue, store, metrics, calls, processor, body, balance } = setup('transient');
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const failed = await settle(queue, processor('w-a').process(record), record);
+
+    expect(failed).toMatchObject({ action: 'retry', disposition: 'retain' });
+    expect(calls).toEqual(['claim', 'release']);
+    expect(await store.get('job-1')).toMatchObject({
+      status: JobStatus.RetryWait,
+      attempts: 1,
+      lastErrorClass: 'TransientJobError',
+    });
+    expect(metrics.get(MetricName.FastPathFallback, undefined)).toBe(1);
+    expect(metrics.get(MetricName.JobClaimed, undefined)).toBe(1);
+    await vi.advanceTimersByTimeAsync(1500);
+    const again = receiveOne(queue);
+    const retried = await settle(queue, processor('w-b').process(again), again);
+    expect(retried.action).toBe('completed');
+    expect(calls.slice(2)).toEqual(['claim', 'complete']);
+    expect(balance()).toBe(5);
+    expect(await store.get('job-1')).toMatchObject({ status: JobStatus.Completed, attempts: 2 });
+  });
+
+  it('dead-letters a permanent failure through a claim, with its reason', async () => {
+    const { queue, store, processor, body, balance } = setup('permanent');
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    expect(outcome).toMatchObject({ action: 'dead-lettered', disposition: 'delete' });
+    expect(queue.deadLetters.map((l) => l.reason.reason)).toEqual(['permanent-error']);
+    expect(await store.get('job-1')).toMatchObject({ status: JobStatus.Dead });
+    expect(balance()).toBeUndefined();
+  });
+
+  it('refuses ctx.step on the fast path with a ConfigError that dead-letters the job', async () => {
+    const { queue, processor, body } = setup('step');
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    expect(outcome.action).toBe('dead-lettered');
+    expect(queue.deadLetters[0]?.reason).toMatchObject({
+      reason: 'permanent-error',
+      errorClass: 'ConfigError',
+    });
+  });
+
+  it('treats a lost commit answer as done once one read shows the job COMPLETED', async () => {
+    const { queue, store, calls, processor, body, balance } = setup();
+    store.faults.failNext('claim-and-complete', undefined, { when: 'after' });
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    expect(outcome).toMatchObject({ action: 'completed', disposition: 'delete' });
+    expect(calls).toEqual(['claimAndComplete', 'get']);
+    expect(balance()).toBe(5);
+  });
+
+  it('gives the message back when the store is out at the commit; the redelivery completes leased', async () => {
+    const { queue, store, calls, processor, body, balance } = setup();
+    store.faults.failNext('claim-and-complete');
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    expect(outcome).toMatchObject({ action: 'store-unavailable', disposition: 'retain' });
+    expect(await store.get('job-1')).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(1500);
+    const again = receiveOne(queue);
+    expect((await settle(queue, processor('w-b').process(again), again)).action).toBe('completed');
+    expect(calls).toEqual(['claimAndComplete', 'get', 'claim', 'complete']);
+    expect(balance()).toBe(5);
+  });
+
+  it('stops a run past its lease budget and retries it at once, leased', async () => {
+    const { queue, store, processor, body, balance } = setup('slow');
+    queue.send(body);
+    const record = receiveOne(queue);
+    let settledAt = 0;
+    const started = Date.now();
+    const outcome = settle(queue, processor('w-a').process(record), record).then((o) => {
+      settledAt = Date.now();
+      return o;
+    });
+    await vi.advanceTimersByTimeAsync(LEASE_MS + 100);
+
+    expect((await outcome).action).toBe('deadline');
+    expect(settledAt - started).toBeLessThanOrEqual(LEASE_MS);
+    expect(await store.get('job-1')).toMatchObject({
+      status: JobStatus.RetryWait,
+      lastErrorClass: 'DeadlineError',
+    });
+    const again = receiveOne(queue);
+    const retried = settle(queue, processor('w-b').process(again), again);
+    await vi.advanceTimersByTimeAsync(100);
+    expect((await retried).action).toBe('completed');
+    // The abandoned first run finishes later; its effect was never committed.
+    await vi.advanceTimersByTimeAsync(10 * LEASE_MS);
+    expect(balance()).toBe(5);
+  });
+
+  it('re-runs the job on an optimistic conflict and commits the second run', async () => {
+    const { queue, metrics, calls, processor, body, balance, runs } = setup('conflict-once');
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = settle(queue, processor('w-a').process(record), record);
+    await vi.advanceTimersByTimeAsync(1000);
+
+    expect((await outcome).action).toBe('completed');
+    expect(runs()).toBe(2);
+    expect(calls).toEqual(['claimAndComplete', 'claimAndComplete']);
+    expect(metrics.get(MetricName.OptimisticConflict, undefined)).toBe(1);
+    expect(balance()).toBe(5);
+  });
+
+  it('takes over a job whose leased owner stalled past its lease; the stalled commit is fenced out', async () => {
+    const { queue, store, processor, body, balance } = setup();
+    // A leased claim by a worker that then stalls (its lease runs out without a renewal).
+    const stalled = await store.claim({
+      dedupKey: 'job-1',
+      owner: 'w-stalled',
+      messageId: 'other',
+      type: 'test.credit',
+      createdAt: new Date().toISOString(),
+      leaseMs: LEASE_MS,
+      now: Date.now(),
+    });
+    if (!stalled.claimed) throw new Error('expected a claim');
+    await vi.advanceTimersByTimeAsync(LEASE_MS + 1);
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    expect(outcome.action).toBe('completed');
+    await expect(store.complete(stalled.lease, 'late')).rejects.toMatchObject({ name: 'LeaseLostError' });
+    expect(balance()).toBe(5);
+  });
+});
