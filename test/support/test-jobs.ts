@@ -32,15 +32,17 @@ const credit = z.object({
 /**
  * Test job types: `test.credit` adds `amount` to an account with an optimistic versioned write
  * committed atomically with the completion; its `failTimes` / `sleepMs` / `permanent` fields inject failures.
+ * `hooks.fastPath` puts it on the one-write fast path.
  */
 export function testRegistry(
   env: CoreEnv,
   log = new RunLog(),
-  hooks: { beforeCommit?: () => Promise<void> } = {},
+  hooks: { beforeCommit?: () => Promise<void>; fastPath?: boolean } = {},
 ) {
   const registry = new JobRegistry();
   registry.register({
     type: 'test.credit',
+    ...(hooks.fastPath ? { fastPath: true } : {}),
     payload: credit,
     run: async (ctx, p) => {
       log.record(ctx.dedupKey);
