@@ -182,8 +182,12 @@ export class DynamoDbJobStore implements JobStore {
         '#createdAt = if_not_exists(#createdAt, :createdAt), #claimedAt = :now, #updatedAt = :now, ' +
         '#expiresAt = :expiresAt' +
         (completes ? ', #completedAt = :now, #result = :result REMOVE #lastError, #lastErrorClass' : ''),
-      ConditionExpression:
-        'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead) AND #leaseUntil < :now)',
+      // A fast commit also refuses an item with a checkpoint: its steps' effects are already committed,
+      // and only a leased run resumes from them.
+      ConditionExpression: completes
+        ? 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead) AND #leaseUntil < :now ' +
+          'AND attribute_not_exists(#checkpoint))'
+        : 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead) AND #leaseUntil < :now)',
       ExpressionAttributeNames: {
         '#dedupKey': 'dedupKey',
         '#status': 'status',
@@ -202,6 +206,7 @@ export class DynamoDbJobStore implements JobStore {
           ? {
               '#completedAt': 'completedAt',
               '#result': 'result',
+              '#checkpoint': 'checkpoint',
               '#lastError': 'lastError',
               '#lastErrorClass': 'lastErrorClass',
             }

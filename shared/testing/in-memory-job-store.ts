@@ -306,7 +306,8 @@ export class InMemoryJobStore implements JobStore {
       'claim-and-complete',
       (): FastCommitResult => {
         const old = this.#items.get(req.dedupKey);
-        if (!claimable(old, req.now)) {
+        // A checkpointed job resumes leased only: its steps' effects are already committed.
+        if (!claimable(old, req.now) || old?.checkpoint !== undefined) {
           return { ok: false, reason: 'refused', existing: structuredClone(old as JobItem) };
         }
         if (effects.length > 0) {

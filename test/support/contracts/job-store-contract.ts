@@ -579,6 +579,22 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         expect(await f.ledgerGet(account)).toBeUndefined();
       });
 
+      it('is refused by a checkpointed job even when its lease ended (it resumes leased only)', async () => {
+        const key = fresh('fast-checkpointed');
+        const t0 = Date.now();
+        const { lease, after } = await claimAt(key, 'worker-a', t0);
+        await f.store.checkpoint(lease, step('debit', ['debit'], t0 + 1));
+
+        const result = await f.store.claimAndComplete(fast(key, 'worker-b', after), 'late');
+
+        expect(result).toMatchObject({
+          ok: false,
+          reason: 'refused',
+          existing: { checkpoint: { step: 'debit' } },
+        });
+        expect(await f.store.get(key)).toMatchObject({ status: JobStatus.InProgress, owner: 'worker-a' });
+      });
+
       it('takes over a lapsed lease or a due retry, fencing the old owner out', async () => {
         // Prepare: A's lease lapsed; C's job failed once and its retry is due.
         const t0 = Date.now();
