@@ -232,12 +232,20 @@ export class DynamoDbJobStore implements JobStore {
 
   async renew(lease: JobLease, leaseMs: number, now: number, options: StoreCallOptions = {}): Promise<void> {
     const leaseUntil = now + leaseMs;
+    let later: number | undefined;
     await this.#fencedUpdate(lease, 'renew', options.signal, {
       UpdateExpression: 'SET #leaseUntil = :leaseUntil, #expiresAt = :expiresAt',
+      // Never backwards: a renewal that lands after a later one of the same lease changes nothing.
+      ConditionSuffix: ' AND #leaseUntil <= :leaseUntil',
       ExpressionAttributeNames: { '#leaseUntil': 'leaseUntil', '#expiresAt': 'expiresAt' },
       ExpressionAttributeValues: { ':leaseUntil': leaseUntil, ':expiresAt': this.#expiresAt(leaseUntil) },
+      accept: (old) => {
+        if (!holdsFence(old, lease) || old.leaseUntil <= leaseUntil) return false;
+        later = old.leaseUntil;
+        return true;
+      },
     });
-    lease.leaseUntil = leaseUntil;
+    lease.leaseUntil = later ?? leaseUntil;
   }
 
   async checkpoint(
@@ -442,8 +450,12 @@ export class DynamoDbJobStore implements JobStore {
     signal: AbortSignal | undefined,
     parts: {
       UpdateExpression: string;
+      /** Appended to the fence (`' AND ...'`). */
+      ConditionSuffix?: string;
       ExpressionAttributeNames: Record<string, string>;
       ExpressionAttributeValues: Record<string, unknown>;
+      /** A refusal that is not a loss (the item as it is): the call then succeeds without writing. */
+      accept?: (old: JobItem) => boolean;
     },
   ): Promise<void> {
     try {
@@ -453,7 +465,7 @@ export class DynamoDbJobStore implements JobStore {
             TableName: this.#table,
             Key: { dedupKey: lease.dedupKey },
             UpdateExpression: parts.UpdateExpression,
-            ConditionExpression: FENCE,
+            ConditionExpression: FENCE + (parts.ConditionSuffix ?? ''),
             ExpressionAttributeNames: {
               ...parts.ExpressionAttributeNames,
               '#owner': 'owner',
@@ -474,6 +486,7 @@ export class DynamoDbJobStore implements JobStore {
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
         if (isOwnWrite(error.Item, lease, parts.ExpressionAttributeValues[':now'])) return;
+        if (error.Item && parts.accept?.(unmarshallItem(error.Item))) return;
         throw fenceRefusal(lease, operation, error.Item, error);
       }
       throw error;
@@ -551,6 +564,11 @@ function effectCancellation(operation: string, error: TransactionCanceledExcepti
     return { ok: false, reason: 'effect-conflict', index: -1 };
   }
   throw error;
+}
+
+/** True while the item is still this lease's: owner, token, IN_PROGRESS. */
+function holdsFence(item: JobItem, lease: JobLease): boolean {
+  return item.owner === lease.owner && item.token === lease.token && item.status === JobStatus.InProgress;
 }
 
 /** A refused fast commit that was this very commit: COMPLETED by our owner and message at our time. */

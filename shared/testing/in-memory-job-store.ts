@@ -361,15 +361,18 @@ export class InMemoryJobStore implements JobStore {
 
   async renew(lease: JobLease, leaseMs: number, now: number, options: StoreCallOptions = {}): Promise<void> {
     const leaseUntil = now + leaseMs;
-    await this.faults.run(
+    const stored = await this.faults.run(
       'renew',
       () => {
         const item = this.#fenced(lease, 'renew');
+        // Never backwards: a renewal that lands after a later one of the same lease changes nothing.
+        if (item.leaseUntil > leaseUntil) return item.leaseUntil;
         this.#items.set(lease.dedupKey, { ...item, leaseUntil, expiresAt: this.#expiresAt(leaseUntil) });
+        return leaseUntil;
       },
       options.signal,
     );
-    lease.leaseUntil = leaseUntil;
+    lease.leaseUntil = stored;
   }
 
   async checkpoint(

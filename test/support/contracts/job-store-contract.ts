@@ -271,6 +271,21 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         expect(await f.store.checkpoint(a, step('s', ['s'], t0 + 6000))).toEqual({ ok: true });
       });
 
+      it('never moves the lease back: a late renewal after a later one changes nothing and is not a loss', async () => {
+        // Prepare: two renewals of one lease; the one sent first lands last.
+        const key = fresh('late-renew');
+        const t0 = Date.now();
+        const a = await claim(request(key, 'worker-a', t0));
+        await f.store.renew({ ...a }, LEASE_MS, t0 + 2000);
+
+        // Act
+        await f.store.renew(a, LEASE_MS, t0 + 1000);
+
+        // Assess: the stored lease keeps the later end, and the caller's copy learns it.
+        expect((await f.store.get(key))?.leaseUntil).toBe(t0 + 2000 + LEASE_MS);
+        expect(a.leaseUntil).toBe(t0 + 2000 + LEASE_MS);
+      });
+
       it('renews a lapsed lease nobody took yet (owner and token still match)', async () => {
         const key = fresh('lapsed');
         const t0 = Date.now();
