@@ -536,8 +536,11 @@ export class JobProcessor {
           log.info('another message holds this job; could not hide this copy, keeping it', refusal);
           return 'contended';
         }
+        // Hidden, it is safe to delete now rather than hold it in flight until the batch ends (the
+        // batch's own delete then finds it gone). If this delete fails, the hide still covers the batch.
+        await job.message.delete();
         this.#metrics.count(MetricName.DuplicateSkipped, 1, byType(envelope));
-        log.info('another message holds this job: deleting this copy', refusal);
+        log.info('another message holds this job: deleted this copy', refusal);
         return 'duplicate';
       }
       case 'dead-copy':

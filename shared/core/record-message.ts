@@ -43,13 +43,16 @@ export class RecordMessage {
     }
   }
 
-  async delete(): Promise<void> {
+  /** Deletes the message; false when that failed (a later copy, or this one back, is dropped then). */
+  async delete(): Promise<boolean> {
     try {
       await this.#queue.delete(this.record.receiptHandle);
+      return true;
     } catch (error) {
       this.#log.warn('could not delete the original message; a later copy will be dropped', {
         error: describe(error),
       });
+      return false;
     }
   }
 }

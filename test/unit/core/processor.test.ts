@@ -227,6 +227,39 @@ describe('Class: JobProcessor (in memory, fake timers)', () => {
     });
   });
 
+  describe('Racing copies', () => {
+    it('deletes a copy of a running job at once, after hiding it: nothing of it stays in flight (gap 15)', async () => {
+      const { runs, queue, processor, body } = setup(2000);
+      const [first, copy] = twoCopies(queue, body);
+      const owner = processor('w-a').process(first);
+      await vi.advanceTimersByTimeAsync(10);
+
+      const duplicate = await processor('w-b').process(copy);
+
+      expect(duplicate).toMatchObject({ action: 'duplicate', disposition: 'delete' });
+      // Only the owner's message is left, before any batch deleted anything.
+      expect(queue.messages().map((m) => m.messageId)).toEqual([first.messageId]);
+      await vi.advanceTimersByTimeAsync(3000);
+      expect((await owner).action).toBe('completed');
+      expect(runs).toHaveLength(1);
+    });
+
+    it('keeps the hide when the immediate delete fails, so the batch can still delete the copy safely', async () => {
+      const { queue, processor, body } = setup(2000);
+      const [first, copy] = twoCopies(queue, body);
+      void processor('w-a').process(first);
+      await vi.advanceTimersByTimeAsync(10);
+      queue.faults.failNext('delete');
+
+      const duplicate = await processor('w-b').process(copy);
+
+      expect(duplicate).toMatchObject({ action: 'duplicate', disposition: 'delete' });
+      const hidden = queue.messages().find((m) => m.messageId === copy.messageId);
+      expect(hidden?.visibleAt).toBeGreaterThan(Date.now() + 15 * 60_000);
+      await vi.advanceTimersByTimeAsync(3000);
+    });
+  });
+
   describe('Found by review of the lease-timing change (each failed before its fix)', () => {
     it('a slow visibility call neither stalls the heartbeat nor lets a copy take over', async () => {
       const { runs, queue, processor, body } = setup(10_000);
