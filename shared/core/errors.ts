@@ -147,6 +147,18 @@ export class LeaseBusyError extends LeaseqError {
   }
 }
 
+/**
+ * A fast-path job (`fastPath: true`) called something that needs a lease (`ctx.step`, `ctx.withLease`,
+ * `ctx.saveCheckpoint`). Nothing was written: the processor runs the job again under a claim, in the
+ * same invocation, without counting an attempt for the fast run.
+ */
+export class FastPathNeedsLeaseError extends LeaseqError {
+  constructor(what: string) {
+    super(`${what} needs a lease; this fast-path job runs leased instead`, { retryable: true });
+    this.name = 'FastPathNeedsLeaseError';
+  }
+}
+
 /** The job was stopped because the invocation's deadline was near; it is given back for a retry. */
 export class DeadlineError extends LeaseqError {
   constructor(message: string) {

@@ -1,5 +1,10 @@
 import type { EffectTable } from '../jobs/effect-table.ts';
-import { ConfigError, NamedLeaseLostError, OptimisticConflictError } from './errors.ts';
+import {
+  ConfigError,
+  FastPathNeedsLeaseError,
+  NamedLeaseLostError,
+  OptimisticConflictError,
+} from './errors.ts';
 import type { Checkpoint } from './job-item.ts';
 import type { Effect, JobLease, JobStore } from './job-store.ts';
 import type { LeaseStore } from './lease-store.ts';
@@ -32,7 +37,8 @@ export interface JobContextOptions {
   readonly leases?: LeaseStore;
   /**
    * The job runs on the fast path: no lease to checkpoint under or to fence named leases with, so
-   * `step`, `saveCheckpoint` and `withLease` throw ConfigError (the job is dead-lettered). @default false
+   * `step`, `saveCheckpoint` and `withLease` throw FastPathNeedsLeaseError, and the processor runs the
+   * job again under a claim. @default false
    */
   readonly fastPath?: boolean;
   /** Whether this deployment runs test hooks (failure injection in payloads). @default false */
@@ -228,12 +234,7 @@ export class JobContext<T extends TableMap = TableMap> {
   }
 
   #needsLease(what: string): void {
-    if (this.#o.fastPath) {
-      throw new ConfigError(
-        `ctx.${what} needs a lease, and this job type runs on the fast path (fastPath: true): ` +
-          'remove fastPath from its definition, or the call',
-      );
-    }
+    if (this.#o.fastPath) throw new FastPathNeedsLeaseError(`ctx.${what}`);
   }
 
   /** Data a finished step stored. */

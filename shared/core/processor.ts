@@ -9,9 +9,9 @@ import type { CompletedCache } from './completed-cache.ts';
 import { DeadLetterer } from './dead-letterer.ts';
 import { type JobEnvelope, parseEnvelope } from './envelope.ts';
 import {
-  DeadlineError,
   describe,
   errorClass,
+  FastPathNeedsLeaseError,
   InvalidEnvelopeError,
   LeaseLostError,
   LeaseRanOutError,
@@ -261,26 +261,27 @@ export class JobProcessor {
       this.#metrics.count(MetricName.CacheMiss);
     }
 
-    const now = this.#now();
-    const leaseMs = capLeaseToDeadline(this.#leaseMs, now, options.deadline);
-    if (leaseMs < 1000) {
-      this.#metrics.count(MetricName.HandBack);
-      await job.message.giveBack(0, 'too close to the invocation deadline to start');
-      return outcome('deadline', 'retain');
-    }
+    let now = this.#now();
+    let leaseMs = capLeaseToDeadline(this.#leaseMs, now, options.deadline);
+    if (leaseMs < 1000) return outcome(await this.#tooLate(job), 'retain');
 
     const definition = this.#registry.get(envelope.type);
     if (!definition) throw new Error(`unreachable: ${envelope.type} passed parse but is not registered`);
     // The fast path takes first receives only: a redelivery (a failed attempt, a dead worker, a run past
     // its budget) runs leased, with the heartbeat, checkpoints and the attempt count.
     let failure: { readonly error: unknown } | undefined;
-    if (definition.fastPath === true && job.message.receives === 1) {
+    if (definition.fastPath === true && record.attributes.ApproximateReceiveCount === '1') {
       const fast = await this.#fast(job, definition, leaseMs, now);
       if ('action' in fast) return outcome(fast.action, dispositionOf(fast.action));
-      failure = fast;
+      if ('error' in fast) failure = fast;
+      this.#metrics.count(MetricName.FastPathFallback, 1, byType(envelope));
+      // The claim below starts now, and its lease is capped to the deadline from now.
+      now = this.#now();
+      leaseMs = capLeaseToDeadline(this.#leaseMs, now, options.deadline);
+      if (leaseMs < 1000) return outcome(await this.#tooLate(job), 'retain');
     }
 
-    const claim = await this.#claim(job, leaseMs, failure ? this.#now() : now);
+    const claim = await this.#claim(job, leaseMs, now);
     if (claim === undefined) return outcome('store-unavailable', 'retain');
     if (!claim.claimed) {
       const action = await this.#refused(job, claim.existing);
@@ -321,7 +322,6 @@ export class JobProcessor {
     }
     if (failure) {
       // The fast attempt failed before anything was written: its failure is decided under this lease.
-      this.#metrics.count(MetricName.FastPathFallback, 1, byType(envelope));
       const decision = decideFailure(failure.error, {
         attempts: lease.attempts,
         maxAttempts: this.#maxAttempts,
@@ -334,20 +334,30 @@ export class JobProcessor {
     return outcome(action, dispositionOf(action));
   }
 
+  /** Gives the message back at once: too little of the invocation is left to start (or go on). */
+  async #tooLate(job: Job): Promise<'deadline'> {
+    this.#metrics.count(MetricName.HandBack);
+    await job.message.giveBack(0, 'too close to the invocation deadline to start');
+    return 'deadline';
+  }
+
   /**
    * The fast path (docs/protocol.md, "Fast path"): run the job with no claim, then commit its effects
    * and the completion in one write under the claim's condition. The run and the commit get the time a
-   * lease would. Returns the record's action when the attempt ended here (committed, refused as a
-   * duplicate, or its commit's answer unknown), or the error of a failed run, which the caller records
-   * under a lease (nothing was written).
+   * lease would. Ends the record (an action: committed, refused as a copy, the commit's answer unknown,
+   * or the run outlasted its budget and M goes back to run leased), or asks for a leased run now
+   * (`leased`: the job needs a lease, or has a checkpoint), or hands back the error of a failed run,
+   * which the caller records under a lease (nothing was written either way).
    */
   async #fast(
     job: Job,
     definition: AnyJobDefinition,
     leaseMs: number,
     started: number,
-  ): Promise<{ readonly action: RecordOutcome['action'] } | { readonly error: unknown }> {
-    const { envelope, log } = job;
+  ): Promise<
+    { readonly action: RecordOutcome['action'] } | { readonly error: unknown } | { readonly leased: true }
+  > {
+    const { envelope, message, log } = job;
     this.#metrics.count(MetricName.JobClaimed);
     const budget = leaseMs - leaseSafetyMs(leaseMs);
     const bound = boundedSignal(budget, 'the fast path has the time of one lease');
@@ -355,14 +365,23 @@ export class JobProcessor {
     try {
       result = await this.#fastRunAndCommit(job, definition, started + budget, bound.signal);
     } catch (thrown) {
-      if (!(thrown instanceof StoreUnavailableError)) {
-        const error = bound.signal.aborted
-          ? new DeadlineError(`fast path: the job ran past its ${budget} ms budget; it is retried leased`)
-          : thrown;
-        log.info('fast attempt failed; recording it under a lease', { error: describe(error) });
-        return { error };
+      if (thrown instanceof StoreUnavailableError)
+        return { action: await this.#fastCommitUnknown(job, thrown) };
+      if (thrown instanceof FastPathNeedsLeaseError) {
+        log.info('the job needs a lease: running it leased', { error: describe(thrown) });
+        return { leased: true };
       }
-      return { action: await this.#fastCommitUnknown(job, thrown) };
+      if (bound.signal.aborted) {
+        // Nothing was written and the job did not fail: its redelivery runs leased, with the heartbeat.
+        this.#metrics.count(MetricName.HandBack);
+        log.info('the fast run outlasted one lease; giving the message back to run leased', {
+          budgetMs: budget,
+        });
+        await message.giveBack(0, 'fast run past its budget');
+        return { action: 'deadline' };
+      }
+      log.info('fast attempt failed; recording it under a lease', { error: describe(thrown) });
+      return { error: thrown };
     } finally {
       bound.clear();
     }
@@ -370,7 +389,17 @@ export class JobProcessor {
       this.#completed(envelope, started, log);
       return { action: 'completed' };
     }
-    if (result.reason === 'refused') return { action: await this.#refused(job, result.existing) };
+    if (result.reason === 'refused') {
+      const item = result.existing;
+      const resumable =
+        item.checkpoint !== undefined &&
+        item.status !== JobStatus.Completed &&
+        item.status !== JobStatus.Dead &&
+        item.leaseUntil < this.#now();
+      // A checkpointed job resumes leased only; claim it now rather than hand M back to come round again.
+      if (resumable) return { leased: true };
+      return { action: await this.#refused(job, item) };
+    }
     // Optimistic conflicts the re-runs did not resolve.
     return { error: new OptimisticConflictError('completion', this.#optimisticTries) };
   }
@@ -444,10 +473,15 @@ export class JobProcessor {
     try {
       const item = await this.#store.get(envelope.dedupKey, { signal: bound.signal });
       if (item?.status === JobStatus.Completed) {
-        log.info('the job is COMPLETED though the fast commit answer was lost');
         this.#cache?.add(envelope.dedupKey);
-        this.#metrics.count(MetricName.JobSucceeded, 1, byType(envelope));
-        return 'completed';
+        if (item.owner === this.#worker && item.messageId === message.record.messageId) {
+          log.info('the fast commit went through though its answer was lost');
+          this.#metrics.count(MetricName.JobSucceeded, 1, byType(envelope));
+          return 'completed';
+        }
+        log.info('the fast commit answer was lost; another copy completed the job: deleting this copy');
+        this.#metrics.count(MetricName.DuplicateSkipped, 1, byType(envelope));
+        return 'duplicate';
       }
     } catch {
       // Still unknown: the message comes back, and its next receive (leased) tells.

@@ -19,6 +19,9 @@ const UNAVAILABLE_NAMES = new Set([
   'RequestTimeout',
   'RequestTimeoutException',
   'LimitExceededException',
+  // A write that met a transaction in flight on its item (DynamoDB answers 400, and the SDK does not
+  // retry it): the item is busy for milliseconds; trying again helps, and it is not the job's failure.
+  'TransactionConflictException',
 ]);
 
 const NETWORK_CODES = new Set([

@@ -19,7 +19,7 @@ import { InMemoryQueue } from '../../../shared/testing/in-memory-queue.ts';
 
 const LEASE_MS = 3000;
 
-type Behaviour = 'ok' | 'transient' | 'permanent' | 'step' | 'slow' | 'conflict-once';
+type Behaviour = 'ok' | 'transient' | 'permanent' | 'step' | 'step-sometimes' | 'slow' | 'conflict-once';
 
 function setup(behaviour: Behaviour = 'ok') {
   const ledger = new InMemoryEffectApplier({ tables: { ledger: ['account'] } });
@@ -37,6 +37,7 @@ function setup(behaviour: Behaviour = 'ok') {
       if (behaviour === 'transient' && ctx.attempt === 1 && runs === 1) throw new TransientJobError('flaky');
       if (behaviour === 'permanent') throw new PermanentJobError('never');
       if (behaviour === 'step') await ctx.step('one', async () => ({}));
+      if (behaviour === 'step-sometimes' && p.amount > 3) await ctx.step('big', async () => ({}));
       if (behaviour === 'slow' && runs === 1) await new Promise((r) => setTimeout(r, 10 * LEASE_MS));
       const row = ledger.get('ledger', { account: 'a' }) as { balance: number; version: number } | undefined;
       // The first run of 'conflict-once' commits against a version that is already gone.
@@ -199,18 +200,71 @@ describe('The one-write fast path (in memory, fake timers)', () => {
     expect(balance()).toBeUndefined();
   });
 
-  it('refuses ctx.step on the fast path with a ConfigError that dead-letters the job', async () => {
-    const { queue, processor, body } = setup('step');
+  it('runs a job that needs a lease (ctx.step) leased at once, without counting an attempt for it', async () => {
+    const { queue, store, metrics, calls, processor, body, balance, runs } = setup('step-sometimes');
     queue.send(body);
     const record = receiveOne(queue);
 
     const outcome = await settle(queue, processor('w-a').process(record), record);
 
-    expect(outcome.action).toBe('dead-lettered');
-    expect(queue.deadLetters[0]?.reason).toMatchObject({
-      reason: 'permanent-error',
-      errorClass: 'ConfigError',
+    expect(outcome).toMatchObject({ action: 'completed', disposition: 'delete' });
+    expect(runs()).toBe(2);
+    expect(calls).toEqual(['claim', 'checkpoint', 'complete']);
+    expect(await store.get('job-1')).toMatchObject({ status: JobStatus.Completed, attempts: 1 });
+    expect(metrics.get(MetricName.FastPathFallback, { jobType: 'test.credit' })).toBe(1);
+    expect(balance()).toBe(5);
+  });
+
+  it('runs a checkpointed job leased at once instead of handing it back (no ping-pong)', async () => {
+    const { queue, store, calls, processor, body, balance } = setup();
+    // A leased attempt checkpointed, then its worker died; its lease is over.
+    const claim = await store.claim({
+      dedupKey: 'job-1',
+      owner: 'w-dead',
+      messageId: 'old',
+      type: 'test.credit',
+      createdAt: new Date().toISOString(),
+      leaseMs: LEASE_MS,
+      now: Date.now(),
     });
+    if (!claim.claimed) throw new Error('expected a claim');
+    await store.checkpoint(claim.lease, { step: 'one', done: ['one'], at: Date.now() });
+    await vi.advanceTimersByTimeAsync(LEASE_MS + 1);
+    calls.length = 0;
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    expect(outcome.action).toBe('completed');
+    expect(calls).toEqual(['claimAndComplete', 'claim', 'complete']);
+    expect(balance()).toBe(5);
+  });
+
+  it('takes the leased path when the receive count is missing', async () => {
+    const { queue, calls, processor, body } = setup();
+    queue.send(body);
+    const record = receiveOne(queue);
+    const bare = { ...record, attributes: { ...record.attributes } } as SQSRecord;
+    delete (bare.attributes as { ApproximateReceiveCount?: string }).ApproximateReceiveCount;
+
+    expect((await processor('w-a').process(bare)).action).toBe('completed');
+    expect(calls).toEqual(['claim', 'complete']);
+  });
+
+  it('counts a lost commit answer as a duplicate when a racing copy did the completing', async () => {
+    const { queue, store, metrics, processor, body } = setup();
+    queue.send(body);
+    const first = receiveOne(queue);
+    await settle(queue, processor('w-a').process(first), first);
+    queue.send(body);
+    const copy = receiveOne(queue);
+    store.faults.failNext('claim-and-complete', undefined, { when: 'after' });
+
+    const outcome = await settle(queue, processor('w-b').process(copy), copy);
+
+    expect(outcome).toMatchObject({ action: 'duplicate', disposition: 'delete' });
+    expect(metrics.get(MetricName.JobSucceeded, { jobType: 'test.credit' })).toBe(1);
   });
 
   it('treats a lost commit answer as done once one read shows the job COMPLETED', async () => {
@@ -243,8 +297,8 @@ describe('The one-write fast path (in memory, fake timers)', () => {
     expect(balance()).toBe(5);
   });
 
-  it('stops a run past its lease budget and retries it at once, leased', async () => {
-    const { queue, store, processor, body, balance } = setup('slow');
+  it('stops a run past its lease budget and gives it back to run leased, without using an attempt', async () => {
+    const { queue, store, calls, processor, body, balance } = setup('slow');
     queue.send(body);
     const record = receiveOne(queue);
     let settledAt = 0;
@@ -257,10 +311,9 @@ describe('The one-write fast path (in memory, fake timers)', () => {
 
     expect((await outcome).action).toBe('deadline');
     expect(settledAt - started).toBeLessThanOrEqual(LEASE_MS);
-    expect(await store.get('job-1')).toMatchObject({
-      status: JobStatus.RetryWait,
-      lastErrorClass: 'DeadlineError',
-    });
+    // Nothing was written: the redelivery's claim is the job's first attempt.
+    expect(calls).toEqual([]);
+    expect(await store.get('job-1')).toBeUndefined();
     const again = receiveOne(queue);
     const retried = settle(queue, processor('w-b').process(again), again);
     await vi.advanceTimersByTimeAsync(100);
@@ -268,6 +321,7 @@ describe('The one-write fast path (in memory, fake timers)', () => {
     // The abandoned first run finishes later; its effect was never committed.
     await vi.advanceTimersByTimeAsync(10 * LEASE_MS);
     expect(balance()).toBe(5);
+    expect(await store.get('job-1')).toMatchObject({ status: JobStatus.Completed, attempts: 1 });
   });
 
   it('re-runs the job on an optimistic conflict and commits the second run', async () => {

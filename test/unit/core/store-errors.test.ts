@@ -21,6 +21,8 @@ describe('Function: isStoreUnavailable', () => {
       isStoreUnavailable(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })),
     ).toBe(true);
     expect(isStoreUnavailable(sdkError('Error'))).toBe(true); // SDK error that never got an answer
+    // A write that met a transaction in flight on its item: busy, worth trying again, not the job's fault.
+    expect(isStoreUnavailable(sdkError('TransactionConflictException', 400))).toBe(true);
   });
 
   it('does not call a refusal, a validation error or a bug an outage', () => {
