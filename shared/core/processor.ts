@@ -669,8 +669,15 @@ function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 
 /**
  * The `jobType` dimension of per-job metrics: a registered type (the envelope was checked against the
- * registry), so a small fixed set; never the dedup key.
+ * registry), so a small fixed set; never the dedup key. One frozen object per type, built once (the
+ * registry bounds the map): no allocation per metric call.
  */
 function byType(envelope: JobEnvelope): Readonly<Record<string, string>> {
-  return { jobType: envelope.type };
+  let dimensions = TYPE_DIMENSIONS.get(envelope.type);
+  if (!dimensions) {
+    dimensions = Object.freeze({ jobType: envelope.type });
+    TYPE_DIMENSIONS.set(envelope.type, dimensions);
+  }
+  return dimensions;
 }
+const TYPE_DIMENSIONS = new Map<string, Readonly<Record<string, string>>>();
