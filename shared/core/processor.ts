@@ -129,6 +129,8 @@ export class JobProcessor {
   readonly #backoff: BackoffPolicy;
   readonly #optimisticTries: number;
   readonly #maxBodyBytes: number | undefined;
+  /** What parseEnvelope checks every body against: built once, not per record. */
+  readonly #parseOptions: { readonly maxBytes?: number; readonly isKnownType: (type: string) => boolean };
   readonly #random: () => number;
   readonly #now: () => number;
   readonly #deadLetterer: DeadLetterer;
@@ -157,6 +159,10 @@ export class JobProcessor {
     this.#backoff = options.backoff ?? DEFAULT_BACKOFF;
     this.#optimisticTries = options.optimisticTries ?? 3;
     this.#maxBodyBytes = options.maxBodyBytes;
+    this.#parseOptions = {
+      ...(this.#maxBodyBytes === undefined ? {} : { maxBytes: this.#maxBodyBytes }),
+      isKnownType: (type) => this.#registry.has(type),
+    };
     this.#random = options.random ?? Math.random;
     this.#now = options.now ?? Date.now;
     this.#deadLetterer = new DeadLetterer({
@@ -194,10 +200,7 @@ export class JobProcessor {
     const keys = { messageId: record.messageId, worker: this.#worker };
     let envelope: JobEnvelope;
     try {
-      envelope = parseEnvelope(record.body, {
-        ...(this.#maxBodyBytes === undefined ? {} : { maxBytes: this.#maxBodyBytes }),
-        isKnownType: (type) => this.#registry.has(type),
-      });
+      envelope = parseEnvelope(record.body, this.#parseOptions);
     } catch (error) {
       const log = new JobLog(this.#logger, keys);
       const done = await this.#deadLetterer.unclaimed(
