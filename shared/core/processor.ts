@@ -557,13 +557,14 @@ export class JobProcessor {
 
   #completed(envelope: JobEnvelope, started: number, log: JobLog): void {
     this.#cache?.add(envelope.dedupKey);
-    const duration = this.#now() - started;
+    const at = this.#now();
+    const duration = at - started;
     const jobType = byType(envelope);
     this.#metrics.count(MetricName.JobSucceeded, 1, jobType);
     // `worker` is for local pools (InMemoryMetrics); the EMF sink drops it (unbounded in Lambda).
     this.#metrics.count(MetricName.JobsPerWorker, 1, { ...jobType, worker: this.#worker });
     this.#metrics.observe(MetricName.JobDuration, duration, jobType);
-    this.#metrics.observe(MetricName.QueueLag, this.#now() - Date.parse(envelope.createdAt), jobType);
+    this.#metrics.observe(MetricName.QueueLag, at - Date.parse(envelope.createdAt), jobType);
     log.info('job completed', { durationMs: duration });
   }
 
