@@ -5,7 +5,16 @@
  * gives medians (min-max) and ratios within the run. Figures, not assertions: these machines are noisy.
  *
  *   npm run bench:cpu            (BENCH_JOBS=2000 BENCH_ROUNDS=7)
+ *
+ * BENCH_BASELINE=<dir> also runs the two leaseq variants of another checkout (a git worktree of main,
+ * with its node_modules) in the same process, alternating with this one's, and prints this/baseline as
+ * the median of per-round ratios: a change of a few percent shows through noise that moves whole runs.
+ * Runs under tsx, so every closure created pays esbuild's keepNames `__name`; the built package (tsc) and
+ * the Lambda bundle do not. Figures and what they include: docs/performance.md.
  */
+
+import { isAbsolute, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { z } from 'zod';
 import { CompletedCache } from '../shared/core/completed-cache.ts';
@@ -21,8 +30,73 @@ import { InMemoryQueue } from '../shared/testing/in-memory-queue.ts';
 const JOBS = Number(process.env.BENCH_JOBS ?? 2000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 
-type Variant = 'bare' | 'leaseq, logs off' | 'leaseq as shipped';
-const VARIANTS: readonly Variant[] = ['bare', 'leaseq, logs off', 'leaseq as shipped'];
+const BASELINE = process.env.BENCH_BASELINE;
+
+type Variant =
+  | 'bare'
+  | 'leaseq, logs off'
+  | 'leaseq as shipped'
+  | 'baseline, logs off'
+  | 'baseline as shipped';
+const VARIANTS: readonly Variant[] = [
+  'bare',
+  'leaseq, logs off',
+  'leaseq as shipped',
+  ...(BASELINE ? (['baseline, logs off', 'baseline as shipped'] as const) : []),
+];
+
+/** The leaseq modules a run uses: this checkout's, or the baseline checkout's. */
+interface Leaseq {
+  readonly CompletedCache: typeof CompletedCache;
+  readonly InMemoryMetrics: typeof InMemoryMetrics;
+  readonly versionedPut: typeof versionedPut;
+  readonly JobProcessor: typeof JobProcessor;
+  readonly JobRegistry: typeof JobRegistry;
+  readonly defineJob: typeof defineJob;
+  readonly InMemoryEffectApplier: typeof InMemoryEffectApplier;
+  readonly InMemoryJobStore: typeof InMemoryJobStore;
+  readonly InMemoryQueue: typeof InMemoryQueue;
+}
+
+const HERE: Leaseq = {
+  CompletedCache,
+  InMemoryMetrics,
+  versionedPut,
+  JobProcessor,
+  JobRegistry,
+  defineJob,
+  InMemoryEffectApplier,
+  InMemoryJobStore,
+  InMemoryQueue,
+};
+
+async function loadBaseline(dir: string): Promise<Leaseq> {
+  const root = isAbsolute(dir) ? dir : resolve(dir);
+  const from = (path: string) => import(pathToFileURL(join(root, path)).href);
+  const [cache, metrics, optimistic, processor, registry, jobs, store, queue] = await Promise.all([
+    from('shared/core/completed-cache.ts'),
+    from('shared/core/metrics.ts'),
+    from('shared/core/optimistic.ts'),
+    from('shared/core/processor.ts'),
+    from('shared/core/registry.ts'),
+    from('shared/jobs/define-job.ts'),
+    from('shared/testing/in-memory-job-store.ts'),
+    from('shared/testing/in-memory-queue.ts'),
+  ]);
+  return {
+    CompletedCache: cache.CompletedCache,
+    InMemoryMetrics: metrics.InMemoryMetrics,
+    versionedPut: optimistic.versionedPut,
+    JobProcessor: processor.JobProcessor,
+    JobRegistry: registry.JobRegistry,
+    defineJob: jobs.defineJob,
+    InMemoryEffectApplier: store.InMemoryEffectApplier,
+    InMemoryJobStore: store.InMemoryJobStore,
+    InMemoryQueue: queue.InMemoryQueue,
+  };
+}
+
+const baseline = BASELINE ? await loadBaseline(BASELINE) : undefined;
 
 function bodies(run: string): string[] {
   return Array.from({ length: JOBS }, (_, i) =>
@@ -51,7 +125,9 @@ async function bare(run: string): Promise<void> {
   }
 }
 
-async function withLeaseq(run: string, shipped: boolean): Promise<void> {
+async function withLeaseq(run: string, shipped: boolean, leaseq: Leaseq = HERE): Promise<void> {
+  const { InMemoryEffectApplier, InMemoryJobStore, InMemoryQueue, defineJob, versionedPut } = leaseq;
+  const { JobProcessor, JobRegistry, InMemoryMetrics, CompletedCache } = leaseq;
   const ledger = new InMemoryEffectApplier({ tables: { ledger: ['account'] } });
   const store = new InMemoryJobStore({ effects: ledger });
   const queue = new InMemoryQueue();
@@ -101,7 +177,9 @@ async function measure(variant: Variant, round: number): Promise<number> {
   const before = process.cpuUsage();
   try {
     if (variant === 'bare') await bare(run);
-    else await withLeaseq(run, variant === 'leaseq as shipped');
+    else if (variant.startsWith('baseline')) {
+      await withLeaseq(run, variant === 'baseline as shipped', baseline);
+    } else await withLeaseq(run, variant === 'leaseq as shipped');
   } finally {
     process.stdout.write = write;
   }
@@ -115,6 +193,20 @@ function median(values: readonly number[]): number {
   return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
 
+/** This checkout over the baseline, per variant: the median of the rounds' ratios (paired, same round). */
+function pairedRatios(results: ReadonlyMap<Variant, number[]>): string[] {
+  const pairs = [
+    ['logs off', 'leaseq, logs off', 'baseline, logs off'],
+    ['as shipped', 'leaseq as shipped', 'baseline as shipped'],
+  ] as const;
+  return pairs.map(([label, here, there]) => {
+    const mine = results.get(here) ?? [];
+    const theirs = results.get(there) ?? [];
+    const ratios = mine.map((v, i) => v / (theirs[i] ?? Number.NaN));
+    return `this / baseline, ${label}: ${median(ratios).toFixed(3)}x (${BASELINE})`;
+  });
+}
+
 async function main(): Promise<void> {
   process.stderr.write(
     `bench:cpu: ${JOBS} jobs x ${ROUNDS} rounds x ${VARIANTS.length} variants, interleaved\n`,
@@ -122,7 +214,11 @@ async function main(): Promise<void> {
   for (const variant of VARIANTS) await measure(variant, -1); // warm-up (JIT)
   const results = new Map<Variant, number[]>(VARIANTS.map((v) => [v, []]));
   for (let round = 0; round < ROUNDS; round++) {
-    for (const variant of VARIANTS) results.get(variant)?.push(await measure(variant, round));
+    // With a baseline, every other round runs it first: neither tree always comes after the other.
+    const order = BASELINE && round % 2 === 1 ? [VARIANTS[0], ...VARIANTS.slice(1).reverse()] : VARIANTS;
+    for (const variant of order) {
+      if (variant) results.get(variant)?.push(await measure(variant, round));
+    }
     process.stderr.write(`  round ${round + 1}/${ROUNDS} done\n`);
   }
   const bareMedian = median(results.get('bare') ?? []);
@@ -144,6 +240,7 @@ async function main(): Promise<void> {
       `CPU per job (µs, median of ${ROUNDS}; Node ${process.version}; in-memory stores, no I/O)`,
       `${'variant'.padEnd(20)}  ${'µs/job'.padStart(8)}  ${'min-max'.padStart(14)}  ${'vs bare'.padStart(9)}  ${'vs logs off'.padStart(12)}`,
       ...rows,
+      ...(BASELINE ? ['', ...pairedRatios(results)] : []),
       '',
     ].join('\n'),
   );

@@ -226,7 +226,9 @@ export class Heartbeat {
   }
 
   #clearTimers(): void {
-    for (const timer of [this.#timer, this.#deadlineTimer, this.#watchdog]) if (timer) clearTimeout(timer);
+    if (this.#timer) clearTimeout(this.#timer);
+    if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
+    if (this.#watchdog) clearTimeout(this.#watchdog);
     this.#timer = undefined;
     this.#deadlineTimer = undefined;
     this.#watchdog = undefined;

@@ -29,15 +29,17 @@ export function instrumentJobStore(
   const wrapped: Record<string, unknown> = {};
   for (const operation of OPERATIONS) {
     const call = store[operation].bind(store) as (...args: unknown[]) => Promise<unknown>;
+    // Built once per operation, not per call.
+    const dimensions = Object.freeze({ operation });
     wrapped[operation] = async (...args: unknown[]) => {
       const started = now();
       try {
         return await call(...args);
       } catch (error) {
-        if (isTimeout(error)) metrics.count(MetricName.StoreTimeout, 1, { operation });
+        if (isTimeout(error)) metrics.count(MetricName.StoreTimeout, 1, dimensions);
         throw error;
       } finally {
-        metrics.observe(MetricName.StoreLatency, now() - started, { operation });
+        metrics.observe(MetricName.StoreLatency, now() - started, dimensions);
       }
     };
   }

@@ -121,7 +121,9 @@ export class JobContext<T extends TableMap = TableMap> {
   /** Checks that every named lease this job holds is still its own (joined to writes with effects). */
   leaseFences(): Effect[] {
     const store = this.#o.leases;
-    return store ? [...this.#held.values()].map((held) => store.fence(held.lease)) : [];
+    return store && this.#held.size > 0
+      ? [...this.#held.values()].map((held) => store.fence(held.lease))
+      : [];
   }
 
   /**
@@ -135,6 +137,8 @@ export class JobContext<T extends TableMap = TableMap> {
 
   /** Releases the named leases this job holds (after its commit or failure). Never throws. */
   async releaseLeases(): Promise<void> {
+    // Most jobs take none: no array, no Promise.all, on every job's way out.
+    if (this.#held.size === 0) return;
     const held = [...this.#held.values()];
     this.#held.clear();
     await Promise.all(held.map((h) => h.release().catch(() => undefined)));

@@ -61,13 +61,19 @@ export class InMemoryMetrics implements MetricsSink {
   readonly observations = new Map<string, Summary>();
 
   count(name: MetricName, value = 1, dimensions?: Readonly<Record<string, string>>): void {
-    for (const key of metricKeys(name, dimensions)) {
-      this.counters.set(key, (this.counters.get(key) ?? 0) + value);
-    }
+    this.#add(name, value);
+    const key = metricKey(name, dimensions);
+    if (key !== name) this.#add(key, value);
   }
 
   observe(name: MetricName, ms: number, dimensions?: Readonly<Record<string, string>>): void {
-    for (const key of metricKeys(name, dimensions)) this.#observe(key, ms);
+    this.#observe(name, ms);
+    const key = metricKey(name, dimensions);
+    if (key !== name) this.#observe(key, ms);
+  }
+
+  #add(key: string, value: number): void {
+    this.counters.set(key, (this.counters.get(key) ?? 0) + value);
   }
 
   #observe(key: string, ms: number): void {
@@ -86,8 +92,8 @@ export class InMemoryMetrics implements MetricsSink {
     s.sum += ms;
     s.min = Math.min(s.min, ms);
     s.max = Math.max(s.max, ms);
-    const bucket = SUMMARY_BUCKETS_MS.findIndex((bound) => ms <= bound);
-    const index = bucket === -1 ? SUMMARY_BUCKETS_MS.length : bucket;
+    let index = 0;
+    while (index < SUMMARY_BUCKETS_MS.length && !(ms <= (SUMMARY_BUCKETS_MS[index] as number))) index++;
     s.buckets[index] = (s.buckets[index] ?? 0) + 1;
   }
 
@@ -112,16 +118,19 @@ export interface MetricsSnapshot {
   readonly observations: Record<string, Summary>;
 }
 
-/** The total's key, then the breakdown's when there are dimensions. */
-function metricKeys(name: string, dimensions?: Readonly<Record<string, string>>): string[] {
-  const key = metricKey(name, dimensions);
-  return key === name ? [name] : [name, key];
-}
-
+/**
+ * `name`, or `name{k1=v1,k2=v2}` with the dimensions sorted by key (localeCompare). Called on every
+ * count: no entries array, no sort for the usual single dimension.
+ */
 function metricKey(name: string, dimensions?: Readonly<Record<string, string>>): string {
   if (!dimensions) return name;
-  const parts = Object.entries(dimensions)
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([k, v]) => `${k}=${v}`);
-  return parts.length === 0 ? name : `${name}{${parts.join(',')}}`;
+  const keys = Object.keys(dimensions);
+  if (keys.length === 0) return name;
+  if (keys.length > 1) keys.sort((a, b) => a.localeCompare(b));
+  let key = `${name}{`;
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i] as string;
+    key += `${i === 0 ? '' : ','}${k}=${dimensions[k]}`;
+  }
+  return `${key}}`;
 }

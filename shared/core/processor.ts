@@ -137,6 +137,8 @@ export class JobProcessor {
   readonly #backoff: BackoffPolicy;
   readonly #optimisticTries: number;
   readonly #maxBodyBytes: number | undefined;
+  /** What parseEnvelope checks every body against: built once, not per record. */
+  readonly #parseOptions: { readonly maxBytes?: number; readonly isKnownType: (type: string) => boolean };
   readonly #random: () => number;
   readonly #now: () => number;
   readonly #deadLetterer: DeadLetterer;
@@ -165,6 +167,10 @@ export class JobProcessor {
     this.#backoff = options.backoff ?? DEFAULT_BACKOFF;
     this.#optimisticTries = options.optimisticTries ?? 3;
     this.#maxBodyBytes = options.maxBodyBytes;
+    this.#parseOptions = {
+      ...(this.#maxBodyBytes === undefined ? {} : { maxBytes: this.#maxBodyBytes }),
+      isKnownType: (type) => this.#registry.has(type),
+    };
     this.#random = options.random ?? Math.random;
     this.#now = options.now ?? Date.now;
     this.#deadLetterer = new DeadLetterer({
@@ -202,10 +208,7 @@ export class JobProcessor {
     const keys = { messageId: record.messageId, worker: this.#worker };
     let envelope: JobEnvelope;
     try {
-      envelope = parseEnvelope(record.body, {
-        ...(this.#maxBodyBytes === undefined ? {} : { maxBytes: this.#maxBodyBytes }),
-        isKnownType: (type) => this.#registry.has(type),
-      });
+      envelope = parseEnvelope(record.body, this.#parseOptions);
     } catch (error) {
       const log = new JobLog(this.#logger, keys);
       const done = await this.#deadLetterer.unclaimed(
@@ -752,13 +755,14 @@ export class JobProcessor {
 
   #completed(envelope: JobEnvelope, started: number, log: JobLog): void {
     this.#cache?.add(envelope.dedupKey);
-    const duration = this.#now() - started;
+    const at = this.#now();
+    const duration = at - started;
     const jobType = byType(envelope);
     this.#metrics.count(MetricName.JobSucceeded, 1, jobType);
     // `worker` is for local pools (InMemoryMetrics); the EMF sink drops it (unbounded in Lambda).
     this.#metrics.count(MetricName.JobsPerWorker, 1, { ...jobType, worker: this.#worker });
     this.#metrics.observe(MetricName.JobDuration, duration, jobType);
-    this.#metrics.observe(MetricName.QueueLag, this.#now() - Date.parse(envelope.createdAt), jobType);
+    this.#metrics.observe(MetricName.QueueLag, at - Date.parse(envelope.createdAt), jobType);
     log.info('job completed', { durationMs: duration });
   }
 
@@ -877,8 +881,15 @@ function dispositionOf(action: RecordOutcome['action']): RecordOutcome['disposit
 
 /**
  * The `jobType` dimension of per-job metrics: a registered type (the envelope was checked against the
- * registry), so a small fixed set; never the dedup key.
+ * registry), so a small fixed set; never the dedup key. One frozen object per type, built once (the
+ * registry bounds the map): no allocation per metric call.
  */
 function byType(envelope: JobEnvelope): Readonly<Record<string, string>> {
-  return { jobType: envelope.type };
+  let dimensions = TYPE_DIMENSIONS.get(envelope.type);
+  if (!dimensions) {
+    dimensions = Object.freeze({ jobType: envelope.type });
+    TYPE_DIMENSIONS.set(envelope.type, dimensions);
+  }
+  return dimensions;
 }
+const TYPE_DIMENSIONS = new Map<string, Readonly<Record<string, string>>>();

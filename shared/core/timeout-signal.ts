@@ -7,18 +7,31 @@ export interface BoundedSignal {
 /**
  * An abort signal that fires after `ms` with a TimeoutError reason. Built on `setTimeout` rather than
  * `AbortSignal.timeout`, so the caller can clear it as soon as the call returns (no timer left behind per
- * store call) and fake timers drive it in tests.
+ * store call) and fake timers drive it in tests. One object and one timer per call, no closures: the
+ * claim of every job makes one.
  */
 export function boundedSignal(ms: number, why: string): BoundedSignal {
-  const controller = new AbortController();
-  const timer = setTimeout(
-    () => {
-      const reason = new Error(`timed out after ${Math.round(ms)} ms: ${why}`);
-      reason.name = 'TimeoutError';
-      controller.abort(reason);
-    },
-    Math.max(0, ms),
-  );
-  timer.unref?.();
-  return { signal: controller.signal, clear: () => clearTimeout(timer) };
+  return new Bound(ms, why);
+}
+
+class Bound implements BoundedSignal {
+  readonly #controller = new AbortController();
+  readonly #timer: NodeJS.Timeout;
+  readonly signal: AbortSignal;
+
+  constructor(ms: number, why: string) {
+    this.signal = this.#controller.signal;
+    this.#timer = setTimeout(timeOut, Math.max(0, ms), this.#controller, ms, why);
+    this.#timer.unref?.();
+  }
+
+  clear(): void {
+    clearTimeout(this.#timer);
+  }
+}
+
+function timeOut(controller: AbortController, ms: number, why: string): void {
+  const reason = new Error(`timed out after ${Math.round(ms)} ms: ${why}`);
+  reason.name = 'TimeoutError';
+  controller.abort(reason);
 }

@@ -2,7 +2,10 @@ import {
   type Attributes,
   type Context,
   context,
+  createContextKey,
+  INVALID_SPAN_CONTEXT,
   isSpanContextValid,
+  ProxyTracerProvider,
   ROOT_CONTEXT,
   type Span,
   SpanKind,
@@ -53,9 +56,32 @@ export function recordFailure(span: Span, error: unknown): void {
   if (error instanceof Error) span.recordException({ name: error.name, message: error.message });
 }
 
+/** The tracer provider the API's global proxy delegates to while no SDK is registered. */
+const NO_SDK = new ProxyTracerProvider().getDelegate();
+/** A context only a registered context manager makes active (the API's default one never does). */
+const PROBE = ROOT_CONTEXT.setValue(createContextKey('leaseq.tracing.probe'), true);
+const probeIsActive = () => context.active() === PROBE;
+/** What a no-op tracer hands out for a span without a valid parent. */
+const INVALID_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/**
+ * True when tracing is entirely off: no SDK behind the global tracer provider and no context manager,
+ * so a span is a non-recording one nobody can see (context.with does not even make it active). Checked
+ * per call, so an SDK or context manager registered later still takes effect.
+ */
+export function tracingIsOff(): boolean {
+  const provider = trace.getTracerProvider();
+  return (
+    provider instanceof ProxyTracerProvider &&
+    provider.getDelegate() === NO_SDK &&
+    !context.with(PROBE, probeIsActive)
+  );
+}
+
 /**
  * Runs `fn` in a child span of the active context (or `parent`): ended when `fn` settles, failed when
- * it throws (the error is rethrown).
+ * it throws (the error is rethrown). With tracing off (no SDK, no context manager) `fn` gets the
+ * non-recording span a no-op tracer would give, without the tracer, span and context work per call.
  */
 export async function inSpan<T>(
   name: string,
@@ -63,6 +89,7 @@ export async function inSpan<T>(
   fn: (span: Span) => Promise<T>,
   options: { readonly parent?: Context; readonly kind?: SpanKind } = {},
 ): Promise<T> {
+  if (tracingIsOff()) return await fn(noopSpan(options.parent));
   const parent = options.parent ?? context.active();
   const span = leaseqTracer().startSpan(
     name,
@@ -77,4 +104,12 @@ export async function inSpan<T>(
   } finally {
     span.end();
   }
+}
+
+/** The span a no-op tracer starts under `parent`: its valid span context, non-recording; else invalid. */
+function noopSpan(parent: Context | undefined): Span {
+  const parentContext = parent ? trace.getSpanContext(parent) : undefined;
+  return parentContext && isSpanContextValid(parentContext)
+    ? trace.wrapSpanContext(parentContext)
+    : INVALID_SPAN;
 }

@@ -77,8 +77,13 @@ export class InMemoryQueue implements JobQueue {
     options: { visibilitySeconds?: number; pick?: (visible: QueuedMessage[]) => QueuedMessage[] } = {},
   ): SQSRecord[] {
     const now = this.#now();
-    const visible = [...this.#messages.values()].filter((m) => m.visibleAt <= now);
-    const chosen = (options.pick ? options.pick(visible) : visible).slice(0, max);
+    let chosen: QueuedMessage[];
+    if (!options.pick && Number.isInteger(max) && max >= 0) {
+      chosen = this.#firstVisible(now, max);
+    } else {
+      const visible = [...this.#messages.values()].filter((m) => m.visibleAt <= now);
+      chosen = (options.pick ? options.pick(visible) : visible).slice(0, max);
+    }
     return chosen.map((message) => {
       message.receiveCount += 1;
       message.visibleAt = now + (options.visibilitySeconds ?? this.#visibility) * 1000;
@@ -127,6 +132,18 @@ export class InMemoryQueue implements JobQueue {
       if (m.visibleAt > now && (next === undefined || m.visibleAt < next)) next = m.visibleAt;
     }
     return next;
+  }
+
+  /** The first `max` visible messages in send order, without scanning past them (a long queue stays cheap). */
+  #firstVisible(now: number, max: number): QueuedMessage[] {
+    const chosen: QueuedMessage[] = [];
+    if (max === 0) return chosen;
+    for (const m of this.#messages.values()) {
+      if (m.visibleAt > now) continue;
+      chosen.push(m);
+      if (chosen.length >= max) break;
+    }
+    return chosen;
   }
 
   #current(receiptHandle: string): QueuedMessage {

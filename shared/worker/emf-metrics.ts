@@ -118,21 +118,34 @@ export class EmfMetrics implements MetricsSink {
     }
   }
 
-  /** The bucket of one allowed dimension set (unknown dimensions dropped, values held to their lists). */
+  /**
+   * The bucket of one allowed dimension set (unknown dimensions dropped, values held to their lists).
+   * Called on every count: the set is only built for a bucket not seen yet.
+   */
   #group(dimensions?: Readonly<Record<string, string>>): Group {
-    const kept: Record<string, string> = {};
-    for (const key of EMF_DIMENSIONS) {
-      const value = dimensions?.[key];
-      if (value === undefined || value === '') continue;
-      const allowed = this.#values[key];
-      kept[key] = allowed && !allowed.has(value) ? OTHER_DIMENSION_VALUE : value;
+    let id = '';
+    for (let i = 0; i < EMF_DIMENSIONS.length; i++) {
+      if (i > 0) id += '\u0000';
+      id += this.#kept(EMF_DIMENSIONS[i] as EmfDimension, dimensions) ?? '';
     }
-    const id = EMF_DIMENSIONS.map((k) => kept[k] ?? '').join('\u0000');
     let group = this.#groups.get(id);
     if (!group) {
+      const kept: Record<string, string> = {};
+      for (const key of EMF_DIMENSIONS) {
+        const value = this.#kept(key, dimensions);
+        if (value !== undefined) kept[key] = value;
+      }
       group = { dimensions: kept, counts: new Map(), observations: new Map() };
       this.#groups.set(id, group);
     }
     return group;
+  }
+
+  /** The value kept for one dimension: undefined when absent or empty, `other` outside its list. */
+  #kept(key: EmfDimension, dimensions?: Readonly<Record<string, string>>): string | undefined {
+    const value = dimensions?.[key];
+    if (value === undefined || value === '') return undefined;
+    const allowed = this.#values[key];
+    return allowed && !allowed.has(value) ? OTHER_DIMENSION_VALUE : value;
   }
 }
