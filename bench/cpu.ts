@@ -1,6 +1,7 @@
 /**
  * CPU microseconds per job of leaseq's own code, on the in-memory stores (no I/O): the processor as
- * shipped (Powertools logger at INFO, metrics, local cache), the processor with logs off, and a bare loop
+ * shipped (Powertools logger at INFO, metrics, local cache), the same with the job on the one-write fast
+ * path (`fastPath: true`), the processor with logs off, and a bare loop
  * that only parses the body and applies the effect. Variants run interleaved, several rounds; the table
  * gives medians (min-max) and ratios within the run. Figures, not assertions: these machines are noisy.
  *
@@ -36,12 +37,14 @@ type Variant =
   | 'bare'
   | 'leaseq, logs off'
   | 'leaseq as shipped'
+  | 'fast path as shipped'
   | 'baseline, logs off'
   | 'baseline as shipped';
 const VARIANTS: readonly Variant[] = [
   'bare',
   'leaseq, logs off',
   'leaseq as shipped',
+  'fast path as shipped',
   ...(BASELINE ? (['baseline, logs off', 'baseline as shipped'] as const) : []),
 ];
 
@@ -125,7 +128,12 @@ async function bare(run: string): Promise<void> {
   }
 }
 
-async function withLeaseq(run: string, shipped: boolean, leaseq: Leaseq = HERE): Promise<void> {
+async function withLeaseq(
+  run: string,
+  shipped: boolean,
+  leaseq: Leaseq = HERE,
+  fastPath = false,
+): Promise<void> {
   const { InMemoryEffectApplier, InMemoryJobStore, InMemoryQueue, defineJob, versionedPut } = leaseq;
   const { JobProcessor, JobRegistry, InMemoryMetrics, CompletedCache } = leaseq;
   const ledger = new InMemoryEffectApplier({ tables: { ledger: ['account'] } });
@@ -133,6 +141,7 @@ async function withLeaseq(run: string, shipped: boolean, leaseq: Leaseq = HERE):
   const queue = new InMemoryQueue();
   const credit = defineJob({
     type: 'bench.credit',
+    ...(fastPath ? { fastPath: true } : {}),
     payload: z.object({ account: z.string(), amount: z.number().int() }),
     async run(_ctx, p) {
       const row = ledger.get('ledger', { account: p.account }) as
@@ -179,7 +188,8 @@ async function measure(variant: Variant, round: number): Promise<number> {
     if (variant === 'bare') await bare(run);
     else if (variant.startsWith('baseline')) {
       await withLeaseq(run, variant === 'baseline as shipped', baseline);
-    } else await withLeaseq(run, variant === 'leaseq as shipped');
+    } else if (variant === 'fast path as shipped') await withLeaseq(run, true, HERE, true);
+    else await withLeaseq(run, variant === 'leaseq as shipped');
   } finally {
     process.stdout.write = write;
   }
