@@ -73,6 +73,12 @@ import {
  * store applied it. From then on none of its calls is made or answered: every promise it awaits hangs, so
  * its heartbeat stops at the next renewal, its job never commits and its message is never deleted, as
  * when a process is killed. Its lease must expire and its message come back to another worker.
+ *
+ * Fast path. Every job kind but `steps` has a twin defined with `fastPath: true` (`model.fast.<kind>`):
+ * on its first receive it runs unclaimed and commits its credit with the completion in one write
+ * (`claimAndComplete`), which the faults reach like any other call; its credit is read when the job
+ * runs, so racing copies and neighbours conflict optimistically. AuditStore checks the store's answers
+ * against the effects it applied (which lists, by identity), so a refused commit that wrote shows.
  */
 
 /** Virtual start of every run (fixed, so runs replay). */

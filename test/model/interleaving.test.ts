@@ -14,6 +14,7 @@ import { type Scenario, scenarioArb } from './scenario.ts';
  *   LEASEQ_MODEL_RUNS=20000 npm run test:model           # a long run
  *   LEASEQ_MODEL_POLLER=1 npm run test:model             # also the local runner's loop (finds the
  *                                                        # defect of defects.test.ts)
+ *   LEASEQ_MODEL_D2=1 npm run test:model                 # fails on known defect D2 instead of counting it
  *   LEASEQ_MODEL_SEED=<seed> LEASEQ_MODEL_PATH=<path> LEASEQ_MODEL_TRACE=1 npm run test:model
  *                                                        # replays the counterexample fast-check printed,
  *                                                        # with the run's full trace
@@ -36,10 +37,20 @@ import { type Scenario, scenarioArb } from './scenario.ts';
  *  5. no healthy owner aborted without a cause: a `lease-lost` outcome for worker W on job J is allowed
  *     only if one of W's own store or queue calls about J failed with an injected fault or took virtual
  *     time (a slow call, or a call held by a stall of W; unfaulted calls take none). Faults that hit
- *     other workers, and crashes, never excuse W (a killed worker reports no outcome at all).
+ *     other workers, and crashes, never excuse W (a killed worker reports no outcome at all);
+ *  6. the store's answers match its writes (AuditStore in harness.ts, between the ports and the store):
+ *     a write with effects that was refused (by its fence, or a fast commit by the claim's condition) or
+ *     answered with an effect conflict applied none of them, one answered ok all of them; a job is
+ *     answered "completed" (a fenced complete or a fast commit) at most once;
+ *  7. the fast path: a fast commit (`claimAndComplete`) comes only from a `fastPath` type on its
+ *     message's first receive, and takes a job only within its attempt budget (known defect D2, counted
+ *     unless LEASEQ_MODEL_D2=1). A fast job's credit is covered by 1-3 like any other: applied exactly once
+ *     when it ends COMPLETED, never when DEAD; a fast poison ends DEAD with its letter.
  *
  * The self-tests at the end check the harness: a scenario replays to the same trace, and the invariants
- * catch a store with an unfenced checkpoint (1) and renewals that do not renew (5).
+ * catch a store with an unfenced checkpoint (1), renewals that do not renew (5), a fast commit that
+ * ignores the claim's condition (6: completed twice) and a fast commit that answers "refused" though it
+ * wrote (6: only the audit sees it).
  * Known defect D1 (defects.test.ts) is reached only by the local runner's loop, so the default property
  * runs Lambda invocations only; LEASEQ_MODEL_POLLER=1 adds the local runner and finds D1.
  */
