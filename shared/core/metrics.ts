@@ -118,7 +118,8 @@ function metricKeys(name: string, dimensions?: Readonly<Record<string, string>>)
   return key === name ? [name] : [name, key];
 }
 
-function metricKey(name: string, dimensions?: Readonly<Record<string, string>>): string {
+/** The key a counter or summary is kept under: the bare name, or `Name{dim=value,...}` sorted by dimension. */
+export function metricKey(name: string, dimensions?: Readonly<Record<string, string>>): string {
   if (!dimensions) return name;
   const parts = Object.entries(dimensions)
     .sort(([a], [b]) => a.localeCompare(b))
