@@ -131,6 +131,8 @@ export interface RunStats {
   fastUnknown: number;
   /** Fast attempts that failed and were recorded under a lease (metric FastPathFallback). */
   fastFallbacks: number;
+  /** Injected faults (outages, lost answers, slow calls) that hit a fast commit. */
+  fastFaults: number;
   /** Jobs that ended with known defect D2, counted instead of reported (RunOptions.excuseD2). */
   knownD2: number;
 }
@@ -161,6 +163,7 @@ export function emptyStats(): RunStats {
     fastConflicts: 0,
     fastUnknown: 0,
     fastFallbacks: 0,
+    fastFaults: 0,
     knownD2: 0,
   };
 }
@@ -598,6 +601,7 @@ class World {
       [...faults.injected.values()].reduce((a, b) => a + b, 0);
     this.stats.slowCalls =
       injected(this.store.faults) + injected(this.queue.faults) - this.stats.outages - this.stats.lostAnswers;
+    this.stats.fastFaults = this.store.faults.injected.get('claim-and-complete') ?? 0;
     return v;
   }
 }

@@ -100,6 +100,7 @@ afterAll(() => {
       `${t.optimisticConflicts} optimistic conflicts, ${t.leaseLostExcused} lease-lost (all with a cause); ` +
       `jobs: ${t.completed} COMPLETED, ${t.dead} DEAD, ${t.letters} letters (${t.extraLetters} extra); ` +
       `fast path: ${t.fastCommits} one-write commits, ${t.fastRefused} refused, ${t.fastConflicts} effect conflicts, ` +
+      `${t.fastFaults} faults injected into them, ` +
       `${t.fastUnknown} answers unknown, ${t.fastFallbacks} fallbacks to a lease; ` +
       `known defect D2 reached ${t.knownD2} times${STRICT_D2 ? '' : ' (counted, not failed: LEASEQ_MODEL_D2=1 fails it)'}`,
   );
