@@ -55,7 +55,8 @@ import type { Scenario } from './scenario.ts';
  * its effect, while the DLQ holds a letter for it: COMPLETED with a dead letter, against "DEAD iff
  * dead-lettered". (Without a letter, e.g. a last attempt whose worker died, the fast commit still runs
  * the job once more than maxAttempts allows.) Found by the model at run 1587 of its first 5,000 schedules
- * with fast jobs (shrunk to the scenario below: one mark-dead outage, one duplicate). The property counts
+ * with fast jobs (shrunk to the first scenario below: one mark-dead outage, one duplicate), then by
+ * LEASEQ_MODEL_SEED=1002 at run 2469 (the second: the letters' and the fast commit's answers lost). The property counts
  * D2 instead of failing on it (LEASEQ_MODEL_D2=1 fails it); test/unit/core/fast-path.test.ts has the
  * focused reproduction. A fix: give the fast commit's condition the budget (`attempts < maxAttempts`,
  * from the processor), so such a job is refused, its copy comes back leased and is dead-lettered.
@@ -263,6 +264,49 @@ describe('Defect D2 (open): a fast commit runs a job past its attempt budget', (
         { steps: [], final: { account: 'acct-a', delta: 1 }, sleepMs: 1, failRuns: 0, poison: false },
         { steps: [], final: { account: 'acct-a', delta: 1 }, sleepMs: 0, failRuns: 0, poison: false },
         { steps: [], sleepMs: 0, failRuns: 0, poison: true },
+      ],
+    };
+    const report = await runScenario(scenario);
+    expect(report.violations).toEqual([]);
+  });
+
+  it.fails('a second shrunk schedule: letters sent with lost answers, the fast commit answer lost', async () => {
+    // Found by LEASEQ_MODEL_SEED=1002 (run 2469) after the first: job 1 (fast, fails 3 runs, maxAttempts 3)
+    // fails attempts 1-3; attempt 3's letter is sent but its answer lost (so the message is kept, not
+    // marked DEAD), attempt 4 (a takeover past the budget) sends another the same way. The duplicate m-4's
+    // fast commit completes the job at attempt 5; its answer is lost too, and the read finds it COMPLETED.
+    const scenario: Scenario = {
+      seed: 13298409,
+      workers: 2,
+      leaseMs: 1500,
+      source: { kind: 'lambda', timeoutMs: 15000 },
+      batchSize: 1,
+      maxAttempts: 3,
+      cache: false,
+      duplicates: [{ job: 4, atMs: 2525, sameBody: false }],
+      faults: [
+        { atMs: 0, target: 'store', op: 6, mode: 'fail-after', delayMs: 50, times: 1 },
+        { atMs: 0, target: 'queue', op: 5, mode: 'fail-after', delayMs: 50, times: 2 },
+      ],
+      crashes: [],
+      pauses: [],
+      jobs: [
+        {
+          steps: [{ account: 'acct-a', delta: 1 }],
+          final: { account: 'acct-a', delta: 1 },
+          sleepMs: 0,
+          failRuns: 0,
+          poison: false,
+        },
+        {
+          steps: [],
+          final: { account: 'acct-a', delta: 1 },
+          sleepMs: 0,
+          failRuns: 3,
+          poison: false,
+          fast: true,
+        },
+        { steps: [], sleepMs: 0, failRuns: 0, poison: true, fast: true },
       ],
     };
     const report = await runScenario(scenario);

@@ -502,12 +502,6 @@ class World {
       .join('\n');
   }
 
-  /** True when the job's completion was a fast commit that took it past its attempt budget (D2). */
-  #pastBudget(dedupKey: string, item: JobItem): boolean {
-    const fast = (this.completions.get(dedupKey) ?? []).some((c) => c.startsWith(FAST_COMMIT));
-    return fast && item.attempts > this.scenario.maxAttempts;
-  }
-
   /** The invariants, checked once the run has ended. */
   async check(): Promise<string[]> {
     this.store.faults.clear();
@@ -565,12 +559,15 @@ class World {
           v.push(`${where} DEAD but its final effect applied ${applied(`${key}#final`)} times`);
         }
       }
-      // A fast commit takes a job only within its attempt budget (a leased claim past it dead-letters).
-      const d2 = status === JobStatus.Completed && this.#pastBudget(key, item as JobItem);
+      // No run past the attempt budget: a leased claim past it dead-letters instead; a fast commit that
+      // takes a job past it is known defect D2.
+      const overBudget = status === JobStatus.Completed && (item?.attempts ?? 0) > s.maxAttempts;
+      const d2 = overBudget && oneWrite(item as JobItem);
       if (d2 && this.#excuseD2) this.stats.knownD2 += 1;
-      else if (d2) {
+      else if (overBudget) {
         v.push(
-          `${where} completed by a fast commit at attempt ${item?.attempts} of ${s.maxAttempts} (defect D2)`,
+          `${where} COMPLETED at attempt ${item?.attempts} of ${s.maxAttempts}` +
+            (d2 ? ' by a fast commit (defect D2)' : ''),
         );
       }
       // DEAD iff a letter with its reasons.
@@ -645,6 +642,18 @@ export function jobKey(index: number): string {
 
 /** How the audit names a fast-path commit. */
 const FAST_COMMIT = 'fast commit';
+
+/**
+ * An item completed by a fast commit: claimed, completed and its lease ended at the commit's one instant
+ * (a leased completion comes after its claim, whose lease ends later).
+ */
+function oneWrite(item: JobItem): boolean {
+  return (
+    item.completedAt !== undefined &&
+    item.completedAt === item.claimedAt &&
+    item.leaseUntil === item.completedAt
+  );
+}
 
 /** Job types defined with `fastPath: true` start with this. */
 const FAST_PREFIX = 'model.fast.';

@@ -42,10 +42,11 @@ import { type Scenario, scenarioArb } from './scenario.ts';
  *     a write with effects that was refused (by its fence, or a fast commit by the claim's condition) or
  *     answered with an effect conflict applied none of them, one answered ok all of them; a job is
  *     answered "completed" (a fenced complete or a fast commit) at most once;
- *  7. the fast path: a fast commit (`claimAndComplete`) comes only from a `fastPath` type on its
- *     message's first receive, and takes a job only within its attempt budget (known defect D2, counted
- *     unless LEASEQ_MODEL_D2=1). A fast job's credit is covered by 1-3 like any other: applied exactly once
- *     when it ends COMPLETED, never when DEAD; a fast poison ends DEAD with its letter.
+ *  7. the attempt budget and the fast path: no job ends COMPLETED at an attempt past maxAttempts (a
+ *     leased claim past it dead-letters instead; a fast commit that does is known defect D2, counted
+ *     unless LEASEQ_MODEL_D2=1, with the letter it leaves); a fast commit (`claimAndComplete`) comes only
+ *     from a `fastPath` type on its message's first receive. A fast job's credit is covered by 1-3 like any
+ *     other: applied exactly once when it ends COMPLETED, never when DEAD; a fast poison ends DEAD.
  *
  * The self-tests at the end check the harness: a scenario replays to the same trace, and the invariants
  * catch a store with an unfenced checkpoint (1), renewals that do not renew (5), a fast commit that
