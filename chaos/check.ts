@@ -3,7 +3,7 @@ import type { AwsClients } from '../shared/aws/clients.ts';
 import { JobStatus } from '../shared/core/statuses.ts';
 import { listDeadLetters } from '../shared/ops/dlq.ts';
 import { queueStats, totalDepth } from '../shared/ops/queue-stats.ts';
-import { TALLY_PREFIX, tallyKey } from './jobs.ts';
+import { FAST_TYPES, TALLY_PREFIX, tallyKey } from './jobs.ts';
 import type { Death } from './killer.ts';
 import type { WorkerLogEvents } from './logs.ts';
 import type { Window } from './timing.ts';
@@ -22,8 +22,10 @@ export interface RunEvents {
   /** Fault and pause windows. */
   readonly windows: readonly Window[];
   readonly logs: WorkerLogEvents;
-  /** Worker counters summed over the pool (LeaseExpired, JobRetried, ...). */
+  /** Worker counters summed over the pool (LeaseExpired, JobRetried, FastPathFallback, ...). */
   readonly counters: Readonly<Record<string, number>>;
+  /** The fast path's one-write commits the workers tried (a killed worker's count is its last report). */
+  readonly fastCommitCalls: number;
   readonly leaseMs: number;
 }
 
@@ -54,6 +56,22 @@ export interface CheckFigures {
   readonly longestRecoveryJob: string | null;
   /** Jobs taken over from a dead worker. */
   readonly recoveredJobs: number;
+  /** The fast path: jobs of a fast type, and how they ended (see {@link fastFigures}). */
+  readonly fast: FastFigures;
+}
+
+/** How the fast-path jobs ended, from their rows; the attempts from the workers' counters. */
+export interface FastFigures {
+  /** Unique jobs of a fast type. */
+  readonly jobs: number;
+  /** Completed by their one-write commit (the row's claim, completion and lease end are one instant). */
+  readonly oneWrite: number;
+  /** Completed leased: after a failed fast attempt, or by a redelivery. */
+  readonly leased: number;
+  /** One-write commits tried (a commit refused as a duplicate or re-run on a conflict counts too). */
+  readonly commitCalls: number;
+  /** Fast attempts that failed and were recorded under a lease (metric FastPathFallback). */
+  readonly fallbacks: number;
 }
 
 export interface CheckResult {
@@ -71,6 +89,24 @@ interface JobRow {
   readonly token?: number;
   readonly completedAt?: number;
   readonly updatedAt?: number;
+  readonly type?: string;
+  readonly claimedAt?: number;
+  readonly leaseUntil?: number;
+}
+
+const FAST = new Set<string>(Object.values(FAST_TYPES));
+
+/**
+ * A row completed by the fast path's one write: claimed, completed and its lease ended at the commit's one
+ * instant (a leased completion comes after its claim, with the lease still running).
+ */
+function oneWrite(row: JobRow): boolean {
+  return (
+    row.status === JobStatus.Completed &&
+    row.completedAt !== undefined &&
+    row.completedAt === row.claimedAt &&
+    row.completedAt === row.leaseUntil
+  );
 }
 
 /**
@@ -154,6 +190,10 @@ export async function checkRun(
   }
   note('double effects', doubles);
   note('completed jobs missing an effect', missing);
+  note(
+    'one-write completions of a leased job type',
+    jobs.filter((j) => oneWrite(j) && !FAST.has(j.type ?? '')).map((j) => `${j.dedupKey} (${j.type})`),
+  );
 
   const balances = new Map(ledger.map((row) => [String(row.account), Number(row.balance ?? 0)]));
   const wrongAccounts = workload.accounts.filter((a) => balances.get(a) !== workload.expectedBalances[a]);
@@ -202,9 +242,24 @@ export async function checkRun(
       abortedOutsideFaults: outside.length,
       renewalRacedOwnCommit: events.logs.renewalRacedOwnCommit.length,
       ...recovery(events, byKey),
+      fast: fastFigures(jobs, events),
     },
     violations,
     evidence,
+  };
+}
+
+/** How the fast-path jobs ended (one write, or leased), and how many fast attempts the workers made. */
+function fastFigures(jobs: readonly JobRow[], events: RunEvents): FastFigures {
+  const fast = jobs.filter((j) => FAST.has(j.type ?? ''));
+  const completed = fast.filter((j) => j.status === JobStatus.Completed);
+  const oneWrites = completed.filter(oneWrite).length;
+  return {
+    jobs: fast.length,
+    oneWrite: oneWrites,
+    leased: completed.length - oneWrites,
+    commitCalls: events.fastCommitCalls,
+    fallbacks: events.counters.FastPathFallback ?? 0,
   };
 }
 

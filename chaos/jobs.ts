@@ -1,6 +1,7 @@
 // The chaos harness's job module: the ledger example's jobs, each effect also counted in a tally row, plus
-// a transfer that holds a named lease on its source account. The tallies let the checker see a double
-// effect per job and step, not only as a wrong balance.
+// a transfer that holds a named lease on its source account, and the credit and the transfer again on the
+// one-write fast path. The tallies let the checker see a double effect per job and step, not only as a
+// wrong balance.
 import { z } from 'zod';
 import { credit, transfer } from '../examples/ledger/jobs.ts';
 import { ledgerTable } from '../examples/ledger/ledger.ts';
@@ -13,6 +14,12 @@ import type { EffectTable } from '../shared/jobs/effect-table.ts';
 
 /** The job type of the named-lease transfer. */
 export const LOCKED_TRANSFER = 'chaos.lockedTransfer';
+
+/** The job types of the credit and the transfer on the fast path (`fastPath: true`), by ledger type. */
+export const FAST_TYPES = {
+  'ledger.credit': 'chaos.fastCredit',
+  'ledger.transfer': 'chaos.fastTransfer',
+} as const;
 
 /** Environment variable: the named lease's length in ms (the harness sets it to the job lease). */
 export const NAMED_LEASE_ENV = 'CHAOS_NAMED_LEASE_MS';
@@ -37,19 +44,28 @@ type LedgerTables = { ledger: typeof ledgerTable };
 
 /**
  * Runs a ledger job's `run` with a context whose steps, and whose completion, carry one tally effect
- * more. Everything else is the job's own code, unchanged.
+ * more. Everything else is the job's own code, unchanged. `folded`: each step's effects (and its tally)
+ * join the completion's one write instead of a checkpoint of their own, as on the fast path, where a
+ * step needs a lease; the checker then sees the same tallies.
  */
 async function runTallied<P>(
   run: JobDefinition<P, LedgerTables>['run'],
   ctx: JobContext<LedgerTables>,
   payload: P,
+  folded = false,
 ): Promise<JobOutcome> {
   const table = ctx.tables.ledger;
-  const step = <T>(name: string, build: () => Promise<StepOutcome<T>>) =>
-    ctx.step(name, async () => {
+  const held: Effect[] = [];
+  const step = async <T>(name: string, build: () => Promise<StepOutcome<T>>) => {
+    const tallied = async () => {
       const outcome = await build();
       return { ...outcome, effects: [...(outcome.effects ?? []), tally(table, ctx.dedupKey, name)] };
-    });
+    };
+    if (!folded) return ctx.step(name, tallied);
+    const outcome = await tallied();
+    held.push(...outcome.effects);
+    return outcome.data;
+  };
   const tallied = new Proxy(ctx, {
     get(target, property) {
       if (property === 'step') return step;
@@ -58,11 +74,30 @@ async function runTallied<P>(
     },
   });
   const outcome = (await run(tallied, payload)) ?? {};
-  return { ...outcome, effects: [...(outcome.effects ?? []), tally(table, ctx.dedupKey, 'final')] };
+  return { ...outcome, effects: [...held, ...(outcome.effects ?? []), tally(table, ctx.dedupKey, 'final')] };
 }
 
 const talliedCredit = defineJob({ ...credit, run: (ctx, p) => runTallied(credit.run, ctx, p) });
 const talliedTransfer = defineJob({ ...transfer, run: (ctx, p) => runTallied(transfer.run, ctx, p) });
+
+/** `chaos.fastCredit`: the tallied credit on the fast path (same payload, same effects). */
+export const fastCredit = defineJob({
+  ...credit,
+  type: FAST_TYPES['ledger.credit'],
+  fastPath: true,
+  run: (ctx, p) => runTallied(credit.run, ctx, p),
+});
+
+/**
+ * `chaos.fastTransfer`: the tallied transfer on the fast path. Its debit step is folded into the
+ * completion (debit, credit and both tallies in one write), on a redelivery run leased too.
+ */
+export const fastTransfer = defineJob({
+  ...transfer,
+  type: FAST_TYPES['ledger.transfer'],
+  fastPath: true,
+  run: (ctx, p) => runTallied(transfer.run, ctx, p, true),
+});
 
 const lockedPayload = z
   .object({
@@ -90,6 +125,9 @@ export const lockedTransfer = defineJob({
   },
 });
 
-/** The chaos jobs: `ledger.credit`, `ledger.transfer` (both tallied) and `chaos.lockedTransfer`. */
-const chaosJobs = defineJobs([talliedCredit, talliedTransfer, lockedTransfer]);
+/**
+ * The chaos jobs: `ledger.credit`, `ledger.transfer` (both tallied), `chaos.lockedTransfer`, and
+ * `chaos.fastCredit`, `chaos.fastTransfer` (tallied, on the fast path).
+ */
+const chaosJobs = defineJobs([talliedCredit, talliedTransfer, lockedTransfer, fastCredit, fastTransfer]);
 export default chaosJobs;

@@ -34,7 +34,7 @@ export function reportTable(r: ChaosReport): string {
     ['sent', `${f.sent} messages (${r.workload.duplicates} duplicates, 1 non-JSON body)`],
     [
       'unique',
-      `${f.unique} jobs: ${r.workload.flaky} flaky, ${r.workload.slow} slow, ${r.workload.crashes} crashing, ${r.workload.locked} named-lease, ${r.workload.poison} poison`,
+      `${f.unique} jobs: ${r.workload.flaky} flaky, ${r.workload.slow} slow, ${r.workload.crashes} crashing, ${r.workload.locked} named-lease, ${r.workload.fast} fast-path, ${r.workload.poison} poison`,
     ],
     ['completed', String(f.completed)],
     ['dead', `${f.dead} (poison set ${f.deadExpected}; ${f.dlqLetters} letters in the DLQ)`],
@@ -47,6 +47,11 @@ export function reportTable(r: ChaosReport): string {
       `${f.moneyActual} of ${f.moneyExpected} ${f.moneyActual === f.moneyExpected ? '(conserved)' : '(NOT CONSERVED)'}; ${f.accountsWrong} accounts wrong`,
     ],
     ['queue left', String(f.queueLeft)],
+    [
+      'fast path',
+      `${f.fast.oneWrite} of ${f.fast.jobs} fast jobs completed in one write, ${f.fast.leased} leased; ` +
+        `${f.fast.commitCalls} one-write commits tried, ${f.fast.fallbacks} failed fast attempts recorded under a lease`,
+    ],
     ['takeovers', String(f.takeovers)],
     ['retries', String(f.retries)],
     [

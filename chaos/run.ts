@@ -9,7 +9,8 @@ import { DeleteQueueCommand, PurgeQueueCommand } from '@aws-sdk/client-sqs';
 import { refreshStates, seedAccounts } from '../examples/ledger/demo/run-demo.ts';
 import { seededRandom } from '../examples/ledger/generate.ts';
 import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../shared/aws/clients.ts';
-import { JobStatus } from '../shared/core/statuses.ts';
+import { metricKey } from '../shared/core/metrics.ts';
+import { JobStatus, MetricName } from '../shared/core/statuses.ts';
 import { ensureEmulator } from '../shared/local/emulator.ts';
 import { provisionLocal } from '../shared/local/provision.ts';
 import { queueStats, totalDepth } from '../shared/ops/queue-stats.ts';
@@ -41,7 +42,10 @@ const COUNTERS = [
   'LeaseLost',
   'StoreUnavailable',
   'OptimisticConflict',
+  'FastPathFallback',
 ];
+/** The fast path's one-write commits the workers tried (their store-latency observations of it). */
+const FAST_COMMIT_CALLS = metricKey(MetricName.StoreLatency, { operation: 'claimAndComplete' });
 
 async function main(options: ChaosOptions): Promise<number> {
   const started = Date.now();
@@ -218,6 +222,7 @@ async function main(options: ChaosOptions): Promise<number> {
       windows,
       logs: readWorkerLogs(logDir),
       counters,
+      fastCommitCalls: pool.observed(FAST_COMMIT_CALLS),
       leaseMs: options.leaseMs,
     });
     const violations = [...check.violations];
@@ -234,7 +239,12 @@ async function main(options: ChaosOptions): Promise<number> {
       durationMs: Date.now() - started,
       timedOut,
       settings: { ...options, toxiproxy: proxy ? TOXIPROXY_VERSION : null, endpoint: emulator.endpoint },
-      workload: { ...workload.counts, locked: workload.locked, messages: workload.messages.length },
+      workload: {
+        ...workload.counts,
+        locked: workload.locked,
+        fast: workload.fast,
+        messages: workload.messages.length,
+      },
       chaos: {
         kills: killer.kills,
         crashes: killer.crashes,

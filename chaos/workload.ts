@@ -1,7 +1,7 @@
 import { planWorkload, type Workload } from '../examples/ledger/demo/workload.ts';
 import type { OutgoingMessage } from '../examples/ledger/generate.ts';
 import { seededRandom } from '../examples/ledger/generate.ts';
-import { LOCKED_TRANSFER } from './jobs.ts';
+import { FAST_TYPES, LOCKED_TRANSFER } from './jobs.ts';
 
 /** The chaos mix on top of the demo's workload planner. */
 export interface ChaosMix {
@@ -10,19 +10,31 @@ export interface ChaosMix {
   readonly leaseMs: number;
   /** Share of the plain transfers turned into named-lease transfers. @default 0.15 */
   readonly lockedRate?: number;
+  /**
+   * Share of the other credits and transfers turned to the fast path (`chaos.fastCredit`,
+   * `chaos.fastTransfer`); of the poison and the slow jobs, every other one. Crashing transfers stay
+   * leased: their point is the checkpoint between debit and credit. @default 0.3
+   */
+  readonly fastRate?: number;
 }
 
 export interface ChaosWorkload extends Workload {
   /** Unique jobs that run as `chaos.lockedTransfer`. */
   readonly locked: number;
-  /** Dedup keys of the jobs whose effects include a checkpointed `debit` step. */
+  /** Unique jobs that run on the fast path. */
+  readonly fast: number;
+  /** Dedup keys of the jobs whose effects include a `debit` step (checkpointed, or folded on the fast path). */
   readonly transfers: ReadonlySet<string>;
 }
 
+type Envelope = Record<string, unknown>;
+
 /**
  * The demo's workload (duplicates, flaky, slow, crashing and poison jobs, one non-JSON body), scaled to the
- * run, with a share of its transfers turned into `chaos.lockedTransfer` (same payload, so the expected
- * balances stand). Deterministic for a seed: the run id is derived from it, and so is every choice.
+ * run, with a share of its transfers turned into `chaos.lockedTransfer` and a share of its credits and
+ * transfers turned to the fast path (same payloads, so the expected balances stand). Deterministic for a
+ * seed: the run id is derived from it, and so is every choice; a job is turned by its key alone, so a
+ * duplicate is turned exactly as its original.
  */
 export function planChaosWorkload(runId: string, mix: ChaosMix): ChaosWorkload {
   const n = mix.jobs;
@@ -38,26 +50,86 @@ export function planChaosWorkload(runId: string, mix: ChaosMix): ChaosWorkload {
     crashes: Math.max(3, Math.round(n / 500)),
     random,
   });
-  const lockedRate = mix.lockedRate ?? 0.15;
-  const lockedKeys = new Set<string>();
+  const rates = { locked: mix.lockedRate ?? 0.15, fast: mix.fastRate ?? 0.3 };
+  const envelopes = base.messages.map((m) => parse(m.body));
+  const fastSpecials = everyOther(envelopes, rates.locked);
+  const turnedTo = new Map<string, string>();
   const transfers = new Set<string>();
-  const messages = base.messages.map((message): OutgoingMessage => {
-    const envelope = parse(message.body);
-    if (envelope?.type !== 'ledger.transfer') return message;
+  const messages = base.messages.map((message, i): OutgoingMessage => {
+    const envelope = envelopes[i];
+    if (envelope === undefined) return message;
     const key = String(envelope.dedupKey);
-    transfers.add(key);
-    // Decided by the key alone, so a duplicate is turned exactly as its original.
-    if (seededRandom(key)() >= lockedRate) return message;
-    lockedKeys.add(key);
-    return { ...message, body: JSON.stringify({ ...envelope, type: LOCKED_TRANSFER }) };
+    if (envelope.type === 'ledger.transfer') transfers.add(key);
+    const type = chaosType(envelope, key, rates, fastSpecials);
+    if (type === undefined) return message;
+    turnedTo.set(key, type);
+    return { ...message, body: JSON.stringify({ ...envelope, type }) };
   });
-  return { ...base, messages, locked: lockedKeys.size, transfers };
+  const turned = [...turnedTo.values()];
+  return {
+    ...base,
+    messages,
+    locked: turned.filter((t) => t === LOCKED_TRANSFER).length,
+    fast: turned.filter((t) => t !== LOCKED_TRANSFER).length,
+    transfers,
+  };
 }
 
-function parse(body: string): Record<string, unknown> | undefined {
+/** The type a ledger job runs as in the chaos run, when not its own. */
+function chaosType(
+  envelope: Envelope,
+  key: string,
+  rates: { readonly locked: number; readonly fast: number },
+  fastSpecials: ReadonlySet<string>,
+): string | undefined {
+  const type = envelope.type;
+  if (type !== 'ledger.credit' && type !== 'ledger.transfer') return undefined;
+  const draw = seededRandom(key)();
+  if (type === 'ledger.transfer' && draw < rates.locked) return LOCKED_TRANSFER;
+  const kind = specialKind(envelope);
+  if (kind === 'crash') return undefined;
+  // A transfer's draw below `locked` made it a named-lease transfer: the fast share is the next slice.
+  const from = type === 'ledger.transfer' ? rates.locked : 0;
+  const fast = kind === undefined ? draw >= from && draw < from + rates.fast : fastSpecials.has(key);
+  return fast ? FAST_TYPES[type] : undefined;
+}
+
+/** The demo's special jobs, by their `simulate` payload (flaky jobs are many: they go by the rate). */
+function specialKind(envelope: Envelope): 'crash' | 'poison' | 'slow' | undefined {
+  const payload = envelope.payload as { simulate?: Record<string, unknown> } | undefined;
+  const simulate = payload?.simulate;
+  if (simulate?.crashAfterStep !== undefined) return 'crash';
+  if (simulate?.permanent === true) return 'poison';
+  if (simulate?.sleepMs !== undefined) return 'slow';
+  return undefined;
+}
+
+/**
+ * Every other poison and every other slow job (in key order, the first of each included), not counting
+ * the named-lease transfers: so each kind also runs on the fast path, however few there are.
+ */
+function everyOther(envelopes: readonly (Envelope | undefined)[], lockedRate: number): ReadonlySet<string> {
+  const byKind = new Map<string, Set<string>>();
+  for (const envelope of envelopes) {
+    const kind = envelope && specialKind(envelope);
+    if (!envelope || (kind !== 'poison' && kind !== 'slow')) continue;
+    const key = String(envelope.dedupKey);
+    if (envelope.type === 'ledger.transfer' && seededRandom(key)() < lockedRate) continue;
+    byKind.set(kind, (byKind.get(kind) ?? new Set()).add(key));
+  }
+  const chosen = new Set<string>();
+  for (const keys of byKind.values()) {
+    [...keys].sort().forEach((key, i) => {
+      if (i % 2 === 0) chosen.add(key);
+    });
+  }
+  return chosen;
+}
+
+function parse(body: string): Envelope | undefined {
   try {
     const value: unknown = JSON.parse(body);
-    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null ? (value as Envelope) : undefined;
   } catch {
     return undefined;
   }

@@ -164,7 +164,7 @@ export class DynamoDbJobStore implements JobStore {
    * `status` IN_PROGRESS is a claim; COMPLETED (with the result) is the fast path's one-write commit.
    */
   #claimUpdate(
-    req: Omit<ClaimRequest, 'leaseMs'>,
+    req: Omit<ClaimRequest, 'leaseMs'> | FastCommitRequest,
     status: JobStatus,
     leaseUntil: number,
     result?: unknown,
@@ -182,11 +182,12 @@ export class DynamoDbJobStore implements JobStore {
         '#createdAt = if_not_exists(#createdAt, :createdAt), #claimedAt = :now, #updatedAt = :now, ' +
         '#expiresAt = :expiresAt' +
         (completes ? ', #completedAt = :now, #result = :result REMOVE #lastError, #lastErrorClass' : ''),
-      // A fast commit also refuses an item with a checkpoint: its steps' effects are already committed,
-      // and only a leased run resumes from them.
+      // A fast commit also refuses an item with a checkpoint (its steps' effects are already committed,
+      // and only a leased run resumes from them) and one whose attempts are used up (a leased claim
+      // dead-letters it).
       ConditionExpression: completes
         ? 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead) AND #leaseUntil < :now ' +
-          'AND attribute_not_exists(#checkpoint))'
+          'AND attribute_not_exists(#checkpoint) AND #attempts < :maxAttempts)'
         : 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead) AND #leaseUntil < :now)',
       ExpressionAttributeNames: {
         '#dedupKey': 'dedupKey',
@@ -225,7 +226,9 @@ export class DynamoDbJobStore implements JobStore {
         ':type': req.type,
         ':createdAt': req.createdAt,
         ':expiresAt': this.#expiresAt(leaseUntil),
-        ...(completes ? { ':result': result ?? null } : {}),
+        ...(completes
+          ? { ':result': result ?? null, ':maxAttempts': (req as FastCommitRequest).maxAttempts }
+          : {}),
       },
     };
   }

@@ -58,6 +58,11 @@ export interface FastCommitRequest {
   readonly createdAt: string;
   /** The commit's time: a lease ending before it is no longer live. */
   readonly now: number;
+  /**
+   * The worker's attempt budget: an item whose attempts reached it is refused (its last attempt died
+   * holding the lease, or its dead-lettering is unfinished), so only a leased claim ends it.
+   */
+  readonly maxAttempts: number;
 }
 
 /** Outcome of {@link JobStore.claimAndComplete}. */

@@ -122,7 +122,7 @@ export interface MetricsSnapshot {
  * `name`, or `name{k1=v1,k2=v2}` with the dimensions sorted by key (localeCompare). Called on every
  * count: no entries array, no sort for the usual single dimension.
  */
-function metricKey(name: string, dimensions?: Readonly<Record<string, string>>): string {
+export function metricKey(name: string, dimensions?: Readonly<Record<string, string>>): string {
   if (!dimensions) return name;
   const keys = Object.keys(dimensions);
   if (keys.length === 0) return name;

@@ -394,13 +394,14 @@ export class JobProcessor {
     }
     if (result.reason === 'refused') {
       const item = result.existing;
-      const resumable =
-        item.checkpoint !== undefined &&
+      const leasedOnly =
+        (item.checkpoint !== undefined || item.attempts >= this.#maxAttempts) &&
         item.status !== JobStatus.Completed &&
         item.status !== JobStatus.Dead &&
         item.leaseUntil < this.#now();
-      // A checkpointed job resumes leased only; claim it now rather than hand M back to come round again.
-      if (resumable) return { leased: true };
+      // A checkpointed job resumes leased only, and a leased claim dead-letters one whose attempts are
+      // used up: claim it now rather than hand M back to come round again.
+      if (leasedOnly) return { leased: true };
       return { action: await this.#refused(job, item) };
     }
     // Optimistic conflicts the re-runs did not resolve.
@@ -451,6 +452,7 @@ export class JobProcessor {
             type: envelope.type,
             createdAt: envelope.createdAt,
             now: this.#now(),
+            maxAttempts: this.#maxAttempts,
           },
           outcome?.result,
           outcome?.effects ?? [],

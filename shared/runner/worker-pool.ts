@@ -162,6 +162,13 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
     return n;
   }
 
+  /** Observations of one summary (a `metricKey`) over all workers (dead ones keep their last report). */
+  observed(key: string): number {
+    let n = 0;
+    for (const w of this.workers.values()) n += w.observations[key]?.count ?? 0;
+    return n;
+  }
+
   get alive(): number {
     return [...this.workers.values()].filter((w) => w.alive).length;
   }

@@ -306,8 +306,13 @@ export class InMemoryJobStore implements JobStore {
       'claim-and-complete',
       (): FastCommitResult => {
         const old = this.#items.get(req.dedupKey);
-        // A checkpointed job resumes leased only: its steps' effects are already committed.
-        if (!claimable(old, req.now) || old?.checkpoint !== undefined) {
+        // A checkpointed job resumes leased only (its steps' effects are already committed), and one whose
+        // attempts are used up is a leased claim's to dead-letter.
+        if (
+          !claimable(old, req.now) ||
+          old?.checkpoint !== undefined ||
+          (old?.attempts ?? 0) >= req.maxAttempts
+        ) {
           return { ok: false, reason: 'refused', existing: structuredClone(old as JobItem) };
         }
         if (effects.length > 0) {

@@ -42,6 +42,24 @@ import type { Scenario } from './scenario.ts';
  * (run 1103, shrunk: the item is left IN_PROGRESS after a DLQ send failed, its holder m-9 deleted by a
  * batch that had judged m-9 a racing copy 5 s earlier). A seed replays only on the harness that found
  * it; a written-out scenario replays as long as the harness draws its random choices the same way.
+ *
+ * D2 (fixed): a fast commit ran a job past its attempt budget. The fast path's one write
+ * (`claimAndComplete`) takes a job under the claim's condition alone: no item, or not COMPLETED/DEAD and
+ * its lease over. A leased claim under the same condition then checks the attempts: past maxAttempts it
+ * does not run the job but finishes its dead-lettering (processor.ts, "no run is left"). The fast path
+ * has no such check, since it ran the job before the write. So when the last attempt of a job was
+ * dead-lettered (the letter sent) but marking it DEAD failed (an outage, or the worker died between the
+ * two), the item stays IN_PROGRESS; its message is kept, and "its next delivery finishes the
+ * dead-lettering" (dead-letterer.ts). If that next delivery is a duplicate send on its first receive, it
+ * runs fast once the lease has ended, and its commit completes the job at attempt maxAttempts + 1, with
+ * its effect, while the DLQ holds a letter for it: COMPLETED with a dead letter, against "DEAD iff
+ * dead-lettered". (Without a letter, e.g. a last attempt whose worker died, the fast commit still runs
+ * the job once more than maxAttempts allows.) Found by the model at run 1587 of its first 5,000 schedules
+ * with fast jobs (shrunk to the first scenario below: one mark-dead outage, one duplicate), then by
+ * LEASEQ_MODEL_SEED=1002 at run 2469 (the second: the letters' and the fast commit's answers lost).
+ * test/unit/core/fast-path.test.ts has the focused reproduction. Fixed: the fast commit's condition
+ * carries the budget (`attempts < maxAttempts`, from the processor), so such a job is refused, and the
+ * worker claims it at once and finishes its dead-lettering.
  */
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} } as unknown as Logger;
@@ -211,6 +229,84 @@ describe('Defect D1: a racing duplicate deleted late strands its job', () => {
         { steps: [], final: { account: 'acct-a', delta: 1 }, sleepMs: 0, failRuns: 0, poison: false },
         { steps: [], final: { account: 'acct-a', delta: 1 }, sleepMs: 0, failRuns: 0, poison: false },
         { steps: [], sleepMs: 0, failRuns: 0, poison: true },
+      ],
+    };
+    const report = await runScenario(scenario);
+    expect(report.violations).toEqual([]);
+  });
+});
+
+describe('Defect D2 (fixed): a fast commit ran a job past its attempt budget', () => {
+  it('the schedule the model shrank it to: no job COMPLETED with a dead letter', async () => {
+    // Job 0 (fast, fails its first 4 runs, maxAttempts 4): attempts 1-4 fail, the 4th is dead-lettered
+    // but its mark-dead hits the outage; the duplicate m-5 (first receive, after the lease) commits fast.
+    const scenario: Scenario = {
+      seed: 0,
+      workers: 2,
+      leaseMs: 1500,
+      source: { kind: 'lambda', timeoutMs: 15000 },
+      batchSize: 1,
+      maxAttempts: 4,
+      cache: false,
+      duplicates: [{ job: 0, atMs: 2665, sameBody: false }],
+      faults: [{ atMs: 0, target: 'store', op: 5, mode: 'fail-before', delayMs: 50, times: 1 }],
+      crashes: [],
+      pauses: [],
+      jobs: [
+        {
+          steps: [],
+          final: { account: 'acct-a', delta: 1 },
+          sleepMs: 0,
+          failRuns: 4,
+          poison: false,
+          fast: true,
+        },
+        { steps: [], final: { account: 'acct-a', delta: 1 }, sleepMs: 1, failRuns: 0, poison: false },
+        { steps: [], final: { account: 'acct-a', delta: 1 }, sleepMs: 0, failRuns: 0, poison: false },
+        { steps: [], sleepMs: 0, failRuns: 0, poison: true },
+      ],
+    };
+    const report = await runScenario(scenario);
+    expect(report.violations).toEqual([]);
+  });
+
+  it('a second shrunk schedule: letters sent with lost answers, the fast commit answer lost', async () => {
+    // Found by LEASEQ_MODEL_SEED=1002 (run 2469) after the first: job 1 (fast, fails 3 runs, maxAttempts 3)
+    // fails attempts 1-3; attempt 3's letter is sent but its answer lost (so the message is kept, not
+    // marked DEAD), attempt 4 (a takeover past the budget) sends another the same way. The duplicate m-4's
+    // fast commit completes the job at attempt 5; its answer is lost too, and the read finds it COMPLETED.
+    const scenario: Scenario = {
+      seed: 13298409,
+      workers: 2,
+      leaseMs: 1500,
+      source: { kind: 'lambda', timeoutMs: 15000 },
+      batchSize: 1,
+      maxAttempts: 3,
+      cache: false,
+      duplicates: [{ job: 4, atMs: 2525, sameBody: false }],
+      faults: [
+        { atMs: 0, target: 'store', op: 6, mode: 'fail-after', delayMs: 50, times: 1 },
+        { atMs: 0, target: 'queue', op: 5, mode: 'fail-after', delayMs: 50, times: 2 },
+      ],
+      crashes: [],
+      pauses: [],
+      jobs: [
+        {
+          steps: [{ account: 'acct-a', delta: 1 }],
+          final: { account: 'acct-a', delta: 1 },
+          sleepMs: 0,
+          failRuns: 0,
+          poison: false,
+        },
+        {
+          steps: [],
+          final: { account: 'acct-a', delta: 1 },
+          sleepMs: 0,
+          failRuns: 3,
+          poison: false,
+          fast: true,
+        },
+        { steps: [], sleepMs: 0, failRuns: 0, poison: true, fast: true },
       ],
     };
     const report = await runScenario(scenario);

@@ -6,6 +6,7 @@ import { CompletedCache } from '../../shared/core/completed-cache.ts';
 import { makeEnvelope } from '../../shared/core/envelope.ts';
 import {
   describe as describeError,
+  LeaseLostError,
   PermanentJobError,
   StoreUnavailableError,
   TransientJobError,
@@ -72,6 +73,12 @@ import {
  * store applied it. From then on none of its calls is made or answered: every promise it awaits hangs, so
  * its heartbeat stops at the next renewal, its job never commits and its message is never deleted, as
  * when a process is killed. Its lease must expire and its message come back to another worker.
+ *
+ * Fast path. Every job kind but `steps` has a twin defined with `fastPath: true` (`model.fast.<kind>`):
+ * on its first receive it runs unclaimed and commits its credit with the completion in one write
+ * (`claimAndComplete`), which the faults reach like any other call; its credit is read when the job
+ * runs, so racing copies and neighbours conflict optimistically. AuditStore checks the store's answers
+ * against the effects it applied (which lists, by identity), so a refused commit that wrote shows.
  */
 
 /** Virtual start of every run (fixed, so runs replay). */
@@ -116,6 +123,46 @@ export interface RunStats {
   dead: number;
   letters: number;
   extraLetters: number;
+  /** Fast-path commits (`claimAndComplete`) the store answered: ok, refused, effect conflict. */
+  fastCommits: number;
+  fastRefused: number;
+  fastConflicts: number;
+  /** Fast commits whose answer was lost or abandoned (the processor then reads the item). */
+  fastUnknown: number;
+  /** Fast attempts that failed and were recorded under a lease (metric FastPathFallback). */
+  fastFallbacks: number;
+  /** Injected faults (outages, lost answers, slow calls) that hit a fast commit. */
+  fastFaults: number;
+}
+
+/** Every figure of {@link RunStats} at 0. */
+export function emptyStats(): RunStats {
+  return {
+    virtualMs: 0,
+    timers: 0,
+    outages: 0,
+    lostAnswers: 0,
+    slowCalls: 0,
+    stalledCalls: 0,
+    crashes: 0,
+    timeouts: 0,
+    restarts: 0,
+    duplicateSends: 0,
+    takeovers: 0,
+    ownMessageEarly: 0,
+    optimisticConflicts: 0,
+    leaseLostExcused: 0,
+    completed: 0,
+    dead: 0,
+    letters: 0,
+    extraLetters: 0,
+    fastCommits: 0,
+    fastRefused: 0,
+    fastConflicts: 0,
+    fastUnknown: 0,
+    fastFallbacks: 0,
+    fastFaults: 0,
+  };
 }
 
 /** Runs one scenario on a fresh world under fake timers; never leaves fake timers installed. */
@@ -175,26 +222,8 @@ class World {
   readonly metrics = new InMemoryMetrics();
   readonly registry: JobRegistry;
   readonly logger: Logger;
-  readonly stats: RunStats = {
-    virtualMs: 0,
-    timers: 0,
-    outages: 0,
-    lostAnswers: 0,
-    slowCalls: 0,
-    stalledCalls: 0,
-    crashes: 0,
-    timeouts: 0,
-    restarts: 0,
-    duplicateSends: 0,
-    takeovers: 0,
-    ownMessageEarly: 0,
-    optimisticConflicts: 0,
-    leaseLostExcused: 0,
-    completed: 0,
-    dead: 0,
-    letters: 0,
-    extraLetters: 0,
-  };
+  readonly stats: RunStats = emptyStats();
+
   readonly violations: string[] = [];
   /** `worker dedupKey` pairs for which one of that worker's calls about that job failed or was slow. */
   readonly touched = new Set<string>();
@@ -210,15 +239,20 @@ class World {
   #stuck: string | undefined;
   stopped = false;
 
-  /** The store as the workers see it (the shared one, unless a self-test wraps it). */
+  /**
+   * The store as the workers see it: the shared one (unless a self-test wraps it), behind the audit of
+   * its answers.
+   */
   readonly workerStore: JobStore;
+  /** Per job, the writes that answered "completed" (a fenced complete or a fast commit). */
+  readonly completions = new Map<string, string[]>();
 
   constructor(scenario: Scenario, wrapStore?: (store: InMemoryJobStore) => JobStore) {
     this.scenario = scenario;
     this.rng = prng(scenario.seed);
     this.applier = new CountingApplier(this.ledger, this);
     this.store = new InMemoryJobStore({ effects: this.applier });
-    this.workerStore = wrapStore ? wrapStore(this.store) : this.store;
+    this.workerStore = new AuditStore(wrapStore ? wrapStore(this.store) : this.store, this);
     this.registry = modelRegistry(this);
     this.logger = traceLogger(this);
     scenario.jobs.forEach((job, index) => {
@@ -388,6 +422,40 @@ class World {
     }
   }
 
+  /**
+   * A write carrying `effects` answered (`ok`), or was refused by its fence or the claim's condition, or
+   * hit an effect conflict: the effects must have been applied exactly when it says ok (all or none).
+   */
+  audited(what: string, dedupKey: string, effects: readonly Effect[], ok: boolean): void {
+    if (effects.length === 0) return;
+    const applied = this.applier.batches.has(effects);
+    if (ok && !applied) this.violations.push(`${what} on ${dedupKey} answered ok but applied no effect`);
+    if (!ok && applied) {
+      this.violations.push(`${what} on ${dedupKey} was refused or conflicted, yet its effects were applied`);
+    }
+  }
+
+  /** A write answered that it completed the job: that may happen once per job. */
+  completedBy(dedupKey: string, what: string): void {
+    const all = [...(this.completions.get(dedupKey) ?? []), `${what} at t=${Date.now() - T0}`];
+    this.completions.set(dedupKey, all);
+    if (all.length === 2) this.violations.push(`${dedupKey} completed twice: ${all.join(', ')}`);
+  }
+
+  /** A fast commit is sent: only for a fast type, and only on its message's first receive. */
+  fastCommitSent(request: FastCommitRequest): void {
+    if (!request.type.startsWith(FAST_PREFIX)) {
+      this.violations.push(`fast commit of ${request.dedupKey}, whose type ${request.type} is not fast`);
+    }
+    const receives = this.workers.find((w) => w.id === request.owner)?.batch.get(request.messageId);
+    if (receives !== undefined && receives > 1) {
+      this.violations.push(
+        `fast path on a redelivery: ${request.owner} ran ${request.dedupKey} unclaimed on receive ` +
+          `${receives} of message ${request.messageId}`,
+      );
+    }
+  }
+
   /** 0-3 extra microtask turns: reorders concurrent work at the same virtual instant. */
   async jitter(): Promise<void> {
     const turns = Math.floor(this.rng() * 4);
@@ -480,6 +548,16 @@ class World {
           v.push(`${where} DEAD but its final effect applied ${applied(`${key}#final`)} times`);
         }
       }
+      // No run past the attempt budget: a leased claim past it dead-letters instead, and a fast commit is
+      // refused by it (defect D2, fixed).
+      const overBudget = status === JobStatus.Completed && (item?.attempts ?? 0) > s.maxAttempts;
+      if (overBudget) {
+        const d2 = oneWrite(item as JobItem);
+        v.push(
+          `${where} COMPLETED at attempt ${item?.attempts} of ${s.maxAttempts}` +
+            (d2 ? ' by a fast commit (defect D2)' : ''),
+        );
+      }
       // DEAD iff a letter with its reasons.
       if (status === JobStatus.Dead && letters.length === 0) v.push(`${where} is DEAD with no dead letter`);
       if (status !== JobStatus.Dead && letters.length > 0) {
@@ -503,10 +581,12 @@ class World {
     this.stats.takeovers = this.metrics.get(MetricName.LeaseExpired);
     this.stats.ownMessageEarly = this.metrics.get(MetricName.OwnMessageEarly);
     this.stats.optimisticConflicts = this.metrics.get(MetricName.OptimisticConflict);
+    this.stats.fastFallbacks = this.metrics.get(MetricName.FastPathFallback);
     const injected = (faults: { injected: Map<string, number> }) =>
       [...faults.injected.values()].reduce((a, b) => a + b, 0);
     this.stats.slowCalls =
       injected(this.store.faults) + injected(this.queue.faults) - this.stats.outages - this.stats.lostAnswers;
+    this.stats.fastFaults = this.store.faults.injected.get('claim-and-complete') ?? 0;
     return v;
   }
 }
@@ -548,17 +628,45 @@ export function jobKey(index: number): string {
   return `job-${index}`;
 }
 
+/** How the audit names a fast-path commit. */
+const FAST_COMMIT = 'fast commit';
+
+/**
+ * An item completed by a fast commit: claimed, completed and its lease ended at the commit's one instant
+ * (a leased completion comes after its claim, whose lease ends later).
+ */
+function oneWrite(item: JobItem): boolean {
+  return (
+    item.completedAt !== undefined &&
+    item.completedAt === item.claimedAt &&
+    item.leaseUntil === item.completedAt
+  );
+}
+
+/** Job types defined with `fastPath: true` start with this. */
+const FAST_PREFIX = 'model.fast.';
+
+/** What the model's job types do; each but `steps` has a fast twin (`model.fast.<kind>`). */
+const JOB_KINDS = ['credit', 'steps', 'slow', 'flaky', 'poison'] as const;
+
 export function jobType(spec: JobSpec): string {
-  if (spec.poison) return 'model.poison';
-  if (spec.failRuns > 0) return 'model.flaky';
-  if (spec.steps.length > 0) return 'model.steps';
-  if (spec.sleepMs > 0) return 'model.slow';
-  return 'model.credit';
+  const kind: (typeof JOB_KINDS)[number] = spec.poison
+    ? 'poison'
+    : spec.failRuns > 0
+      ? 'flaky'
+      : spec.steps.length > 0
+        ? 'steps'
+        : spec.sleepMs > 0
+          ? 'slow'
+          : 'credit';
+  return spec.fast ? `${FAST_PREFIX}${kind}` : `model.${kind}`;
 }
 
 /** Counts, per op (`dedupKey#step`, the `lastOp` the credit writes), the effects the store applied. */
 class CountingApplier implements EffectApplier {
   readonly applied = new Map<string, number>();
+  /** The effect lists applied (the very arrays the workers handed the store). */
+  readonly batches = new WeakSet<readonly Effect[]>();
   readonly #inner: InMemoryEffectApplier;
   readonly #world: World;
 
@@ -576,6 +684,7 @@ class CountingApplier implements EffectApplier {
       throw error;
     }
     if (out.ok) {
+      this.batches.add(effects);
       for (const effect of effects) {
         const op = (effect.Put?.Item as { lastOp?: unknown } | undefined)?.lastOp;
         if (typeof op === 'string') this.applied.set(op, (this.applied.get(op) ?? 0) + 1);
@@ -598,14 +707,21 @@ const modelPayload: PayloadSchema<ModelPayload> = {
   },
 };
 
-/** One handler for every model job type; what it does comes from its JobSpec. */
+/** One handler for every model job type, leased and fast; what it does comes from its JobSpec. */
 function modelRegistry(world: World): JobRegistry {
-  const types = ['model.credit', 'model.steps', 'model.slow', 'model.flaky', 'model.poison'];
+  const types = [
+    ...JOB_KINDS.map((kind) => ({ type: `model.${kind}`, fastPath: false })),
+    ...JOB_KINDS.filter((kind) => kind !== 'steps').map((kind) => ({
+      type: `${FAST_PREFIX}${kind}`,
+      fastPath: true,
+    })),
+  ];
   return JobRegistry.of(
-    types.map((type) =>
+    types.map(({ type, fastPath }) =>
       defineJob({
         type,
         payload: modelPayload,
+        fastPath,
         async run(ctx, p: ModelPayload) {
           const spec = world.scenario.jobs[p.job] as JobSpec;
           const key = ctx.dedupKey;
@@ -642,6 +758,8 @@ class ModelWorker {
   readonly ports: Ports;
   readonly processor: JobProcessor;
   busy = false;
+  /** The batch in hand: receive count per message id. */
+  batch: ReadonlyMap<string, number> = new Map();
   readonly #world: World;
 
   constructor(world: World, slot: number, generation: number, crash: CrashSpec | undefined) {
@@ -687,6 +805,7 @@ class ModelWorker {
         continue;
       }
       this.busy = true;
+      this.batch = new Map(records.map((r) => [r.messageId, Number(r.attributes.ApproximateReceiveCount)]));
       world.log('debug', 'received', { worker: this.id, messages: records.map((r) => r.messageId) });
       // The handler's deadline: the invocation's timeout less its 3 s margin (shared/worker/handler.ts).
       const deadline = Date.now() + source.timeoutMs - DEADLINE_MARGIN_MS;
@@ -873,6 +992,112 @@ class PortStore implements JobStore {
   }
   resetForRedrive(dedupKey: string, now: number): Promise<boolean> {
     return this.#ports.call(dedupKey, () => this.#inner.resetForRedrive(dedupKey, now));
+  }
+}
+
+/**
+ * The store the workers' ports call, watching its answers to the writes that carry effects (World.audited,
+ * World.completedBy, World.fastCommitSent): a write refused by its fence or by the claim's condition, or
+ * answered with an effect conflict, applied none of its effects, one answered ok all of them; a job is
+ * answered "completed" at most once; a fast commit comes only from a fast type's first receive.
+ */
+class AuditStore implements JobStore {
+  readonly #inner: JobStore;
+  readonly #world: World;
+
+  constructor(inner: JobStore, world: World) {
+    this.#inner = inner;
+    this.#world = world;
+  }
+
+  async claimAndComplete(
+    request: FastCommitRequest,
+    result: unknown,
+    effects: readonly Effect[] = [],
+    options?: StoreCallOptions,
+  ): Promise<FastCommitResult> {
+    const world = this.#world;
+    world.fastCommitSent(request);
+    const what = `${FAST_COMMIT} by ${request.owner}`;
+    let answer: FastCommitResult;
+    try {
+      answer = await this.#inner.claimAndComplete(request, result, effects, options);
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) world.stats.fastUnknown += 1;
+      throw error;
+    }
+    world.audited(what, request.dedupKey, effects, answer.ok);
+    if (answer.ok) {
+      world.stats.fastCommits += 1;
+      world.completedBy(request.dedupKey, what);
+    } else if (answer.reason === 'refused') world.stats.fastRefused += 1;
+    else world.stats.fastConflicts += 1;
+    return answer;
+  }
+  complete(
+    lease: JobLease,
+    result: unknown,
+    effects: readonly Effect[] = [],
+    options?: StoreCallOptions,
+  ): Promise<FencedWriteResult> {
+    const what = `complete by ${lease.owner} (token ${lease.token})`;
+    return this.#fenced(lease, what, effects, this.#inner.complete(lease, result, effects, options), true);
+  }
+  checkpoint(
+    lease: JobLease,
+    checkpoint: Checkpoint,
+    effects: readonly Effect[] = [],
+    options?: StoreCallOptions,
+  ): Promise<FencedWriteResult> {
+    const what = `checkpoint ${checkpoint.step} by ${lease.owner} (token ${lease.token})`;
+    return this.#fenced(lease, what, effects, this.#inner.checkpoint(lease, checkpoint, effects, options));
+  }
+  claim(request: ClaimRequest, options?: StoreCallOptions): Promise<ClaimResult> {
+    return this.#inner.claim(request, options);
+  }
+  renew(lease: JobLease, leaseMs: number, now: number, options?: StoreCallOptions): Promise<void> {
+    return this.#inner.renew(lease, leaseMs, now, options);
+  }
+  release(
+    lease: JobLease,
+    retryAt: number,
+    error: { message: string; errorClass: string },
+    options?: StoreCallOptions & { refundAttempt?: boolean },
+  ): Promise<void> {
+    return this.#inner.release(lease, retryAt, error, options);
+  }
+  markDead(
+    lease: JobLease,
+    error: { message: string; errorClass: string },
+    options?: StoreCallOptions,
+  ): Promise<void> {
+    return this.#inner.markDead(lease, error, options);
+  }
+  get(dedupKey: string, options?: StoreCallOptions): Promise<JobItem | undefined> {
+    return this.#inner.get(dedupKey, options);
+  }
+  resetForRedrive(dedupKey: string, now: number): Promise<boolean> {
+    return this.#inner.resetForRedrive(dedupKey, now);
+  }
+
+  /** A fenced write's answer: ok, an effect conflict, or refused by the fence (LeaseLostError). */
+  async #fenced(
+    lease: JobLease,
+    what: string,
+    effects: readonly Effect[],
+    call: Promise<FencedWriteResult>,
+    completes = false,
+  ): Promise<FencedWriteResult> {
+    let answer: FencedWriteResult;
+    try {
+      answer = await call;
+    } catch (error) {
+      if (error instanceof LeaseLostError) this.#world.audited(what, lease.dedupKey, effects, false);
+      throw error;
+    }
+    this.#world.audited(what, lease.dedupKey, effects, answer.ok);
+    if (answer.ok && completes) this.#world.completedBy(lease.dedupKey, what);
+    return answer;
   }
 }
 

@@ -4,7 +4,7 @@ import type { Checkpoint } from '../../shared/core/job-item.ts';
 import type { Effect, JobLease, JobStore } from '../../shared/core/job-store.ts';
 import { JobStatus } from '../../shared/core/statuses.ts';
 import type { InMemoryJobStore } from '../../shared/testing/in-memory-job-store.ts';
-import { BUDGET_MS, type RunReport, type RunStats, runScenario } from './harness.ts';
+import { BUDGET_MS, emptyStats, type RunReport, type RunStats, runScenario } from './harness.ts';
 import { type Scenario, scenarioArb } from './scenario.ts';
 
 /*
@@ -36,10 +36,21 @@ import { type Scenario, scenarioArb } from './scenario.ts';
  *  5. no healthy owner aborted without a cause: a `lease-lost` outcome for worker W on job J is allowed
  *     only if one of W's own store or queue calls about J failed with an injected fault or took virtual
  *     time (a slow call, or a call held by a stall of W; unfaulted calls take none). Faults that hit
- *     other workers, and crashes, never excuse W (a killed worker reports no outcome at all).
+ *     other workers, and crashes, never excuse W (a killed worker reports no outcome at all);
+ *  6. the store's answers match its writes (AuditStore in harness.ts, between the ports and the store):
+ *     a write with effects that was refused (by its fence, or a fast commit by the claim's condition) or
+ *     answered with an effect conflict applied none of them, one answered ok all of them; a job is
+ *     answered "completed" (a fenced complete or a fast commit) at most once;
+ *  7. the attempt budget and the fast path: no job ends COMPLETED at an attempt past maxAttempts (a
+ *     leased claim past it dead-letters instead, and a fast commit is refused by it: defect D2, fixed);
+ *     a fast commit (`claimAndComplete`) comes only
+ *     from a `fastPath` type on its message's first receive. A fast job's credit is covered by 1-3 like any
+ *     other: applied exactly once when it ends COMPLETED, never when DEAD; a fast poison ends DEAD.
  *
  * The self-tests at the end check the harness: a scenario replays to the same trace, and the invariants
- * catch a store with an unfenced checkpoint (1) and renewals that do not renew (5).
+ * catch a store with an unfenced checkpoint (1), renewals that do not renew (5), a fast commit that
+ * ignores the claim's condition (6: completed twice) and a fast commit that answers "refused" though it
+ * wrote (6: only the audit sees it).
  * Known defect D1 (defects.test.ts) is reached only by the local runner's loop, so the default property
  * runs Lambda invocations only; LEASEQ_MODEL_POLLER=1 adds the local runner and finds D1.
  */
@@ -56,28 +67,7 @@ function positiveInt(raw: string | undefined, fallback: number): number {
   return Number.isInteger(n) && n > 0 ? n : fallback;
 }
 
-const totals: RunStats & { runs: number; ms: number } = {
-  runs: 0,
-  ms: 0,
-  virtualMs: 0,
-  timers: 0,
-  outages: 0,
-  lostAnswers: 0,
-  slowCalls: 0,
-  stalledCalls: 0,
-  crashes: 0,
-  timeouts: 0,
-  restarts: 0,
-  duplicateSends: 0,
-  takeovers: 0,
-  ownMessageEarly: 0,
-  optimisticConflicts: 0,
-  leaseLostExcused: 0,
-  completed: 0,
-  dead: 0,
-  letters: 0,
-  extraLetters: 0,
-};
+const totals: RunStats & { runs: number; ms: number } = { runs: 0, ms: 0, ...emptyStats() };
 
 function add(report: RunReport): void {
   totals.runs += 1;
@@ -106,7 +96,10 @@ afterAll(() => {
       `${t.duplicateSends} duplicate sends; ` +
       `seen: ${t.takeovers} lease expiries taken over, ${t.ownMessageEarly} own messages back early, ` +
       `${t.optimisticConflicts} optimistic conflicts, ${t.leaseLostExcused} lease-lost (all with a cause); ` +
-      `jobs: ${t.completed} COMPLETED, ${t.dead} DEAD, ${t.letters} letters (${t.extraLetters} extra)`,
+      `jobs: ${t.completed} COMPLETED, ${t.dead} DEAD, ${t.letters} letters (${t.extraLetters} extra); ` +
+      `fast path: ${t.fastCommits} one-write commits, ${t.fastRefused} refused, ${t.fastConflicts} effect conflicts, ` +
+      `${t.fastFaults} faults injected into them, ` +
+      `${t.fastUnknown} answers unknown, ${t.fastFallbacks} fallbacks to a lease`,
   );
 });
 
@@ -170,8 +163,38 @@ describe('Interleaving model', () => {
   });
 });
 
+/** The store's methods, bound, with some of them replaced: a store broken on purpose. */
+function overriding(store: InMemoryJobStore, overrides: Partial<JobStore>): JobStore {
+  const bound: JobStore = {
+    claim: store.claim.bind(store),
+    claimAndComplete: store.claimAndComplete.bind(store),
+    renew: store.renew.bind(store),
+    checkpoint: store.checkpoint.bind(store),
+    complete: store.complete.bind(store),
+    release: store.release.bind(store),
+    markDead: store.markDead.bind(store),
+    get: store.get.bind(store),
+    resetForRedrive: store.resetForRedrive.bind(store),
+  };
+  return { ...bound, ...overrides };
+}
+
 describe('Interleaving model: the harness itself', () => {
   const sample = (n: number, seed: number) => fc.sample(scenarioArb(), { numRuns: n, seed });
+  /** Violations matching `pattern` in the first of `n` sampled scenarios that has any. */
+  const firstFound = async (
+    n: number,
+    seed: number,
+    wrapStore: (store: InMemoryJobStore) => JobStore,
+    pattern: RegExp,
+  ): Promise<string[]> => {
+    for (const scenario of sample(n, seed)) {
+      const report = await runScenario(scenario, { wrapStore });
+      const found = report.violations.filter((v) => pattern.test(v));
+      if (found.length > 0) return found;
+    }
+    return [];
+  };
 
   it('replays a scenario exactly (same trace twice)', async () => {
     for (const scenario of sample(20, 11)) {
@@ -188,14 +211,7 @@ describe('Interleaving model: the harness itself', () => {
     // owner commits again. (The heartbeat stops a stale worker before a takeover, so only a write that
     // lands late can show the missing fence.)
     const unfenced = (store: InMemoryJobStore): JobStore =>
-      Object.assign(Object.create(store) as InMemoryJobStore, {
-        claim: store.claim.bind(store),
-        renew: store.renew.bind(store),
-        complete: store.complete.bind(store),
-        release: store.release.bind(store),
-        markDead: store.markDead.bind(store),
-        get: store.get.bind(store),
-        resetForRedrive: store.resetForRedrive.bind(store),
+      overriding(store, {
         async checkpoint(lease: JobLease, checkpoint: Checkpoint, effects?: readonly Effect[]) {
           await new Promise((resolve) => setTimeout(resolve, 7000));
           const now = await store.get(lease.dedupKey);
@@ -208,33 +224,45 @@ describe('Interleaving model: the harness itself', () => {
           return out;
         },
       });
-    const found: string[] = [];
-    for (const scenario of sample(400, 5)) {
-      const report = await runScenario(scenario, { wrapStore: unfenced });
-      found.push(...report.violations.filter((v) => v.includes('more than once')));
-      if (found.length > 0) break;
-    }
-    expect(found.length).toBeGreaterThan(0);
+    expect(await firstFound(400, 5, unfenced, /more than once/)).not.toEqual([]);
   });
 
   it('catches a healthy owner aborted: renewals that answer OK but do not extend the lease', async () => {
     const forgetful = (store: InMemoryJobStore): JobStore =>
-      Object.assign(Object.create(store) as InMemoryJobStore, {
-        claim: store.claim.bind(store),
-        checkpoint: store.checkpoint.bind(store),
-        complete: store.complete.bind(store),
-        release: store.release.bind(store),
-        markDead: store.markDead.bind(store),
-        get: store.get.bind(store),
-        resetForRedrive: store.resetForRedrive.bind(store),
+      overriding(store, {
         async renew() {},
       });
-    let found = 0;
-    for (const scenario of sample(200, 9)) {
-      const report = await runScenario(scenario, { wrapStore: forgetful });
-      found += report.violations.filter((v) => v.startsWith('healthy owner aborted')).length;
-      if (found > 0) break;
-    }
-    expect(found).toBeGreaterThan(0);
+    expect(await firstFound(200, 9, forgetful, /^healthy owner aborted/)).not.toEqual([]);
+  });
+
+  it('catches a fast commit that ignores the claim condition (a job completed twice)', async () => {
+    // Refused, it deletes the item it found and writes again: it commits over a COMPLETED job (or over a
+    // live lease), as a one-write commit without its condition would.
+    const unconditional = (store: InMemoryJobStore): JobStore =>
+      overriding(store, {
+        async claimAndComplete(request, result, effects, options) {
+          const first = await store.claimAndComplete(request, result, effects, options);
+          if (first.ok || first.reason !== 'refused') return first;
+          store.delete(request.dedupKey);
+          return store.claimAndComplete(request, result, effects, options);
+        },
+      });
+    expect(await firstFound(200, 13, unconditional, /completed twice/)).not.toEqual([]);
+  });
+
+  it('catches a refused fast commit whose effects were applied', async () => {
+    // It commits, then answers as if refused: the job is COMPLETED once, with its effect once, and its
+    // copy is dropped as a duplicate, so only the audit of the answer against the effects can tell.
+    const lying = (store: InMemoryJobStore): JobStore =>
+      overriding(store, {
+        async claimAndComplete(request, result, effects, options) {
+          const answer = await store.claimAndComplete(request, result, effects, options);
+          const existing = answer.ok ? await store.get(request.dedupKey) : undefined;
+          return existing ? { ok: false, reason: 'refused', existing } : answer;
+        },
+      });
+    expect(
+      await firstFound(200, 17, lying, /was refused or conflicted, yet its effects were applied/),
+    ).not.toEqual([]);
   });
 });

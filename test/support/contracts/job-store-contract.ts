@@ -526,9 +526,9 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
     });
 
     describe('Method: claimAndComplete (the fast path)', () => {
-      const fast = (dedupKey: string, owner: string, now: number) => {
+      const fast = (dedupKey: string, owner: string, now: number, maxAttempts = 5) => {
         const { leaseMs: _unused, ...rest } = request(dedupKey, owner, now);
-        return rest;
+        return { ...rest, maxAttempts };
       };
 
       it('completes a job nobody claimed, with its effects, in one write: token now + 1, attempts 1', async () => {
@@ -608,6 +608,18 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
           existing: { checkpoint: { step: 'debit' } },
         });
         expect(await f.store.get(key)).toMatchObject({ status: JobStatus.InProgress, owner: 'worker-a' });
+      });
+
+      it('is refused by a job whose attempts are used up, even when its lease ended (a claim dead-letters it)', async () => {
+        const key = fresh('fast-exhausted');
+        const t0 = Date.now();
+        const { after } = await claimAt(key, 'worker-a', t0);
+
+        const result = await f.store.claimAndComplete(fast(key, 'worker-b', after, 1), 'late');
+
+        expect(result).toMatchObject({ ok: false, reason: 'refused', existing: { attempts: 1 } });
+        expect(await f.store.get(key)).toMatchObject({ status: JobStatus.InProgress, owner: 'worker-a' });
+        expect(await f.store.claimAndComplete(fast(key, 'worker-b', after, 2), 'ok')).toEqual({ ok: true });
       });
 
       it('takes over a lapsed lease or a due retry, fencing the old owner out', async () => {

@@ -19,9 +19,17 @@ import { InMemoryQueue } from '../../../shared/testing/in-memory-queue.ts';
 
 const LEASE_MS = 3000;
 
-type Behaviour = 'ok' | 'transient' | 'permanent' | 'step' | 'step-sometimes' | 'slow' | 'conflict-once';
+type Behaviour =
+  | 'ok'
+  | 'transient'
+  | 'permanent'
+  | 'step'
+  | 'step-sometimes'
+  | 'slow'
+  | 'conflict-once'
+  | 'flaky-twice';
 
-function setup(behaviour: Behaviour = 'ok') {
+function setup(behaviour: Behaviour = 'ok', options: { fastPath?: boolean; maxAttempts?: number } = {}) {
   const ledger = new InMemoryEffectApplier({ tables: { ledger: ['account'] } });
   const store = new InMemoryJobStore({ effects: ledger });
   const queue = new InMemoryQueue({ visibilitySeconds: 10 });
@@ -30,12 +38,13 @@ function setup(behaviour: Behaviour = 'ok') {
   let runs = 0;
   const credit = defineJob({
     type: 'test.credit',
-    fastPath: true,
+    fastPath: options.fastPath ?? true,
     payload: z.object({ amount: z.number() }),
     async run(ctx, p) {
       runs += 1;
       if (behaviour === 'transient' && ctx.attempt === 1 && runs === 1) throw new TransientJobError('flaky');
       if (behaviour === 'permanent') throw new PermanentJobError('never');
+      if (behaviour === 'flaky-twice' && runs <= 2) throw new TransientJobError(`flaky (run ${runs})`);
       if (behaviour === 'step') await ctx.step('one', async () => ({}));
       if (behaviour === 'step-sometimes' && p.amount > 3) await ctx.step('big', async () => ({}));
       if (behaviour === 'slow' && runs === 1) await new Promise((r) => setTimeout(r, 10 * LEASE_MS));
@@ -75,6 +84,7 @@ function setup(behaviour: Behaviour = 'ok') {
       logger: new Logger({ logLevel: 'SILENT' }),
       metrics,
       leaseMs: LEASE_MS,
+      ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
       backoff: { baseSeconds: 1, capSeconds: 1 },
       random: () => 0.5,
     });
@@ -361,5 +371,58 @@ describe('The one-write fast path (in memory, fake timers)', () => {
     expect(outcome.action).toBe('completed');
     await expect(store.complete(stalled.lease, 'late')).rejects.toMatchObject({ name: 'LeaseLostError' });
     expect(balance()).toBe(5);
+  });
+
+  describe('D2 (found by the interleaving model): the attempt budget of a job dead-lettered but not marked DEAD', () => {
+    /**
+     * Both attempts of a job (maxAttempts 2) fail; the second is dead-lettered (the letter is sent), but
+     * marking the item DEAD fails (an outage), so the item stays IN_PROGRESS under that attempt's lease
+     * and the message is kept: "its next delivery finishes the dead-lettering" (dead-letterer.ts), since
+     * that claim finds attempts > maxAttempts. Then a duplicate send (a new message, first receive)
+     * arrives after the lease ended. Returns the job's item, the letters and the runs once it is handled.
+     */
+    async function exhaustThenDuplicate(fastPath: boolean) {
+      const { queue, store, processor, body, balance, runs } = setup('flaky-twice', {
+        fastPath,
+        maxAttempts: 2,
+      });
+      const worker = processor('w-a');
+      queue.send(body);
+      const first = receiveOne(queue);
+      expect((await settle(queue, worker.process(first), first)).action).toBe('retry');
+      await vi.advanceTimersByTimeAsync(1500);
+      store.faults.failNext('mark-dead');
+      const second = receiveOne(queue);
+      expect((await settle(queue, worker.process(second), second)).action).toBe('store-unavailable');
+      expect(queue.deadLetters).toHaveLength(1);
+      expect(await store.get('job-1')).toMatchObject({ status: JobStatus.InProgress, attempts: 2 });
+      // The kept message is hidden for now; the duplicate is first received once the lease has ended.
+      await vi.advanceTimersByTimeAsync(LEASE_MS + 1);
+      queue.send(body);
+      const duplicate = queue.receive(10).find((r) => r.attributes.ApproximateReceiveCount === '1');
+      if (!duplicate) throw new Error('expected the duplicate on its first receive');
+      await settle(queue, processor('w-b').process(duplicate), duplicate);
+      return { item: await store.get('job-1'), letters: queue.deadLetters.length, runs: runs(), balance };
+    }
+
+    it('leased job type: the duplicate finishes the dead-lettering without a third run', async () => {
+      const { item, letters, runs, balance } = await exhaustThenDuplicate(false);
+      expect(item?.status).toBe(JobStatus.Dead);
+      expect(letters).toBeGreaterThanOrEqual(1);
+      expect(runs).toBe(2);
+      expect(balance()).toBeUndefined();
+    });
+
+    // Failed before the fix: the fast commit's condition did not look at the attempts, so the duplicate
+    // committed the job COMPLETED, with its effect, while the DLQ held a letter for it. Now the commit
+    // refuses an item whose attempts are used up, and the worker claims it at once to dead-letter it.
+    // (The fast run itself happens before its commit is refused: a third run, with no effect.)
+    it('fast job type: the duplicate does not commit the job past its attempt budget (ends DEAD, no effect)', async () => {
+      const { item, letters, runs, balance } = await exhaustThenDuplicate(true);
+      expect(item?.status).toBe(JobStatus.Dead);
+      expect(letters).toBeGreaterThanOrEqual(1);
+      expect(runs).toBe(3);
+      expect(balance()).toBeUndefined();
+    });
   });
 });
