@@ -13,6 +13,7 @@ const COLOURS: Readonly<Record<ConsumerId, string>> = {
 
 const WIDTH = 1100;
 const PANEL_HEIGHT = 260;
+const PANELS = 3;
 const LEFT = 70;
 const RIGHT = 20;
 
@@ -99,13 +100,16 @@ function panel(
   return out;
 }
 
-/** The results chart: throughput and cost per million jobs per consumer and scenario, as SVG. */
+/**
+ * The results chart, as SVG: throughput, cost per million jobs and double effects per consumer and
+ * scenario.
+ */
 export function chartSvg(summaries: readonly ConsumerSummary[], title: string, footnote: string): string {
   const scenarios = [...new Set(summaries.map((s) => s.scenario))];
   const consumers = (Object.keys(COLOURS) as ConsumerId[]).filter((c) =>
     summaries.some((s) => s.consumer === c),
   );
-  const height = 60 + 2 * PANEL_HEIGHT + 40;
+  const height = 60 + PANELS * PANEL_HEIGHT + 40;
   const legend = consumers.map((c, i) => {
     const x = LEFT + i * 230;
     return `<rect x="${x}" y="40" width="12" height="12" fill="${COLOURS[c]}"/><text x="${x + 18}" y="50" class="label">${esc(CONSUMER_LABELS[c])}</text>`;
@@ -135,9 +139,22 @@ export function chartSvg(summaries: readonly ConsumerSummary[], title: string, f
       scenarios,
       consumers,
     ),
+    ...panel(
+      60 + 2 * PANEL_HEIGHT,
+      {
+        title: 'Double effects per 1,000 jobs (a counter above 1; 0 is the only right answer)',
+        unit: 'per 1,000 jobs',
+        value: (s) => s.doublesPerThousandJobs,
+        digits: 0,
+      },
+      summaries,
+      scenarios,
+      consumers,
+    ),
   ];
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="Helvetica, Arial, sans-serif">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="Helvetica, Arial, sans-serif" role="img" aria-label="${esc(title)}">`,
+    `<title>${esc(title)}</title>`,
     '<style>.title{font-size:14px;font-weight:bold}.label{font-size:12px}.tick{font-size:11px;fill:#555}.value{font-size:9px;fill:#333}.grid{stroke:#ddd;stroke-width:1}.whisker{stroke:#222;stroke-width:1.2}</style>',
     `<rect width="${WIDTH}" height="${height}" fill="#fff"/>`,
     `<text x="${LEFT}" y="24" style="font-size:16px;font-weight:bold">${esc(title)}</text>`,

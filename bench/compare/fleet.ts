@@ -70,7 +70,9 @@ export class ActiveRun {
 
   died(death: Death, marker: KillMarker | undefined): void {
     if (marker) {
-      this.effects.push(...marker.effects);
+      // Effect writes cut off by the kill count at their send time: a lower bound of when the effect
+      // landed (if this write did not apply, a retry did later), the same for every consumer.
+      this.effects.push(...marker.effects, ...(marker.inFlight ?? []));
       this.#states.set(death.worker, marker.state as WorkerState);
     }
     this.deaths.push(death);

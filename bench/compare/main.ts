@@ -3,8 +3,8 @@
 // differs. Runs interleave (a b c d a b c d ...); the table gives medians with min-max and in-run ratios.
 // `npm run bench:ci` is the short variant, which checks correctness facts and never speed.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
@@ -61,6 +61,7 @@ function jsonRun(run: RunResult) {
 
 async function main(options: BenchOptions): Promise<number> {
   const started = Date.now();
+  const loadAtStart = loadavg();
   const say = (line: string) =>
     process.stderr.write(`bench +${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s ${line}\n`);
   const emulator = await ensureEmulator({ log: say });
@@ -193,6 +194,7 @@ async function main(options: BenchOptions): Promise<number> {
       memoryGiB: Math.round(totalmem() / 2 ** 30),
       platform: `${process.platform} ${process.arch}`,
       node: process.version,
+      loadAverage: { start: loadAtStart, end: loadavg() },
     },
     versions: {
       leaseqCommit: gitCommit(),
@@ -223,11 +225,14 @@ async function main(options: BenchOptions): Promise<number> {
   );
   say(`results: ${jsonPath} and ${svgPath}`);
   if (problems.length > 0) {
+    say(`worker logs kept in ${scratch}`);
     process.stderr.write(
       `bench${options.ci ? ':ci' : ''}: FAIL: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more problems, listed in ${jsonPath})` : ''}\n`,
     );
     return 1;
   }
+  // The worker logs (leaseq logs every job at INFO) are only worth keeping when something went wrong.
+  rmSync(scratch, { recursive: true, force: true });
   if (interrupted) return 130;
   say(`done in ${((Date.now() - started) / 1000).toFixed(0)} s; correctness facts hold`);
   return 0;

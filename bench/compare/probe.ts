@@ -27,6 +27,11 @@ export interface KillMarker {
   readonly worker: string;
   readonly at: number;
   readonly effects: readonly EffectSample[];
+  /**
+   * Other effect writes of this worker still in flight when it died, stamped with their send time: the
+   * store may have applied them, but no answer came back to stamp.
+   */
+  readonly inFlight: readonly EffectSample[];
   readonly state: unknown;
 }
 
@@ -70,6 +75,7 @@ export class EffectProbe {
   readonly #options: EffectProbeOptions;
   readonly #kill: Set<string>;
   #pending: EffectSample[] = [];
+  readonly #inFlight = new Set<EffectSample>();
 
   constructor(options: EffectProbeOptions) {
     this.#options = options;
@@ -84,8 +90,15 @@ export class EffectProbe {
       async (args) => {
         const command = String(context.commandName ?? '').replace(/Command$/, '');
         const keys = counterKeys(command, args.input as Record<string, unknown>, this.#options.countersTable);
-        const out = await next(args);
-        if (keys.length === 0) return out;
+        if (keys.length === 0) return next(args);
+        const sent = keys.map((key): EffectSample => [key, Date.now()]);
+        for (const sample of sent) this.#inFlight.add(sample);
+        let out: Awaited<ReturnType<typeof next>>;
+        try {
+          out = await next(args);
+        } finally {
+          for (const sample of sent) this.#inFlight.delete(sample);
+        }
         const at = Date.now();
         for (const key of keys) this.#pending.push([key, at]);
         for (const key of keys) {
@@ -97,6 +110,7 @@ export class EffectProbe {
             worker: this.#options.worker,
             at,
             effects: this.#pending,
+            inFlight: [...this.#inFlight],
             state: this.#options.lastWords(),
           };
           writeFileSync(marker, JSON.stringify(content));

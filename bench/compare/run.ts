@@ -1,3 +1,4 @@
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import {
   CreateTableCommand,
@@ -49,6 +50,8 @@ export interface RunResult {
   readonly messages: number;
   readonly uniqueJobs: number;
   readonly startedAt: string;
+  /** The machine's 1-minute load average when the run started (other work on it shows here). */
+  readonly loadAverage1m: number;
   /** First send to the last message done. */
   readonly wallMs: number;
   readonly timedOut: boolean;
@@ -224,6 +227,7 @@ export async function runOnce(spec: RunSpec, say: (line: string) => void): Promi
     phase('fleet started');
 
     const started = Date.now();
+    const loadAtStart = loadavg()[0];
     const deadline = started + spec.runTimeoutSeconds * 1000;
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), spec.runTimeoutSeconds * 1000);
@@ -289,6 +293,7 @@ export async function runOnce(spec: RunSpec, say: (line: string) => void): Promi
       messages: workload.messages,
       uniqueJobs: workload.keys.length,
       startedAt: new Date(started).toISOString(),
+      loadAverage1m: Number((loadAtStart ?? 0).toFixed(2)),
       wallMs,
       timedOut,
       jobsPerSecond: (producer.done / wallMs) * 1000,

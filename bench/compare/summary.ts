@@ -26,6 +26,8 @@ export interface ConsumerSummary {
   readonly costPerMillionJobs: Spread;
   /** Effects beyond one per job, summed over the runs, and per run. */
   readonly doubleEffects: { readonly total: number; readonly perRun: readonly number[] };
+  /** Double effects per 1,000 unique jobs, per run. */
+  readonly doublesPerThousandJobs: Spread;
   readonly missingEffects: number;
   readonly kills: { readonly planned: number; readonly happened: number };
   readonly deadLetters: number;
@@ -119,6 +121,9 @@ export function summarize(
           total: runs.reduce((n, r) => n + r.effects.doubles, 0),
           perRun: runs.map((r) => r.effects.doubles),
         },
+        doublesPerThousandJobs: spread(
+          runs.map((r) => (1000 * r.effects.doubles) / Math.max(1, r.uniqueJobs)),
+        ),
         missingEffects: runs.reduce((n, r) => n + r.effects.missing, 0),
         kills: {
           planned: runs.reduce((n, r) => n + r.kills.planned, 0),
