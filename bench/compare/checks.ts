@@ -24,7 +24,11 @@ export function correctnessProblems(
     `${r.consumer} in ${r.scenario} (round ${r.repeat + 1})`;
   for (const e of errors) problems.push(`${where(e)} failed: ${e.message}`);
   for (const r of results) {
-    if (r.timedOut) problems.push(`${where(r)} timed out with ${r.leftInQueue} messages left`);
+    if (r.timedOut) {
+      problems.push(
+        `${where(r)} did not finish within --run-timeout (${r.leftInQueue} messages still queued at the end)`,
+      );
+    }
     if (r.effects.missing > 0) problems.push(`${where(r)} lost the effect of ${r.effects.missing} jobs`);
     if ((r.consumer === 'leased' || r.consumer === 'fast') && r.effects.doubles > 0) {
       problems.push(`leaseq ${where(r)} applied ${r.effects.doubles} effects twice`);
