@@ -157,7 +157,8 @@ async function main(options: BenchOptions): Promise<number> {
     repeats: options.repeats,
     timeoutSeconds: options.timeoutSeconds,
   };
-  process.stdout.write(reportText(summaries, targets, facts));
+  const text = reportText(summaries, targets, facts);
+  process.stdout.write(text);
 
   const problems = correctnessProblems(results, errors, leftovers);
   const outDir =
@@ -166,6 +167,7 @@ async function main(options: BenchOptions): Promise<number> {
   const base = options.ci ? `ci-${session}` : date;
   const jsonPath = join(outDir, `${base}.json`);
   const svgPath = join(outDir, `${base}.svg`);
+  const textPath = join(outDir, `${base}.txt`);
   const document = {
     benchmark: 'leaseq side-by-side (bench/compare)',
     variant: options.ci ? 'ci' : 'full',
@@ -223,7 +225,8 @@ async function main(options: BenchOptions): Promise<number> {
         `whiskers: min-max; ${options.messages} messages per run; details in ${base}.json.`,
     ),
   );
-  say(`results: ${jsonPath} and ${svgPath}`);
+  writeFileSync(textPath, text);
+  say(`results: ${jsonPath}, ${svgPath} and ${textPath}`);
   if (problems.length > 0) {
     say(`worker logs kept in ${scratch}`);
     process.stderr.write(
