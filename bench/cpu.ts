@@ -27,6 +27,7 @@ import { JobRegistry } from '../shared/core/registry.ts';
 import { defineJob } from '../shared/jobs/define-job.ts';
 import { InMemoryEffectApplier, InMemoryJobStore } from '../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../shared/testing/in-memory-queue.ts';
+import { formatRatio, median, minMax, renderTable } from './report.ts';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 2000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -197,12 +198,6 @@ async function measure(variant: Variant, round: number): Promise<number> {
   return (used.user + used.system) / JOBS;
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-}
-
 /** This checkout over the baseline, per variant: the median of the rounds' ratios (paired, same round). */
 function pairedRatios(results: ReadonlyMap<Variant, number[]>): string[] {
   const pairs = [
@@ -236,20 +231,26 @@ async function main(): Promise<void> {
   const rows = VARIANTS.map((variant) => {
     const values = results.get(variant) ?? [];
     const m = median(values);
+    const [min, max] = minMax(values);
     return [
-      variant.padEnd(20),
-      m.toFixed(1).padStart(8),
-      `${Math.min(...values).toFixed(1)}-${Math.max(...values).toFixed(1)}`.padStart(14),
-      `${(m / bareMedian).toFixed(1)}x`.padStart(9),
-      `${(m / offMedian).toFixed(2)}x`.padStart(12),
-    ].join('  ');
+      variant,
+      m.toFixed(1),
+      `${min.toFixed(1)}-${max.toFixed(1)}`,
+      formatRatio(m / bareMedian, 1),
+      formatRatio(m / offMedian),
+    ];
   });
   process.stdout.write(
     [
       '',
       `CPU per job (µs, median of ${ROUNDS}; Node ${process.version}; in-memory stores, no I/O)`,
-      `${'variant'.padEnd(20)}  ${'µs/job'.padStart(8)}  ${'min-max'.padStart(14)}  ${'vs bare'.padStart(9)}  ${'vs logs off'.padStart(12)}`,
-      ...rows,
+      renderTable(['variant', 'µs/job', 'min-max', 'vs bare', 'vs logs off'], rows, [
+        false,
+        true,
+        true,
+        true,
+        true,
+      ]),
       ...(BASELINE ? ['', ...pairedRatios(results)] : []),
       '',
     ].join('\n'),

@@ -1,0 +1,58 @@
+/**
+ * The benchmark's one job, for every consumer: add 1 to the job's counter row. The bare and Powertools
+ * consumers send it as an UpdateItem; leaseq returns it as an effect, committed with the completion.
+ * A counter above 1 is a double effect; a missing row is a lost job.
+ */
+import { z } from 'zod';
+import { defineJob, defineJobs } from '../../shared/jobs/define-job.ts';
+import { defineTable } from '../../shared/jobs/table.ts';
+
+/** The job type every benchmark message carries. */
+export const BENCH_JOB_TYPE = 'bench.count';
+
+/** The counter table: one row per job key, `n` = effects applied. */
+export const countersTable = defineTable('counters', { partitionKey: 'id' });
+
+/** The payload: when the producer sent the message (epoch ms), for enqueue-to-effect latency. */
+export const benchPayload = z.object({ sentAt: z.number() });
+export type BenchPayload = z.infer<typeof benchPayload>;
+
+/** The effect of one job, as an update of its counter row (shared by every consumer). */
+export const COUNTER_UPDATE = {
+  expression: 'ADD #n :one',
+  names: { '#n': 'n' },
+  values: { ':one': 1 },
+} as const;
+
+/** leaseq's job: the counter update as an effect, committed atomically with the job's completion. */
+export const countJob = defineJob({
+  type: BENCH_JOB_TYPE,
+  payload: benchPayload,
+  tables: { counters: countersTable },
+  async run(ctx) {
+    return {
+      effects: [
+        ctx.tables.counters.update(
+          { id: ctx.dedupKey },
+          {
+            expression: COUNTER_UPDATE.expression,
+            names: COUNTER_UPDATE.names,
+            values: COUNTER_UPDATE.values,
+          },
+        ),
+      ],
+    };
+  },
+});
+
+/**
+ * The same job on leaseq's fast path: no separate claim; the job runs, then one transaction writes its
+ * effect and the job item COMPLETED under the claim's condition.
+ */
+export const fastCountJob = defineJob({ ...countJob, fastPath: true });
+
+/** The leased job set (also what local provisioning reads to create the counter table). */
+export const leasedJobs = defineJobs([countJob]);
+/** The fast-path job set. */
+export const fastJobs = defineJobs([fastCountJob]);
+export default leasedJobs;

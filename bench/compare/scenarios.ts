@@ -1,0 +1,88 @@
+/**
+ * The consumers and scenarios of the side-by-side benchmark. Every consumer runs the same workload of a
+ * scenario with the same worker count, under the same poll loop (bench/compare/worker.ts).
+ */
+
+/** The consumers compared, in the order runs interleave. */
+export const CONSUMERS = ['bare', 'powertools', 'leased', 'fast'] as const;
+export type ConsumerId = (typeof CONSUMERS)[number];
+
+/** How each consumer is named in tables and charts. */
+export const CONSUMER_LABELS: Readonly<Record<ConsumerId, string>> = {
+  bare: 'bare (no guarantees)',
+  powertools: 'Powertools idempotency',
+  leased: 'leaseq, leased',
+  fast: 'leaseq, fast path',
+};
+
+/** How duplicates of a job are sent. */
+export type DuplicateTiming =
+  /** Once the original's message is done (deleted): the copy finds the job finished. */
+  | 'after'
+  /** With the original: half in the same SendMessageBatch, half in a parallel one. */
+  | 'race';
+
+/** One scenario: a workload shape and a worker count. */
+export interface Scenario {
+  readonly id: string;
+  readonly label: string;
+  /** Share of the messages that are duplicates of another message's job (0-0.5). */
+  readonly duplicates: number;
+  readonly timing: DuplicateTiming;
+  /** Worker processes; `undefined` takes `--workers`. */
+  readonly workers?: number;
+  /** Worker processes SIGKILLed right after a job's effect, before the consumer records completion. */
+  readonly kill: boolean;
+}
+
+/** Every scenario, in report order. */
+export const SCENARIOS: readonly Scenario[] = [
+  { id: 'dup0', label: '0 % duplicates', duplicates: 0, timing: 'after', kill: false },
+  { id: 'dup10', label: '10 % duplicates (baseline)', duplicates: 0.1, timing: 'after', kill: false },
+  { id: 'dup50', label: '50 % duplicates', duplicates: 0.5, timing: 'after', kill: false },
+  { id: 'race', label: '10 % duplicates racing the original', duplicates: 0.1, timing: 'race', kill: false },
+  {
+    id: 'kill',
+    label: '10 % duplicates, workers killed after the effect',
+    duplicates: 0.1,
+    timing: 'after',
+    kill: true,
+  },
+  {
+    id: 'workers1',
+    label: '10 % duplicates, 1 worker',
+    duplicates: 0.1,
+    timing: 'after',
+    workers: 1,
+    kill: false,
+  },
+  {
+    id: 'workers3',
+    label: '10 % duplicates, 3 workers',
+    duplicates: 0.1,
+    timing: 'after',
+    workers: 3,
+    kill: false,
+  },
+  {
+    id: 'workers4',
+    label: '10 % duplicates, 4 workers',
+    duplicates: 0.1,
+    timing: 'after',
+    workers: 4,
+    kill: false,
+  },
+];
+
+/** The scenarios of the CI variant: one race and one kill. */
+export const CI_SCENARIOS: readonly string[] = ['race', 'kill'];
+
+/** The scenario with this id. */
+export function scenarioById(id: string): Scenario | undefined {
+  return SCENARIOS.find((s) => s.id === id);
+}
+
+/** The worker count a scenario runs with. */
+export function workersFor(scenario: Scenario, defaultWorkers: number): number {
+  return scenario.workers ?? defaultWorkers;
+}

@@ -1,0 +1,126 @@
+// Entry point of one benchmark worker process (forked by fleet.ts). It serves one run after another;
+// in each, one poller receives a batch of up to 10, runs the consumer's batch handler (its records in
+// parallel) under a Lambda-shaped context with a real deadline, and deletes what succeeded
+// (shared/runner/poll.ts, as the local runner does). A handler that throws leaves its whole batch in the
+// queue, as Lambda's event source mapping does. Every batch is reported to the parent over IPC.
+import type { SQSRecord } from 'aws-lambda';
+import { createAwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
+import { RequestCounter } from '../../shared/aws/request-counter.ts';
+import { localContext } from '../../shared/runner/local-context.ts';
+import { pollOnce } from '../../shared/runner/poll.ts';
+import { CapacityMeter } from './capacity.ts';
+import { createConsumer } from './consumers.ts';
+import { EffectProbe } from './probe.ts';
+import {
+  type RunAssignment,
+  WORKER_ID_ENV,
+  type WorkerCommand,
+  type WorkerReport,
+  type WorkerState,
+} from './protocol.ts';
+
+const id = process.env[WORKER_ID_ENV] ?? `w-${process.pid}`;
+
+function send(report: WorkerReport): Promise<void> {
+  return new Promise((resolve) => {
+    if (!process.connected || !process.send) return resolve();
+    process.send(report, () => resolve());
+  });
+}
+
+/** Serves one run until `stop` aborts: fresh clients, meters and consumer, dropped at the end. */
+async function serve(run: RunAssignment, stop: AbortSignal): Promise<void> {
+  const clients = createAwsClients({ endpoint: run.endpoint, region: run.region });
+  const requests = new RequestCounter().attach(clients);
+  const capacity = new CapacityMeter().attach(clients);
+  const counts = { batches: 0, received: 0, failed: 0, batchErrors: 0, pollErrors: 0, deleteFailed: 0 };
+  let stats = (): Record<string, number> => ({});
+  const state = (): WorkerState => ({
+    requests: requests.snapshot(),
+    capacity: capacity.snapshot(),
+    stats: stats(),
+    ...counts,
+  });
+  const probe = new EffectProbe({
+    countersTable: run.names.countersTable,
+    killKeys: run.killKeys,
+    markerDir: run.markerDir,
+    worker: id,
+    lastWords: state,
+  }).attach(clients);
+  const consumer = createConsumer(run.consumer, { clients, names: run.names, worker: id });
+  stats = () => consumer.stats();
+  await send({ type: 'started', id, run: run.run });
+
+  while (!stop.aborted) {
+    let records: SQSRecord[] = [];
+    const failedIds = new Set<string>();
+    let finished: string[] = [];
+    try {
+      const result = await pollOnce({
+        sqs: clients.sqs,
+        queueUrl: run.names.queueUrl,
+        queueArn: run.queueArn,
+        region: run.region,
+        maxMessages: 10,
+        waitSeconds: 1,
+        visibilitySeconds: run.visibilitySeconds,
+        abortSignal: stop,
+        handle: async (batch) => {
+          records = batch;
+          const response = await consumer.handle(batch, localContext(id, run.timeoutMs));
+          for (const failure of response.batchItemFailures) failedIds.add(failure.itemIdentifier);
+          return response;
+        },
+      });
+      if (result.received === 0) continue;
+      counts.batches += 1;
+      counts.received += result.received;
+      counts.failed += result.failed;
+      counts.deleteFailed += result.deleteFailed;
+      finished = records.filter((r) => !failedIds.has(r.messageId)).map((r) => r.messageId);
+    } catch {
+      if (records.length === 0) {
+        if (stop.aborted) break;
+        counts.pollErrors += 1;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        continue;
+      }
+      counts.batches += 1;
+      counts.received += records.length;
+      counts.batchErrors += 1;
+    }
+    void send({ type: 'batch', id, run: run.run, finished, effects: probe.drain(), state: state() });
+  }
+  await send({ type: 'done', id, run: run.run, finished: [], effects: probe.drain(), state: state() });
+  destroyAwsClients(clients);
+}
+
+let current: { run: string; stop: AbortController; served: Promise<void> } | undefined;
+
+process.on('message', (command: WorkerCommand) => {
+  if (command.type === 'run') {
+    const stop = new AbortController();
+    const previous = current?.served ?? Promise.resolve();
+    const served = previous.then(() =>
+      serve(command.assignment, stop.signal).catch((error: unknown) => {
+        process.stderr.write(
+          `bench worker: run failed: ${error instanceof Error ? error.message : String(error)}\n`,
+        );
+        process.exit(1);
+      }),
+    );
+    current = { run: command.assignment.run, stop, served };
+  } else if (command.type === 'stop' && current?.run === command.run) {
+    current.stop.abort();
+  }
+});
+// The parent going away ends the process (after the batch in flight would only leak it).
+process.on('disconnect', () => process.exit(0));
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    current?.stop.abort();
+    void (current?.served ?? Promise.resolve()).then(() => process.exit(0));
+  });
+}
+void send({ type: 'ready', id });
