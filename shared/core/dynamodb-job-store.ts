@@ -137,17 +137,7 @@ export class DynamoDbJobStore implements JobStore {
       }
     }
     try {
-      await guardStore('claim-and-complete', options.signal, (http) =>
-        this.#doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              { Update: { ...update, ReturnValuesOnConditionCheckFailure: ALL_OLD } },
-              ...effects,
-            ],
-          }),
-          http,
-        ),
-      );
+      await this.#transact('claim-and-complete', update, effects, options.signal);
       return { ok: true };
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
@@ -496,6 +486,26 @@ export class DynamoDbJobStore implements JobStore {
     }
   }
 
+  /** One transaction: the job item's update first (its old item returned on refusal), then the effects. */
+  async #transact(
+    operation: string,
+    update: NonNullable<Effect['Update']>,
+    effects: readonly Effect[],
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    await guardStore(operation, signal, (http) =>
+      this.#doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Update: { ...update, ReturnValuesOnConditionCheckFailure: ALL_OLD } },
+            ...effects,
+          ],
+        }),
+        http,
+      ),
+    );
+  }
+
   /** The job item's fenced update and the effects, all or nothing. */
   async #writeWithEffects(
     lease: JobLease,
@@ -522,17 +532,7 @@ export class DynamoDbJobStore implements JobStore {
       }
     }
     try {
-      await guardStore(operation, signal, (http) =>
-        this.#doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              { Update: { ...update, ReturnValuesOnConditionCheckFailure: ALL_OLD } },
-              ...effects,
-            ],
-          }),
-          http,
-        ),
-      );
+      await this.#transact(operation, update, effects, signal);
       return { ok: true };
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
