@@ -65,3 +65,18 @@ export function classifyClaim(old: JobItem | undefined): ClaimKind {
   if (!old) return 'fresh';
   return old.status === JobStatus.InProgress ? 'takeover' : 'retry';
 }
+
+/**
+ * True when a refused fast commit found a job only a leased claim may take, and whose lease is over so
+ * a claim can take it now: one with a checkpoint (its steps' effects are committed; a leased run resumes
+ * from them), or one whose attempts are used up (the claim then dead-letters it). The fast commit's
+ * condition refuses exactly these besides the usual claim refusals (docs/protocol.md, edge E12).
+ */
+export function needsLeasedClaim(old: JobItem, maxAttempts: number, now: number): boolean {
+  return (
+    (old.checkpoint !== undefined || old.attempts >= maxAttempts) &&
+    old.status !== JobStatus.Completed &&
+    old.status !== JobStatus.Dead &&
+    old.leaseUntil < now
+  );
+}

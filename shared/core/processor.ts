@@ -4,7 +4,7 @@ import type { SQSRecord } from 'aws-lambda';
 import type { EffectTables } from '../jobs/effect-tables.ts';
 import { validatePayload } from '../jobs/standard-schema.ts';
 import { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from './backoff.ts';
-import { decideRefusal } from './claim-decision.ts';
+import { decideRefusal, needsLeasedClaim } from './claim-decision.ts';
 import type { CompletedCache } from './completed-cache.ts';
 import { DeadLetterer } from './dead-letterer.ts';
 import { type JobEnvelope, parseEnvelope } from './envelope.ts';
@@ -393,16 +393,9 @@ export class JobProcessor {
       return { action: 'completed' };
     }
     if (result.reason === 'refused') {
-      const item = result.existing;
-      const leasedOnly =
-        (item.checkpoint !== undefined || item.attempts >= this.#maxAttempts) &&
-        item.status !== JobStatus.Completed &&
-        item.status !== JobStatus.Dead &&
-        item.leaseUntil < this.#now();
-      // A checkpointed job resumes leased only, and a leased claim dead-letters one whose attempts are
-      // used up: claim it now rather than hand M back to come round again.
-      if (leasedOnly) return { leased: true };
-      return { action: await this.#refused(job, item) };
+      // Claim it now rather than hand M back to come round again.
+      if (needsLeasedClaim(result.existing, this.#maxAttempts, this.#now())) return { leased: true };
+      return { action: await this.#refused(job, result.existing) };
     }
     // Optimistic conflicts the re-runs did not resolve.
     return { error: new OptimisticConflictError('completion', this.#optimisticTries) };

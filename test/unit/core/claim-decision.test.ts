@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { classifyClaim, decideRefusal, isOwnClaim } from '../../../shared/core/claim-decision.ts';
+import {
+  classifyClaim,
+  decideRefusal,
+  isOwnClaim,
+  needsLeasedClaim,
+} from '../../../shared/core/claim-decision.ts';
 import type { JobItem } from '../../../shared/core/job-item.ts';
 import { JobStatus } from '../../../shared/core/statuses.ts';
 
@@ -68,5 +73,23 @@ describe('Function: isOwnClaim', () => {
     expect(isOwnClaim(ours({ owner: 'w2' }), mine)).toBe(false);
     expect(isOwnClaim(ours({ messageId: 'm2' }), mine)).toBe(false);
     expect(isOwnClaim(ours({ status: JobStatus.Completed }), mine)).toBe(false);
+  });
+});
+
+describe('Function: needsLeasedClaim', () => {
+  const ended = { leaseUntil: NOW - 1 };
+  const checkpoint = { step: 'debit', done: ['debit'], at: NOW - 5 };
+
+  it('asks for a claim for a checkpointed or used-up job whose lease is over', () => {
+    expect(needsLeasedClaim(item({ ...ended, checkpoint }), 5, NOW)).toBe(true);
+    expect(needsLeasedClaim(item({ ...ended, attempts: 5 }), 5, NOW)).toBe(true);
+    expect(needsLeasedClaim(item({ ...ended, status: JobStatus.RetryWait, checkpoint }), 5, NOW)).toBe(true);
+  });
+
+  it('leaves live leases, finished jobs and plain refusals to the refusal decision', () => {
+    expect(needsLeasedClaim(item({ checkpoint }), 5, NOW)).toBe(false);
+    expect(needsLeasedClaim(item({ ...ended, attempts: 4 }), 5, NOW)).toBe(false);
+    expect(needsLeasedClaim(item({ ...ended, status: JobStatus.Completed, checkpoint }), 5, NOW)).toBe(false);
+    expect(needsLeasedClaim(item({ ...ended, status: JobStatus.Dead, attempts: 5 }), 5, NOW)).toBe(false);
   });
 });
