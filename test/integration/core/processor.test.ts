@@ -569,6 +569,38 @@ describe('Class: JobProcessor (against the emulator)', () => {
     expect(await worker.store.get(key)).toMatchObject({ owner: 'w-new-owner', status: JobStatus.InProgress });
   });
 
+  it('deletes a racing copy at once, before any batch delete: only the owner stays in flight', async () => {
+    // Prepare: two copies of one slow job, received together; a first worker runs one.
+    const { registry, log } = testRegistry(env);
+    const owner = makeWorker(env, registry);
+    const other = makeWorker(env, registry);
+    const key = uniqueName('racing');
+    const account = uniqueName('acct');
+    for (let copy = 0; copy < 2; copy++) {
+      await sendJob(env, {
+        dedupKey: key,
+        type: 'test.credit',
+        payload: { account, amount: 2, sleepMs: 2000 },
+      });
+    }
+    const [first, second] = (await receiveAll(env, env.queueUrl, 30)).map((m) =>
+      toSqsRecord(m, env.queueArn, env.region),
+    );
+    if (!first || !second) throw new Error('expected both copies');
+    const running = owner.processor.process(first);
+    await eventually(async () => (await owner.store.get(key)) !== undefined, 5000, 50);
+
+    // Act: the second copy meets the live lease. Nobody deletes records here but the processor itself.
+    const copy = await other.processor.process(second);
+
+    // Assess
+    expect(copy).toMatchObject({ action: 'duplicate', disposition: 'delete' });
+    expect(await queueCounts(env)).toMatchObject({ visible: 0, inFlight: 1 });
+    expect((await running).action).toBe('completed');
+    expect(log.count(key)).toBe(1);
+    expect((await getBalance(env, account))?.balance).toBe(2);
+  });
+
   it('skips the claim write on a local-cache hit for a repeated duplicate', async () => {
     const { registry, log } = testRegistry(env);
     const cache = new CompletedCache();
