@@ -12,6 +12,13 @@ export interface ChaosOptions {
   readonly leaseMs: number;
   readonly maxAttempts: number;
   readonly timeoutSeconds: number;
+  /**
+   * How long faults, kills and pauses go on at most; then the run waits, calm, for the jobs left (up to
+   * `timeoutSeconds` in all). Liveness means recovery once the faults stop: a slow job can lose every
+   * attempt window to faults that never end. CI: 120 s (a typical run is done in 60-100 s); full run:
+   * until every job finished.
+   */
+  readonly chaosSeconds: number;
   /** Delete the run's queues and tables at the end (CI: the emulator must end empty). */
   readonly cleanup: boolean;
   /** Random gaps and lengths of the chaos, in ms. */
@@ -43,7 +50,7 @@ const CI_PACE: ChaosPace = {
 };
 
 export const USAGE = `usage: tsx chaos/run.ts [--jobs N] [--workers N] [--fifo] [--seed S] [--ci] [--json PATH]
-                       [--lease-ms MS] [--max-attempts N] [--timeout SECONDS] [--cleanup]
+                       [--lease-ms MS] [--max-attempts N] [--timeout SECONDS] [--chaos-seconds S] [--cleanup]
   --ci        the short variant: 1000 jobs, 3 workers, a denser chaos schedule
   --seed      makes the workload and the chaos schedule repeatable (default: random, printed)
   --json      where to write the JSON report (default: .leaseq/chaos/<run id>.json)
@@ -78,6 +85,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
       'lease-ms': { type: 'string' },
       'max-attempts': { type: 'string' },
       timeout: { type: 'string' },
+      'chaos-seconds': { type: 'string' },
       cleanup: { type: 'boolean' },
     },
     strict: true,
@@ -95,6 +103,13 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
     // kills alone, which is maxAttempts doing its work, not a protocol fault. It gets more room.
     maxAttempts: integer('max-attempts', values['max-attempts'], ci ? 20 : 10, 2, 50),
     timeoutSeconds: integer('timeout', values.timeout ?? env.CHAOS_TIMEOUT, ci ? 210 : 3600, 10, 86_400),
+    chaosSeconds: integer(
+      'chaos-seconds',
+      values['chaos-seconds'] ?? env.CHAOS_SECONDS,
+      ci ? 120 : 86_400,
+      10,
+      86_400,
+    ),
     cleanup: values.cleanup ?? env.CHAOS_CLEANUP === '1',
     pace: ci ? CI_PACE : FULL_PACE,
   };

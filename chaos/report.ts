@@ -19,6 +19,8 @@ export interface ChaosReport {
     readonly faultMode: string;
     readonly pauses: number;
     readonly pausedMs: number;
+    /** Jobs unfinished when the chaos window closed; they then ran without faults (0: never closed early). */
+    readonly leftAtWindowEnd: number;
   };
   readonly check: CheckResult;
   readonly counters: Readonly<Record<string, number>>;
@@ -30,7 +32,13 @@ export function reportTable(r: ChaosReport): string {
   const f = r.check.figures;
   const rows: [string, string][] = [
     ['run', `${r.runId} (${r.variant}, seed ${r.seed})`],
-    ['duration', `${(r.durationMs / 1000).toFixed(1)} s${r.timedOut ? ' (TIMED OUT)' : ''}`],
+    [
+      'duration',
+      `${(r.durationMs / 1000).toFixed(1)} s${r.timedOut ? ' (TIMED OUT)' : ''}` +
+        (r.chaos.leftAtWindowEnd > 0
+          ? `; chaos window closed with ${r.chaos.leftAtWindowEnd} jobs left, finished calm`
+          : ''),
+    ],
     ['sent', `${f.sent} messages (${r.workload.duplicates} duplicates, 1 non-JSON body)`],
     [
       'unique',

@@ -164,6 +164,8 @@ async function main(options: ChaosOptions): Promise<number> {
     say(`${pool.alive} workers polling`);
 
     const chaos = new AbortController();
+    /** Jobs still unfinished when the chaos window closed (0: the chaos lasted the whole run). */
+    let chaosStoppedEarly = 0;
     const pauser = emulator.pid ? new EmulatorPauser(emulator.pid) : undefined;
     if (!pauser) say('no emulator process of our own (AWS_ENDPOINT_URL is set): no pauses');
     cleanups.push(() => pauser?.resume());
@@ -193,10 +195,19 @@ async function main(options: ChaosOptions): Promise<number> {
       throw new Error(`SQS refused ${report.failed} messages: ${report.failures[0]?.message}`);
 
     const deadline = started + options.timeoutSeconds * 1000;
+    const chaosEnds = started + options.chaosSeconds * 1000;
     let timedOut = false;
     for (;;) {
       await refreshStates(clients, names.jobsTable, keys, states).catch(() => undefined);
       if (count(JobStatus.Completed) + count(JobStatus.Dead) >= keys.length) break;
+      if (!chaos.signal.aborted && Date.now() > chaosEnds) {
+        const left = keys.length - count(JobStatus.Completed) - count(JobStatus.Dead);
+        say(
+          `chaos window of ${options.chaosSeconds} s over with ${left} jobs left: they finish without faults`,
+        );
+        chaosStoppedEarly = left;
+        chaos.abort();
+      }
       if (Date.now() > deadline) {
         timedOut = true;
         say('timed out before every job finished');
@@ -254,6 +265,7 @@ async function main(options: ChaosOptions): Promise<number> {
         faultMode: proxy ? `toxiproxy ${TOXIPROXY_VERSION} + sdk middleware` : 'sdk middleware only',
         pauses: pauser?.windows.length ?? 0,
         pausedMs: (pauser?.windows ?? []).reduce((n, w) => n + ((w.end ?? w.start) - w.start), 0),
+        leftAtWindowEnd: chaosStoppedEarly,
       },
       check: { ...check, violations },
       counters,
