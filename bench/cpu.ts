@@ -18,12 +18,12 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { z } from 'zod';
-import { CompletedCache } from '../shared/core/completed-cache.ts';
-import { makeEnvelope } from '../shared/core/envelope.ts';
-import { InMemoryMetrics } from '../shared/core/metrics.ts';
-import { versionedPut } from '../shared/core/optimistic.ts';
-import { JobProcessor } from '../shared/core/processor.ts';
-import { JobRegistry } from '../shared/core/registry.ts';
+import { makeEnvelope } from '../shared/core/contract/envelope.ts';
+import { versionedPut } from '../shared/core/decisions/optimistic.ts';
+import { JobRegistry } from '../shared/core/model/registry.ts';
+import { InMemoryMetrics } from '../shared/core/observe/metrics.ts';
+import { CompletedCache } from '../shared/core/pipeline/completed-cache.ts';
+import { JobProcessor } from '../shared/core/pipeline/processor.ts';
 import { defineJob } from '../shared/jobs/define-job.ts';
 import { InMemoryEffectApplier, InMemoryJobStore } from '../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../shared/testing/in-memory-queue.ts';
@@ -78,11 +78,11 @@ async function loadBaseline(dir: string): Promise<Leaseq> {
   const root = isAbsolute(dir) ? dir : resolve(dir);
   const from = (path: string) => import(pathToFileURL(join(root, path)).href);
   const [cache, metrics, optimistic, processor, registry, jobs, store, queue] = await Promise.all([
-    from('shared/core/completed-cache.ts'),
-    from('shared/core/metrics.ts'),
-    from('shared/core/optimistic.ts'),
-    from('shared/core/processor.ts'),
-    from('shared/core/registry.ts'),
+    from('shared/core/pipeline/completed-cache.ts'),
+    from('shared/core/observe/metrics.ts'),
+    from('shared/core/decisions/optimistic.ts'),
+    from('shared/core/pipeline/processor.ts'),
+    from('shared/core/model/registry.ts'),
     from('shared/jobs/define-job.ts'),
     from('shared/testing/in-memory-job-store.ts'),
     from('shared/testing/in-memory-queue.ts'),

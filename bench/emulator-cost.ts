@@ -10,8 +10,8 @@
 import { CreateTableCommand, DeleteTableCommand, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../shared/aws/clients.ts';
-import { DynamoDbJobStore } from '../shared/core/dynamodb-job-store.ts';
-import type { Effect } from '../shared/core/job-store.ts';
+import { DynamoDbJobStore } from '../shared/core/adapters/dynamodb-job-store.ts';
+import type { Effect } from '../shared/core/contract/job-store.ts';
 import { ensureEmulator } from '../shared/local/emulator.ts';
 import { median, minMax, renderTable } from './report.ts';
 

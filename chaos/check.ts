@@ -1,6 +1,6 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { AwsClients } from '../shared/aws/clients.ts';
-import { JobStatus } from '../shared/core/statuses.ts';
+import { JobStatus } from '../shared/core/contract/statuses.ts';
 import { listDeadLetters } from '../shared/ops/dlq.ts';
 import { queueStats, totalDepth } from '../shared/ops/queue-stats.ts';
 import { FAST_TYPES, TALLY_PREFIX, tallyKey } from './jobs.ts';

@@ -6,11 +6,11 @@ import { z } from 'zod';
 import { credit, transfer } from '../examples/ledger/jobs.ts';
 import { ledgerTable } from '../examples/ledger/ledger.ts';
 import { simulateSchema } from '../examples/ledger/simulate.ts';
-import type { JobContext, StepOutcome } from '../shared/core/job-context.ts';
-import type { Effect } from '../shared/core/job-store.ts';
-import type { JobDefinition, JobOutcome } from '../shared/core/registry.ts';
+import type { Effect } from '../shared/core/contract/job-store.ts';
+import type { EffectTable } from '../shared/core/model/effect-table.ts';
+import type { JobContext, StepOutcome } from '../shared/core/model/job-context.ts';
+import type { JobDefinition, JobOutcome } from '../shared/core/model/job-definition.ts';
 import { defineJob, defineJobs } from '../shared/jobs/define-job.ts';
-import type { EffectTable } from '../shared/jobs/effect-table.ts';
 
 /** The job type of the named-lease transfer. */
 export const LOCKED_TRANSFER = 'chaos.lockedTransfer';

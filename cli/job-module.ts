@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { JobRegistry } from '../shared/core/registry.ts';
+import type { JobRegistry } from '../shared/core/model/registry.ts';
 import { findJobModule, JOBS_MODULE_ENV, loadJobModule } from '../shared/jobs/job-module.ts';
 import { TargetError } from './target.ts';
 

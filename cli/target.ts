@@ -10,9 +10,9 @@ import {
   destroyAwsClients,
   isLocalEndpoint,
 } from '../shared/aws/clients.ts';
-import { ConfigError } from '../shared/core/errors.ts';
-import type { JobRegistry } from '../shared/core/registry.ts';
-import { tableOutputKey, tablePhysicalName } from '../shared/jobs/table.ts';
+import type { JobRegistry } from '../shared/core/model/registry.ts';
+import { tableOutputKey, tablePhysicalName } from '../shared/core/model/table.ts';
+import { ConfigError } from '../shared/errors.ts';
 import { emulatorStatus } from '../shared/local/emulator.ts';
 import { DEFAULT_LOCAL_STAGE } from '../shared/local/provision.ts';
 import {

@@ -1,6 +1,6 @@
 // `leaseq/cdk`: the CDK construct to put leaseq in your own stack, and the reference stack.
 
-export { tableOutputKey, tablePhysicalName } from '../shared/jobs/table.ts';
+export { tableOutputKey, tablePhysicalName } from '../shared/core/model/table.ts';
 export { STACK_OUTPUT_KEYS, type StackOutputKey } from '../shared/resources.ts';
 export {
   LEASEQ_METRICS_NAMESPACE,

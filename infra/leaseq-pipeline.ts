@@ -6,9 +6,9 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ConfigError } from '../shared/core/errors.ts';
-import { JobRegistry, type JobSource } from '../shared/core/registry.ts';
-import { type TableDefinition, tableOutputKey, tablePhysicalName } from '../shared/jobs/table.ts';
+import { JobRegistry, type JobSource } from '../shared/core/model/registry.ts';
+import { type TableDefinition, tableOutputKey, tablePhysicalName } from '../shared/core/model/table.ts';
+import { ConfigError } from '../shared/errors.ts';
 import {
   assertValidResourcePrefix,
   DEFAULT_WORKER_TIMEOUT_SECONDS,

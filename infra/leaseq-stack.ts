@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { type Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import ledgerJobs from '../examples/ledger/jobs.ts';
-import { JobRegistry, type JobSource } from '../shared/core/registry.ts';
+import { JobRegistry, type JobSource } from '../shared/core/model/registry.ts';
 import { defaultResourcePrefix } from '../shared/resources.ts';
 import { siblingModule } from '../shared/sibling-module.ts';
 import {

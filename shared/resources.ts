@@ -6,7 +6,7 @@
  * and CLI read the same names from here or from the stack outputs. Change a name here, never in
  * a second list.
  */
-import { ConfigError } from './core/errors.ts';
+import { ConfigError } from './errors.ts';
 
 /** Key and TTL attribute names of the tables. */
 export const KEY_ATTRIBUTES = {

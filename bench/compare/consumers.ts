@@ -12,7 +12,7 @@ import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dyn
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import type { AwsClients } from '../../shared/aws/clients.ts';
-import { InMemoryMetrics } from '../../shared/core/metrics.ts';
+import { InMemoryMetrics } from '../../shared/core/observe/metrics.ts';
 import { workerConfigFromEnv, workerEnv } from '../../shared/worker/config.ts';
 import { createWorkerHandler } from '../../shared/worker/handler.ts';
 import { COUNTER_UPDATE, fastJobs, leasedJobs } from './jobs.ts';

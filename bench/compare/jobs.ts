@@ -4,8 +4,8 @@
  * A counter above 1 is a double effect; a missing row is a lost job.
  */
 import { z } from 'zod';
+import { defineTable } from '../../shared/core/model/table.ts';
 import { defineJob, defineJobs } from '../../shared/jobs/define-job.ts';
-import { defineTable } from '../../shared/jobs/table.ts';
 
 /** The job type every benchmark message carries. */
 export const BENCH_JOB_TYPE = 'bench.count';

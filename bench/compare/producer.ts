@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { makeEnvelope } from '../../shared/core/envelope.ts';
+import { makeEnvelope } from '../../shared/core/contract/envelope.ts';
 import { BENCH_JOB_TYPE } from './jobs.ts';
 import { CHUNK, type PlannedMessage, type Workload } from './workload.ts';
 

@@ -12,7 +12,7 @@ import {
   type StopResult,
   stopEmulator,
 } from '../../shared/local/emulator.ts';
-import { EmulatorError } from '../../shared/local/errors.ts';
+import { EmulatorError } from '../../shared/local/emulator-errors.ts';
 import { parsePort } from '../../shared/local/net.ts';
 import { type ProvisionResult, provisionLocal } from '../../shared/local/provision.ts';
 import { jobModuleOption, requireCliJobs } from '../job-module.ts';

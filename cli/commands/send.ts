@@ -8,9 +8,9 @@ import {
   newRunId,
   type OutgoingMessage,
 } from '../../examples/ledger/generate.ts';
-import type { JobEnvelope } from '../../shared/core/envelope.ts';
-import type { JobRegistry } from '../../shared/core/registry.ts';
-import { payloadProblem } from '../../shared/jobs/standard-schema.ts';
+import type { JobEnvelope } from '../../shared/core/contract/envelope.ts';
+import type { JobRegistry } from '../../shared/core/model/registry.ts';
+import { payloadProblem } from '../../shared/core/model/standard-schema.ts';
 import { parseJobFile } from '../../shared/ops/job-file.ts';
 import { type SendProgress, type SendReport, sendMessages } from '../../shared/ops/send.ts';
 import {

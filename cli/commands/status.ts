@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { JobStatus } from '../../shared/core/statuses.ts';
+import { JobStatus } from '../../shared/core/contract/statuses.ts';
 import {
   type OperationalSmells,
   operationalSmells,

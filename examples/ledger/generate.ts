@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type JobEnvelope, makeEnvelope } from '../../shared/core/envelope.ts';
+import { type JobEnvelope, makeEnvelope } from '../../shared/core/contract/envelope.ts';
 
 /** The example job types the generator knows how to fill (examples/ledger/jobs.ts). */
 export const GENERATED_TYPES = ['ledger.credit', 'ledger.transfer'] as const;

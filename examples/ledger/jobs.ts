@@ -1,7 +1,7 @@
 // The ledger example's job module: the one place its job types, payload schemas and tables are declared.
 // The worker (functions/worker.ts), local workers, `leaseq send`, the demo and the CDK stack read them here.
 import { z } from 'zod';
-import { PermanentJobError } from '../../shared/core/errors.ts';
+import { PermanentJobError } from '../../shared/errors.ts';
 import { defineJob, defineJobs } from '../../shared/jobs/define-job.ts';
 import { changeBalance, ledgerTable } from './ledger.ts';
 import { afterStep, beforeWork, simulateSchema } from './simulate.ts';

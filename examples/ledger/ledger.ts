@@ -1,6 +1,6 @@
-import type { Effect } from '../../shared/core/job-store.ts';
-import type { EffectTable } from '../../shared/jobs/effect-table.ts';
-import { defineTable } from '../../shared/jobs/table.ts';
+import type { Effect } from '../../shared/core/contract/job-store.ts';
+import type { EffectTable } from '../../shared/core/model/effect-table.ts';
+import { defineTable } from '../../shared/core/model/table.ts';
 
 /** The example application state: one item per account, with a balance and a version. */
 export const ledgerTable = defineTable('ledger', { partitionKey: 'account' });

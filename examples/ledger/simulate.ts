@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { PermanentJobError, TransientJobError } from '../../shared/core/errors.ts';
-import type { JobContext } from '../../shared/core/job-context.ts';
+import type { JobContext } from '../../shared/core/model/job-context.ts';
+import { PermanentJobError, TransientJobError } from '../../shared/errors.ts';
 
 /**
  * Opt-in failure injection carried in a job's payload, for demos and tests. Real producers never set it,

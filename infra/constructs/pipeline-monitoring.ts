@@ -5,7 +5,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { MetricName } from '../../shared/core/statuses.ts';
+import { MetricName } from '../../shared/core/observe/metric-names.ts';
 
 /**
  * CloudWatch namespace of leaseq's own metrics (the `MetricName`s). The worker's Lambda sets

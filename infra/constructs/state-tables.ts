@@ -1,7 +1,7 @@
 import type { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
-import { type KeyAttribute, keyName, keyType } from '../../shared/jobs/table.ts';
+import { type KeyAttribute, keyName, keyType } from '../../shared/core/model/table.ts';
 import type { ResourceNames } from '../../shared/resources.ts';
 
 /** Properties of {@link StateTables}. */

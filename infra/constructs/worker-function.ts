@@ -8,7 +8,7 @@ import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { tableEnvVar } from '../../shared/jobs/table.ts';
+import { tableEnvVar } from '../../shared/core/model/table.ts';
 import { WORKER_ENV } from '../../shared/resources.ts';
 
 /** Powertools log levels. */

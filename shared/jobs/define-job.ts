@@ -1,5 +1,6 @@
-import type { JobDefinition, TableMap } from '../core/registry.ts';
-import { type AnyJobDefinition, JobRegistry } from '../core/registry.ts';
+import type { AnyJobDefinition, JobDefinition } from '../core/model/job-definition.ts';
+import { JobRegistry } from '../core/model/registry.ts';
+import type { TableMap } from '../core/model/table.ts';
 
 /**
  * Declares one job type. The payload schema (any Standard Schema: zod, valibot, ...) types `run`'s

@@ -1,14 +1,15 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ConfigError } from '../core/errors.ts';
-import type { AnyJobDefinition, JobRegistry } from '../core/registry.ts';
-import { EffectTable } from './effect-table.ts';
-import { type TableDefinition, tableEnvVar } from './table.ts';
+import { EffectTable } from '../core/model/effect-table.ts';
+import type { AnyJobDefinition, TableHandleSource } from '../core/model/job-definition.ts';
+import type { JobRegistry } from '../core/model/registry.ts';
+import { type TableDefinition, tableEnvVar } from '../core/model/table.ts';
+import { ConfigError } from '../errors.ts';
 
 /**
  * Where the application tables of a deployment are: physical names by logical table name, turned into
  * the `ctx.tables` handles each job type declared. Built once per worker.
  */
-export class EffectTables {
+export class EffectTables implements TableHandleSource {
   readonly #doc: DynamoDBDocumentClient;
   readonly #names: Readonly<Record<string, string>>;
   readonly #byJob = new WeakMap<AnyJobDefinition, Readonly<Record<string, EffectTable>>>();

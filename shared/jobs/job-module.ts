@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ConfigError } from '../core/errors.ts';
-import { isRegistryLike, JobRegistry } from '../core/registry.ts';
+import { isRegistryLike, JobRegistry } from '../core/model/registry.ts';
+import { ConfigError } from '../errors.ts';
 
 /** Environment variable naming the job module (a path); `--job-module` and package.json's `leaseq.jobs` come first. */
 export const JOBS_MODULE_ENV = 'LEASEQ_JOBS_MODULE';

@@ -14,6 +14,7 @@ import {
   UpdateContinuousBackupsCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
+import { LeaseqError } from '../errors.ts';
 import { isProcessAlive, processCommandLine, sleep } from './process.ts';
 
 /** The account and credentials every local emulator accepts. */
@@ -21,8 +22,12 @@ export const LOCAL_ACCOUNT = '000000000000';
 const LOCAL_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' };
 
 /** A step of a local deploy or destroy that failed, with the one line that says why. */
-export class DeployError extends Error {
+export class DeployError extends LeaseqError {
   override readonly name = 'DeployError';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, { retryable: false, cause: options?.cause });
+  }
 }
 
 export interface LocalDeployOptions {

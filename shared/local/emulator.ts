@@ -19,13 +19,18 @@ import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { ListQueuesCommand } from '@aws-sdk/client-sqs';
 import { createAwsClients, destroyAwsClients } from '../aws/clients.ts';
 import {
+  EmulatorError,
+  EmulatorStartError,
+  EndpointUnreachableError,
+  PortInUseError,
+} from './emulator-errors.ts';
+import {
   DEFAULT_EMULATOR,
   EMULATOR_NAMES,
   EMULATORS,
   type EmulatorName,
   isEmulatorName,
 } from './emulators.ts';
-import { EmulatorError, EmulatorStartError, EndpointUnreachableError, PortInUseError } from './errors.ts';
 import { withFileLock } from './lock.ts';
 import { isPortFree, LOOPBACK_HOST, parsePort, probeHttp } from './net.ts';
 import { isProcessAlive, processCommandLine, processRssBytes, signalGroup, sleep } from './process.ts';

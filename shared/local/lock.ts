@@ -1,5 +1,5 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { EmulatorBusyError } from './errors.ts';
+import { EmulatorBusyError } from './emulator-errors.ts';
 import { isProcessAlive, sleep } from './process.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import { InvalidPortError } from './errors.ts';
+import { InvalidPortError } from './emulator-errors.ts';
 
 /** The only interface the embedded emulator listens on. */
 export const LOOPBACK_HOST = '127.0.0.1';

@@ -38,9 +38,9 @@ import {
 } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
 import type { LeaseqStackProps } from '../../infra/leaseq-stack.ts';
-import { tableOutputKey } from '../jobs/table.ts';
+import { tableOutputKey } from '../core/model/table.ts';
 import { defaultResourcePrefix, STACK_OUTPUT_KEYS, type StackOutputKey } from '../resources.ts';
-import { EmulatorError } from './errors.ts';
+import { EmulatorError } from './emulator-errors.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Template

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { EmulatorInstallError, PythonMissingError } from './emulator-errors.ts';
 import type { EmulatorSpec } from './emulators.ts';
-import { EmulatorInstallError, PythonMissingError } from './errors.ts';
 
 /** Where the emulator's virtualenv lives and where its install output goes. */
 export interface VenvPaths {

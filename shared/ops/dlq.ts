@@ -9,12 +9,12 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { DynamoDbJobStore } from '../core/dynamodb-job-store.ts';
-import { BODY_PROBLEMS, ENVELOPE_PROBLEMS } from '../core/errors.ts';
-import type { JobItem } from '../core/job-item.ts';
-import { readDeadLetterAttributes } from '../core/sqs-job-queue.ts';
-import { JobStatus } from '../core/statuses.ts';
-import { DeadLetterNotFoundError, InvalidFilterError } from './errors.ts';
+import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
+import { readDeadLetterAttributes } from '../core/adapters/sqs-job-queue.ts';
+import type { JobItem } from '../core/contract/job-item.ts';
+import { JobStatus } from '../core/contract/statuses.ts';
+import { BODY_PROBLEMS, ENVELOPE_PROBLEMS } from '../errors.ts';
+import { DeadLetterNotFoundError, InvalidFilterError } from './ops-errors.ts';
 import { queueStats, totalDepth } from './queue-stats.ts';
 import { Pacer } from './rate.ts';
 import { isFifoQueue, type OpsTarget } from './target.ts';

@@ -1,7 +1,7 @@
-import { DynamoDbJobStore } from '../core/dynamodb-job-store.ts';
-import type { JobItem } from '../core/job-item.ts';
-import { JobStatus } from '../core/statuses.ts';
-import { jobLeaseOwner } from '../core/with-lease.ts';
+import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
+import type { JobItem } from '../core/contract/job-item.ts';
+import { JobStatus } from '../core/contract/statuses.ts';
+import { jobLeaseOwner } from '../core/leases/named-lease.ts';
 import {
   collect,
   DEFAULT_STUCK_AFTER_MS,

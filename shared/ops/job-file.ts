@@ -1,5 +1,5 @@
-import { type JobEnvelope, makeEnvelope, parseEnvelope } from '../core/envelope.ts';
-import { JobFileError } from './errors.ts';
+import { type JobEnvelope, makeEnvelope, parseEnvelope } from '../core/contract/envelope.ts';
+import { JobFileError } from './ops-errors.ts';
 
 export interface ParseJobFileOptions {
   /** Fills `id` and `dedupKey` of entries that give only `type` and `payload`: `<runId>-<n>`. */

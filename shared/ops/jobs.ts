@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, paginateScan, type ScanCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { JobItem } from '../core/job-item.ts';
-import type { LeaseItem } from '../core/lease-store.ts';
-import { JobStatus } from '../core/statuses.ts';
+import type { JobItem } from '../core/contract/job-item.ts';
+import type { LeaseItem } from '../core/contract/lease-store.ts';
+import { JobStatus } from '../core/contract/statuses.ts';
 
 /**
  * A live job lease counts as stuck when neither its claim nor its last checkpoint happened within this

@@ -1,4 +1,4 @@
-import { JobStatus } from '../core/statuses.ts';
+import { JobStatus } from '../core/contract/statuses.ts';
 import {
   collect,
   DEFAULT_STUCK_AFTER_MS,

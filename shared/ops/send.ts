@@ -5,7 +5,7 @@ import {
   type SendMessageBatchRequestEntry,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { runLimited } from '../core/batch.ts';
+import { runLimited } from '../core/pipeline/batch.ts';
 import { Pacer } from './rate.ts';
 import { isFifoQueue } from './target.ts';
 

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { quantile, type Summary } from '../core/metrics.ts';
-import { MetricName } from '../core/statuses.ts';
+import { MetricName } from '../core/observe/metric-names.ts';
+import { quantile, type Summary } from '../core/observe/metrics.ts';
 import type { PoolMetricsFile } from '../runner/worker-pool.ts';
 
 /** Where local worker pools keep their metrics files (`leaseq workers`, the demo). */

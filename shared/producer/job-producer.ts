@@ -1,11 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { awsConfigFromEnv, createAwsClients } from '../aws/clients.ts';
-import { type JobEnvelope, makeEnvelope, parseEnvelope } from '../core/envelope.ts';
-import { InvalidEnvelopeError, LeaseqError } from '../core/errors.ts';
-import { JobRegistry, type JobSource } from '../core/registry.ts';
-import { leaseqTracer, recordFailure, SpanKind, traceparentOf } from '../core/tracing.ts';
-import { payloadProblem } from '../jobs/standard-schema.ts';
+import { type JobEnvelope, makeEnvelope, parseEnvelope } from '../core/contract/envelope.ts';
+import { JobRegistry, type JobSource } from '../core/model/registry.ts';
+import { payloadProblem } from '../core/model/standard-schema.ts';
+import { leaseqTracer, recordFailure, SpanKind, traceparentOf } from '../core/observe/spans.ts';
+import { InvalidEnvelopeError, LeaseqError } from '../errors.ts';
 import { type OutgoingMessage, type SendFailure, sendMessages } from '../ops/send.ts';
 
 /** One job to send. */

@@ -2,11 +2,11 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { mkdirSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { Summary } from '../core/metrics.ts';
+import type { Summary } from '../core/observe/metrics.ts';
 import { JOBS_MODULE_ENV } from '../jobs/job-module.ts';
 import { WORKER_ENV } from '../resources.ts';
 import { siblingModule } from '../sibling-module.ts';
-import type { WorkerMessage } from './worker-process.ts';
+import { INVOCATION_TIMEOUT_ENV, type WorkerMessage } from './worker-ipc.ts';
 
 export interface WorkerPoolOptions {
   /** Worker processes to start. */
@@ -60,9 +60,6 @@ interface PoolEvents {
   exit: [WorkerInfo];
   error: [string, string];
 }
-
-/** How the pool tells a worker process its invocation timeout. */
-export const INVOCATION_TIMEOUT_ENV = 'LEASEQ_INVOCATION_TIMEOUT_MS';
 
 // The TypeScript source in a checkout, the compiled file in an installed package.
 const ENTRY = siblingModule(import.meta.url, 'worker-process');

@@ -2,27 +2,16 @@
 // builds (createWorkerHandler with the job module named by LEASEQ_JOBS_MODULE), runs it under the local
 // event-source loop, and reports its counters to the parent over IPC. SIGTERM/SIGINT drain: no new polls, the batch in flight finishes or is given back.
 import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../aws/clients.ts';
-import { ConfigError } from '../core/errors.ts';
-import { visibilityForLease } from '../core/lease-timing.ts';
-import { InMemoryMetrics, type Summary } from '../core/metrics.ts';
+import { visibilityForLease } from '../core/decisions/lease-timing.ts';
+import { InMemoryMetrics } from '../core/observe/metrics.ts';
+import { ConfigError } from '../errors.ts';
 import { JOBS_MODULE_ENV, loadJobModule } from '../jobs/job-module.ts';
 import { DEFAULT_WORKER_TIMEOUT_SECONDS } from '../resources.ts';
 import { workerConfigFromEnv } from '../worker/config.ts';
 import { createWorkerHandler } from '../worker/handler.ts';
 import { queueArnFromUrl } from './sqs-records.ts';
+import { INVOCATION_TIMEOUT_ENV, type WorkerMessage } from './worker-ipc.ts';
 import { runWorkerLoop } from './worker-loop.ts';
-import { INVOCATION_TIMEOUT_ENV } from './worker-pool.ts';
-
-/** Messages a worker process sends to its parent. */
-export type WorkerMessage =
-  | { readonly type: 'ready'; readonly worker: string }
-  | {
-      readonly type: 'metrics';
-      readonly worker: string;
-      readonly counters: Record<string, number>;
-      readonly observations?: Record<string, Summary>;
-    }
-  | { readonly type: 'error'; readonly worker: string; readonly message: string };
 
 async function main(): Promise<void> {
   const config = workerConfigFromEnv();

@@ -1,7 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { classifyClaim } from '../core/claim-decision.ts';
-import { LeaseLostError, StoreUnavailableError } from '../core/errors.ts';
-import type { Checkpoint, JobItem } from '../core/job-item.ts';
+import type { Checkpoint, JobItem } from '../core/contract/job-item.ts';
 import type {
   ClaimRequest,
   ClaimResult,
@@ -12,8 +10,10 @@ import type {
   JobLease,
   JobStore,
   StoreCallOptions,
-} from '../core/job-store.ts';
-import { JobStatus } from '../core/statuses.ts';
+} from '../core/contract/job-store.ts';
+import { JobStatus } from '../core/contract/statuses.ts';
+import { classifyClaim } from '../core/decisions/claim-decision.ts';
+import { LeaseLostError, StoreUnavailableError } from '../errors.ts';
 import { StoreFaults } from './store-faults.ts';
 
 /*

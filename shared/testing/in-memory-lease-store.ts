@@ -1,6 +1,6 @@
-import { LeaseLostError } from '../core/errors.ts';
-import type { Effect } from '../core/job-store.ts';
-import type { AcquireResult, LeaseItem, LeaseStore, NamedLease } from '../core/lease-store.ts';
+import type { Effect } from '../core/contract/job-store.ts';
+import type { AcquireResult, LeaseItem, LeaseStore, NamedLease } from '../core/contract/lease-store.ts';
+import { LeaseLostError } from '../errors.ts';
 import { StoreFaults } from './store-faults.ts';
 
 /** The operation names the DynamoDB lease store reports in `StoreUnavailableError.operation`. */

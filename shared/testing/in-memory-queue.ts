@@ -1,5 +1,5 @@
 import type { SQSRecord } from 'aws-lambda';
-import type { DeadLetterReason, JobQueue } from '../core/job-queue.ts';
+import type { DeadLetterReason, JobQueue } from '../core/contract/job-queue.ts';
 import { StoreFaults } from './store-faults.ts';
 
 /** The operation names of {@link InMemoryQueue} faults. */

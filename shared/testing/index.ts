@@ -2,9 +2,9 @@
 // tests of code around leaseq. The guarantees themselves are proven against real DynamoDB semantics
 // (the embedded emulator); run your jobs there too (docs/jobs.md, "Testing a job").
 
-export type { JobStore } from '../core/job-store.ts';
-export type { LeaseStore, NamedLease } from '../core/lease-store.ts';
-export { InMemoryMetrics, type MetricsSink, type MetricsSnapshot } from '../core/metrics.ts';
+export type { JobStore } from '../core/contract/job-store.ts';
+export type { LeaseStore, NamedLease } from '../core/contract/lease-store.ts';
+export { InMemoryMetrics, type MetricsSink, type MetricsSnapshot } from '../core/observe/metrics.ts';
 export {
   type EffectApplier,
   InMemoryEffectApplier,

@@ -1,4 +1,4 @@
-import { LeaseLostError, StoreUnavailableError } from '../core/errors.ts';
+import { LeaseLostError, StoreUnavailableError } from '../errors.ts';
 
 /** How an injected fault behaves. */
 export interface FaultOptions {

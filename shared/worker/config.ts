@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ConfigError } from '../core/errors.ts';
-import { tableEnvVar } from '../jobs/table.ts';
+import { tableEnvVar } from '../core/model/table.ts';
+import { ConfigError } from '../errors.ts';
 import { WORKER_ENV } from '../resources.ts';
 
 const positiveInt = (name: string, fallback: number) =>

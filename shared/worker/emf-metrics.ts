@@ -1,6 +1,6 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { MetricsSink } from '../core/metrics.ts';
-import type { MetricName } from '../core/statuses.ts';
+import type { MetricName } from '../core/observe/metric-names.ts';
+import type { MetricsSink } from '../core/observe/metrics.ts';
 
 /**
  * The only dimensions that reach CloudWatch (`operation`: a job-store call kind, a fixed set of eight).

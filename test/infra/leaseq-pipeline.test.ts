@@ -11,8 +11,8 @@ import {
   LeaseqPipeline,
   type LeaseqPipelineProps,
 } from '../../infra/leaseq-pipeline.ts';
+import { defineTable } from '../../shared/core/model/table.ts';
 import { defineJob, defineJobs } from '../../shared/jobs/define-job.ts';
-import { defineTable } from '../../shared/jobs/table.ts';
 import { REDRIVE_MARGIN, redriveMaxReceiveCount } from '../../shared/resources.ts';
 
 const ENTRY = fileURLToPath(new URL('../../functions/worker.ts', import.meta.url));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { tablePhysicalName } from '../../shared/jobs/table.ts';
+import { tablePhysicalName } from '../../shared/core/model/table.ts';
 import {
   driftedQueueAttributes,
   LocalProvisionError,

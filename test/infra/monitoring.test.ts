@@ -10,7 +10,7 @@ import {
   LeaseqPipeline,
   type LeaseqPipelineProps,
 } from '../../infra/leaseq-pipeline.ts';
-import { MetricName } from '../../shared/core/statuses.ts';
+import { MetricName } from '../../shared/core/observe/metric-names.ts';
 import { LOCAL_DEPLOY_CONTEXT } from '../../shared/local/deploy.ts';
 
 const ENTRY = fileURLToPath(new URL('../../functions/worker.ts', import.meta.url));

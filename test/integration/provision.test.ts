@@ -12,7 +12,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
-import { tablePhysicalName } from '../../shared/jobs/table.ts';
+import { tablePhysicalName } from '../../shared/core/model/table.ts';
 import {
   LocalProvisionError,
   type ProvisionResult,

@@ -1,14 +1,14 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSRecord } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { processBatch } from '../../shared/core/batch.ts';
-import { makeEnvelope } from '../../shared/core/envelope.ts';
-import { TransientJobError } from '../../shared/core/errors.ts';
-import { JobProcessor } from '../../shared/core/processor.ts';
-import { JobRegistry } from '../../shared/core/registry.ts';
-import { JobStatus } from '../../shared/core/statuses.ts';
+import { makeEnvelope } from '../../shared/core/contract/envelope.ts';
+import { JobStatus } from '../../shared/core/contract/statuses.ts';
+import { JobRegistry } from '../../shared/core/model/registry.ts';
+import type { PayloadSchema } from '../../shared/core/model/standard-schema.ts';
+import { processBatch } from '../../shared/core/pipeline/batch.ts';
+import { JobProcessor } from '../../shared/core/pipeline/processor.ts';
+import { TransientJobError } from '../../shared/errors.ts';
 import { defineJob } from '../../shared/jobs/define-job.ts';
-import type { PayloadSchema } from '../../shared/jobs/standard-schema.ts';
 import { InMemoryJobStore } from '../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../shared/testing/in-memory-queue.ts';
 import { runScenario } from './harness.ts';
@@ -18,7 +18,7 @@ import type { Scenario } from './scenario.ts';
  * Defects the interleaving model found, each as a focused reproduction that failed before its fix.
  *
  * D1: a racing duplicate is deleted late, after it became the job's own message. Fixed: a copy judged a
- * racing duplicate is first hidden past the end of its batch (`#refused` in shared/core/processor.ts).
+ * racing duplicate is first hidden past the end of its batch (`#refused` in shared/core/pipeline/processor.ts).
  *
  * A copy M1 whose claim is refused because another message (M2) holds the job (`duplicate-racing`,
  * "another message holds this job: deleting this copy") gets disposition `delete`, but its visibility is
@@ -57,7 +57,7 @@ import type { Scenario } from './scenario.ts';
  * the job once more than maxAttempts allows.) Found by the model at run 1587 of its first 5,000 schedules
  * with fast jobs (shrunk to the first scenario below: one mark-dead outage, one duplicate), then by
  * LEASEQ_MODEL_SEED=1002 at run 2469 (the second: the letters' and the fast commit's answers lost).
- * test/unit/core/fast-path.test.ts has the focused reproduction. Fixed: the fast commit's condition
+ * test/unit/core/pipeline/fast-path.test.ts has the focused reproduction. Fixed: the fast commit's condition
  * carries the budget (`attempts < maxAttempts`, from the processor), so such a job is refused, and the
  * worker claims it at once and finishes its dead-lettering.
  */

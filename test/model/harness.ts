@@ -1,18 +1,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSRecord } from 'aws-lambda';
 import { vi } from 'vitest';
-import { processBatch } from '../../shared/core/batch.ts';
-import { CompletedCache } from '../../shared/core/completed-cache.ts';
-import { makeEnvelope } from '../../shared/core/envelope.ts';
-import {
-  describe as describeError,
-  LeaseLostError,
-  PermanentJobError,
-  StoreUnavailableError,
-  TransientJobError,
-} from '../../shared/core/errors.ts';
-import type { Checkpoint, JobItem } from '../../shared/core/job-item.ts';
-import type { DeadLetterReason, JobQueue } from '../../shared/core/job-queue.ts';
+import { makeEnvelope } from '../../shared/core/contract/envelope.ts';
+import type { Checkpoint, JobItem } from '../../shared/core/contract/job-item.ts';
+import type { DeadLetterReason, JobQueue } from '../../shared/core/contract/job-queue.ts';
 import type {
   ClaimRequest,
   ClaimResult,
@@ -23,15 +14,25 @@ import type {
   JobLease,
   JobStore,
   StoreCallOptions,
-} from '../../shared/core/job-store.ts';
-import { visibilityForLease } from '../../shared/core/lease-timing.ts';
-import { InMemoryMetrics } from '../../shared/core/metrics.ts';
-import { versionedPut } from '../../shared/core/optimistic.ts';
-import { JobProcessor, type RecordOutcome } from '../../shared/core/processor.ts';
-import { JobRegistry } from '../../shared/core/registry.ts';
-import { JobStatus, MetricName } from '../../shared/core/statuses.ts';
+} from '../../shared/core/contract/job-store.ts';
+import { JobStatus } from '../../shared/core/contract/statuses.ts';
+import { visibilityForLease } from '../../shared/core/decisions/lease-timing.ts';
+import { versionedPut } from '../../shared/core/decisions/optimistic.ts';
+import { JobRegistry } from '../../shared/core/model/registry.ts';
+import type { PayloadSchema } from '../../shared/core/model/standard-schema.ts';
+import { MetricName } from '../../shared/core/observe/metric-names.ts';
+import { InMemoryMetrics } from '../../shared/core/observe/metrics.ts';
+import { processBatch } from '../../shared/core/pipeline/batch.ts';
+import { CompletedCache } from '../../shared/core/pipeline/completed-cache.ts';
+import { JobProcessor, type RecordOutcome } from '../../shared/core/pipeline/processor.ts';
+import {
+  describe as describeError,
+  LeaseLostError,
+  PermanentJobError,
+  StoreUnavailableError,
+  TransientJobError,
+} from '../../shared/errors.ts';
 import { defineJob } from '../../shared/jobs/define-job.ts';
-import type { PayloadSchema } from '../../shared/jobs/standard-schema.ts';
 import {
   type EffectApplier,
   type EffectOutcome,

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Checkpoint } from '../../shared/core/job-item.ts';
-import type { Effect, JobLease, JobStore } from '../../shared/core/job-store.ts';
-import { JobStatus } from '../../shared/core/statuses.ts';
+import type { Checkpoint } from '../../shared/core/contract/job-item.ts';
+import type { Effect, JobLease, JobStore } from '../../shared/core/contract/job-store.ts';
+import { JobStatus } from '../../shared/core/contract/statuses.ts';
 import type { InMemoryJobStore } from '../../shared/testing/in-memory-job-store.ts';
 import { BUDGET_MS, emptyStats, type RunReport, type RunStats, runScenario } from './harness.ts';
 import { type Scenario, scenarioArb } from './scenario.ts';

@@ -1,8 +1,8 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
-import { PermanentJobError, TransientJobError } from '../../shared/core/errors.ts';
-import { versionedPut } from '../../shared/core/optimistic.ts';
-import { JobRegistry } from '../../shared/core/registry.ts';
+import { versionedPut } from '../../shared/core/decisions/optimistic.ts';
+import { JobRegistry } from '../../shared/core/model/registry.ts';
+import { PermanentJobError, TransientJobError } from '../../shared/errors.ts';
 import type { CoreEnv } from './core-fixture.ts';
 
 /** Counts handler runs per dedup key, so tests can tell "ran" from "skipped". */

@@ -1,8 +1,8 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import ledgerJobs from '../../../examples/ledger/jobs.ts';
-import { DynamoDbJobStore } from '../../../shared/core/dynamodb-job-store.ts';
-import { JobStatus } from '../../../shared/core/statuses.ts';
+import { DynamoDbJobStore } from '../../../shared/core/adapters/dynamodb-job-store.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import type { DeadLetter, DeadLetterSummary, PurgeReport, RedriveReport } from '../../../shared/ops/dlq.ts';
 import type { InspectReport } from '../../../shared/ops/inspect.ts';
 import {

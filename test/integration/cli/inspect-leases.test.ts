@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import ledgerJobs from '../../../examples/ledger/jobs.ts';
-import { DynamoDbJobStore } from '../../../shared/core/dynamodb-job-store.ts';
-import { JobStatus } from '../../../shared/core/statuses.ts';
-import { jobLeaseOwner } from '../../../shared/core/with-lease.ts';
+import { DynamoDbJobStore } from '../../../shared/core/adapters/dynamodb-job-store.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
+import { jobLeaseOwner } from '../../../shared/core/leases/named-lease.ts';
 import type { InspectReport } from '../../../shared/ops/inspect.ts';
 import type { LeasesReport } from '../../../shared/ops/leases.ts';
 import type { StatusReport } from '../../../shared/ops/status.ts';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import ledgerJobs from '../../../examples/ledger/jobs.ts';
 import { createAwsClients, destroyAwsClients } from '../../../shared/aws/clients.ts';
 import { FaultInjector } from '../../../shared/aws/fault-injector.ts';
-import { JobStatus } from '../../../shared/core/statuses.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { redrive } from '../../../shared/ops/dlq.ts';
 import {
   type CoreEnv,

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { parseEnvelope } from '../../../shared/core/envelope.ts';
+import { parseEnvelope } from '../../../shared/core/contract/envelope.ts';
 import type { StatusReport } from '../../../shared/ops/status.ts';
 import { type CoreEnv, coreEnv, purge, queueCounts, receiveAll } from '../../support/core-fixture.ts';
 import { leaseq, leaseqJson } from './run-cli.ts';

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoDbJobStore } from '../../../shared/core/dynamodb-job-store.ts';
-import { JobStatus } from '../../../shared/core/statuses.ts';
+import { DynamoDbJobStore } from '../../../shared/core/adapters/dynamodb-job-store.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { type CoreEnv, coreEnv, sendJob } from '../../support/core-fixture.ts';
 import { testEndpoint, uniqueName } from '../../support/env.ts';
 

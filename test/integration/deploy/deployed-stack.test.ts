@@ -13,7 +13,7 @@ import { DescribeTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAwsClients } from '../../../shared/aws/clients.ts';
-import { JobStatus } from '../../../shared/core/statuses.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { readStackOutputs } from '../../../shared/local/deploy.ts';
 import { eventually } from '../../support/core-fixture.ts';
 import { runTag, testClients, testEndpoint } from '../../support/env.ts';

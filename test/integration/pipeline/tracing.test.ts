@@ -10,7 +10,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobStatus } from '../../../shared/core/statuses.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { JobProducer } from '../../../shared/producer/job-producer.ts';
 import { WorkerPool } from '../../../shared/runner/worker-pool.ts';
 import { workerEnv } from '../../../shared/worker/config.ts';

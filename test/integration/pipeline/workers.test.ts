@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { readDeadLetterAttributes } from '../../../shared/core/sqs-job-queue.ts';
-import { JobStatus } from '../../../shared/core/statuses.ts';
+import { readDeadLetterAttributes } from '../../../shared/core/adapters/sqs-job-queue.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { WorkerPool } from '../../../shared/runner/worker-pool.ts';
 import { workerEnv } from '../../../shared/worker/config.ts';
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseLostError } from '../../../shared/core/errors.ts';
-import type { Checkpoint } from '../../../shared/core/job-item.ts';
-import type { ClaimRequest, Effect, JobLease, JobStore } from '../../../shared/core/job-store.ts';
-import { JobStatus } from '../../../shared/core/statuses.ts';
+import type { Checkpoint } from '../../../shared/core/contract/job-item.ts';
+import type { ClaimRequest, Effect, JobLease, JobStore } from '../../../shared/core/contract/job-store.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
+import { LeaseLostError } from '../../../shared/errors.ts';
 
 /** What a backend gives the job store contract. */
 export interface JobStoreFixture {

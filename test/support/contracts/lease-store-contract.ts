@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LeaseLostError } from '../../../shared/core/errors.ts';
-import type { LeaseStore, NamedLease } from '../../../shared/core/lease-store.ts';
+import type { LeaseStore, NamedLease } from '../../../shared/core/contract/lease-store.ts';
+import { LeaseLostError } from '../../../shared/errors.ts';
 
 /** What a backend gives the lease store contract. */
 export interface LeaseStoreFixture {

@@ -1,9 +1,9 @@
 import type { Message } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { describeRedrive } from '../../../cli/commands/dlq.ts';
-import type { JobItem } from '../../../shared/core/job-item.ts';
-import { deadLetterAttributes } from '../../../shared/core/sqs-job-queue.ts';
-import { JobStatus } from '../../../shared/core/statuses.ts';
+import { deadLetterAttributes } from '../../../shared/core/adapters/sqs-job-queue.ts';
+import type { JobItem } from '../../../shared/core/contract/job-item.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import {
   assertKnownReason,
   type DeadLetterSummary,
@@ -14,7 +14,7 @@ import {
   summarise,
   toDeadLetter,
 } from '../../../shared/ops/dlq.ts';
-import { InvalidFilterError } from '../../../shared/ops/errors.ts';
+import { InvalidFilterError } from '../../../shared/ops/ops-errors.ts';
 
 const body = JSON.stringify({
   v: 1,

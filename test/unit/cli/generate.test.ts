@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { dedupKeyFor, generateJobs } from '../../../examples/ledger/generate.ts';
-import { parseEnvelope } from '../../../shared/core/envelope.ts';
+import { parseEnvelope } from '../../../shared/core/contract/envelope.ts';
 import { chunk } from '../../../shared/ops/send.ts';
 
 /** A deterministic random source (LCG) so the tests do not depend on luck. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { JobFileError } from '../../../shared/ops/errors.ts';
 import { countRepeatedKeys, parseJobFile } from '../../../shared/ops/job-file.ts';
+import { JobFileError } from '../../../shared/ops/ops-errors.ts';
 
 const now = new Date('2024-05-01T12:00:00.000Z');
 const known = (type: string) => type === 'ledger.credit' || type === 'ledger.transfer';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { LeaseItem } from '../../../shared/core/lease-store.ts';
-import { JobStatus } from '../../../shared/core/statuses.ts';
+import type { LeaseItem } from '../../../shared/core/contract/lease-store.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import {
   type JobSummaryItem,
   jobLeaseView,

@@ -1,10 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConfigError } from '../../../shared/core/errors.ts';
-import { JobRegistry } from '../../../shared/core/registry.ts';
+import { JobRegistry } from '../../../shared/core/model/registry.ts';
+import { payloadProblem, validatePayload } from '../../../shared/core/model/standard-schema.ts';
+import {
+  defineTable,
+  tableEnvVar,
+  tableOutputKey,
+  tablePhysicalName,
+} from '../../../shared/core/model/table.ts';
+import { ConfigError } from '../../../shared/errors.ts';
 import { defineJob, defineJobs } from '../../../shared/jobs/define-job.ts';
-import { payloadProblem, validatePayload } from '../../../shared/jobs/standard-schema.ts';
-import { defineTable, tableEnvVar, tableOutputKey, tablePhysicalName } from '../../../shared/jobs/table.ts';
 
 const noop = async () => undefined;
 

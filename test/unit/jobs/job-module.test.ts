@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../shared/core/errors.ts';
+import { ConfigError } from '../../../shared/errors.ts';
 import { findJobModule, loadJobModule } from '../../../shared/jobs/job-module.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'leaseq-jobmodule-'));

@@ -16,7 +16,7 @@ import {
   InvalidPortError,
   PortInUseError,
   PythonMissingError,
-} from '../../../shared/local/errors.ts';
+} from '../../../shared/local/emulator-errors.ts';
 import { isPortFree } from '../../../shared/local/net.ts';
 import { isProcessAlive, processCommandLine } from '../../../shared/local/process.ts';
 import { readEmulatorState } from '../../../shared/local/state.ts';

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { EmulatorBusyError } from '../../../shared/local/errors.ts';
+import { EmulatorBusyError } from '../../../shared/local/emulator-errors.ts';
 import { withFileLock } from '../../../shared/local/lock.ts';
 import { tempDir } from './fixtures.ts';
 

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { afterEach, describe, expect, test } from 'vitest';
-import { InvalidPortError } from '../../../shared/local/errors.ts';
+import { InvalidPortError } from '../../../shared/local/emulator-errors.ts';
 import { isPortFree, parsePort, probeHttp } from '../../../shared/local/net.ts';
 import { close, freePort, listen, portOf } from './fixtures.ts';
 

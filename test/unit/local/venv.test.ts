@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { EmulatorInstallError, PythonMissingError } from '../../../shared/local/emulator-errors.ts';
 import { EMULATORS } from '../../../shared/local/emulators.ts';
-import { EmulatorInstallError, PythonMissingError } from '../../../shared/local/errors.ts';
 import { checkPython, installEmulator, isInstalled, parsePythonVersion } from '../../../shared/local/venv.ts';
 import { tempDir, writeScript } from './fixtures.ts';
 

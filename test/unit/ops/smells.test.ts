@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { InMemoryMetrics } from '../../../shared/core/metrics.ts';
-import { MetricName } from '../../../shared/core/statuses.ts';
+import { MetricName } from '../../../shared/core/observe/metric-names.ts';
+import { InMemoryMetrics } from '../../../shared/core/observe/metrics.ts';
 import { operationalSmells } from '../../../shared/ops/smells.ts';
 import type { PoolMetricsFile } from '../../../shared/runner/worker-pool.ts';
 

@@ -1,7 +1,7 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { parseEnvelope } from '../../../shared/core/envelope.ts';
+import { parseEnvelope } from '../../../shared/core/contract/envelope.ts';
 import { defineJob, defineJobs } from '../../../shared/jobs/define-job.ts';
 import { InvalidJobError, JobProducer } from '../../../shared/producer/job-producer.ts';
 

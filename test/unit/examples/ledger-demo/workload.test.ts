@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { planWorkload } from '../../../../examples/ledger/demo/workload.ts';
 import { seededRandom } from '../../../../examples/ledger/generate.ts';
-import { parseEnvelope } from '../../../../shared/core/envelope.ts';
+import { parseEnvelope } from '../../../../shared/core/contract/envelope.ts';
 
 describe('Function: planWorkload', () => {
   const plan = planWorkload('run-t', {

@@ -1,0 +1,137 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { LeaseLostError } from '../../errors.ts';
+import type { Effect } from '../contract/job-store.ts';
+import type { AcquireResult, LeaseItem, LeaseStore, NamedLease } from '../contract/lease-store.ts';
+import { guardStore } from './store-errors.ts';
+
+export interface DynamoDbLeaseStoreOptions {
+  readonly client: DynamoDBDocumentClient;
+  readonly tableName: string;
+  /** How long an idle lease item lingers before TTL may delete it. @default 86400 (1 day) */
+  readonly idleTtlSeconds?: number;
+}
+
+/** The `leases` table adapter (pk `leaseKey`). */
+export class DynamoDbLeaseStore implements LeaseStore {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #table: string;
+  readonly #ttl: number;
+
+  constructor(options: DynamoDbLeaseStoreOptions) {
+    this.#doc = options.client;
+    this.#table = options.tableName;
+    this.#ttl = options.idleTtlSeconds ?? 86_400;
+  }
+
+  async tryAcquire(key: string, owner: string, leaseMs: number, now: number): Promise<AcquireResult> {
+    const leaseUntil = now + leaseMs;
+    try {
+      const out = await guardStore('lease-acquire', () =>
+        this.#doc.send(
+          new UpdateCommand({
+            TableName: this.#table,
+            Key: { leaseKey: key },
+            // A deleted item restarts its token from the clock, above every token issued before it
+            // (TTL deletes only items idle for `idleTtlSeconds`), so tokens never go backwards.
+            UpdateExpression:
+              'SET #owner = :owner, #leaseUntil = :leaseUntil, #token = if_not_exists(#token, :now) + :one, ' +
+              '#acquiredAt = :now, #expiresAt = :expiresAt',
+            ConditionExpression: 'attribute_not_exists(#leaseKey) OR #leaseUntil < :now',
+            ExpressionAttributeNames: {
+              '#leaseKey': 'leaseKey',
+              '#owner': 'owner',
+              '#leaseUntil': 'leaseUntil',
+              '#token': 'token',
+              '#acquiredAt': 'acquiredAt',
+              '#expiresAt': 'expiresAt',
+            },
+            ExpressionAttributeValues: {
+              ':owner': owner,
+              ':leaseUntil': leaseUntil,
+              ':now': now,
+              ':one': 1,
+              ':expiresAt': Math.ceil(leaseUntil / 1000) + this.#ttl,
+            },
+            ReturnValues: 'ALL_NEW',
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          }),
+        ),
+      );
+      const item = out.Attributes as LeaseItem;
+      return { acquired: true, lease: { key, owner, token: item.token, leaseUntil } };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException && error.Item) {
+        return { acquired: false, holder: unmarshall(error.Item) as LeaseItem };
+      }
+      throw error;
+    }
+  }
+
+  async renew(lease: NamedLease, leaseMs: number, now: number): Promise<void> {
+    const leaseUntil = now + leaseMs;
+    await this.#fenced(lease, 'lease-renew', 'SET #leaseUntil = :leaseUntil, #expiresAt = :expiresAt', {
+      ':leaseUntil': leaseUntil,
+      ':expiresAt': Math.ceil(leaseUntil / 1000) + this.#ttl,
+    });
+    lease.leaseUntil = leaseUntil;
+  }
+
+  async release(lease: NamedLease): Promise<void> {
+    try {
+      await this.#fenced(lease, 'lease-release', 'SET #leaseUntil = :zero REMOVE #owner', { ':zero': 0 });
+    } catch (error) {
+      if (error instanceof LeaseLostError) return;
+      throw error;
+    }
+  }
+
+  fence(lease: NamedLease): Effect {
+    return {
+      ConditionCheck: {
+        TableName: this.#table,
+        Key: { leaseKey: lease.key },
+        ConditionExpression: '#owner = :owner AND #token = :token',
+        ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+        ExpressionAttributeValues: { ':owner': lease.owner, ':token': lease.token },
+      },
+    };
+  }
+
+  async get(key: string): Promise<LeaseItem | undefined> {
+    const out = await guardStore('lease-get', () =>
+      this.#doc.send(
+        new GetCommand({ TableName: this.#table, Key: { leaseKey: key }, ConsistentRead: true }),
+      ),
+    );
+    return out.Item as LeaseItem | undefined;
+  }
+
+  async #fenced(lease: NamedLease, operation: string, expression: string, values: Record<string, unknown>) {
+    try {
+      await guardStore(operation, () =>
+        this.#doc.send(
+          new UpdateCommand({
+            TableName: this.#table,
+            Key: { leaseKey: lease.key },
+            UpdateExpression: expression,
+            ConditionExpression: '#owner = :owner AND #token = :token',
+            ExpressionAttributeNames: {
+              '#owner': 'owner',
+              '#token': 'token',
+              '#leaseUntil': 'leaseUntil',
+              ...(expression.includes('#expiresAt') ? { '#expiresAt': 'expiresAt' } : {}),
+            },
+            ExpressionAttributeValues: { ...values, ':owner': lease.owner, ':token': lease.token },
+          }),
+        ),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        throw new LeaseLostError(lease.key, lease.token, `${operation} refused`, error);
+      }
+      throw error;
+    }
+  }
+}

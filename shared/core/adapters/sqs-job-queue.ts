@@ -1,0 +1,91 @@
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  type MessageAttributeValue,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { DeadLetterReason, JobQueue } from '../contract/job-queue.ts';
+
+export interface SqsJobQueueOptions {
+  readonly client: SQSClient;
+  readonly queueUrl: string;
+  readonly deadLetterQueueUrl: string;
+}
+
+/** Prefix of the message attributes a leaseq dead letter carries. */
+export const DLQ_ATTRIBUTE_PREFIX = 'leaseq.';
+
+/** The SQS adapter of {@link JobQueue}. */
+export class SqsJobQueue implements JobQueue {
+  readonly #sqs: SQSClient;
+  readonly #queueUrl: string;
+  readonly #dlqUrl: string;
+
+  constructor(options: SqsJobQueueOptions) {
+    this.#sqs = options.client;
+    this.#queueUrl = options.queueUrl;
+    this.#dlqUrl = options.deadLetterQueueUrl;
+  }
+
+  async changeVisibility(receiptHandle: string, seconds: number): Promise<void> {
+    await this.#sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: this.#queueUrl,
+        ReceiptHandle: receiptHandle,
+        VisibilityTimeout: Math.max(0, Math.min(43_200, Math.round(seconds))),
+      }),
+    );
+  }
+
+  async delete(receiptHandle: string): Promise<void> {
+    await this.#sqs.send(
+      new DeleteMessageCommand({ QueueUrl: this.#queueUrl, ReceiptHandle: receiptHandle }),
+    );
+  }
+
+  async sendToDeadLetter(body: string, reason: DeadLetterReason, groupId?: string): Promise<void> {
+    await this.#sqs.send(
+      new SendMessageCommand({
+        QueueUrl: this.#dlqUrl,
+        MessageBody: body,
+        MessageAttributes: deadLetterAttributes(reason),
+        ...(groupId
+          ? { MessageGroupId: groupId, MessageDeduplicationId: `${reason.messageId}-dead`.slice(0, 128) }
+          : {}),
+      }),
+    );
+  }
+}
+
+/** Encodes a reason as SQS message attributes (strings, bounded). */
+export function deadLetterAttributes(reason: DeadLetterReason): Record<string, MessageAttributeValue> {
+  const attrs: Record<string, MessageAttributeValue> = {};
+  const put = (name: string, value: string | number | undefined, type: 'String' | 'Number' = 'String') => {
+    if (value === undefined || value === '') return;
+    attrs[`${DLQ_ATTRIBUTE_PREFIX}${name}`] = { DataType: type, StringValue: String(value).slice(0, 1024) };
+  };
+  put('reason', reason.reason);
+  put('errorClass', reason.errorClass);
+  put('errorMessage', reason.errorMessage);
+  put('attempts', reason.attempts, 'Number');
+  put('dedupKey', reason.dedupKey);
+  put('worker', reason.worker);
+  put('originalMessageId', reason.messageId);
+  put('type', reason.type);
+  put('deadAt', new Date().toISOString());
+  return attrs;
+}
+
+/** Decodes the reason attributes of a DLQ message (for the CLI). */
+export function readDeadLetterAttributes(
+  attributes: Record<string, MessageAttributeValue> | undefined,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(attributes ?? {})) {
+    if (name.startsWith(DLQ_ATTRIBUTE_PREFIX) && value.StringValue !== undefined) {
+      out[name.slice(DLQ_ATTRIBUTE_PREFIX.length)] = value.StringValue;
+    }
+  }
+  return out;
+}

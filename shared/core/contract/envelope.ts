@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import { InvalidEnvelopeError } from '../../errors.ts';
+
+/** The envelope schema version this build reads and writes. */
+export const ENVELOPE_VERSION = 1;
+
+/** Bodies above this are refused before parsing. @default 262144 (256 KiB, the classic SQS limit) */
+export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
+
+// Printable ASCII without spaces' edge cases: 0x21-0x7E plus inner space; 1-256 characters.
+const DEDUP_KEY = /^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/;
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+const envelopeSchema = z.object({
+  v: z.literal(ENVELOPE_VERSION),
+  id: z.string().min(1).max(128),
+  dedupKey: z.string().regex(DEDUP_KEY, 'dedupKey must be 1-256 printable characters'),
+  type: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[A-Za-z0-9._:-]+$/, 'type must be letters, digits and . _ : -'),
+  createdAt: z.iso.datetime({ offset: true }),
+  payload: z.unknown(),
+  trace: z.string().regex(TRACEPARENT, 'trace must be a W3C traceparent').optional(),
+});
+
+/** The shape every reason for a refused body names, so a producer sees what to send. */
+export const ENVELOPE_SHAPE = `{v:${ENVELOPE_VERSION}, id, dedupKey, type, createdAt, payload}`;
+
+/** A job as it travels in an SQS message body. */
+export type JobEnvelope = z.infer<typeof envelopeSchema>;
+
+/**
+ * Parses and validates a message body. Throws {@link InvalidEnvelopeError} with the problem kind for
+ * anything that is not a v1 envelope; the caller dead-letters it with that reason.
+ * `knownTypes` (when given) turns an unregistered `type` into a permanent error too.
+ */
+export function parseEnvelope(
+  body: string,
+  options: { maxBytes?: number; isKnownType?: (type: string) => boolean } = {},
+): JobEnvelope {
+  const maxBytes = options.maxBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const size = Buffer.byteLength(body, 'utf8');
+  if (size > maxBytes) {
+    throw new InvalidEnvelopeError('too-large', `body is ${size} bytes, above the ${maxBytes} byte limit`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(body);
+  } catch (error) {
+    throw new InvalidEnvelopeError(
+      'not-json',
+      `not a leaseq envelope: the body is not JSON; expected ${ENVELOPE_SHAPE}`,
+      error,
+    );
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || !('v' in raw)) {
+    throw new InvalidEnvelopeError('bad-schema', `not a leaseq envelope: expected ${ENVELOPE_SHAPE}`);
+  }
+  if (raw.v !== ENVELOPE_VERSION) {
+    throw new InvalidEnvelopeError(
+      'unknown-version',
+      `leaseq envelope version ${JSON.stringify(raw.v)} is not supported; expected ${ENVELOPE_SHAPE}`,
+    );
+  }
+  const parsed = envelopeSchema.safeParse(raw);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    const where = first?.path.length ? first.path.join('.') : 'body';
+    throw new InvalidEnvelopeError(
+      'bad-schema',
+      `invalid leaseq envelope: ${where}: ${first?.message ?? 'invalid'}; expected ${ENVELOPE_SHAPE}`,
+    );
+  }
+  if (options.isKnownType && !options.isKnownType(parsed.data.type)) {
+    throw new InvalidEnvelopeError('unknown-type', `job type ${parsed.data.type} is not registered`);
+  }
+  return parsed.data;
+}
+
+/** Builds a v1 envelope (producers and the CLI use this, so every message has the same shape). */
+export function makeEnvelope(input: {
+  id: string;
+  dedupKey: string;
+  type: string;
+  payload: unknown;
+  createdAt?: Date;
+  trace?: string;
+}): JobEnvelope {
+  return {
+    v: ENVELOPE_VERSION,
+    id: input.id,
+    dedupKey: input.dedupKey,
+    type: input.type,
+    createdAt: (input.createdAt ?? new Date()).toISOString(),
+    payload: input.payload,
+    ...(input.trace ? { trace: input.trace } : {}),
+  };
+}

@@ -1,0 +1,152 @@
+import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { Checkpoint, JobItem } from './job-item.ts';
+
+/** One DynamoDB write a job wants committed atomically with its checkpoint or completion. */
+export type Effect = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** What a worker holds after a successful claim. `version` and `leaseUntil` move as it writes. */
+export interface JobLease {
+  readonly dedupKey: string;
+  readonly owner: string;
+  readonly token: number;
+  readonly attempts: number;
+  readonly messageId: string;
+  version: number;
+  leaseUntil: number;
+  checkpoint?: Checkpoint;
+}
+
+export interface ClaimRequest {
+  readonly dedupKey: string;
+  readonly owner: string;
+  readonly messageId: string;
+  readonly type: string;
+  readonly createdAt: string;
+  readonly leaseMs: number;
+  readonly now: number;
+}
+
+/** How a successful claim came about, from the item as it was before (undefined: there was none). */
+export type ClaimKind = 'fresh' | 'retry' | 'takeover';
+
+export type ClaimResult =
+  | {
+      readonly claimed: true;
+      readonly lease: JobLease;
+      readonly kind: ClaimKind;
+      readonly previous?: JobItem;
+    }
+  | { readonly claimed: false; readonly existing: JobItem };
+
+/** Outcome of a fenced write that also carried effects. */
+export type FencedWriteResult =
+  | { readonly ok: true }
+  /** One of the effects' own conditions failed (an optimistic version check): nothing was written. */
+  | {
+      readonly ok: false;
+      readonly reason: 'effect-conflict';
+      readonly index: number;
+      /** The item was busy (a transaction conflict), not refused by its condition. */
+      readonly busy?: boolean;
+    };
+
+/** The one-write fast path's commit: the claim's condition and the completion in one write. */
+export interface FastCommitRequest {
+  readonly dedupKey: string;
+  /** This worker: stored as the owner of the completion. */
+  readonly owner: string;
+  readonly messageId: string;
+  readonly type: string;
+  readonly createdAt: string;
+  /** The commit's time: a lease ending before it is no longer live. */
+  readonly now: number;
+  /**
+   * The worker's attempt budget: an item whose attempts reached it is refused (its last attempt died
+   * holding the lease, or its dead-lettering is unfinished), so only a leased claim ends it.
+   */
+  readonly maxAttempts: number;
+}
+
+/** Outcome of {@link JobStore.claimAndComplete}. */
+export type FastCommitResult =
+  | { readonly ok: true }
+  /** The claim's condition failed: the job is finished, or a live lease (or a backoff) holds it. */
+  | { readonly ok: false; readonly reason: 'refused'; readonly existing: JobItem }
+  /** One of the effects' own conditions failed, or its item was busy: nothing was written. */
+  | {
+      readonly ok: false;
+      readonly reason: 'effect-conflict';
+      readonly index: number;
+      readonly busy?: boolean;
+    };
+
+/**
+ * Per-call options of the store ports. `signal` bounds the call: the processor derives it from the lease
+ * (a call still waiting when the lease would end is abandoned, so slow answers and SDK retries never
+ * outlast the lease). An aborted call throws StoreUnavailableError; the write it carried may or may not
+ * have been applied, exactly as for an answer lost on the network.
+ */
+export interface StoreCallOptions {
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * The port for the `jobs` table. Every write after the claim is fenced: it only applies while the item
+ * still names this owner and token, and refusals come back as {@link LeaseLostError}.
+ */
+export interface JobStore {
+  /** One conditional write: takes the job if absent, or not finished and its lease is over. */
+  claim(request: ClaimRequest, options?: StoreCallOptions): Promise<ClaimResult>;
+  /** Extends the lease; throws LeaseLostError when the owner/token no longer match. */
+  renew(lease: JobLease, leaseMs: number, now: number, options?: StoreCallOptions): Promise<void>;
+  /** Stores progress (and, atomically, the step's effects). Throws LeaseLostError when fenced out. */
+  checkpoint(
+    lease: JobLease,
+    checkpoint: Checkpoint,
+    effects?: readonly Effect[],
+    options?: StoreCallOptions,
+  ): Promise<FencedWriteResult>;
+  /** Marks the job COMPLETED with its effects in one transaction. Throws LeaseLostError when fenced out. */
+  complete(
+    lease: JobLease,
+    result: unknown,
+    effects?: readonly Effect[],
+    options?: StoreCallOptions,
+  ): Promise<FencedWriteResult>;
+  /**
+   * The fast path (docs/protocol.md, "Fast path"): marks a job COMPLETED that nobody claimed, with its
+   * effects, in one write, under the claim's condition (no item, or not finished and no live lease). Of
+   * racing copies exactly one commit applies; the others are refused with the item they found. The
+   * write bumps the token, so an owner whose lease ran out is fenced out as by a takeover.
+   */
+  claimAndComplete(
+    request: FastCommitRequest,
+    result: unknown,
+    effects?: readonly Effect[],
+    options?: StoreCallOptions,
+  ): Promise<FastCommitResult>;
+  /**
+   * Gives the lease up after a failed attempt; the job may be claimed again from `retryAt`.
+   * `refundAttempt` takes the attempt back (a store outage is not the job's failure).
+   */
+  release(
+    lease: JobLease,
+    retryAt: number,
+    error: { message: string; errorClass: string },
+    options?: StoreCallOptions & { refundAttempt?: boolean },
+  ): Promise<void>;
+  /** Marks the job DEAD (it has been sent to the DLQ). */
+  markDead(
+    lease: JobLease,
+    error: { message: string; errorClass: string },
+    options?: StoreCallOptions,
+  ): Promise<void>;
+  /** Reads one item (strongly consistent). */
+  get(dedupKey: string, options?: StoreCallOptions): Promise<JobItem | undefined>;
+  /**
+   * Operator redrive: makes a job runnable again unless it completed or a live lease holds it: DEAD,
+   * RETRY_WAIT, or IN_PROGRESS whose lease ended before `now` (a worker died, or its dead marking failed)
+   * becomes RETRY_WAIT with attempts 0, no owner; the checkpoint is kept. False when refused or absent.
+   */
+  resetForRedrive(dedupKey: string, now: number): Promise<boolean>;
+}

@@ -1,0 +1,80 @@
+import type { JobItem } from '../contract/job-item.ts';
+import type { ClaimKind } from '../contract/job-store.ts';
+import { JobStatus } from '../contract/statuses.ts';
+
+/** What a worker does with a message whose claim was refused. */
+export type RefusalDecision =
+  /** The job is done; this copy is a duplicate: delete it. */
+  | { readonly kind: 'duplicate-completed' }
+  /** Another message for the same job is being worked on (or waits for its retry): delete this copy. */
+  | { readonly kind: 'duplicate-racing'; readonly owner?: string }
+  /** Our own message came back while its lease (or backoff) still runs: hide it until then, keep it. */
+  | { readonly kind: 'own-message-early'; readonly hideForMs: number }
+  /** The job is dead-lettered and sits in the DLQ: delete this copy; redrive is how it runs again. */
+  | { readonly kind: 'dead-copy' }
+  /** The refusal is stale (lease ended between the write and now): give it back for a quick retry. */
+  | { readonly kind: 'contended' };
+
+/**
+ * Decides the outcome of a refused claim from the item the store returned (ALL_OLD), this message's id
+ * and the clock. Pure: the claim refusals of docs/protocol.md.
+ */
+export function decideRefusal(old: JobItem, messageId: string, now: number): RefusalDecision {
+  switch (old.status) {
+    case JobStatus.Completed:
+      return { kind: 'duplicate-completed' };
+    case JobStatus.Dead:
+      return { kind: 'dead-copy' };
+    case JobStatus.InProgress:
+    case JobStatus.RetryWait: {
+      if (old.leaseUntil < now) return { kind: 'contended' };
+      if (old.messageId === messageId) return { kind: 'own-message-early', hideForMs: old.leaseUntil - now };
+      return old.owner === undefined
+        ? { kind: 'duplicate-racing' }
+        : { kind: 'duplicate-racing', owner: old.owner };
+    }
+    default:
+      return { kind: 'contended' };
+  }
+}
+
+/**
+ * True when a refused claim was refused by this very claim: the item names our owner and message and
+ * was claimed at our request's time. That is a claim whose answer was lost and which the SDK retried;
+ * the job is ours, not someone else's and not our own message back early.
+ */
+export function isOwnClaim(
+  old: JobItem,
+  request: { readonly owner: string; readonly messageId: string; readonly now: number },
+): boolean {
+  return (
+    old.status === JobStatus.InProgress &&
+    old.owner === request.owner &&
+    old.messageId === request.messageId &&
+    old.claimedAt === request.now
+  );
+}
+
+/**
+ * `takeover` means the previous owner's lease ran out while IN_PROGRESS: that worker died or stalled
+ * (metric LeaseExpired). `retry` follows a released attempt.
+ */
+export function classifyClaim(old: JobItem | undefined): ClaimKind {
+  if (!old) return 'fresh';
+  return old.status === JobStatus.InProgress ? 'takeover' : 'retry';
+}
+
+/**
+ * True when a refused fast commit found a job only a leased claim may take, and whose lease is over so
+ * a claim can take it now: one with a checkpoint (its steps' effects are committed; a leased run resumes
+ * from them), or one whose attempts are used up (the claim then dead-letters it). The fast commit's
+ * condition refuses exactly these besides the usual claim refusals (docs/protocol.md, edge E12).
+ */
+export function needsLeasedClaim(old: JobItem, maxAttempts: number, now: number): boolean {
+  return (
+    (old.checkpoint !== undefined || old.attempts >= maxAttempts) &&
+    old.status !== JobStatus.Completed &&
+    old.status !== JobStatus.Dead &&
+    old.leaseUntil < now
+  );
+}

@@ -1,0 +1,51 @@
+import type { Effect } from '../contract/job-store.ts';
+import type { EffectTable } from './effect-table.ts';
+import type { JobContext } from './job-context.ts';
+import type { PayloadSchema } from './standard-schema.ts';
+import type { TableMap } from './table.ts';
+
+/** What a job hands back: DynamoDB effects committed atomically with its completion, and a result. */
+export interface JobOutcome {
+  /** Writes committed in the same transaction that marks the job COMPLETED (fenced by the token). */
+  readonly effects?: readonly Effect[];
+  /** Stored on the job item (keep it small). */
+  readonly result?: unknown;
+}
+
+/** One job type: its payload schema, the tables its effects write and the function that runs it. */
+export interface JobDefinition<P = unknown, T extends TableMap = TableMap> {
+  /** The envelope `type` that selects this job: letters, digits and `. _ : -` (e.g. `email.send`). */
+  readonly type: string;
+  /** Validates the payload (any Standard Schema: zod, valibot, ...); a mismatch is dead-lettered at once. */
+  readonly payload: PayloadSchema<P>;
+  /** Application tables the job reads and writes, reachable as `ctx.tables.<key>`. @default {} */
+  readonly tables?: T;
+  /**
+   * Runs the job on the one-write fast path (docs/protocol.md, "Fast path"): no claim before the run;
+   * its effects and the job's completion are one transaction under the claim's condition, so a unique
+   * job costs one write instead of two. A racing copy may run the job too; exactly one commit applies.
+   * Only for short jobs whose every effect is a DynamoDB write it returns as `effects`: no `ctx.step`,
+   * no `ctx.withLease`, nothing done outside the commit (it could be done twice). A failed attempt is
+   * recorded under a lease as usual, and every redelivery of the message runs leased.
+   * @default false
+   */
+  readonly fastPath?: boolean;
+  /**
+   * Runs the job. It may be called again in the same attempt when its final effects hit an optimistic
+   * conflict, and again on a later attempt: steps already checkpointed are skipped by `ctx.step`.
+   */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a job with nothing to commit may simply not return.
+  run(ctx: JobContext<T>, payload: P): Promise<JobOutcome | undefined | void>;
+}
+
+/** A job definition whose payload and table types are erased (how a registry holds them). */
+// biome-ignore lint/suspicious/noExplicitAny: erasing the payload type needs a bivariant parameter here.
+export type AnyJobDefinition = JobDefinition<any, any>;
+
+/**
+ * Where the engine gets the `ctx.tables` handles of a job type: the port the authoring layer implements
+ * (shared/jobs/effect-tables.ts), so the engine never imports it.
+ */
+export interface TableHandleSource {
+  for(job: AnyJobDefinition): Readonly<Record<string, EffectTable>>;
+}

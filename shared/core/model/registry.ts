@@ -1,0 +1,112 @@
+import { ConfigError } from '../../errors.ts';
+import type { AnyJobDefinition, JobDefinition } from './job-definition.ts';
+import { isPayloadSchema } from './standard-schema.ts';
+import { assertTableDefinition, sameTableSpec, type TableDefinition, type TableMap } from './table.ts';
+
+const JOB_TYPE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** What a {@link JobRegistry} offers, structurally: a registry from another copy of leaseq has it too. */
+export interface JobRegistryLike {
+  types(): string[];
+  get(type: string): AnyJobDefinition | undefined;
+}
+
+/** Where jobs can come from: `defineJobs([...])`, a plain list of `defineJob(...)`, or another copy's registry. */
+export type JobSource = JobRegistry | JobRegistryLike | readonly AnyJobDefinition[];
+
+/** True for a registry of this or another copy of leaseq. */
+export function isRegistryLike(value: unknown): value is JobRegistryLike {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    typeof (value as JobRegistryLike).types === 'function' &&
+    typeof (value as JobRegistryLike).get === 'function'
+  );
+}
+
+/** The job types a worker knows, and the application tables they write. An unregistered `type` is a permanent error. */
+export class JobRegistry {
+  readonly #definitions = new Map<string, AnyJobDefinition>();
+  readonly #tables = new Map<string, TableDefinition>();
+
+  /**
+   * The registry of any job source: a registry (also one made by another installed copy of leaseq, as in
+   * a monorepo with two node_modules), or a list of definitions.
+   */
+  static from(jobs: JobSource): JobRegistry {
+    if (jobs instanceof JobRegistry) return jobs;
+    if (isRegistryLike(jobs)) return JobRegistry.of(jobs.types().flatMap((type) => jobs.get(type) ?? []));
+    return JobRegistry.of(jobs);
+  }
+
+  /** A registry of `jobs` (what a job module exports). */
+  static of(jobs: Iterable<AnyJobDefinition>): JobRegistry {
+    const registry = new JobRegistry();
+    for (const job of jobs) registry.register(job);
+    return registry;
+  }
+
+  /** Adds a job type. @throws ConfigError for a duplicate or malformed type, or a table declared two ways. */
+  register<P, T extends TableMap>(definition: JobDefinition<P, T>): this {
+    assertDefinition(definition);
+    if (this.#definitions.has(definition.type)) {
+      throw new ConfigError(`job type ${definition.type} is already registered`);
+    }
+    for (const table of Object.values(definition.tables ?? {})) {
+      assertTableDefinition(table);
+      const known = this.#tables.get(table.name);
+      if (known && !sameTableSpec(known, table)) {
+        throw new ConfigError(
+          `table ${table.name} is declared twice with different keys (job type ${definition.type}); declare it once with defineTable and share it`,
+        );
+      }
+      this.#tables.set(table.name, table);
+    }
+    this.#definitions.set(definition.type, definition as AnyJobDefinition);
+    return this;
+  }
+
+  get(type: string): AnyJobDefinition | undefined {
+    return this.#definitions.get(type);
+  }
+
+  has(type: string): boolean {
+    return this.#definitions.has(type);
+  }
+
+  types(): string[] {
+    return [...this.#definitions.keys()];
+  }
+
+  /** Every application table the registered jobs write (each once). */
+  tables(): TableDefinition[] {
+    return [...this.#tables.values()];
+  }
+}
+
+function assertDefinition(definition: AnyJobDefinition): void {
+  if (typeof definition !== 'object' || definition === null) {
+    throw new ConfigError(
+      `a job definition must be an object from defineJob(...), received ${typeof definition}`,
+    );
+  }
+  if (typeof definition.type !== 'string' || !JOB_TYPE.test(definition.type)) {
+    throw new ConfigError(
+      `job type ${JSON.stringify(definition.type)} is not valid; expected 1-128 letters, digits or . _ : - (e.g. "email.send")`,
+    );
+  }
+  if (!isPayloadSchema(definition.payload)) {
+    throw new ConfigError(
+      `job type ${definition.type}: payload must be a Standard Schema (a zod, valibot or arktype schema)`,
+    );
+  }
+  if (definition.fastPath !== undefined && typeof definition.fastPath !== 'boolean') {
+    throw new ConfigError(
+      `job type ${definition.type}: fastPath must be true or false, received ${typeof definition.fastPath}`,
+    );
+  }
+  if (typeof definition.run !== 'function') {
+    throw new ConfigError(`job type ${definition.type}: run must be a function (ctx, payload) => outcome`);
+  }
+}

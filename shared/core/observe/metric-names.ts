@@ -1,0 +1,31 @@
+/** Every metric leaseq emits. Names are the contract with dashboards and alarms. */
+export const MetricName = {
+  JobSucceeded: 'JobSucceeded',
+  JobRetried: 'JobRetried',
+  JobDeadLettered: 'JobDeadLettered',
+  JobDuration: 'JobDuration',
+  QueueLag: 'QueueLag',
+  DuplicateSkipped: 'DuplicateSkipped',
+  OwnMessageEarly: 'OwnMessageEarly',
+  DeadCopyDropped: 'DeadCopyDropped',
+  LeaseExpired: 'LeaseExpired',
+  LeaseLost: 'LeaseLost',
+  LeaseRenewed: 'LeaseRenewed',
+  OptimisticConflict: 'OptimisticConflict',
+  CacheHit: 'CacheHit',
+  CacheMiss: 'CacheMiss',
+  StoreUnavailable: 'StoreUnavailable',
+  StoreLatency: 'StoreLatency',
+  /** A store call abandoned at its lease-derived bound (dimension `operation`). */
+  StoreTimeout: 'StoreTimeout',
+  JobsPerWorker: 'JobsPerWorker',
+  /** Every record a worker processed (a receive). With JobClaimed: receives per attempt (ping-pong). */
+  MessageReceived: 'MessageReceived',
+  /** Every attempt started: a successful claim, or a fast-path run. */
+  JobClaimed: 'JobClaimed',
+  /** A fast-path attempt failed and was recorded under a lease (dimension `jobType`). */
+  FastPathFallback: 'FastPathFallback',
+  /** A message given back without running (own message early, contended, claim outage, deadline, FIFO). */
+  HandBack: 'HandBack',
+} as const;
+export type MetricName = (typeof MetricName)[keyof typeof MetricName];

@@ -1,0 +1,198 @@
+import {
+  describe,
+  errorClass,
+  InvalidEnvelopeError,
+  LeaseLostError,
+  StoreUnavailableError,
+} from '../../errors.ts';
+import type { JobEnvelope } from '../contract/envelope.ts';
+import type { DeadLetterReason, JobQueue } from '../contract/job-queue.ts';
+import type { JobLease, JobStore } from '../contract/job-store.ts';
+import type { DeadLetterCause } from '../decisions/failure-decision.ts';
+import type { JobRenewer } from '../leases/renewer.ts';
+import { boundedSignal } from '../leases/timeout-signal.ts';
+import type { JobLog } from '../observe/job-log.ts';
+import { MetricName } from '../observe/metric-names.ts';
+import type { MetricsSink } from '../observe/metrics.ts';
+import { inSpan } from '../observe/spans.ts';
+import type { RecordMessage } from './record-message.ts';
+
+/** How a dead-lettering ended for the message: gone (`delete`) or kept for another try (`retain`). */
+export interface DeadLetterOutcome {
+  readonly action: 'dead-lettered' | 'lease-lost' | 'store-unavailable' | 'retry';
+  readonly disposition: 'delete' | 'retain';
+}
+
+export interface DeadLettererOptions {
+  readonly store: JobStore;
+  readonly queue: JobQueue;
+  readonly metrics: MetricsSink;
+  readonly worker: string;
+  /** Backoff (whole seconds) before the message that could not be dead-lettered comes back. */
+  readonly backoffSeconds: (attempts: number) => number;
+  /** How long each store call of a dead-lettering may take (and the least lease its fence grants). */
+  readonly callBudgetMs: number;
+}
+
+/**
+ * The one way a job reaches the DLQ (protocol edges E7/E8). A claimed job: fence (a fenced renewal),
+ * letter, DEAD item, delete the original; each step that fails keeps the message, since it is what brings
+ * the job back. A message that never became a job (a bad body): letter, delete.
+ */
+export class DeadLetterer {
+  readonly #o: DeadLettererOptions;
+
+  constructor(options: DeadLettererOptions) {
+    this.#o = options;
+  }
+
+  claimed(
+    message: RecordMessage,
+    envelope: JobEnvelope,
+    lease: JobLease,
+    renewer: JobRenewer,
+    log: JobLog,
+    cause: DeadLetterCause,
+  ): Promise<DeadLetterOutcome> {
+    return inSpan(
+      'leaseq.dead_letter',
+      { 'leaseq.dead_letter.reason': cause.reason, 'error.type': cause.errorClass },
+      () => this.#claimed(message, envelope, lease, renewer, log, cause),
+    );
+  }
+
+  async #claimed(
+    message: RecordMessage,
+    envelope: JobEnvelope,
+    lease: JobLease,
+    renewer: JobRenewer,
+    log: JobLog,
+    cause: DeadLetterCause,
+  ): Promise<DeadLetterOutcome> {
+    const { record } = message;
+    const reason: DeadLetterReason = {
+      ...cause,
+      attempts: lease.attempts,
+      dedupKey: envelope.dedupKey,
+      worker: this.#o.worker,
+      messageId: record.messageId,
+      type: envelope.type,
+    };
+    const lost = (error: unknown, line: string): DeadLetterOutcome => {
+      this.#o.metrics.count(MetricName.LeaseLost);
+      log.warn(line, { error: describe(error) });
+      return { action: 'lease-lost', disposition: 'retain' };
+    };
+    const keep = async (error: unknown, line: string, action: DeadLetterOutcome['action']) => {
+      if (error instanceof StoreUnavailableError) this.#o.metrics.count(MetricName.StoreUnavailable);
+      log.warn(line, { error: describe(error) });
+      await message.giveBack(this.#o.backoffSeconds(lease.attempts), line);
+      return { action, disposition: 'retain' } as const;
+    };
+    // Fence before anything leaves: a fenced renewal proves this worker still holds the job (and keeps
+    // it for the next steps). A worker that lost its lease unknowingly sends no letter for a job that
+    // its new owner may well complete.
+    try {
+      await this.#bounded((signal) => renewer.renew(signal, this.#o.callBudgetMs));
+    } catch (error) {
+      if (error instanceof LeaseLostError) {
+        return lost(
+          error,
+          'lease lost before dead-lettering; no letter sent, the job is left to its new owner',
+        );
+      }
+      return keep(
+        error,
+        'could not confirm the lease before dead-lettering; keeping the message',
+        'store-unavailable',
+      );
+    }
+    try {
+      await this.#o.queue.sendToDeadLetter(record.body, reason, record.attributes.MessageGroupId);
+    } catch (error) {
+      return keep(error, 'could not send to the DLQ; keeping the message for a retry', 'retry');
+    }
+    try {
+      await this.#bounded((signal) =>
+        this.#o.store.markDead(
+          lease,
+          { message: cause.errorMessage, errorClass: cause.errorClass },
+          { signal },
+        ),
+      );
+    } catch (error) {
+      // Someone else owns (or finished) the job now: the letter just sent is stale, and `dlq redrive`
+      // skips a job that completed or runs.
+      if (error instanceof LeaseLostError) {
+        return lost(error, 'lease lost while dead-lettering; keeping the message for the new owner');
+      }
+      // The letter is out but the item is not DEAD: deleting the original now would leave an unfinished
+      // item with no message to bring it back. Its next delivery finishes the dead-lettering (a second
+      // letter for the same job is possible: the DLQ is at-least-once), and a redrive resets it too.
+      return keep(
+        error,
+        'dead-lettered but could not mark the job item DEAD; keeping the message',
+        'store-unavailable',
+      );
+    }
+    await message.delete();
+    this.#o.metrics.count(MetricName.JobDeadLettered, 1, { jobType: envelope.type });
+    log.error('job dead-lettered', {
+      reason: cause.reason,
+      errorClass: cause.errorClass,
+      error: cause.errorMessage,
+    });
+    return { action: 'dead-lettered', disposition: 'delete' };
+  }
+
+  /** A message that is not a valid job: its letter says why; no job item is written. */
+  async unclaimed(message: RecordMessage, error: unknown, log: JobLog): Promise<DeadLetterOutcome> {
+    const { record } = message;
+    const problem = error instanceof InvalidEnvelopeError ? error.problem : 'bad-schema';
+    const hint = dedupKeyHint(record.body);
+    const reason: DeadLetterReason = {
+      reason: `invalid-${problem}`,
+      errorClass: errorClass(error),
+      errorMessage: describe(error),
+      attempts: 0,
+      worker: this.#o.worker,
+      messageId: record.messageId,
+      ...(hint === undefined ? {} : { dedupKey: hint }),
+    };
+    try {
+      await this.#o.queue.sendToDeadLetter(record.body, reason, record.attributes.MessageGroupId);
+    } catch (sendError) {
+      log.error('bad message, and the DLQ send failed; keeping it for a retry', {
+        error: describe(sendError),
+      });
+      await message.giveBack(this.#o.backoffSeconds(2), 'dlq send failed');
+      return { action: 'retry', disposition: 'retain' };
+    }
+    await message.delete();
+    this.#o.metrics.count(MetricName.JobDeadLettered);
+    log.error('bad message dead-lettered', { reason: reason.reason, error: reason.errorMessage });
+    return { action: 'dead-lettered', disposition: 'delete' };
+  }
+
+  async #bounded<T>(call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const bound = boundedSignal(this.#o.callBudgetMs, 'dead-lettering store call');
+    try {
+      return await call(bound.signal);
+    } finally {
+      bound.clear();
+    }
+  }
+}
+
+/** The dedup key of a bad message when one can be read, for the dead letter's attributes. */
+function dedupKeyHint(body: string): string | undefined {
+  try {
+    const raw: unknown = JSON.parse(body);
+    if (typeof raw === 'object' && raw !== null && 'dedupKey' in raw && typeof raw.dedupKey === 'string') {
+      return raw.dedupKey.slice(0, 256);
+    }
+  } catch {
+    // not JSON: no key to report
+  }
+  return undefined;
+}

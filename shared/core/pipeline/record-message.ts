@@ -1,0 +1,58 @@
+import type { SQSRecord } from 'aws-lambda';
+import { describe } from '../../errors.ts';
+import type { JobQueue } from '../contract/job-queue.ts';
+import type { JobLog } from '../observe/job-log.ts';
+
+/**
+ * The message side of one record: give it back (visible again after a delay) or delete it. Neither
+ * throws: a failed give-back leaves the message to reappear when its visibility ends, a failed delete
+ * leaves a copy that the next claim drops. Nothing is lost either way.
+ */
+export class RecordMessage {
+  readonly #queue: JobQueue;
+  readonly #log: JobLog;
+  readonly record: SQSRecord;
+
+  constructor(queue: JobQueue, record: SQSRecord, log: JobLog) {
+    this.#queue = queue;
+    this.record = record;
+    this.#log = log;
+  }
+
+  /** How many times SQS has handed this message out (1 on the first receive). */
+  get receives(): number {
+    return Number(this.record.attributes.ApproximateReceiveCount ?? '1') || 1;
+  }
+
+  async giveBack(seconds: number, why: string): Promise<void> {
+    try {
+      await this.#queue.changeVisibility(this.record.receiptHandle, seconds);
+    } catch (error) {
+      this.#log.warn('could not set the message visibility', { why, error: describe(error) });
+    }
+  }
+
+  /** Hides the message for `seconds`; false when that failed (the message may show again sooner). */
+  async hide(seconds: number): Promise<boolean> {
+    try {
+      await this.#queue.changeVisibility(this.record.receiptHandle, seconds);
+      return true;
+    } catch (error) {
+      this.#log.warn('could not hide the message', { seconds, error: describe(error) });
+      return false;
+    }
+  }
+
+  /** Deletes the message; false when that failed (a later copy, or this one back, is dropped then). */
+  async delete(): Promise<boolean> {
+    try {
+      await this.#queue.delete(this.record.receiptHandle);
+      return true;
+    } catch (error) {
+      this.#log.warn('could not delete the original message; a later copy will be dropped', {
+        error: describe(error),
+      });
+      return false;
+    }
+  }
+}

@@ -1,0 +1,43 @@
+import { LeaseqError } from '../errors.ts';
+
+/**
+ * Base of the errors the operator library throws: a problem the operator fixes (bad input, unknown key),
+ * never retryable by waiting. The CLI prints `message` as one line.
+ */
+export class OpsError extends LeaseqError {
+  constructor(message: string, cause?: unknown) {
+    super(message, { retryable: false, cause });
+    this.name = 'OpsError';
+  }
+}
+
+/** One entry of a jobs file is not a valid job; nothing from the file was sent. */
+export class JobFileError extends OpsError {
+  /** 1-based line (NDJSON) or array entry (JSON) of the bad job; undefined for the file as a whole. */
+  readonly position: number | undefined;
+
+  constructor(detail: string, at?: { where: 'line' | 'entry'; position: number }, cause?: unknown) {
+    super(at ? `${at.where} ${at.position}: ${detail}` : detail, cause);
+    this.name = 'JobFileError';
+    this.position = at?.position;
+  }
+}
+
+/** A dead letter the operator named is not (or no longer) in the DLQ. */
+export class DeadLetterNotFoundError extends OpsError {
+  readonly id: string;
+
+  constructor(id: string) {
+    super(`no message ${id} in the DLQ (see \`leaseq dlq list\`)`);
+    this.name = 'DeadLetterNotFoundError';
+    this.id = id;
+  }
+}
+
+/** A filter the operator gave can match nothing (e.g. a reason no dead letter has). */
+export class InvalidFilterError extends OpsError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidFilterError';
+  }
+}

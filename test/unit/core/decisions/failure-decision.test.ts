@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { decideFailure } from '../../../../shared/core/decisions/failure-decision.ts';
+import {
+  DeadlineError,
+  InvalidEnvelopeError,
+  LeaseLostError,
+  PermanentJobError,
+  StoreUnavailableError,
+  TransientJobError,
+} from '../../../../shared/errors.ts';
+
+const facts = (attempts: number, maxAttempts = 3) => ({
+  attempts,
+  maxAttempts,
+  backoffSeconds: (n: number) => n * 10,
+});
+const outage = () => new StoreUnavailableError('complete', new Error('ServiceUnavailable'));
+
+describe('Function: decideFailure', () => {
+  it('treats a refusal that shows our own commit as done, and any other refusal as a lost lease', () => {
+    expect(decideFailure(new LeaseLostError('k', 1, 'refused', undefined, true), facts(3)).kind).toBe(
+      'completed-earlier',
+    );
+    // Even on the last attempt: a lost lease never dead-letters, the new owner decides.
+    expect(decideFailure(new LeaseLostError('k', 1, 'refused'), facts(3)).kind).toBe('lease-lost');
+  });
+
+  it('dead-letters a permanent error on any attempt, naming an invalid payload as such', () => {
+    expect(decideFailure(new PermanentJobError('no such account'), facts(1))).toMatchObject({
+      kind: 'dead-letter',
+      cause: { reason: 'permanent-error', errorClass: 'PermanentJobError' },
+    });
+    expect(
+      decideFailure(new InvalidEnvelopeError('bad-payload', 'amount: expected number'), facts(1)),
+    ).toMatchObject({
+      kind: 'dead-letter',
+      cause: { reason: 'invalid-bad-payload' },
+    });
+  });
+
+  it('retries a transient failure with the backoff of its attempt until the last attempt, then dead-letters', () => {
+    expect(decideFailure(new TransientJobError('busy'), facts(2))).toEqual({
+      kind: 'retry',
+      delaySeconds: 20,
+      refundAttempt: false,
+      deadline: false,
+      outage: false,
+    });
+    expect(decideFailure(new Error('boom'), facts(3))).toMatchObject({
+      kind: 'dead-letter',
+      cause: { reason: 'max-attempts', errorClass: 'Error' },
+    });
+  });
+
+  it('never counts a store outage against the job, not even on the last attempt', () => {
+    expect(decideFailure(outage(), facts(3))).toEqual({
+      kind: 'retry',
+      delaySeconds: 30,
+      refundAttempt: true,
+      deadline: false,
+      outage: true,
+    });
+  });
+
+  it('retries a deadline abort at once (no backoff), counting the attempt', () => {
+    expect(decideFailure(new DeadlineError('invocation deadline near'), facts(1))).toEqual({
+      kind: 'retry',
+      delaySeconds: 0,
+      refundAttempt: false,
+      deadline: true,
+      outage: false,
+    });
+  });
+});

@@ -1,0 +1,137 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { makeEnvelope } from '../../../../shared/core/contract/envelope.ts';
+import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
+import { versionedPut } from '../../../../shared/core/decisions/optimistic.ts';
+import { JobRegistry } from '../../../../shared/core/model/registry.ts';
+import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
+import { TransientJobError } from '../../../../shared/errors.ts';
+import { defineJob } from '../../../../shared/jobs/define-job.ts';
+import { InMemoryEffectApplier, InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
+import { InMemoryLeaseStore } from '../../../../shared/testing/in-memory-lease-store.ts';
+import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+
+// Steps and named leases of a job, on the in-memory stores under fake timers.
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: Date.parse('2026-12-01T00:00:00Z') });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+function world() {
+  const leases = new InMemoryLeaseStore();
+  const ledger = new InMemoryEffectApplier({ tables: { ledger: ['account'] }, leases: [leases] });
+  const store = new InMemoryJobStore({ effects: ledger });
+  const queue = new InMemoryQueue({ visibilitySeconds: 30 });
+  /** An effect adding `delta` to an account, against the version read now. */
+  const add = (account: string, delta: number) => {
+    const row = ledger.get('ledger', { account }) as { balance: number; version: number } | undefined;
+    return versionedPut({
+      tableName: 'ledger',
+      key: { account },
+      seenVersion: row?.version,
+      item: { balance: (row?.balance ?? 0) + delta },
+    });
+  };
+  const balance = (account: string) =>
+    (ledger.get('ledger', { account }) as { balance?: number } | undefined)?.balance;
+  const processor = (registry: JobRegistry, worker: string) =>
+    new JobProcessor({
+      store,
+      queue,
+      registry,
+      worker,
+      leases,
+      logger: new Logger({ logLevel: 'SILENT' }),
+      leaseMs: 3000,
+      backoff: { baseSeconds: 1, capSeconds: 1 },
+      random: () => 0.5,
+    });
+  /** Receives the job's message (after its backoff) and runs it to the end. */
+  const deliver = async (registry: JobRegistry, worker: string) => {
+    await vi.advanceTimersByTimeAsync(2000);
+    const [record] = queue.receive(1);
+    if (!record) throw new Error('no message to deliver');
+    const outcome = processor(registry, worker).process(record);
+    await vi.advanceTimersByTimeAsync(10_000);
+    return outcome;
+  };
+  return { leases, store, queue, add, balance, deliver };
+}
+
+const send = (queue: InMemoryQueue, type: string) =>
+  queue.send(JSON.stringify(makeEnvelope({ id: 'e-1', dedupKey: 'job-1', type, payload: {} })));
+
+describe('Class: JobContext (in memory, fake timers)', () => {
+  it('a failure after a step resumes after it: the step commits once with its checkpoint', async () => {
+    const w = world();
+    let stepBuilds = 0;
+    let runs = 0;
+    const transfer = defineJob({
+      type: 'test.transfer',
+      payload: z.object({}),
+      async run(ctx) {
+        runs += 1;
+        await ctx.step('debit', async () => {
+          stepBuilds += 1;
+          return { effects: [w.add('a', -5)] };
+        });
+        if (runs === 1) throw new TransientJobError('the credit side is down');
+        return { effects: [w.add('b', 5)] };
+      },
+    });
+    const registry = JobRegistry.of([transfer]);
+    send(w.queue, 'test.transfer');
+    expect((await w.deliver(registry, 'w-a')).action).toBe('retry');
+    expect((await w.store.get('job-1'))?.checkpoint?.done).toEqual(['debit']);
+    expect((await w.deliver(registry, 'w-b')).action).toBe('completed');
+    expect({ a: w.balance('a'), b: w.balance('b'), stepBuilds, runs }).toEqual({
+      a: -5,
+      b: 5,
+      stepBuilds: 1,
+      runs: 2,
+    });
+  });
+
+  it('a holder that lost its named lease commits nothing; the retry takes the lease and commits once', async () => {
+    const w = world();
+    let runs = 0;
+    const locked = defineJob({
+      type: 'test.locked',
+      payload: z.object({}),
+      async run(ctx) {
+        runs += 1;
+        return ctx.withLease('account#a', async () => {
+          await new Promise((resolve) => setTimeout(resolve, 500));
+          if (runs === 1) {
+            // Someone whose clock runs far ahead takes the lock meanwhile (the lease looks expired to it).
+            const taken = await w.leases.tryAcquire('account#a', 'thief', 1000, Date.now() + 3_600_000);
+            if (!taken.acquired) throw new Error('the thief did not get the lease');
+          }
+          return { effects: [w.add('a', 7)] };
+        });
+      },
+    });
+    const registry = JobRegistry.of([locked]);
+    send(w.queue, 'test.locked');
+    const first = await w.deliver(registry, 'w-a');
+    expect(first.action).toBe('retry');
+    expect(w.balance('a')).toBeUndefined();
+    // The thief's lease ends by its own clock, far ahead: it lets go before the retry can take the lock.
+    const thief = await w.leases.get('account#a');
+    if (thief?.owner === 'thief')
+      await w.leases.release({
+        key: 'account#a',
+        owner: 'thief',
+        token: thief.token,
+        leaseUntil: thief.leaseUntil,
+      });
+    expect((await w.deliver(registry, 'w-b')).action).toBe('completed');
+    expect(w.balance('a')).toBe(7);
+    expect((await w.store.get('job-1'))?.status).toBe(JobStatus.Completed);
+    expect(runs).toBe(2);
+  });
+});

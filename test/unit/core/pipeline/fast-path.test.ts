@@ -1,0 +1,429 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { SQSRecord } from 'aws-lambda';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { makeEnvelope } from '../../../../shared/core/contract/envelope.ts';
+import type { JobStore } from '../../../../shared/core/contract/job-store.ts';
+import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
+import { versionedPut } from '../../../../shared/core/decisions/optimistic.ts';
+import { JobRegistry } from '../../../../shared/core/model/registry.ts';
+import { MetricName } from '../../../../shared/core/observe/metric-names.ts';
+import { InMemoryMetrics } from '../../../../shared/core/observe/metrics.ts';
+import { JobProcessor, type RecordOutcome } from '../../../../shared/core/pipeline/processor.ts';
+import { PermanentJobError, TransientJobError } from '../../../../shared/errors.ts';
+import { defineJob } from '../../../../shared/jobs/define-job.ts';
+import { InMemoryEffectApplier, InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
+import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+
+// The one-write fast path (docs/protocol.md, "Fast path") on the in-memory store and queue under fake
+// timers: which store calls a job costs, racing copies, and every way a fast attempt can end.
+
+const LEASE_MS = 3000;
+
+type Behaviour =
+  | 'ok'
+  | 'transient'
+  | 'permanent'
+  | 'step'
+  | 'step-sometimes'
+  | 'slow'
+  | 'conflict-once'
+  | 'flaky-twice';
+
+function setup(behaviour: Behaviour = 'ok', options: { fastPath?: boolean; maxAttempts?: number } = {}) {
+  const ledger = new InMemoryEffectApplier({ tables: { ledger: ['account'] } });
+  const store = new InMemoryJobStore({ effects: ledger });
+  const queue = new InMemoryQueue({ visibilitySeconds: 10 });
+  const metrics = new InMemoryMetrics();
+  const calls: string[] = [];
+  let runs = 0;
+  const credit = defineJob({
+    type: 'test.credit',
+    fastPath: options.fastPath ?? true,
+    payload: z.object({ amount: z.number() }),
+    async run(ctx, p) {
+      runs += 1;
+      if (behaviour === 'transient' && ctx.attempt === 1 && runs === 1) throw new TransientJobError('flaky');
+      if (behaviour === 'permanent') throw new PermanentJobError('never');
+      if (behaviour === 'flaky-twice' && runs <= 2) throw new TransientJobError(`flaky (run ${runs})`);
+      if (behaviour === 'step') await ctx.step('one', async () => ({}));
+      if (behaviour === 'step-sometimes' && p.amount > 3) await ctx.step('big', async () => ({}));
+      if (behaviour === 'slow' && runs === 1) await new Promise((r) => setTimeout(r, 10 * LEASE_MS));
+      const row = ledger.get('ledger', { account: 'a' }) as { balance: number; version: number } | undefined;
+      // The first run of 'conflict-once' commits against a version that is already gone.
+      const seen = behaviour === 'conflict-once' && runs === 1 ? 99 : row?.version;
+      return {
+        effects: [
+          versionedPut({
+            tableName: 'ledger',
+            key: { account: 'a' },
+            seenVersion: seen,
+            item: { balance: (row?.balance ?? 0) + p.amount },
+          }),
+        ],
+        result: 'ok',
+      };
+    },
+  });
+  // Every store call the processor makes, by method name.
+  const counted = new Proxy(store, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver);
+      if (typeof value !== 'function' || typeof name !== 'string') return value;
+      return (...args: unknown[]) => {
+        calls.push(name);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  }) as JobStore;
+  const processor = (worker: string) =>
+    new JobProcessor({
+      store: counted,
+      queue,
+      registry: JobRegistry.of([credit]),
+      worker,
+      logger: new Logger({ logLevel: 'SILENT' }),
+      metrics,
+      leaseMs: LEASE_MS,
+      ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+      backoff: { baseSeconds: 1, capSeconds: 1 },
+      random: () => 0.5,
+    });
+  const body = JSON.stringify(
+    makeEnvelope({ id: 'e-1', type: 'test.credit', dedupKey: 'job-1', payload: { amount: 5 } }),
+  );
+  const balance = () => (ledger.get('ledger', { account: 'a' }) as { balance: number } | undefined)?.balance;
+  return { store, queue, metrics, calls, processor, body, balance, runs: () => runs };
+}
+
+/** Processes a record and, like the event source, deletes it when its outcome says so. */
+async function settle(
+  queue: InMemoryQueue,
+  outcome: Promise<RecordOutcome>,
+  record: SQSRecord,
+): Promise<RecordOutcome> {
+  const done = await outcome;
+  if (done.disposition === 'delete') await queue.delete(record.receiptHandle);
+  return done;
+}
+
+function receiveOne(queue: InMemoryQueue): SQSRecord {
+  const [record] = queue.receive(1);
+  if (!record) throw new Error('no visible message');
+  return record;
+}
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: Date.parse('2026-12-01T00:00:00Z') });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('The one-write fast path (in memory, fake timers)', () => {
+  it('commits a unique job with one store call and nothing else', async () => {
+    const { queue, store, calls, processor, body, balance } = setup();
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    expect(outcome).toMatchObject({ action: 'completed', disposition: 'delete' });
+    expect(calls).toEqual(['claimAndComplete']);
+    expect(balance()).toBe(5);
+    expect(await store.get('job-1')).toMatchObject({
+      status: JobStatus.Completed,
+      owner: 'w-a',
+      attempts: 1,
+    });
+    expect(queue.size).toBe(0);
+  });
+
+  it('lets racing copies both run, applies one effect, and drops the loser as a duplicate', async () => {
+    const { queue, metrics, processor, body, balance, runs } = setup();
+    queue.send(body);
+    queue.send(body);
+    const [a, b] = queue.receive(2);
+    if (!a || !b) throw new Error('expected two records');
+
+    const outcomes = await Promise.all([
+      settle(queue, processor('w-a').process(a), a),
+      settle(queue, processor('w-b').process(b), b),
+    ]);
+
+    expect(runs()).toBe(2);
+    expect(outcomes.map((o) => o.action).sort()).toEqual(['completed', 'duplicate']);
+    expect(balance()).toBe(5);
+    expect(metrics.get(MetricName.DuplicateSkipped, undefined)).toBe(1);
+    expect(queue.size).toBe(0);
+  });
+
+  it('drops a later duplicate after one refused write, without applying its effect', async () => {
+    const { queue, calls, processor, body, balance } = setup();
+    queue.send(body);
+    const first = receiveOne(queue);
+    await settle(queue, processor('w-a').process(first), first);
+    queue.send(body);
+    const copy = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-b').process(copy), copy);
+
+    expect(outcome).toMatchObject({ action: 'duplicate', disposition: 'delete' });
+    expect(calls).toEqual(['claimAndComplete', 'claimAndComplete']);
+    expect(balance()).toBe(5);
+  });
+
+  it('records a failed fast attempt under a lease, backs off, and runs the redelivery leased', async () => {
+    const { queue, store, metrics, calls, processor, body, balance } = setup('transient');
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const failed = await settle(queue, processor('w-a').process(record), record);
+
+    expect(failed).toMatchObject({ action: 'retry', disposition: 'retain' });
+    expect(calls).toEqual(['claim', 'release']);
+    expect(await store.get('job-1')).toMatchObject({
+      status: JobStatus.RetryWait,
+      attempts: 1,
+      lastErrorClass: 'TransientJobError',
+    });
+    expect(metrics.get(MetricName.FastPathFallback, undefined)).toBe(1);
+    expect(metrics.get(MetricName.JobClaimed, undefined)).toBe(1);
+    await vi.advanceTimersByTimeAsync(1500);
+    const again = receiveOne(queue);
+    const retried = await settle(queue, processor('w-b').process(again), again);
+    expect(retried.action).toBe('completed');
+    expect(calls.slice(2)).toEqual(['claim', 'complete']);
+    expect(balance()).toBe(5);
+    expect(await store.get('job-1')).toMatchObject({ status: JobStatus.Completed, attempts: 2 });
+  });
+
+  it('dead-letters a permanent failure through a claim, with its reason', async () => {
+    const { queue, store, processor, body, balance } = setup('permanent');
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    expect(outcome).toMatchObject({ action: 'dead-lettered', disposition: 'delete' });
+    expect(queue.deadLetters.map((l) => l.reason.reason)).toEqual(['permanent-error']);
+    expect(await store.get('job-1')).toMatchObject({ status: JobStatus.Dead });
+    expect(balance()).toBeUndefined();
+  });
+
+  it('runs a job that needs a lease (ctx.step) leased at once, without counting an attempt for it', async () => {
+    const { queue, store, metrics, calls, processor, body, balance, runs } = setup('step-sometimes');
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    expect(outcome).toMatchObject({ action: 'completed', disposition: 'delete' });
+    expect(runs()).toBe(2);
+    expect(calls).toEqual(['claim', 'checkpoint', 'complete']);
+    expect(await store.get('job-1')).toMatchObject({ status: JobStatus.Completed, attempts: 1 });
+    expect(metrics.get(MetricName.FastPathFallback, { jobType: 'test.credit' })).toBe(1);
+    expect(balance()).toBe(5);
+  });
+
+  it('runs a checkpointed job leased at once instead of handing it back (no ping-pong)', async () => {
+    const { queue, store, calls, processor, body, balance } = setup();
+    // A leased attempt checkpointed, then its worker died; its lease is over.
+    const claim = await store.claim({
+      dedupKey: 'job-1',
+      owner: 'w-dead',
+      messageId: 'old',
+      type: 'test.credit',
+      createdAt: new Date().toISOString(),
+      leaseMs: LEASE_MS,
+      now: Date.now(),
+    });
+    if (!claim.claimed) throw new Error('expected a claim');
+    await store.checkpoint(claim.lease, { step: 'one', done: ['one'], at: Date.now() });
+    await vi.advanceTimersByTimeAsync(LEASE_MS + 1);
+    calls.length = 0;
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    expect(outcome.action).toBe('completed');
+    expect(calls).toEqual(['claimAndComplete', 'claim', 'complete']);
+    expect(balance()).toBe(5);
+  });
+
+  it('takes the leased path when the receive count is missing', async () => {
+    const { queue, calls, processor, body } = setup();
+    queue.send(body);
+    const record = receiveOne(queue);
+    const bare = { ...record, attributes: { ...record.attributes } } as SQSRecord;
+    delete (bare.attributes as { ApproximateReceiveCount?: string }).ApproximateReceiveCount;
+
+    expect((await processor('w-a').process(bare)).action).toBe('completed');
+    expect(calls).toEqual(['claim', 'complete']);
+  });
+
+  it('counts a lost commit answer as a duplicate when a racing copy did the completing', async () => {
+    const { queue, store, metrics, processor, body } = setup();
+    queue.send(body);
+    const first = receiveOne(queue);
+    await settle(queue, processor('w-a').process(first), first);
+    queue.send(body);
+    const copy = receiveOne(queue);
+    store.faults.failNext('claim-and-complete', undefined, { when: 'after' });
+
+    const outcome = await settle(queue, processor('w-b').process(copy), copy);
+
+    expect(outcome).toMatchObject({ action: 'duplicate', disposition: 'delete' });
+    expect(metrics.get(MetricName.JobSucceeded, { jobType: 'test.credit' })).toBe(1);
+  });
+
+  it('treats a lost commit answer as done once one read shows the job COMPLETED', async () => {
+    const { queue, store, calls, processor, body, balance } = setup();
+    store.faults.failNext('claim-and-complete', undefined, { when: 'after' });
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    expect(outcome).toMatchObject({ action: 'completed', disposition: 'delete' });
+    expect(calls).toEqual(['claimAndComplete', 'get']);
+    expect(balance()).toBe(5);
+  });
+
+  it('gives the message back when the store is out at the commit; the redelivery completes leased', async () => {
+    const { queue, store, calls, processor, body, balance } = setup();
+    store.faults.failNext('claim-and-complete');
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    expect(outcome).toMatchObject({ action: 'store-unavailable', disposition: 'retain' });
+    expect(await store.get('job-1')).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(1500);
+    const again = receiveOne(queue);
+    expect((await settle(queue, processor('w-b').process(again), again)).action).toBe('completed');
+    expect(calls).toEqual(['claimAndComplete', 'get', 'claim', 'complete']);
+    expect(balance()).toBe(5);
+  });
+
+  it('stops a run past its lease budget and gives it back to run leased, without using an attempt', async () => {
+    const { queue, store, calls, processor, body, balance } = setup('slow');
+    queue.send(body);
+    const record = receiveOne(queue);
+    let settledAt = 0;
+    const started = Date.now();
+    const outcome = settle(queue, processor('w-a').process(record), record).then((o) => {
+      settledAt = Date.now();
+      return o;
+    });
+    await vi.advanceTimersByTimeAsync(LEASE_MS + 100);
+
+    expect((await outcome).action).toBe('deadline');
+    expect(settledAt - started).toBeLessThanOrEqual(LEASE_MS);
+    // Nothing was written: the redelivery's claim is the job's first attempt.
+    expect(calls).toEqual([]);
+    expect(await store.get('job-1')).toBeUndefined();
+    const again = receiveOne(queue);
+    const retried = settle(queue, processor('w-b').process(again), again);
+    await vi.advanceTimersByTimeAsync(100);
+    expect((await retried).action).toBe('completed');
+    // The abandoned first run finishes later; its effect was never committed.
+    await vi.advanceTimersByTimeAsync(10 * LEASE_MS);
+    expect(balance()).toBe(5);
+    expect(await store.get('job-1')).toMatchObject({ status: JobStatus.Completed, attempts: 1 });
+  });
+
+  it('re-runs the job on an optimistic conflict and commits the second run', async () => {
+    const { queue, metrics, calls, processor, body, balance, runs } = setup('conflict-once');
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = settle(queue, processor('w-a').process(record), record);
+    await vi.advanceTimersByTimeAsync(1000);
+
+    expect((await outcome).action).toBe('completed');
+    expect(runs()).toBe(2);
+    expect(calls).toEqual(['claimAndComplete', 'claimAndComplete']);
+    expect(metrics.get(MetricName.OptimisticConflict, undefined)).toBe(1);
+    expect(balance()).toBe(5);
+  });
+
+  it('takes over a job whose leased owner stalled past its lease; the stalled commit is fenced out', async () => {
+    const { queue, store, processor, body, balance } = setup();
+    // A leased claim by a worker that then stalls (its lease runs out without a renewal).
+    const stalled = await store.claim({
+      dedupKey: 'job-1',
+      owner: 'w-stalled',
+      messageId: 'other',
+      type: 'test.credit',
+      createdAt: new Date().toISOString(),
+      leaseMs: LEASE_MS,
+      now: Date.now(),
+    });
+    if (!stalled.claimed) throw new Error('expected a claim');
+    await vi.advanceTimersByTimeAsync(LEASE_MS + 1);
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    expect(outcome.action).toBe('completed');
+    await expect(store.complete(stalled.lease, 'late')).rejects.toMatchObject({ name: 'LeaseLostError' });
+    expect(balance()).toBe(5);
+  });
+
+  describe('D2 (found by the interleaving model): the attempt budget of a job dead-lettered but not marked DEAD', () => {
+    /**
+     * Both attempts of a job (maxAttempts 2) fail; the second is dead-lettered (the letter is sent), but
+     * marking the item DEAD fails (an outage), so the item stays IN_PROGRESS under that attempt's lease
+     * and the message is kept: "its next delivery finishes the dead-lettering" (dead-letterer.ts), since
+     * that claim finds attempts > maxAttempts. Then a duplicate send (a new message, first receive)
+     * arrives after the lease ended. Returns the job's item, the letters and the runs once it is handled.
+     */
+    async function exhaustThenDuplicate(fastPath: boolean) {
+      const { queue, store, processor, body, balance, runs } = setup('flaky-twice', {
+        fastPath,
+        maxAttempts: 2,
+      });
+      const worker = processor('w-a');
+      queue.send(body);
+      const first = receiveOne(queue);
+      expect((await settle(queue, worker.process(first), first)).action).toBe('retry');
+      await vi.advanceTimersByTimeAsync(1500);
+      store.faults.failNext('mark-dead');
+      const second = receiveOne(queue);
+      expect((await settle(queue, worker.process(second), second)).action).toBe('store-unavailable');
+      expect(queue.deadLetters).toHaveLength(1);
+      expect(await store.get('job-1')).toMatchObject({ status: JobStatus.InProgress, attempts: 2 });
+      // The kept message is hidden for now; the duplicate is first received once the lease has ended.
+      await vi.advanceTimersByTimeAsync(LEASE_MS + 1);
+      queue.send(body);
+      const duplicate = queue.receive(10).find((r) => r.attributes.ApproximateReceiveCount === '1');
+      if (!duplicate) throw new Error('expected the duplicate on its first receive');
+      await settle(queue, processor('w-b').process(duplicate), duplicate);
+      return { item: await store.get('job-1'), letters: queue.deadLetters.length, runs: runs(), balance };
+    }
+
+    it('leased job type: the duplicate finishes the dead-lettering without a third run', async () => {
+      const { item, letters, runs, balance } = await exhaustThenDuplicate(false);
+      expect(item?.status).toBe(JobStatus.Dead);
+      expect(letters).toBeGreaterThanOrEqual(1);
+      expect(runs).toBe(2);
+      expect(balance()).toBeUndefined();
+    });
+
+    // Failed before the fix: the fast commit's condition did not look at the attempts, so the duplicate
+    // committed the job COMPLETED, with its effect, while the DLQ held a letter for it. Now the commit
+    // refuses an item whose attempts are used up, and the worker claims it at once to dead-letter it.
+    // (The fast run itself happens before its commit is refused: a third run, with no effect.)
+    it('fast job type: the duplicate does not commit the job past its attempt budget (ends DEAD, no effect)', async () => {
+      const { item, letters, runs, balance } = await exhaustThenDuplicate(true);
+      expect(item?.status).toBe(JobStatus.Dead);
+      expect(letters).toBeGreaterThanOrEqual(1);
+      expect(runs).toBe(3);
+      expect(balance()).toBeUndefined();
+    });
+  });
+});

@@ -1,0 +1,286 @@
+import { describe, expect, it } from 'vitest';
+import type { Checkpoint } from '../../../shared/core/contract/job-item.ts';
+import type { ClaimRequest, Effect, JobLease } from '../../../shared/core/contract/job-store.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
+import { versionedPut } from '../../../shared/core/decisions/optimistic.ts';
+import { LeaseLostError, StoreUnavailableError } from '../../../shared/errors.ts';
+import { InMemoryEffectApplier, InMemoryJobStore } from '../../../shared/testing/in-memory-job-store.ts';
+import { InMemoryLeaseStore } from '../../../shared/testing/in-memory-lease-store.ts';
+import { jobStoreContract } from '../../support/contracts/job-store-contract.ts';
+import { leaseStoreContract } from '../../support/contracts/lease-store-contract.ts';
+
+const LEDGER = 'ledger';
+
+function ledgerPut(account: string, seenVersion: number | undefined, balance: number): Effect {
+  return versionedPut({ tableName: LEDGER, key: { account }, seenVersion, item: { balance } });
+}
+
+jobStoreContract('InMemoryJobStore', async () => {
+  const effects = new InMemoryEffectApplier({ tables: { [LEDGER]: ['account'] } });
+  const store = new InMemoryJobStore({ effects });
+  return {
+    store,
+    ledgerPut,
+    ledgerGet: async (account) =>
+      effects.get(LEDGER, { account }) as { balance: number; version: number } | undefined,
+    deleteItem: async (dedupKey) => {
+      store.delete(dedupKey);
+    },
+    cleanup: () => {},
+  };
+});
+
+leaseStoreContract('InMemoryLeaseStore', async () => {
+  const store = new InMemoryLeaseStore();
+  return {
+    store,
+    deleteItem: async (key) => {
+      store.delete(key);
+    },
+    cleanup: () => {},
+  };
+});
+
+function request(dedupKey: string, owner = 'worker-a', now = Date.now()): ClaimRequest {
+  return {
+    dedupKey,
+    owner,
+    messageId: `m-${owner}`,
+    type: 'unit',
+    createdAt: new Date(now).toISOString(),
+    leaseMs: 10_000,
+    now,
+  };
+}
+
+async function claim(store: InMemoryJobStore, req: ClaimRequest): Promise<JobLease> {
+  const result = await store.claim(req);
+  if (!result.claimed) throw new Error('expected a claim');
+  return result.lease;
+}
+
+/** Pushes into a list the types call readonly, as a careless caller might. */
+function scribble(list: readonly string[] | undefined): void {
+  if (list === undefined) throw new Error('expected a list to scribble on');
+  (list as string[]).push('mutated');
+}
+
+function storeWithLedger() {
+  const effects = new InMemoryEffectApplier({ tables: { [LEDGER]: ['account'] } });
+  return { effects, store: new InMemoryJobStore({ effects }) };
+}
+
+describe('Class: InMemoryJobStore', () => {
+  describe('Copies', () => {
+    it('never lets a caller change stored state through an object it passed in or got back', async () => {
+      // Prepare
+      const store = new InMemoryJobStore();
+      const lease = await claim(store, request('copies'));
+      const data = { lines: ['a'] };
+      const checkpoint: Checkpoint = { step: 's', done: ['s'], data, at: 1 };
+      const result = { total: 1 };
+      await store.checkpoint(lease, checkpoint);
+
+      // Act: mutate everything the caller holds.
+      data.lines.push('mutated');
+      scribble(checkpoint.done);
+      const read = await store.get('copies');
+      scribble(read?.checkpoint?.done);
+      scribble(lease.checkpoint?.done);
+      await store.complete(lease, result);
+      result.total = 99;
+      const done = await store.get('copies');
+      (done?.result as { total: number }).total = 42;
+
+      // Assess
+      const item = await store.get('copies');
+      expect(item?.checkpoint).toEqual({ step: 's', done: ['s'], data: { lines: ['a'] }, at: 1 });
+      expect(item?.result).toEqual({ total: 1 });
+    });
+
+    it('hands a refusal and a takeover their own copies of the stored item', async () => {
+      const store = new InMemoryJobStore();
+      const t0 = Date.now();
+      const a = await claim(store, request('refusal', 'worker-a', t0));
+      await store.checkpoint(a, { step: 's', done: ['s'], at: t0 });
+      const refused = await store.claim(request('refusal', 'worker-b', t0 + 1));
+      if (!refused.claimed) scribble(refused.existing.checkpoint?.done);
+      const taken = await store.claim(request('refusal', 'worker-b', a.leaseUntil + 1));
+      if (taken.claimed) {
+        scribble(taken.previous?.checkpoint?.done);
+        scribble(taken.lease.checkpoint?.done);
+      }
+      expect((await store.get('refusal'))?.checkpoint?.done).toEqual(['s']);
+    });
+  });
+
+  describe('Faults', () => {
+    it('fails the next call with StoreUnavailableError and writes nothing', async () => {
+      // Prepare
+      const store = new InMemoryJobStore();
+      store.faults.failNext('claim');
+
+      // Act
+      const error = await store.claim(request('outage')).catch((e: unknown) => e);
+
+      // Assess
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect((error as StoreUnavailableError).operation).toBe('claim');
+      expect(await store.get('outage')).toBeUndefined();
+      expect(store.faults.injected.get('claim')).toBe(1);
+      expect(store.faults.pending).toBe(0);
+      expect((await store.claim(request('outage'))).claimed).toBe(true);
+    });
+
+    it('fails only the chosen operation, as many times as asked, with the error given', async () => {
+      const store = new InMemoryJobStore();
+      const lease = await claim(store, request('renewals'));
+      const custom = new Error('custom');
+      store.faults.failNext('renew', custom, { times: 2 });
+
+      expect(await store.get('renewals')).toBeDefined();
+      await expect(store.renew(lease, 1000, Date.now())).rejects.toBe(custom);
+      await expect(store.renew(lease, 1000, Date.now())).rejects.toBe(custom);
+      await store.renew(lease, 1000, Date.now());
+      expect(store.faults.injected.get('renew')).toBe(2);
+    });
+
+    it("fails every operation with '*', in the order the rules were added, until cleared", async () => {
+      const store = new InMemoryJobStore();
+      store.faults.failNext('*', (op) => new Error(`first ${op}`)).failNext('*', undefined, { times: 5 });
+
+      await expect(store.get('x')).rejects.toThrow('first get');
+      await expect(store.resetForRedrive('x', Date.now())).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(store.faults.pending).toBe(4);
+      store.faults.clear();
+      expect(await store.get('x')).toBeUndefined();
+    });
+
+    it("'after' applies the write and loses the answer: a retried completion learns it completed", async () => {
+      // Prepare
+      const { store, effects } = storeWithLedger();
+      const lease = await claim(store, request('lost-answer'));
+      store.faults.failNext('complete', undefined, { when: 'after' });
+
+      // Act
+      const error = await store
+        .complete(lease, 'ok', [ledgerPut('acct', undefined, 5)])
+        .catch((e: unknown) => e);
+      const retry = await store
+        .complete(lease, 'ok', [ledgerPut('acct', undefined, 5)])
+        .catch((e: unknown) => e);
+
+      // Assess: the first commit landed (effect included); the lease object never saw it succeed.
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect(lease.version).toBe(1);
+      expect(await store.get('lost-answer')).toMatchObject({ status: JobStatus.Completed, version: 2 });
+      expect(effects.get(LEDGER, { account: 'acct' })).toEqual({ account: 'acct', balance: 5, version: 1 });
+      expect(retry).toBeInstanceOf(LeaseLostError);
+      expect((retry as LeaseLostError).completedByThisLease).toBe(true);
+    });
+
+    it("'after' on a refused write still reports the outage, not the refusal", async () => {
+      const store = new InMemoryJobStore();
+      const lease = await claim(store, request('refused'));
+      await store.complete({ ...lease }, 'ok');
+      store.faults.failNext('renew', undefined, { when: 'after' });
+      await expect(store.renew(lease, 1000, Date.now())).rejects.toBeInstanceOf(StoreUnavailableError);
+    });
+
+    it('rejects a fault count that is not a positive integer', () => {
+      expect(() => new InMemoryJobStore().faults.failNext('get', undefined, { times: 0 })).toThrow(
+        RangeError,
+      );
+    });
+  });
+
+  describe('Effects', () => {
+    it('throws a clear error for effects when built without an applier, and writes nothing', async () => {
+      const store = new InMemoryJobStore();
+      const lease = await claim(store, request('no-applier'));
+      await expect(store.complete(lease, 'x', [ledgerPut('a', undefined, 1)])).rejects.toThrow(
+        /without an effect applier/,
+      );
+      expect((await store.get('no-applier'))?.status).toBe(JobStatus.InProgress);
+    });
+
+    it('refuses effects that are not versionedPut, and writes nothing', async () => {
+      // Prepare
+      const { store, effects } = storeWithLedger();
+      const lease = await claim(store, request('unsupported'));
+      const ok = ledgerPut('a', undefined, 1);
+      const put = ok.Put ?? { TableName: LEDGER, Item: {} };
+      const cases: [Effect, RegExp][] = [
+        [
+          { Update: { TableName: LEDGER, Key: { account: 'a' }, UpdateExpression: 'SET b = :b' } },
+          /only understands/,
+        ],
+        [{ ConditionCheck: { TableName: LEDGER, Key: { account: 'a' }, ConditionExpression: 'x' } }, /only/],
+        [{ Put: { ...put, ConditionExpression: 'attribute_exists(#k)' } }, /unsupported condition/],
+        [{ Put: { TableName: LEDGER, Item: { account: 'a' } } }, /unsupported condition/],
+        [{ Put: { ...put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } }, /unsupported Put fields/],
+        [{ Put: { ...put, TableName: 'other' } }, /no table other/],
+        [{ Put: { ...put, Item: { balance: 1 } } }, /lacks its key attribute account/],
+      ];
+
+      // Act + Assess
+      for (const [effect, message] of cases) {
+        await expect(store.complete(lease, 'x', [ok, effect])).rejects.toThrow(message);
+      }
+      await expect(store.complete(lease, 'x', [ok, ok])).rejects.toThrow(/more than once/);
+      expect(effects.get(LEDGER, { account: 'a' })).toBeUndefined();
+      expect(await store.get('unsupported')).toMatchObject({ status: JobStatus.InProgress, version: 1 });
+    });
+
+    it('applies a version check against seeded state', () => {
+      const effects = new InMemoryEffectApplier({ tables: { [LEDGER]: ['account'] } });
+      effects.put(LEDGER, { account: 'a', balance: 10, version: 3 });
+      expect(effects.apply([ledgerPut('a', 2, 0)])).toEqual({ ok: false, index: 0 });
+      expect(effects.apply([ledgerPut('a', undefined, 0)])).toEqual({ ok: false, index: 0 });
+      expect(effects.apply([ledgerPut('a', 3, 20)])).toEqual({ ok: true });
+      expect(effects.get(LEDGER, { account: 'a' })).toEqual({ account: 'a', balance: 20, version: 4 });
+    });
+
+    it('validates table definitions', () => {
+      expect(() => new InMemoryEffectApplier({ tables: { t: [] } })).toThrow(RangeError);
+    });
+  });
+});
+
+describe('Class: InMemoryLeaseStore', () => {
+  it('hands out copies: changing a returned item does not change the lease', async () => {
+    const store = new InMemoryLeaseStore();
+    const now = Date.now();
+    await store.tryAcquire('k', 'a', 1000, now);
+    const refused = await store.tryAcquire('k', 'b', 1000, now);
+    if (!refused.acquired) Object.assign(refused.holder, { owner: 'b' });
+    const read = await store.get('k');
+    if (read) Object.assign(read, { owner: 'b' });
+    expect((await store.get('k'))?.owner).toBe('a');
+  });
+
+  it('surfaces an outage during release (only a lost lease is a silent no-op)', async () => {
+    // Prepare
+    const store = new InMemoryLeaseStore();
+    const now = Date.now();
+    const acquired = await store.tryAcquire('k', 'a', 1000, now);
+    if (!acquired.acquired) throw new Error('expected to acquire');
+    store.faults.failNext('lease-release');
+
+    // Act + Assess: still held after the failed release; an 'after' fault releases and still throws.
+    await expect(store.release(acquired.lease)).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect((await store.get('k'))?.owner).toBe('a');
+    store.faults.failNext('lease-release', undefined, { when: 'after' });
+    await expect(store.release(acquired.lease)).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect((await store.get('k'))?.owner).toBeUndefined();
+    await store.release(acquired.lease);
+  });
+
+  it('fails acquire with StoreUnavailableError and writes nothing', async () => {
+    const store = new InMemoryLeaseStore();
+    store.faults.failNext('lease-acquire');
+    await expect(store.tryAcquire('k', 'a', 1000, Date.now())).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(await store.get('k')).toBeUndefined();
+    expect(store.faults.injected.get('lease-acquire')).toBe(1);
+  });
+});
