@@ -1,13 +1,13 @@
 /** How long a lease lasts and how often it is renewed. */
 export interface LeaseTiming {
-  /** Lease length. @default 30000 */
+  /** Lease length. */
   readonly leaseMs: number;
   /** Renewal period: a third of the lease (docs/protocol.md), so two beats may fail before it lapses. */
   readonly heartbeatMs: number;
 }
 
 /** Validates a lease length and derives the heartbeat period (lease / 3). */
-export function leaseTiming(leaseMs = 30_000, heartbeatMs?: number): LeaseTiming {
+export function leaseTiming(leaseMs: number, heartbeatMs?: number): LeaseTiming {
   if (!Number.isFinite(leaseMs) || leaseMs < 300) {
     throw new RangeError(`leaseMs must be a number >= 300, received ${leaseMs}`);
   }

@@ -1,4 +1,5 @@
 import { LeaseBusyError } from '../../errors.ts';
+import { DEFAULTS } from '../contract/defaults.ts';
 import type { LeaseStore, NamedLease } from '../contract/lease-store.ts';
 import { leaseSafetyMs, leaseTiming } from '../decisions/lease-timing.ts';
 import { Heartbeat } from './heartbeat.ts';
@@ -6,7 +7,7 @@ import { Heartbeat } from './heartbeat.ts';
 export interface WithLeaseOptions {
   readonly store: LeaseStore;
   readonly owner: string;
-  /** @default 15000 */
+  /** @default DEFAULTS.namedLeaseMs (15000) */
   readonly leaseMs?: number;
   /** How long to wait for a busy lease before {@link LeaseBusyError}. @default 10000 */
   readonly waitMs?: number;
@@ -50,7 +51,7 @@ export interface HeldLease extends LeaseHandle {
  */
 export async function holdLease(key: string, options: WithLeaseOptions): Promise<HeldLease> {
   const now = options.now ?? Date.now;
-  const timing = leaseTiming(options.leaseMs ?? 15_000);
+  const timing = leaseTiming(options.leaseMs ?? DEFAULTS.namedLeaseMs);
   const waitMs = options.waitMs ?? 10_000;
   const pollMs = options.pollMs ?? 50;
   const started = now();

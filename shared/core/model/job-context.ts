@@ -4,6 +4,7 @@ import {
   NamedLeaseLostError,
   OptimisticConflictError,
 } from '../../errors.ts';
+import { DEFAULTS } from '../contract/defaults.ts';
 import type { Checkpoint } from '../contract/job-item.ts';
 import type { Effect, JobLease, JobStore } from '../contract/job-store.ts';
 import type { LeaseStore } from '../contract/lease-store.ts';
@@ -29,7 +30,7 @@ export interface JobContextOptions {
   readonly leaseSignal?: AbortSignal;
   readonly worker: string;
   readonly metrics: MetricsSink;
-  /** In-process tries of an optimistic write before the job is given back with a delay. @default 3 */
+  /** In-process tries of an optimistic write before the job is given back with a delay. @default DEFAULTS.optimisticTries (3) */
   readonly optimisticTries?: number;
   /** Handles of the application tables the job declared, by the key it declared them under. @default {} */
   readonly tables?: Readonly<Record<string, EffectTable>>;
@@ -49,7 +50,7 @@ export interface JobContextOptions {
 
 /** Options of {@link JobContext.withLease}. */
 export interface JobLeaseOptions {
-  /** @default 15000 */
+  /** @default DEFAULTS.namedLeaseMs (15000) */
   readonly leaseMs?: number;
   /** How long to wait for a busy lease before LeaseBusyError (the job is then retried). @default 10000 */
   readonly waitMs?: number;
@@ -69,7 +70,7 @@ export class JobContext<T extends TableMap = TableMap> {
 
   constructor(options: JobContextOptions) {
     this.#o = options;
-    this.#tries = options.optimisticTries ?? 3;
+    this.#tries = options.optimisticTries ?? DEFAULTS.optimisticTries;
   }
 
   /** The application tables this job declared: reads, and builders of effects. */

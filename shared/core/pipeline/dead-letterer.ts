@@ -5,16 +5,15 @@ import {
   LeaseLostError,
   StoreUnavailableError,
 } from '../../errors.ts';
-import type { JobEnvelope } from '../contract/envelope.ts';
 import type { DeadLetterReason, JobQueue } from '../contract/job-queue.ts';
-import type { JobLease, JobStore } from '../contract/job-store.ts';
+import type { JobStore } from '../contract/job-store.ts';
 import type { DeadLetterCause } from '../decisions/failure-decision.ts';
-import type { JobRenewer } from '../leases/renewer.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';
 import type { JobLog } from '../observe/job-log.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import type { MetricsSink } from '../observe/metrics.ts';
 import { inSpan } from '../observe/spans.ts';
+import type { Attempt } from './attempt.ts';
 import type { RecordMessage } from './record-message.ts';
 
 /** How a dead-lettering ended for the message: gone (`delete`) or kept for another try (`retain`). */
@@ -34,8 +33,11 @@ export interface DeadLettererOptions {
   readonly callBudgetMs: number;
 }
 
+/** What dead-lettering a claimed job needs of its attempt (pipeline/attempt.ts). */
+export type ClaimedJob = Pick<Attempt, 'message' | 'envelope' | 'lease' | 'renewer' | 'log'>;
+
 /**
- * The one way a job reaches the DLQ (protocol edges E7/E8). A claimed job: fence (a fenced renewal),
+ * The one way a job reaches the DLQ (protocol edge E9). A claimed job: fence (a fenced renewal),
  * letter, DEAD item, delete the original; each step that fails keeps the message, since it is what brings
  * the job back. A message that never became a job (a bad body): letter, delete.
  */
@@ -46,29 +48,16 @@ export class DeadLetterer {
     this.#o = options;
   }
 
-  claimed(
-    message: RecordMessage,
-    envelope: JobEnvelope,
-    lease: JobLease,
-    renewer: JobRenewer,
-    log: JobLog,
-    cause: DeadLetterCause,
-  ): Promise<DeadLetterOutcome> {
+  claimed(attempt: ClaimedJob, cause: DeadLetterCause): Promise<DeadLetterOutcome> {
     return inSpan(
       'leaseq.dead_letter',
       { 'leaseq.dead_letter.reason': cause.reason, 'error.type': cause.errorClass },
-      () => this.#claimed(message, envelope, lease, renewer, log, cause),
+      () => this.#claimed(attempt, cause),
     );
   }
 
-  async #claimed(
-    message: RecordMessage,
-    envelope: JobEnvelope,
-    lease: JobLease,
-    renewer: JobRenewer,
-    log: JobLog,
-    cause: DeadLetterCause,
-  ): Promise<DeadLetterOutcome> {
+  async #claimed(attempt: ClaimedJob, cause: DeadLetterCause): Promise<DeadLetterOutcome> {
+    const { message, envelope, lease, renewer, log } = attempt;
     const { record } = message;
     const reason: DeadLetterReason = {
       ...cause,

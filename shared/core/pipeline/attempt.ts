@@ -1,0 +1,44 @@
+// The values one record carries through the pipeline: the job (message, envelope, log), and once it is
+// claimed, the attempt (its definition, lease, renewer and time bounds). Steps take one of these
+// instead of loose parameters.
+import type { JobEnvelope } from '../contract/envelope.ts';
+import type { JobLease } from '../contract/job-store.ts';
+import type { JobRenewer } from '../leases/renewer.ts';
+import type { AnyJobDefinition } from '../model/job-definition.ts';
+import type { JobLog } from '../observe/job-log.ts';
+import type { RecordMessage } from './record-message.ts';
+
+/** One record whose body parsed: its message, its envelope, its log. */
+export interface Job {
+  readonly message: RecordMessage;
+  readonly envelope: JobEnvelope;
+  readonly log: JobLog;
+}
+
+/** A claimed job: the lease it runs under and what renews it. */
+export interface Attempt extends Job {
+  readonly definition: AnyJobDefinition;
+  readonly lease: JobLease;
+  readonly renewer: JobRenewer;
+  /** The lease granted (capped to the deadline), in ms. */
+  readonly leaseMs: number;
+  /** When the claim was sent: beats are counted from here. */
+  readonly claimedAt: number;
+  /** Epoch ms by which the record's work must end (the invocation's deadline less a margin). */
+  readonly deadline: number | undefined;
+}
+
+/**
+ * The `jobType` dimension of per-job metrics: a registered type (the envelope was checked against the
+ * registry), so a small fixed set; never the dedup key. One frozen object per type, built once (the
+ * registry bounds the map): no allocation per metric call.
+ */
+export function byType(envelope: JobEnvelope): Readonly<Record<string, string>> {
+  let dimensions = TYPE_DIMENSIONS.get(envelope.type);
+  if (!dimensions) {
+    dimensions = Object.freeze({ jobType: envelope.type });
+    TYPE_DIMENSIONS.set(envelope.type, dimensions);
+  }
+  return dimensions;
+}
+const TYPE_DIMENSIONS = new Map<string, Readonly<Record<string, string>>>();

@@ -1,0 +1,98 @@
+// E1-E3, the claim: one conditional write that takes the job (new, retried, or taken over from a lease
+// that ran out), bounded by the lease it asks for; and the attempt that a successful claim starts.
+import { trace } from '@opentelemetry/api';
+import { describe, StoreUnavailableError } from '../../errors.ts';
+import type { ClaimResult } from '../contract/job-store.ts';
+import { leaseSafetyMs } from '../decisions/lease-timing.ts';
+import { JobRenewer } from '../leases/renewer.ts';
+import { boundedSignal } from '../leases/timeout-signal.ts';
+import type { AnyJobDefinition } from '../model/job-definition.ts';
+import { MetricName } from '../observe/metric-names.ts';
+import { inSpan } from '../observe/spans.ts';
+import type { Attempt, Job } from './attempt.ts';
+import type { Settings } from './settings.ts';
+
+/**
+ * The claim (E1-E3), bounded by the lease it asks for: an answer that would come after the lease ended
+ * is abandoned. Whatever breaks it, the job is never run unguarded: the message goes back with a backoff
+ * and the result is undefined.
+ */
+export async function claim(
+  s: Settings,
+  job: Job,
+  leaseMs: number,
+  now: number,
+): Promise<ClaimResult | undefined> {
+  const { envelope, message, log } = job;
+  const bound = boundedSignal(leaseMs - leaseSafetyMs(leaseMs), 'the claim would outlast its lease');
+  try {
+    return await inSpan('leaseq.claim', {}, () =>
+      s.store.claim(
+        {
+          dedupKey: envelope.dedupKey,
+          owner: s.worker,
+          messageId: message.record.messageId,
+          type: envelope.type,
+          createdAt: envelope.createdAt,
+          leaseMs,
+          now,
+        },
+        { signal: bound.signal },
+      ),
+    );
+  } catch (error) {
+    const delay = s.backoffSeconds(message.receives);
+    if (error instanceof StoreUnavailableError) {
+      s.metrics.count(MetricName.StoreUnavailable);
+      log.warn('store unavailable: job not run; giving the message back', {
+        delaySeconds: delay,
+        error: describe(error),
+      });
+    } else {
+      log.error('claim failed (not an outage: check permissions and table names); giving the message back', {
+        delaySeconds: delay,
+        error: describe(error),
+      });
+    }
+    s.metrics.count(MetricName.HandBack);
+    await message.giveBack(delay, 'store unavailable');
+    return undefined;
+  } finally {
+    bound.clear();
+  }
+}
+
+/**
+ * The attempt a successful claim starts: its keys on every log line and on the span, a takeover
+ * counted and logged (whose lease it took), and the renewer its heartbeat will drive.
+ */
+export function startAttempt(
+  s: Settings,
+  job: Job,
+  definition: AnyJobDefinition,
+  claimed: Extract<ClaimResult, { claimed: true }>,
+  timing: { readonly leaseMs: number; readonly claimedAt: number; readonly deadline: number | undefined },
+): Attempt {
+  const { lease } = claimed;
+  const { log } = job;
+  log.setKeys({ attempt: lease.attempts, token: lease.token });
+  trace.getActiveSpan()?.setAttributes({ 'leaseq.attempt': lease.attempts, 'leaseq.token': lease.token });
+  if (claimed.kind === 'takeover') {
+    s.metrics.count(MetricName.LeaseExpired);
+    log.warn('took over a job whose lease expired; resuming from its checkpoint', {
+      previousOwner: claimed.previous?.owner,
+      checkpoint: lease.checkpoint?.step,
+    });
+  }
+  const renewer = new JobRenewer({
+    store: s.store,
+    queue: s.queue,
+    lease,
+    receiptHandle: job.message.record.receiptHandle,
+    leaseMs: s.leaseMs,
+    ...(timing.deadline === undefined ? {} : { deadline: timing.deadline }),
+    log,
+    now: s.now,
+  });
+  return { ...job, definition, lease, renewer, ...timing };
+}

@@ -1,0 +1,151 @@
+// E12, the fast path (docs/protocol.md, "Fast path"): run the job with no claim, then write its effects
+// and the completion in one transaction under the claim's condition. The run and the commit get the
+// time a lease would.
+import {
+  describe,
+  FastPathNeedsLeaseError,
+  OptimisticConflictError,
+  StoreUnavailableError,
+} from '../../errors.ts';
+import type { FastCommitResult, JobLease } from '../contract/job-store.ts';
+import { needsLeasedClaim } from '../decisions/claim-decision.ts';
+import { leaseSafetyMs } from '../decisions/lease-timing.ts';
+import { boundedSignal } from '../leases/timeout-signal.ts';
+import type { AnyJobDefinition } from '../model/job-definition.ts';
+import { MetricName } from '../observe/metric-names.ts';
+import { inSpan } from '../observe/spans.ts';
+import { byType, type Job } from './attempt.ts';
+import { completedEarlier, completedItem, jobCompleted } from './commit.ts';
+import { checkedPayload, jobContext, runAndCommit } from './job-run.ts';
+import type { RecordAction } from './outcome.ts';
+import { actOnRefusal } from './refusal.ts';
+import type { Settings } from './settings.ts';
+
+/**
+ * How a fast attempt ended: the record is settled (`action`: committed, refused as a copy, the commit's
+ * answer unknown, or the run outlasted its budget and M goes back to run leased); or the job must be
+ * claimed now, to run leased (`leased`: it needs a lease, or has a checkpoint) or to record the failed
+ * run's `error` under a lease (nothing was written either way).
+ */
+export type FastResult =
+  | { readonly action: RecordAction }
+  | { readonly error: unknown }
+  | { readonly leased: true };
+
+/** Runs `job` on the fast path, within one lease's time from `started`. */
+export async function runFast(
+  s: Settings,
+  job: Job,
+  definition: AnyJobDefinition,
+  leaseMs: number,
+  started: number,
+): Promise<FastResult> {
+  const { envelope, message, log } = job;
+  s.metrics.count(MetricName.JobClaimed);
+  const budget = leaseMs - leaseSafetyMs(leaseMs);
+  const bound = boundedSignal(budget, 'the fast path has the time of one lease');
+  let result: FastCommitResult;
+  try {
+    result = await runAndCommitOnce(s, job, definition, started + budget, bound.signal);
+  } catch (thrown) {
+    if (thrown instanceof StoreUnavailableError) return { action: await commitUnknown(s, job, thrown) };
+    if (thrown instanceof FastPathNeedsLeaseError) {
+      log.info('the job needs a lease: running it leased', { error: describe(thrown) });
+      return { leased: true };
+    }
+    if (bound.signal.aborted) {
+      // Nothing was written and the job did not fail: its redelivery runs leased, with the heartbeat.
+      s.metrics.count(MetricName.HandBack);
+      log.info('the fast run outlasted one lease; giving the message back to run leased', {
+        budgetMs: budget,
+      });
+      await message.giveBack(0, 'fast run past its budget');
+      return { action: 'deadline' };
+    }
+    log.info('fast attempt failed; recording it under a lease', { error: describe(thrown) });
+    return { error: thrown };
+  } finally {
+    bound.clear();
+  }
+  if (result.ok) return { action: jobCompleted(s, envelope, started, log) };
+  if (result.reason === 'refused') {
+    // Claim it now rather than hand M back to come round again.
+    if (needsLeasedClaim(result.existing, s.maxAttempts, s.now())) return { leased: true };
+    return { action: await actOnRefusal(s, job, result.existing) };
+  }
+  // Optimistic conflicts the re-runs did not resolve.
+  return { error: new OptimisticConflictError('completion', s.optimisticTries) };
+}
+
+/** Runs the job and tries its one-write commit; an optimistic conflict re-runs it a few times. */
+async function runAndCommitOnce(
+  s: Settings,
+  job: Job,
+  definition: AnyJobDefinition,
+  until: number,
+  signal: AbortSignal,
+): Promise<FastCommitResult> {
+  const { envelope, message, log } = job;
+  const payload = await checkedPayload(definition, envelope);
+  // The lease the job sees: nothing is claimed, so nothing to fence a step or a named lease with.
+  const lease: JobLease = {
+    dedupKey: envelope.dedupKey,
+    owner: s.worker,
+    token: 0,
+    attempts: 1,
+    messageId: message.record.messageId,
+    version: 0,
+    leaseUntil: until,
+  };
+  const context = jobContext(s, definition, lease, { fastPath: true, signal });
+  return runAndCommit(
+    s,
+    { definition, context, payload, signal, log, what: 'fast commit' },
+    (outcome) =>
+      inSpan('leaseq.commit', { 'leaseq.fast_path': true }, () =>
+        s.store.claimAndComplete(
+          {
+            dedupKey: envelope.dedupKey,
+            owner: s.worker,
+            messageId: message.record.messageId,
+            type: envelope.type,
+            createdAt: envelope.createdAt,
+            now: s.now(),
+            maxAttempts: s.maxAttempts,
+          },
+          outcome?.result,
+          outcome?.effects ?? [],
+          { signal },
+        ),
+      ),
+    (answer) => !answer.ok && answer.reason !== 'refused',
+  );
+}
+
+/**
+ * A fast commit whose answer is unknown: the one settling read (commit.ts). A COMPLETED job is done,
+ * whoever's write did it: this worker's own write completes the record, another copy's makes this one a
+ * duplicate. Otherwise the message goes back with a backoff; nothing was claimed, so nothing to release.
+ */
+async function commitUnknown(s: Settings, job: Job, error: StoreUnavailableError): Promise<RecordAction> {
+  const { envelope, message, log } = job;
+  const item = await completedItem(s, envelope.dedupKey);
+  if (item) {
+    if (item.owner === s.worker && item.messageId === message.record.messageId) {
+      return completedEarlier(s, job, 'the fast commit went through though its answer was lost');
+    }
+    s.cache?.add(envelope.dedupKey);
+    log.info('the fast commit answer was lost; another copy completed the job: deleting this copy');
+    s.metrics.count(MetricName.DuplicateSkipped, 1, byType(envelope));
+    return 'duplicate';
+  }
+  const delay = s.backoffSeconds(message.receives);
+  s.metrics.count(MetricName.StoreUnavailable);
+  s.metrics.count(MetricName.HandBack);
+  log.warn('store unavailable at the fast commit; giving the message back', {
+    delaySeconds: delay,
+    error: describe(error),
+  });
+  await message.giveBack(delay, 'store unavailable');
+  return 'store-unavailable';
+}

@@ -1,0 +1,100 @@
+// The job's own run, shared by the fast path (E12) and the leased run (E4-E6): the payload checked
+// against the job's schema, the one place a JobContext is built, and the run-then-commit loop that
+// re-runs the job when its commit hits an optimistic conflict.
+import { InvalidEnvelopeError } from '../../errors.ts';
+import type { JobEnvelope } from '../contract/envelope.ts';
+import type { JobLease } from '../contract/job-store.ts';
+import { conflictPause } from '../decisions/optimistic.ts';
+import { JobContext } from '../model/job-context.ts';
+import type { AnyJobDefinition, JobOutcome } from '../model/job-definition.ts';
+import { validatePayload } from '../model/standard-schema.ts';
+import type { JobLog } from '../observe/job-log.ts';
+import { MetricName } from '../observe/metric-names.ts';
+import type { Settings } from './settings.ts';
+
+/** The job's payload, checked by its schema. @throws InvalidEnvelopeError (bad-payload: dead-lettered). */
+export async function checkedPayload(definition: AnyJobDefinition, envelope: JobEnvelope): Promise<unknown> {
+  const parsed = await validatePayload(definition.payload, envelope.payload);
+  if (!parsed.ok) throw new InvalidEnvelopeError('bad-payload', parsed.problem);
+  return parsed.value;
+}
+
+/** How a job's context is bound: to a claimed lease and its heartbeat, or to the fast path's budget. */
+export type ContextBinding =
+  | { readonly fastPath: true; readonly signal: AbortSignal }
+  | { readonly fastPath: false; readonly signal: AbortSignal; readonly leaseSignal: AbortSignal };
+
+/** The `ctx` a job runs with (the one place it is built). */
+export function jobContext(
+  s: Settings,
+  definition: AnyJobDefinition,
+  lease: JobLease,
+  binding: ContextBinding,
+): JobContext {
+  return new JobContext({
+    tables: s.tables?.for(definition) ?? {},
+    // The fast path has no lease to fence a named lease with: ctx.withLease sends the job leased.
+    ...(binding.fastPath ? { fastPath: true } : { leaseSignal: binding.leaseSignal }),
+    ...(s.leases && !binding.fastPath ? { leases: s.leases } : {}),
+    testHooks: s.testHooks,
+    store: s.store,
+    lease,
+    signal: binding.signal,
+    worker: s.worker,
+    metrics: s.metrics,
+    optimisticTries: s.optimisticTries,
+    random: s.random,
+    now: s.now,
+  });
+}
+
+/**
+ * Runs the job, then `commit`s what it returned; while the commit's answer is an optimistic
+ * conflict (`conflicted`), re-runs it after a short pause, up to `optimisticTries` runs. Returns the
+ * last commit's answer. Rejects as soon as `signal` aborts (the job's own promise is left, fenced).
+ */
+export async function runAndCommit<R>(
+  s: Settings,
+  run: {
+    readonly definition: AnyJobDefinition;
+    readonly context: JobContext;
+    readonly payload: unknown;
+    readonly signal: AbortSignal;
+    readonly log: JobLog;
+    /** Names the commit in the conflict log line. */
+    readonly what: string;
+  },
+  commit: (outcome: JobOutcome | undefined) => Promise<R>,
+  conflicted: (answer: R) => boolean,
+): Promise<R> {
+  const { definition, context, payload, signal, log } = run;
+  for (let tryNumber = 1; ; tryNumber++) {
+    const outcome = (await abortable(definition.run(context, payload), signal)) || undefined;
+    signal.throwIfAborted();
+    const answer = await commit(outcome);
+    if (!conflicted(answer)) return answer;
+    s.metrics.count(MetricName.OptimisticConflict);
+    log.info(`${run.what} hit an optimistic conflict; re-reading and retrying`, { try: tryNumber });
+    if (tryNumber >= s.optimisticTries) return answer;
+    await conflictPause(tryNumber, s.random);
+  }
+}
+
+/** Resolves with the job's result, or rejects as soon as `signal` aborts (the job keeps running, fenced). */
+function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

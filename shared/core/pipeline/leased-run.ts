@@ -1,0 +1,88 @@
+// E4-E6, the leased run: the job runs under its heartbeat (E4 renewals; E5 checkpoints are the job's
+// own ctx.step writes), then commits fenced (E6, commit.ts); a failure goes to release.ts.
+import { describe, LeaseLostError, OptimisticConflictError } from '../../errors.ts';
+import { leaseSafetyMs } from '../decisions/lease-timing.ts';
+import { Heartbeat } from '../leases/heartbeat.ts';
+import { namedLeaseLost } from '../model/job-context.ts';
+import { MetricName } from '../observe/metric-names.ts';
+import type { Attempt } from './attempt.ts';
+import { commit, jobCompleted } from './commit.ts';
+import type { DeadLetterer } from './dead-letterer.ts';
+import { checkedPayload, jobContext, runAndCommit } from './job-run.ts';
+import type { RecordAction } from './outcome.ts';
+import { settleFailure } from './release.ts';
+import type { Settings } from './settings.ts';
+
+/** Runs a claimed job under its heartbeat and ends the attempt: committed, or the failure's decision. */
+export async function runLeased(
+  s: Settings,
+  attempt: Attempt,
+  deadLetterer: DeadLetterer,
+): Promise<RecordAction> {
+  const { lease, log, leaseMs, deadline } = attempt;
+  const started = s.now();
+  const heartbeat = new Heartbeat({
+    target: attempt.renewer,
+    intervalMs: Math.min(s.heartbeatMs, Math.max(100, Math.floor(leaseMs / 3))),
+    leaseUntil: lease.leaseUntil,
+    // Beats are counted from the claim's request: a slow claim answer is renewed at once.
+    renewedAt: attempt.claimedAt,
+    safetyMs: leaseSafetyMs(leaseMs),
+    ...(deadline === undefined ? {} : { deadline }),
+    now: s.now,
+    onRenewed: (until) => {
+      s.metrics.count(MetricName.LeaseRenewed);
+      log.debug('lease renewed', { leaseUntil: until });
+    },
+    onRenewFailed: (error) =>
+      log.warn('lease renewal failed; will retry before the lease ends', { error: describe(error) }),
+    // Counted once, where the failure is handled.
+    onLost: (error) => log.warn('lease lost: aborting the job', { error: describe(error) }),
+  }).start();
+  const signal = heartbeat.signal;
+  let failure: unknown;
+  let failed = false;
+  try {
+    await runAndCommitFenced(s, attempt, heartbeat);
+  } catch (thrown) {
+    failed = true;
+    failure = signal.aborted && !(thrown instanceof LeaseLostError) ? (signal.reason ?? thrown) : thrown;
+  } finally {
+    await heartbeat.stop();
+  }
+  // Committed: nothing below may turn the job into a failure.
+  if (!failed) return jobCompleted(s, attempt.envelope, started, log);
+  return settleFailure(s, attempt, failure, deadLetterer);
+}
+
+/** Validates the payload, runs the job and commits it fenced by the job lease and its named leases. */
+async function runAndCommitFenced(s: Settings, attempt: Attempt, heartbeat: Heartbeat): Promise<void> {
+  const { definition, lease, log } = attempt;
+  const payload = await checkedPayload(definition, attempt.envelope);
+  const signal = heartbeat.signal;
+  const context = jobContext(s, definition, lease, {
+    fastPath: false,
+    signal,
+    leaseSignal: heartbeat.leaseSignal,
+  });
+  try {
+    const committed = await runAndCommit(
+      s,
+      { definition, context, payload, signal, log, what: 'completion' },
+      async (outcome) => {
+        const effects = outcome?.effects ?? [];
+        const fenced = effects.length > 0 ? [...effects, ...context.leaseFences()] : effects;
+        const answer = await commit(s, lease, outcome?.result, fenced, heartbeat.leaseSignal, log);
+        // A refusal at a named lease's fence is that lease lost, not a conflict to re-run.
+        const lost = answer.ok ? undefined : context.lostLeaseAt(answer, effects.length);
+        if (lost) throw namedLeaseLost(lost, 'completion');
+        return answer;
+      },
+      (answer) => !answer.ok,
+    );
+    if (!committed.ok) throw new OptimisticConflictError('completion', s.optimisticTries);
+  } finally {
+    // Named leases a job took are held until here, so its commit was fenced by them.
+    await context.releaseLeases();
+  }
+}

@@ -1,0 +1,44 @@
+// What happened to one record, and the one place that decides whether its message is deleted or kept.
+
+/** Everything the pipeline can do with a record. */
+export type RecordAction =
+  | 'completed'
+  | 'duplicate'
+  | 'dead-copy'
+  | 'own-message-early'
+  | 'contended'
+  | 'retry'
+  | 'dead-lettered'
+  | 'lease-lost'
+  | 'lease-ran-out'
+  | 'store-unavailable'
+  | 'deadline'
+  | 'deferred';
+
+/** What happened to one record; `retain` means the message stays in the queue (a batch item failure). */
+export interface RecordOutcome {
+  readonly messageId: string;
+  readonly disposition: 'delete' | 'retain';
+  readonly action: RecordAction;
+  readonly dedupKey?: string;
+}
+
+/**
+ * Whether a record's message is deleted (the job is settled: done, dead-lettered, or this is a copy of
+ * one that is) or stays in the queue, where it is what brings the job back.
+ */
+export function dispositionOf(action: RecordAction): RecordOutcome['disposition'] {
+  return action === 'completed' ||
+    action === 'dead-lettered' ||
+    action === 'duplicate' ||
+    action === 'dead-copy'
+    ? 'delete'
+    : 'retain';
+}
+
+/** The outcome of `action` for the record `messageId` (of job `dedupKey`, once its body parsed). */
+export function outcomeOf(messageId: string, action: RecordAction, dedupKey?: string): RecordOutcome {
+  return dedupKey === undefined
+    ? { messageId, action, disposition: dispositionOf(action) }
+    : { messageId, dedupKey, action, disposition: dispositionOf(action) };
+}

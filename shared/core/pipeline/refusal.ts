@@ -1,0 +1,64 @@
+// What a refused claim (E1-E3) or a refused fast commit (E12) does with its message, as decided by
+// decisions/claim-decision.ts: drop a copy of a finished, running or dead job, hide our own message
+// while its lease runs, or hand a contended one back.
+import type { JobItem } from '../contract/job-item.ts';
+import { decideRefusal } from '../decisions/claim-decision.ts';
+import { visibilityForLease } from '../decisions/lease-timing.ts';
+import { MetricName } from '../observe/metric-names.ts';
+import { byType, type Job } from './attempt.ts';
+import type { RecordAction } from './outcome.ts';
+import type { Settings } from './settings.ts';
+
+/** Longest batch: Lambda's (and the local runner's) timeout maximum, 15 min. */
+const MAX_BATCH_SECONDS = 900;
+
+/** Acts on a refusal whose returned item is `existing`, and names the outcome. */
+export async function actOnRefusal(s: Settings, job: Job, existing: JobItem): Promise<RecordAction> {
+  const { envelope, message, log } = job;
+  const decision = decideRefusal(existing, message.record.messageId, s.now());
+  const refusal = { status: existing.status, owner: existing.owner, token: existing.token };
+  switch (decision.kind) {
+    case 'duplicate-completed':
+      s.cache?.add(envelope.dedupKey);
+      s.metrics.count(MetricName.DuplicateSkipped, 1, byType(envelope));
+      log.info('duplicate of a completed job: deleting this copy', refusal);
+      return 'duplicate';
+    case 'duplicate-racing': {
+      // The job is unfinished and another message guards it. This copy is deleted when its batch ends
+      // (by the event source); until then it must not show again, or it could become the job's guard
+      // and then be deleted by that late delete, stranding the job. So hide it past any batch (and a
+      // slow delete) first; never shorter than a receive gave it. If that fails, keep it: it comes back
+      // and is judged again.
+      const hide = MAX_BATCH_SECONDS + visibilityForLease(s.leaseMs);
+      if (!(await message.hide(hide))) {
+        log.info('another message holds this job; could not hide this copy, keeping it', refusal);
+        return 'contended';
+      }
+      // Hidden, it is safe to delete now rather than hold it in flight until the batch ends (the
+      // batch's own delete then finds it gone). If this delete fails, the hide still covers the batch.
+      await message.delete();
+      s.metrics.count(MetricName.DuplicateSkipped, 1, byType(envelope));
+      log.info('another message holds this job: deleted this copy', refusal);
+      return 'duplicate';
+    }
+    case 'dead-copy':
+      s.metrics.count(MetricName.DeadCopyDropped, 1, byType(envelope));
+      log.warn('copy of a dead-lettered job: deleting it (redrive from the DLQ to run it again)', refusal);
+      return 'dead-copy';
+    case 'own-message-early': {
+      s.metrics.count(MetricName.OwnMessageEarly);
+      const seconds = Math.ceil(decision.hideForMs / 1000) + 1;
+      log.info('own message back while its lease runs: hiding it until the lease ends', {
+        ...refusal,
+        hideSeconds: seconds,
+      });
+      s.metrics.count(MetricName.HandBack);
+      await message.giveBack(seconds, 'own message early');
+      return 'own-message-early';
+    }
+    case 'contended':
+      s.metrics.count(MetricName.HandBack);
+      await message.giveBack(1, 'claim refused by a lease that just ended');
+      return 'contended';
+  }
+}

@@ -1,0 +1,92 @@
+// What a failed attempt leads to (decisions/failure-decision.ts), carried out: done after all, leave the
+// job to the owner that took it, dead-letter it (E9, dead-letterer.ts), or release the lease with a
+// backoff (E7; E8 refunds the attempt when the cause was outside the job) and give the message back.
+import { trace } from '@opentelemetry/api';
+import { describe, errorClass, LeaseLostError, LeaseRanOutError } from '../../errors.ts';
+import { decideFailure, type FailureDecision } from '../decisions/failure-decision.ts';
+import { boundedSignal } from '../leases/timeout-signal.ts';
+import { MetricName } from '../observe/metric-names.ts';
+import { type Attempt, byType } from './attempt.ts';
+import { completedEarlier } from './commit.ts';
+import type { DeadLetterer } from './dead-letterer.ts';
+import type { RecordAction } from './outcome.ts';
+import type { Settings } from './settings.ts';
+
+const COMMITTED_EARLIER = 'the commit had gone through (its answer was lost): the job is done';
+
+/** Decides what the attempt's failure `error` leads to, and carries it out. */
+export async function settleFailure(
+  s: Settings,
+  attempt: Attempt,
+  error: unknown,
+  deadLetterer: DeadLetterer,
+): Promise<RecordAction> {
+  const decision = decideFailure(error, {
+    attempts: attempt.lease.attempts,
+    maxAttempts: s.maxAttempts,
+    backoffSeconds: s.backoffSeconds,
+  });
+  switch (decision.kind) {
+    case 'completed-earlier':
+      return completedEarlier(s, attempt, COMMITTED_EARLIER);
+    case 'lease-lost':
+      // Another worker owns the job now (or will, once the lease ends). Our receipt handle may be
+      // stale, so we neither delete nor touch the message; our writes were refused by the fence.
+      s.metrics.count(MetricName.LeaseLost);
+      attempt.log.warn('lease lost; leaving the job to its new owner', { error: describe(error) });
+      return 'lease-lost';
+    case 'dead-letter':
+      return (await deadLetterer.claimed(attempt, decision.cause)).action;
+    case 'retry':
+      return release(s, attempt, error, decision);
+  }
+}
+
+/** Releases the lease with the decision's backoff (E7/E8) and gives the message back for that long. */
+async function release(
+  s: Settings,
+  attempt: Attempt,
+  error: unknown,
+  decision: Extract<FailureDecision, { kind: 'retry' }>,
+): Promise<RecordAction> {
+  const { message, log, lease } = attempt;
+  if (decision.outage) s.metrics.count(MetricName.StoreUnavailable);
+  s.metrics.count(MetricName.JobRetried, 1, byType(attempt.envelope));
+  trace.getActiveSpan()?.addEvent('leaseq.retry', {
+    'leaseq.retry.delay_seconds': decision.delaySeconds,
+    'error.type': errorClass(error),
+  });
+  log.warn('attempt failed; releasing the lease and retrying after a backoff', {
+    reason: errorClass(error),
+    error: describe(error),
+    delaySeconds: decision.delaySeconds,
+    checkpoint: lease.checkpoint?.step,
+    attemptsLeft: s.maxAttempts - lease.attempts,
+  });
+  const bound = boundedSignal(Math.max(s.leaseMs, lease.leaseUntil - s.now()), 'release');
+  try {
+    await s.store.release(
+      lease,
+      s.now() + decision.delaySeconds * 1000,
+      { message: describe(error), errorClass: errorClass(error) },
+      { refundAttempt: decision.refundAttempt, signal: bound.signal },
+    );
+  } catch (releaseError) {
+    if (releaseError instanceof LeaseLostError && releaseError.completedByThisLease) {
+      return completedEarlier(s, attempt, COMMITTED_EARLIER);
+    }
+    if (releaseError instanceof LeaseLostError) {
+      log.warn('lease lost while releasing; leaving the job to its new owner', {
+        error: describe(releaseError),
+      });
+      return 'lease-lost';
+    }
+    // The lease will simply expire; the message comes back after the backoff and takes it over.
+    log.warn('could not release the lease; it will expire instead', { error: describe(releaseError) });
+  } finally {
+    bound.clear();
+  }
+  await message.giveBack(decision.delaySeconds, errorClass(error));
+  if (error instanceof LeaseRanOutError) return 'lease-ran-out';
+  return decision.deadline ? 'deadline' : 'retry';
+}

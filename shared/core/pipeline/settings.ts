@@ -1,0 +1,110 @@
+// The processor's options, their defaults (from contract/defaults.ts) and their validation, resolved
+// once per worker into the one value every pipeline step reads.
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { DEFAULTS } from '../contract/defaults.ts';
+import type { JobQueue } from '../contract/job-queue.ts';
+import type { JobStore } from '../contract/job-store.ts';
+import type { LeaseStore } from '../contract/lease-store.ts';
+import { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from '../decisions/backoff.ts';
+import { leaseTiming } from '../decisions/lease-timing.ts';
+import type { TableHandleSource } from '../model/job-definition.ts';
+import type { JobRegistry } from '../model/registry.ts';
+import { type MetricsSink, noMetrics } from '../observe/metrics.ts';
+import type { CompletedCache } from './completed-cache.ts';
+
+/** Settings of a {@link JobProcessor}; every default is applied by {@link resolveSettings}. */
+export interface JobProcessorOptions {
+  readonly store: JobStore;
+  readonly queue: JobQueue;
+  readonly registry: JobRegistry;
+  /** This worker's id, stored as the lease owner and logged on every line. */
+  readonly worker: string;
+  readonly logger: Logger;
+  /** @default noMetrics */
+  readonly metrics?: MetricsSink;
+  /** The application tables jobs reach as `ctx.tables`. @default none (a job that declares tables fails) */
+  readonly tables?: TableHandleSource;
+  /** Store of named leases behind `ctx.withLease`. @default none */
+  readonly leases?: LeaseStore;
+  /** Run test hooks carried in payloads (`ctx.testHooksEnabled`). @default false */
+  readonly testHooks?: boolean;
+  /** @default undefined (no local cache) */
+  readonly cache?: CompletedCache;
+  /** Job lease length. @default DEFAULTS.leaseMs (30000) */
+  readonly leaseMs?: number;
+  /** Heartbeat period. @default leaseMs / 3 */
+  readonly heartbeatMs?: number;
+  /** Claims that ran the job before it is dead-lettered. @default DEFAULTS.maxAttempts (5) */
+  readonly maxAttempts?: number;
+  /** @default DEFAULT_BACKOFF (2 s base, 900 s cap) */
+  readonly backoff?: BackoffPolicy;
+  /** In-process tries of an optimistic completion before giving the job back. @default DEFAULTS.optimisticTries (3) */
+  readonly optimisticTries?: number;
+  /** Largest message body accepted. @default 262144 */
+  readonly maxBodyBytes?: number;
+  /** Injectable randomness for backoff jitter. @default Math.random */
+  readonly random?: () => number;
+  /** Injectable clock. @default Date.now */
+  readonly now?: () => number;
+}
+
+/** The options with every default applied: what the pipeline's steps read. */
+export interface Settings {
+  readonly store: JobStore;
+  readonly queue: JobQueue;
+  readonly registry: JobRegistry;
+  readonly worker: string;
+  readonly logger: Logger;
+  readonly metrics: MetricsSink;
+  readonly tables: TableHandleSource | undefined;
+  readonly leases: LeaseStore | undefined;
+  readonly testHooks: boolean;
+  readonly cache: CompletedCache | undefined;
+  readonly leaseMs: number;
+  readonly heartbeatMs: number;
+  readonly maxAttempts: number;
+  readonly optimisticTries: number;
+  /** What parseEnvelope checks every body against: built once, not per record. */
+  readonly parseOptions: { readonly maxBytes?: number; readonly isKnownType: (type: string) => boolean };
+  readonly random: () => number;
+  readonly now: () => number;
+  /** The backoff policy with this worker's randomness: whole seconds before retry `attempts` + 1. */
+  readonly backoffSeconds: (attempts: number) => number;
+}
+
+/** Applies the defaults and validates. @throws RangeError for a lease, heartbeat or attempt count out of range. */
+export function resolveSettings(options: JobProcessorOptions): Settings {
+  const timing = leaseTiming(options.leaseMs ?? DEFAULTS.leaseMs, options.heartbeatMs);
+  if (
+    options.maxAttempts !== undefined &&
+    !(Number.isInteger(options.maxAttempts) && options.maxAttempts >= 1)
+  ) {
+    throw new RangeError(`maxAttempts must be an integer >= 1, received ${options.maxAttempts}`);
+  }
+  const registry = options.registry;
+  const backoff = options.backoff ?? DEFAULT_BACKOFF;
+  const random = options.random ?? Math.random;
+  return {
+    store: options.store,
+    queue: options.queue,
+    registry,
+    worker: options.worker,
+    logger: options.logger,
+    metrics: options.metrics ?? noMetrics,
+    tables: options.tables,
+    leases: options.leases,
+    testHooks: options.testHooks ?? false,
+    cache: options.cache,
+    leaseMs: timing.leaseMs,
+    heartbeatMs: timing.heartbeatMs,
+    maxAttempts: options.maxAttempts ?? DEFAULTS.maxAttempts,
+    optimisticTries: options.optimisticTries ?? DEFAULTS.optimisticTries,
+    parseOptions: {
+      ...(options.maxBodyBytes === undefined ? {} : { maxBytes: options.maxBodyBytes }),
+      isKnownType: (type) => registry.has(type),
+    },
+    random,
+    now: options.now ?? Date.now,
+    backoffSeconds: (attempts) => backoffSeconds(attempts, backoff, random),
+  };
+}
