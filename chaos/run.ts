@@ -15,7 +15,7 @@ import { metricKey } from '../shared/core/observe/metrics.ts';
 import { ensureEmulator } from '../shared/local/emulator.ts';
 import { provisionLocal } from '../shared/local/provision.ts';
 import { queueStats, totalDepth } from '../shared/ops/queue-stats.ts';
-import { sendMessages } from '../shared/ops/send.ts';
+import { sendMessages } from '../shared/producer/send-messages.ts';
 import { WorkerPool } from '../shared/runner/worker-pool.ts';
 import { workerEnv } from '../shared/worker/config.ts';
 import { checkRun } from './check.ts';

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { parseRate } from '../shared/ops/rate.ts';
+import { parseRate } from '../shared/producer/pacer.ts';
 
 // ---- Output -------------------------------------------------------------------------------------------
 

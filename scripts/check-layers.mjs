@@ -29,6 +29,8 @@ export const SOURCE_ROOTS = ['shared', 'cli', 'infra', 'functions', 'bin', 'scri
  * - the engine never depends on its authoring layer: shared/jobs (defineJob, job modules) sits above the
  *   pipeline, and what runs jobs (Lambda worker, producer, in-memory test stores, then the local runner
  *   and the operator tools) sits above that;
+ * - the ledger example's job module (examples/ledger/, not its demo) is an application of the library;
+ *   the reference stack in infra/ runs it by default, so it sits just below infra;
  * - infra/ (the CDK constructs) deploys the engine, and shared/local provisions the local emulator by
  *   synthesizing infra's stack (shared/local/provision.ts imports infra/leaseq-stack.ts), so shared/local
  *   is above infra, not below;
@@ -56,10 +58,15 @@ export const LAYERS = [
   },
   { rank: 11, name: 'runner', paths: ['shared/runner/'] },
   { rank: 12, name: 'ops', paths: ['shared/ops/'] },
-  { rank: 13, name: 'infra', paths: ['infra/'] },
-  { rank: 14, name: 'local', paths: ['shared/local/'] },
-  { rank: 15, name: 'entry points', paths: ['shared/index.ts'] },
-  { rank: 16, name: 'programs', paths: ['cli/', 'functions/', 'bin/', 'scripts/', 'examples/'] },
+  { rank: 13, name: 'example jobs', paths: ['examples/ledger/'] },
+  { rank: 14, name: 'infra', paths: ['infra/'] },
+  { rank: 15, name: 'local', paths: ['shared/local/'] },
+  { rank: 16, name: 'entry points', paths: ['shared/index.ts'] },
+  {
+    rank: 17,
+    name: 'programs',
+    paths: ['cli/', 'functions/', 'bin/', 'scripts/', 'examples/', 'examples/ledger/demo/'],
+  },
 ];
 
 /**
@@ -68,7 +75,7 @@ export const LAYERS = [
  * it, so internal code never goes through the public surface.
  */
 export const ENTRY_FILE = 'index.ts';
-export const ENTRY_CLIENTS = 16;
+export const ENTRY_CLIENTS = 17;
 
 const CODE = /\.(?:[cm]?ts|tsx|[cm]?js)$/;
 const SKIP_DIRS = new Set(['node_modules', 'dist', 'cdk.out', '.leaseq', 'coverage']);

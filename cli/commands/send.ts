@@ -12,7 +12,7 @@ import type { JobEnvelope } from '../../shared/core/contract/envelope.ts';
 import type { JobRegistry } from '../../shared/core/model/registry.ts';
 import { payloadProblem } from '../../shared/core/model/standard-schema.ts';
 import { parseJobFile } from '../../shared/ops/job-file.ts';
-import { type SendProgress, type SendReport, sendMessages } from '../../shared/ops/send.ts';
+import { type SendProgress, type SendReport, sendMessages } from '../../shared/producer/send-messages.ts';
 import {
   fractionArg,
   integerArg,

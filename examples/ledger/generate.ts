@@ -5,7 +5,7 @@ import { type JobEnvelope, makeEnvelope } from '../../shared/core/contract/envel
 export const GENERATED_TYPES = ['ledger.credit', 'ledger.transfer'] as const;
 export type GeneratedType = (typeof GENERATED_TYPES)[number];
 
-import type { OutgoingMessage } from '../../shared/ops/send.ts';
+import type { OutgoingMessage } from '../../shared/producer/send-messages.ts';
 
 export type { OutgoingMessage };
 

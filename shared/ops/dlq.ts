@@ -14,9 +14,9 @@ import { readDeadLetterAttributes } from '../core/adapters/sqs-job-queue.ts';
 import type { JobItem } from '../core/contract/job-item.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 import { BODY_PROBLEMS, ENVELOPE_PROBLEMS } from '../errors.ts';
+import { Pacer } from '../producer/pacer.ts';
 import { DeadLetterNotFoundError, InvalidFilterError } from './ops-errors.ts';
 import { queueStats, totalDepth } from './queue-stats.ts';
-import { Pacer } from './rate.ts';
 import { isFifoQueue, type OpsTarget } from './target.ts';
 
 /**

@@ -6,7 +6,7 @@ import { JobRegistry, type JobSource } from '../core/model/registry.ts';
 import { payloadProblem } from '../core/model/standard-schema.ts';
 import { leaseqTracer, recordFailure, SpanKind, traceparentOf } from '../core/observe/spans.ts';
 import { InvalidEnvelopeError, LeaseqError } from '../errors.ts';
-import { type OutgoingMessage, type SendFailure, sendMessages } from '../ops/send.ts';
+import { type OutgoingMessage, type SendFailure, sendMessages } from './send-messages.ts';
 
 /** One job to send. */
 export interface JobInput<P = unknown> {

@@ -5,7 +5,7 @@ import type { AwsClients } from '../../../shared/aws/clients.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { runLimited } from '../../../shared/core/pipeline/batch.ts';
 import { listDeadLetters } from '../../../shared/ops/dlq.ts';
-import { sendMessages } from '../../../shared/ops/send.ts';
+import { sendMessages } from '../../../shared/producer/send-messages.ts';
 import { WorkerPool } from '../../../shared/runner/worker-pool.ts';
 import { siblingModule } from '../../../shared/sibling-module.ts';
 import { workerEnv } from '../../../shared/worker/config.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { dedupKeyFor, generateJobs } from '../../../examples/ledger/generate.ts';
 import { parseEnvelope } from '../../../shared/core/contract/envelope.ts';
-import { chunk } from '../../../shared/ops/send.ts';
+import { chunk } from '../../../shared/producer/send-messages.ts';
 
 /** A deterministic random source (LCG) so the tests do not depend on luck. */
 function seeded(seed: number): () => number {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Pacer, parseRate } from '../../../shared/ops/rate.ts';
+import { Pacer, parseRate } from '../../../shared/producer/pacer.ts';
 
 describe('Function: parseRate', () => {
   it('reads a count per unit as messages per second', () => {

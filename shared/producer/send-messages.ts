@@ -5,9 +5,9 @@ import {
   type SendMessageBatchRequestEntry,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { isFifoQueue } from '../aws/queue-url.ts';
 import { runLimited } from '../core/pipeline/batch.ts';
-import { Pacer } from './rate.ts';
-import { isFifoQueue } from './target.ts';
+import { Pacer } from './pacer.ts';
 
 /** One SQS message to send. */
 export interface OutgoingMessage {
