@@ -15,7 +15,7 @@ export interface DeadLetterCause {
   readonly errorMessage: string;
 }
 
-/** What a worker does after an attempt ended without a commit (docs/protocol.md, "Failure handling"). */
+/** What a worker does after an attempt ended without a commit (docs/protocol.md, "The state machine", edges E7-E9, and "Store outages"). */
 export type FailureDecision =
   /** A commit had gone through and only its answer was lost: the job is done, delete the message. */
   | { readonly kind: 'completed-earlier' }
