@@ -6,6 +6,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { DEFAULTS } from '../shared/core/contract/defaults.ts';
 import { JobRegistry, type JobSource } from '../shared/core/model/registry.ts';
 import { type TableDefinition, tableOutputKey, tablePhysicalName } from '../shared/core/model/table.ts';
 import { ConfigError } from '../shared/errors.ts';
@@ -158,7 +159,7 @@ export function resolvePipelineSettings(
   }
   const resolved: ResolvedPipelineSettings = {
     resourcePrefix: props.resourcePrefix,
-    maxAttempts: props.maxAttempts ?? 5,
+    maxAttempts: props.maxAttempts ?? DEFAULTS.maxAttempts,
     workerTimeout: props.workerTimeout ?? Duration.seconds(DEFAULT_WORKER_TIMEOUT_SECONDS),
     batchSize: props.batchSize ?? 10,
     maxConcurrency: props.maxConcurrency ?? 5,

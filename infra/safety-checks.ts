@@ -2,11 +2,10 @@ import { Stack, Token } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
+import { DEFAULTS } from '../shared/core/contract/defaults.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS, redriveMaxReceiveCount, WORKER_ENV } from '../shared/resources.ts';
 import { VISIBILITY_TO_TIMEOUT_RATIO } from './constructs/job-queue.ts';
 
-/** The worker's job lease when `LEASEQ_LEASE_MS` is not set (shared/worker/config.ts). */
-export const DEFAULT_LEASE_MS = 30_000;
 /** SQS's own default message retention, used when a queue sets none. */
 const SQS_DEFAULT_RETENTION_SECONDS = 4 * 24 * 3600;
 
@@ -190,9 +189,9 @@ export function pipelineSafetyFacts(
     visibilityTimeoutSeconds: number('jobs queue VisibilityTimeout', queue.visibilityTimeout, 30),
     // CloudFormation's default Lambda timeout is 3 s.
     functionTimeoutSeconds: number('worker Timeout', fn.timeout, 3),
-    leaseMs: envInt(WORKER_ENV.leaseMs, DEFAULT_LEASE_MS),
+    leaseMs: envInt(WORKER_ENV.leaseMs, DEFAULTS.leaseMs),
     maxReceiveCount: number('jobs queue RedrivePolicy.maxReceiveCount', redrive?.maxReceiveCount),
-    maxAttempts: envInt(WORKER_ENV.maxAttempts, 5),
+    maxAttempts: envInt(WORKER_ENV.maxAttempts, DEFAULTS.maxAttempts),
     // The Lambda default batch size for SQS is 10.
     batchSize: number('event source BatchSize', mapping?.batchSize, 10),
     fifo: resolved(queue.fifoQueue) === true,

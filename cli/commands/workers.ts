@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
+import { DEFAULTS } from '../../shared/core/contract/defaults.ts';
 import { poolMetricsDir } from '../../shared/ops/smells.ts';
 import { DEFAULT_WORKER_TIMEOUT_SECONDS } from '../../shared/resources.ts';
 import { WorkerPool } from '../../shared/runner/worker-pool.ts';
@@ -27,8 +28,13 @@ export function register(program: Command): void {
           'SIGTERM/Ctrl-C drains, SIGKILL of a worker is survivable',
       )
       .option('--count <n>', 'worker processes', integerArg(1, 64), 3)
-      .option('--lease-ms <ms>', 'job lease', integerArg(1000, 3_600_000), 30_000)
-      .option('--max-attempts <n>', 'attempts before a job is dead-lettered', integerArg(1, 100), 5)
+      .option('--lease-ms <ms>', 'job lease', integerArg(1000, 3_600_000), DEFAULTS.leaseMs)
+      .option(
+        '--max-attempts <n>',
+        'attempts before a job is dead-lettered',
+        integerArg(1, 100),
+        DEFAULTS.maxAttempts,
+      )
       .option(
         '--timeout <seconds>',
         "longest run of one batch in seconds, as the Lambda timeout bounds it (the stack's default); every lease ends before it",

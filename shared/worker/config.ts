@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULTS } from '../core/contract/defaults.ts';
 import { tableEnvVar } from '../core/model/table.ts';
 import { ConfigError } from '../errors.ts';
 import { WORKER_ENV } from '../resources.ts';
@@ -23,8 +24,8 @@ const schema = z.object({
   leasesTable: z
     .string({ error: `${WORKER_ENV.leasesTable} is required` })
     .min(1, `${WORKER_ENV.leasesTable} is empty`),
-  maxAttempts: positiveInt(WORKER_ENV.maxAttempts, 5),
-  leaseMs: positiveInt(WORKER_ENV.leaseMs, 30_000),
+  maxAttempts: positiveInt(WORKER_ENV.maxAttempts, DEFAULTS.maxAttempts),
+  leaseMs: positiveInt(WORKER_ENV.leaseMs, DEFAULTS.leaseMs),
   concurrency: positiveInt(WORKER_ENV.concurrency, 10),
   backoffBaseSeconds: positiveInt(WORKER_ENV.backoffBaseSeconds, 2),
   backoffCapSeconds: positiveInt(WORKER_ENV.backoffCapSeconds, 900),
