@@ -114,8 +114,7 @@ function world(options: { store?: JobStore } = {}) {
   };
 
   /** The dead-lettering as the processor runs it for `held`. */
-  const deadLetter = (held: Held, cause: DeadLetterCause) =>
-    held.deadLetterer.claimed(held.message, held.envelope, held.lease, held.renewer, held.log, cause);
+  const deadLetter = (held: Held, cause: DeadLetterCause) => held.deadLetterer.claimed(held, cause);
 
   /** M as the queue holds it now (undefined: deleted). */
   const original = (record: SQSRecord) => queue.messages().find((m) => m.messageId === record.messageId);
