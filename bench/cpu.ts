@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 /**
  * CPU microseconds per job of leaseq's own code, on the in-memory stores (no I/O): the processor as
  * shipped (Powertools logger at INFO, metrics, local cache), the same with the job on the one-write fast
@@ -76,13 +77,17 @@ const HERE: Leaseq = {
 
 async function loadBaseline(dir: string): Promise<Leaseq> {
   const root = isAbsolute(dir) ? dir : resolve(dir);
-  const from = (path: string) => import(pathToFileURL(join(root, path)).href);
+  // The first path that exists: this layout's, or the flat shared/core/ of checkouts before it.
+  const from = (...paths: string[]) => {
+    const path = paths.find((p) => existsSync(join(root, p))) ?? paths[0] ?? '';
+    return import(pathToFileURL(join(root, path)).href);
+  };
   const [cache, metrics, optimistic, processor, registry, jobs, store, queue] = await Promise.all([
-    from('shared/core/pipeline/completed-cache.ts'),
-    from('shared/core/observe/metrics.ts'),
-    from('shared/core/decisions/optimistic.ts'),
-    from('shared/core/pipeline/processor.ts'),
-    from('shared/core/model/registry.ts'),
+    from('shared/core/pipeline/completed-cache.ts', 'shared/core/completed-cache.ts'),
+    from('shared/core/observe/metrics.ts', 'shared/core/metrics.ts'),
+    from('shared/core/decisions/optimistic.ts', 'shared/core/optimistic.ts'),
+    from('shared/core/pipeline/processor.ts', 'shared/core/processor.ts'),
+    from('shared/core/model/registry.ts', 'shared/core/registry.ts'),
     from('shared/jobs/define-job.ts'),
     from('shared/testing/in-memory-job-store.ts'),
     from('shared/testing/in-memory-queue.ts'),

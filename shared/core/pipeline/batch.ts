@@ -1,5 +1,6 @@
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import type { JobProcessor, ProcessOptions, RecordOutcome } from './processor.ts';
+import { outcomeOf, type RecordOutcome } from './outcome.ts';
+import type { JobProcessor, ProcessOptions } from './processor.ts';
 
 export interface BatchOptions extends ProcessOptions {
   /** Records processed at once on a standard queue. @default 10 */
@@ -58,14 +59,7 @@ export async function processBatch(
     });
   }
 
-  const ordered = records.map(
-    (r) =>
-      outcomes.get(r.messageId) ?? {
-        messageId: r.messageId,
-        action: 'retry' as const,
-        disposition: 'retain' as const,
-      },
-  );
+  const ordered = records.map((r) => outcomes.get(r.messageId) ?? outcomeOf(r.messageId, 'retry'));
   return {
     outcomes: ordered,
     response: {

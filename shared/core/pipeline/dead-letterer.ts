@@ -16,10 +16,12 @@ import { inSpan } from '../observe/spans.ts';
 import type { Attempt } from './attempt.ts';
 import type { RecordMessage } from './record-message.ts';
 
-/** How a dead-lettering ended for the message: gone (`delete`) or kept for another try (`retain`). */
+/**
+ * How a dead-lettering ended: `dead-lettered` (the letter is out, M may go), or M kept for another try
+ * (outcome.ts decides what each means for the message).
+ */
 export interface DeadLetterOutcome {
   readonly action: 'dead-lettered' | 'lease-lost' | 'store-unavailable' | 'retry';
-  readonly disposition: 'delete' | 'retain';
 }
 
 export interface DeadLettererOptions {
@@ -70,13 +72,13 @@ export class DeadLetterer {
     const lost = (error: unknown, line: string): DeadLetterOutcome => {
       this.#o.metrics.count(MetricName.LeaseLost);
       log.warn(line, { error: describe(error) });
-      return { action: 'lease-lost', disposition: 'retain' };
+      return { action: 'lease-lost' };
     };
     const keep = async (error: unknown, line: string, action: DeadLetterOutcome['action']) => {
       if (error instanceof StoreUnavailableError) this.#o.metrics.count(MetricName.StoreUnavailable);
       log.warn(line, { error: describe(error) });
       await message.giveBack(this.#o.backoffSeconds(lease.attempts), line);
-      return { action, disposition: 'retain' } as const;
+      return { action };
     };
     // Fence before anything leaves: a fenced renewal proves this worker still holds the job (and keeps
     // it for the next steps). A worker that lost its lease unknowingly sends no letter for a job that
@@ -131,7 +133,7 @@ export class DeadLetterer {
       errorClass: cause.errorClass,
       error: cause.errorMessage,
     });
-    return { action: 'dead-lettered', disposition: 'delete' };
+    return { action: 'dead-lettered' };
   }
 
   /** A message that is not a valid job: its letter says why; no job item is written. */
@@ -155,12 +157,12 @@ export class DeadLetterer {
         error: describe(sendError),
       });
       await message.giveBack(this.#o.backoffSeconds(2), 'dlq send failed');
-      return { action: 'retry', disposition: 'retain' };
+      return { action: 'retry' };
     }
     await message.delete();
     this.#o.metrics.count(MetricName.JobDeadLettered);
     log.error('bad message dead-lettered', { reason: reason.reason, error: reason.errorMessage });
-    return { action: 'dead-lettered', disposition: 'delete' };
+    return { action: 'dead-lettered' };
   }
 
   async #bounded<T>(call: (signal: AbortSignal) => Promise<T>): Promise<T> {

@@ -186,7 +186,7 @@ describe('Class: DeadLetterer', () => {
         .unclaimed(new RecordMessage(w.queue, record, w.log), error, w.log);
 
       // Assess
-      expect(outcome).toEqual({ action: 'dead-lettered', disposition: 'delete' });
+      expect(outcome).toEqual({ action: 'dead-lettered' });
       expect(w.queue.deadLetters).toEqual([
         {
           body: 'this is not json',
@@ -286,7 +286,7 @@ describe('Class: DeadLetterer', () => {
         .unclaimed(new RecordMessage(w.queue, record, w.log), error, w.log);
 
       // Assess 1: no letter, M kept and hidden for backoffSeconds(2), nothing counted as dead-lettered.
-      expect(outcome).toEqual({ action: 'retry', disposition: 'retain' });
+      expect(outcome).toEqual({ action: 'retry' });
       expect(w.queue.deadLetters).toEqual([]);
       expect(w.original(record)?.visibleAt).toBe(Date.now() + backoffSeconds(2) * 1000);
       expect(w.metrics.get(MetricName.JobDeadLettered)).toBe(0);
@@ -318,7 +318,7 @@ describe('Class: DeadLetterer', () => {
       const outcome = await w.deadLetter(held, cause);
 
       // Assess: the letter carries the original body and every reason attribute.
-      expect(outcome).toEqual({ action: 'dead-lettered', disposition: 'delete' });
+      expect(outcome).toEqual({ action: 'dead-lettered' });
       expect(w.queue.deadLetters).toEqual([
         {
           body: held.record.body,
@@ -393,7 +393,7 @@ describe('Class: DeadLetterer', () => {
       await vi.advanceTimersByTimeAsync(0);
 
       // Assess: nothing left this worker; the new owner's item is untouched; both messages are as they were.
-      expect(outcome).toEqual({ action: 'lease-lost', disposition: 'retain' });
+      expect(outcome).toEqual({ action: 'lease-lost' });
       expect(w.queue.deadLetters).toEqual([]);
       expect(await w.store.get(KEY)).toEqual(itemBefore);
       expect(itemBefore).toMatchObject({
@@ -440,7 +440,7 @@ describe('Class: DeadLetterer', () => {
         await vi.advanceTimersByTimeAsync(0);
 
         // Assess
-        expect(outcome).toEqual({ action: 'store-unavailable', disposition: 'retain' });
+        expect(outcome).toEqual({ action: 'store-unavailable' });
         expect(w.queue.deadLetters).toEqual([]);
         expect(await w.store.get(KEY)).toEqual(itemBefore);
         expect(w.original(held.record)?.visibleAt).toBe(Date.now() + backoffSeconds(MAX_ATTEMPTS) * 1000);
@@ -465,7 +465,7 @@ describe('Class: DeadLetterer', () => {
 
         // Assess (settled first, so a hang fails here rather than at the test timeout)
         expect(settledAt - start).toBe(LEASE_MS);
-        expect(await outcome).toEqual({ action: 'store-unavailable', disposition: 'retain' });
+        expect(await outcome).toEqual({ action: 'store-unavailable' });
         expect(w.queue.deadLetters).toEqual([]);
         expect((await w.store.get(KEY))?.status).toBe(JobStatus.InProgress);
         expect(w.original(held.record)?.visibleAt).toBe(Date.now() + backoffSeconds(MAX_ATTEMPTS) * 1000);
@@ -483,7 +483,7 @@ describe('Class: DeadLetterer', () => {
         await vi.advanceTimersByTimeAsync(0);
 
         // Assess: the fence renewed the lease (one lease from now); nothing else was written.
-        expect(outcome).toEqual({ action: 'retry', disposition: 'retain' });
+        expect(outcome).toEqual({ action: 'retry' });
         expect(w.queue.deadLetters).toEqual([]);
         expect(await w.store.get(KEY)).toMatchObject({
           status: JobStatus.InProgress,
@@ -508,7 +508,7 @@ describe('Class: DeadLetterer', () => {
         await vi.advanceTimersByTimeAsync(0);
 
         // Assess 1: the item is unfinished and M, given back for a backoff, is what brings it back.
-        expect(outcome).toEqual({ action: 'store-unavailable', disposition: 'retain' });
+        expect(outcome).toEqual({ action: 'store-unavailable' });
         expect(w.queue.deadLetters).toHaveLength(1);
         expect((await w.store.get(KEY))?.status).toBe(JobStatus.InProgress);
         expect(w.original(held.record)?.visibleAt).toBe(Date.now() + backoffSeconds(MAX_ATTEMPTS) * 1000);
@@ -551,7 +551,7 @@ describe('Class: DeadLetterer', () => {
         await vi.advanceTimersByTimeAsync(1000);
 
         // Assess: lost, not given back; DEAD never written; the new owner holds an IN_PROGRESS item.
-        expect(await outcome).toEqual({ action: 'lease-lost', disposition: 'retain' });
+        expect(await outcome).toEqual({ action: 'lease-lost' });
         expect(w.queue.deadLetters).toHaveLength(1);
         expect(await w.store.get(KEY)).toMatchObject({
           status: JobStatus.InProgress,
@@ -575,7 +575,7 @@ describe('Class: DeadLetterer', () => {
         const outcome = await w.deadLetter(held, maxAttemptsCause(failure, MAX_ATTEMPTS));
 
         // Assess: dead-lettered (the batch's own delete takes another go at M); M is still in the queue.
-        expect(outcome).toEqual({ action: 'dead-lettered', disposition: 'delete' });
+        expect(outcome).toEqual({ action: 'dead-lettered' });
         expect((await w.store.get(KEY))?.status).toBe(JobStatus.Dead);
         expect(w.queue.deadLetters).toHaveLength(1);
         expect(w.original(held.record)).toBeDefined();
@@ -610,7 +610,7 @@ describe('Class: DeadLetterer', () => {
         const outcome = await w.deadLetter(held, maxAttemptsCause(failure, MAX_ATTEMPTS));
 
         // Assess: the worker could not know, so it kept M; the state is the "after (2), before (3)" row.
-        expect(outcome).toEqual({ action: 'store-unavailable', disposition: 'retain' });
+        expect(outcome).toEqual({ action: 'store-unavailable' });
         expect((await w.store.get(KEY))?.status).toBe(JobStatus.Dead);
         expect(w.queue.deadLetters).toHaveLength(1);
         expect(w.original(held.record)?.visibleAt).toBe(Date.now() + backoffSeconds(MAX_ATTEMPTS) * 1000);
@@ -634,7 +634,7 @@ describe('Class: DeadLetterer', () => {
 
         // Assess
         expect(table.lostAnswers).toBe(1);
-        expect(outcome).toEqual({ action: 'dead-lettered', disposition: 'delete' });
+        expect(outcome).toEqual({ action: 'dead-lettered' });
         expect(table.items.get(KEY)).toMatchObject({
           status: JobStatus.Dead,
           token: held.lease.token,
@@ -671,7 +671,7 @@ describe('Class: DeadLetterer', () => {
 
         // Assess
         expect(table.lostAnswers).toBe(1);
-        expect(outcome).toEqual({ action: 'lease-lost', disposition: 'retain' });
+        expect(outcome).toEqual({ action: 'lease-lost' });
         expect(table.items.get(KEY)).toMatchObject({ status: JobStatus.RetryWait, version: 7 });
         expect(w.queue.deadLetters).toHaveLength(1);
         expect(mine).toBeDefined();
