@@ -14,7 +14,7 @@ import type { JobRegistry } from '../shared/core/model/registry.ts';
 import { tableOutputKey, tablePhysicalName } from '../shared/core/model/table.ts';
 import { ConfigError } from '../shared/errors.ts';
 import { emulatorStatus } from '../shared/local/emulator.ts';
-import { DEFAULT_LOCAL_STAGE } from '../shared/local/provision.ts';
+import { DEFAULT_LOCAL_STAGE } from '../shared/local/provision-template.ts';
 import {
   defaultResourcePrefix,
   resourceNames,

@@ -1,15 +1,8 @@
 import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
-import {
-  assertKnownReason,
-  type DeadLetter,
-  type DeadLetterSummary,
-  findDeadLetter,
-  listDeadLetters,
-  purgeDlq,
-  type RedriveReport,
-  redrive,
-} from '../../shared/ops/dlq.ts';
+import { findDeadLetter, listDeadLetters, purgeDlq } from '../../shared/ops/dlq.ts';
+import { assertKnownReason, type DeadLetter, type DeadLetterSummary } from '../../shared/ops/dlq-letters.ts';
+import { type RedriveReport, redrive } from '../../shared/ops/dlq-redrive.ts';
 import { queueStats, totalDepth } from '../../shared/ops/queue-stats.ts';
 import {
   formatErrorText,

@@ -94,3 +94,14 @@ export class EmulatorBusyError extends EmulatorError {
     this.name = 'EmulatorBusyError';
   }
 }
+
+/**
+ * Error of local provisioning; the one-line message says what is wrong and what to do. An
+ * {@link EmulatorError}, so the CLI reports it like the emulator manager's own errors.
+ */
+export class LocalProvisionError extends EmulatorError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, { cause: options?.cause, retryable: false });
+    this.name = 'LocalProvisionError';
+  }
+}

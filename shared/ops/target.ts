@@ -13,8 +13,3 @@ export interface OpsTarget {
   readonly clients: AwsClients;
   readonly names: OpsNames;
 }
-
-/** SQS FIFO queue URLs end in `.fifo`; sends to them need a message group. */
-export function isFifoQueue(queueUrl: string): boolean {
-  return queueUrl.endsWith('.fifo');
-}

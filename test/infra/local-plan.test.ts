@@ -1,12 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { tablePhysicalName } from '../../shared/core/model/table.ts';
-import {
-  driftedQueueAttributes,
-  LocalProvisionError,
-  planFromTemplate,
-  type StackTemplate,
-  synthesizedTemplate,
-} from '../../shared/local/provision.ts';
+import { LocalProvisionError } from '../../shared/local/emulator-errors.ts';
+import { driftedQueueAttributes } from '../../shared/local/provision-apply.ts';
+import { planFromTemplate } from '../../shared/local/provision-plan.ts';
+import { type StackTemplate, synthesizedTemplate } from '../../shared/local/provision-template.ts';
 import { REDRIVE_MARGIN, resourceNames, TTL_ATTRIBUTE } from '../../shared/resources.ts';
 
 function withResource(template: StackTemplate, id: string, resource: StackTemplate['Resources'][string]) {

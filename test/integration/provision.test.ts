@@ -13,17 +13,13 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
 import { tablePhysicalName } from '../../shared/core/model/table.ts';
-import {
-  LocalProvisionError,
-  type ProvisionResult,
-  provisionLocal,
-  type StackTemplate,
-  synthesizedTemplate,
-} from '../../shared/local/provision.ts';
+import { LocalProvisionError } from '../../shared/local/emulator-errors.ts';
+import { type ProvisionResult, provisionLocal } from '../../shared/local/provision.ts';
+import { type StackTemplate, synthesizedTemplate } from '../../shared/local/provision-template.ts';
 import { resourceNames } from '../../shared/resources.ts';
 import { testClients, uniqueName } from '../support/env.ts';
 
-// The template is read here directly (not through provision.ts's plan) so the comparison is independent
+// The template is read here directly (not through provision-plan.ts) so the comparison is independent
 // of the code under test.
 interface QueueProps {
   readonly QueueName: string;

@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import ledgerJobs from '../../../examples/ledger/jobs.ts';
 import { DynamoDbJobStore } from '../../../shared/core/adapters/dynamodb-job-store.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
-import type { DeadLetter, DeadLetterSummary, PurgeReport, RedriveReport } from '../../../shared/ops/dlq.ts';
+import type { PurgeReport } from '../../../shared/ops/dlq.ts';
+import type { DeadLetter, DeadLetterSummary } from '../../../shared/ops/dlq-letters.ts';
+import type { RedriveReport } from '../../../shared/ops/dlq-redrive.ts';
 import type { InspectReport } from '../../../shared/ops/inspect.ts';
 import {
   type CoreEnv,

@@ -3,7 +3,7 @@ import ledgerJobs from '../../../examples/ledger/jobs.ts';
 import { createAwsClients, destroyAwsClients } from '../../../shared/aws/clients.ts';
 import { FaultInjector } from '../../../shared/aws/fault-injector.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
-import { redrive } from '../../../shared/ops/dlq.ts';
+import { redrive } from '../../../shared/ops/dlq-redrive.ts';
 import {
   type CoreEnv,
   coreEnv,

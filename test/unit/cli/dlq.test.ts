@@ -8,12 +8,11 @@ import {
   assertKnownReason,
   type DeadLetterSummary,
   matchesFilter,
-  planRedrive,
-  type RedriveItem,
   SQS_REDRIVE_REASON,
   summarise,
   toDeadLetter,
-} from '../../../shared/ops/dlq.ts';
+} from '../../../shared/ops/dlq-letters.ts';
+import { planRedrive, type RedriveItem } from '../../../shared/ops/dlq-redrive.ts';
 import { InvalidFilterError } from '../../../shared/ops/ops-errors.ts';
 
 const body = JSON.stringify({

@@ -1,0 +1,110 @@
+/**
+ * The emulator process itself: spawning it detached in its own process group with its output in the
+ * log, waiting for its first answer, and ending the group again (SIGTERM, then SIGKILL).
+ */
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
+import { delimiter, dirname } from 'node:path';
+import { display, endpointFor, type ResolvedOptions } from './emulator-config.ts';
+import { EmulatorError, EmulatorStartError } from './emulator-errors.ts';
+import { waitUntilAnswering } from './emulator-probe.ts';
+import { EMULATORS } from './emulators.ts';
+import { LOOPBACK_HOST } from './net.ts';
+import { isProcessAlive, signalGroup, sleep } from './process.ts';
+import type { EmulatorState } from './state.ts';
+import { venvExecutable } from './venv.ts';
+
+/** Above this size the log is moved to `emulator.log.1` when the emulator starts. */
+const LOG_ROTATE_BYTES = 10 * 1024 * 1024;
+
+function rotateLog(logFile: string): void {
+  try {
+    if (statSync(logFile).size > LOG_ROTATE_BYTES) renameSync(logFile, `${logFile}.1`);
+  } catch {
+    // No log yet.
+  }
+}
+
+/** Starts the installed emulator and waits until it answers; kills it again when it does not. */
+export async function startProcess(cfg: ResolvedOptions): Promise<EmulatorState> {
+  const spec = EMULATORS[cfg.emulator];
+  rotateLog(cfg.logFile);
+  const logFd = openSync(cfg.logFile, 'a');
+  writeSync(
+    logFd,
+    `[leaseq ${new Date().toISOString()}] starting ${spec.name} ${spec.version} on ${endpointFor(cfg.port)}\n`,
+  );
+  const startedAt = new Date();
+  const t0 = performance.now();
+  let exit: string | undefined;
+  const child = spawn(venvExecutable(cfg.venvDir, spec.executable), spec.args(LOOPBACK_HOST, cfg.port), {
+    cwd: cfg.stateDir,
+    // Its own process group, so `down` can stop it with everything it spawned, and so it outlives
+    // the `leaseq local up` that started it.
+    detached: true,
+    stdio: ['ignore', logFd, logFd],
+    env: {
+      ...process.env,
+      ...spec.env(LOOPBACK_HOST, cfg.port),
+      // The emulator runs deployed Node functions with the `node` on its PATH: make that the Node this
+      // process runs on (Node 22 under npm scripts), not whatever the system PATH finds first.
+      PATH: [dirname(process.execPath), process.env.PATH ?? ''].filter(Boolean).join(delimiter),
+      PYTHONUNBUFFERED: '1',
+    },
+  });
+  closeSync(logFd);
+  child.once('error', (error) => {
+    exit = `could not be run (${error.message})`;
+  });
+  child.once('exit', (code, signal) => {
+    exit = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+  });
+  child.unref();
+
+  const pid = child.pid;
+  const answered = await waitUntilAnswering(
+    endpointFor(cfg.port),
+    Date.now() + cfg.startTimeoutMs,
+    () => exit,
+  );
+  if (answered !== 'ready' || pid === undefined) {
+    if (pid !== undefined) signalGroup(pid, 'SIGKILL');
+    const what =
+      answered === 'timeout'
+        ? `did not answer within ${Math.round(cfg.startTimeoutMs / 1000)} s`
+        : (exit ?? 'did not start');
+    throw new EmulatorStartError(`${spec.name} ${spec.version} ${what}`, display(cfg.logFile));
+  }
+  return {
+    pid,
+    port: cfg.port,
+    host: LOOPBACK_HOST,
+    emulator: spec.name,
+    version: spec.version,
+    startedAt: startedAt.toISOString(),
+    startupMs: Math.round(performance.now() - t0),
+  };
+}
+
+/**
+ * SIGTERM to the process group led by `pid`, SIGKILL after `graceMs`; resolves once the process is gone.
+ * @throws EmulatorError when it outlives SIGKILL by 5 s
+ */
+export async function stopProcessGroup(pid: number, graceMs: number): Promise<{ readonly killed: boolean }> {
+  signalGroup(pid, 'SIGTERM');
+  if (await waitForExit(pid, graceMs)) return { killed: false };
+  signalGroup(pid, 'SIGKILL');
+  if (!(await waitForExit(pid, 5000))) {
+    throw new EmulatorError(`could not stop the emulator (pid ${pid}); stop it by hand`);
+  }
+  return { killed: true };
+}
+
+async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (isProcessAlive(pid)) {
+    if (Date.now() >= deadline) return false;
+    await sleep(50);
+  }
+  return true;
+}

@@ -1,0 +1,315 @@
+/**
+ * Redrive: sends dead letters back to the jobs queue so their jobs run again. Each letter goes through
+ * named steps (filter, leave alone, plan from the job item, reset, send back, delete), so the order
+ * that makes a crash harmless (see {@link redrive}) reads top to bottom.
+ */
+import { randomUUID } from 'node:crypto';
+import { DeleteMessageCommand, type Message, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { isFifoQueue } from '../aws/queue-url.ts';
+import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
+import type { JobItem } from '../core/contract/job-item.ts';
+import { JobStatus } from '../core/contract/statuses.ts';
+import { Pacer } from '../producer/pacer.ts';
+import { browse, KEEP, type Visit } from './dlq-browse.ts';
+import {
+  type DeadLetter,
+  type DeadLetterFilter,
+  HOPELESS_REASONS,
+  matchesFilter,
+  toDeadLetter,
+} from './dlq-letters.ts';
+import type { OpsTarget } from './target.ts';
+
+/** What redrive does with a dead letter, given its job item. */
+export type RedrivePlan =
+  | { readonly action: 'reset-and-send'; readonly why?: string }
+  | { readonly action: 'send'; readonly why: string }
+  | { readonly action: 'skip'; readonly why: string };
+
+/**
+ * Pure: the redrive decision for a job item.
+ * - DEAD: reset it (attempts 0, RETRY_WAIT) so the claim accepts the job again, then send.
+ * - none (never claimed, e.g. a bad body, or TTL removed it), RETRY_WAIT (an earlier redrive reset it,
+ *   or the worker could not mark it DEAD), IN_PROGRESS with an expired lease: send as is.
+ * - COMPLETED: skip; the job ran, the dead letter is stale (purge it).
+ * - IN_PROGRESS with a live lease: skip; a copy is running right now.
+ */
+export function planRedrive(item: JobItem | undefined, now: number): RedrivePlan {
+  if (!item) return { action: 'send', why: 'no job item (never claimed, or expired by TTL)' };
+  switch (item.status) {
+    case JobStatus.Dead:
+      return { action: 'reset-and-send' };
+    case JobStatus.RetryWait:
+      return { action: 'reset-and-send', why: 'job item was waiting for a retry; attempts start again' };
+    case JobStatus.Completed:
+      return { action: 'skip', why: 'job already completed; this dead letter is stale (purge it)' };
+    case JobStatus.InProgress:
+      return item.leaseUntil > now
+        ? { action: 'skip', why: `job is running now (lease held by ${item.owner ?? 'unknown'})` }
+        : {
+            action: 'reset-and-send',
+            why: 'job lease expired (its worker died, or its dead marking failed)',
+          };
+  }
+}
+
+export interface RedriveOptions {
+  readonly filter?: DeadLetterFilter;
+  /** Only list what would happen; change nothing. @default false */
+  readonly dryRun?: boolean;
+  /** Messages sent back per second at most. @default undefined (no limit) */
+  readonly ratePerSecond?: number;
+  /** Redrive at most this many. @default undefined (all that match) */
+  readonly limit?: number;
+  /** Called after each matching message. */
+  readonly onProgress?: (item: RedriveItem) => void;
+  /**
+   * Also send letters whose body can only be refused again (not JSON, not an envelope, too large).
+   * @default false
+   */
+  readonly includeHopeless?: boolean;
+  /** @default Date.now */
+  readonly now?: () => number;
+}
+
+export interface RedriveItem {
+  readonly messageId: string;
+  readonly dedupKey?: string;
+  readonly type?: string;
+  readonly reason: string;
+  /**
+   * `would-redrive` only in a dry run; `dead-again`: a new letter of a job this very redrive sent back
+   * (it failed again while the redrive ran), left in the DLQ.
+   */
+  readonly outcome: 'redriven' | 'would-redrive' | 'skipped' | 'dead-again' | 'failed';
+  /** Whether the DEAD job item was (or would be) reset. */
+  readonly reset: boolean;
+  /** Why it was skipped or failed, or a note on how it was sent. */
+  readonly detail?: string;
+  /** Id of the new message in the jobs queue. */
+  readonly newMessageId?: string;
+}
+
+export interface RedriveReport {
+  readonly dryRun: boolean;
+  readonly matched: number;
+  readonly redriven: number;
+  readonly skipped: number;
+  /** Of the redriven jobs, those that were dead-lettered again before the redrive ended. */
+  readonly deadAgain: number;
+  readonly failed: number;
+  /** Dead letters seen that the filter left alone. */
+  readonly notMatched: number;
+  readonly items: readonly RedriveItem[];
+}
+
+/**
+ * Sends matching dead letters back to the jobs queue so they run again. For each: read the job item;
+ * reset it unless it completed or runs (`resetForRedrive`: attempts 0, RETRY_WAIT); send the original
+ * body to the jobs queue;
+ * then delete the dead letter. The order makes a crash harmless: a reset item with its letter still in
+ * the DLQ is sent by the next redrive; a letter sent but not deleted is a duplicate the workers drop by
+ * dedup key. A job that dead-letters again during the same redrive is not sent a second time.
+ */
+export async function redrive(target: OpsTarget, options: RedriveOptions = {}): Promise<RedriveReport> {
+  const run = startRun(target, options);
+  // A page of 10 must finish (at the rate limit) before the page's messages show up again.
+  const visibilitySeconds = 60 + Math.ceil(10 / (options.ratePerSecond ?? Number.POSITIVE_INFINITY));
+  await browse(target.clients.sqs, target.names.dlqUrl, { visibilitySeconds }, (message) =>
+    redriveLetter(run, message),
+  );
+  return reportOf(run);
+}
+
+/** One redrive while it walks the DLQ: its settings, and what it has done so far. */
+interface RedriveRun {
+  readonly target: OpsTarget;
+  readonly options: RedriveOptions;
+  readonly store: DynamoDbJobStore;
+  readonly pacer: Pacer;
+  readonly now: () => number;
+  readonly filter: DeadLetterFilter;
+  readonly limit: number;
+  readonly fifo: boolean;
+  /**
+   * Ids of the jobs-queue messages this redrive sent, and their dedup keys: a later letter of one of
+   * them is the same job dead again, not one to send a second time.
+   */
+  readonly sentIds: Set<string>;
+  readonly sentKeys: Set<string>;
+  readonly items: RedriveItem[];
+  /** Dead letters seen that the filter left alone. */
+  notMatched: number;
+  /** Letters sent back (or, in a dry run, that would be), counted against `limit`. */
+  taken: number;
+}
+
+function startRun(target: OpsTarget, options: RedriveOptions): RedriveRun {
+  const { clients, names } = target;
+  return {
+    target,
+    options,
+    store: new DynamoDbJobStore({ client: clients.doc, tableName: names.jobsTable }),
+    pacer: new Pacer({ perSecond: options.dryRun ? undefined : options.ratePerSecond }),
+    now: options.now ?? Date.now,
+    filter: options.filter ?? {},
+    limit: options.limit ?? Number.POSITIVE_INFINITY,
+    fifo: isFifoQueue(names.queueUrl),
+    sentIds: new Set<string>(),
+    sentKeys: new Set<string>(),
+    items: [],
+    notMatched: 0,
+    taken: 0,
+  };
+}
+
+function record(run: RedriveRun, item: RedriveItem): void {
+  run.items.push(item);
+  run.options.onProgress?.(item);
+}
+
+/** The fields of a {@link RedriveItem} that name its letter. */
+type LetterFields = Pick<RedriveItem, 'messageId' | 'dedupKey' | 'type' | 'reason'>;
+
+function letterFields(letter: DeadLetter): LetterFields {
+  return {
+    messageId: letter.messageId,
+    ...(letter.dedupKey ? { dedupKey: letter.dedupKey } : {}),
+    ...(letter.type ? { type: letter.type } : {}),
+    reason: letter.reason,
+  };
+}
+
+/** Decides what to do with one browsed letter and does it; a dry run stops at the decision. */
+async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> {
+  const letter = toDeadLetter(message);
+  if (!matchesFilter(letter, run.filter)) {
+    run.notMatched += 1;
+    return KEEP;
+  }
+  const fields = letterFields(letter);
+  const stays = leftInDlq(run, letter);
+  if (stays) {
+    record(run, { ...fields, outcome: stays.outcome, reset: false, detail: stays.detail });
+    return KEEP;
+  }
+  const item = letter.dedupKey ? await run.store.get(letter.dedupKey) : undefined;
+  const plan = planRedrive(item, run.now());
+  if (plan.action === 'skip') {
+    record(run, { ...fields, outcome: 'skipped', reset: false, detail: plan.why });
+    return KEEP;
+  }
+  const reset = plan.action === 'reset-and-send';
+  const note = plan.why ? { detail: plan.why } : {};
+  if (run.options.dryRun) {
+    record(run, { ...fields, outcome: 'would-redrive', reset, ...note });
+    run.taken += 1;
+    return { stop: run.taken >= run.limit };
+  }
+  if (reset && letter.dedupKey && !(await run.store.resetForRedrive(letter.dedupKey, run.now()))) {
+    record(run, {
+      ...fields,
+      outcome: 'skipped',
+      reset: false,
+      detail: 'job item changed while redriving (completed, or claimed by a live worker); run redrive again',
+    });
+    return KEEP;
+  }
+  return sendBack(run, message, letter, reset, note);
+}
+
+/**
+ * Letters left in the DLQ before their job item is read: a new letter of a job this very redrive sent
+ * back (sending it again would only repeat the failure), and, unless asked for, a body the workers
+ * can only refuse again.
+ */
+function leftInDlq(
+  run: RedriveRun,
+  letter: DeadLetter,
+): { readonly outcome: 'dead-again' | 'skipped'; readonly detail: string } | undefined {
+  if (
+    (letter.originalMessageId && run.sentIds.has(letter.originalMessageId)) ||
+    (letter.dedupKey && run.sentKeys.has(letter.dedupKey))
+  ) {
+    return {
+      outcome: 'dead-again',
+      detail: 'sent back by this redrive and dead-lettered again; this new letter stays',
+    };
+  }
+  if (!run.options.includeHopeless && HOPELESS_REASONS.includes(letter.reason)) {
+    return {
+      outcome: 'skipped',
+      detail: `${letter.reason}: the same body would only be refused again (--include-invalid sends it)`,
+    };
+  }
+  return undefined;
+}
+
+/**
+ * Sends the letter's body to the jobs queue, then deletes the letter. A failed send keeps the letter
+ * for the next redrive; a failed delete leaves a duplicate the workers drop by dedup key.
+ */
+async function sendBack(
+  run: RedriveRun,
+  message: Message,
+  letter: DeadLetter,
+  reset: boolean,
+  note: { readonly detail?: string },
+): Promise<Visit> {
+  const { clients, names } = run.target;
+  const fields = letterFields(letter);
+  await run.pacer.take(1);
+  let newMessageId: string;
+  try {
+    const groupId = letter.systemAttributes.MessageGroupId ?? letter.dedupKey ?? 'leaseq';
+    const out = await clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: names.queueUrl,
+        MessageBody: letter.body,
+        ...(run.fifo ? { MessageGroupId: groupId, MessageDeduplicationId: randomUUID() } : {}),
+      }),
+    );
+    newMessageId = out.MessageId ?? '';
+  } catch (error) {
+    record(run, {
+      ...fields,
+      outcome: 'failed',
+      reset,
+      detail: `send to the jobs queue failed: ${messageOf(error)}`,
+    });
+    return KEEP;
+  }
+  run.sentIds.add(newMessageId);
+  if (letter.dedupKey) run.sentKeys.add(letter.dedupKey);
+  run.taken += 1;
+  try {
+    await clients.sqs.send(
+      new DeleteMessageCommand({ QueueUrl: names.dlqUrl, ReceiptHandle: message.ReceiptHandle ?? '' }),
+    );
+  } catch (error) {
+    const detail = `sent, but the dead letter stays in the DLQ (${messageOf(error)}); a second redrive would send a duplicate the workers drop`;
+    record(run, { ...fields, outcome: 'redriven', reset, newMessageId, detail });
+    return { stop: run.taken >= run.limit };
+  }
+  record(run, { ...fields, outcome: 'redriven', reset, newMessageId, ...note });
+  return { deleted: true, stop: run.taken >= run.limit };
+}
+
+function reportOf(run: RedriveRun): RedriveReport {
+  const { items, options } = run;
+  const count = (outcome: RedriveItem['outcome']) => items.filter((i) => i.outcome === outcome).length;
+  return {
+    dryRun: options.dryRun ?? false,
+    matched: items.length,
+    redriven: count(options.dryRun ? 'would-redrive' : 'redriven'),
+    skipped: count('skipped'),
+    deadAgain: count('dead-again'),
+    failed: count('failed'),
+    notMatched: run.notMatched,
+    items,
+  };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
