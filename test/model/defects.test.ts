@@ -18,7 +18,7 @@ import type { Scenario } from './scenario.ts';
  * Defects the interleaving model found, each as a focused reproduction that failed before its fix.
  *
  * D1: a racing duplicate is deleted late, after it became the job's own message. Fixed: a copy judged a
- * racing duplicate is first hidden past the end of its batch (`#refused` in shared/core/pipeline/processor.ts).
+ * racing duplicate is first hidden past the end of its batch (`actOnRefusal` in shared/core/pipeline/refusal.ts).
  *
  * A copy M1 whose claim is refused because another message (M2) holds the job (`duplicate-racing`,
  * "another message holds this job: deleting this copy") gets disposition `delete`, but its visibility is

@@ -94,5 +94,15 @@ export function startAttempt(
     log,
     now: s.now,
   });
-  return { ...job, definition, lease, renewer, ...timing };
+  return {
+    message: job.message,
+    envelope: job.envelope,
+    log,
+    definition,
+    lease,
+    renewer,
+    leaseMs: timing.leaseMs,
+    claimedAt: timing.claimedAt,
+    deadline: timing.deadline,
+  };
 }

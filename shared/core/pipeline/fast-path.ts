@@ -16,7 +16,7 @@ import { MetricName } from '../observe/metric-names.ts';
 import { inSpan } from '../observe/spans.ts';
 import { byType, type Job } from './attempt.ts';
 import { completedEarlier, completedItem, jobCompleted } from './commit.ts';
-import { checkedPayload, jobContext, runAndCommit } from './job-run.ts';
+import { jobContext, runAndCommit } from './job-run.ts';
 import type { RecordAction } from './outcome.ts';
 import { actOnRefusal } from './refusal.ts';
 import type { Settings } from './settings.ts';
@@ -78,7 +78,7 @@ export async function runFast(
 }
 
 /** Runs the job and tries its one-write commit; an optimistic conflict re-runs it a few times. */
-async function runAndCommitOnce(
+function runAndCommitOnce(
   s: Settings,
   job: Job,
   definition: AnyJobDefinition,
@@ -86,7 +86,6 @@ async function runAndCommitOnce(
   signal: AbortSignal,
 ): Promise<FastCommitResult> {
   const { envelope, message, log } = job;
-  const payload = await checkedPayload(definition, envelope);
   // The lease the job sees: nothing is claimed, so nothing to fence a step or a named lease with.
   const lease: JobLease = {
     dedupKey: envelope.dedupKey,
@@ -97,10 +96,10 @@ async function runAndCommitOnce(
     version: 0,
     leaseUntil: until,
   };
-  const context = jobContext(s, definition, lease, { fastPath: true, signal });
+  const context = jobContext(s, definition, lease, signal, undefined);
   return runAndCommit(
     s,
-    { definition, context, payload, signal, log, what: 'fast commit' },
+    { definition, envelope, context, signal, log, what: 'fast commit' },
     (outcome) =>
       inSpan('leaseq.commit', { 'leaseq.fast_path': true }, () =>
         s.store.claimAndComplete(

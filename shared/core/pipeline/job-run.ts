@@ -1,6 +1,6 @@
-// The job's own run, shared by the fast path (E12) and the leased run (E4-E6): the payload checked
-// against the job's schema, the one place a JobContext is built, and the run-then-commit loop that
-// re-runs the job when its commit hits an optimistic conflict.
+// The job's own run, shared by the fast path (E12) and the leased run (E4-E6): the one place a
+// JobContext is built, and the loop that checks the payload, runs the job and commits it, re-running it
+// when its commit hits an optimistic conflict.
 import { InvalidEnvelopeError } from '../../errors.ts';
 import type { JobEnvelope } from '../contract/envelope.ts';
 import type { JobLease } from '../contract/job-store.ts';
@@ -12,34 +12,28 @@ import type { JobLog } from '../observe/job-log.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import type { Settings } from './settings.ts';
 
-/** The job's payload, checked by its schema. @throws InvalidEnvelopeError (bad-payload: dead-lettered). */
-export async function checkedPayload(definition: AnyJobDefinition, envelope: JobEnvelope): Promise<unknown> {
-  const parsed = await validatePayload(definition.payload, envelope.payload);
-  if (!parsed.ok) throw new InvalidEnvelopeError('bad-payload', parsed.problem);
-  return parsed.value;
-}
-
-/** How a job's context is bound: to a claimed lease and its heartbeat, or to the fast path's budget. */
-export type ContextBinding =
-  | { readonly fastPath: true; readonly signal: AbortSignal }
-  | { readonly fastPath: false; readonly signal: AbortSignal; readonly leaseSignal: AbortSignal };
-
-/** The `ctx` a job runs with (the one place it is built). */
+/**
+ * The `ctx` a job runs with (the one place it is built): bound to a claimed lease, whose store writes
+ * `leaseSignal` bounds; or, with no `leaseSignal`, to the fast path (no lease to checkpoint under or to
+ * fence a named lease with: `ctx.step` and `ctx.withLease` send the job leased).
+ */
 export function jobContext(
   s: Settings,
   definition: AnyJobDefinition,
   lease: JobLease,
-  binding: ContextBinding,
+  signal: AbortSignal,
+  leaseSignal: AbortSignal | undefined,
 ): JobContext {
+  const fastPath = leaseSignal === undefined;
   return new JobContext({
     tables: s.tables?.for(definition) ?? {},
-    // The fast path has no lease to fence a named lease with: ctx.withLease sends the job leased.
-    ...(binding.fastPath ? { fastPath: true } : { leaseSignal: binding.leaseSignal }),
-    ...(s.leases && !binding.fastPath ? { leases: s.leases } : {}),
+    fastPath,
+    leaseSignal,
+    leases: fastPath ? undefined : s.leases,
     testHooks: s.testHooks,
     store: s.store,
     lease,
-    signal: binding.signal,
+    signal,
     worker: s.worker,
     metrics: s.metrics,
     optimisticTries: s.optimisticTries,
@@ -49,16 +43,18 @@ export function jobContext(
 }
 
 /**
- * Runs the job, then `commit`s what it returned; while the commit's answer is an optimistic
- * conflict (`conflicted`), re-runs it after a short pause, up to `optimisticTries` runs. Returns the
- * last commit's answer. Rejects as soon as `signal` aborts (the job's own promise is left, fenced).
+ * Checks the payload against the job's schema, runs the job, then `commit`s what it returned; while the
+ * commit's answer is an optimistic conflict (`conflicted`), re-runs it after a short pause, up to
+ * `optimisticTries` runs. Returns the last commit's answer. Rejects as soon as `signal` aborts (the
+ * job's own promise is left, fenced).
+ * @throws InvalidEnvelopeError for a payload its schema refuses (bad-payload: dead-lettered).
  */
 export async function runAndCommit<R>(
   s: Settings,
   run: {
     readonly definition: AnyJobDefinition;
+    readonly envelope: JobEnvelope;
     readonly context: JobContext;
-    readonly payload: unknown;
     readonly signal: AbortSignal;
     readonly log: JobLog;
     /** Names the commit in the conflict log line. */
@@ -67,9 +63,11 @@ export async function runAndCommit<R>(
   commit: (outcome: JobOutcome | undefined) => Promise<R>,
   conflicted: (answer: R) => boolean,
 ): Promise<R> {
-  const { definition, context, payload, signal, log } = run;
+  const { definition, context, signal, log } = run;
+  const parsed = await validatePayload(definition.payload, run.envelope.payload);
+  if (!parsed.ok) throw new InvalidEnvelopeError('bad-payload', parsed.problem);
   for (let tryNumber = 1; ; tryNumber++) {
-    const outcome = (await abortable(definition.run(context, payload), signal)) || undefined;
+    const outcome = (await abortable(definition.run(context, parsed.value), signal)) || undefined;
     signal.throwIfAborted();
     const answer = await commit(outcome);
     if (!conflicted(answer)) return answer;

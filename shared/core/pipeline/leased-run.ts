@@ -8,7 +8,7 @@ import { MetricName } from '../observe/metric-names.ts';
 import type { Attempt } from './attempt.ts';
 import { commit, jobCompleted } from './commit.ts';
 import type { DeadLetterer } from './dead-letterer.ts';
-import { checkedPayload, jobContext, runAndCommit } from './job-run.ts';
+import { jobContext, runAndCommit } from './job-run.ts';
 import type { RecordAction } from './outcome.ts';
 import { settleFailure } from './release.ts';
 import type { Settings } from './settings.ts';
@@ -58,29 +58,27 @@ export async function runLeased(
 /** Validates the payload, runs the job and commits it fenced by the job lease and its named leases. */
 async function runAndCommitFenced(s: Settings, attempt: Attempt, heartbeat: Heartbeat): Promise<void> {
   const { definition, lease, log } = attempt;
-  const payload = await checkedPayload(definition, attempt.envelope);
-  const signal = heartbeat.signal;
-  const context = jobContext(s, definition, lease, {
-    fastPath: false,
-    signal,
-    leaseSignal: heartbeat.leaseSignal,
-  });
+  const { signal, leaseSignal } = heartbeat;
+  const context = jobContext(s, definition, lease, signal, leaseSignal);
+  let effectCount = 0;
   try {
-    const committed = await runAndCommit(
+    const answer = await runAndCommit(
       s,
-      { definition, context, payload, signal, log, what: 'completion' },
-      async (outcome) => {
+      { definition, envelope: attempt.envelope, context, signal, log, what: 'completion' },
+      (outcome) => {
         const effects = outcome?.effects ?? [];
-        const fenced = effects.length > 0 ? [...effects, ...context.leaseFences()] : effects;
-        const answer = await commit(s, lease, outcome?.result, fenced, heartbeat.leaseSignal, log);
-        // A refusal at a named lease's fence is that lease lost, not a conflict to re-run.
-        const lost = answer.ok ? undefined : context.lostLeaseAt(answer, effects.length);
-        if (lost) throw namedLeaseLost(lost, 'completion');
-        return answer;
+        effectCount = effects.length;
+        const fenced = effectCount > 0 ? [...effects, ...context.leaseFences()] : effects;
+        return commit(s, lease, outcome?.result, fenced, leaseSignal, log);
       },
-      (answer) => !answer.ok,
+      // A refusal at a named lease's fence is that lease lost, not a conflict to re-run.
+      (refused) => !refused.ok && context.lostLeaseAt(refused, effectCount) === undefined,
     );
-    if (!committed.ok) throw new OptimisticConflictError('completion', s.optimisticTries);
+    if (!answer.ok) {
+      const lost = context.lostLeaseAt(answer, effectCount);
+      if (lost) throw namedLeaseLost(lost, 'completion');
+      throw new OptimisticConflictError('completion', s.optimisticTries);
+    }
   } finally {
     // Named leases a job took are held until here, so its commit was fenced by them.
     await context.releaseLeases();

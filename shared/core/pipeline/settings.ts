@@ -72,14 +72,16 @@ export interface Settings {
   readonly backoffSeconds: (attempts: number) => number;
 }
 
-/** Applies the defaults and validates. @throws RangeError for a lease, heartbeat or attempt count out of range. */
+/** Applies the defaults and validates. @throws RangeError for a lease, heartbeat, attempt or try count out of range. */
 export function resolveSettings(options: JobProcessorOptions): Settings {
   const timing = leaseTiming(options.leaseMs ?? DEFAULTS.leaseMs, options.heartbeatMs);
-  if (
-    options.maxAttempts !== undefined &&
-    !(Number.isInteger(options.maxAttempts) && options.maxAttempts >= 1)
-  ) {
-    throw new RangeError(`maxAttempts must be an integer >= 1, received ${options.maxAttempts}`);
+  for (const [name, value] of [
+    ['maxAttempts', options.maxAttempts],
+    ['optimisticTries', options.optimisticTries],
+  ] as const) {
+    if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
+      throw new RangeError(`${name} must be an integer >= 1, received ${value}`);
+    }
   }
   const registry = options.registry;
   const backoff = options.backoff ?? DEFAULT_BACKOFF;

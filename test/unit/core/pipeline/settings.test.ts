@@ -1,0 +1,46 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { describe, expect, it } from 'vitest';
+import { DEFAULTS } from '../../../../shared/core/contract/defaults.ts';
+import { JobRegistry } from '../../../../shared/core/model/registry.ts';
+import { type JobProcessorOptions, resolveSettings } from '../../../../shared/core/pipeline/settings.ts';
+import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
+import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+
+function options(extra: Partial<JobProcessorOptions> = {}): JobProcessorOptions {
+  return {
+    store: new InMemoryJobStore(),
+    queue: new InMemoryQueue(),
+    registry: new JobRegistry(),
+    worker: 'w1',
+    logger: new Logger({ logLevel: 'SILENT' }),
+    ...extra,
+  };
+}
+
+describe('Function: resolveSettings', () => {
+  it('applies the defaults written in contract/defaults.ts', () => {
+    // Act
+    const s = resolveSettings(options());
+    // Assess
+    expect(s.leaseMs).toBe(DEFAULTS.leaseMs);
+    expect(s.heartbeatMs).toBe(Math.floor(DEFAULTS.leaseMs / 3));
+    expect(s.maxAttempts).toBe(DEFAULTS.maxAttempts);
+    expect(s.optimisticTries).toBe(DEFAULTS.optimisticTries);
+  });
+
+  it.each([
+    ['maxAttempts', 0],
+    ['maxAttempts', 1.5],
+    ['optimisticTries', 0],
+    ['optimisticTries', 2.5],
+    ['optimisticTries', Number.NaN],
+  ] as const)('refuses %s %s with the value received and the value expected', (name, value) => {
+    expect(() => resolveSettings(options({ [name]: value }))).toThrow(
+      new RangeError(`${name} must be an integer >= 1, received ${value}`),
+    );
+  });
+
+  it('refuses a heartbeat that is not shorter than the lease', () => {
+    expect(() => resolveSettings(options({ leaseMs: 3000, heartbeatMs: 3000 }))).toThrow(RangeError);
+  });
+});
