@@ -1,7 +1,8 @@
 // The DynamoDB expressions of the `jobs` table: the condition and update of every write the job store
-// makes (docs/protocol.md, the state machine's edges), as plain inputs. Pure; the adapter sends them and
-// reads the answers (dynamodb-refusals.ts for the refused ones).
+// makes (docs/protocol.md, the state machine's edges), and the operator's scan, as plain inputs. Pure;
+// the adapters send them and read the answers (dynamodb-refusals.ts for the refused writes).
 
+import type { ScanCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Checkpoint } from '../contract/job-item.ts';
 import type { ClaimRequest, Effect, JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
@@ -264,5 +265,36 @@ function fencedUpdate(
       ':token': lease.token,
       ':inProgress': JobStatus.InProgress,
     },
+  };
+}
+
+/**
+ * The operator's scan of the `jobs` table: a projection onto the fields of `JobSummaryItem`
+ * (dynamodb-scans.ts), so no payloads, results or checkpoint data travel; with `status`, only those items.
+ */
+export function jobSummaryScan(tableName: string, status?: JobStatus): ScanCommandInput {
+  return {
+    TableName: tableName,
+    ProjectionExpression:
+      '#dedupKey, #status, #owner, #leaseUntil, #token, #attempts, #type, #claimedAt, #createdAt, #updatedAt, ' +
+      '#checkpoint.#at, #checkpoint.#step',
+    ExpressionAttributeNames: {
+      '#dedupKey': 'dedupKey',
+      '#status': 'status',
+      '#owner': 'owner',
+      '#leaseUntil': 'leaseUntil',
+      '#token': 'token',
+      '#attempts': 'attempts',
+      '#type': 'type',
+      '#claimedAt': 'claimedAt',
+      '#createdAt': 'createdAt',
+      '#updatedAt': 'updatedAt',
+      '#checkpoint': 'checkpoint',
+      '#at': 'at',
+      '#step': 'step',
+    },
+    ...(status
+      ? { FilterExpression: '#status = :status', ExpressionAttributeValues: { ':status': status } }
+      : {}),
   };
 }

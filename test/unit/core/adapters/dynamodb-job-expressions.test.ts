@@ -6,6 +6,7 @@ import {
   FENCE,
   giveUpUpdate,
   type JobItemUpdate,
+  jobSummaryScan,
   redriveUpdate,
   renewUpdate,
 } from '../../../../shared/core/adapters/dynamodb-job-expressions.ts';
@@ -96,5 +97,18 @@ describe('Module: dynamodb-job-expressions', () => {
     expect(String(updates.release?.ExpressionAttributeValues[':lastError'])).toHaveLength(1000);
     expect(updates.release?.UpdateExpression).toContain('#attempts = #attempts - :one');
     expect(updates.markDead?.UpdateExpression).not.toContain('#attempts');
+  });
+
+  it('scans the jobs table through a projection, filtered by status when asked', () => {
+    const all = jobSummaryScan('jobs');
+    const names = new Set(all.ProjectionExpression?.match(/#[A-Za-z]+/g) ?? []);
+    expect(new Set(Object.keys(all.ExpressionAttributeNames ?? {}))).toEqual(names);
+    expect(all.FilterExpression).toBeUndefined();
+    expect(all.ProjectionExpression).not.toMatch(/#result|#data|#done/);
+    const running = jobSummaryScan('jobs', JobStatus.InProgress);
+    expect(running).toMatchObject({
+      FilterExpression: '#status = :status',
+      ExpressionAttributeValues: { ':status': JobStatus.InProgress },
+    });
   });
 });
