@@ -12,7 +12,17 @@ import type {
 } from '../core/contract/job-store.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 import { classifyClaim } from '../core/decisions/claim-decision.ts';
-import { LeaseLostError, StoreUnavailableError } from '../errors.ts';
+import { fenceRefusal, holdsFence } from '../core/decisions/fence-decision.ts';
+import {
+  claimCounters,
+  expiresAtSeconds,
+  isClaimable,
+  leasedRunOnly,
+  leaseEnd,
+  leaseOver,
+} from '../core/decisions/lease-arithmetic.ts';
+import type { StoreUnavailableError } from '../errors.ts';
+import { DEFAULT_DEDUP_TTL_SECONDS } from '../resources.ts';
 import type { EffectApplier } from './in-memory-effects.ts';
 import { StoreFaults } from './store-faults.ts';
 
@@ -45,14 +55,6 @@ export type JobStoreOperation =
   | 'get'
   | 'reset-for-redrive';
 
-/** The claim's condition: no item, or not finished and its lease (or backoff) is over. (False: an item.) */
-function claimable(old: JobItem | undefined, now: number): boolean {
-  return (
-    old === undefined ||
-    (old.status !== JobStatus.Completed && old.status !== JobStatus.Dead && old.leaseUntil < now)
-  );
-}
-
 export interface InMemoryJobStoreOptions {
   /**
    * Applies the effects of `checkpoint` and `complete`. Without one, a write carrying effects throws.
@@ -80,7 +82,7 @@ export class InMemoryJobStore implements JobStore {
 
   constructor(options: InMemoryJobStoreOptions = {}) {
     this.#effects = options.effects;
-    this.#ttlSeconds = options.dedupTtlSeconds ?? 15 * 24 * 3600;
+    this.#ttlSeconds = options.dedupTtlSeconds ?? DEFAULT_DEDUP_TTL_SECONDS;
   }
 
   async claim(req: ClaimRequest, options: StoreCallOptions = {}): Promise<ClaimResult> {
@@ -88,8 +90,8 @@ export class InMemoryJobStore implements JobStore {
       'claim',
       (): ClaimResult => {
         const old = this.#items.get(req.dedupKey);
-        if (!claimable(old, req.now)) return { claimed: false, existing: structuredClone(old as JobItem) };
-        const leaseUntil = req.now + req.leaseMs;
+        if (!isClaimable(old, req.now)) return { claimed: false, existing: structuredClone(old as JobItem) };
+        const leaseUntil = leaseEnd(req.now, req.leaseMs);
         const item = this.#claimed(old, req, JobStatus.InProgress, leaseUntil);
         this.#items.set(req.dedupKey, item);
         const lease: JobLease = {
@@ -123,11 +125,7 @@ export class InMemoryJobStore implements JobStore {
         const old = this.#items.get(req.dedupKey);
         // A checkpointed job resumes leased only (its steps' effects are already committed), and one whose
         // attempts are used up is a leased claim's to dead-letter.
-        if (
-          !claimable(old, req.now) ||
-          old?.checkpoint !== undefined ||
-          (old?.attempts ?? 0) >= req.maxAttempts
-        ) {
+        if (!isClaimable(old, req.now) || leasedRunOnly(old, req.maxAttempts)) {
           return { ok: false, reason: 'refused', existing: structuredClone(old as JobItem) };
         }
         if (effects.length > 0) {
@@ -166,10 +164,7 @@ export class InMemoryJobStore implements JobStore {
       status,
       owner: req.owner,
       leaseUntil,
-      // The token starts from the clock for a new item, so it keeps growing after a deletion (TTL).
-      token: (old?.token ?? req.now) + 1,
-      attempts: (old?.attempts ?? 0) + 1,
-      version: (old?.version ?? 0) + 1,
+      ...claimCounters(old, req.now),
       messageId: req.messageId,
       type: req.type,
       createdAt: old?.createdAt ?? req.createdAt,
@@ -180,7 +175,7 @@ export class InMemoryJobStore implements JobStore {
   }
 
   async renew(lease: JobLease, leaseMs: number, now: number, options: StoreCallOptions = {}): Promise<void> {
-    const leaseUntil = now + leaseMs;
+    const leaseUntil = leaseEnd(now, leaseMs);
     const stored = await this.faults.run(
       'renew',
       () => {
@@ -298,7 +293,7 @@ export class InMemoryJobStore implements JobStore {
     return this.faults.run('reset-for-redrive', () => {
       const item = this.#items.get(dedupKey);
       if (!item || item.status === JobStatus.Completed) return false;
-      if (item.status === JobStatus.InProgress && item.leaseUntil >= now) return false;
+      if (item.status === JobStatus.InProgress && !leaseOver(item.leaseUntil, now)) return false;
       const next: MutableJobItem = {
         ...item,
         status: JobStatus.RetryWait,
@@ -355,24 +350,8 @@ export class InMemoryJobStore implements JobStore {
   /** The stored item if the fence (and `extra`) holds; else the LeaseLostError the adapter would throw. */
   #fenced(lease: JobLease, operation: string, extra: (item: JobItem) => boolean = () => true): JobItem {
     const item = this.#items.get(lease.dedupKey);
-    if (item === undefined) {
-      throw new LeaseLostError(lease.dedupKey, lease.token, `${operation} refused: the job item is gone`);
-    }
-    const holds =
-      item.owner === lease.owner &&
-      item.token === lease.token &&
-      item.status === JobStatus.InProgress &&
-      extra(item);
-    if (holds) return item;
-    const completedByUs =
-      item.status === JobStatus.Completed && item.token === lease.token && item.owner === lease.owner;
-    throw new LeaseLostError(
-      lease.dedupKey,
-      lease.token,
-      `${operation} refused: item now has owner ${item.owner ?? '(none)'}, token ${item.token}, status ${item.status}`,
-      undefined,
-      completedByUs,
-    );
+    if (item !== undefined && holdsFence(item, lease) && extra(item)) return item;
+    throw fenceRefusal(lease, operation, item);
   }
 
   /** The fence first (a fenced-out writer learns it lost the lease), then the effects, then the item. */
@@ -398,6 +377,6 @@ export class InMemoryJobStore implements JobStore {
   }
 
   #expiresAt(fromMs: number): number {
-    return Math.ceil(fromMs / 1000) + this.#ttlSeconds;
+    return expiresAtSeconds(fromMs, this.#ttlSeconds);
   }
 }

@@ -24,6 +24,8 @@ import type {
 } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { classifyClaim } from '../decisions/claim-decision.ts';
+import { holdsFence } from '../decisions/fence-decision.ts';
+import { claimCounters, expiresAtSeconds, leaseEnd } from '../decisions/lease-arithmetic.ts';
 import {
   checkpointUpdate,
   claimUpdate,
@@ -72,7 +74,7 @@ export class DynamoDbJobStore implements JobStore {
   }
 
   async claim(req: ClaimRequest, options: StoreCallOptions = {}): Promise<ClaimResult> {
-    const leaseUntil = req.now + req.leaseMs;
+    const leaseUntil = leaseEnd(req.now, req.leaseMs);
     try {
       const out = await guardStore('claim', options.signal, (http) =>
         this.#doc.send(
@@ -87,13 +89,14 @@ export class DynamoDbJobStore implements JobStore {
         ),
       );
       const previous = out.Attributes as JobItem | undefined;
+      const counted = claimCounters(previous, req.now);
       const lease: JobLease = {
         dedupKey: req.dedupKey,
         owner: req.owner,
-        token: (previous?.token ?? req.now) + 1,
-        attempts: (previous?.attempts ?? 0) + 1,
+        token: counted.token,
+        attempts: counted.attempts,
         messageId: req.messageId,
-        version: (previous?.version ?? 0) + 1,
+        version: counted.version,
         leaseUntil,
         ...(previous?.checkpoint ? { checkpoint: previous.checkpoint } : {}),
       };
@@ -146,7 +149,7 @@ export class DynamoDbJobStore implements JobStore {
   }
 
   async renew(lease: JobLease, leaseMs: number, now: number, options: StoreCallOptions = {}): Promise<void> {
-    const leaseUntil = now + leaseMs;
+    const leaseUntil = leaseEnd(now, leaseMs);
     let later: number | undefined;
     const update = renewUpdate(this.#table, lease, leaseUntil, this.#expiresAt(leaseUntil));
     await this.#writeWithEffects(lease, 'renew', update, [], options.signal, (old) => {
@@ -254,7 +257,7 @@ export class DynamoDbJobStore implements JobStore {
   }
 
   #expiresAt(fromMs: number): number {
-    return Math.ceil(fromMs / 1000) + this.#ttlSeconds;
+    return expiresAtSeconds(fromMs, this.#ttlSeconds);
   }
 
   /** One transaction: the job item's update first (its old item returned on refusal), then the effects. */
@@ -313,9 +316,4 @@ export class DynamoDbJobStore implements JobStore {
       return cancelledFencedWrite(lease, operation, error);
     }
   }
-}
-
-/** True while the item is still this lease's: owner, token, IN_PROGRESS. */
-function holdsFence(item: JobItem, lease: JobLease): boolean {
-  return item.owner === lease.owner && item.token === lease.token && item.status === JobStatus.InProgress;
 }

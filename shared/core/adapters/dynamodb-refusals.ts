@@ -4,7 +4,7 @@
 
 import type { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { LeaseLostError, StoreUnavailableError } from '../../errors.ts';
+import { type LeaseLostError, StoreUnavailableError } from '../../errors.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type {
   ClaimRequest,
@@ -16,6 +16,7 @@ import type {
 } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { isOwnClaim } from '../decisions/claim-decision.ts';
+import { fenceRefusal } from '../decisions/fence-decision.ts';
 
 /** A refusal's old item, in the low-level (typed) attribute form DynamoDB returns it in. */
 export type RawItem = Record<string, unknown>;
@@ -68,7 +69,7 @@ export function refusedFencedWrite(
   const { item, writtenAt, cause } = refusal;
   if (isOwnWrite(item, lease, writtenAt)) return;
   if (item && accept?.(unmarshallItem(item))) return;
-  throw fenceRefusal(lease, operation, item, cause);
+  throw refusalError(lease, operation, item, cause);
 }
 
 /** A cancelled fenced write with effects: the fence refused it (thrown), or an effect did. */
@@ -78,7 +79,7 @@ export function cancelledFencedWrite(
   error: TransactionCanceledException,
 ): FencedWriteResult {
   const first = error.CancellationReasons?.[0];
-  if (first?.Code === 'ConditionalCheckFailed') throw fenceRefusal(lease, operation, first.Item, error);
+  if (first?.Code === 'ConditionalCheckFailed') throw refusalError(lease, operation, first.Item, error);
   return effectCancellation(operation, error);
 }
 
@@ -129,34 +130,14 @@ function isOwnWrite(item: RawItem | undefined, lease: JobLease, writtenAt: unkno
   return old.token === lease.token && old.version === lease.version + 1 && old.updatedAt === writtenAt;
 }
 
-/**
- * The error for a refused fenced write. When the refusal shows the job COMPLETED under this very lease
- * (an earlier commit went through but its answer was lost), the error says so, and the caller treats the
- * job as done instead of lost.
- */
-function fenceRefusal(
+/** The lost lease a refused fenced write means (done after all, if this lease completed the job). */
+function refusalError(
   lease: JobLease,
   operation: string,
   item: RawItem | undefined,
   cause: unknown,
 ): LeaseLostError {
-  if (!item)
-    return new LeaseLostError(
-      lease.dedupKey,
-      lease.token,
-      `${operation} refused: the job item is gone`,
-      cause,
-    );
-  const old = unmarshallItem(item);
-  const completedByUs =
-    old.status === JobStatus.Completed && old.token === lease.token && old.owner === lease.owner;
-  return new LeaseLostError(
-    lease.dedupKey,
-    lease.token,
-    `${operation} refused: item now has owner ${old.owner ?? '(none)'}, token ${old.token}, status ${old.status}`,
-    cause,
-    completedByUs,
-  );
+  return fenceRefusal(lease, operation, item === undefined ? undefined : unmarshallItem(item), cause);
 }
 
 function unmarshallItem(item: RawItem): JobItem {
