@@ -1,5 +1,5 @@
-import { type DynamoDBDocumentClient, paginateScan, type ScanCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { JobItem } from '../core/contract/job-item.ts';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type JobSummaryItem, scanJobSummaries, scanLeaseItems } from '../core/adapters/dynamodb-scans.ts';
 import type { LeaseItem } from '../core/contract/lease-store.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 
@@ -10,11 +10,8 @@ import { JobStatus } from '../core/contract/statuses.ts';
  */
 export const DEFAULT_STUCK_AFTER_MS = 10 * 60_000;
 
-/** The fields of a job item the overview commands read (a projection, so scans stay small). */
-export type JobSummaryItem = Pick<JobItem, 'dedupKey' | 'status' | 'leaseUntil' | 'token' | 'attempts'> &
-  Partial<Pick<JobItem, 'owner' | 'type' | 'claimedAt' | 'createdAt' | 'updatedAt'>> & {
-    readonly checkpoint?: { readonly step?: string; readonly at?: number };
-  };
+// The overview's projection of a job item is the scan's (the adapter's) shape; the views below read it.
+export type { JobSummaryItem };
 
 /** Why an IN_PROGRESS job counts as stuck. */
 export type StuckReason =
@@ -54,67 +51,25 @@ export interface NamedLeaseView {
   readonly state: 'held' | 'abandoned' | 'free';
 }
 
-const JOB_PROJECTION = {
-  ProjectionExpression:
-    '#dedupKey, #status, #owner, #leaseUntil, #token, #attempts, #type, #claimedAt, #createdAt, #updatedAt, #checkpoint.#at, #checkpoint.#step',
-  ExpressionAttributeNames: {
-    '#dedupKey': 'dedupKey',
-    '#status': 'status',
-    '#owner': 'owner',
-    '#leaseUntil': 'leaseUntil',
-    '#token': 'token',
-    '#attempts': 'attempts',
-    '#type': 'type',
-    '#claimedAt': 'claimedAt',
-    '#createdAt': 'createdAt',
-    '#updatedAt': 'updatedAt',
-    '#checkpoint': 'checkpoint',
-    '#at': 'at',
-    '#step': 'step',
-  },
-} as const;
-
 /**
- * Scans the `jobs` table with a projection (no payloads, results or checkpoint data). A scan reads the
- * whole table: fine for local and demo sizes, slow and costly for millions of items (use metrics there).
+ * The `jobs` table's items through the overview projection (no payloads, results or checkpoint data).
+ * A scan reads the whole table: fine for local and demo sizes, slow and costly for millions of items.
  */
-export async function* scanJobs(
+export function scanJobs(
   doc: DynamoDBDocumentClient,
   tableName: string,
   options: { readonly status?: JobStatus } = {},
 ): AsyncGenerator<JobSummaryItem> {
-  const input: ScanCommandInput = {
-    TableName: tableName,
-    ProjectionExpression: JOB_PROJECTION.ProjectionExpression,
-    ExpressionAttributeNames: { ...JOB_PROJECTION.ExpressionAttributeNames },
-    ...(options.status
-      ? { FilterExpression: '#status = :status', ExpressionAttributeValues: { ':status': options.status } }
-      : {}),
-  };
-  for await (const page of paginateScan({ client: doc }, input)) {
-    for (const item of page.Items ?? []) yield item as JobSummaryItem;
-  }
+  return scanJobSummaries(doc, tableName, options);
 }
 
-/** Scans the `leases` table (small: one item per shared resource ever locked, until TTL tidies it). */
-export async function* scanNamedLeases(
+/** The `leases` table's items (small: one per shared resource ever locked, until TTL tidies it). */
+export function scanNamedLeases(
   doc: DynamoDBDocumentClient,
   tableName: string,
   options: { readonly owner?: string } = {},
 ): AsyncGenerator<LeaseItem> {
-  const input: ScanCommandInput = {
-    TableName: tableName,
-    ...(options.owner
-      ? {
-          FilterExpression: '#owner = :owner',
-          ExpressionAttributeNames: { '#owner': 'owner' },
-          ExpressionAttributeValues: { ':owner': options.owner },
-        }
-      : {}),
-  };
-  for await (const page of paginateScan({ client: doc }, input)) {
-    for (const item of page.Items ?? []) yield item as LeaseItem;
-  }
+  return scanLeaseItems(doc, tableName, options);
 }
 
 /**

@@ -1,4 +1,3 @@
-import { isDeepStrictEqual } from 'node:util';
 import type { Checkpoint, JobItem } from '../core/contract/job-item.ts';
 import type {
   ClaimRequest,
@@ -13,8 +12,29 @@ import type {
 } from '../core/contract/job-store.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 import { classifyClaim } from '../core/decisions/claim-decision.ts';
-import { LeaseLostError, StoreUnavailableError } from '../errors.ts';
+import { fenceRefusal, holdsFence } from '../core/decisions/fence-decision.ts';
+import {
+  claimCounters,
+  expiresAtSeconds,
+  isClaimable,
+  leasedRunOnly,
+  leaseEnd,
+  leaseOver,
+} from '../core/decisions/lease-arithmetic.ts';
+import type { StoreUnavailableError } from '../errors.ts';
+import { DEFAULT_DEDUP_TTL_SECONDS } from '../resources.ts';
+import type { EffectApplier } from './in-memory-effects.ts';
 import { StoreFaults } from './store-faults.ts';
+
+// The applier lived here first: tests, `leaseq/testing` and the CPU bench (which also loads a baseline
+// checkout's copy of this module) import it from here.
+export {
+  type EffectApplier,
+  type EffectOutcome,
+  InMemoryEffectApplier,
+  type InMemoryEffectApplierOptions,
+  type NamedLeaseHolder,
+} from './in-memory-effects.ts';
 
 /*
  * In-memory doubles of the store ports, for unit tests and the chaos harness. They are never a source of
@@ -34,209 +54,6 @@ export type JobStoreOperation =
   | 'mark-dead'
   | 'get'
   | 'reset-for-redrive';
-
-/** Outcome of applying a group of effects: all of them, or (`ok: false`) none. */
-export type EffectOutcome = { readonly ok: true } | { readonly ok: false; readonly index: number };
-
-/**
- * Applies a job's effects for the in-memory job store, which cannot evaluate DynamoDB expressions itself.
- * `apply` must be synchronous and all-or-nothing: it checks every effect's condition, then writes all of
- * them, or writes nothing and names the first effect whose condition failed. It throws for an effect it
- * cannot interpret (nothing written).
- */
-export interface EffectApplier {
-  apply(effects: readonly Effect[]): EffectOutcome;
-}
-
-/** A store of named leases whose fences (ConditionChecks) the applier can evaluate. */
-export interface NamedLeaseHolder {
-  /** The table name its fences carry. */
-  readonly tableName: string;
-  /** True while `owner` holds `key` with `token`. */
-  holds(key: string, owner: string, token: number): boolean;
-}
-
-export interface InMemoryEffectApplierOptions {
-  /** Key attribute names per table, partition key first: `{ ledger: ['account'] }`. */
-  readonly tables: Readonly<Record<string, readonly string[]>>;
-  /**
-   * In-memory lease stores whose `fence()` ConditionChecks may join a commit (jobs using `ctx.withLease`).
-   * @default none
-   */
-  readonly leases?: readonly NamedLeaseHolder[];
-}
-
-type StoredRecord = Record<string, unknown>;
-
-interface PlannedPut {
-  readonly tableName: string;
-  readonly table: Map<string, StoredRecord>;
-  readonly id: string;
-  /** The item to write; undefined for a condition check (nothing written). */
-  readonly item: StoredRecord | undefined;
-  readonly passes: (existing: StoredRecord | undefined) => boolean;
-}
-
-/**
- * An in-memory application-state store that understands exactly the effects `versionedPut`
- * (optimistic.ts) builds: a `Put` conditioned on `attribute_not_exists(#k)` (first write) or `#v = :seen`
- * (optimistic version). Any other effect throws, so a test never passes on semantics the fake only guessed.
- */
-export class InMemoryEffectApplier implements EffectApplier {
-  readonly #keys: ReadonlyMap<string, readonly string[]>;
-  readonly #tables = new Map<string, Map<string, StoredRecord>>();
-  readonly #leases: ReadonlyMap<string, NamedLeaseHolder>;
-
-  constructor(options: InMemoryEffectApplierOptions) {
-    this.#keys = new Map(Object.entries(options.tables));
-    for (const [name, keys] of this.#keys) {
-      if (keys.length < 1 || keys.length > 2) {
-        throw new RangeError(`table ${name} needs 1 or 2 key attributes, got ${JSON.stringify(keys)}`);
-      }
-      this.#tables.set(name, new Map());
-    }
-    this.#leases = new Map((options.leases ?? []).map((holder) => [holder.tableName, holder]));
-  }
-
-  apply(effects: readonly Effect[]): EffectOutcome {
-    const planned = effects.map((effect, index) => this.#plan(effect, index));
-    const seen = new Set<string>();
-    for (const put of planned) {
-      const id = `${put.tableName} ${put.id}`;
-      // DynamoDB refuses a transaction that touches one item twice (ValidationException).
-      if (seen.has(id)) throw new Error(`effects touch the item ${id} more than once in one transaction`);
-      seen.add(id);
-    }
-    const failed = planned.findIndex((put) => !put.passes(put.table.get(put.id)));
-    if (failed >= 0) return { ok: false, index: failed };
-    for (const put of planned) if (put.item !== undefined) put.table.set(put.id, structuredClone(put.item));
-    return { ok: true };
-  }
-
-  /** Reads one item (a copy), by its key attributes. */
-  get(tableName: string, key: StoredRecord): StoredRecord | undefined {
-    const item = this.#table(tableName).get(this.#id(tableName, key));
-    return item === undefined ? undefined : structuredClone(item);
-  }
-
-  /** Writes one item unconditionally (test setup, like a plain PutItem). */
-  put(tableName: string, item: StoredRecord): void {
-    this.#table(tableName).set(this.#id(tableName, item), structuredClone(item));
-  }
-
-  #plan(effect: Effect, index: number): PlannedPut {
-    const where = `effect ${index}`;
-    if (effect.ConditionCheck && !effect.Put && !effect.Update && !effect.Delete) {
-      return this.#planLeaseFence(effect.ConditionCheck, where);
-    }
-    const put = effect.Put;
-    if (!put || effect.Update || effect.Delete || effect.ConditionCheck) {
-      throw new Error(
-        `${where}: InMemoryEffectApplier only understands versionedPut effects (a Put), got ${Object.keys(effect).join(', ')}`,
-      );
-    }
-    const allowed = new Set([
-      'TableName',
-      'Item',
-      'ConditionExpression',
-      'ExpressionAttributeNames',
-      'ExpressionAttributeValues',
-    ]);
-    const extra = Object.keys(put).filter((k) => !allowed.has(k));
-    if (extra.length > 0) throw new Error(`${where}: unsupported Put fields ${extra.join(', ')}`);
-    const tableName = put.TableName;
-    if (tableName === undefined) throw new Error(`${where}: Put without TableName`);
-    const item = put.Item as StoredRecord | undefined;
-    if (item === undefined) throw new Error(`${where}: Put without Item`);
-    const names = put.ExpressionAttributeNames ?? {};
-    const values = (put.ExpressionAttributeValues ?? {}) as StoredRecord;
-    const table = this.#table(tableName);
-    const id = this.#id(tableName, item);
-    if (put.ConditionExpression === 'attribute_not_exists(#k)' && onlyKeys(names, ['#k'])) {
-      const attribute = names['#k'] ?? '';
-      if (!onlyKeys(values, [])) throw new Error(`${where}: unexpected values for attribute_not_exists`);
-      return { tableName, table, id, item, passes: (existing) => existing?.[attribute] === undefined };
-    }
-    if (put.ConditionExpression === '#v = :seen' && onlyKeys(names, ['#v']) && onlyKeys(values, [':seen'])) {
-      const attribute = names['#v'] ?? '';
-      const seenVersion = values[':seen'];
-      return {
-        tableName,
-        table,
-        id,
-        item,
-        passes: (existing) => existing !== undefined && isDeepStrictEqual(existing[attribute], seenVersion),
-      };
-    }
-    throw new Error(
-      `${where}: unsupported condition ${JSON.stringify(put.ConditionExpression)} with names ` +
-        `${JSON.stringify(names)}; expected versionedPut's 'attribute_not_exists(#k)' or '#v = :seen'`,
-    );
-  }
-
-  /** A named-lease fence, exactly as the lease stores' `fence()` builds it. */
-  #planLeaseFence(check: NonNullable<Effect['ConditionCheck']>, where: string): PlannedPut {
-    const holder = check.TableName === undefined ? undefined : this.#leases.get(check.TableName);
-    const key = (check.Key as StoredRecord | undefined)?.leaseKey;
-    const values = (check.ExpressionAttributeValues ?? {}) as StoredRecord;
-    const owner = values[':owner'];
-    const token = values[':token'];
-    if (
-      !holder ||
-      check.ConditionExpression !== '#owner = :owner AND #token = :token' ||
-      typeof key !== 'string' ||
-      typeof owner !== 'string' ||
-      typeof token !== 'number'
-    ) {
-      throw new Error(
-        `${where}: InMemoryEffectApplier only understands named-lease fences of a lease store it was given ` +
-          `(options.leases), got a ConditionCheck on ${check.TableName}`,
-      );
-    }
-    return {
-      tableName: check.TableName ?? '',
-      table: new Map(),
-      id: JSON.stringify([key]),
-      item: undefined,
-      passes: () => holder.holds(key, owner, token),
-    };
-  }
-
-  #table(tableName: string): Map<string, StoredRecord> {
-    const table = this.#tables.get(tableName);
-    if (!table) {
-      throw new Error(
-        `InMemoryEffectApplier has no table ${tableName} (known: ${[...this.#tables.keys()].join(', ') || 'none'})`,
-      );
-    }
-    return table;
-  }
-
-  #id(tableName: string, item: StoredRecord): string {
-    const keys = this.#keys.get(tableName) ?? [];
-    const parts = keys.map((k) => {
-      const value = item[k];
-      if (typeof value !== 'string' && typeof value !== 'number') {
-        throw new Error(`item for ${tableName} lacks its key attribute ${k} (string or number)`);
-      }
-      return value;
-    });
-    return JSON.stringify(parts);
-  }
-}
-
-/** The claim's condition: no item, or not finished and its lease (or backoff) is over. (False: an item.) */
-function claimable(old: JobItem | undefined, now: number): boolean {
-  return (
-    old === undefined ||
-    (old.status !== JobStatus.Completed && old.status !== JobStatus.Dead && old.leaseUntil < now)
-  );
-}
-
-function onlyKeys(record: object, expected: readonly string[]): boolean {
-  const keys = Object.keys(record);
-  return keys.length === expected.length && expected.every((k) => keys.includes(k));
-}
 
 export interface InMemoryJobStoreOptions {
   /**
@@ -265,7 +82,7 @@ export class InMemoryJobStore implements JobStore {
 
   constructor(options: InMemoryJobStoreOptions = {}) {
     this.#effects = options.effects;
-    this.#ttlSeconds = options.dedupTtlSeconds ?? 15 * 24 * 3600;
+    this.#ttlSeconds = options.dedupTtlSeconds ?? DEFAULT_DEDUP_TTL_SECONDS;
   }
 
   async claim(req: ClaimRequest, options: StoreCallOptions = {}): Promise<ClaimResult> {
@@ -273,8 +90,8 @@ export class InMemoryJobStore implements JobStore {
       'claim',
       (): ClaimResult => {
         const old = this.#items.get(req.dedupKey);
-        if (!claimable(old, req.now)) return { claimed: false, existing: structuredClone(old as JobItem) };
-        const leaseUntil = req.now + req.leaseMs;
+        if (!isClaimable(old, req.now)) return { claimed: false, existing: structuredClone(old as JobItem) };
+        const leaseUntil = leaseEnd(req.now, req.leaseMs);
         const item = this.#claimed(old, req, JobStatus.InProgress, leaseUntil);
         this.#items.set(req.dedupKey, item);
         const lease: JobLease = {
@@ -308,11 +125,7 @@ export class InMemoryJobStore implements JobStore {
         const old = this.#items.get(req.dedupKey);
         // A checkpointed job resumes leased only (its steps' effects are already committed), and one whose
         // attempts are used up is a leased claim's to dead-letter.
-        if (
-          !claimable(old, req.now) ||
-          old?.checkpoint !== undefined ||
-          (old?.attempts ?? 0) >= req.maxAttempts
-        ) {
+        if (!isClaimable(old, req.now) || leasedRunOnly(old, req.maxAttempts)) {
           return { ok: false, reason: 'refused', existing: structuredClone(old as JobItem) };
         }
         if (effects.length > 0) {
@@ -351,10 +164,7 @@ export class InMemoryJobStore implements JobStore {
       status,
       owner: req.owner,
       leaseUntil,
-      // The token starts from the clock for a new item, so it keeps growing after a deletion (TTL).
-      token: (old?.token ?? req.now) + 1,
-      attempts: (old?.attempts ?? 0) + 1,
-      version: (old?.version ?? 0) + 1,
+      ...claimCounters(old, req.now),
       messageId: req.messageId,
       type: req.type,
       createdAt: old?.createdAt ?? req.createdAt,
@@ -365,7 +175,7 @@ export class InMemoryJobStore implements JobStore {
   }
 
   async renew(lease: JobLease, leaseMs: number, now: number, options: StoreCallOptions = {}): Promise<void> {
-    const leaseUntil = now + leaseMs;
+    const leaseUntil = leaseEnd(now, leaseMs);
     const stored = await this.faults.run(
       'renew',
       () => {
@@ -483,7 +293,7 @@ export class InMemoryJobStore implements JobStore {
     return this.faults.run('reset-for-redrive', () => {
       const item = this.#items.get(dedupKey);
       if (!item || item.status === JobStatus.Completed) return false;
-      if (item.status === JobStatus.InProgress && item.leaseUntil >= now) return false;
+      if (item.status === JobStatus.InProgress && !leaseOver(item.leaseUntil, now)) return false;
       const next: MutableJobItem = {
         ...item,
         status: JobStatus.RetryWait,
@@ -540,24 +350,8 @@ export class InMemoryJobStore implements JobStore {
   /** The stored item if the fence (and `extra`) holds; else the LeaseLostError the adapter would throw. */
   #fenced(lease: JobLease, operation: string, extra: (item: JobItem) => boolean = () => true): JobItem {
     const item = this.#items.get(lease.dedupKey);
-    if (item === undefined) {
-      throw new LeaseLostError(lease.dedupKey, lease.token, `${operation} refused: the job item is gone`);
-    }
-    const holds =
-      item.owner === lease.owner &&
-      item.token === lease.token &&
-      item.status === JobStatus.InProgress &&
-      extra(item);
-    if (holds) return item;
-    const completedByUs =
-      item.status === JobStatus.Completed && item.token === lease.token && item.owner === lease.owner;
-    throw new LeaseLostError(
-      lease.dedupKey,
-      lease.token,
-      `${operation} refused: item now has owner ${item.owner ?? '(none)'}, token ${item.token}, status ${item.status}`,
-      undefined,
-      completedByUs,
-    );
+    if (item !== undefined && holdsFence(item, lease) && extra(item)) return item;
+    throw fenceRefusal(lease, operation, item);
   }
 
   /** The fence first (a fenced-out writer learns it lost the lease), then the effects, then the item. */
@@ -583,6 +377,6 @@ export class InMemoryJobStore implements JobStore {
   }
 
   #expiresAt(fromMs: number): number {
-    return Math.ceil(fromMs / 1000) + this.#ttlSeconds;
+    return expiresAtSeconds(fromMs, this.#ttlSeconds);
   }
 }

@@ -1,6 +1,7 @@
 import type { JobItem } from '../contract/job-item.ts';
 import type { ClaimKind } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
+import { isClaimable, leasedRunOnly } from './lease-arithmetic.ts';
 
 /** What a worker does with a message whose claim was refused. */
 export type RefusalDecision =
@@ -71,10 +72,5 @@ export function classifyClaim(old: JobItem | undefined): ClaimKind {
  * condition refuses exactly these besides the usual claim refusals (docs/protocol.md, edge E12).
  */
 export function needsLeasedClaim(old: JobItem, maxAttempts: number, now: number): boolean {
-  return (
-    (old.checkpoint !== undefined || old.attempts >= maxAttempts) &&
-    old.status !== JobStatus.Completed &&
-    old.status !== JobStatus.Dead &&
-    old.leaseUntil < now
-  );
+  return leasedRunOnly(old, maxAttempts) && isClaimable(old, now);
 }

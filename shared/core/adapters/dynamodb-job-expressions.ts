@@ -1,0 +1,300 @@
+// The DynamoDB expressions of the `jobs` table: the condition and update of every write the job store
+// makes (docs/protocol.md, the state machine's edges), and the operator's scan, as plain inputs. Pure;
+// the adapters send them and read the answers (dynamodb-refusals.ts for the refused writes).
+
+import type { ScanCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { Checkpoint } from '../contract/job-item.ts';
+import type { ClaimRequest, Effect, JobLease } from '../contract/job-store.ts';
+import { JobStatus } from '../contract/statuses.ts';
+
+/** An UpdateItem of one job item: sent alone, or as the first item of a transaction with effects. */
+export type JobItemUpdate = NonNullable<Effect['Update']> & {
+  Key: Record<string, unknown>;
+  ExpressionAttributeValues: Record<string, unknown>;
+};
+
+// Every write after the claim: still my lease (owner + token) and the job still running. The status check
+// keeps a COMPLETED job from being released or marked DEAD by its own owner after a commit whose answer
+// was lost (the owner would otherwise hand a finished job out again).
+export const FENCE = '#owner = :owner AND #token = :token AND #status = :inProgress';
+
+/** What a fast commit writes besides the claim's attributes, and the attempt budget it checks. */
+export interface ClaimCompletion {
+  readonly result: unknown;
+  readonly maxAttempts: number;
+}
+
+/**
+ * The claim's write: takes the job if there is no item, or it is not finished and its lease is over.
+ * Without `completion` it is a claim (IN_PROGRESS); with it, the fast path's one-write commit (COMPLETED,
+ * with the result).
+ */
+export function claimUpdate(
+  tableName: string,
+  req: Omit<ClaimRequest, 'leaseMs'>,
+  lease: { readonly leaseUntil: number; readonly expiresAt: number },
+  completion?: ClaimCompletion,
+): JobItemUpdate {
+  const completes = completion !== undefined;
+  return {
+    TableName: tableName,
+    Key: { dedupKey: req.dedupKey },
+    // The token starts from the clock when the item is new, so it keeps growing even after TTL
+    // deleted an old item (whose tokens were all issued long before it expired).
+    UpdateExpression:
+      'SET #status = :status, #owner = :owner, #leaseUntil = :leaseUntil, ' +
+      '#token = if_not_exists(#token, :now) + :one, #attempts = if_not_exists(#attempts, :zero) + :one, ' +
+      '#version = if_not_exists(#version, :zero) + :one, #messageId = :messageId, #type = :type, ' +
+      '#createdAt = if_not_exists(#createdAt, :createdAt), #claimedAt = :now, #updatedAt = :now, ' +
+      '#expiresAt = :expiresAt' +
+      (completes ? ', #completedAt = :now, #result = :result REMOVE #lastError, #lastErrorClass' : ''),
+    // A fast commit also refuses an item with a checkpoint (its steps' effects are already committed,
+    // and only a leased run resumes from them) and one whose attempts are used up (a leased claim
+    // dead-letters it).
+    ConditionExpression: completes
+      ? 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead) AND #leaseUntil < :now ' +
+        'AND attribute_not_exists(#checkpoint) AND #attempts < :maxAttempts)'
+      : 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead) AND #leaseUntil < :now)',
+    ExpressionAttributeNames: {
+      '#dedupKey': 'dedupKey',
+      '#status': 'status',
+      '#owner': 'owner',
+      '#leaseUntil': 'leaseUntil',
+      '#token': 'token',
+      '#attempts': 'attempts',
+      '#version': 'version',
+      '#messageId': 'messageId',
+      '#type': 'type',
+      '#createdAt': 'createdAt',
+      '#claimedAt': 'claimedAt',
+      '#updatedAt': 'updatedAt',
+      '#expiresAt': 'expiresAt',
+      ...(completes
+        ? {
+            '#completedAt': 'completedAt',
+            '#result': 'result',
+            '#checkpoint': 'checkpoint',
+            '#lastError': 'lastError',
+            '#lastErrorClass': 'lastErrorClass',
+          }
+        : {}),
+    },
+    ExpressionAttributeValues: {
+      ':status': completes ? JobStatus.Completed : JobStatus.InProgress,
+      ':completed': JobStatus.Completed,
+      ':dead': JobStatus.Dead,
+      ':owner': req.owner,
+      ':leaseUntil': lease.leaseUntil,
+      ':now': req.now,
+      ':one': 1,
+      ':zero': 0,
+      ':messageId': req.messageId,
+      ':type': req.type,
+      ':createdAt': req.createdAt,
+      ':expiresAt': lease.expiresAt,
+      ...(completes ? { ':result': completion.result ?? null, ':maxAttempts': completion.maxAttempts } : {}),
+    },
+  };
+}
+
+/** A renewal: the new lease end, never backwards (a renewal landing after a later one changes nothing). */
+export function renewUpdate(
+  tableName: string,
+  lease: JobLease,
+  leaseUntil: number,
+  expiresAt: number,
+): JobItemUpdate {
+  return fencedUpdate(tableName, lease, {
+    UpdateExpression: 'SET #leaseUntil = :leaseUntil, #expiresAt = :expiresAt',
+    ConditionSuffix: ' AND #leaseUntil <= :leaseUntil',
+    ExpressionAttributeNames: { '#leaseUntil': 'leaseUntil', '#expiresAt': 'expiresAt' },
+    ExpressionAttributeValues: { ':leaseUntil': leaseUntil, ':expiresAt': expiresAt },
+  });
+}
+
+/** A checkpoint: only over the version this lease last wrote, so a lost answer is never written twice. */
+export function checkpointUpdate(tableName: string, lease: JobLease, checkpoint: Checkpoint): JobItemUpdate {
+  return fencedUpdate(tableName, lease, {
+    UpdateExpression: 'SET #checkpoint = :checkpoint, #version = #version + :one, #updatedAt = :now',
+    ConditionSuffix: ' AND #version = :version',
+    ExpressionAttributeNames: {
+      '#checkpoint': 'checkpoint',
+      '#version': 'version',
+      '#updatedAt': 'updatedAt',
+    },
+    ExpressionAttributeValues: {
+      ':checkpoint': checkpoint,
+      ':one': 1,
+      ':now': checkpoint.at,
+      ':version': lease.version,
+    },
+  });
+}
+
+/** The completion: COMPLETED with the result; owner and token stay (a later copy meets them). */
+export function completeUpdate(
+  tableName: string,
+  lease: JobLease,
+  write: { readonly result: unknown; readonly now: number; readonly expiresAt: number },
+): JobItemUpdate {
+  return fencedUpdate(tableName, lease, {
+    UpdateExpression:
+      'SET #status = :completed, #version = #version + :one, #updatedAt = :now, #completedAt = :now, ' +
+      '#result = :result, #expiresAt = :expiresAt REMOVE #lastError, #lastErrorClass',
+    ExpressionAttributeNames: {
+      '#version': 'version',
+      '#updatedAt': 'updatedAt',
+      '#completedAt': 'completedAt',
+      '#result': 'result',
+      '#expiresAt': 'expiresAt',
+      '#lastError': 'lastError',
+      '#lastErrorClass': 'lastErrorClass',
+    },
+    ExpressionAttributeValues: {
+      ':completed': JobStatus.Completed,
+      ':one': 1,
+      ':now': write.now,
+      ':result': write.result ?? null,
+      ':expiresAt': write.expiresAt,
+    },
+  });
+}
+
+/** What the end of an attempt that did not complete writes (a release or a dead marking). */
+export interface GiveUpWrite {
+  readonly status: JobStatus;
+  readonly leaseUntil: number;
+  readonly now: number;
+  readonly error: { readonly message: string; readonly errorClass: string };
+  /** The attempt was not the job's failure (a store outage): count it back. */
+  readonly refundAttempt: boolean;
+  readonly expiresAt: number;
+}
+
+/** Fenced end of an attempt that did not complete: new status, lease end, last error; owner removed. */
+export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWrite): JobItemUpdate {
+  return fencedUpdate(tableName, lease, {
+    UpdateExpression:
+      'SET #status = :status, #leaseUntil = :leaseUntil, #version = #version + :one, #updatedAt = :now, ' +
+      '#lastError = :lastError, #lastErrorClass = :lastErrorClass, #expiresAt = :expiresAt' +
+      (write.refundAttempt ? ', #attempts = #attempts - :one' : '') +
+      ' REMOVE #owner',
+    ExpressionAttributeNames: {
+      ...(write.refundAttempt ? { '#attempts': 'attempts' } : {}),
+      '#leaseUntil': 'leaseUntil',
+      '#version': 'version',
+      '#updatedAt': 'updatedAt',
+      '#lastError': 'lastError',
+      '#lastErrorClass': 'lastErrorClass',
+      '#expiresAt': 'expiresAt',
+    },
+    ExpressionAttributeValues: {
+      ':status': write.status,
+      ':leaseUntil': write.leaseUntil,
+      ':one': 1,
+      ':now': write.now,
+      ':lastError': write.error.message.slice(0, 1000),
+      ':lastErrorClass': write.error.errorClass,
+      ':expiresAt': write.expiresAt,
+    },
+  });
+}
+
+/** An operator's redrive: back to RETRY_WAIT with fresh attempts, unless finished or under a live lease. */
+export function redriveUpdate(
+  tableName: string,
+  dedupKey: string,
+  now: number,
+  expiresAt: number,
+): JobItemUpdate {
+  return {
+    TableName: tableName,
+    Key: { dedupKey },
+    UpdateExpression:
+      'SET #status = :retryWait, #leaseUntil = :zero, #attempts = :zero, #version = #version + :one, ' +
+      '#updatedAt = :now, #expiresAt = :expiresAt REMOVE #owner',
+    // Not finished, and no live lease: DEAD, RETRY_WAIT, or IN_PROGRESS whose lease has ended.
+    ConditionExpression:
+      'attribute_exists(#status) AND #status <> :completed AND (#status <> :inProgress OR #leaseUntil < :now)',
+    ExpressionAttributeNames: {
+      '#status': 'status',
+      '#leaseUntil': 'leaseUntil',
+      '#attempts': 'attempts',
+      '#version': 'version',
+      '#updatedAt': 'updatedAt',
+      '#expiresAt': 'expiresAt',
+      '#owner': 'owner',
+    },
+    ExpressionAttributeValues: {
+      ':retryWait': JobStatus.RetryWait,
+      ':completed': JobStatus.Completed,
+      ':inProgress': JobStatus.InProgress,
+      ':zero': 0,
+      ':one': 1,
+      ':now': now,
+      ':expiresAt': expiresAt,
+    },
+  };
+}
+
+/** An update of this lease's item under the {@link FENCE} (and `ConditionSuffix`, `' AND ...'`). */
+function fencedUpdate(
+  tableName: string,
+  lease: JobLease,
+  parts: {
+    readonly UpdateExpression: string;
+    readonly ConditionSuffix?: string;
+    readonly ExpressionAttributeNames: Record<string, string>;
+    readonly ExpressionAttributeValues: Record<string, unknown>;
+  },
+): JobItemUpdate {
+  return {
+    TableName: tableName,
+    Key: { dedupKey: lease.dedupKey },
+    UpdateExpression: parts.UpdateExpression,
+    ConditionExpression: FENCE + (parts.ConditionSuffix ?? ''),
+    ExpressionAttributeNames: {
+      ...parts.ExpressionAttributeNames,
+      '#owner': 'owner',
+      '#token': 'token',
+      '#status': 'status',
+    },
+    ExpressionAttributeValues: {
+      ...parts.ExpressionAttributeValues,
+      ':owner': lease.owner,
+      ':token': lease.token,
+      ':inProgress': JobStatus.InProgress,
+    },
+  };
+}
+
+/**
+ * The operator's scan of the `jobs` table: a projection onto the fields of `JobSummaryItem`
+ * (dynamodb-scans.ts), so no payloads, results or checkpoint data travel; with `status`, only those items.
+ */
+export function jobSummaryScan(tableName: string, status?: JobStatus): ScanCommandInput {
+  return {
+    TableName: tableName,
+    ProjectionExpression:
+      '#dedupKey, #status, #owner, #leaseUntil, #token, #attempts, #type, #claimedAt, #createdAt, #updatedAt, ' +
+      '#checkpoint.#at, #checkpoint.#step',
+    ExpressionAttributeNames: {
+      '#dedupKey': 'dedupKey',
+      '#status': 'status',
+      '#owner': 'owner',
+      '#leaseUntil': 'leaseUntil',
+      '#token': 'token',
+      '#attempts': 'attempts',
+      '#type': 'type',
+      '#claimedAt': 'claimedAt',
+      '#createdAt': 'createdAt',
+      '#updatedAt': 'updatedAt',
+      '#checkpoint': 'checkpoint',
+      '#at': 'at',
+      '#step': 'step',
+    },
+    ...(status
+      ? { FilterExpression: '#status = :status', ExpressionAttributeValues: { ':status': status } }
+      : {}),
+  };
+}

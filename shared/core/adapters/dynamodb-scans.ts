@@ -1,0 +1,49 @@
+// Whole-table reads for the operator's overview commands (status, leases, inspect): the `jobs` table
+// through a projection, the `leases` table as it is. Workers never scan; these are for people.
+
+import { type DynamoDBDocumentClient, paginateScan, type ScanCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { JobItem } from '../contract/job-item.ts';
+import type { LeaseItem } from '../contract/lease-store.ts';
+import type { JobStatus } from '../contract/statuses.ts';
+import { jobSummaryScan } from './dynamodb-job-expressions.ts';
+
+/** The fields of a job item the overview commands read (a projection, so scans stay small). */
+export type JobSummaryItem = Pick<JobItem, 'dedupKey' | 'status' | 'leaseUntil' | 'token' | 'attempts'> &
+  Partial<Pick<JobItem, 'owner' | 'type' | 'claimedAt' | 'createdAt' | 'updatedAt'>> & {
+    readonly checkpoint?: { readonly step?: string; readonly at?: number };
+  };
+
+/**
+ * Scans the `jobs` table with a projection (no payloads, results or checkpoint data). A scan reads the
+ * whole table: fine for local and demo sizes, slow and costly for millions of items (use metrics there).
+ */
+export async function* scanJobSummaries(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  options: { readonly status?: JobStatus } = {},
+): AsyncGenerator<JobSummaryItem> {
+  for await (const page of paginateScan({ client: doc }, jobSummaryScan(tableName, options.status))) {
+    for (const item of page.Items ?? []) yield item as JobSummaryItem;
+  }
+}
+
+/** Scans the `leases` table (small: one item per shared resource ever locked, until TTL tidies it). */
+export async function* scanLeaseItems(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  options: { readonly owner?: string } = {},
+): AsyncGenerator<LeaseItem> {
+  const input: ScanCommandInput = {
+    TableName: tableName,
+    ...(options.owner
+      ? {
+          FilterExpression: '#owner = :owner',
+          ExpressionAttributeNames: { '#owner': 'owner' },
+          ExpressionAttributeValues: { ':owner': options.owner },
+        }
+      : {}),
+  };
+  for await (const page of paginateScan({ client: doc }, input)) {
+    for (const item of page.Items ?? []) yield item as LeaseItem;
+  }
+}
