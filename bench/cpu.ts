@@ -26,7 +26,8 @@ import { InMemoryMetrics } from '../shared/core/observe/metrics.ts';
 import { CompletedCache } from '../shared/core/pipeline/completed-cache.ts';
 import { JobProcessor } from '../shared/core/pipeline/processor.ts';
 import { defineJob } from '../shared/jobs/define-job.ts';
-import { InMemoryEffectApplier, InMemoryJobStore } from '../shared/testing/in-memory-job-store.ts';
+import { InMemoryEffectApplier } from '../shared/testing/in-memory-effects.ts';
+import { InMemoryJobStore } from '../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../shared/testing/in-memory-queue.ts';
 import { formatRatio, median, minMax, renderTable } from './report.ts';
 
@@ -82,7 +83,7 @@ async function loadBaseline(dir: string): Promise<Leaseq> {
     const path = paths.find((p) => existsSync(join(root, p))) ?? paths[0] ?? '';
     return import(pathToFileURL(join(root, path)).href);
   };
-  const [cache, metrics, optimistic, processor, registry, jobs, store, queue] = await Promise.all([
+  const [cache, metrics, optimistic, processor, registry, jobs, store, effects, queue] = await Promise.all([
     from('shared/core/pipeline/completed-cache.ts', 'shared/core/completed-cache.ts'),
     from('shared/core/observe/metrics.ts', 'shared/core/metrics.ts'),
     from('shared/core/decisions/optimistic.ts', 'shared/core/optimistic.ts'),
@@ -90,6 +91,7 @@ async function loadBaseline(dir: string): Promise<Leaseq> {
     from('shared/core/model/registry.ts', 'shared/core/registry.ts'),
     from('shared/jobs/define-job.ts'),
     from('shared/testing/in-memory-job-store.ts'),
+    from('shared/testing/in-memory-effects.ts', 'shared/testing/in-memory-job-store.ts'),
     from('shared/testing/in-memory-queue.ts'),
   ]);
   return {
@@ -99,7 +101,7 @@ async function loadBaseline(dir: string): Promise<Leaseq> {
     JobProcessor: processor.JobProcessor,
     JobRegistry: registry.JobRegistry,
     defineJob: jobs.defineJob,
-    InMemoryEffectApplier: store.InMemoryEffectApplier,
+    InMemoryEffectApplier: effects.InMemoryEffectApplier,
     InMemoryJobStore: store.InMemoryJobStore,
     InMemoryQueue: queue.InMemoryQueue,
   };

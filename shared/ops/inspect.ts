@@ -1,4 +1,5 @@
 import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
+import { scanLeaseItems } from '../core/adapters/dynamodb-scans.ts';
 import type { JobItem } from '../core/contract/job-item.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 import { jobLeaseOwner } from '../core/leases/named-lease.ts';
@@ -8,7 +9,6 @@ import {
   type NamedLeaseView,
   namedLeaseView,
   type StuckReason,
-  scanNamedLeases,
   stuckReason,
 } from './jobs.ts';
 import type { OpsTarget } from './target.ts';
@@ -51,7 +51,7 @@ export async function inspectJob(
   if (!job) return undefined;
   const ownerLeases = job.owner
     ? await collect(
-        scanNamedLeases(target.clients.doc, target.names.leasesTable, {
+        scanLeaseItems(target.clients.doc, target.names.leasesTable, {
           owner: jobLeaseOwner(job.owner, job.dedupKey),
         }),
       )

@@ -1,5 +1,4 @@
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { type JobSummaryItem, scanJobSummaries, scanLeaseItems } from '../core/adapters/dynamodb-scans.ts';
+import type { JobSummaryItem } from '../core/adapters/dynamodb-scans.ts';
 import type { LeaseItem } from '../core/contract/lease-store.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 
@@ -49,27 +48,6 @@ export interface NamedLeaseView {
    * release (the holder died; the next acquire takes over). `free`: released.
    */
   readonly state: 'held' | 'abandoned' | 'free';
-}
-
-/**
- * The `jobs` table's items through the overview projection (no payloads, results or checkpoint data).
- * A scan reads the whole table: fine for local and demo sizes, slow and costly for millions of items.
- */
-export function scanJobs(
-  doc: DynamoDBDocumentClient,
-  tableName: string,
-  options: { readonly status?: JobStatus } = {},
-): AsyncGenerator<JobSummaryItem> {
-  return scanJobSummaries(doc, tableName, options);
-}
-
-/** The `leases` table's items (small: one per shared resource ever locked, until TTL tidies it). */
-export function scanNamedLeases(
-  doc: DynamoDBDocumentClient,
-  tableName: string,
-  options: { readonly owner?: string } = {},
-): AsyncGenerator<LeaseItem> {
-  return scanLeaseItems(doc, tableName, options);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { scanJobSummaries, scanLeaseItems } from '../core/adapters/dynamodb-scans.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 import {
   collect,
@@ -6,8 +7,6 @@ import {
   jobLeaseView,
   type NamedLeaseView,
   namedLeaseView,
-  scanJobs,
-  scanNamedLeases,
 } from './jobs.ts';
 import type { OpsTarget } from './target.ts';
 
@@ -38,8 +37,8 @@ export async function listLeases(target: OpsTarget, options: ListLeasesOptions =
   const { clients, names } = target;
   const stuckAfterMs = options.stuckAfterMs ?? DEFAULT_STUCK_AFTER_MS;
   const [items, leases] = await Promise.all([
-    collect(scanJobs(clients.doc, names.jobsTable, { status: JobStatus.InProgress })),
-    collect(scanNamedLeases(clients.doc, names.leasesTable)),
+    collect(scanJobSummaries(clients.doc, names.jobsTable, { status: JobStatus.InProgress })),
+    collect(scanLeaseItems(clients.doc, names.leasesTable)),
   ]);
   const now = options.now ?? Date.now();
   const jobLeases = items

@@ -1,12 +1,5 @@
-import {
-  collect,
-  DEFAULT_STUCK_AFTER_MS,
-  type JobsSummary,
-  namedLeaseView,
-  scanJobs,
-  scanNamedLeases,
-  summariseJobs,
-} from './jobs.ts';
+import { scanJobSummaries, scanLeaseItems } from '../core/adapters/dynamodb-scans.ts';
+import { collect, DEFAULT_STUCK_AFTER_MS, type JobsSummary, namedLeaseView, summariseJobs } from './jobs.ts';
 import { type QueueDepth, queueStats, totalDepth } from './queue-stats.ts';
 import type { OpsTarget } from './target.ts';
 
@@ -38,8 +31,8 @@ export async function collectStatus(target: OpsTarget, options: StatusOptions = 
   const [queue, dlq, items, leases] = await Promise.all([
     queueStats(clients.sqs, names.queueUrl),
     queueStats(clients.sqs, names.dlqUrl),
-    collect(scanJobs(clients.doc, names.jobsTable)),
-    collect(scanNamedLeases(clients.doc, names.leasesTable)),
+    collect(scanJobSummaries(clients.doc, names.jobsTable)),
+    collect(scanLeaseItems(clients.doc, names.leasesTable)),
   ]);
   // Taken after the reads, so a lease that ended while we scanned counts as ended.
   const now = options.now ?? Date.now();

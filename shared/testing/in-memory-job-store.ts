@@ -26,16 +26,6 @@ import { DEFAULT_DEDUP_TTL_SECONDS } from '../resources.ts';
 import type { EffectApplier } from './in-memory-effects.ts';
 import { StoreFaults } from './store-faults.ts';
 
-// The applier lived here first: tests, `leaseq/testing` and the CPU bench (which also loads a baseline
-// checkout's copy of this module) import it from here.
-export {
-  type EffectApplier,
-  type EffectOutcome,
-  InMemoryEffectApplier,
-  type InMemoryEffectApplierOptions,
-  type NamedLeaseHolder,
-} from './in-memory-effects.ts';
-
 /*
  * In-memory doubles of the store ports, for unit tests and the chaos harness. They are never a source of
  * truth in production: state lives in one process and dies with it. They keep the DynamoDB adapters'

@@ -5,13 +5,8 @@
 export type { JobStore } from '../core/contract/job-store.ts';
 export type { LeaseStore, NamedLease } from '../core/contract/lease-store.ts';
 export { InMemoryMetrics, type MetricsSink, type MetricsSnapshot } from '../core/observe/metrics.ts';
-export {
-  type EffectApplier,
-  InMemoryEffectApplier,
-  InMemoryJobStore,
-  type InMemoryJobStoreOptions,
-  type NamedLeaseHolder,
-} from './in-memory-job-store.ts';
+export { type EffectApplier, InMemoryEffectApplier, type NamedLeaseHolder } from './in-memory-effects.ts';
+export { InMemoryJobStore, type InMemoryJobStoreOptions } from './in-memory-job-store.ts';
 export { InMemoryLeaseStore, type InMemoryLeaseStoreOptions } from './in-memory-lease-store.ts';
 export {
   type DeadLetter,

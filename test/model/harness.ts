@@ -37,8 +37,8 @@ import {
   type EffectApplier,
   type EffectOutcome,
   InMemoryEffectApplier,
-  InMemoryJobStore,
-} from '../../shared/testing/in-memory-job-store.ts';
+} from '../../shared/testing/in-memory-effects.ts';
+import { InMemoryJobStore } from '../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../shared/testing/in-memory-queue.ts';
 import {
   ACCOUNTS,

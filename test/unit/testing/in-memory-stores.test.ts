@@ -4,7 +4,8 @@ import type { ClaimRequest, Effect, JobLease } from '../../../shared/core/contra
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { versionedPut } from '../../../shared/core/decisions/optimistic.ts';
 import { LeaseLostError, StoreUnavailableError } from '../../../shared/errors.ts';
-import { InMemoryEffectApplier, InMemoryJobStore } from '../../../shared/testing/in-memory-job-store.ts';
+import { InMemoryEffectApplier } from '../../../shared/testing/in-memory-effects.ts';
+import { InMemoryJobStore } from '../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryLeaseStore } from '../../../shared/testing/in-memory-lease-store.ts';
 import { jobStoreContract } from '../../support/contracts/job-store-contract.ts';
 import { leaseStoreContract } from '../../support/contracts/lease-store-contract.ts';

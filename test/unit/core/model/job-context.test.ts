@@ -8,7 +8,8 @@ import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { TransientJobError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { InMemoryEffectApplier, InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
+import { InMemoryEffectApplier } from '../../../../shared/testing/in-memory-effects.ts';
+import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryLeaseStore } from '../../../../shared/testing/in-memory-lease-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
 

@@ -12,7 +12,8 @@ import { InMemoryMetrics } from '../../../../shared/core/observe/metrics.ts';
 import { JobProcessor, type RecordOutcome } from '../../../../shared/core/pipeline/processor.ts';
 import { PermanentJobError, TransientJobError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { InMemoryEffectApplier, InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
+import { InMemoryEffectApplier } from '../../../../shared/testing/in-memory-effects.ts';
+import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
 
 // The one-write fast path (docs/protocol.md, "Fast path") on the in-memory store and queue under fake
