@@ -42,13 +42,14 @@ type Variant =
   | 'leaseq as shipped'
   | 'fast path as shipped'
   | 'baseline, logs off'
-  | 'baseline as shipped';
+  | 'baseline as shipped'
+  | 'baseline fast path';
 const VARIANTS: readonly Variant[] = [
   'bare',
   'leaseq, logs off',
   'leaseq as shipped',
   'fast path as shipped',
-  ...(BASELINE ? (['baseline, logs off', 'baseline as shipped'] as const) : []),
+  ...(BASELINE ? (['baseline, logs off', 'baseline as shipped', 'baseline fast path'] as const) : []),
 ];
 
 /** The leaseq modules a run uses: this checkout's, or the baseline checkout's. */
@@ -195,7 +196,7 @@ async function measure(variant: Variant, round: number): Promise<number> {
   try {
     if (variant === 'bare') await bare(run);
     else if (variant.startsWith('baseline')) {
-      await withLeaseq(run, variant === 'baseline as shipped', baseline);
+      await withLeaseq(run, variant !== 'baseline, logs off', baseline, variant === 'baseline fast path');
     } else if (variant === 'fast path as shipped') await withLeaseq(run, true, HERE, true);
     else await withLeaseq(run, variant === 'leaseq as shipped');
   } finally {
@@ -210,6 +211,7 @@ function pairedRatios(results: ReadonlyMap<Variant, number[]>): string[] {
   const pairs = [
     ['logs off', 'leaseq, logs off', 'baseline, logs off'],
     ['as shipped', 'leaseq as shipped', 'baseline as shipped'],
+    ['fast path', 'fast path as shipped', 'baseline fast path'],
   ] as const;
   return pairs.map(([label, here, there]) => {
     const mine = results.get(here) ?? [];
