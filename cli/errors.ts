@@ -1,4 +1,5 @@
 import { type Command, CommanderError } from 'commander';
+import { safeLines, safeText } from './safe-text.ts';
 
 /** A module of CLI subcommands: it adds its commands to the program it is given. */
 export interface CommandModule {
@@ -16,12 +17,17 @@ const defaultIo: CliIo = {
   env: process.env,
 };
 
-/** Collapses any message to one line: the CLI reports an error as `leaseq: <one line>`. */
+/**
+ * Collapses any message to one line: the CLI reports an error as `leaseq: <one line>`. Control and bidi
+ * characters left after that are escaped (safe-text.ts): an error message may quote a producer's text.
+ */
 export function oneLine(text: string): string {
-  return text
-    .trim()
-    .replace(/\s*\n\s*/g, ' ')
-    .replace(/\s+/g, ' ');
+  return safeText(
+    text
+      .trim()
+      .replace(/\s*\n\s*/g, ' ')
+      .replace(/\s+/g, ' '),
+  );
 }
 
 /**
@@ -40,7 +46,7 @@ export function formatError(error: unknown, debug: boolean): string {
     );
     current = current instanceof Error ? current.cause : undefined;
   }
-  return `${line}${parts.join('\ncaused by: ')}\n`;
+  return `${line}${safeLines(parts.join('\ncaused by: '))}\n`;
 }
 
 function configureTree(command: Command, io: CliIo): void {

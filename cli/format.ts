@@ -1,21 +1,26 @@
 import { InvalidArgumentError } from 'commander';
 import { parseRate } from '../shared/producer/pacer.ts';
+import { safeJson, safeLines, safeText } from './safe-text.ts';
 
 // ---- Output -------------------------------------------------------------------------------------------
 
+// Every line printed here goes through safe-text.ts: renderers escape each value they lay out (so a
+// producer's newline cannot fake a line), and print/note/printJson escape once more whatever they are
+// given, keeping only the newlines of the layout (./safe-text.ts says which characters and how).
+
 /** Writes one line (or block) to stdout: tables for people, JSON for scripts. */
 export function print(text: string): void {
-  process.stdout.write(`${text}\n`);
+  process.stdout.write(`${safeLines(text)}\n`);
 }
 
-/** Machine-readable output: one JSON document on stdout, nothing else there. */
+/** Machine-readable output: one JSON document on stdout, nothing else there (C1 and bidi escaped too). */
 export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  process.stdout.write(`${safeJson(value, 2)}\n`);
 }
 
 /** Progress and notes go to stderr, so stdout stays clean for `--json`. */
 export function note(line: string): void {
-  process.stderr.write(`leaseq: ${line}\n`);
+  process.stderr.write(`leaseq: ${safeLines(line)}\n`);
 }
 
 export interface Column {
@@ -28,7 +33,8 @@ export interface Column {
 
 /**
  * Renders rows as a plain-text table: a header, then one line per row, columns separated by two spaces,
- * no trailing blanks. Cells are cut to their column's `max`; newlines inside a cell become spaces.
+ * no trailing blanks. Cells are cut to their column's `max`; newlines inside a cell become spaces, other
+ * control and bidi characters are escaped (safeText).
  */
 export function renderTable(columns: readonly Column[], rows: readonly (readonly string[])[]): string {
   const cell = (text: string | undefined, column: Column) =>
@@ -48,15 +54,19 @@ export function renderTable(columns: readonly Column[], rows: readonly (readonly
   return [line(columns.map((c) => c.header)), ...body.map(line)].join('\n');
 }
 
-/** Aligns `label: value` pairs (the detail view of one item). Pairs with an undefined value are left out. */
+/**
+ * Aligns `label: value` pairs (the detail view of one item). Pairs with an undefined value are left out.
+ * Each value is one line: newlines become spaces, other control and bidi characters are escaped.
+ */
 export function renderFields(fields: readonly (readonly [string, string | undefined])[]): string {
   const shown = fields.filter((f): f is readonly [string, string] => f[1] !== undefined);
   const width = Math.max(0, ...shown.map(([label]) => label.length));
-  return shown.map(([label, value]) => `${`${label}:`.padEnd(width + 2)}${value}`).join('\n');
+  return shown.map(([label, value]) => `${`${label}:`.padEnd(width + 2)}${oneLineCell(value)}`).join('\n');
 }
 
-function oneLineCell(text: string): string {
-  return text.replace(/\s*\n\s*/g, ' ');
+/** A value on one line, safe to print: newlines folded to a space, then safeText. */
+export function oneLineCell(text: string): string {
+  return safeText(text.replace(/\s*\n\s*/g, ' '));
 }
 
 /** Cuts text to `max` characters, ending in `…` when cut. */

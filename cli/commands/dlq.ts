@@ -15,6 +15,7 @@ import {
   renderFields,
   renderTable,
 } from '../format.ts';
+import { safeJson, safeLines, safeText } from '../safe-text.ts';
 import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
 import { queueName } from './status.ts';
 
@@ -41,6 +42,11 @@ interface PurgeFlags extends TargetFlags {
 
 const DEFAULT_LIST_LIMIT = 100;
 
+/** What a list or view shows for a hint field: the value, `(unreadable)` when a bad body's text was dropped. */
+function hintText(letter: DeadLetterSummary, field: 'dedupKey' | 'type'): string | undefined {
+  return letter[field] ?? (letter.unreadable?.includes(field) ? '(unreadable)' : undefined);
+}
+
 /** The human table of dead letters. */
 export function describeDeadLetters(letters: readonly DeadLetterSummary[], now: number): string {
   if (letters.length === 0) return 'the DLQ is empty';
@@ -57,8 +63,8 @@ export function describeDeadLetters(letters: readonly DeadLetterSummary[], now: 
     ],
     letters.map((l) => [
       l.messageId,
-      l.dedupKey ?? '',
-      l.type ?? '',
+      hintText(l, 'dedupKey') ?? '',
+      hintText(l, 'type') ?? '',
       l.reason,
       l.errorClass ?? '',
       l.attempts === undefined ? '' : String(l.attempts),
@@ -68,18 +74,22 @@ export function describeDeadLetters(letters: readonly DeadLetterSummary[], now: 
   );
 }
 
-/** The human view of one dead letter: its reason, then its body (pretty-printed when it is JSON). */
+/**
+ * The human view of one dead letter: its reason, then its body (pretty-printed when it is JSON). Every
+ * value is escaped (safe-text.ts); a non-JSON body keeps its newlines, nothing else raw.
+ */
 export function describeDeadLetter(letter: DeadLetter, now: number): string {
-  let body = letter.body;
+  let body: string;
   try {
-    body = JSON.stringify(JSON.parse(letter.body), null, 2);
+    body = safeJson(JSON.parse(letter.body), 2);
   } catch {
-    // Not JSON (that may be why it is here): show it as it is.
+    // Not JSON (that may be why it is here): show it as it is, escaped.
+    body = safeLines(letter.body);
   }
   const fields = renderFields([
     ['message id', letter.messageId],
-    ['dedup key', letter.dedupKey],
-    ['type', letter.type],
+    ['dedup key', hintText(letter, 'dedupKey')],
+    ['type', hintText(letter, 'type')],
     ['reason', letter.reason],
     ['error', formatErrorText(letter.errorClass, letter.errorMessage)],
     ['attempts', letter.attempts === undefined ? undefined : String(letter.attempts)],
@@ -89,7 +99,7 @@ export function describeDeadLetter(letter: DeadLetter, now: number): string {
     ['received', letter.receiveCount === undefined ? undefined : `${letter.receiveCount} times from the DLQ`],
   ]);
   const attributes = Object.entries(letter.attributes)
-    .map(([k, v]) => `  leaseq.${k} = ${v}`)
+    .map(([k, v]) => `  leaseq.${safeText(k)} = ${safeText(v)}`)
     .join('\n');
   return `${fields}\n\nattributes:\n${attributes || '  (none: moved by the queue redrive policy)'}\n\nbody:\n${body}`;
 }

@@ -12,6 +12,7 @@ import {
   renderTable,
   truncate,
 } from '../format.ts';
+import { safeText } from '../safe-text.ts';
 import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
 
 interface InspectFlags extends TargetFlags {
@@ -24,9 +25,13 @@ function compactJson(value: unknown, max = 200): string {
   return truncate(JSON.stringify(value) ?? 'undefined', max);
 }
 
-/** The human view of one job item. */
+/**
+ * The human view of one job item. Every value is escaped (safe-text.ts): a job's last error, result and
+ * checkpoint data carry whatever its handler or its producer wrote.
+ */
 export function describeJob(report: InspectReport, now: number): string {
   const job = report.job;
+  const key = safeText(job.dedupKey);
   const lease = report.lease
     ? `${formatLease(report.lease.remainingMs)}${report.lease.stuck ? ` (STUCK: ${report.lease.stuck})` : ''}`
     : report.retryInMs !== undefined
@@ -57,12 +62,12 @@ export function describeJob(report: InspectReport, now: number): string {
   ]);
   const hint =
     job.status === 'DEAD'
-      ? `\n\nthe job is dead-lettered: \`leaseq dlq show ${job.dedupKey}\` shows why; \`leaseq dlq redrive --dedup-key ${job.dedupKey}\` runs it again`
+      ? `\n\nthe job is dead-lettered: \`leaseq dlq show ${key}\` shows why; \`leaseq dlq redrive --dedup-key ${key}\` runs it again`
       : '';
   const leases =
     report.ownerLeases.length === 0
       ? ''
-      : `\n\nNAMED LEASES HELD BY ${job.owner}\n${renderTable(
+      : `\n\nNAMED LEASES HELD BY ${safeText(job.owner ?? '')}\n${renderTable(
           [
             { header: 'LEASE KEY' },
             { header: 'TOKEN', align: 'right' },

@@ -16,6 +16,7 @@ import { EmulatorError } from '../../shared/local/emulator-errors.ts';
 import { parsePort } from '../../shared/local/net.ts';
 import { type ProvisionResult, provisionLocal } from '../../shared/local/provision.ts';
 import { jobModuleOption, requireCliJobs } from '../job-module.ts';
+import { safeLines } from '../safe-text.ts';
 
 /** `leaseq local status` exits with this when nothing answers (the LSB "not running" code). */
 export const EXIT_NOT_RUNNING = 3;
@@ -55,13 +56,14 @@ function portArgument(value: string): number {
   }
 }
 
+/** Escaped like every CLI line (safe-text.ts); compact JSON has no raw newline, so it passes unchanged. */
 function print(text: string): void {
-  process.stdout.write(`${text}\n`);
+  process.stdout.write(`${safeLines(text)}\n`);
 }
 
 /** Progress goes to stderr so `--json` output on stdout stays parseable. */
 function progress(line: string): void {
-  process.stderr.write(`leaseq: ${line}\n`);
+  process.stderr.write(`leaseq: ${safeLines(line)}\n`);
 }
 
 function shortPath(path: string | undefined): string {

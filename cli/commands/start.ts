@@ -17,6 +17,7 @@ import { deployLocal, LOCAL_ACCOUNT } from '../../shared/local/deploy.ts';
 import { type EmulatorHandle, ensureEmulator, stopEmulator } from '../../shared/local/emulator.ts';
 import { provisionLocal } from '../../shared/local/provision.ts';
 import { fractionArg, integerArg } from '../format.ts';
+import { safeJson, safeLines, safeText } from '../safe-text.ts';
 
 interface StartFlags {
   readonly jobs: number;
@@ -72,7 +73,8 @@ export function register(program: Command): void {
 }
 
 async function start(flags: StartFlags): Promise<number> {
-  const say = (line: string) => process.stderr.write(`leaseq: ${line}\n`);
+  // Lines can quote workers' and jobs' text: escaped (safe-text.ts), like every line the CLI prints.
+  const say = (line: string) => process.stderr.write(`leaseq: ${safeLines(line)}\n`);
   const emulator = await ensureEmulator({ log: say });
   say(
     `${emulator.mode === 'external' ? 'using' : emulator.started ? 'started' : 'reusing'} ${emulator.endpoint}`,
@@ -81,7 +83,7 @@ async function start(flags: StartFlags): Promise<number> {
   const stop = new AbortController();
   // While the progress bar is drawn, lines go through it, or its next redraw would overwrite them.
   let bar: ReturnType<typeof progressBar> | undefined;
-  const notify = (line: string) => (bar ? bar.log(`leaseq: ${line}\n`) : say(line));
+  const notify = (line: string) => (bar ? bar.log(`leaseq: ${safeLines(line)}\n`) : say(line));
   const onSignal = () => {
     if (stop.signal.aborted) return;
     notify('stopping: draining workers (Ctrl-C again is not needed)');
@@ -119,7 +121,7 @@ async function start(flags: StartFlags): Promise<number> {
       timeoutMs: flags.timeout * 1000,
       logDir: join(process.cwd(), '.leaseq', 'logs'),
       signal: stop.signal,
-      onEvent: (line) => (bar ? bar.log(`${line}\n`) : say(line)),
+      onEvent: (line) => (bar ? bar.log(`${safeLines(line)}\n`) : say(line)),
       onProgress: (p) => {
         if (bar) return bar.update(p);
         // Without a terminal: one plain line every 5 s.
@@ -130,8 +132,8 @@ async function start(flags: StartFlags): Promise<number> {
     });
     bar?.stop();
     bar = undefined;
-    if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    else process.stdout.write(summary(result, emulator.endpoint, flags.prefix));
+    if (flags.json) process.stdout.write(`${safeJson(result, 2)}\n`);
+    else process.stdout.write(safeLines(summary(result, emulator.endpoint, flags.prefix)));
     if (stop.signal.aborted && emulator.started) {
       await stopEmulator();
       say('stopped the emulator this run started');
@@ -320,7 +322,7 @@ export function summary(r: DemoResult, endpoint: string, prefix?: string): strin
     lines.push('  dead letters (in the DLQ, with their reasons):');
     for (const d of r.deadLetters) {
       lines.push(
-        `    ${d.dedupKey}  reason=${d.reason}  error=${d.errorClass}  attempts=${d.attempts}` +
+        `    ${safeText(d.dedupKey)}  reason=${safeText(d.reason)}  error=${safeText(d.errorClass)}  attempts=${d.attempts}` +
           (d.copies > 1 ? `  (${d.copies} letters: its worker died while dead-lettering)` : ''),
       );
     }

@@ -8,6 +8,7 @@ import {
 } from '../../shared/ops/smells.ts';
 import { collectStatus, type StatusReport } from '../../shared/ops/status.ts';
 import { durationArg, formatDuration, print, printJson, renderFields, renderTable } from '../format.ts';
+import { safeText } from '../safe-text.ts';
 import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
 
 interface StatusFlags extends TargetFlags {
@@ -71,7 +72,7 @@ export function describeSmells(smells: OperationalSmells): string {
     `  ping-pong     ${p.receives} receives for ${p.attempts} attempts (${p.receivesPerAttempt.toFixed(2)} per attempt), ${p.handBacks} given back without running`,
     `  starvation    jobs per live worker: ${
       Object.entries(smells.starvation.jobsPerWorker)
-        .map(([w, n]) => `${w} ${n}`)
+        .map(([w, n]) => `${safeText(w)} ${n}`)
         .join(', ') || '-'
     } (skew ${smells.starvation.skew.toFixed(1)}x)`,
   ];

@@ -6,8 +6,9 @@ import { poolMetricsDir } from '../../shared/ops/smells.ts';
 import { DEFAULT_WORKER_TIMEOUT_SECONDS } from '../../shared/resources.ts';
 import { WorkerPool } from '../../shared/runner/worker-pool.ts';
 import { workerEnv } from '../../shared/worker/config.ts';
-import { integerArg, renderTable } from '../format.ts';
+import { integerArg, note, renderTable } from '../format.ts';
 import { jobModuleOption, requireCliJobs } from '../job-module.ts';
+import { safeJson } from '../safe-text.ts';
 import { appTableNames, resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
 
 interface WorkersFlags extends TargetFlags {
@@ -49,7 +50,8 @@ export function register(program: Command): void {
 }
 
 async function runWorkers(flags: WorkersFlags): Promise<number> {
-  const say = (line: string) => process.stderr.write(`leaseq: ${line}\n`);
+  // `note` escapes (safe-text.ts): a worker's error line can quote a job's text.
+  const say = note;
   const { path: jobsModule, jobs } = await requireCliJobs(flags.jobModule);
   const target = await resolveTarget(flags);
   target.close();
@@ -134,7 +136,7 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
     deadLettered: w.counters.JobDeadLettered ?? 0,
     exit: w.exitSignal ?? String(w.exitCode),
   }));
-  if (flags.json) process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+  if (flags.json) process.stdout.write(`${safeJson(rows, 2)}\n`);
   else {
     const columns = ['worker', 'succeeded', 'duplicates', 'retries', 'dead-lettered', 'exit'].map(
       (header, i) => ({

@@ -5,6 +5,7 @@
  */
 import type { Message, MessageAttributeValue } from '@aws-sdk/client-sqs';
 import { readDeadLetterAttributes } from '../core/adapters/sqs-job-queue.ts';
+import { isEnvelopeDedupKey, isEnvelopeType } from '../core/contract/envelope.ts';
 import { BODY_PROBLEMS, ENVELOPE_PROBLEMS } from '../errors.ts';
 import { InvalidFilterError } from './ops-errors.ts';
 
@@ -40,12 +41,25 @@ export function assertKnownReason(reason: string): void {
   }
 }
 
+/** A hint field of a dead letter that was there but is left out: it does not match the envelope's pattern. */
+export type UnreadableField = 'dedupKey' | 'type';
+
 /** A dead letter without its body: what `leaseq dlq list` shows. */
 export interface DeadLetterSummary {
   /** The DLQ message id. */
   readonly messageId: string;
+  /**
+   * From leaseq's attributes, else read back from the body; only when it matches the envelope's pattern
+   * (otherwise it is left out and named in `unreadable`).
+   */
   readonly dedupKey?: string;
+  /** Like `dedupKey`: only a type matching the envelope's pattern. */
   readonly type?: string;
+  /**
+   * The hint fields the letter carried (in its attributes or its body) that are not a valid dedup key or
+   * type: a bad body's text, left out so nobody prints or matches on it. Absent when there is none.
+   */
+  readonly unreadable?: readonly UnreadableField[];
   readonly reason: string;
   readonly errorClass?: string;
   readonly errorMessage?: string;
@@ -76,8 +90,15 @@ export function toDeadLetter(message: Message): DeadLetter {
   const system: Record<string, string> = { ...(message.Attributes ?? {}) };
   const body = message.Body ?? '';
   const hint = attributes.dedupKey && attributes.type ? {} : bodyHint(body);
-  const dedupKey = attributes.dedupKey ?? hint.dedupKey;
-  const type = attributes.type ?? hint.type;
+  const rawDedupKey = attributes.dedupKey ?? hint.dedupKey;
+  const rawType = attributes.type ?? hint.type;
+  // A bad body (or a hand-made letter) can carry any text here: keep only what an envelope could carry.
+  const dedupKey = rawDedupKey !== undefined && isEnvelopeDedupKey(rawDedupKey) ? rawDedupKey : undefined;
+  const type = rawType !== undefined && isEnvelopeType(rawType) ? rawType : undefined;
+  const unreadable: UnreadableField[] = [
+    ...(rawDedupKey && !dedupKey ? (['dedupKey'] as const) : []),
+    ...(rawType && !type ? (['type'] as const) : []),
+  ];
   const attempts = attributes.attempts === undefined ? Number.NaN : Number(attributes.attempts);
   const sent = Number(system.SentTimestamp);
   const deadAt = attributes.deadAt ?? (Number.isFinite(sent) ? new Date(sent).toISOString() : undefined);
@@ -86,6 +107,7 @@ export function toDeadLetter(message: Message): DeadLetter {
     messageId: message.MessageId ?? '',
     ...(dedupKey ? { dedupKey } : {}),
     ...(type ? { type } : {}),
+    ...(unreadable.length > 0 ? { unreadable } : {}),
     reason: attributes.reason ?? SQS_REDRIVE_REASON,
     ...(attributes.errorClass ? { errorClass: attributes.errorClass } : {}),
     ...(attributes.errorMessage ? { errorMessage: attributes.errorMessage } : {}),

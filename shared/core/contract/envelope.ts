@@ -9,17 +9,15 @@ export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
 
 // Printable ASCII without spaces' edge cases: 0x21-0x7E plus inner space; 1-256 characters.
 const DEDUP_KEY = /^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/;
+// Letters, digits and . _ : -; 1-128 characters.
+const JOB_TYPE = /^[A-Za-z0-9._:-]{1,128}$/;
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 const envelopeSchema = z.object({
   v: z.literal(ENVELOPE_VERSION),
   id: z.string().min(1).max(128),
   dedupKey: z.string().regex(DEDUP_KEY, 'dedupKey must be 1-256 printable characters'),
-  type: z
-    .string()
-    .min(1)
-    .max(128)
-    .regex(/^[A-Za-z0-9._:-]+$/, 'type must be letters, digits and . _ : -'),
+  type: z.string().min(1).max(128).regex(JOB_TYPE, 'type must be letters, digits and . _ : -'),
   createdAt: z.iso.datetime({ offset: true }),
   payload: z.unknown(),
   trace: z.string().regex(TRACEPARENT, 'trace must be a W3C traceparent').optional(),
@@ -27,6 +25,16 @@ const envelopeSchema = z.object({
 
 /** The shape every reason for a refused body names, so a producer sees what to send. */
 export const ENVELOPE_SHAPE = `{v:${ENVELOPE_VERSION}, id, dedupKey, type, createdAt, payload}`;
+
+/** Whether `value` is a dedup key an envelope may carry (what a valid envelope's `dedupKey` matches). */
+export function isEnvelopeDedupKey(value: string): boolean {
+  return DEDUP_KEY.test(value);
+}
+
+/** Whether `value` is a job type an envelope may carry (what a valid envelope's `type` matches). */
+export function isEnvelopeType(value: string): boolean {
+  return JOB_TYPE.test(value);
+}
 
 /** A job as it travels in an SQS message body. */
 export type JobEnvelope = z.infer<typeof envelopeSchema>;
