@@ -174,6 +174,12 @@ describe('the embedded emulator, started as `leaseq local up` starts it', () => 
     expect(post.body).not.toContain('QueueUrls');
   });
 
+  it('refuses a cross-site browser request that carries no Origin (Sec-Fetch-Site)', async () => {
+    const get = await raw('GET', { host: `${LOOPBACK_HOST}:${port}`, 'sec-fetch-site': 'cross-site' });
+    expect(get.status).toBe(403);
+    expect(get.body).toMatch(/^refused by leaseq's emulator guard: .*Sec-Fetch-Site/);
+  });
+
   it('refuses a request whose Host is not its loopback address (DNS rebinding)', async () => {
     const rebound = await raw('POST', { ...listQueues, host: `evil.example:${port}` }, '{}');
     expect(rebound.status).toBe(403);
@@ -188,6 +194,13 @@ describe('the embedded emulator, started as `leaseq local up` starts it', () => 
       const local = await raw('POST', { ...listQueues, host }, '{}');
       expect(local.status, host).toBe(200);
     }
+    const chunked = await raw(
+      'POST',
+      { ...listQueues, host: `${LOOPBACK_HOST}:${port}`, 'transfer-encoding': 'chunked' },
+      '{}',
+    );
+    expect(chunked.status).toBe(200);
+    expect(chunked.body).toContain('QueueUrls');
 
     const sqs = new SQSClient({ endpoint: handle.endpoint, region: 'us-east-1', credentials });
     try {
