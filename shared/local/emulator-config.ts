@@ -52,6 +52,8 @@ export interface ResolvedOptions {
   readonly emulator: EmulatorName;
   readonly python: string;
   readonly externalEndpoint: string | undefined;
+  /** The environment the emulator's allow-listed variables come from (`EmulatorOptions.env`). */
+  readonly parentEnv: NodeJS.ProcessEnv;
   readonly startTimeoutMs: number;
   readonly installTimeoutMs: number;
   readonly endpointTimeoutMs: number;
@@ -92,6 +94,7 @@ export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
     emulator,
     python: options.python ?? (env.LEASEQ_PYTHON?.trim() || 'python3'),
     externalEndpoint: env.AWS_ENDPOINT_URL?.trim() || undefined,
+    parentEnv: env,
     startTimeoutMs: options.startTimeoutMs ?? 60_000,
     installTimeoutMs: options.installTimeoutMs ?? 900_000,
     endpointTimeoutMs: options.endpointTimeoutMs ?? 3000,

@@ -3,13 +3,15 @@
  * log, waiting for its first answer, and ending the group again (SIGTERM, then SIGKILL).
  */
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
-import { delimiter, dirname } from 'node:path';
+import { closeSync, renameSync, statSync, writeSync } from 'node:fs';
 import { display, endpointFor, type ResolvedOptions } from './emulator-config.ts';
+import { emulatorEnv } from './emulator-env.ts';
 import { EmulatorError, EmulatorStartError } from './emulator-errors.ts';
+import { writeGuardLauncher } from './emulator-guard.ts';
 import { waitUntilAnswering } from './emulator-probe.ts';
-import { EMULATORS } from './emulators.ts';
+import { EMULATORS, type EmulatorSpec } from './emulators.ts';
 import { LOOPBACK_HOST } from './net.ts';
+import { openPrivateLog } from './private-files.ts';
 import { isProcessAlive, signalGroup, sleep } from './process.ts';
 import type { EmulatorState } from './state.ts';
 import { venvExecutable } from './venv.ts';
@@ -25,11 +27,25 @@ function rotateLog(logFile: string): void {
   }
 }
 
+/**
+ * The command that runs the emulator. MiniStack runs behind leaseq's loopback guard (its launcher,
+ * run by the virtualenv's Python); moto, kept only to repeat the measurement, runs as it is.
+ */
+export function emulatorCommand(
+  spec: EmulatorSpec,
+  cfg: Pick<ResolvedOptions, 'venvDir' | 'stateDir' | 'port'>,
+): { readonly command: string; readonly args: string[] } {
+  if (spec.name === 'ministack') {
+    return { command: venvExecutable(cfg.venvDir, 'python'), args: [writeGuardLauncher(cfg.stateDir)] };
+  }
+  return { command: venvExecutable(cfg.venvDir, spec.executable), args: spec.args(LOOPBACK_HOST, cfg.port) };
+}
+
 /** Starts the installed emulator and waits until it answers; kills it again when it does not. */
 export async function startProcess(cfg: ResolvedOptions): Promise<EmulatorState> {
   const spec = EMULATORS[cfg.emulator];
   rotateLog(cfg.logFile);
-  const logFd = openSync(cfg.logFile, 'a');
+  const logFd = openPrivateLog(cfg.logFile);
   writeSync(
     logFd,
     `[leaseq ${new Date().toISOString()}] starting ${spec.name} ${spec.version} on ${endpointFor(cfg.port)}\n`,
@@ -37,20 +53,15 @@ export async function startProcess(cfg: ResolvedOptions): Promise<EmulatorState>
   const startedAt = new Date();
   const t0 = performance.now();
   let exit: string | undefined;
-  const child = spawn(venvExecutable(cfg.venvDir, spec.executable), spec.args(LOOPBACK_HOST, cfg.port), {
+  const { command, args } = emulatorCommand(spec, cfg);
+  const child = spawn(command, args, {
     cwd: cfg.stateDir,
     // Its own process group, so `down` can stop it with everything it spawned, and so it outlives
     // the `leaseq local up` that started it.
     detached: true,
     stdio: ['ignore', logFd, logFd],
-    env: {
-      ...process.env,
-      ...spec.env(LOOPBACK_HOST, cfg.port),
-      // The emulator runs deployed Node functions with the `node` on its PATH: make that the Node this
-      // process runs on (Node 22 under npm scripts), not whatever the system PATH finds first.
-      PATH: [dirname(process.execPath), process.env.PATH ?? ''].filter(Boolean).join(delimiter),
-      PYTHONUNBUFFERED: '1',
-    },
+    // An allow-list, never process.env: the functions it runs see its environment (emulator-env.ts).
+    env: emulatorEnv(cfg.parentEnv, spec.env(LOOPBACK_HOST, cfg.port)),
   });
   closeSync(logFd);
   child.once('error', (error) => {

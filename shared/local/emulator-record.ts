@@ -7,6 +7,7 @@ import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { display, endpointFor, type ResolvedOptions } from './emulator-config.ts';
 import { EmulatorStartError } from './emulator-errors.ts';
+import { GUARD_FILE } from './emulator-guard.ts';
 import { waitUntilAnswering } from './emulator-probe.ts';
 import { EMULATORS, isEmulatorName } from './emulators.ts';
 import { isProcessAlive, processCommandLine } from './process.ts';
@@ -47,12 +48,15 @@ export function liveRecordedState(cfg: ResolvedOptions): EmulatorState | undefin
   return state;
 }
 
-/** Guards against PID reuse: the recorded PID must still run the emulator's executable. */
+/**
+ * Guards against PID reuse: the recorded PID must still run the emulator, through leaseq's guard
+ * launcher (MiniStack) or its own executable (moto, and MiniStack records of older leaseq versions).
+ */
 function looksLikeEmulator(state: EmulatorState): boolean {
   const commandLine = processCommandLine(state.pid);
   if (commandLine === undefined) return true; // no /proc: trust the PID
   const spec = isEmulatorName(state.emulator) ? EMULATORS[state.emulator] : undefined;
-  return spec ? commandLine.includes(spec.executable) : false;
+  return spec ? commandLine.includes(GUARD_FILE) || commandLine.includes(spec.executable) : false;
 }
 
 /** Counts holder files whose process is alive, removing the others. */

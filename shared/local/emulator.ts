@@ -88,7 +88,7 @@ export async function ensureEmulator(options: EmulatorOptions = {}): Promise<Emu
     await checkEndpoint(cfg.externalEndpoint, cfg.endpointTimeoutMs);
     return { mode: 'external', endpoint: cfg.externalEndpoint, started: false, installed: false };
   }
-  mkdirSync(cfg.stateDir, { recursive: true });
+  mkdirSync(cfg.stateDir, { recursive: true, mode: 0o700 });
   return withFileLock(cfg.lockFile, lockTimeout(cfg), () => ensureLocked(cfg, false));
 }
 
@@ -118,7 +118,7 @@ export async function acquireEmulator(options: EmulatorOptions = {}): Promise<Em
     };
     return { ...handle, release: async () => {} };
   }
-  mkdirSync(cfg.stateDir, { recursive: true });
+  mkdirSync(cfg.stateDir, { recursive: true, mode: 0o700 });
   const holderFile = join(cfg.holdersDir, `${process.pid}-${randomUUID()}`);
   const handle = await withFileLock(cfg.lockFile, lockTimeout(cfg), async () => {
     const result = await ensureLocked(cfg, true);
@@ -203,7 +203,7 @@ export async function stopEmulator(
   options: EmulatorOptions & { graceMs?: number } = {},
 ): Promise<StopResult> {
   const cfg = resolveOptions({ ...options, env: { ...(options.env ?? process.env), AWS_ENDPOINT_URL: '' } });
-  mkdirSync(cfg.stateDir, { recursive: true });
+  mkdirSync(cfg.stateDir, { recursive: true, mode: 0o700 });
   return withFileLock(cfg.lockFile, lockTimeout(cfg), async () => {
     const state = liveRecordedState(cfg);
     if (!state) {

@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { EmulatorInstallError, PythonMissingError } from './emulator-errors.ts';
 import type { EmulatorSpec } from './emulators.ts';
+import { openPrivateLog } from './private-files.ts';
 
 /** Where the emulator's virtualenv lives and where its install output goes. */
 export interface VenvPaths {
@@ -117,7 +118,7 @@ export async function installEmulator(
   if (isInstalled(spec, paths.venvDir)) return false;
   await checkPython(options.python, spec);
 
-  const logFd = openSync(paths.logFile, 'a');
+  const logFd = openPrivateLog(paths.logFile);
   const note = (line: string): void => {
     writeSync(logFd, `[leaseq ${new Date().toISOString()}] ${line}\n`);
   };

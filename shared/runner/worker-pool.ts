@@ -1,6 +1,6 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { mkdirSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, fchmodSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Summary } from '../core/observe/metrics.ts';
 import { JOBS_MODULE_ENV } from '../jobs/job-module.ts';
@@ -86,7 +86,10 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
 
   /** Starts the workers; resolves once each has said it is ready (or died trying). */
   async start(): Promise<void> {
-    mkdirSync(this.#options.logDir, { recursive: true });
+    // Worker logs hold error text (failed jobs, stack traces): owner-only, folder 0700 and files 0600.
+    // `mode` applies only to what is created now, so an existing folder or file is narrowed too.
+    mkdirSync(this.#options.logDir, { recursive: true, mode: 0o700 });
+    chmodSync(this.#options.logDir, 0o700);
     if (this.#options.metricsFile) {
       mkdirSync(dirname(this.#options.metricsFile), { recursive: true });
       this.#metricsTimer = setInterval(() => this.#writeMetrics(), 2000);
@@ -99,7 +102,8 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
   spawn(): Promise<WorkerInfo> {
     const id = `${this.#options.idPrefix ?? 'w'}${this.#next++}`;
     const logFile = join(this.#options.logDir, `${id}.log`);
-    const fd = openSync(logFile, 'a');
+    const fd = openSync(logFile, 'a', 0o600);
+    fchmodSync(fd, 0o600);
     const child = fork(ENTRY, [], {
       env: {
         ...process.env,

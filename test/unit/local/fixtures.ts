@@ -32,8 +32,9 @@ process.on('SIGTERM', () => {});
 };
 
 /**
- * A state directory whose virtualenv already "holds" the default emulator: its executable is a small
- * Node script, so the manager's start / reuse / stop logic runs for real without Python or PyPI.
+ * A state directory whose virtualenv already "holds" the default emulator: its executable, and the
+ * virtualenv's `python` that runs leaseq's guard launcher, are a small Node script (which ignores the
+ * launcher), so the manager's start / reuse / stop logic runs for real without Python or PyPI.
  */
 export function fakeInstall(mode: FakeMode): { stateDir: string; remove: () => void } {
   const stateDir = mkdtempSync(join(tmpdir(), 'leaseq-unit-'));
@@ -41,8 +42,10 @@ export function fakeInstall(mode: FakeMode): { stateDir: string; remove: () => v
   const spec = EMULATORS.ministack;
   const executable = venvExecutable(venvDir, spec.executable);
   mkdirSync(join(venvDir, 'bin'), { recursive: true });
-  writeFileSync(executable, `#!/usr/bin/env node\n${scripts[mode]}\n`);
-  chmodSync(executable, 0o755);
+  for (const file of [executable, venvExecutable(venvDir, 'python')]) {
+    writeFileSync(file, `#!/usr/bin/env node\n${scripts[mode]}\n`);
+    chmodSync(file, 0o755);
+  }
   markInstalled(spec, venvDir);
   return { stateDir, remove: () => rmSync(stateDir, { recursive: true, force: true }) };
 }

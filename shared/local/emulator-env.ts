@@ -1,0 +1,58 @@
+/**
+ * The environment the embedded emulator runs with. Its Lambda executor hands its own environment to
+ * every function it runs (MiniStack 1.5.33 builds a function's environment as `{**os.environ, ...}`), and
+ * a function is code anyone who reaches the emulator can deploy. So the emulator gets an allow-list of
+ * the operator's variables, never `process.env`: no AWS profile, key, token or any other secret.
+ */
+import { delimiter, dirname } from 'node:path';
+
+/**
+ * Variables passed through from the operator's environment, by exact name. Paths, locale and time
+ * zone, which Python and Node need to run, and the AWS region settings and the SDK's Node version
+ * notice, which are neither credentials nor a profile.
+ */
+const PASSED = [
+  'HOME',
+  'TMPDIR',
+  'LANG',
+  'LANGUAGE',
+  'TZ',
+  'AWS_REGION',
+  'AWS_DEFAULT_REGION',
+  'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED',
+] as const;
+
+/** Locale categories (`LC_ALL`, `LC_CTYPE`, ...) pass by prefix. */
+const PASSED_PREFIX = 'LC_';
+
+/**
+ * The test credentials of the emulator's root account. Set explicitly, so a function's SDK and the
+ * emulator's own defaults (it falls back to `AWS_SECRET_ACCESS_KEY` of its environment) see these and
+ * never a real key.
+ */
+const TEST_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' } as const;
+
+/**
+ * The emulator's whole environment: the allow-listed variables of `parent`, the test credentials, the
+ * emulator's own settings (`settings`, which win), and PATH with the directory of the Node this process
+ * runs on first, because the emulator runs deployed Node functions with the `node` on its PATH (under
+ * npm scripts that is the Node 22 dev dependency, not whatever the system PATH finds first).
+ */
+export function emulatorEnv(
+  parent: NodeJS.ProcessEnv,
+  settings: Readonly<Record<string, string>>,
+  nodeBinary: string = process.execPath,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(parent)) {
+    if (value === undefined) continue;
+    if ((PASSED as readonly string[]).includes(name) || name.startsWith(PASSED_PREFIX)) env[name] = value;
+  }
+  return {
+    ...env,
+    ...TEST_CREDENTIALS,
+    ...settings,
+    PATH: [dirname(nodeBinary), parent.PATH ?? ''].filter(Boolean).join(delimiter),
+    PYTHONUNBUFFERED: '1',
+  };
+}
