@@ -21,7 +21,7 @@ import {
   leaseEnd,
   leaseOver,
 } from '../core/decisions/lease-arithmetic.ts';
-import type { StoreUnavailableError } from '../errors.ts';
+import { ERROR_CLASS_MAX, type StoreUnavailableError, storableText } from '../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../resources.ts';
 import type { EffectApplier } from './in-memory-effects.ts';
 import { StoreFaults } from './store-faults.ts';
@@ -324,8 +324,8 @@ export class InMemoryJobStore implements JobStore {
           leaseUntil,
           version: item.version + 1,
           updatedAt: now,
-          lastError: error.message.slice(0, 1000),
-          lastErrorClass: error.errorClass,
+          lastError: storableText(error.message),
+          lastErrorClass: storableText(error.errorClass, ERROR_CLASS_MAX),
           expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
           ...(refundAttempt ? { attempts: item.attempts - 1 } : {}),
         };

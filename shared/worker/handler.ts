@@ -11,7 +11,7 @@ import { InMemoryMetrics, type MetricsSink } from '../core/observe/metrics.ts';
 import { processBatch } from '../core/pipeline/batch.ts';
 import { CompletedCache } from '../core/pipeline/completed-cache.ts';
 import { JobProcessor } from '../core/pipeline/processor.ts';
-import { ConfigError } from '../errors.ts';
+import { ConfigError, describe, errorText, type RedactError } from '../errors.ts';
 import { EffectTables } from '../jobs/effect-tables.ts';
 import { type WorkerConfig, workerConfigFromEnv } from './config.ts';
 import { EmfMetrics } from './emf-metrics.ts';
@@ -40,6 +40,14 @@ export interface WorkerHandlerOptions {
    * report to their parent
    */
   readonly metrics?: MetricsSink;
+  /**
+   * Applied to every error text before the worker stores it (`lastError`, the dead letter's attributes)
+   * or emits it (log lines, span status and events); the result is capped at ERROR_TEXT_MAX (1000)
+   * characters. E.g. `(text) => text.replace(/\d{12,19}/g, '[card]')`. A hook that throws gives
+   * "[error text withheld: redactError threw]". docs/security.md, "What leaves the process".
+   * @default none (the text as thrown, capped)
+   */
+  readonly redactError?: RedactError;
 }
 
 /** The SQS batch handler Lambda runs and local workers run: one per process, built once. */
@@ -80,6 +88,7 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
   logger.appendKeys({ worker });
   // Once per worker (a Lambda cold start): what it runs on and with which settings, never secrets.
   logger.info('worker started', {
+    redactError: options.redactError !== undefined,
     node: process.version,
     leaseMs: config.leaseMs,
     maxAttempts: config.maxAttempts,
@@ -112,6 +121,7 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
     maxAttempts: config.maxAttempts,
     backoff: { baseSeconds: config.backoffBaseSeconds, capSeconds: config.backoffCapSeconds },
     metrics,
+    ...(options.redactError ? { redactError: options.redactError } : {}),
   });
   const tracing = startTracingFromEnv(env);
   const handle = async (event: SQSEvent, context: Pick<Context, 'getRemainingTimeInMillis'>) => {
@@ -130,21 +140,21 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
       return response;
     } finally {
       // Once per invocation: EMF lines and spans must be out before the runtime freezes the environment.
-      flushMetrics(metrics, logger);
+      flushMetrics(metrics, logger, options.redactError);
       await tracing
         ?.flush()
-        .catch((error: unknown) => logger.warn('could not export traces', { error: String(error) }));
+        .catch((error: unknown) => logger.warn('could not export traces', { error: describe(error) }));
     }
   };
   return Object.assign(handle, { workerId: worker, metrics });
 }
 
 /** A failing flush must not turn a processed batch into a failed invocation (every record would rerun). */
-function flushMetrics(metrics: MetricsSink, logger: Logger): void {
+function flushMetrics(metrics: MetricsSink, logger: Logger, redact: RedactError | undefined): void {
   try {
     metrics.flush?.();
   } catch (error) {
-    logger.warn('metrics flush failed', { error: error instanceof Error ? error.message : String(error) });
+    logger.warn('metrics flush failed', { error: errorText(error, redact) });
   }
 }
 

@@ -3,6 +3,7 @@
 // the adapters send them and read the answers (dynamodb-refusals.ts for the refused writes).
 
 import type { ScanCommandInput } from '@aws-sdk/lib-dynamodb';
+import { ERROR_CLASS_MAX, storableText } from '../../errors.ts';
 import type { Checkpoint } from '../contract/job-item.ts';
 import type { ClaimRequest, Effect, JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
@@ -193,8 +194,8 @@ export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWr
       ':leaseUntil': write.leaseUntil,
       ':one': 1,
       ':now': write.now,
-      ':lastError': write.error.message.slice(0, 1000),
-      ':lastErrorClass': write.error.errorClass,
+      ':lastError': storableText(write.error.message),
+      ':lastErrorClass': storableText(write.error.errorClass, ERROR_CLASS_MAX),
       ':expiresAt': write.expiresAt,
     },
   });

@@ -5,6 +5,7 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { storableText } from '../../errors.ts';
 import type { DeadLetterReason, JobQueue } from '../contract/job-queue.ts';
 
 export interface SqsJobQueueOptions {
@@ -58,12 +59,21 @@ export class SqsJobQueue implements JobQueue {
   }
 }
 
-/** Encodes a reason as SQS message attributes (strings, bounded). */
+/** The most characters of one dead-letter attribute (the error text itself is capped lower, errors.ts). */
+const ATTRIBUTE_MAX = 1024;
+
+/**
+ * Encodes a reason as SQS message attributes: strings capped at ATTRIBUTE_MAX characters with a
+ * truncation marker, and made valid for SQS (no lone surrogates or C0 controls: errors.ts storableText).
+ */
 export function deadLetterAttributes(reason: DeadLetterReason): Record<string, MessageAttributeValue> {
   const attrs: Record<string, MessageAttributeValue> = {};
   const put = (name: string, value: string | number | undefined, type: 'String' | 'Number' = 'String') => {
     if (value === undefined || value === '') return;
-    attrs[`${DLQ_ATTRIBUTE_PREFIX}${name}`] = { DataType: type, StringValue: String(value).slice(0, 1024) };
+    attrs[`${DLQ_ATTRIBUTE_PREFIX}${name}`] = {
+      DataType: type,
+      StringValue: storableText(String(value), ATTRIBUTE_MAX),
+    };
   };
   put('reason', reason.reason);
   put('errorClass', reason.errorClass);

@@ -41,6 +41,8 @@ export interface FailureFacts {
   readonly maxAttempts: number;
   /** Backoff before attempt `attempts + 1`, in whole seconds. */
   readonly backoffSeconds: (attempts: number) => number;
+  /** The text the dead letter and DEAD item carry for the error. @default describe (capped, not redacted) */
+  readonly errorText?: (error: unknown) => string;
 }
 
 /**
@@ -49,6 +51,7 @@ export interface FailureFacts {
  * fix, then outages (never counted against the job), then the attempt budget.
  */
 export function decideFailure(error: unknown, facts: FailureFacts): FailureDecision {
+  const text = facts.errorText ?? describe;
   if (error instanceof LeaseRanOutError) {
     // No one refused us: the store did not answer in time. A fenced release still applies if nobody
     // claimed the job meanwhile, and then the attempt is the store's, not the job's.
@@ -69,7 +72,7 @@ export function decideFailure(error: unknown, facts: FailureFacts): FailureDecis
       cause: {
         reason: error instanceof InvalidEnvelopeError ? `invalid-${error.problem}` : 'permanent-error',
         errorClass: errorClass(error),
-        errorMessage: describe(error),
+        errorMessage: text(error),
       },
     };
   }
@@ -77,7 +80,7 @@ export function decideFailure(error: unknown, facts: FailureFacts): FailureDecis
   if (!outage && facts.attempts >= facts.maxAttempts) {
     return {
       kind: 'dead-letter',
-      cause: { reason: 'max-attempts', errorClass: errorClass(error), errorMessage: describe(error) },
+      cause: { reason: 'max-attempts', errorClass: errorClass(error), errorMessage: text(error) },
     };
   }
   const deadline = error instanceof DeadlineError;

@@ -46,6 +46,8 @@ export interface JobContextOptions {
   readonly testHooks?: boolean;
   readonly random?: () => number;
   readonly now?: () => number;
+  /** The text a failed step's span carries for its error (Settings.errorText). @default describe */
+  readonly errorText?: (error: unknown) => string;
 }
 
 /** Options of {@link JobContext.withLease}. */
@@ -208,7 +210,9 @@ export class JobContext<T extends TableMap = TableMap> {
   async step<T>(name: string, build: () => Promise<StepOutcome<T>>): Promise<T | undefined> {
     if (this.isDone(name)) return this.stepData<T>(name);
     this.#needsLease('step');
-    return inSpan(`leaseq.step ${name}`, { 'leaseq.step': name }, () => this.#runStep(name, build));
+    return inSpan(`leaseq.step ${name}`, { 'leaseq.step': name }, () => this.#runStep(name, build), {
+      ...(this.#o.errorText ? { errorText: this.#o.errorText } : {}),
+    });
   }
 
   async #runStep<T>(name: string, build: () => Promise<StepOutcome<T>>): Promise<T | undefined> {

@@ -49,11 +49,16 @@ export function traceparentOf(span: Span): string | undefined {
   return `00-${c.traceId}-${c.spanId}-${c.traceFlags.toString(16).padStart(2, '0')}`;
 }
 
-/** Marks a span failed with the error (class and message; no stack, no payload). */
-export function recordFailure(span: Span, error: unknown): void {
-  span.setStatus({ code: SpanStatusCode.ERROR, message: describe(error) });
+/**
+ * Marks a span failed with the error: its class, and `text` (the status message and the exception
+ * event's message; no stack, no payload). `text` defaults to describe(error): capped, not redacted; the
+ * pipeline passes its Settings.errorText (the deployment's redactError applied).
+ */
+export function recordFailure(span: Span, error: unknown, text: (error: unknown) => string = describe): void {
+  const message = text(error);
+  span.setStatus({ code: SpanStatusCode.ERROR, message });
   span.setAttribute('error.type', errorClass(error));
-  if (error instanceof Error) span.recordException({ name: error.name, message: error.message });
+  if (error instanceof Error) span.recordException({ name: errorClass(error), message });
 }
 
 /** The tracer provider the API's global proxy delegates to while no SDK is registered. */
@@ -87,7 +92,12 @@ export async function inSpan<T>(
   name: string,
   attributes: Attributes,
   fn: (span: Span) => Promise<T>,
-  options: { readonly parent?: Context; readonly kind?: SpanKind } = {},
+  options: {
+    readonly parent?: Context;
+    readonly kind?: SpanKind;
+    /** The failure's text on the span (recordFailure). @default describe */
+    readonly errorText?: (error: unknown) => string;
+  } = {},
 ): Promise<T> {
   if (tracingIsOff()) return await fn(noopSpan(options.parent));
   const parent = options.parent ?? context.active();
@@ -99,7 +109,7 @@ export async function inSpan<T>(
   try {
     return await context.with(trace.setSpan(parent, span), () => fn(span));
   } catch (error) {
-    recordFailure(span, error);
+    recordFailure(span, error, options.errorText);
     throw error;
   } finally {
     span.end();

@@ -1,7 +1,7 @@
 // E1-E3, the claim: one conditional write that takes the job (new, retried, or taken over from a lease
 // that ran out), bounded by the lease it asks for; and the attempt that a successful claim starts.
 import { trace } from '@opentelemetry/api';
-import { describe, StoreUnavailableError } from '../../errors.ts';
+import { StoreUnavailableError } from '../../errors.ts';
 import type { ClaimResult } from '../contract/job-store.ts';
 import { leaseSafetyMs } from '../decisions/lease-timing.ts';
 import { JobRenewer } from '../leases/renewer.ts';
@@ -26,19 +26,23 @@ export async function claim(
   const { envelope, message, log } = job;
   const bound = boundedSignal(leaseMs - leaseSafetyMs(leaseMs), 'the claim would outlast its lease');
   try {
-    return await inSpan('leaseq.claim', {}, () =>
-      s.store.claim(
-        {
-          dedupKey: envelope.dedupKey,
-          owner: s.worker,
-          messageId: message.record.messageId,
-          type: envelope.type,
-          createdAt: envelope.createdAt,
-          leaseMs,
-          now,
-        },
-        { signal: bound.signal },
-      ),
+    return await inSpan(
+      'leaseq.claim',
+      {},
+      () =>
+        s.store.claim(
+          {
+            dedupKey: envelope.dedupKey,
+            owner: s.worker,
+            messageId: message.record.messageId,
+            type: envelope.type,
+            createdAt: envelope.createdAt,
+            leaseMs,
+            now,
+          },
+          { signal: bound.signal },
+        ),
+      { errorText: s.errorText },
     );
   } catch (error) {
     const delay = s.backoffSeconds(message.receives);
@@ -46,12 +50,12 @@ export async function claim(
       s.metrics.count(MetricName.StoreUnavailable);
       log.warn('store unavailable: job not run; giving the message back', {
         delaySeconds: delay,
-        error: describe(error),
+        error: s.errorText(error),
       });
     } else {
       log.error('claim failed (not an outage: check permissions and table names); giving the message back', {
         delaySeconds: delay,
-        error: describe(error),
+        error: s.errorText(error),
       });
     }
     s.metrics.count(MetricName.HandBack);

@@ -32,6 +32,7 @@ export async function commit(
       'leaseq.commit',
       { 'leaseq.attempt': lease.attempts, 'leaseq.token': lease.token },
       () => s.store.complete(lease, result, effects, { signal }),
+      { errorText: s.errorText },
     );
   } catch (error) {
     if (!(error instanceof StoreUnavailableError)) throw error;

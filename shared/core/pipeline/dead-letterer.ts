@@ -33,6 +33,8 @@ export interface DeadLettererOptions {
   readonly backoffSeconds: (attempts: number) => number;
   /** How long each store call of a dead-lettering may take (and the least lease its fence grants). */
   readonly callBudgetMs: number;
+  /** The text logged and lettered for a thrown value (Settings.errorText: redacted, capped, valid). @default describe */
+  readonly errorText?: (error: unknown) => string;
 }
 
 /** What dead-lettering a claimed job needs of its attempt (pipeline/attempt.ts). */
@@ -44,10 +46,10 @@ export type ClaimedJob = Pick<Attempt, 'message' | 'envelope' | 'lease' | 'renew
  * the job back. A message that never became a job (a bad body): letter, delete.
  */
 export class DeadLetterer {
-  readonly #o: DeadLettererOptions;
+  readonly #o: DeadLettererOptions & { readonly errorText: (error: unknown) => string };
 
   constructor(options: DeadLettererOptions) {
-    this.#o = options;
+    this.#o = { ...options, errorText: options.errorText ?? describe };
   }
 
   claimed(attempt: ClaimedJob, cause: DeadLetterCause): Promise<DeadLetterOutcome> {
@@ -55,6 +57,7 @@ export class DeadLetterer {
       'leaseq.dead_letter',
       { 'leaseq.dead_letter.reason': cause.reason, 'error.type': cause.errorClass },
       () => this.#claimed(attempt, cause),
+      { errorText: this.#o.errorText },
     );
   }
 
@@ -71,12 +74,12 @@ export class DeadLetterer {
     };
     const lost = (error: unknown, line: string): DeadLetterOutcome => {
       this.#o.metrics.count(MetricName.LeaseLost);
-      log.warn(line, { error: describe(error) });
+      log.warn(line, { error: this.#o.errorText(error) });
       return { action: 'lease-lost' };
     };
     const keep = async (error: unknown, line: string, action: DeadLetterOutcome['action']) => {
       if (error instanceof StoreUnavailableError) this.#o.metrics.count(MetricName.StoreUnavailable);
-      log.warn(line, { error: describe(error) });
+      log.warn(line, { error: this.#o.errorText(error) });
       await message.giveBack(this.#o.backoffSeconds(lease.attempts), line);
       return { action };
     };
@@ -144,7 +147,7 @@ export class DeadLetterer {
     const reason: DeadLetterReason = {
       reason: `invalid-${problem}`,
       errorClass: errorClass(error),
-      errorMessage: describe(error),
+      errorMessage: this.#o.errorText(error),
       attempts: 0,
       worker: this.#o.worker,
       messageId: record.messageId,
@@ -154,7 +157,7 @@ export class DeadLetterer {
       await this.#o.queue.sendToDeadLetter(record.body, reason, record.attributes.MessageGroupId);
     } catch (sendError) {
       log.error('bad message, and the DLQ send failed; keeping it for a retry', {
-        error: describe(sendError),
+        error: this.#o.errorText(sendError),
       });
       await message.giveBack(this.#o.backoffSeconds(2), 'dlq send failed');
       return { action: 'retry' };

@@ -1,12 +1,7 @@
 // E12, the fast path (docs/protocol.md, "Fast path"): run the job with no claim, then write its effects
 // and the completion in one transaction under the claim's condition. The run and the commit get the
 // time a lease would.
-import {
-  describe,
-  FastPathNeedsLeaseError,
-  OptimisticConflictError,
-  StoreUnavailableError,
-} from '../../errors.ts';
+import { FastPathNeedsLeaseError, OptimisticConflictError, StoreUnavailableError } from '../../errors.ts';
 import type { FastCommitResult, JobLease } from '../contract/job-store.ts';
 import { needsLeasedClaim } from '../decisions/claim-decision.ts';
 import { leaseSafetyMs } from '../decisions/lease-timing.ts';
@@ -50,7 +45,7 @@ export async function runFast(
   } catch (thrown) {
     if (thrown instanceof StoreUnavailableError) return { action: await commitUnknown(s, job, thrown) };
     if (thrown instanceof FastPathNeedsLeaseError) {
-      log.info('the job needs a lease: running it leased', { error: describe(thrown) });
+      log.info('the job needs a lease: running it leased', { error: s.errorText(thrown) });
       return { leased: true };
     }
     if (bound.signal.aborted) {
@@ -62,7 +57,7 @@ export async function runFast(
       await message.giveBack(0, 'fast run past its budget');
       return { action: 'deadline' };
     }
-    log.info('fast attempt failed; recording it under a lease', { error: describe(thrown) });
+    log.info('fast attempt failed; recording it under a lease', { error: s.errorText(thrown) });
     return { error: thrown };
   } finally {
     bound.clear();
@@ -101,21 +96,25 @@ function runAndCommitOnce(
     s,
     { definition, envelope, context, signal, log, what: 'fast commit' },
     (outcome) =>
-      inSpan('leaseq.commit', { 'leaseq.fast_path': true }, () =>
-        s.store.claimAndComplete(
-          {
-            dedupKey: envelope.dedupKey,
-            owner: s.worker,
-            messageId: message.record.messageId,
-            type: envelope.type,
-            createdAt: envelope.createdAt,
-            now: s.now(),
-            maxAttempts: s.maxAttempts,
-          },
-          outcome?.result,
-          outcome?.effects ?? [],
-          { signal },
-        ),
+      inSpan(
+        'leaseq.commit',
+        { 'leaseq.fast_path': true },
+        () =>
+          s.store.claimAndComplete(
+            {
+              dedupKey: envelope.dedupKey,
+              owner: s.worker,
+              messageId: message.record.messageId,
+              type: envelope.type,
+              createdAt: envelope.createdAt,
+              now: s.now(),
+              maxAttempts: s.maxAttempts,
+            },
+            outcome?.result,
+            outcome?.effects ?? [],
+            { signal },
+          ),
+        { errorText: s.errorText },
       ),
     (answer) => !answer.ok && answer.reason !== 'refused',
   );
@@ -143,7 +142,7 @@ async function commitUnknown(s: Settings, job: Job, error: StoreUnavailableError
   s.metrics.count(MetricName.HandBack);
   log.warn('store unavailable at the fast commit; giving the message back', {
     delaySeconds: delay,
-    error: describe(error),
+    error: s.errorText(error),
   });
   await message.giveBack(delay, 'store unavailable');
   return 'store-unavailable';

@@ -39,6 +39,7 @@ export function jobContext(
     optimisticTries: s.optimisticTries,
     random: s.random,
     now: s.now,
+    errorText: s.errorText,
   });
 }
 

@@ -50,6 +50,7 @@ export class JobProcessor {
       worker: this.#s.worker,
       backoffSeconds: this.#s.backoffSeconds,
       callBudgetMs: this.#s.leaseMs,
+      errorText: this.#s.errorText,
     });
   }
 
@@ -105,7 +106,7 @@ export class JobProcessor {
           span.setStatus({ code: SpanStatusCode.ERROR, message: 'dead-lettered' });
         return outcomeOf(record.messageId, action, envelope.dedupKey);
       },
-      { parent: contextFromTraceparent(envelope.trace), kind: SpanKind.CONSUMER },
+      { parent: contextFromTraceparent(envelope.trace), kind: SpanKind.CONSUMER, errorText: s.errorText },
     );
   }
 

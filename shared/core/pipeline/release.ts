@@ -2,7 +2,7 @@
 // job to the owner that took it, dead-letter it (E9, dead-letterer.ts), or release the lease with a
 // backoff (E7; E8 refunds the attempt when the cause was outside the job) and give the message back.
 import { trace } from '@opentelemetry/api';
-import { describe, errorClass, LeaseLostError, LeaseRanOutError } from '../../errors.ts';
+import { errorClass, LeaseLostError, LeaseRanOutError } from '../../errors.ts';
 import { decideFailure, type FailureDecision } from '../decisions/failure-decision.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';
 import { MetricName } from '../observe/metric-names.ts';
@@ -25,6 +25,7 @@ export async function settleFailure(
     attempts: attempt.lease.attempts,
     maxAttempts: s.maxAttempts,
     backoffSeconds: s.backoffSeconds,
+    errorText: s.errorText,
   });
   switch (decision.kind) {
     case 'completed-earlier':
@@ -33,7 +34,7 @@ export async function settleFailure(
       // Another worker owns the job now (or will, once the lease ends). Our receipt handle may be
       // stale, so we neither delete nor touch the message; our writes were refused by the fence.
       s.metrics.count(MetricName.LeaseLost);
-      attempt.log.warn('lease lost; leaving the job to its new owner', { error: describe(error) });
+      attempt.log.warn('lease lost; leaving the job to its new owner', { error: s.errorText(error) });
       return 'lease-lost';
     case 'dead-letter':
       return (await deadLetterer.claimed(attempt, decision.cause)).action;
@@ -58,7 +59,7 @@ async function release(
   });
   log.warn('attempt failed; releasing the lease and retrying after a backoff', {
     reason: errorClass(error),
-    error: describe(error),
+    error: s.errorText(error),
     delaySeconds: decision.delaySeconds,
     checkpoint: lease.checkpoint?.step,
     attemptsLeft: s.maxAttempts - lease.attempts,
@@ -68,7 +69,7 @@ async function release(
     await s.store.release(
       lease,
       s.now() + decision.delaySeconds * 1000,
-      { message: describe(error), errorClass: errorClass(error) },
+      { message: s.errorText(error), errorClass: errorClass(error) },
       { refundAttempt: decision.refundAttempt, signal: bound.signal },
     );
   } catch (releaseError) {
@@ -77,12 +78,12 @@ async function release(
     }
     if (releaseError instanceof LeaseLostError) {
       log.warn('lease lost while releasing; leaving the job to its new owner', {
-        error: describe(releaseError),
+        error: s.errorText(releaseError),
       });
       return 'lease-lost';
     }
     // The lease will simply expire; the message comes back after the backoff and takes it over.
-    log.warn('could not release the lease; it will expire instead', { error: describe(releaseError) });
+    log.warn('could not release the lease; it will expire instead', { error: s.errorText(releaseError) });
   } finally {
     bound.clear();
   }

@@ -1,6 +1,7 @@
 // The processor's options, their defaults (from contract/defaults.ts) and their validation, resolved
 // once per worker into the one value every pipeline step reads.
 import type { Logger } from '@aws-lambda-powertools/logger';
+import { errorText, type RedactError } from '../../errors.ts';
 import { DEFAULTS } from '../contract/defaults.ts';
 import type { JobQueue } from '../contract/job-queue.ts';
 import type { JobStore } from '../contract/job-store.ts';
@@ -46,6 +47,13 @@ export interface JobProcessorOptions {
   readonly random?: () => number;
   /** Injectable clock. @default Date.now */
   readonly now?: () => number;
+  /**
+   * Applied to every error text before it is stored (`lastError`, the dead letter's attributes) or
+   * emitted (log lines, span status and events); the result is then capped at ERROR_TEXT_MAX (1000)
+   * characters. A hook that throws gives "[error text withheld: redactError threw]". docs/security.md.
+   * @default none (the text as thrown, capped)
+   */
+  readonly redactError?: RedactError;
 }
 
 /** The options with every default applied: what the pipeline's steps read. */
@@ -70,9 +78,11 @@ export interface Settings {
   readonly now: () => number;
   /** The backoff policy with this worker's randomness: whole seconds before retry `attempts` + 1. */
   readonly backoffSeconds: (attempts: number) => number;
+  /** The text stored or emitted for a thrown value: `redactError` applied, capped, valid (errors.ts errorText). */
+  readonly errorText: (error: unknown) => string;
 }
 
-/** Applies the defaults and validates. @throws RangeError for a lease, heartbeat, attempt or try count out of range. */
+/** Applies the defaults and validates. @throws RangeError for a lease, heartbeat, attempt or try count out of range; TypeError for a redactError that is not a function. */
 export function resolveSettings(options: JobProcessorOptions): Settings {
   const timing = leaseTiming(options.leaseMs ?? DEFAULTS.leaseMs, options.heartbeatMs);
   for (const [name, value] of [
@@ -86,6 +96,10 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
   const registry = options.registry;
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
   const random = options.random ?? Math.random;
+  const redact = options.redactError;
+  if (redact !== undefined && typeof redact !== 'function') {
+    throw new TypeError(`redactError must be a function, received ${typeof redact}`);
+  }
   return {
     store: options.store,
     queue: options.queue,
@@ -108,5 +122,6 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
     random,
     now: options.now ?? Date.now,
     backoffSeconds: (attempts) => backoffSeconds(attempts, backoff, random),
+    errorText: (error) => errorText(error, redact),
   };
 }

@@ -745,11 +745,14 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         expect(c.attempts).toBe(2);
       });
 
-      it('keeps the first 1000 characters of the error message', async () => {
+      it('caps the error message at 1000 characters with a truncation marker, as valid text', async () => {
         const key = fresh('long');
         const a = await claim(request(key, 'worker-a', Date.now()));
-        await f.store.release(a, 0, { message: 'x'.repeat(1500), errorClass: 'Error' });
-        expect((await f.store.get(key))?.lastError).toBe('x'.repeat(1000));
+        await f.store.release(a, 0, { message: `\uD800${'x'.repeat(1499)}`, errorClass: 'Error' });
+        const marker = '… [truncated: 1500 characters]';
+        expect((await f.store.get(key))?.lastError).toBe(
+          `\uFFFD${'x'.repeat(1000 - marker.length - 1)}${marker}`,
+        );
       });
 
       it('is fenced: a second release, another owner, and after the same lease completed', async () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../../../shared/core/contract/defaults.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { type JobProcessorOptions, resolveSettings } from '../../../../shared/core/pipeline/settings.ts';
+import { ERROR_TEXT_MAX } from '../../../../shared/errors.ts';
 import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
 
@@ -42,5 +43,21 @@ describe('Function: resolveSettings', () => {
 
   it('refuses a heartbeat that is not shorter than the lease', () => {
     expect(() => resolveSettings(options({ leaseMs: 3000, heartbeatMs: 3000 }))).toThrow(RangeError);
+  });
+
+  it('builds errorText from redactError: identity by default, the hook applied, capped', () => {
+    const error = new Error(`card 4111111111111111 ${'x'.repeat(2000)}`);
+    const plain = resolveSettings(options()).errorText(error);
+    expect(plain.startsWith('Error: card 4111111111111111 xxx')).toBe(true);
+    expect(plain).toHaveLength(ERROR_TEXT_MAX);
+    const masked = resolveSettings(options({ redactError: (t) => t.replace(/\d/g, '#') })).errorText(error);
+    expect(masked.startsWith('Error: card ################ xxx')).toBe(true);
+    expect(masked).toHaveLength(ERROR_TEXT_MAX);
+  });
+
+  it('refuses a redactError that is not a function', () => {
+    expect(() =>
+      resolveSettings(options({ redactError: 'mask' as unknown as JobProcessorOptions['redactError'] })),
+    ).toThrow(new TypeError('redactError must be a function, received string'));
   });
 });
