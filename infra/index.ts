@@ -7,7 +7,11 @@ export {
   type LeaseqAlarms,
   type LeaseqAlarmThresholds,
 } from './constructs/pipeline-monitoring.ts';
-export { WORKER_TABLE_ACTIONS, type WorkerLogLevel } from './constructs/worker-function.ts';
+export {
+  WORKER_QUEUE_ACTIONS,
+  WORKER_TABLE_ACTIONS,
+  type WorkerLogLevel,
+} from './constructs/worker-function.ts';
 export {
   InvalidLeaseqPropsError,
   LeaseqPipeline,

@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -316,13 +316,27 @@ export class LeaseqPipeline extends Construct {
 
     for (const layer of props.tracing?.layers ?? []) this.worker.function.addLayers(layer);
     if (props.tracing?.xray) {
-      // X-Ray's write actions take no resource: '*' is the only form IAM accepts for them.
-      this.worker.function.addToRolePolicy(
-        new iam.PolicyStatement({
-          actions: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'],
-          resources: ['*'],
-        }),
-      );
+      // X-Ray's write actions take no resource: '*' is the only form IAM accepts for them. In a policy of
+      // their own, so the acknowledgement of that wildcard covers these two actions and nothing else.
+      const role = this.worker.function.role;
+      if (!role) throw new Error('LeaseqPipeline: the worker function has no role');
+      const xray = new iam.Policy(this, 'XRayWrites', {
+        roles: [role],
+        statements: [
+          new iam.PolicyStatement({
+            actions: [...XRAY_WRITE_ACTIONS],
+            resources: ['*'],
+          }),
+        ],
+      });
+      // Traces of the first invocations need the permission as much as the later ones.
+      this.worker.function.node.addDependency(xray);
+      Validations.of(xray).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason:
+          'X-Ray PutTraceSegments and PutTelemetryRecords support no resource-level permissions: IAM accepts ' +
+          'only Resource "*" for them. This policy holds those two write actions and nothing else.',
+      });
     }
 
     const monitoring =
@@ -381,8 +395,8 @@ export class LeaseqPipeline extends Construct {
   }
 
   /**
-   * Lets the worker read `table` and write it from effects (GetItem, PutItem, UpdateItem, DeleteItem,
-   * ConditionCheckItem on that table only), for a table your jobs use that this construct did not make.
+   * Lets the worker read `table` and write it from effects (GetItem, PutItem, UpdateItem, DeleteItem on
+   * that table only), for a table your jobs use that this construct did not make.
    */
   grantEffects(table: dynamodb.ITable): void {
     this.worker.grantEffects(table);
@@ -393,6 +407,9 @@ function jobTables(jobs: LeaseqPipelineProps['jobs']): TableDefinition[] {
   if (!jobs) return [];
   return JobRegistry.from(jobs).tables();
 }
+
+/** The actions `tracing.xray` grants (on `*`: X-Ray has no resource-level permissions for them). */
+export const XRAY_WRITE_ACTIONS = ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'] as const;
 
 /** Where the worker's traces go: see {@link LeaseqPipelineProps.tracing}. */
 export interface LeaseqTracingProps {

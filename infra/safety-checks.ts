@@ -4,7 +4,11 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
 import { DEFAULTS } from '../shared/core/contract/defaults.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS, redriveMaxReceiveCount, WORKER_ENV } from '../shared/resources.ts';
-import { VISIBILITY_TO_TIMEOUT_RATIO } from './constructs/job-queue.ts';
+import {
+  DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES,
+  SQS_MAX_MESSAGE_BYTES,
+  VISIBILITY_TO_TIMEOUT_RATIO,
+} from './constructs/job-queue.ts';
 
 /** SQS's own default message retention, used when a queue sets none. */
 const SQS_DEFAULT_RETENTION_SECONDS = 4 * 24 * 3600;
@@ -37,6 +41,13 @@ export interface PipelineSafetyFacts {
   readonly deadLetterRetentionSeconds: number;
   /** How long a dedup record lives after its last write. */
   readonly dedupTtlSeconds: number;
+  /**
+   * `MaximumMessageSize` of the jobs queue. When neither size is given, rule `letter-fits-dlq` is not
+   * checked; when only one is, the other is SQS's default. @default SQS_MAX_MESSAGE_BYTES
+   */
+  readonly jobsMaxMessageBytes?: number;
+  /** `MaximumMessageSize` of the DLQ (see `jobsMaxMessageBytes`). @default SQS_MAX_MESSAGE_BYTES */
+  readonly deadLetterMaxMessageBytes?: number;
 }
 
 /** The rules {@link checkPipelineSafety} applies, one id each. */
@@ -46,7 +57,8 @@ export type PipelineSafetyRule =
   | 'lease-spans-two-heartbeats'
   | 'redrive-above-attempts'
   | 'no-batching-window-on-fifo'
-  | 'dedup-outlives-dlq';
+  | 'dedup-outlives-dlq'
+  | 'letter-fits-dlq';
 
 export interface PipelineSafetyViolation {
   readonly rule: PipelineSafetyRule;
@@ -128,6 +140,22 @@ export function checkPipelineSafety(facts: PipelineSafetyFacts): PipelineSafetyV
         `${facts.deadLetterRetentionSeconds} s (dedup records must outlive the dead letters they describe)`,
     );
   }
+
+  // A dead letter is the original body plus the leaseq.* reason attributes. If the largest message the
+  // jobs queue takes does not fit into the DLQ with them, the worker's dead-lettering of it fails and the
+  // message cycles until SQS's own redrive moves it, without its reason.
+  // (Checked when either size is known; the other then counts as SQS's default.)
+  const sized = facts.jobsMaxMessageBytes !== undefined || facts.deadLetterMaxMessageBytes !== undefined;
+  const jobsMax = facts.jobsMaxMessageBytes ?? SQS_MAX_MESSAGE_BYTES;
+  const dlqMax = facts.deadLetterMaxMessageBytes ?? SQS_MAX_MESSAGE_BYTES;
+  if (sized && jobsMax + DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES > dlqMax) {
+    add(
+      'letter-fits-dlq',
+      `jobs queue MaximumMessageSize is ${jobsMax} bytes and the DLQ's ${dlqMax} bytes; required the jobs ` +
+        `queue's at most the DLQ's less ${DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES} bytes for the reason attributes ` +
+        `(at most ${dlqMax - DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES})`,
+    );
+  }
   return found;
 }
 
@@ -206,6 +234,16 @@ export function pipelineSafetyFacts(
       SQS_DEFAULT_RETENTION_SECONDS,
     ),
     dedupTtlSeconds: resources.dedupTtlSeconds ?? DEFAULT_DEDUP_TTL_SECONDS,
+    jobsMaxMessageBytes: number(
+      'jobs queue MaximumMessageSize',
+      queue.maximumMessageSize,
+      SQS_MAX_MESSAGE_BYTES,
+    ),
+    deadLetterMaxMessageBytes: number(
+      'DLQ MaximumMessageSize',
+      dlq.maximumMessageSize,
+      SQS_MAX_MESSAGE_BYTES,
+    ),
   };
   return problems.length > 0 ? { problems } : { facts, problems: [] };
 }

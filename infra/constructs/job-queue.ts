@@ -38,13 +38,30 @@ export interface JobQueueProps {
   readonly removalPolicy: RemovalPolicy;
 }
 
+/** The largest message SQS takes (1 MiB since August 2025), body and message attributes together. */
+export const SQS_MAX_MESSAGE_BYTES = 1_048_576;
+
+/**
+ * Room kept on the DLQ for the `leaseq.*` reason attributes a dead letter adds to the original body
+ * (`deadLetterAttributes`: nine attributes, each value cut to 1024 characters, names and data types
+ * counted too; at most about 22 KiB even when every character takes 3 bytes of UTF-8).
+ */
+export const DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES = 32 * 1024;
+
+/**
+ * `MaximumMessageSize` of the jobs queue: the SQS maximum less the reserve, so that any message the jobs
+ * queue took still fits into the DLQ (which takes the SQS maximum) with its reason attributes.
+ */
+export const JOBS_QUEUE_MAX_MESSAGE_BYTES = SQS_MAX_MESSAGE_BYTES - DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES;
+
 /** Minimum ratio of visibility timeout to consumer timeout (AWS guidance for Lambda SQS sources). */
 export const VISIBILITY_TO_TIMEOUT_RATIO = 6;
 const MAX_VISIBILITY = Duration.hours(12);
 
 /**
  * The jobs queue and its dead-letter queue with secure defaults: SQS-managed server-side encryption,
- * a TLS-only queue policy (deny when `aws:SecureTransport` is false), a redrive policy as safety net.
+ * a TLS-only queue policy (deny when `aws:SecureTransport` is false), a redrive policy as safety net,
+ * and message size limits under which every message of the jobs queue fits into the DLQ as a letter.
  */
 export class JobQueue extends Construct {
   readonly queue: sqs.Queue;
@@ -72,6 +89,9 @@ export class JobQueue extends Construct {
       ...common,
       queueName: props.deadLetterQueueName,
       retentionPeriod: props.deadLetterRetentionPeriod ?? Duration.days(14),
+      // A letter is the original body plus the reason attributes: the DLQ takes the largest message SQS
+      // allows, the jobs queue that less the attributes' reserve.
+      maxMessageSizeBytes: SQS_MAX_MESSAGE_BYTES,
     });
 
     this.queue = new sqs.Queue(this, 'Queue', {
@@ -79,6 +99,7 @@ export class JobQueue extends Construct {
       queueName: props.queueName,
       visibilityTimeout,
       retentionPeriod: props.retentionPeriod ?? Duration.days(4),
+      maxMessageSizeBytes: JOBS_QUEUE_MAX_MESSAGE_BYTES,
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: props.maxReceiveCount },
     });
   }

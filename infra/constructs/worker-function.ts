@@ -1,9 +1,8 @@
 import { createRequire } from 'node:module';
-import { type Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { type Duration, Names, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -66,14 +65,27 @@ export const WORKER_TABLE_ACTIONS = {
   jobs: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
   /** Named leases: conditional updates, and the ConditionCheck a fenced commit carries. */
   leases: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
-  /** Application tables: reads, and the writes effects make (Put, Update, Delete, ConditionCheck). */
-  effects: [
-    'dynamodb:GetItem',
-    'dynamodb:PutItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:DeleteItem',
-    'dynamodb:ConditionCheckItem',
-  ],
+  /**
+   * Application tables: reads (`ctx.tables.<name>.get`), and the writes the effect builders make (Put,
+   * Update, Delete). No ConditionCheckItem: no effect builder makes a ConditionCheck on an application
+   * table (the only ConditionChecks in a commit are the named-lease fences, on the leases table).
+   */
+  effects: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+} as const;
+
+/**
+ * SQS actions the worker role gets, per queue: exactly what the Lambda event source mapping and the worker
+ * code call. Not CDK's `grantConsumeMessages` / `grantSendMessages`, which add `sqs:GetQueueUrl` (and
+ * `GetQueueAttributes` on the DLQ): the worker gets both URLs from its environment and never asks.
+ */
+export const WORKER_QUEUE_ACTIONS = {
+  /**
+   * The event source mapping polls with the role (ReceiveMessage, DeleteMessage, GetQueueAttributes);
+   * the worker extends and resets visibility (heartbeat, backoff) and deletes what it finished.
+   */
+  jobs: ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'],
+  /** Explicit dead-lettering with the reason attributes: one SendMessage, nothing else. */
+  deadLetter: ['sqs:SendMessage'],
 } as const;
 
 /**
@@ -83,7 +95,8 @@ export const WORKER_TABLE_ACTIONS = {
  */
 export class WorkerFunction extends Construct {
   readonly function: nodejs.NodejsFunction;
-  readonly eventSource: SqsEventSource;
+  /** The SQS event source mapping (partial batch failures, maximum concurrency). */
+  readonly eventSource: lambda.EventSourceMapping;
 
   constructor(scope: Construct, id: string, props: WorkerFunctionProps) {
     super(scope, id);
@@ -165,17 +178,21 @@ export class WorkerFunction extends Construct {
         'deliberate upgrade of all of them together',
     });
 
-    this.eventSource = new SqsEventSource(props.jobsQueue, {
-      batchSize: props.batchSize,
-      maxConcurrency: props.maxConcurrency,
-      reportBatchItemFailures: true,
-    });
-    this.function.addEventSource(this.eventSource);
+    // The mapping itself rather than SqsEventSource, whose bind() grants `grantConsumeMessages` (with
+    // sqs:GetQueueUrl). The construct id is SqsEventSource's own, so the logical id is unchanged.
+    this.eventSource = this.function.addEventSourceMapping(
+      `SqsEventSource:${Names.nodeUniqueId(props.jobsQueue.node)}`,
+      {
+        eventSourceArn: props.jobsQueue.queueArn,
+        batchSize: props.batchSize,
+        maxConcurrency: props.maxConcurrency,
+        reportBatchItemFailures: true,
+      },
+    );
 
-    // Receive, delete, change visibility (heartbeat, backoff) on the jobs queue.
-    props.jobsQueue.grantConsumeMessages(this.function);
-    // Explicit dead-lettering with reason attributes; nothing else on the DLQ.
-    props.deadLetterQueue.grantSendMessages(this.function);
+    // The queues are SQS-managed SSE (no KMS key to grant); see WORKER_QUEUE_ACTIONS.
+    props.jobsQueue.grant(this.function, ...WORKER_QUEUE_ACTIONS.jobs);
+    props.deadLetterQueue.grant(this.function, ...WORKER_QUEUE_ACTIONS.deadLetter);
     props.jobsTable.grant(this.function, ...WORKER_TABLE_ACTIONS.jobs);
     props.leasesTable.grant(this.function, ...WORKER_TABLE_ACTIONS.leases);
     for (const table of Object.values(props.effectTables ?? {})) this.grantEffects(table);

@@ -1,7 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { awsConfigFromEnv, createAwsClients } from '../aws/clients.ts';
-import { type JobEnvelope, makeEnvelope, parseEnvelope } from '../core/contract/envelope.ts';
+import {
+  isValidTraceparent,
+  type JobEnvelope,
+  makeEnvelope,
+  parseEnvelope,
+} from '../core/contract/envelope.ts';
 import { JobRegistry, type JobSource } from '../core/model/registry.ts';
 import { payloadProblem } from '../core/model/standard-schema.ts';
 import { leaseqTracer, recordFailure, SpanKind, traceparentOf } from '../core/observe/spans.ts';
@@ -22,7 +27,10 @@ export interface JobInput<P = unknown> {
   readonly id?: string;
   /** @default now */
   readonly createdAt?: Date;
-  /** W3C traceparent to continue. @default the producer's `traceparent()`, else a new trace */
+  /**
+   * W3C traceparent to continue; an invalid one is an {@link InvalidJobError}.
+   * @default the producer's `traceparent()`, else a new trace
+   */
   readonly traceparent?: string;
 }
 
@@ -133,13 +141,23 @@ export class JobProducer {
    * @throws InvalidJobError when the worker would refuse it.
    */
   envelope<P>(job: JobInput<P>, index = 0, sendSpan?: string): JobEnvelope {
+    const trace = job.traceparent ?? sendSpan ?? this.#traceparent() ?? newTraceparent();
+    // The worker drops a bad trace and runs the job; here the caller can still fix it, so it is refused.
+    if (!isValidTraceparent(trace)) {
+      throw new InvalidJobError(
+        index,
+        job.dedupKey,
+        `traceparent ${JSON.stringify(trace).slice(0, 80)} is not a W3C traceparent ` +
+          '(vv-<32 hex>-<16 hex>-<2 hex>, lower case, version not ff, ids not all zeros)',
+      );
+    }
     const envelope = makeEnvelope({
       id: job.id ?? randomUUID(),
       dedupKey: job.dedupKey,
       type: job.type,
       payload: job.payload,
       ...(job.createdAt ? { createdAt: job.createdAt } : {}),
-      trace: job.traceparent ?? sendSpan ?? this.#traceparent() ?? newTraceparent(),
+      trace,
     });
     try {
       parseEnvelope(

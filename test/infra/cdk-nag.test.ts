@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App, Stack, Validations } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -114,5 +115,43 @@ describe('cdk-nag AwsSolutions checks', () => {
       alarmTopic: topic,
     });
     expect(nagFindings(app)).toEqual([]);
+  });
+
+  it('find nothing unacknowledged with X-Ray on, and acknowledge its wildcard only on the X-Ray policy', () => {
+    const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
+    const stack = new Stack(app, 'TracedStack');
+    const pipeline = new LeaseqPipeline(stack, 'Jobs', {
+      entry: fileURLToPath(new URL('../../functions/worker.ts', import.meta.url)),
+      resourcePrefix: 'traced',
+      tracing: { xray: true },
+    });
+
+    expect(nagFindings(app)).toEqual([]);
+    expect(acknowledgements(pipeline).filter((a) => a.id.includes('IAM5'))).toEqual([
+      {
+        path: 'TracedStack/Jobs/XRayWrites',
+        id: 'Annotation::AwsSolutions-IAM5[Resource::*]',
+        reason: expect.stringMatching(
+          /^X-Ray PutTraceSegments and PutTelemetryRecords support no resource-level/,
+        ),
+      },
+    ]);
+    // The wildcard policy holds the two X-Ray write actions and nothing else.
+    const template = Template.fromStack(stack);
+    const wildcard = Object.values(
+      template.findResources('AWS::IAM::Policy') as Record<
+        string,
+        { Properties: { PolicyDocument: { Statement: { Action: unknown; Resource: unknown }[] } } }
+      >,
+    )
+      .flatMap((p) => p.Properties.PolicyDocument.Statement)
+      .filter((st) => JSON.stringify(st.Resource).includes('"*"'));
+    expect(wildcard.map((st) => (st.Action as string[]).length)).toEqual([2]);
+    expect(wildcard).toEqual([
+      expect.objectContaining({
+        Action: expect.arrayContaining(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']),
+        Resource: '*',
+      }),
+    ]);
   });
 });

@@ -1,6 +1,7 @@
 import { Duration, Token } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
+import { DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES } from '../../infra/constructs/job-queue.ts';
 import { WORKER_TABLE_ACTIONS } from '../../infra/constructs/worker-function.ts';
 import { createLeaseqApp } from '../../infra/leaseq-app.ts';
 import {
@@ -8,6 +9,7 @@ import {
   type LeaseqStack,
   type LeaseqStackProps,
 } from '../../infra/leaseq-stack.ts';
+import { deadLetterAttributes } from '../../shared/core/adapters/sqs-job-queue.ts';
 import { REDRIVE_MARGIN, STACK_OUTPUT_KEYS, TTL_ATTRIBUTE, WORKER_ENV } from '../../shared/resources.ts';
 
 interface CfnResource {
@@ -151,6 +153,47 @@ describe('Class: LeaseqStack', () => {
       expect(dlq.Properties.MessageRetentionPeriod).toBe(14 * 24 * 3600);
       expect(Number(jobs.Properties.MessageRetentionPeriod)).toBeLessThan(14 * 24 * 3600);
       expect(dlq.Properties.RedrivePolicy).toBeUndefined();
+    });
+
+    it.each([false, true])(
+      'sizes the queues so that any job message fits into the DLQ with its reason attributes (fifo: %s)',
+      (fifo) => {
+        const { template } = synth(fifo ? { fifo } : {});
+        const [, jobs] = queue(template, fifo ? 'leaseq-dev-jobs.fifo' : 'leaseq-dev-jobs');
+        const [, dlq] = queue(template, fifo ? 'leaseq-dev-jobs-dlq.fifo' : 'leaseq-dev-jobs-dlq');
+
+        // The DLQ takes the SQS maximum (1 MiB); the jobs queue that less the attributes' reserve.
+        expect(dlq.Properties.MaximumMessageSize).toBe(1_048_576);
+        expect(jobs.Properties.MaximumMessageSize).toBe(1_048_576 - DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES);
+      },
+    );
+
+    it('keeps a reserve that holds the largest reason attributes a dead letter can carry', () => {
+      // SQS counts each attribute's name, data type and value (UTF-8). The worst case: every string at
+      // the 1024-character cut, each character 3 bytes of UTF-8.
+      const long = '\u20ac'.repeat(5000);
+      const attributes = deadLetterAttributes({
+        reason: long,
+        errorClass: long,
+        errorMessage: long,
+        attempts: Number.MAX_SAFE_INTEGER,
+        dedupKey: long,
+        worker: long,
+        messageId: long,
+        type: long,
+      });
+      const bytes = Object.entries(attributes).reduce(
+        (sum, [name, value]) =>
+          sum +
+          Buffer.byteLength(name) +
+          Buffer.byteLength(value.DataType ?? '') +
+          Buffer.byteLength(value.StringValue ?? ''),
+        0,
+      );
+
+      expect(Object.keys(attributes)).toHaveLength(9);
+      expect(bytes).toBeGreaterThan(20 * 1024);
+      expect(bytes).toBeLessThanOrEqual(DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES);
     });
 
     it.each([undefined, 1, 8])('redrives to the DLQ above maxAttempts=%s, as a safety net', (maxAttempts) => {
@@ -350,36 +393,51 @@ describe('Class: LeaseqStack', () => {
       ]);
     });
 
-    it('consumes the jobs queue and only sends to the DLQ', () => {
+    it('grants exactly the SQS actions the event source and the worker call (no GetQueueUrl)', () => {
       const { template } = synth();
       const [jobsQueueId] = queue(template, 'leaseq-dev-jobs');
       const [dlqId] = queue(template, 'leaseq-dev-jobs-dlq');
       const onJobs = statementsOn(template, jobsQueueId).flatMap(actionsOf);
       const onDlq = statementsOn(template, dlqId).flatMap(actionsOf);
 
-      expect(onJobs).toEqual(
-        expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']),
-      );
-      expect(onJobs).not.toContain('sqs:PurgeQueue');
-      expect(onDlq).toContain('sqs:SendMessage');
-      expect(onDlq).not.toContain('sqs:ReceiveMessage');
-      expect(onDlq).not.toContain('sqs:DeleteMessage');
+      // The mapping polls (Receive, Delete, GetQueueAttributes); the worker heartbeats and deletes. Both
+      // URLs come from the environment: never GetQueueUrl. The DLQ is only ever sent to.
+      expect([...new Set(onJobs)].sort()).toEqual([
+        'sqs:ChangeMessageVisibility',
+        'sqs:DeleteMessage',
+        'sqs:GetQueueAttributes',
+        'sqs:ReceiveMessage',
+      ]);
+      expect([...new Set(onDlq)].sort()).toEqual(['sqs:SendMessage']);
+      expect(statements(template).flatMap(actionsOf)).not.toContain('sqs:GetQueueUrl');
     });
 
     it.each([
-      ['leaseq-dev-jobs', WORKER_TABLE_ACTIONS.jobs],
-      ['leaseq-dev-leases', WORKER_TABLE_ACTIONS.leases],
-      ['leaseq-dev-ledger', WORKER_TABLE_ACTIONS.effects],
-    ] as const)('%s: exactly the item-level actions the worker uses', (name, expected) => {
-      const { template } = synth();
-      const [id] = table(template, name);
-      const granted = statementsOn(template, id).flatMap(actionsOf);
+      // Claims and completions are conditional UpdateItems (in a transaction or alone) and reads.
+      ['leaseq-dev-jobs', 'jobs', ['dynamodb:GetItem', 'dynamodb:UpdateItem']],
+      // Named leases: conditional updates, reads, and the fence ConditionCheck a fenced commit carries.
+      [
+        'leaseq-dev-leases',
+        'leases',
+        ['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+      ],
+      // Application tables: ctx.tables.<name>.get and the effect builders' Put, Update and Delete.
+      [
+        'leaseq-dev-ledger',
+        'effects',
+        ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+      ],
+    ] as const)(
+      '%s: exactly the item-level actions the worker uses (WORKER_TABLE_ACTIONS.%s)',
+      (name, key, expected) => {
+        const { template } = synth();
+        const [id] = table(template, name);
+        const granted = statementsOn(template, id).flatMap(actionsOf);
 
-      expect([...new Set(granted)].sort()).toEqual([...expected].sort());
-      expect(granted).not.toContain('dynamodb:Scan');
-      // Job items are never put or deleted by the worker, only claimed and updated under the fence.
-      if (name === 'leaseq-dev-jobs') expect(granted).not.toContain('dynamodb:DeleteItem');
-    });
+        expect([...new Set(granted)].sort()).toEqual(expected);
+        expect([...WORKER_TABLE_ACTIONS[key]].sort()).toEqual(expected);
+      },
+    );
   });
 
   describe('Outputs', () => {

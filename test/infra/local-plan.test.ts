@@ -47,8 +47,16 @@ describe('Function: planFromTemplate', () => {
     // Assess
     expect(plan.queues.map((q) => q.name)).toEqual([names.queues.dlq, names.queues.jobs]);
     const [dlq, jobs] = plan.queues;
-    expect(dlq?.attributes).toEqual({ MessageRetentionPeriod: '1209600', SqsManagedSseEnabled: 'true' });
-    expect(jobs?.attributes).toMatchObject({ VisibilityTimeout: '360', MessageRetentionPeriod: '345600' });
+    expect(dlq?.attributes).toEqual({
+      MessageRetentionPeriod: '1209600',
+      MaximumMessageSize: '1048576',
+      SqsManagedSseEnabled: 'true',
+    });
+    expect(jobs?.attributes).toMatchObject({
+      VisibilityTimeout: '360',
+      MessageRetentionPeriod: '345600',
+      MaximumMessageSize: '1015808',
+    });
     // The default maxAttempts (5) plus the safety margin.
     expect(jobs?.redrive).toEqual({
       deadLetterLogicalId: dlq?.logicalId,

@@ -143,6 +143,28 @@ describe('Synth-time safety checks', () => {
     ]);
   });
 
+  it('rule letter-fits-dlq: a jobs queue whose largest message cannot fit into the DLQ as a letter fails synth', () => {
+    // The SQS default for both is 1 MiB: a letter of a 1 MiB body plus its reason attributes would not fit.
+    expect(() =>
+      synth({}, (p) => {
+        cfnQueue(p.queue).maximumMessageSize = undefined;
+      }),
+    ).toThrow(
+      /letter-fits-dlq: jobs queue MaximumMessageSize is 1048576 bytes and the DLQ's 1048576 bytes; required .*\(at most 1015808\)/,
+    );
+    expect(() =>
+      synth({}, (p) => {
+        cfnQueue(p.deadLetterQueue).maximumMessageSize = 262_144;
+      }),
+    ).toThrow(/letter-fits-dlq/);
+    expect(checkPipelineSafety({ ...sound, jobsMaxMessageBytes: 1_048_576 }).map((v) => v.rule)).toEqual([
+      'letter-fits-dlq',
+    ]);
+    expect(
+      checkPipelineSafety({ ...sound, jobsMaxMessageBytes: 200_000, deadLetterMaxMessageBytes: 262_144 }),
+    ).toEqual([]);
+  });
+
   it('reports a worker setting it cannot read instead of guessing', () => {
     expect(() => synth({ environment: { LEASEQ_LEASE_MS: 'soon' } })).toThrow(
       /cannot read a setting: worker environment LEASEQ_LEASE_MS is "soon"; expected a positive integer/,

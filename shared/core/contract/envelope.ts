@@ -11,16 +11,38 @@ export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
 const DEDUP_KEY = /^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/;
 // Letters, digits and . _ : -; 1-128 characters.
 const JOB_TYPE = /^[A-Za-z0-9._:-]{1,128}$/;
-const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+/**
+ * The envelope `id`: 1-128 printable ASCII characters (space to `~`), no space at the start or end; the
+ * dedup key's alphabet, since `leaseq send --file` uses the key as id when an entry has none. No control
+ * characters, no line breaks, nothing outside ASCII: the id is written to logs and shown by the CLI.
+ */
+export const ENVELOPE_ID = /^[\x21-\x7e](?:[\x20-\x7e]{0,126}[\x21-\x7e])?$/;
+// W3C Trace Context `traceparent`: version-traceid-parentid-flags, lower-case hex.
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/**
+ * True for a valid W3C Trace Context `traceparent`: `vv-<32 hex>-<16 hex>-<2 hex>` in lower case, where
+ * the version is not `ff` (forbidden by the spec) and neither the trace id nor the parent id is all zeros
+ * (both invalid by the spec).
+ */
+export function isValidTraceparent(value: unknown): value is string {
+  if (typeof value !== 'string') return false;
+  const match = TRACEPARENT.exec(value);
+  if (!match) return false;
+  const [, version, traceId, parentId] = match;
+  return version !== 'ff' && !/^0+$/.test(traceId ?? '') && !/^0+$/.test(parentId ?? '');
+}
 
 const envelopeSchema = z.object({
   v: z.literal(ENVELOPE_VERSION),
-  id: z.string().min(1).max(128),
+  id: z
+    .string()
+    .regex(ENVELOPE_ID, 'id must be 1-128 printable ASCII characters, no space at the start or end'),
   dedupKey: z.string().regex(DEDUP_KEY, 'dedupKey must be 1-256 printable characters'),
   type: z.string().min(1).max(128).regex(JOB_TYPE, 'type must be letters, digits and . _ : -'),
   createdAt: z.iso.datetime({ offset: true }),
   payload: z.unknown(),
-  trace: z.string().regex(TRACEPARENT, 'trace must be a W3C traceparent').optional(),
+  // Validated apart (isValidTraceparent): a bad trace is dropped, not a reason to refuse the job.
 });
 
 /** The shape every reason for a refused body names, so a producer sees what to send. */
@@ -37,12 +59,17 @@ export function isEnvelopeType(value: string): boolean {
 }
 
 /** A job as it travels in an SQS message body. */
-export type JobEnvelope = z.infer<typeof envelopeSchema>;
+export type JobEnvelope = z.infer<typeof envelopeSchema> & {
+  /** W3C `traceparent` of the producer's trace; only ever a valid one (see {@link parseEnvelope}). */
+  trace?: string;
+};
 
 /**
  * Parses and validates a message body. Throws {@link InvalidEnvelopeError} with the problem kind for
  * anything that is not a v1 envelope; the caller dead-letters it with that reason.
  * `knownTypes` (when given) turns an unregistered `type` into a permanent error too.
+ * A `trace` that is not a valid W3C traceparent ({@link isValidTraceparent}) is dropped: the envelope
+ * is returned without it, so a malformed trace header never costs the job.
  */
 export function parseEnvelope(
   body: string,
@@ -84,7 +111,8 @@ export function parseEnvelope(
   if (options.isKnownType && !options.isKnownType(parsed.data.type)) {
     throw new InvalidEnvelopeError('unknown-type', `job type ${parsed.data.type} is not registered`);
   }
-  return parsed.data;
+  const trace = (raw as { trace?: unknown }).trace;
+  return isValidTraceparent(trace) ? { ...parsed.data, trace } : parsed.data;
 }
 
 /** Builds a v1 envelope (producers and the CLI use this, so every message has the same shape). */

@@ -8,7 +8,7 @@ import { describeJob } from '../../../cli/commands/inspect.ts';
 import { describeLeases } from '../../../cli/commands/leases.ts';
 import { formatError, oneLine } from '../../../cli/errors.ts';
 import { note, print, printJson, renderFields, renderTable } from '../../../cli/format.ts';
-import { deadLetterAttributes } from '../../../shared/core/adapters/sqs-job-queue.ts';
+import { DLQ_ATTRIBUTE_PREFIX } from '../../../shared/core/adapters/sqs-job-queue.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { summarise, toDeadLetter } from '../../../shared/ops/dlq-letters.ts';
 import type { InspectReport } from '../../../shared/ops/inspect.ts';
@@ -28,13 +28,24 @@ const asciiBody = asciiJson({
   payload: { note: HOSTILE, [C1_AND_BIDI]: 1 },
 });
 
+function rawAttributes(fields: Record<string, string | number>): Message['MessageAttributes'] {
+  return Object.fromEntries(
+    Object.entries(fields).map(([name, value]) => [
+      `${DLQ_ATTRIBUTE_PREFIX}${name}`,
+      { DataType: typeof value === 'number' ? 'Number' : 'String', StringValue: String(value) },
+    ]),
+  );
+}
+
 const letters: Message[] = [
   { MessageId: 'm-ascii', Body: asciiBody, Attributes: { SentTimestamp: String(NOW) } },
   { MessageId: 'm-raw', Body: `not json ${HOSTILE}\r\nsecond line`, Attributes: {} },
   {
     MessageId: 'm-attr',
     Body: asciiJson({ v: 1, dedupKey: 'order-1', type: 'ledger.credit', payload: {} }),
-    MessageAttributes: deadLetterAttributes({
+    // Written raw, as another sender could: leaseq's own letters are already made valid on the way out
+    // (deadLetterAttributes), so this is the renderer's defence alone.
+    MessageAttributes: rawAttributes({
       reason: 'permanent-error',
       errorClass: `Boom${RETITLE}`,
       errorMessage: `failed\n${CLEAR_SCREEN} ${C1_AND_BIDI}`,

@@ -41,6 +41,25 @@ describe('Class: JobProducer', () => {
       const own = '00-11111111111111111111111111111111-2222222222222222-01';
       expect(withHook.envelope({ type: 't', dedupKey: 'k', payload: {}, traceparent: own }).trace).toBe(own);
     });
+
+    it.each([
+      ['version ff', 'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'],
+      ['an all-zero trace id', '00-00000000000000000000000000000000-00f067aa0ba902b7-01'],
+      ['an all-zero parent id', '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01'],
+      ['not a traceparent', 'nope'],
+    ])("refuses a job's own traceparent with %s before sending (the worker would drop it)", (_what, bad) => {
+      expect(() =>
+        producer.envelope({ type: 'email.send', dedupKey: 'k', payload: { to: 'a@b.co' }, traceparent: bad }),
+      ).toThrow(/job 1 \(k\): traceparent .* is not a W3C traceparent .*nothing was sent/);
+      const withHook = new JobProducer({ queueUrl: 'q', client, traceparent: () => bad });
+      expect(() => withHook.envelope({ type: 't', dedupKey: 'k', payload: {} })).toThrow(InvalidJobError);
+    });
+
+    it('refuses an id the worker would refuse (a line break)', () => {
+      expect(() =>
+        producer.envelope({ type: 'email.send', dedupKey: 'k', id: 'a\nb', payload: { to: 'a@b.co' } }),
+      ).toThrow(/job 1 \(k\): invalid leaseq envelope: id: /);
+    });
   });
 
   describe('Method: send', () => {

@@ -52,7 +52,8 @@ describe('Bad input corpus', () => {
       ['a dedupKey that is a number', valid({ dedupKey: 123 }), 'invalid-bad-schema'],
       ['a dedupKey with a tab', valid({ dedupKey: 'a\tb' }), 'invalid-bad-schema'],
       ['createdAt without a zone', valid({ createdAt: '2026-12-01T10:00:00' }), 'invalid-bad-schema'],
-      ['a malformed trace', valid({ trace: 'not-a-traceparent' }), 'invalid-bad-schema'],
+      ['an id with a line break', valid({ id: 'm-1\nforged log line' }), 'invalid-bad-schema'],
+      ['an id of 129 characters', valid({ id: 'i'.repeat(129) }), 'invalid-bad-schema'],
       ['an unknown type', valid({ type: 'no.such.job' }), 'invalid-unknown-type'],
       ['no payload (a required envelope field)', valid({ payload: undefined }), 'invalid-bad-schema'],
       ['a payload of the wrong types', valid({}, { account, amount: '7' }), 'invalid-bad-payload'],
@@ -65,8 +66,20 @@ describe('Bad input corpus', () => {
         'invalid-too-large',
       ],
       // Valid edge cases (decided and documented in docs/envelope.md): unknown top-level fields are
-      // ignored (forward compatible), and a body just under the limit runs.
+      // ignored (forward compatible), a bad trace is dropped, and a body just under the limit runs.
       ['unknown top-level fields', valid({ extra: { any: 'thing' } }), 'completed'],
+      // A malformed trace is dropped, the job runs (version ff and an all-zero trace id are invalid).
+      ['a malformed trace', valid({ trace: 'not-a-traceparent' }), 'completed'],
+      [
+        'a version-ff trace',
+        valid({ trace: 'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }),
+        'completed',
+      ],
+      [
+        'an all-zero trace id',
+        valid({ trace: '00-00000000000000000000000000000000-00f067aa0ba902b7-01' }),
+        'completed',
+      ],
       [
         'a body just under the limit',
         valid({}, { account, amount: 1, pad: 'x'.repeat(MAX_BODY - 400) }),
@@ -108,9 +121,9 @@ describe('Bad input corpus', () => {
     }
     const bodies = new Map(corpus.map(([, body]) => [body, true]));
     for (const { body } of got.values()) expect(bodies.has(body ?? '')).toBe(true);
-    // The two valid edge cases ran (1 + 1), and the worker is still taking jobs.
-    expect((await getBalance(env, account))?.balance).toBe(2);
-    expect(worker.metrics.get('JobSucceeded')).toBe(2);
+    // The five valid edge cases ran (1 each), and the worker is still taking jobs.
+    expect((await getBalance(env, account))?.balance).toBe(5);
+    expect(worker.metrics.get('JobSucceeded')).toBe(5);
     const next = uniqueName('after');
     await sendRaw(
       env,
