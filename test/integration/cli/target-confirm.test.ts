@@ -149,17 +149,18 @@ describe('CLI with no target chosen', () => {
 
   it('refuses in one line and sends no request, for a redrive, a purge and a read', async () => {
     for (const args of [
-      ['dlq', 'redrive', '--yes', '--prefix', 'leaseq-dev'],
-      ['dlq', 'purge', '--yes'],
       ['status'],
+      ['dlq', 'purge', '--yes'],
+      ['dlq', 'redrive', '--yes', '--prefix', 'leaseq-dev'],
     ]) {
       const run = await leaseq(args, noTarget);
+      // Nothing reached the place the SDK would have called "AWS".
+      expect(requests, `${args.join(' ')}: ${run.stderr}`).toEqual([]);
       expect(run.code, args.join(' ')).toBe(1);
       expect(run.stderr).toMatch(
         /^leaseq: no target chosen: no --endpoint, no AWS_ENDPOINT_URL and no running emulator, .* pass --aws --region <region> to act on real AWS\n$/,
       );
       expect(run.stdout).toBe('');
     }
-    expect(requests).toEqual([]);
   });
 });
