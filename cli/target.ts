@@ -2,10 +2,11 @@ import { lookup } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, QueueDoesNotExist } from '@aws-sdk/client-sqs';
+import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { Command } from 'commander';
 import {
   type AwsClients,
-  awsConfigFromEnv,
   createAwsClients,
   destroyAwsClients,
   isLocalEndpoint,
@@ -13,7 +14,7 @@ import {
 import type { JobRegistry } from '../shared/core/model/registry.ts';
 import { tableOutputKey, tablePhysicalName } from '../shared/core/model/table.ts';
 import { ConfigError } from '../shared/errors.ts';
-import { emulatorStatus } from '../shared/local/emulator.ts';
+import { type EmulatorStatus, emulatorStatus } from '../shared/local/emulator.ts';
 import { DEFAULT_LOCAL_STAGE } from '../shared/local/provision-template.ts';
 import {
   defaultResourcePrefix,
@@ -28,6 +29,8 @@ export interface TargetFlags {
   readonly prefix?: string;
   readonly outputs?: string;
   readonly region?: string;
+  /** The user chose real AWS (no endpoint). */
+  readonly aws?: boolean;
 }
 
 /** Names and URLs of one leaseq deployment (embedded emulator, LocalStack or AWS). */
@@ -64,12 +67,31 @@ export function appTableNames(names: TargetNames, registry: JobRegistry): Record
   return tables;
 }
 
-export interface Target {
+/**
+ * Where a command acts: the embedded emulator leaseq runs, an endpoint the user named (an emulator,
+ * LocalStack), or real AWS. Real AWS only when the user chose it.
+ */
+export type TargetKind = 'emulator' | 'endpoint' | 'aws';
+
+/** Which target, and why: decided before any request leaves the machine. */
+export interface TargetChoice {
+  readonly kind: TargetKind;
   /** `undefined` means real AWS. */
   readonly endpoint: string | undefined;
+  readonly region: string;
+  /** Why this target, as a person reads it: the flag, variable or running emulator that chose it. */
+  readonly why: string;
+}
+
+export interface Target extends TargetChoice {
   readonly clients: AwsClients;
   readonly names: TargetNames;
-  readonly region: string;
+  /** The account acted in: STS GetCallerIdentity on AWS, the queue ARN's account elsewhere. */
+  readonly account: string;
+  /** True when the endpoint is on this machine (an emulator: nothing on a real account). */
+  readonly local: boolean;
+  /** The one line naming the target, printed by every command (`target: ...`). */
+  readonly line: string;
   close(): void;
 }
 
@@ -81,13 +103,14 @@ export class TargetError extends ConfigError {
   }
 }
 
-/** Adds --endpoint, --prefix, --outputs and --region to a command. */
+/** Adds --endpoint, --aws, --prefix, --outputs and --region to a command. */
 export function targetOptions(command: Command): Command {
   return command
     .option(
       '--endpoint <url>',
-      'AWS endpoint (default: AWS_ENDPOINT_URL, else the embedded emulator if running, else AWS)',
+      'AWS endpoint (default: AWS_ENDPOINT_URL, else the embedded emulator if running; never AWS unless --aws)',
     )
+    .option('--aws', 'act on real AWS (needs --region or AWS_REGION; credentials from the usual chain)')
     .option(
       '--prefix <prefix>',
       'resource name prefix (default: LEASEQ_PREFIX, else leaseq-local locally, leaseq-dev on AWS)',
@@ -96,54 +119,221 @@ export function targetOptions(command: Command): Command {
     .option('--region <region>', 'AWS region (default: AWS_REGION, else us-east-1)');
 }
 
-/**
- * Where the endpoint comes from, in order: --endpoint, AWS_ENDPOINT_URL, the embedded emulator when it
- * is running, else real AWS (no endpoint).
- */
-export async function resolveEndpointFlag(
-  flags: TargetFlags,
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<string | undefined> {
-  if (flags.endpoint) return validUrl(flags.endpoint);
-  if (env.AWS_ENDPOINT_URL?.trim()) return validUrl(env.AWS_ENDPOINT_URL.trim());
-  const status = await emulatorStatus({ env });
-  return status.mode === 'embedded' && status.running ? status.endpoint : undefined;
+/** How a command that found no target tells the user to choose one (one line). */
+export const NO_TARGET_MESSAGE =
+  'no target chosen: no --endpoint, no AWS_ENDPOINT_URL and no running emulator, and leaseq never falls back to AWS by itself; ' +
+  'start the emulator (`npx leaseq local up`), pass --endpoint <url>, or pass --aws --region <region> to act on real AWS';
+
+const EMULATOR_ACCOUNTS = new Set(['000000000000', '123456789012']);
+
+/** The region and account of an SQS queue URL on AWS (`https://sqs.<region>.amazonaws.com/<account>/<name>`). */
+export function awsQueueUrl(url: string): { region: string; account: string } | undefined {
+  try {
+    const { hostname, pathname } = new URL(url);
+    const host = /^sqs\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$/.exec(hostname);
+    const account = /^\/(\d{12})\//.exec(pathname);
+    // The accounts emulators use are no AWS account (moto names AWS hosts in some of its URLs).
+    if (!host?.[1] || !account?.[1] || EMULATOR_ACCOUNTS.has(account[1])) return undefined;
+    return { region: host[1], account: account[1] };
+  } catch {
+    return undefined;
+  }
 }
 
-/** Resolves the deployment a command works on, checking that its queues exist. */
+/** The region the user gave: --region, else AWS_REGION, else AWS_DEFAULT_REGION. */
+function explicitRegion(
+  flags: TargetFlags,
+  env: NodeJS.ProcessEnv,
+): { region: string; from: string } | undefined {
+  if (flags.region) return { region: flags.region, from: '--region' };
+  if (env.AWS_REGION?.trim()) return { region: env.AWS_REGION.trim(), from: 'AWS_REGION' };
+  if (env.AWS_DEFAULT_REGION?.trim())
+    return { region: env.AWS_DEFAULT_REGION.trim(), from: 'AWS_DEFAULT_REGION' };
+  return undefined;
+}
+
+/** The variables that would send the SDK's requests elsewhere than AWS (the SDK reads them itself). */
+function endpointVariables(env: NodeJS.ProcessEnv): string[] {
+  return Object.keys(env)
+    .filter((k) => /^AWS_ENDPOINT_URL(_|$)/.test(k) && env[k]?.trim())
+    .sort();
+}
+
+/** Where the AWS credentials come from, as a person reads it (no secret in it). */
+export function credentialSource(env: NodeJS.ProcessEnv): string {
+  if (env.AWS_PROFILE?.trim()) return `AWS_PROFILE=${env.AWS_PROFILE.trim()}`;
+  if (env.AWS_ACCESS_KEY_ID?.trim()) return 'AWS_ACCESS_KEY_ID';
+  return 'the default credentials';
+}
+
+/**
+ * Chooses the target, in order: --endpoint; --aws; AWS_ENDPOINT_URL; stack outputs (--outputs) that name
+ * queues on AWS; the embedded emulator when it is running. Nothing else: with none of these the command
+ * refuses (NO_TARGET_MESSAGE) instead of calling AWS. Sends no request anywhere (the emulator check
+ * probes 127.0.0.1 only, and only when nothing before it chose).
+ * @throws TargetError when nothing chose a target, or the choices contradict each other.
+ */
+export async function chooseTarget(
+  flags: TargetFlags,
+  env: NodeJS.ProcessEnv,
+  facts: {
+    /** The stack outputs' jobs queue URL, when --outputs was given. */
+    readonly outputsQueueUrl?: string;
+    readonly emulator: () => Promise<Pick<EmulatorStatus, 'mode' | 'running' | 'endpoint' | 'pid'>>;
+  },
+): Promise<TargetChoice> {
+  const region = explicitRegion(flags, env);
+  const localRegion = region?.region ?? 'us-east-1';
+  if (flags.aws && flags.endpoint) throw new TargetError('both --aws and --endpoint given: choose one');
+  if (flags.endpoint) {
+    const endpoint = validUrl(flags.endpoint);
+    return { kind: 'endpoint', endpoint, region: localRegion, why: '--endpoint' };
+  }
+  const onAws = facts.outputsQueueUrl === undefined ? undefined : awsQueueUrl(facts.outputsQueueUrl);
+  if (flags.aws || onAws) {
+    const variables = endpointVariables(env);
+    if (variables.length > 0) {
+      const why = flags.aws ? '--aws' : `--outputs ${flags.outputs} names queues on AWS`;
+      throw new TargetError(
+        `${why}, but ${variables.join(', ')} would send the requests to ${env[variables[0] ?? ''] ?? ''}: unset ${variables.length === 1 ? 'it' : 'them'} to act on AWS, or drop ${flags.aws ? '--aws' : '--outputs'}`,
+      );
+    }
+  }
+  if (flags.aws) {
+    const chosen =
+      region ?? (onAws ? { region: onAws.region, from: `--outputs ${flags.outputs}` } : undefined);
+    if (!chosen) {
+      throw new TargetError('--aws needs a region: pass --region <region> or set AWS_REGION');
+    }
+    return {
+      kind: 'aws',
+      endpoint: undefined,
+      region: chosen.region,
+      why: `--aws, region from ${chosen.from}; credentials: ${credentialSource(env)}`,
+    };
+  }
+  const fromEnv = env.AWS_ENDPOINT_URL?.trim();
+  if (fromEnv)
+    return { kind: 'endpoint', endpoint: validUrl(fromEnv), region: localRegion, why: 'AWS_ENDPOINT_URL' };
+  if (onAws) {
+    if (flags.region && flags.region !== onAws.region) {
+      throw new TargetError(
+        `--outputs ${flags.outputs} names queues in ${onAws.region}, but --region is ${flags.region}: drop one`,
+      );
+    }
+    return {
+      kind: 'aws',
+      endpoint: undefined,
+      region: onAws.region,
+      why: `--outputs ${flags.outputs} names queues of AWS account ${onAws.account}; credentials: ${credentialSource(env)}`,
+    };
+  }
+  const status = await facts.emulator();
+  if (status.mode === 'embedded' && status.running) {
+    return {
+      kind: 'emulator',
+      endpoint: status.endpoint,
+      region: localRegion,
+      why: `running${status.pid === undefined ? '' : `, pid ${status.pid}`}, started by leaseq; no --endpoint, AWS_ENDPOINT_URL or --aws`,
+    };
+  }
+  throw new TargetError(NO_TARGET_MESSAGE);
+}
+
+/** The line every command prints first: which target, in which account and region, and why. */
+export function describeTarget(target: Omit<Target, 'line' | 'close' | 'clients' | 'names'>): string {
+  if (target.kind === 'aws') {
+    return `target: AWS account ${target.account}, region ${target.region} (${target.why})`;
+  }
+  const what = target.kind === 'emulator' ? 'local emulator' : target.local ? 'local endpoint' : 'endpoint';
+  return `target: ${what} ${target.endpoint}, account ${target.account}, region ${target.region} (${target.why})`;
+}
+
+/** Writes a line to stderr the way the CLI's notes look. */
+function stderrNote(line: string): void {
+  process.stderr.write(`leaseq: ${line}\n`);
+}
+
+/**
+ * Resolves the deployment a command works on, checking that its queues exist, and prints the target
+ * line (`log`). Refuses, before any request, when the user chose no target.
+ */
 export async function resolveTarget(
   flags: TargetFlags,
   env: NodeJS.ProcessEnv = process.env,
+  log: (line: string) => void = stderrNote,
 ): Promise<Target> {
-  const endpoint = await resolveEndpointFlag(flags, env);
+  const outputs = flags.outputs ? readOutputs(flags.outputs) : undefined;
+  const choice = await chooseTarget(flags, env, {
+    ...(outputs ? { outputsQueueUrl: outputs.JobsQueueUrl } : {}),
+    emulator: () => emulatorStatus({ env }),
+  });
+  const { endpoint, region } = choice;
   if (endpoint) await assertHostResolves(endpoint);
-  const base = awsConfigFromEnv({ ...env, ...(flags.region ? { AWS_REGION: flags.region } : {}) });
   // A person waits at the prompt: an endpoint that accepts but never answers is reported in seconds.
   const clients = createAwsClients({
-    ...base,
+    region,
     ...(endpoint ? { endpoint } : {}),
     maxAttempts: 2,
     requestTimeoutMs: 5000,
     sqsRequestTimeoutMs: 5000,
   });
   try {
-    const names = await resolveNames(clients, flags, endpoint, env);
-    return { endpoint, clients, names, region: base.region, close: () => destroyAwsClients(clients) };
+    // On AWS, who we are first: missing or expired credentials are reported as such.
+    const caller = choice.kind === 'aws' ? await callerAccount(region, env) : undefined;
+    const where = endpoint ?? `AWS (${region})`;
+    const names = await resolveNames(clients, flags, outputs, endpoint, env, where);
+    const queueAccount = /^arn:[^:]+:sqs:[^:]*:(\d+):/.exec(names.queueArn)?.[1];
+    const account =
+      caller === undefined
+        ? (queueAccount ?? 'unknown')
+        : caller === queueAccount || queueAccount === undefined
+          ? caller
+          : `${caller} (queues in account ${queueAccount})`;
+    const resolved = { ...choice, account, local: isLocalEndpoint(endpoint) };
+    const line = describeTarget(resolved);
+    log(line);
+    return { ...resolved, line, clients, names, close: () => destroyAwsClients(clients) };
   } catch (error) {
     destroyAwsClients(clients);
     throw error;
   }
 }
 
+/** The caller's account on AWS (STS GetCallerIdentity): who the command acts as. */
+async function callerAccount(region: string, env: NodeJS.ProcessEnv): Promise<string> {
+  const sts = new STSClient({
+    region,
+    maxAttempts: 2,
+    requestHandler: new NodeHttpHandler({
+      connectionTimeout: 3000,
+      requestTimeout: 5000,
+      throwOnRequestTimeout: true,
+    }),
+  });
+  try {
+    const out = await sts.send(new GetCallerIdentityCommand({}));
+    if (!out.Account) throw new Error('no account in the answer');
+    return out.Account;
+  } catch (error) {
+    const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    throw new TargetError(
+      `cannot tell which AWS account this is (STS GetCallerIdentity: ${detail}); check the credentials (${credentialSource(env)})`,
+    );
+  } finally {
+    sts.destroy();
+  }
+}
+
 async function resolveNames(
   clients: AwsClients,
   flags: TargetFlags,
+  outputs: Outputs | undefined,
   endpoint: string | undefined,
   env: NodeJS.ProcessEnv,
+  where: string,
 ): Promise<TargetNames> {
-  const where = endpoint ?? 'AWS';
-  if (flags.outputs) {
-    const outputs = readOutputs(flags.outputs);
+  if (outputs) {
     const queueUrl = outputs.JobsQueueUrl;
     return {
       queueUrl,

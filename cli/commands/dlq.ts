@@ -1,9 +1,9 @@
-import { createInterface } from 'node:readline/promises';
 import type { Command } from 'commander';
 import { findDeadLetter, listDeadLetters, purgeDlq } from '../../shared/ops/dlq.ts';
 import { assertKnownReason, type DeadLetter, type DeadLetterSummary } from '../../shared/ops/dlq-letters.ts';
 import { type RedriveReport, redrive } from '../../shared/ops/dlq-redrive.ts';
 import { queueStats, totalDepth } from '../../shared/ops/queue-stats.ts';
+import { confirmChange } from '../confirm.ts';
 import {
   formatErrorText,
   formatInstant,
@@ -33,6 +33,7 @@ interface RedriveFlags extends TargetFlags {
   readonly rate?: number;
   readonly limit?: number;
   readonly json?: boolean;
+  readonly yes?: boolean;
 }
 
 interface PurgeFlags extends TargetFlags {
@@ -140,22 +141,6 @@ export function describeRedrive(report: RedriveReport): string {
   return `${table}\n\n${summary}; ${report.notMatched} other dead letter${report.notMatched === 1 ? '' : 's'} left alone`;
 }
 
-/** Asks on the terminal; true only for an explicit yes. */
-async function confirm(question: string): Promise<boolean> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    const answer = await rl.question(`${question} [y/N] `);
-    return /^y(es)?$/i.test(answer.trim());
-  } finally {
-    rl.close();
-  }
-}
-
-/** The endpoint a command works on, as a person reads it. */
-function where(target: { endpoint: string | undefined; region: string }): string {
-  return target.endpoint ?? `AWS (${target.region})`;
-}
-
 /** Adds `leaseq dlq list | show | redrive | purge`. */
 export function register(program: Command): void {
   const dlq = program.command('dlq').description('the dead-letter queue: list, show, redrive, purge');
@@ -219,13 +204,29 @@ export function register(program: Command): void {
       )
       .option('--rate <rate>', 'at most this many messages per second (5, 5/s, 300/min)', rateArg)
       .option('--limit <n>', 'redrive at most this many', integerArg(1, 1_000_000))
-      .option('--json', 'print the report as JSON on stdout'),
+      .option('--json', 'print the report as JSON on stdout')
+      .option('--yes', 'do not ask (scripts, CI); without a terminal a redrive refuses without it'),
   ).action(async (flags: RedriveFlags) => {
     if (flags.reason !== undefined) assertKnownReason(flags.reason);
     const target = await resolveTarget(flags);
     try {
-      // A changing command names what it changes: with no endpoint configured, that is real AWS.
-      if (!flags.dryRun) note(`redriving ${queueName(target.names.dlqUrl)} at ${where(target)}`);
+      // A redrive resets dead jobs and runs them again: it says where and asks (a dry run changes nothing).
+      if (!flags.dryRun) {
+        const dlqName = queueName(target.names.dlqUrl);
+        const confirmed = await confirmChange(
+          {
+            verb: 'redrive',
+            name: dlqName,
+            what: `dead letters of ${dlqName} back to ${queueName(target.names.queueUrl)}, their jobs reset to run again in table ${target.names.jobsTable}`,
+            local: target.local,
+          },
+          flags.yes,
+        );
+        if (!confirmed) {
+          process.exitCode = 1;
+          return;
+        }
+      }
       const report = await redrive(target, {
         filter: {
           ...(flags.type === undefined ? {} : { type: flags.type }),
@@ -252,28 +253,26 @@ export function register(program: Command): void {
     dlq
       .command('purge')
       .description('delete every message in the DLQ (asks first on a terminal; --yes for scripts)')
-      .option('--yes', 'do not ask')
+      .option('--yes', 'do not ask (scripts, CI); without a terminal a purge refuses without it')
       .option('--json', 'print the result as JSON on stdout'),
   ).action(async (flags: PurgeFlags) => {
     const target = await resolveTarget(flags);
     try {
       const name = queueName(target.names.dlqUrl);
-      if (!flags.yes) {
-        if (!process.stdin.isTTY || !process.stderr.isTTY) {
-          throw new Error(`refusing to purge ${name} without confirmation: not a terminal, pass --yes`);
-        }
-        const depth = totalDepth(await queueStats(target.clients.sqs, target.names.dlqUrl));
-        if (
-          !(await confirm(
-            `delete all ${depth} messages in ${name} at ${where(target)}? this cannot be undone`,
-          ))
-        ) {
-          note('purge cancelled; nothing was deleted');
-          process.exitCode = 1;
-          return;
-        }
+      const depth = totalDepth(await queueStats(target.clients.sqs, target.names.dlqUrl));
+      const confirmed = await confirmChange(
+        {
+          verb: 'purge',
+          name,
+          what: `delete all ${depth} messages in ${name}; this cannot be undone`,
+          local: target.local,
+        },
+        flags.yes,
+      );
+      if (!confirmed) {
+        process.exitCode = 1;
+        return;
       }
-      if (flags.yes) note(`purging ${name} at ${where(target)}`);
       const report = await purgeDlq(target.clients.sqs, target.names.dlqUrl);
       if (flags.json) printJson(report);
       else {

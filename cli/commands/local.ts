@@ -2,7 +2,12 @@ import { existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { type Command, InvalidArgumentError } from 'commander';
-import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
+import {
+  awsConfigFromEnv,
+  createAwsClients,
+  destroyAwsClients,
+  isLocalEndpoint,
+} from '../../shared/aws/clients.ts';
 import { DeployError, deployLocal, destroyLocal, LOCAL_ACCOUNT } from '../../shared/local/deploy.ts';
 import {
   type EmulatorHandle,
@@ -15,6 +20,7 @@ import {
 import { EmulatorError } from '../../shared/local/emulator-errors.ts';
 import { parsePort } from '../../shared/local/net.ts';
 import { type ProvisionResult, provisionLocal } from '../../shared/local/provision.ts';
+import { confirmChange } from '../confirm.ts';
 import { jobModuleOption, requireCliJobs } from '../job-module.ts';
 import { safeLines } from '../safe-text.ts';
 
@@ -150,8 +156,12 @@ async function deployTarget() {
     endpoint: handle.endpoint,
     credentials: { accessKeyId: 'test', secretAccessKey: 'test', accountId: LOCAL_ACCOUNT },
   });
+  const why = handle.mode === 'external' ? 'AWS_ENDPOINT_URL' : 'the embedded emulator leaseq runs';
   return {
     clients,
+    /** The target line: a deploy or destroy acts on the emulator only, in its local account. */
+    line: `target: ${isLocalEndpoint(handle.endpoint) ? 'local emulator' : 'endpoint'} ${handle.endpoint}, account ${LOCAL_ACCOUNT}, region ${config.region} (${why})`,
+    local: isLocalEndpoint(handle.endpoint),
     pid: handle.mode === 'external' ? await embeddedPidAt(handle.endpoint) : handle.pid,
     common: {
       endpoint: handle.endpoint,
@@ -263,10 +273,26 @@ export function register(program: Command): void {
     .option('--stage <stage>', 'stack stage: destroys leaseq-<stage>', 'dev')
     .option('-c, --context <key=value>', 'CDK context for the app, repeatable', collectContext, {})
     .option('--output <dir>', 'cloud assembly directory (cdk --output)', 'cdk.out')
+    .option('--yes', 'do not ask (scripts, CI); without a terminal a destroy refuses without it')
     .option('--json', 'print the result as JSON')
-    .action(async (flags: Omit<DeployFlags, 'outputsFile'>) => {
+    .action(async (flags: Omit<DeployFlags, 'outputsFile'> & { yes?: boolean }) => {
       const target = await deployTarget();
       try {
+        progress(target.line);
+        const stack = `leaseq-${flags.stage}`;
+        const confirmed = await confirmChange(
+          {
+            verb: 'destroy',
+            name: stack,
+            what: `cdk destroy of stack ${stack} on ${target.common.endpoint}: its queues, tables (with their items) and function`,
+            local: target.local,
+          },
+          flags.yes,
+        );
+        if (!confirmed) {
+          process.exitCode = 1;
+          return;
+        }
         const result = await destroyLocal({
           ...target.common,
           stackName: `leaseq-${flags.stage}`,

@@ -66,6 +66,8 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
     invocationTimeoutMs: flags.timeout * 1000,
     env: {
       ...(target.endpoint ? { AWS_ENDPOINT_URL: target.endpoint } : {}),
+      // The region the target was chosen in (--region, or the stack outputs' queues), not the shell's.
+      AWS_REGION: target.region,
       ...workerEnv({
         ...target.names,
         tables: appTableNames(target.names, jobs),

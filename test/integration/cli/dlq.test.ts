@@ -93,7 +93,9 @@ describe('Command: leaseq dlq', () => {
     expect(shown.attributes).toMatchObject({ reason: 'permanent-error', dedupKey: poison });
     const missing = await leaseq(['dlq', 'show', 'no-such-id', '--prefix', prefix]);
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toBe('leaseq: no message no-such-id in the DLQ (see `leaseq dlq list`)\n');
+    expect(missing.stderr).toMatch(
+      /^leaseq: target: .*\nleaseq: no message no-such-id in the DLQ \(see `leaseq dlq list`\)\n$/,
+    );
 
     // redrive --dry-run: lists both, changes nothing
     const dry = await leaseqJson<RedriveReport>(['dlq', 'redrive', '--dry-run', '--prefix', prefix]);
@@ -114,6 +116,7 @@ describe('Command: leaseq dlq', () => {
       '20/s',
       '--prefix',
       prefix,
+      '--yes',
     ]);
     expect(redriven).toMatchObject({ dryRun: false, matched: 1, redriven: 1, notMatched: 1, failed: 0 });
     expect(redriven.items[0]).toMatchObject({ dedupKey: flaky, outcome: 'redriven', reset: true });
@@ -136,6 +139,7 @@ describe('Command: leaseq dlq', () => {
       'max-*',
       '--prefix',
       prefix,
+      '--yes',
     ]);
     expect(again).toMatchObject({ matched: 0, redriven: 0, notMatched: 1 });
 
@@ -143,7 +147,7 @@ describe('Command: leaseq dlq', () => {
     const refused = await leaseq(['dlq', 'purge', '--prefix', prefix]);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(
-      /^leaseq: refusing to purge \S+ without confirmation: not a terminal, pass --yes\n$/,
+      /^leaseq: target: .*\nleaseq: refusing to purge \S+ without confirmation: not a terminal, pass --yes\n$/,
     );
     expect((await queueCounts(env, env.dlqUrl)).visible).toBe(1);
 
@@ -174,6 +178,7 @@ describe('Command: leaseq dlq', () => {
       poison,
       '--prefix',
       prefix,
+      '--yes',
     ]);
     expect(first).toMatchObject({ redriven: 1 });
     await drain(worker);
@@ -191,7 +196,7 @@ describe('Command: leaseq dlq', () => {
         ExpressionAttributeValues: { ':c': JobStatus.Completed },
       }),
     );
-    const stale = await leaseqJson<RedriveReport>(['dlq', 'redrive', '--prefix', prefix]);
+    const stale = await leaseqJson<RedriveReport>(['dlq', 'redrive', '--prefix', prefix, '--yes']);
     expect(stale).toMatchObject({ matched: 1, redriven: 0, skipped: 1 });
     expect(stale.items[0]?.detail).toMatch(/already completed/);
     expect((await queueCounts(env)).visible).toBe(0);

@@ -78,9 +78,13 @@ describe('Command: leaseq inspect', () => {
     const run = await leaseq(['inspect', 'no-such-key', '--prefix', prefix, '--json']);
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toBe(
-      `leaseq: no job item for dedup key "no-such-key" in ${env.jobsTable} (never claimed, or removed by TTL)\n`,
+    // The target line, then the error in one line.
+    const [targetLine, error, ...rest] = run.stderr.split('\n');
+    expect(targetLine).toMatch(/^leaseq: target: /);
+    expect(error).toBe(
+      `leaseq: no job item for dedup key "no-such-key" in ${env.jobsTable} (never claimed, or removed by TTL)`,
     );
+    expect(rest).toEqual(['']);
   });
 });
 

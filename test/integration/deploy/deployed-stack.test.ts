@@ -250,7 +250,11 @@ describe('The stack deployed to the emulator (cdk deploy, event source mapping, 
   }, 180_000);
 
   it('destroy leaves no stack', async () => {
-    const run = await leaseq(['local', 'destroy', '--stage', stage, '--output', cdkOut], {}, 300_000);
+    const run = await leaseq(
+      ['local', 'destroy', '--yes', '--stage', stage, '--output', cdkOut],
+      {},
+      300_000,
+    );
     expect(run.code, run.stderr).toBe(0);
     const gone = await cfn
       .send(new DescribeStacksCommand({ StackName: stackName }))

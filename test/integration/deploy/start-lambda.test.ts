@@ -7,7 +7,7 @@ import { leaseq } from '../cli/run-cli.ts';
 
 afterAll(async () => {
   await leaseq(
-    ['local', 'destroy', '--stage', 'demo', '--output', '.leaseq/cdk.out'],
+    ['local', 'destroy', '--yes', '--stage', 'demo', '--output', '.leaseq/cdk.out'],
     { CI: 'true' },
     300_000,
   );
