@@ -1,4 +1,4 @@
-import { Duration, type RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, type RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 
@@ -92,6 +92,18 @@ export class JobQueue extends Construct {
       // A letter is the original body plus the reason attributes: the DLQ takes the largest message SQS
       // allows, the jobs queue that less the attributes' reserve.
       maxMessageSizeBytes: SQS_MAX_MESSAGE_BYTES,
+      // Only the jobs queue may name this queue as its dead-letter target. Its ARN is built from its name:
+      // a reference to the jobs queue itself would be a cycle (its RedrivePolicy names this queue).
+      redriveAllowPolicy: {
+        redrivePermission: sqs.RedrivePermission.BY_QUEUE,
+        sourceQueues: [
+          sqs.Queue.fromQueueAttributes(this, 'RedriveSource', {
+            queueArn: Stack.of(this).formatArn({ service: 'sqs', resource: props.queueName }),
+            queueName: props.queueName,
+            fifo,
+          }),
+        ],
+      },
     });
 
     this.queue = new sqs.Queue(this, 'Queue', {

@@ -69,6 +69,9 @@ const queuePropsSchema = z.strictObject({
   FifoThroughputLimit: z.string().optional(),
   SqsManagedSseEnabled: z.boolean().optional(),
   RedrivePolicy: z.strictObject({ deadLetterTargetArn: getAttSchema, maxReceiveCount: int }).optional(),
+  // Which queues may use this one as their DLQ (AWS enforces it). Not applied locally: its source ARNs are
+  // joins of pseudo parameters this plan does not resolve, and the emulator does not enforce the policy.
+  RedriveAllowPolicy: z.unknown().optional(),
 });
 
 const keySchema = z.array(z.strictObject({ AttributeName: z.string(), KeyType: z.enum(['HASH', 'RANGE']) }));

@@ -168,6 +168,35 @@ describe('Class: LeaseqStack', () => {
       },
     );
 
+    it.each([false, true])(
+      'lets only the jobs queue use the DLQ as dead-letter target (fifo: %s)',
+      (fifo) => {
+        const { template } = synth(fifo ? { fifo } : {});
+        const name = fifo ? 'leaseq-dev-jobs.fifo' : 'leaseq-dev-jobs';
+        const [, dlq] = queue(template, fifo ? 'leaseq-dev-jobs-dlq.fifo' : 'leaseq-dev-jobs-dlq');
+
+        expect(dlq.Properties.RedriveAllowPolicy).toEqual({
+          redrivePermission: 'byQueue',
+          sourceQueueArns: [
+            {
+              'Fn::Join': [
+                '',
+                [
+                  'arn:',
+                  { Ref: 'AWS::Partition' },
+                  ':sqs:',
+                  { Ref: 'AWS::Region' },
+                  ':',
+                  { Ref: 'AWS::AccountId' },
+                  `:${name}`,
+                ],
+              ],
+            },
+          ],
+        });
+      },
+    );
+
     it('keeps a reserve that holds the largest reason attributes a dead letter can carry', () => {
       // SQS counts each attribute's name, data type and value (UTF-8). The worst case: every string at
       // the 1024-character cut, each character 3 bytes of UTF-8.
