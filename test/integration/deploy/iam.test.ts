@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -119,6 +119,8 @@ afterAll(() => {
       // already gone
     }
   }
+  // The folder holds the emulator's TLS private key and its log: nothing of it may outlive the test.
+  rmSync(work, { recursive: true, force: true });
 });
 
 describe('IAM enforced (AUTH=true, TLS): the worker role', () => {
