@@ -8,7 +8,8 @@
  *
  * Refused with 403 and a one-line reason: a request with an `Origin` header, with a `Sec-Fetch-Site`
  * other than `none` (a browser's cross-site request that carries no Origin, such as an image GET), or
- * whose `Host` is not `127.0.0.1:<port>`, `localhost:<port>` or `[::1]:<port>`. The AWS SDKs and CLIs send
+ * whose `Host` names anything but the loopback (`127.0.0.1`, `localhost`, `[::1]`, any port: a local proxy
+ * such as Toxiproxy forwards its own). The AWS SDKs and CLIs send
  * neither header and the loopback Host, so they pass unchanged.
  */
 import { chmodSync, writeFileSync } from 'node:fs';
@@ -20,7 +21,7 @@ export const GUARD_FILE = 'emulator-guard.py';
 /**
  * The launcher. It replaces `ministack.app.app` (the ASGI entry that `ministack.app.main()` serves) with
  * the guard and then runs `main()` as the `ministack` command would, so bind address, port, TLS and
- * logging stay MiniStack's own. The port in the allowed Hosts is `GATEWAY_PORT`, the one it listens on.
+ * logging stay MiniStack's own; `GATEWAY_PORT` (the port it listens on) only names an example in refusals.
  */
 const LAUNCHER = `# Written by leaseq (shared/local/emulator-guard.ts) on every start; edits are overwritten.
 import os
@@ -29,7 +30,9 @@ import sys
 import ministack.app as gateway
 
 PORT = os.environ["GATEWAY_PORT"]
-ALLOWED_HOSTS = {f"127.0.0.1:{PORT}", f"localhost:{PORT}", f"[::1]:{PORT}"}
+# Loopback names only. Any port: a local TCP proxy (Toxiproxy in the fault tests) forwards the Host of
+# its own port; a rebound DNS name is what a web page would send, and it never passes.
+LOOPBACK_NAMES = {"127.0.0.1", "localhost", "[::1]"}
 _served = gateway.app
 
 
@@ -45,11 +48,12 @@ def refusal(scope):
             if host is not None:
                 return "refused by leaseq's emulator guard: more than one Host header"
             host = value.decode("latin-1").strip().lower()
-    if host not in ALLOWED_HOSTS:
+    name = None if host is None else host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    if name not in LOOPBACK_NAMES:
         shown = "none" if host is None else repr(host)
         return (
             f"refused by leaseq's emulator guard: Host {shown} is not this emulator's loopback address"
-            f" (127.0.0.1:{PORT}, localhost:{PORT} or [::1]:{PORT})"
+            f" (127.0.0.1, localhost or [::1], e.g. 127.0.0.1:{PORT})"
         )
     return None
 
