@@ -41,7 +41,7 @@ export const LAYERS = [
   {
     rank: 1,
     name: 'outside world',
-    paths: ['shared/resources.ts', 'shared/sibling-module.ts', 'shared/aws/'],
+    paths: ['shared/resources.ts', 'shared/sibling-module.ts', 'shared/optional-package.ts', 'shared/aws/'],
   },
   { rank: 2, name: 'contract', paths: ['shared/core/contract/'] },
   { rank: 3, name: 'decisions', paths: ['shared/core/decisions/'] },

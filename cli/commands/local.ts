@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { type Command, InvalidArgumentError } from 'commander';
 import {
   awsConfigFromEnv,
@@ -8,7 +7,13 @@ import {
   destroyAwsClients,
   isLocalEndpoint,
 } from '../../shared/aws/clients.ts';
-import { DeployError, deployLocal, destroyLocal, LOCAL_ACCOUNT } from '../../shared/local/deploy.ts';
+import {
+  DeployError,
+  deployLocal,
+  destroyLocal,
+  LOCAL_ACCOUNT,
+  localCloudFormation,
+} from '../../shared/local/deploy.ts';
 import {
   type EmulatorHandle,
   type EmulatorStatus,
@@ -151,11 +156,7 @@ async function deployTarget() {
   const handle = await ensureEmulator({ log: progress });
   const config = { ...awsConfigFromEnv(), endpoint: handle.endpoint };
   const clients = createAwsClients(config);
-  const cloudFormation = new CloudFormationClient({
-    region: config.region,
-    endpoint: handle.endpoint,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test', accountId: LOCAL_ACCOUNT },
-  });
+  const cloudFormation = await localCloudFormation(handle.endpoint, config.region);
   const why = handle.mode === 'external' ? 'AWS_ENDPOINT_URL' : 'the embedded emulator leaseq runs';
   return {
     clients,

@@ -1,5 +1,4 @@
 import { join } from 'node:path';
-import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { type Command, Option } from 'commander';
 import {
   type DemoNames,
@@ -13,7 +12,7 @@ import {
   createAwsClients,
   destroyAwsClients,
 } from '../../shared/aws/clients.ts';
-import { deployLocal, LOCAL_ACCOUNT } from '../../shared/local/deploy.ts';
+import { deployLocal, localCloudFormation } from '../../shared/local/deploy.ts';
 import { type EmulatorHandle, ensureEmulator, stopEmulator } from '../../shared/local/emulator.ts';
 import { provisionLocal } from '../../shared/local/provision.ts';
 import { fractionArg, integerArg } from '../format.ts';
@@ -175,11 +174,7 @@ async function deployDemo(
   say: (line: string) => void,
 ): Promise<DemoNames> {
   const stackName = 'leaseq-demo';
-  const cloudFormation = new CloudFormationClient({
-    region: await clients.sqs.config.region(),
-    endpoint: emulator.endpoint,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test', accountId: LOCAL_ACCOUNT },
-  });
+  const cloudFormation = await localCloudFormation(emulator.endpoint, await clients.sqs.config.region());
   try {
     const outputsFile = join(process.cwd(), '.leaseq', 'demo-outputs.json');
     const result = await deployLocal({

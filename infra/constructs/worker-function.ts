@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module';
 import { type Duration, Names, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -8,6 +7,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { tableEnvVar } from '../../shared/core/model/table.ts';
+import { isInstalled, missingPackage } from '../../shared/optional-package.ts';
 import { WORKER_ENV } from '../../shared/resources.ts';
 
 /** Powertools log levels. */
@@ -204,16 +204,11 @@ export class WorkerFunction extends Construct {
   }
 }
 
-/** Bundling must use the esbuild installed with this package: CDK would otherwise try Docker. */
+/**
+ * Bundling must use a local esbuild (an optional peer of leaseq, installed next to aws-cdk-lib): CDK
+ * would otherwise try Docker.
+ */
 function assertLocalEsbuild(scope: Construct): void {
   if (!Stack.of(scope).bundlingRequired) return;
-  try {
-    createRequire(import.meta.url).resolve('esbuild');
-  } catch (error) {
-    throw new Error(
-      'esbuild is not installed next to aws-cdk-lib; expected it as a dependency (run `npm ci`): ' +
-        'leaseq bundles the worker with local esbuild, never with Docker',
-      { cause: error },
-    );
-  }
+  if (!isInstalled('esbuild')) throw missingPackage('esbuild');
 }

@@ -3,6 +3,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isRegistryLike, JobRegistry } from '../core/model/registry.ts';
 import { ConfigError } from '../errors.ts';
+import { isInstalled, missingPackage } from '../optional-package.ts';
 
 /** Environment variable naming the job module (a path); `--job-module` and package.json's `leaseq.jobs` come first. */
 export const JOBS_MODULE_ENV = 'LEASEQ_JOBS_MODULE';
@@ -53,7 +54,7 @@ function readLeaseqField(manifest: string): string | undefined {
 /**
  * Imports a job module and returns its jobs. The module's default export (or its export `jobs`) is
  * `defineJobs([...])` or an array of `defineJob(...)` results. TypeScript modules load when tsx is
- * registered (the `leaseq` command and local workers register it).
+ * registered (the `leaseq` command and local workers register it when it is installed).
  * @throws ConfigError when the file is missing or exports no jobs.
  */
 export async function loadJobModule(path: string): Promise<JobRegistry> {
@@ -63,6 +64,7 @@ export async function loadJobModule(path: string): Promise<JobRegistry> {
   try {
     exports = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   } catch (error) {
+    if (/\.[cm]?tsx?$/.test(file) && !isInstalled('tsx')) throw missingPackage('tsx', error);
     throw new ConfigError(
       `job module ${file} failed to load: ${error instanceof Error ? error.message : String(error)}`,
       error,

@@ -1,12 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import {
-  type CloudFormationClient,
-  DescribeStackEventsCommand,
-  DescribeStackResourcesCommand,
-  DescribeStacksCommand,
-} from '@aws-sdk/client-cloudformation';
+import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import {
   DescribeContinuousBackupsCommand,
   DescribeTimeToLiveCommand,
@@ -15,7 +10,26 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { LeaseqError } from '../errors.ts';
+import { loadOptional } from '../optional-package.ts';
 import { isProcessAlive, processCommandLine, sleep } from './process.ts';
+
+type CloudFormationSdk = typeof import('@aws-sdk/client-cloudformation');
+
+/** The CloudFormation client is an optional peer: only deploys to the emulator need it. */
+const cloudFormationSdk = () => loadOptional<CloudFormationSdk>('@aws-sdk/client-cloudformation');
+
+/**
+ * A CloudFormation client for the emulator at `endpoint`, with its test credentials.
+ * @throws ConfigError when @aws-sdk/client-cloudformation is not installed (one line that says so).
+ */
+export async function localCloudFormation(endpoint: string, region: string): Promise<CloudFormationClient> {
+  const { CloudFormationClient } = await cloudFormationSdk();
+  return new CloudFormationClient({
+    region,
+    endpoint,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test', accountId: LOCAL_ACCOUNT },
+  });
+}
 
 /** The account and credentials every local emulator accepts. */
 export const LOCAL_ACCOUNT = '000000000000';
@@ -223,6 +237,7 @@ function caBundle(env: NodeJS.ProcessEnv, projectDir: string): string | undefine
 
 async function stackExists(cfn: CloudFormationClient, stackName: string): Promise<boolean> {
   try {
+    const { DescribeStacksCommand } = await cloudFormationSdk();
     const out = await cfn.send(new DescribeStacksCommand({ StackName: stackName }));
     const status = out.Stacks?.[0]?.StackStatus;
     return status !== undefined && status !== 'DELETE_COMPLETE';
@@ -235,6 +250,7 @@ async function stackExists(cfn: CloudFormationClient, stackName: string): Promis
 /** The first failed resource event of the stack's latest operation, as one line. */
 async function failedEvent(cfn: CloudFormationClient, stackName: string): Promise<string | undefined> {
   try {
+    const { DescribeStackEventsCommand } = await cloudFormationSdk();
     const out = await cfn.send(new DescribeStackEventsCommand({ StackName: stackName }));
     const failed = (out.StackEvents ?? []).find((e) => e.ResourceStatus?.endsWith('_FAILED'));
     if (!failed) return undefined;
@@ -266,6 +282,7 @@ async function closeTableGaps(options: LocalDeployOptions): Promise<string[]> {
     resolve(options.projectDir, options.cdkOut ?? 'cdk.out'),
     options.stackName,
   );
+  const { DescribeStackResourcesCommand } = await cloudFormationSdk();
   const resources = await options.cloudFormation.send(
     new DescribeStackResourcesCommand({ StackName: options.stackName }),
   );

@@ -4,6 +4,7 @@ import { chmodSync, fchmodSync, mkdirSync, openSync, renameSync, rmSync, writeFi
 import { dirname, join } from 'node:path';
 import type { Summary } from '../core/observe/metrics.ts';
 import { JOBS_MODULE_ENV } from '../jobs/job-module.ts';
+import { isInstalled } from '../optional-package.ts';
 import { WORKER_ENV } from '../resources.ts';
 import { siblingModule } from '../sibling-module.ts';
 import { INVOCATION_TIMEOUT_ENV, type WorkerMessage } from './worker-ipc.ts';
@@ -63,6 +64,11 @@ interface PoolEvents {
 
 // The TypeScript source in a checkout, the compiled file in an installed package.
 const ENTRY = siblingModule(import.meta.url, 'worker-process');
+/**
+ * Workers load TypeScript (the sources, a `.ts` job module) through tsx when it is installed; without it
+ * (an optional peer) they run the compiled package and JavaScript job modules.
+ */
+const TSX_HOOK = isInstalled('tsx') ? ['--import', import.meta.resolve('tsx')] : [];
 
 /**
  * Local worker processes, each running the Lambda handler under the local event-source loop, with its
@@ -114,7 +120,7 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
           : {}),
         [WORKER_ENV.workerId]: id,
       },
-      execArgv: ['--import', import.meta.resolve('tsx')],
+      execArgv: TSX_HOOK,
       stdio: ['ignore', fd, fd, 'ipc'],
     });
     const info: WorkerInfo = {

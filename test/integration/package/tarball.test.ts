@@ -1,5 +1,13 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -20,6 +28,10 @@ const prefix = uniqueName('adopt');
 const clients = testClients();
 let tarball = '';
 let packed: { entryCount: number; size: number; unpackedSize: number; files: { path: string }[] };
+/** What the producer-only install (leaseq alone) holds and does, read before the peers are added. */
+let lean: { present: string[]; producer: string; version: string; typescriptModule: string };
+/** Installed only as optional peers: a producer or a Lambda handler needs none of them. */
+const BUILD_TOOLS = ['esbuild', 'tsx', '@aws-sdk/client-cloudformation', 'aws-cdk-lib', 'constructs'];
 
 const env = () => ({
   ...process.env,
@@ -39,17 +51,22 @@ beforeAll(async () => {
     join(project, 'package.json'),
     JSON.stringify({ name: 'adopter', type: 'module', private: true }),
   );
-  // What docs/jobs.md tells a user to install: aws-cdk-lib and constructs are optional peers (a producer
-  // alone does not need them), wanted for the construct and local provisioning.
-  const cdk = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).devDependencies as Record<
+  const install = (...specs: string[]) =>
+    run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...specs], {
+      cwd: project,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  // First what a service that only sends jobs installs: leaseq alone.
+  await install(tarball);
+  lean = await leanInstall();
+  // Then what docs/jobs.md tells a user to add for the construct, local workers and TypeScript job
+  // modules: the optional peers (aws-cdk-lib, constructs, esbuild, tsx).
+  const dev = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).devDependencies as Record<
     string,
     string
   >;
-  const peers = [`aws-cdk-lib@${cdk['aws-cdk-lib']}`, `constructs@${cdk.constructs}`];
-  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, 'zod@4', ...peers], {
-    cwd: project,
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  const peers = ['aws-cdk-lib', 'constructs', 'esbuild', 'tsx'].map((name) => `${name}@${dev[name]}`);
+  await install('zod@4', ...peers);
   writeFileSync(
     join(project, 'jobs.mjs'),
     `import { z } from 'zod';
@@ -117,6 +134,37 @@ process.stdout.write(JSON.stringify({ sent, refused }));
   );
 }, 240_000);
 
+/** In the project holding leaseq alone: which build tools came with it, and what still works. */
+async function leanInstall(): Promise<typeof lean> {
+  const present = BUILD_TOOLS.filter((name) => existsSync(join(project, 'node_modules', name)));
+  const producer = (
+    await run(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "const m = await import('leaseq/producer'); console.log(typeof m.JobProducer)",
+      ],
+      { cwd: project, env: env() },
+    )
+  ).stdout.trim();
+  const bin = join(project, 'node_modules', 'leaseq', 'bin', 'leaseq.mjs');
+  const version = (
+    await run(process.execPath, [bin, '--version'], { cwd: project, env: env() })
+  ).stdout.trim();
+  // An enum: Node's own type stripping refuses it, so only tsx could load this module.
+  writeFileSync(join(project, 'lean-jobs.ts'), 'enum Kind {\n  A,\n}\nexport default [Kind.A];\n');
+  writeFileSync(join(project, 'lean.ndjson'), `${JSON.stringify({ type: 'x', payload: {} })}\n`);
+  const refused = await run(
+    process.execPath,
+    [bin, 'send', '--file', 'lean.ndjson', '--job-module', 'lean-jobs.ts'],
+    { cwd: project, env: env() },
+  ).catch((e: { code: number; stderr: string }) => e);
+  const typescriptModule =
+    'code' in refused ? `${refused.code}: ${refused.stderr.trim()}` : `loaded: ${refused.stdout}`;
+  return { present, producer, version, typescriptModule };
+}
+
 afterAll(() => {
   destroyAwsClients(clients);
   rmSync(project, { recursive: true, force: true });
@@ -141,6 +189,17 @@ describe('The packed package, installed into a project of its own', () => {
     expect(manifest.license).toBe('Apache-2.0');
     process.stderr.write(
       `packed: ${packed.entryCount} files, ${(packed.size / 1024).toFixed(0)} KiB (${(packed.unpackedSize / 1024).toFixed(0)} KiB unpacked)\n`,
+    );
+  });
+
+  it('installs for a producer without the build tools, and says which to add when a command needs one', () => {
+    expect(lean.present).toEqual([]);
+    expect(lean.producer).toBe('function');
+    // The CLI itself runs compiled, without tsx.
+    expect(lean.version).toBe(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
+    // A TypeScript module Node cannot load itself: one line that names the package to add.
+    expect(lean.typescriptModule).toMatch(
+      /^1: [^\n]*tsx is not installed; it is needed for loading a TypeScript job module [^\n]*npm install --save-dev tsx$/,
     );
   });
 
