@@ -22,6 +22,7 @@ import {
   type StopResult,
   stopEmulator,
 } from '../../shared/local/emulator.ts';
+import type { EmulatorServices } from '../../shared/local/emulator-config.ts';
 import { EmulatorError } from '../../shared/local/emulator-errors.ts';
 import { parsePort } from '../../shared/local/net.ts';
 import { type ProvisionResult, provisionLocal } from '../../shared/local/provision.ts';
@@ -54,6 +55,14 @@ export function describeProvision(result: ProvisionResult, endpoint: string, job
 interface UpFlags {
   readonly port?: number;
   readonly json?: boolean;
+  readonly allServices?: boolean;
+}
+
+/** What the emulator serves, for people. */
+function servicesLine(services: EmulatorServices | undefined): string {
+  return services === 'queues-and-tables'
+    ? 'queues and tables only (SQS, DynamoDB, STS); `leaseq local up --all-services` adds functions and stacks'
+    : 'every service, functions and stacks included';
 }
 
 function portArgument(value: string): number {
@@ -92,9 +101,12 @@ export function describeUp(handle: EmulatorHandle): string {
     return `AWS_ENDPOINT_URL is set: using ${handle.endpoint} (it answers); leaseq started nothing`;
   }
   const name = `${handle.emulator} ${handle.version}`;
-  if (!handle.started) return `${name} already running at ${handle.endpoint} (pid ${handle.pid})`;
+  if (!handle.started) {
+    return `${name} already running at ${handle.endpoint} (pid ${handle.pid})\nserves: ${servicesLine(handle.services)}`;
+  }
   return [
     `${name} started at ${handle.endpoint} (pid ${handle.pid}, answered after ${seconds(handle.startupMs)})`,
+    `serves: ${servicesLine(handle.services)}`,
     `logs: ${shortPath(handle.logFile)}; stop it with: leaseq local down`,
   ].join('\n');
 }
@@ -118,6 +130,7 @@ export function describeStatus(status: EmulatorStatus): string {
     `endpoint: ${status.endpoint}`,
     `state:    ${status.answering ? 'answering' : `running but not answering (${status.reason})`}, pid ${status.pid}, since ${status.startedAt} (answered after ${seconds(status.startupMs)})`,
   ];
+  lines.push(`serves:   ${servicesLine(status.services)}`);
   if (status.rssBytes !== undefined)
     lines.push(`memory:   ${(status.rssBytes / 1024 / 1024).toFixed(1)} MiB RSS`);
   lines.push(`log:      ${shortPath(status.logFile)}`);
@@ -153,7 +166,8 @@ async function deployTarget() {
       `no cdk.json in ${process.cwd()}: run this in the CDK project that defines the stack`,
     );
   }
-  const handle = await ensureEmulator({ log: progress });
+  // A deploy needs functions, stacks and buckets: a queues-and-tables emulator is restarted with them.
+  const handle = await ensureEmulator({ log: progress, services: 'all' });
   const config = { ...awsConfigFromEnv(), endpoint: handle.endpoint };
   const clients = createAwsClients(config);
   const cloudFormation = await localCloudFormation(handle.endpoint, config.region);
@@ -189,9 +203,14 @@ export function register(program: Command): void {
     .description('install (first use) and start the emulator, or reuse the running one')
     .option('--port <port>', 'port on 127.0.0.1 (default: $LEASEQ_EMULATOR_PORT or 4566)', portArgument)
     .option('--json', 'print the result as JSON')
+    .option(
+      '--all-services',
+      'also serve functions, stacks and buckets (what `local deploy` and the deploy tests need); default: queues and tables only, so nothing can run code through it',
+    )
     .action(async (flags: UpFlags) => {
       const handle = await ensureEmulator({
         ...(flags.port === undefined ? {} : { port: flags.port }),
+        ...(flags.allServices ? { services: 'all' as const } : {}),
         log: progress,
       });
       print(flags.json ? JSON.stringify(handle) : describeUp(handle));

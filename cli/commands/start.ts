@@ -74,7 +74,11 @@ export function register(program: Command): void {
 async function start(flags: StartFlags): Promise<number> {
   // Lines can quote workers' and jobs' text: escaped (safe-text.ts), like every line the CLI prints.
   const say = (line: string) => process.stderr.write(`leaseq: ${safeLines(line)}\n`);
-  const emulator = await ensureEmulator({ log: say });
+  // `--runtime lambda` deploys the stack: functions and stacks too; local workers need queues and tables.
+  const emulator = await ensureEmulator({
+    log: say,
+    services: flags.runtime === 'lambda' ? 'all' : 'queues-and-tables',
+  });
   say(
     `${emulator.mode === 'external' ? 'using' : emulator.started ? 'started' : 'reusing'} ${emulator.endpoint}`,
   );

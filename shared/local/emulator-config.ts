@@ -35,7 +35,21 @@ export interface EmulatorOptions {
   readonly endpointTimeoutMs?: number;
   /** Progress lines for people ("installing ..."). @default discard */
   readonly log?: (line: string) => void;
+  /**
+   * What the emulator serves when this call starts it, and at least what a running one must serve.
+   * `queues-and-tables` (SQS, DynamoDB, STS) is all `local up`, local workers and provisioning need, and
+   * leaves out the Lambda service that can run code; `all` is every service leaseq uses (the emulator's
+   * own `SERVICES` in emulators.ts: functions, stacks and buckets too) for `local deploy` and the
+   * deploy tests.
+   * @default 'queues-and-tables'
+   */
+  readonly services?: EmulatorServices;
 }
+
+export type EmulatorServices = 'queues-and-tables' | 'all';
+
+/** The services `queues-and-tables` turns on (MiniStack's `SERVICES` names); `all` sets no filter. */
+export const QUEUES_AND_TABLES = ['sqs', 'dynamodb', 'sts'] as const;
 
 export const DEFAULT_EMULATOR_PORT = 4566;
 
@@ -58,6 +72,7 @@ export interface ResolvedOptions {
   readonly installTimeoutMs: number;
   readonly endpointTimeoutMs: number;
   readonly log: (line: string) => void;
+  readonly services: EmulatorServices;
 }
 
 /**
@@ -99,6 +114,7 @@ export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
     installTimeoutMs: options.installTimeoutMs ?? 900_000,
     endpointTimeoutMs: options.endpointTimeoutMs ?? 3000,
     log: options.log ?? (() => {}),
+    services: options.services ?? 'queues-and-tables',
   };
 }
 

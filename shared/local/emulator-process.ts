@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, renameSync, statSync, writeSync } from 'node:fs';
-import { display, endpointFor, type ResolvedOptions } from './emulator-config.ts';
+import { display, endpointFor, QUEUES_AND_TABLES, type ResolvedOptions } from './emulator-config.ts';
 import { emulatorEnv } from './emulator-env.ts';
 import { EmulatorError, EmulatorStartError } from './emulator-errors.ts';
 import { writeGuardLauncher } from './emulator-guard.ts';
@@ -61,7 +61,7 @@ export async function startProcess(cfg: ResolvedOptions): Promise<EmulatorState>
     detached: true,
     stdio: ['ignore', logFd, logFd],
     // An allow-list, never process.env: the functions it runs see its environment (emulator-env.ts).
-    env: emulatorEnv(cfg.parentEnv, spec.env(LOOPBACK_HOST, cfg.port)),
+    env: emulatorEnv(cfg.parentEnv, { ...spec.env(LOOPBACK_HOST, cfg.port), ...servicesFilter(spec, cfg) }),
   });
   closeSync(logFd);
   child.once('error', (error) => {
@@ -94,7 +94,14 @@ export async function startProcess(cfg: ResolvedOptions): Promise<EmulatorState>
     version: spec.version,
     startedAt: startedAt.toISOString(),
     startupMs: Math.round(performance.now() - t0),
+    services: spec.name === 'ministack' ? cfg.services : 'all',
   };
+}
+
+/** MiniStack answers only the services in `SERVICES` (any other gets 400 "Unsupported service"). */
+function servicesFilter(spec: EmulatorSpec, cfg: ResolvedOptions): Record<string, string> {
+  if (spec.name !== 'ministack' || cfg.services === 'all') return {};
+  return { SERVICES: QUEUES_AND_TABLES.join(',') };
 }
 
 /**

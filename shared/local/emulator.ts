@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   type EmulatorOptions,
+  type EmulatorServices,
   endpointFor,
   lockTimeout,
   type ResolvedOptions,
@@ -40,6 +41,8 @@ export interface EmulatorHandle {
   /** Milliseconds from spawning the process to its first answer (recorded when it was started). */
   readonly startupMs?: number;
   readonly logFile?: string;
+  /** What the embedded emulator serves (`EmulatorOptions.services`). */
+  readonly services?: EmulatorServices;
 }
 
 /** What `emulatorStatus` reports. Never throws for an emulator that is down. */
@@ -59,6 +62,7 @@ export interface EmulatorStatus {
   /** Resident memory of the emulator process (Linux only). */
   readonly rssBytes?: number;
   readonly logFile?: string;
+  readonly services?: EmulatorServices;
 }
 
 /** What `stopEmulator` did. */
@@ -147,13 +151,29 @@ export async function acquireEmulator(options: EmulatorOptions = {}): Promise<Em
  * test sessions; a person's `local up` (autoStop false) pins a running one so no session stops it.
  */
 async function ensureLocked(cfg: ResolvedOptions, autoStop: boolean): Promise<EmulatorHandle> {
-  const running = await recordedEmulator(cfg);
+  let running = await recordedEmulator(cfg);
   if (running) {
     if (cfg.requestedPort !== undefined && cfg.requestedPort !== running.port) {
       throw new EmulatorError(
         `the emulator is already running on port ${running.port} (pid ${running.pid}); run \`leaseq local down\` first to move it to port ${cfg.requestedPort}`,
       );
     }
+    if (cfg.services === 'all' && (running.services ?? 'all') !== 'all') {
+      // MiniStack cannot turn a service on while it runs: restart it, unless a test session holds it.
+      if (liveHolders(cfg) > 0) {
+        throw new EmulatorError(
+          `the emulator on port ${running.port} serves queues and tables only and a test session is using it; when it is done, run \`leaseq local down\`, then \`leaseq local up --all-services\``,
+        );
+      }
+      cfg.log(
+        `restarting the emulator with every service (functions, stacks, buckets); the queues and tables it held are gone`,
+      );
+      await stopLocked(cfg, running, 10_000);
+      autoStop = autoStop && running.autoStop === true;
+      running = undefined;
+    }
+  }
+  if (running) {
     if (!autoStop && running.autoStop) writeEmulatorState(cfg.stateFile, { ...running, autoStop: false });
     return handleFor(cfg, running, false, false);
   }
@@ -191,6 +211,7 @@ function handleFor(
     version: state.version,
     startupMs: state.startupMs,
     logFile: cfg.logFile,
+    services: state.services ?? 'all',
   };
 }
 
@@ -266,6 +287,7 @@ export async function emulatorStatus(options: EmulatorOptions = {}): Promise<Emu
     startupMs: state.startupMs,
     ...(rssBytes === undefined ? {} : { rssBytes }),
     logFile: cfg.logFile,
+    services: state.services ?? 'all',
   };
 }
 

@@ -21,6 +21,8 @@ export interface EmulatorState {
    * when a person or script started or pinned it with `leaseq local up`: only `local down` stops it.
    */
   readonly autoStop?: boolean;
+  /** What it serves (`emulator-config.ts`); absent in records written before it was chosen: `all`. */
+  readonly services?: 'queues-and-tables' | 'all';
 }
 
 const stateSchema = z.object({
@@ -32,6 +34,7 @@ const stateSchema = z.object({
   startedAt: z.string().min(1),
   startupMs: z.number().nonnegative(),
   autoStop: z.boolean().optional(),
+  services: z.enum(['queues-and-tables', 'all']).optional(),
 });
 
 /**

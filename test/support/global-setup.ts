@@ -25,7 +25,11 @@ declare module 'vitest' {
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const previous = process.env.AWS_ENDPOINT_URL;
-  const handle = await acquireEmulator({ log: (line) => process.stderr.write(`[leaseq] ${line}\n`) });
+  // Every service: the deploy tests deploy stacks and run functions on it.
+  const handle = await acquireEmulator({
+    log: (line) => process.stderr.write(`[leaseq] ${line}\n`),
+    services: 'all',
+  });
   project.provide('endpoint', handle.endpoint);
   const runTag = `t${randomBytes(3).toString('hex')}`;
   project.provide('runTag', runTag);

@@ -16,8 +16,15 @@ import { fileURLToPath } from 'node:url';
 import { CreateFunctionCommand, InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { CreateQueueCommand, ListQueuesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EmulatorHandle, ensureEmulator, stopEmulator } from '../../../shared/local/emulator.ts';
+import {
+  acquireEmulator,
+  type EmulatorHandle,
+  ensureEmulator,
+  stopEmulator,
+} from '../../../shared/local/emulator.ts';
+import { EmulatorError } from '../../../shared/local/emulator-errors.ts';
 import { LOOPBACK_HOST } from '../../../shared/local/net.ts';
+import { isProcessAlive } from '../../../shared/local/process.ts';
 
 // The embedded emulator is reachable only by leaseq and the user's own tools: started exactly as
 // `leaseq local up` starts it (ensureEmulator, on a free port, in a state directory of its own), it
@@ -227,6 +234,46 @@ describe('the embedded emulator, started as `leaseq local up` starts it', () => 
 
   it('writes its log owner-only', () => {
     expect((statSync(join(stateDir, 'emulator.log')).mode & 0o777).toString(8)).toBe('600');
+  });
+
+  it('serves queues and tables only, as `local up` starts it: nothing can run code through it', async () => {
+    expect(handle.services).toBe('queues-and-tables');
+    const lambda = new LambdaClient({ endpoint: handle.endpoint, region: 'us-east-1', credentials });
+    try {
+      const refused = await lambda
+        .send(
+          new CreateFunctionCommand({
+            FunctionName: 'guard-refused',
+            Runtime: 'nodejs22.x',
+            Handler: 'index.handler',
+            Role: 'arn:aws:iam::000000000000:role/guard-refused',
+            Code: { ZipFile: zipOf('export const handler = async () => 1;') },
+          }),
+        )
+        .catch((e: Error) => e);
+      expect(refused).toBeInstanceOf(Error);
+      expect(JSON.stringify(refused)).toMatch(/Unsupported service: lambda/);
+    } finally {
+      lambda.destroy();
+    }
+  });
+
+  it('restarts with every service for a deploy, but never under a test session holding it', async () => {
+    const env = { ...process.env, AWS_ENDPOINT_URL: '', TMPDIR: join(stateDir, 'tmp') };
+    const session = await acquireEmulator({ stateDir, port, env });
+    const held = await ensureEmulator({ stateDir, port, env, services: 'all' }).catch((e: Error) => e);
+    expect(held).toBeInstanceOf(EmulatorError);
+    expect((held as Error).message).toMatch(
+      /serves queues and tables only and a test session is using it; .*`leaseq local up --all-services`$/,
+    );
+    await session.release();
+    expect(isProcessAlive(handle.pid ?? 0)).toBe(true);
+
+    const before = handle.pid;
+    handle = await ensureEmulator({ stateDir, port, env, services: 'all' });
+    expect(handle).toMatchObject({ started: true, services: 'all', port });
+    expect(handle.pid).not.toBe(before);
+    expect(isProcessAlive(before ?? 0)).toBe(false);
   });
 
   it('runs a deployed function that cannot see a variable set in the operator shell', async () => {

@@ -197,12 +197,17 @@ describe('CLI: leaseq local up | status | down', () => {
 
     const up = await leaseq(['local', 'up', '--port', String(port), '--json'], env);
     expect(up.code).toBe(0);
-    expect(JSON.parse(up.stdout)).toMatchObject({ mode: 'embedded', started: true, port });
+    expect(JSON.parse(up.stdout)).toMatchObject({
+      mode: 'embedded',
+      started: true,
+      port,
+      services: 'queues-and-tables',
+    });
 
     const again = await leaseq(['local', 'up'], env);
     expect(again.stdout).toMatch(
       new RegExp(
-        `^ministack 1\\.5\\.33 already running at http://127\\.0\\.0\\.1:${port} \\(pid \\d+\\)\\n$`,
+        `^ministack 1\\.5\\.33 already running at http://127\\.0\\.0\\.1:${port} \\(pid \\d+\\)\\nserves: queues and tables only \\(SQS, DynamoDB, STS\\); \`leaseq local up --all-services\` adds functions and stacks\\n$`,
       ),
     );
 
