@@ -168,6 +168,21 @@ export class DeadlineError extends LeaseqError {
 }
 
 /**
+ * SQS refused a dead letter for what it carries (its attributes' characters or the letter's size): the
+ * same letter would be refused on every try. `code` is SQS's error code. The dead-letterer sends a
+ * minimal letter instead (docs/reliability.md, "Dead letters").
+ */
+export class LetterRefusedError extends LeaseqError {
+  readonly code: string;
+
+  constructor(code: string, cause?: unknown) {
+    super(`SQS refused the dead letter (${code})`, { retryable: false, cause });
+    this.name = 'LetterRefusedError';
+    this.code = code;
+  }
+}
+
+/**
  * A setting, a job definition or a deployment property is wrong (a missing table variable, a duplicate
  * job type, a bad name). Raised where the setting is read, with the value received and what was expected.
  */

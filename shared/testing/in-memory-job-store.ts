@@ -8,6 +8,7 @@ import type {
   FencedWriteResult,
   JobLease,
   JobStore,
+  RenewOptions,
   StoreCallOptions,
 } from '../core/contract/job-store.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
@@ -164,12 +165,25 @@ export class InMemoryJobStore implements JobStore {
     };
   }
 
-  async renew(lease: JobLease, leaseMs: number, now: number, options: StoreCallOptions = {}): Promise<void> {
+  async renew(lease: JobLease, leaseMs: number, now: number, options: RenewOptions = {}): Promise<void> {
     const leaseUntil = leaseEnd(now, leaseMs);
+    const cause = options.deadLetter;
     const stored = await this.faults.run(
       'renew',
       () => {
         const item = this.#fenced(lease, 'renew');
+        if (cause !== undefined) {
+          // The dead-letter fence: records the cause, and sets the lease end as given (see RenewOptions).
+          this.#items.set(lease.dedupKey, {
+            ...item,
+            leaseUntil,
+            expiresAt: this.#expiresAt(leaseUntil),
+            deadReason: storableText(cause.reason, ERROR_CLASS_MAX),
+            lastError: storableText(cause.errorMessage),
+            lastErrorClass: storableText(cause.errorClass, ERROR_CLASS_MAX),
+          });
+          return leaseUntil;
+        }
         // Never backwards: a renewal that lands after a later one of the same lease changes nothing.
         if (item.leaseUntil > leaseUntil) return item.leaseUntil;
         this.#items.set(lease.dedupKey, { ...item, leaseUntil, expiresAt: this.#expiresAt(leaseUntil) });
@@ -294,6 +308,7 @@ export class InMemoryJobStore implements JobStore {
         expiresAt: this.#expiresAt(now),
       };
       delete next.owner;
+      delete next.deadReason;
       this.#items.set(dedupKey, next);
       return true;
     });

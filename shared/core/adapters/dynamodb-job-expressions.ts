@@ -5,7 +5,7 @@
 import type { ScanCommandInput } from '@aws-sdk/lib-dynamodb';
 import { ERROR_CLASS_MAX, storableText } from '../../errors.ts';
 import type { Checkpoint } from '../contract/job-item.ts';
-import type { ClaimRequest, Effect, JobLease } from '../contract/job-store.ts';
+import type { ClaimRequest, DeadLetterCause, Effect, JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 
 /** An UpdateItem of one job item: sent alone, or as the first item of a transaction with effects. */
@@ -50,11 +50,12 @@ export function claimUpdate(
       '#expiresAt = :expiresAt' +
       (completes ? ', #completedAt = :now, #result = :result REMOVE #lastError, #lastErrorClass' : ''),
     // A fast commit also refuses an item with a checkpoint (its steps' effects are already committed,
-    // and only a leased run resumes from them) and one whose attempts are used up (a leased claim
-    // dead-letters it).
+    // and only a leased run resumes from them), one whose attempts are used up, and one whose
+    // dead-lettering is unfinished (a leased claim dead-letters those).
     ConditionExpression: completes
       ? 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead) AND #leaseUntil < :now ' +
-        'AND attribute_not_exists(#checkpoint) AND #attempts < :maxAttempts)'
+        'AND attribute_not_exists(#checkpoint) AND #attempts < :maxAttempts ' +
+        'AND attribute_not_exists(#deadReason))'
       : 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead) AND #leaseUntil < :now)',
     ExpressionAttributeNames: {
       '#dedupKey': 'dedupKey',
@@ -75,6 +76,7 @@ export function claimUpdate(
             '#completedAt': 'completedAt',
             '#result': 'result',
             '#checkpoint': 'checkpoint',
+            '#deadReason': 'deadReason',
             '#lastError': 'lastError',
             '#lastErrorClass': 'lastErrorClass',
           }
@@ -98,13 +100,39 @@ export function claimUpdate(
   };
 }
 
-/** A renewal: the new lease end, never backwards (a renewal landing after a later one changes nothing). */
+/**
+ * A renewal: the new lease end, never backwards (a renewal landing after a later one changes nothing).
+ * With `deadLetter`, the dead-letter fence (E9): it also records the cause, and sets the lease end as
+ * given (capped to the deadline, it may be sooner than a heartbeat's).
+ */
 export function renewUpdate(
   tableName: string,
   lease: JobLease,
   leaseUntil: number,
   expiresAt: number,
+  deadLetter?: DeadLetterCause,
 ): JobItemUpdate {
+  if (deadLetter !== undefined) {
+    return fencedUpdate(tableName, lease, {
+      UpdateExpression:
+        'SET #leaseUntil = :leaseUntil, #expiresAt = :expiresAt, #deadReason = :deadReason, ' +
+        '#lastError = :lastError, #lastErrorClass = :lastErrorClass',
+      ExpressionAttributeNames: {
+        '#leaseUntil': 'leaseUntil',
+        '#expiresAt': 'expiresAt',
+        '#deadReason': 'deadReason',
+        '#lastError': 'lastError',
+        '#lastErrorClass': 'lastErrorClass',
+      },
+      ExpressionAttributeValues: {
+        ':leaseUntil': leaseUntil,
+        ':expiresAt': expiresAt,
+        ':deadReason': storableText(deadLetter.reason, ERROR_CLASS_MAX),
+        ':lastError': storableText(deadLetter.errorMessage),
+        ':lastErrorClass': storableText(deadLetter.errorClass, ERROR_CLASS_MAX),
+      },
+    });
+  }
   return fencedUpdate(tableName, lease, {
     UpdateExpression: 'SET #leaseUntil = :leaseUntil, #expiresAt = :expiresAt',
     ConditionSuffix: ' AND #leaseUntil <= :leaseUntil',
@@ -213,7 +241,7 @@ export function redriveUpdate(
     Key: { dedupKey },
     UpdateExpression:
       'SET #status = :retryWait, #leaseUntil = :zero, #attempts = :zero, #version = #version + :one, ' +
-      '#updatedAt = :now, #expiresAt = :expiresAt REMOVE #owner',
+      '#updatedAt = :now, #expiresAt = :expiresAt REMOVE #owner, #deadReason',
     // Not finished, and no live lease: DEAD, RETRY_WAIT, or IN_PROGRESS whose lease has ended.
     ConditionExpression:
       'attribute_exists(#status) AND #status <> :completed AND (#status <> :inProgress OR #leaseUntil < :now)',
@@ -225,6 +253,7 @@ export function redriveUpdate(
       '#updatedAt': 'updatedAt',
       '#expiresAt': 'expiresAt',
       '#owner': 'owner',
+      '#deadReason': 'deadReason',
     },
     ExpressionAttributeValues: {
       ':retryWait': JobStatus.RetryWait,

@@ -20,6 +20,7 @@ import type {
   FencedWriteResult,
   JobLease,
   JobStore,
+  RenewOptions,
   StoreCallOptions,
 } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
@@ -148,13 +149,20 @@ export class DynamoDbJobStore implements JobStore {
     }
   }
 
-  async renew(lease: JobLease, leaseMs: number, now: number, options: StoreCallOptions = {}): Promise<void> {
+  async renew(lease: JobLease, leaseMs: number, now: number, options: RenewOptions = {}): Promise<void> {
     const leaseUntil = leaseEnd(now, leaseMs);
     let later: number | undefined;
-    const update = renewUpdate(this.#table, lease, leaseUntil, this.#expiresAt(leaseUntil));
+    const update = renewUpdate(
+      this.#table,
+      lease,
+      leaseUntil,
+      this.#expiresAt(leaseUntil),
+      options.deadLetter,
+    );
     await this.#writeWithEffects(lease, 'renew', update, [], options.signal, (old) => {
-      // Refused because a later renewal of this same lease already landed: nothing lost.
-      if (!holdsFence(old, lease) || old.leaseUntil <= leaseUntil) return false;
+      // Refused because a later renewal of this same lease already landed: nothing lost. (The
+      // dead-letter fence has no such condition: its refusal is always the fence's.)
+      if (options.deadLetter || !holdsFence(old, lease) || old.leaseUntil <= leaseUntil) return false;
       later = old.leaseUntil;
       return true;
     });

@@ -5,7 +5,7 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { storableText } from '../../errors.ts';
+import { LetterRefusedError, storableText } from '../../errors.ts';
 import type { DeadLetterReason, JobQueue } from '../contract/job-queue.ts';
 
 export interface SqsJobQueueOptions {
@@ -45,18 +45,48 @@ export class SqsJobQueue implements JobQueue {
     );
   }
 
+  /** @throws LetterRefusedError when SQS refuses the letter for what it carries (final). */
   async sendToDeadLetter(body: string, reason: DeadLetterReason, groupId?: string): Promise<void> {
-    await this.#sqs.send(
-      new SendMessageCommand({
-        QueueUrl: this.#dlqUrl,
-        MessageBody: body,
-        MessageAttributes: deadLetterAttributes(reason),
-        ...(groupId
-          ? { MessageGroupId: groupId, MessageDeduplicationId: `${reason.messageId}-dead`.slice(0, 128) }
-          : {}),
-      }),
-    );
+    try {
+      await this.#sqs.send(
+        new SendMessageCommand({
+          QueueUrl: this.#dlqUrl,
+          MessageBody: body,
+          MessageAttributes: deadLetterAttributes(reason),
+          ...(groupId
+            ? { MessageGroupId: groupId, MessageDeduplicationId: `${reason.messageId}-dead`.slice(0, 128) }
+            : {}),
+        }),
+      );
+    } catch (error) {
+      const refused = contentRefusal(error);
+      if (refused !== undefined) throw new LetterRefusedError(refused, error);
+      throw error;
+    }
   }
+}
+
+// SQS's codes for a message it refuses for its contents: the characters or size of its attributes, or its
+// size. The query-protocol spelling (`AWS.SimpleQueueService.InvalidMessageContents`) is matched too.
+const CONTENT_CODES = new Set([
+  'InvalidMessageContents',
+  'InvalidAttributeName',
+  'InvalidAttributeValue',
+  'InvalidParameterValue',
+  'MessageTooLong',
+]);
+
+/**
+ * The error code when SQS refused a send for what the message carries, else undefined. Such a refusal is
+ * the same on every try; throttling, KMS, a missing queue or a 5xx may pass later and are not matched.
+ */
+function contentRefusal(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const code = error.name.slice(error.name.lastIndexOf('.') + 1);
+  if (CONTENT_CODES.has(code)) return code;
+  const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  if (status === 400 && /attribute/i.test(error.message)) return code;
+  return undefined;
 }
 
 /** The most characters of one dead-letter attribute (the error text itself is capped lower, errors.ts). */

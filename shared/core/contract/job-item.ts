@@ -31,6 +31,12 @@ export interface JobItem {
   readonly checkpoint?: Checkpoint;
   readonly lastError?: string;
   readonly lastErrorClass?: string;
+  /**
+   * Set by the dead-letter fence (E9): the job is being dead-lettered for this reason (with `lastError`,
+   * `lastErrorClass`). A claim that finds it finishes the dead-lettering instead of running the job; a
+   * redrive removes it.
+   */
+  readonly deadReason?: string;
   readonly result?: unknown;
   readonly createdAt?: string;
   readonly claimedAt?: number;

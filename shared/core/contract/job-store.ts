@@ -90,6 +90,24 @@ export interface StoreCallOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Why a claimed job is dead-lettered: what its letter and its DEAD item say. */
+export interface DeadLetterCause {
+  readonly reason: string;
+  readonly errorClass: string;
+  readonly errorMessage: string;
+}
+
+/** Options of {@link JobStore.renew}. */
+export interface RenewOptions extends StoreCallOptions {
+  /**
+   * The dead-letter fence (E9): the renewal also records the cause on the item (`deadReason`,
+   * `lastError`, `lastErrorClass`), so whoever takes the job over finishes the dead-lettering with it
+   * instead of running the job again. The lease end is then set as given, also when that is sooner than
+   * the stored one (the fence is capped to the deadline).
+   */
+  readonly deadLetter?: DeadLetterCause;
+}
+
 /**
  * The port for the `jobs` table. Every write after the claim is fenced: it only applies while the item
  * still names this owner and token, and refusals come back as {@link LeaseLostError}.
@@ -98,7 +116,7 @@ export interface JobStore {
   /** One conditional write: takes the job if absent, or not finished and its lease is over. */
   claim(request: ClaimRequest, options?: StoreCallOptions): Promise<ClaimResult>;
   /** Extends the lease; throws LeaseLostError when the owner/token no longer match. */
-  renew(lease: JobLease, leaseMs: number, now: number, options?: StoreCallOptions): Promise<void>;
+  renew(lease: JobLease, leaseMs: number, now: number, options?: RenewOptions): Promise<void>;
   /** Stores progress (and, atomically, the step's effects). Throws LeaseLostError when fenced out. */
   checkpoint(
     lease: JobLease,
@@ -146,7 +164,8 @@ export interface JobStore {
   /**
    * Operator redrive: makes a job runnable again unless it completed or a live lease holds it: DEAD,
    * RETRY_WAIT, or IN_PROGRESS whose lease ended before `now` (a worker died, or its dead marking failed)
-   * becomes RETRY_WAIT with attempts 0, no owner; the checkpoint is kept. False when refused or absent.
+   * becomes RETRY_WAIT with attempts 0, no owner, no `deadReason`; the checkpoint is kept. False when
+   * refused or absent.
    */
   resetForRedrive(dedupKey: string, now: number): Promise<boolean>;
 }

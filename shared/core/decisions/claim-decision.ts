@@ -1,5 +1,5 @@
 import type { JobItem } from '../contract/job-item.ts';
-import type { ClaimKind } from '../contract/job-store.ts';
+import type { ClaimKind, DeadLetterCause } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { isClaimable, leasedRunOnly } from './lease-arithmetic.ts';
 
@@ -73,4 +73,17 @@ export function classifyClaim(old: JobItem | undefined): ClaimKind {
  */
 export function needsLeasedClaim(old: JobItem, maxAttempts: number, now: number): boolean {
   return leasedRunOnly(old, maxAttempts) && isClaimable(old, now);
+}
+
+/**
+ * The cause an unfinished dead-lettering recorded at its fence (E9) on `previous`, the item a claim
+ * replaced: the claim finishes that dead-lettering with it instead of running the job again.
+ */
+export function recordedDeadCause(previous: JobItem | undefined): DeadLetterCause | undefined {
+  if (previous?.deadReason === undefined) return undefined;
+  return {
+    reason: previous.deadReason,
+    errorClass: previous.lastErrorClass ?? 'unknown',
+    errorMessage: previous.lastError ?? '',
+  };
 }

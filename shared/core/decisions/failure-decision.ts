@@ -8,12 +8,9 @@ import {
   StoreUnavailableError,
 } from '../../errors.ts';
 
-/** Why a claimed job is dead-lettered: what its letter and its DEAD item say. */
-export interface DeadLetterCause {
-  readonly reason: string;
-  readonly errorClass: string;
-  readonly errorMessage: string;
-}
+import type { DeadLetterCause } from '../contract/job-store.ts';
+
+export type { DeadLetterCause } from '../contract/job-store.ts';
 
 /** What a worker does after an attempt ended without a commit (docs/protocol.md, "The state machine", edges E7-E9, and "Store outages"). */
 export type FailureDecision =

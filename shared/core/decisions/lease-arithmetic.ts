@@ -28,14 +28,16 @@ export function isClaimable(old: JobItem | undefined, now: number): boolean {
 
 /**
  * True when only a leased claim may take the job, never a fast commit: it has a checkpoint (its steps'
- * effects are committed; a leased run resumes from them), or its attempts are used up (the claim then
- * dead-letters it).
+ * effects are committed; a leased run resumes from them), or its attempts are used up or its
+ * dead-lettering is unfinished (the claim then dead-letters it).
  */
 export function leasedRunOnly(
-  old: Pick<JobItem, 'checkpoint' | 'attempts'> | undefined,
+  old: Pick<JobItem, 'checkpoint' | 'attempts' | 'deadReason'> | undefined,
   maxAttempts: number,
 ): boolean {
-  return old?.checkpoint !== undefined || (old?.attempts ?? 0) >= maxAttempts;
+  return (
+    old?.checkpoint !== undefined || old?.deadReason !== undefined || (old?.attempts ?? 0) >= maxAttempts
+  );
 }
 
 /** What a claim's write counts up over the item it replaces. */

@@ -1,6 +1,6 @@
 import { describe } from '../../errors.ts';
 import type { JobQueue } from '../contract/job-queue.ts';
-import type { JobLease, JobStore } from '../contract/job-store.ts';
+import type { DeadLetterCause, JobLease, JobStore } from '../contract/job-store.ts';
 import { capLeaseToDeadline, visibilityForLease } from '../decisions/lease-timing.ts';
 import type { JobLog } from '../observe/job-log.ts';
 import type { Renewable } from './heartbeat.ts';
@@ -19,8 +19,8 @@ export interface JobRenewerOptions {
 
 /**
  * The one way a claimed job's lease is extended (protocol edge E4): a fenced DynamoDB renewal, then the
- * message's visibility moved to match. The heartbeat calls it on every beat, and the dead-letterer once
- * before the letter leaves, as its fence.
+ * message's visibility moved to match. The heartbeat calls `renew` on every beat, and the dead-letterer
+ * `fence` once before the letter leaves.
  *
  * The fenced renewal is the lease. The visibility only keeps the message from coming back early; when
  * it cannot be moved (the message was received again, so this receipt is stale, or SQS failed) the copy
@@ -34,20 +34,32 @@ export class JobRenewer implements Renewable {
     this.#o = options;
   }
 
-  /**
-   * Renews; resolves with the new lease end. Throws LeaseLostError when fenced out. `minimumMs` grants at
-   * least that much even past the deadline: a fence that must happen whatever time is left.
-   */
-  async renew(signal?: AbortSignal, minimumMs = 0): Promise<number> {
+  /** Renews; resolves with the new lease end. Throws LeaseLostError when fenced out. */
+  async renew(signal?: AbortSignal): Promise<number> {
     const { store, lease, deadline, now } = this.#o;
     const at = now();
     // At the deadline there is nothing left to grant: the heartbeat stops the job with a DeadlineError.
-    const ms = Math.max(minimumMs, capLeaseToDeadline(this.#o.leaseMs, at, deadline));
+    const ms = capLeaseToDeadline(this.#o.leaseMs, at, deadline);
     if (ms <= 0) return lease.leaseUntil;
     await store.renew(lease, ms, at, signal ? { signal } : {});
     // The renewal is done here: the visibility follows in the background, so a slow SQS answer can
     // neither delay the beat nor make a renewed lease look lost.
     void this.#followVisibility(ms);
+    return lease.leaseUntil;
+  }
+
+  /**
+   * The dead-letter fence (E9): a fenced renewal that also records `cause` on the item; resolves with the
+   * new lease end, throws LeaseLostError when fenced out. Its lease of `leaseMs` is capped to the deadline
+   * like every other; at the deadline it is still written, ending now: the proof of ownership is the
+   * write, and the recorded cause lets whoever takes the job over finish the dead-lettering.
+   */
+  async fence(cause: DeadLetterCause, leaseMs: number, signal?: AbortSignal): Promise<number> {
+    const { store, lease, deadline, now } = this.#o;
+    const at = now();
+    const ms = capLeaseToDeadline(leaseMs, at, deadline);
+    await store.renew(lease, ms, at, { deadLetter: cause, ...(signal ? { signal } : {}) });
+    if (ms > 0) void this.#followVisibility(ms);
     return lease.leaseUntil;
   }
 

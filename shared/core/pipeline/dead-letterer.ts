@@ -3,6 +3,7 @@ import {
   errorClass,
   InvalidEnvelopeError,
   LeaseLostError,
+  LetterRefusedError,
   StoreUnavailableError,
 } from '../../errors.ts';
 import type { DeadLetterReason, JobQueue } from '../contract/job-queue.ts';
@@ -85,9 +86,11 @@ export class DeadLetterer {
     };
     // Fence before anything leaves: a fenced renewal proves this worker still holds the job (and keeps
     // it for the next steps). A worker that lost its lease unknowingly sends no letter for a job that
-    // its new owner may well complete.
+    // its new owner may well complete. The fence records the cause on the item: if this dead-lettering
+    // is cut short (a failed send, a crash, the deadline), the next claim finishes it with that cause
+    // instead of running the job again.
     try {
-      await this.#bounded((signal) => renewer.renew(signal, this.#o.callBudgetMs));
+      await this.#bounded((signal) => renewer.fence(cause, this.#o.callBudgetMs, signal));
     } catch (error) {
       if (error instanceof LeaseLostError) {
         return lost(
@@ -102,7 +105,7 @@ export class DeadLetterer {
       );
     }
     try {
-      await this.#o.queue.sendToDeadLetter(record.body, reason, record.attributes.MessageGroupId);
+      await this.#send(record, reason, log, true);
     } catch (error) {
       return keep(error, 'could not send to the DLQ; keeping the message for a retry', 'retry');
     }
@@ -154,7 +157,7 @@ export class DeadLetterer {
       ...(hint === undefined ? {} : { dedupKey: hint }),
     };
     try {
-      await this.#o.queue.sendToDeadLetter(record.body, reason, record.attributes.MessageGroupId);
+      await this.#send(record, reason, log, false);
     } catch (sendError) {
       log.error('bad message, and the DLQ send failed; keeping it for a retry', {
         error: this.#o.errorText(sendError),
@@ -168,6 +171,31 @@ export class DeadLetterer {
     return { action: 'dead-lettered' };
   }
 
+  /**
+   * Sends the letter. One SQS refuses for what it carries is refused on every try, so instead of
+   * looping it is sent again minimal: the reason and the job's keys, no error text (a claimed job's item
+   * keeps the error). Any other failure, or a refused minimal letter, is thrown.
+   */
+  async #send(
+    record: RecordMessage['record'],
+    reason: DeadLetterReason,
+    log: JobLog,
+    itemKeepsError: boolean,
+  ): Promise<void> {
+    const groupId = record.attributes.MessageGroupId;
+    try {
+      await this.#o.queue.sendToDeadLetter(record.body, reason, groupId);
+    } catch (error) {
+      if (!(error instanceof LetterRefusedError)) throw error;
+      log.warn('SQS refused the letter for its contents; sending a minimal letter', { code: error.code });
+      await this.#o.queue.sendToDeadLetter(
+        record.body,
+        minimalReason(reason, error.code, itemKeepsError),
+        groupId,
+      );
+    }
+  }
+
   async #bounded<T>(call: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const bound = boundedSignal(this.#o.callBudgetMs, 'dead-lettering store call');
     try {
@@ -176,6 +204,20 @@ export class DeadLetterer {
       bound.clear();
     }
   }
+}
+
+/** A letter's reason without free text: its reason, keys and count, and why it is minimal. */
+function minimalReason(reason: DeadLetterReason, code: string, itemKeepsError: boolean): DeadLetterReason {
+  return {
+    reason: reason.reason,
+    errorClass: '',
+    errorMessage: `SQS refused the full letter (${code})${itemKeepsError ? '; the job item keeps the error' : ''}`,
+    attempts: reason.attempts,
+    worker: reason.worker,
+    messageId: reason.messageId,
+    ...(reason.dedupKey === undefined ? {} : { dedupKey: reason.dedupKey }),
+    ...(reason.type === undefined ? {} : { type: reason.type }),
+  };
 }
 
 /** The dedup key of a bad message when one can be read, for the dead letter's attributes. */

@@ -5,6 +5,7 @@
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { SQSRecord } from 'aws-lambda';
 import { type JobEnvelope, parseEnvelope } from '../contract/envelope.ts';
+import { recordedDeadCause } from '../decisions/claim-decision.ts';
 import { capLeaseToDeadline } from '../decisions/lease-timing.ts';
 import { JobLog } from '../observe/job-log.ts';
 import { MetricName } from '../observe/metric-names.ts';
@@ -152,6 +153,12 @@ export class JobProcessor {
     if (!failure) s.metrics.count(MetricName.JobClaimed);
     const attempt = startAttempt(s, job, definition, claimed, { leaseMs, claimedAt: now, deadline });
 
+    const recorded = recordedDeadCause(claimed.previous);
+    if (recorded !== undefined) {
+      // A dead-lettering was cut short after its fence (a failed send, a crash, the deadline): it is
+      // finished with the cause it recorded; the job is not run again (E9).
+      return (await this.#deadLetterer.claimed(attempt, recorded)).action;
+    }
     if (attempt.lease.attempts > s.maxAttempts) {
       // The last attempt ended without releasing (its worker died or lost the lease): no run is left (E9).
       const last = claimed.previous;

@@ -16,6 +16,11 @@ import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
 // the item's `leaseUntil` from the store and the message's `visibleAt` from the queue afterwards.
 
 const LEASE_MS = 3000;
+const CAUSE = {
+  reason: 'permanent-error',
+  errorClass: 'PermanentJobError',
+  errorMessage: 'PermanentJobError: no',
+};
 const KEY = 'job-1';
 
 beforeEach(() => {
@@ -341,34 +346,44 @@ describe('Class: JobRenewer', () => {
       expect(store.faults.pending).toBe(1);
     });
 
-    it('grants minimumMs even past the deadline (the dead-letter fence), and the visibility follows it', async () => {
+    // The dead-letter fence: capped to the deadline like every lease (docs/protocol.md, "Timing rules"),
+    // yet always written, since the write is its proof of ownership and records the cause.
+    it('fence: past the deadline it still writes, with the cause and a lease ending now; the visibility is left alone', async () => {
       // Prepare: the deadline has passed.
       const deadline = Date.now() + 500;
-      const { renewer, visibleAt, storedLeaseUntil } = await setup({ deadline });
+      const { renewer, store, visibleAt, storedLeaseUntil } = await setup({ deadline });
       await vi.advanceTimersByTimeAsync(1000);
       const at = Date.now();
+      const visibleBefore = visibleAt();
 
       // Act
-      const until = await renewer.renew(undefined, 2000);
+      const until = await renewer.fence(CAUSE, 2000);
       await settle();
 
       // Assess
-      expect(until).toBe(at + 2000);
-      expect(await storedLeaseUntil()).toBe(at + 2000);
-      expect(visibleAt()).toBe(at + 3000);
+      expect(until).toBe(at);
+      expect(await storedLeaseUntil()).toBe(at);
+      expect(await store.get(KEY)).toMatchObject({
+        deadReason: 'permanent-error',
+        lastError: 'PermanentJobError: no',
+        lastErrorClass: 'PermanentJobError',
+      });
+      expect(visibleAt()).toBe(visibleBefore);
     });
 
-    it('grants a full lease, not minimumMs, when the full lease is longer and the deadline allows it', async () => {
+    it('fence: grants its lease when the deadline allows, capped to it otherwise, and the visibility follows', async () => {
       // Prepare
-      const { renewer, storedLeaseUntil } = await setup({ deadline: Date.now() + 60_000 });
+      const { renewer, visibleAt, storedLeaseUntil } = await setup({ deadline: Date.now() + 1500 });
       const at = Date.now();
 
       // Act
-      const until = await renewer.renew(undefined, 500);
+      const until = await renewer.fence(CAUSE, LEASE_MS);
+      await settle();
 
       // Assess
-      expect(until).toBe(at + LEASE_MS);
-      expect(await storedLeaseUntil()).toBe(at + LEASE_MS);
+      expect(until).toBe(at + 1500);
+      expect(await storedLeaseUntil()).toBe(at + 1500);
+      expect(visibleAt()).toBe(at + 3000);
     });
   });
 });

@@ -681,12 +681,9 @@ describe('Class: DeadLetterer', () => {
     });
 
     // docs/protocol.md, "Timing rules", Lambda deadline: "Every lease and renewal is capped to it." The
-    // dead-letter fence is not: JobRenewer.renew(signal, minimumMs) grants at least one call budget (one
-    // lease) whatever the deadline, by design ("a fence that must happen whatever time is left"). A worker
-    // stopped at its deadline during a dead-lettering leaves a lease up to one lease past the deadline, so
-    // the job's next delivery waits that out. Either the doc should name this exception or the grant
-    // should be capped. Marked `fails` until one of them changes.
-    it.fails('caps the fence’s lease to the invocation deadline, like every other lease (docs/protocol.md)', async () => {
+    // fence was not (it granted at least one call budget whatever the deadline) until issue 18: now it is
+    // capped, and a dead-lettering the deadline cuts short is finished from the cause the fence recorded.
+    it('caps the fence’s lease to the invocation deadline, like every other lease (docs/protocol.md)', async () => {
       // Prepare: 500 ms left before the deadline; the send fails so the fence's lease stays visible.
       const w = world();
       w.queue.send(envelopeBody());
