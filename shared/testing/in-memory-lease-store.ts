@@ -1,5 +1,11 @@
 import type { Effect } from '../core/contract/job-store.ts';
-import type { AcquireResult, LeaseItem, LeaseStore, NamedLease } from '../core/contract/lease-store.ts';
+import {
+  type AcquireResult,
+  isOwnAcquire,
+  type LeaseItem,
+  type LeaseStore,
+  type NamedLease,
+} from '../core/contract/lease-store.ts';
 import { LeaseLostError } from '../errors.ts';
 import { StoreFaults } from './store-faults.ts';
 
@@ -18,8 +24,9 @@ type MutableLeaseItem = { -readonly [K in keyof LeaseItem]: LeaseItem[K] };
 /**
  * A {@link LeaseStore} over a Map, for unit tests and the chaos harness; never a source of truth in
  * production (the state dies with the process). Same conditions and token rule as `DynamoDbLeaseStore`:
- * acquire when absent or `leaseUntil < now`, a new item's token starts from `now`, renew and release are
- * compare-and-set on owner + token, and release of a lost lease is a no-op. Items are deep copies.
+ * acquire when absent or `leaseUntil < now` (or when the refusing item is this very acquire's), a new
+ * item's token starts from `now`, renew and release are compare-and-set on owner + token (renew never
+ * moves the lease end backwards), and release of a lost lease is a no-op. Items are deep copies.
  */
 export class InMemoryLeaseStore implements LeaseStore {
   readonly #items = new Map<string, LeaseItem>();
@@ -37,6 +44,10 @@ export class InMemoryLeaseStore implements LeaseStore {
     return this.faults.run('lease-acquire', (): AcquireResult => {
       const old = this.#items.get(key);
       if (old !== undefined && !(old.leaseUntil < now)) {
+        // The same request again after its answer was lost: it was this very acquire.
+        if (isOwnAcquire(old, owner, now)) {
+          return { acquired: true, lease: { key, owner, token: old.token, leaseUntil: old.leaseUntil } };
+        }
         return { acquired: false, holder: structuredClone(old) };
       }
       const leaseUntil = now + leaseMs;
@@ -56,12 +67,15 @@ export class InMemoryLeaseStore implements LeaseStore {
   }
 
   async renew(lease: NamedLease, leaseMs: number, now: number): Promise<void> {
-    const leaseUntil = now + leaseMs;
-    await this.faults.run('lease-renew', () => {
+    const asked = now + leaseMs;
+    const granted = await this.faults.run('lease-renew', () => {
       const item = this.#fenced(lease, 'lease-renew');
-      this.#items.set(lease.key, { ...item, leaseUntil, expiresAt: this.#expiresAt(leaseUntil) });
+      // Never backwards: a late renewal leaves a later one's lease end in place.
+      if (item.leaseUntil > asked) return item.leaseUntil;
+      this.#items.set(lease.key, { ...item, leaseUntil: asked, expiresAt: this.#expiresAt(asked) });
+      return asked;
     });
-    lease.leaseUntil = leaseUntil;
+    lease.leaseUntil = Math.max(lease.leaseUntil, granted);
   }
 
   async release(lease: NamedLease): Promise<void> {

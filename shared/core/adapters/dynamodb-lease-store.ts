@@ -3,7 +3,13 @@ import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { LeaseLostError } from '../../errors.ts';
 import type { Effect } from '../contract/job-store.ts';
-import type { AcquireResult, LeaseItem, LeaseStore, NamedLease } from '../contract/lease-store.ts';
+import {
+  type AcquireResult,
+  isOwnAcquire,
+  type LeaseItem,
+  type LeaseStore,
+  type NamedLease,
+} from '../contract/lease-store.ts';
 import { guardStore } from './store-errors.ts';
 
 export interface DynamoDbLeaseStoreOptions {
@@ -63,7 +69,15 @@ export class DynamoDbLeaseStore implements LeaseStore {
       return { acquired: true, lease: { key, owner, token: item.token, leaseUntil } };
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException && error.Item) {
-        return { acquired: false, holder: unmarshall(error.Item) as LeaseItem };
+        const holder = unmarshall(error.Item) as LeaseItem;
+        // Refused by itself: the SDK sent again a write whose answer was lost, and it had landed.
+        if (isOwnAcquire(holder, owner, now)) {
+          return {
+            acquired: true,
+            lease: { key, owner, token: holder.token, leaseUntil: holder.leaseUntil },
+          };
+        }
+        return { acquired: false, holder };
       }
       throw error;
     }
@@ -71,11 +85,25 @@ export class DynamoDbLeaseStore implements LeaseStore {
 
   async renew(lease: NamedLease, leaseMs: number, now: number): Promise<void> {
     const leaseUntil = now + leaseMs;
-    await this.#fenced(lease, 'lease-renew', 'SET #leaseUntil = :leaseUntil, #expiresAt = :expiresAt', {
-      ':leaseUntil': leaseUntil,
-      ':expiresAt': Math.ceil(leaseUntil / 1000) + this.#ttl,
-    });
-    lease.leaseUntil = leaseUntil;
+    try {
+      await this.#fenced(
+        lease,
+        'lease-renew',
+        'SET #leaseUntil = :leaseUntil, #expiresAt = :expiresAt',
+        { ':leaseUntil': leaseUntil, ':expiresAt': Math.ceil(leaseUntil / 1000) + this.#ttl },
+        // Never backwards: a renewal held up in the network must not shorten what a later one granted.
+        ' AND #leaseUntil <= :leaseUntil',
+      );
+      lease.leaseUntil = Math.max(lease.leaseUntil, leaseUntil);
+    } catch (error) {
+      const old = error instanceof LeaseLostError ? refusedItem(error) : undefined;
+      // Refused only because a later renewal of this same lease already landed: nothing lost.
+      if (old?.owner === lease.owner && old.token === lease.token && old.leaseUntil > leaseUntil) {
+        lease.leaseUntil = Math.max(lease.leaseUntil, old.leaseUntil);
+        return;
+      }
+      throw error;
+    }
   }
 
   async release(lease: NamedLease): Promise<void> {
@@ -108,7 +136,13 @@ export class DynamoDbLeaseStore implements LeaseStore {
     return out.Item as LeaseItem | undefined;
   }
 
-  async #fenced(lease: NamedLease, operation: string, expression: string, values: Record<string, unknown>) {
+  async #fenced(
+    lease: NamedLease,
+    operation: string,
+    expression: string,
+    values: Record<string, unknown>,
+    conditionSuffix = '',
+  ) {
     try {
       await guardStore(operation, () =>
         this.#doc.send(
@@ -116,7 +150,7 @@ export class DynamoDbLeaseStore implements LeaseStore {
             TableName: this.#table,
             Key: { leaseKey: lease.key },
             UpdateExpression: expression,
-            ConditionExpression: '#owner = :owner AND #token = :token',
+            ConditionExpression: `#owner = :owner AND #token = :token${conditionSuffix}`,
             ExpressionAttributeNames: {
               '#owner': 'owner',
               '#token': 'token',
@@ -124,6 +158,7 @@ export class DynamoDbLeaseStore implements LeaseStore {
               ...(expression.includes('#expiresAt') ? { '#expiresAt': 'expiresAt' } : {}),
             },
             ExpressionAttributeValues: { ...values, ':owner': lease.owner, ':token': lease.token },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         ),
       );
@@ -134,4 +169,12 @@ export class DynamoDbLeaseStore implements LeaseStore {
       throw error;
     }
   }
+}
+
+/** The item that refused a fenced lease write, when DynamoDB returned it. */
+function refusedItem(error: LeaseLostError): LeaseItem | undefined {
+  const cause = error.cause;
+  return cause instanceof ConditionalCheckFailedException && cause.Item
+    ? (unmarshall(cause.Item) as LeaseItem)
+    : undefined;
 }

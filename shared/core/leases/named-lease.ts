@@ -1,11 +1,18 @@
-import { LeaseBusyError } from '../../errors.ts';
+import { LeaseBusyError, StoreUnavailableError } from '../../errors.ts';
 import { DEFAULTS } from '../contract/defaults.ts';
-import type { LeaseStore, NamedLease } from '../contract/lease-store.ts';
+import {
+  type AcquireResult,
+  isOwnAcquire,
+  type LeaseStore,
+  type NamedLease,
+} from '../contract/lease-store.ts';
 import { leaseSafetyMs, leaseTiming } from '../decisions/lease-timing.ts';
 import { Heartbeat } from './heartbeat.ts';
+import { boundedSignal } from './timeout-signal.ts';
 
 export interface WithLeaseOptions {
   readonly store: LeaseStore;
+  /** Who holds the lease; unique per holder (two holders with one owner pass for each other). */
   readonly owner: string;
   /** @default DEFAULTS.namedLeaseMs (15000) */
   readonly leaseMs?: number;
@@ -13,7 +20,10 @@ export interface WithLeaseOptions {
   readonly waitMs?: number;
   /** Pause between acquire tries (grows up to 8x, with jitter). @default 50 */
   readonly pollMs?: number;
-  /** Also aborts the work (e.g. the job's own signal). */
+  /**
+   * Also aborts the work (e.g. the job's own signal), and bounds the acquire: aborted, nothing is held
+   * and nothing is renewed.
+   */
   readonly signal?: AbortSignal;
   /** Told when the release failed (the lease then simply expires); the result of `fn` stands. */
   readonly onReleaseError?: (error: unknown) => void;
@@ -47,50 +57,89 @@ export interface HeldLease extends LeaseHandle {
 /**
  * Takes the named lease `key` (waiting up to `waitMs` while someone else holds it) and renews it every
  * lease/3 until `release()`. `signal` aborts when the lease is lost (or `options.signal` does).
- * @throws LeaseBusyError when the wait runs out.
+ *
+ * `options.signal` bounds the whole of it: an abort during the wait ends it with the abort's reason, an
+ * acquire whose answer comes after the abort is released at once, and an abort after the lease was
+ * taken stops its renewals (the caller still releases it; unreleased, it simply expires). Each try is
+ * also bounded by the lease it asks for: an answer later than that is useless, so the try is abandoned
+ * (and released if it lands) and counts as a store outage. A try whose answer was lost (an outage) is
+ * tried again within `waitMs`, and the lease it may have written is recognised as this call's own.
+ * @throws LeaseBusyError when the wait runs out; StoreUnavailableError when the store did not answer.
  */
 export async function holdLease(key: string, options: WithLeaseOptions): Promise<HeldLease> {
   const now = options.now ?? Date.now;
   const timing = leaseTiming(options.leaseMs ?? DEFAULTS.namedLeaseMs);
+  const safetyMs = leaseSafetyMs(timing.leaseMs);
   const waitMs = options.waitMs ?? 10_000;
   const pollMs = options.pollMs ?? 50;
+  const { store, owner, signal: outer } = options;
   const started = now();
+  // When the tries whose answer never came were sent: their write may have landed, as this owner's.
+  const unanswered: number[] = [];
   let lease: NamedLease | undefined;
   let requestedAt = started;
-  for (let tryNumber = 0; !lease; tryNumber++) {
-    options.signal?.throwIfAborted();
-    requestedAt = now();
-    const result = await options.store.tryAcquire(key, options.owner, timing.leaseMs, requestedAt);
-    if (result.acquired) {
-      lease = result.lease;
-      break;
+  try {
+    for (let tryNumber = 0; !lease; tryNumber++) {
+      outer?.throwIfAborted();
+      requestedAt = now();
+      let result: AcquireResult;
+      try {
+        result = await acquireOnce(store, key, owner, timing.leaseMs, requestedAt, safetyMs, outer);
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError) || outer?.aborted) throw error;
+        unanswered.push(requestedAt);
+        if (now() - started >= waitMs) throw error;
+        await pause(pollMs * 2 ** Math.min(tryNumber, 3), outer);
+        continue;
+      }
+      if (result.acquired) {
+        lease = result.lease;
+        break;
+      }
+      const { holder } = result;
+      const mine = unanswered.find((at) => isOwnAcquire(holder, owner, at));
+      if (mine !== undefined) {
+        lease = { key, owner, token: holder.token, leaseUntil: holder.leaseUntil };
+        requestedAt = mine;
+        break;
+      }
+      const waited = now() - started;
+      if (waited >= waitMs) throw new LeaseBusyError(key, waited);
+      await pause(
+        Math.min(pollMs * 2 ** Math.min(tryNumber, 3), Math.max(1, holder.leaseUntil - now())),
+        outer,
+      );
     }
-    const waited = now() - started;
-    if (waited >= waitMs) throw new LeaseBusyError(key, waited);
-    const pause = Math.min(
-      pollMs * 2 ** Math.min(tryNumber, 3),
-      Math.max(1, result.holder.leaseUntil - now()),
-    );
-    await new Promise((resolve) =>
-      setTimeout(resolve, Math.max(1, Math.round(pause * (0.5 + Math.random() / 2)))),
-    );
+  } catch (error) {
+    // A try whose answer was lost may have taken the lease all the same: give it back rather than
+    // leave it held, unrenewed, until it expires.
+    if (unanswered.length > 0) void releaseUnanswered(store, key, owner, unanswered);
+    throw error;
   }
   const held = lease;
+  if (outer?.aborted) {
+    // Aborted while the answer was on its way (the job ended meanwhile): nobody would release it.
+    await store.release(held).catch((error: unknown) => options.onReleaseError?.(error));
+    outer.throwIfAborted();
+  }
   const heartbeat = new Heartbeat({
     intervalMs: timing.heartbeatMs,
     leaseUntil: held.leaseUntil,
     // Beats count from the acquire's request, so a slow acquire answer is renewed at once.
     renewedAt: requestedAt,
-    safetyMs: leaseSafetyMs(timing.leaseMs),
+    safetyMs,
     now,
     target: {
       renew: async () => {
-        await options.store.renew(held, timing.leaseMs, now());
+        await store.renew(held, timing.leaseMs, now());
         return held.leaseUntil;
       },
     },
   }).start();
-  const signal = options.signal ? AbortSignal.any([heartbeat.signal, options.signal]) : heartbeat.signal;
+  // Work that was told to stop renews nothing: its lease is released by its caller, or expires.
+  const stopRenewing = () => void heartbeat.stop();
+  outer?.addEventListener('abort', stopRenewing, { once: true });
+  const signal = outer ? AbortSignal.any([heartbeat.signal, outer]) : heartbeat.signal;
   let released = false;
   return {
     key,
@@ -103,14 +152,89 @@ export async function holdLease(key: string, options: WithLeaseOptions): Promise
     async release() {
       if (released) return;
       released = true;
+      outer?.removeEventListener('abort', stopRenewing);
       await heartbeat.stop();
       try {
-        await options.store.release(held);
+        await store.release(held);
       } catch (error) {
         options.onReleaseError?.(error);
       }
     },
   };
+}
+
+/**
+ * One acquire, raced against `signal` and against the lease it asks for (an answer after that lease
+ * ended is of no use). When the race is lost, a lease the abandoned call still takes is given back.
+ */
+async function acquireOnce(
+  store: LeaseStore,
+  key: string,
+  owner: string,
+  leaseMs: number,
+  now: number,
+  safetyMs: number,
+  signal: AbortSignal | undefined,
+): Promise<AcquireResult> {
+  const call = store.tryAcquire(key, owner, leaseMs, now);
+  const bound = boundedSignal(leaseMs - safetyMs, 'the lease would end before the acquire answered');
+  const stop = signal ? AbortSignal.any([bound.signal, signal]) : bound.signal;
+  try {
+    return await Promise.race([call, rejectOnAbort(stop)]);
+  } catch (error) {
+    if (stop.aborted) {
+      void call.then(
+        (late) => (late.acquired ? store.release(late.lease) : undefined),
+        () => undefined,
+      );
+      if (signal?.aborted) throw signal.reason;
+      throw new StoreUnavailableError('lease-acquire', bound.signal.reason);
+    }
+    throw error;
+  } finally {
+    bound.clear();
+  }
+}
+
+/** Releases `key` if it is held by `owner` from one of the `unanswered` tries. Best effort. */
+async function releaseUnanswered(
+  store: LeaseStore,
+  key: string,
+  owner: string,
+  unanswered: readonly number[],
+): Promise<void> {
+  try {
+    const item = await store.get(key);
+    if (item?.owner !== owner || !unanswered.some((at) => isOwnAcquire(item, owner, at))) return;
+    await store.release({ key, owner, token: item.token, leaseUntil: item.leaseUntil });
+  } catch {
+    // It expires on its own, unrenewed, after one lease length.
+  }
+}
+
+/** Waits `ms` (jittered down to half), or until `signal` aborts (rejecting with its reason). */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  const jittered = Math.max(1, Math.round(ms * (0.5 + Math.random() / 2)));
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, jittered);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** A promise that rejects with the signal's reason when it aborts (and never settles otherwise). */
+function rejectOnAbort(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
 }
 
 /**

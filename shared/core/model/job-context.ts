@@ -69,6 +69,12 @@ export class JobContext<T extends TableMap = TableMap> {
   readonly #o: JobContextOptions;
   readonly #tries: number;
   readonly #held = new Map<string, HeldLease>();
+  /** Acquires in flight, by key: a second `withLease` of the same key waits for the first. */
+  readonly #taking = new Map<string, Promise<HeldLease>>();
+  /** Set once the job's named leases were released: none may be taken after. */
+  #closed = false;
+  /** The last checkpoint write queued: the job's checkpoint writes run one at a time, in order. */
+  #writing: Promise<unknown> = Promise.resolve();
 
   constructor(options: JobContextOptions) {
     this.#o = options;
@@ -108,17 +114,35 @@ export class JobContext<T extends TableMap = TableMap> {
     }
     let held = this.#held.get(key);
     if (!held) {
-      held = await holdLease(key, {
-        store: this.#o.leases,
-        owner: jobLeaseOwner(this.#o.worker, this.#o.lease.dedupKey),
-        signal: this.#o.signal,
-        ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
-        ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
-        ...(this.#o.now ? { now: this.#o.now } : {}),
-      });
-      this.#held.set(key, held);
+      let taking = this.#taking.get(key);
+      if (!taking) {
+        taking = this.#take(this.#o.leases, key, options).finally(() => this.#taking.delete(key));
+        this.#taking.set(key, taking);
+      }
+      held = await taking;
     }
     return fn({ key, token: held.token, signal: held.signal });
+  }
+
+  async #take(leases: LeaseStore, key: string, options: JobLeaseOptions): Promise<HeldLease> {
+    if (this.#closed) throw jobEnded(key);
+    // Bounded by the job's signal: aborted (deadline, lease lost), the acquire ends and holds nothing.
+    const held = await holdLease(key, {
+      store: leases,
+      owner: jobLeaseOwner(this.#o.worker, this.#o.lease.dedupKey),
+      signal: this.#o.signal,
+      ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
+      ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
+      ...(this.#o.now ? { now: this.#o.now } : {}),
+    });
+    if (this.#closed) {
+      // The job ended (it failed, its leases were released) while this acquire was in flight: nobody
+      // else would release this one.
+      await held.release();
+      throw jobEnded(key);
+    }
+    this.#held.set(key, held);
+    return held;
   }
 
   /** Checks that every named lease this job holds is still its own (joined to writes with effects). */
@@ -140,6 +164,8 @@ export class JobContext<T extends TableMap = TableMap> {
 
   /** Releases the named leases this job holds (after its commit or failure). Never throws. */
   async releaseLeases(): Promise<void> {
+    // An acquire still in flight releases its lease itself when it lands (see #take).
+    this.#closed = true;
     // Most jobs take none: no array, no Promise.all, on every job's way out.
     if (this.#held.size === 0) return;
     const held = [...this.#held.values()];
@@ -183,6 +209,10 @@ export class JobContext<T extends TableMap = TableMap> {
   /** Stores progress (fenced by owner, token and version). */
   async saveCheckpoint(step: string, data?: unknown): Promise<void> {
     this.#needsLease('saveCheckpoint');
+    return this.#oneAtATime(() => this.#saveCheckpoint(step, data));
+  }
+
+  async #saveCheckpoint(step: string, data: unknown): Promise<void> {
     this.throwIfAborted();
     const previous = this.#o.lease.checkpoint;
     const done = previous?.done.includes(step) ? previous.done : [...(previous?.done ?? []), step];
@@ -219,20 +249,27 @@ export class JobContext<T extends TableMap = TableMap> {
     for (let tryNumber = 1; ; tryNumber++) {
       this.throwIfAborted();
       const outcome = await build();
-      this.throwIfAborted();
-      const previous = this.#o.lease.checkpoint;
-      const data = {
-        ...stepDataMap(previous),
-        ...(outcome.data === undefined ? {} : { [name]: outcome.data }),
-      };
       const effects = outcome.effects ?? [];
-      const result = await this.#o.store.checkpoint(
-        this.#o.lease,
-        { step: name, done: [...(previous?.done ?? []), name], data, at: (this.#o.now ?? Date.now)() },
-        effects.length > 0 ? [...effects, ...this.leaseFences()] : effects,
-        // Bounded by the lease: the write is abandoned if the lease would end first.
-        { signal: this.#o.leaseSignal ?? this.#o.signal },
-      );
+      // Steps may build in parallel; their checkpoints are written one at a time, each on the version
+      // and the done-list the one before it wrote (two writes on one version would refuse one).
+      const result = await this.#oneAtATime(async () => {
+        this.throwIfAborted();
+        // A step of the same name finished while this one built: its effects stand, these are dropped.
+        if (this.isDone(name)) return 'done' as const;
+        const previous = this.#o.lease.checkpoint;
+        const data = {
+          ...stepDataMap(previous),
+          ...(outcome.data === undefined ? {} : { [name]: outcome.data }),
+        };
+        return this.#o.store.checkpoint(
+          this.#o.lease,
+          { step: name, done: [...(previous?.done ?? []), name], data, at: (this.#o.now ?? Date.now)() },
+          effects.length > 0 ? [...effects, ...this.leaseFences()] : effects,
+          // Bounded by the lease: the write is abandoned if the lease would end first.
+          { signal: this.#o.leaseSignal ?? this.#o.signal },
+        );
+      });
+      if (result === 'done') return this.stepData<T>(name);
       if (result.ok) return outcome.data;
       const lost = this.lostLeaseAt(result, effects.length);
       if (lost) throw namedLeaseLost(lost, `step ${name}`);
@@ -240,6 +277,13 @@ export class JobContext<T extends TableMap = TableMap> {
       if (tryNumber >= this.#tries) throw new OptimisticConflictError(`step ${name}`, tryNumber);
       await conflictPause(tryNumber, this.#o.random);
     }
+  }
+
+  /** Runs `write` after every checkpoint write queued before it has settled. */
+  #oneAtATime<R>(write: () => Promise<R>): Promise<R> {
+    const run = this.#writing.then(write);
+    this.#writing = run.catch(() => undefined);
+    return run;
   }
 
   #needsLease(what: string): void {
@@ -257,6 +301,11 @@ function stepDataMap(checkpoint: Checkpoint | undefined): Record<string, unknown
   return typeof data === 'object' && data !== null && !Array.isArray(data)
     ? (data as Record<string, unknown>)
     : {};
+}
+
+/** A named lease whose acquire answered after the job had ended (and was released at once). */
+function jobEnded(key: string): Error {
+  return new Error(`the job ended before its named lease ${key} was acquired; the lease was released`);
 }
 
 /** A named lease was taken from this job before a write it guarded: nothing of that write applied. */

@@ -126,6 +126,19 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         }
         expect(await f.store.get(key)).toMatchObject({ owner: winner?.owner, token: now + 1 });
       });
+      it('answers a repeat of an acquire that landed (a retry after a lost answer) as acquired, same token', async () => {
+        // Prepare: the first write went through; its answer never reached the caller.
+        const key = fresh('account');
+        const now = Date.now();
+        const first = await acquire(key, 'worker-a', now);
+
+        // Act: the SDK sends the very same request again.
+        const again = await f.store.tryAcquire(key, 'worker-a', LEASE_MS, now);
+
+        // Assess
+        expect(again).toEqual({ acquired: true, lease: first });
+        expect(await f.store.get(key)).toMatchObject({ owner: 'worker-a', token: first.token });
+      });
     });
 
     describe('Method: renew', () => {
@@ -144,6 +157,19 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         });
         const late = await f.store.tryAcquire(key, 'worker-b', LEASE_MS, t0 + LEASE_MS + 1);
         expect(late.acquired).toBe(false);
+      });
+
+      it('never moves the lease end backwards: a delayed renewal that lands late changes nothing', async () => {
+        const key = fresh('account');
+        const t0 = Date.now();
+        const a = await acquire(key, 'worker-a', t0);
+        await f.store.renew(a, LEASE_MS, t0 + 5000);
+
+        // A renewal sent at t0 + 1000 that was held up in the network, arriving after the later one.
+        await f.store.renew(a, LEASE_MS, t0 + 1000);
+
+        expect(a.leaseUntil).toBe(t0 + 5000 + LEASE_MS);
+        expect((await f.store.get(key))?.leaseUntil).toBe(t0 + 5000 + LEASE_MS);
       });
 
       it('renews a lapsed lease nobody took yet (owner and token still match)', async () => {

@@ -1,10 +1,25 @@
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DynamoDbLeaseStore } from '../../../../shared/core/adapters/dynamodb-lease-store.ts';
+import { z } from 'zod';
+import { createAwsClients, destroyAwsClients } from '../../../../shared/aws/clients.ts';
+import { FaultInjector } from '../../../../shared/aws/fault-injector.ts';
+import { DynamoDbLeaseStore } from '../../../../shared/core/adapters/dynamodb-lease-store.ts';
+import type { LeaseStore } from '../../../../shared/core/contract/lease-store.ts';
 import { withLease } from '../../../../shared/core/leases/named-lease.ts';
+import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { LeaseBusyError, LeaseLostError } from '../../../../shared/errors.ts';
-import { type CoreEnv, coreEnv, leaseStore, sleep } from '../../../support/core-fixture.ts';
-import { uniqueName } from '../../../support/env.ts';
+import { defineJob } from '../../../../shared/jobs/define-job.ts';
+import { toSqsRecord } from '../../../../shared/runner/sqs-records.ts';
+import {
+  type CoreEnv,
+  coreEnv,
+  leaseStore,
+  makeWorker,
+  receiveAll,
+  sendJob,
+  sleep,
+} from '../../../support/core-fixture.ts';
+import { testEndpoint, uniqueName } from '../../../support/env.ts';
 
 let env: CoreEnv;
 let store: DynamoDbLeaseStore;
@@ -96,5 +111,94 @@ describe('Function: withLease', () => {
     expect(dead.acquired).toBe(true);
     const token = await withLease(key, async (h) => h.token, { store, owner: 'next', waitMs: 5000 });
     expect(dead.acquired && token).toBeGreaterThan(dead.acquired ? dead.lease.token : 0);
+  });
+});
+
+/** The real lease table, with every acquire's answer held back `delayMs` after its write landed. */
+function slowAcquireAnswers(inner: LeaseStore, delayMs: number): LeaseStore {
+  return {
+    tryAcquire: async (...args) => {
+      const answer = await inner.tryAcquire(...args);
+      await sleep(delayMs);
+      return answer;
+    },
+    renew: (...args) => inner.renew(...args),
+    release: (...args) => inner.release(...args),
+    get: (key) => inner.get(key),
+    fence: (lease) => inner.fence(lease),
+  };
+}
+
+describe('Named leases of jobs, and lost answers (real lease table)', () => {
+  it('a job aborted at its deadline while its acquire is in flight leaves the lease free for its retry', async () => {
+    // Prepare
+    const key = `account#${uniqueName('abort')}`;
+    const dedupKey = uniqueName('job');
+    const locked = defineJob({
+      type: 'test.locked',
+      payload: z.object({}),
+      run: (ctx) => ctx.withLease(key, async () => undefined, { leaseMs: 900, waitMs: 1500 }),
+    });
+    const registry = JobRegistry.of([locked]);
+    await sendJob(env, { dedupKey, type: 'test.locked', payload: {} });
+    const slow = makeWorker(env, registry, { leases: slowAcquireAnswers(store, 2500) });
+    const [message] = await receiveAll(env, env.queueUrl, 1);
+    if (!message) throw new Error('no message');
+
+    // Act: the acquire lands, its answer arrives 2.5 s later, after the 1.5 s deadline ended the job.
+    const first = await slow.processor.process(toSqsRecord(message, env.queueArn, env.region), {
+      deadline: Date.now() + 1500,
+    });
+    await sleep(2500);
+    const afterAnswer = await store.get(key);
+    await sleep(900);
+    const later = await store.get(key);
+
+    // Assess: released as the answer came, and never renewed after.
+    expect(first.action).not.toBe('completed');
+    expect(afterAnswer?.owner).toBeUndefined();
+    expect(later).toEqual(afterAnswer);
+    const retry = makeWorker(env, registry);
+    let outcome: string | undefined;
+    for (let i = 0; i < 10 && outcome === undefined; i++) {
+      const [again] = await receiveAll(env, env.queueUrl, 30);
+      if (again)
+        outcome = (await retry.processor.process(toSqsRecord(again, env.queueArn, env.region))).action;
+    }
+    expect(outcome).toBe('completed');
+  });
+
+  it.each([
+    ['the SDK retries the same request', 3],
+    ['holdLease tries again', 1],
+  ])('recognises its own acquire whose answer was lost when %s', async (_, sdkAttempts) => {
+    // Prepare: the first lease write lands and its answer is lost (a 503 after the write).
+    const key = `account#${uniqueName('lost')}`;
+    const lossy = createAwsClients({
+      endpoint: testEndpoint(),
+      region: env.region,
+      maxAttempts: sdkAttempts,
+    });
+    const faults = new FaultInjector()
+      .attach(lossy)
+      .fail({ service: 'DynamoDB', command: 'UpdateItem', times: 1, when: 'after' });
+    const lossyStore = new DynamoDbLeaseStore({ client: lossy.doc, tableName: env.leasesTable });
+
+    try {
+      // Act
+      const token = await withLease(key, async (held) => held.token, {
+        store: lossyStore,
+        owner: 'holder',
+        waitMs: 1000,
+      });
+
+      // Assess: the lease this call wrote is the one it used, and released.
+      expect(faults.injected.get('DynamoDB.UpdateItem')).toBe(1);
+      const item = await store.get(key);
+      expect(item?.token).toBe(token);
+      expect(item?.owner).toBeUndefined();
+    } finally {
+      destroyAwsClients(lossy);
+    }
   });
 });

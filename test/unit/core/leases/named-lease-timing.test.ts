@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { withLease } from '../../../../shared/core/leases/named-lease.ts';
+import { holdLease, withLease } from '../../../../shared/core/leases/named-lease.ts';
+import { DeadlineError, StoreUnavailableError } from '../../../../shared/errors.ts';
 import { InMemoryLeaseStore } from '../../../../shared/testing/in-memory-lease-store.ts';
 
 beforeEach(() => {
@@ -44,5 +45,67 @@ describe('Function: withLease (fake timers)', () => {
     // A was told before the lease ended (3 s less the safety margin); B got in only after it ended.
     expect(aAborted).toBeLessThanOrEqual(3000);
     expect(bIn).toBeGreaterThan(3000);
+  });
+});
+
+describe('Function: holdLease (fake timers)', () => {
+  it('an acquire still in flight when the signal aborts is released as it lands; nothing renews it', async () => {
+    const store = new InMemoryLeaseStore();
+    const renew = vi.spyOn(store, 'renew');
+    const job = new AbortController();
+    // The write lands at once; its answer takes 5 s, and the job is aborted meanwhile.
+    store.faults.delayNext('lease-acquire', 5000, { when: 'after' });
+    const held = holdLease('account#42', { store, owner: 'A', leaseMs: 3000, signal: job.signal });
+    const outcome = held.then(
+      () => 'acquired',
+      (error: unknown) => error,
+    );
+    await vi.advanceTimersByTimeAsync(1000);
+    job.abort(new DeadlineError('invocation deadline near'));
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(await outcome).toBeInstanceOf(DeadlineError);
+    expect((await store.get('account#42'))?.owner).toBeUndefined();
+    expect(renew).not.toHaveBeenCalled();
+  });
+
+  it('stops renewing as soon as the signal aborts, even before release()', async () => {
+    const store = new InMemoryLeaseStore();
+    const renew = vi.spyOn(store, 'renew');
+    const job = new AbortController();
+    const held = await holdLease('account#42', { store, owner: 'A', leaseMs: 3000, signal: job.signal });
+    await vi.advanceTimersByTimeAsync(2500);
+    const renewedBefore = renew.mock.calls.length;
+    expect(renewedBefore).toBeGreaterThan(0);
+    job.abort(new DeadlineError('invocation deadline near'));
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(renew.mock.calls.length).toBe(renewedBefore);
+    await held.release();
+    expect((await store.get('account#42'))?.owner).toBeUndefined();
+  });
+
+  it('abandons an acquire that hangs past its lease, and releases it when it lands late', async () => {
+    const store = new InMemoryLeaseStore();
+    // The request reaches the table only after 60 s (a stuck connection the SDK keeps retrying).
+    store.faults.delayNext('lease-acquire', 60_000, { when: 'before' });
+    const outcome = holdLease('account#42', { store, owner: 'A', leaseMs: 3000, waitMs: 0 }).then(
+      () => 'acquired',
+      (error: unknown) => error,
+    );
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(await outcome).toBeInstanceOf(StoreUnavailableError);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect((await store.get('account#42'))?.owner).toBeUndefined();
+  });
+
+  it('recognises its own lease when an acquire landed but its answer was lost, and retries', async () => {
+    const store = new InMemoryLeaseStore();
+    store.faults.failNext('lease-acquire', undefined, { when: 'after' });
+    const held = holdLease('account#42', { store, owner: 'A', leaseMs: 3000, waitMs: 1000 });
+    await vi.advanceTimersByTimeAsync(500);
+    const lease = await held;
+    const item = await store.get('account#42');
+    expect(item).toMatchObject({ owner: 'A', token: lease.token });
+    await lease.release();
+    expect((await store.get('account#42'))?.owner).toBeUndefined();
   });
 });

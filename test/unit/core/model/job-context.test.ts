@@ -60,7 +60,7 @@ function world() {
     await vi.advanceTimersByTimeAsync(10_000);
     return outcome;
   };
-  return { leases, store, queue, add, balance, deliver };
+  return { leases, store, queue, add, balance, deliver, processor };
 }
 
 const send = (queue: InMemoryQueue, type: string) =>
@@ -134,5 +134,83 @@ describe('Class: JobContext (in memory, fake timers)', () => {
     expect(w.balance('a')).toBe(7);
     expect((await w.store.get('job-1'))?.status).toBe(JobStatus.Completed);
     expect(runs).toBe(2);
+  });
+
+  it('a job aborted at its deadline while its named-lease acquire is in flight leaves no lease behind', async () => {
+    const w = world();
+    const renew = vi.spyOn(w.leases, 'renew');
+    const locked = defineJob({
+      type: 'test.locked',
+      payload: z.object({}),
+      run: (ctx) => ctx.withLease('account#a', async () => ({ effects: [w.add('a', 1)] })),
+    });
+    const registry = JobRegistry.of([locked]);
+    send(w.queue, 'test.locked');
+    // The acquire lands at once; its answer takes 8 s, past the invocation's deadline.
+    w.leases.faults.delayNext('lease-acquire', 8000, { when: 'after' });
+    const [record] = w.queue.receive(1);
+    if (!record) throw new Error('no message');
+    const first = w.processor(registry, 'w-a').process(record, { deadline: Date.now() + 4000 });
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect((await first).action).not.toBe('completed');
+    expect((await w.leases.get('account#a'))?.owner).toBeUndefined();
+    expect(renew).not.toHaveBeenCalled();
+    // The job's own retry takes the lease at once and commits.
+    expect((await w.deliver(registry, 'w-b')).action).toBe('completed');
+    expect(w.balance('a')).toBe(1);
+  });
+
+  it('a job that fails while a parallel named-lease acquire is in flight leaves no lease behind', async () => {
+    const w = world();
+    const renew = vi.spyOn(w.leases, 'renew');
+    let runs = 0;
+    const locked = defineJob({
+      type: 'test.locked',
+      payload: z.object({}),
+      async run(ctx) {
+        runs += 1;
+        const [, result] = await Promise.all([
+          runs === 1
+            ? new Promise((_, reject) =>
+                setTimeout(() => reject(new TransientJobError('the other side is down')), 100),
+              )
+            : undefined,
+          ctx.withLease('account#a', async () => ({ effects: [w.add('a', 1)] })),
+        ]);
+        return result;
+      },
+    });
+    const registry = JobRegistry.of([locked]);
+    send(w.queue, 'test.locked');
+    w.leases.faults.delayNext('lease-acquire', 1000, { when: 'after' });
+    const first = await w.deliver(registry, 'w-a');
+    expect(first.action).toBe('retry');
+    expect((await w.leases.get('account#a'))?.owner).toBeUndefined();
+    expect(renew).not.toHaveBeenCalled();
+    expect((await w.deliver(registry, 'w-b')).action).toBe('completed');
+    expect(w.balance('a')).toBe(1);
+  });
+
+  it('parallel steps of one job checkpoint one after the other: both commit on the first attempt', async () => {
+    const w = world();
+    const parallel = defineJob({
+      type: 'test.parallel',
+      payload: z.object({}),
+      async run(ctx) {
+        await Promise.all([
+          ctx.step('a', async () => ({ effects: [w.add('a', 1)], data: 'A' })),
+          ctx.step('b', async () => ({ effects: [w.add('b', 2)], data: 'B' })),
+        ]);
+      },
+    });
+    const registry = JobRegistry.of([parallel]);
+    send(w.queue, 'test.parallel');
+    const outcome = await w.deliver(registry, 'w-a');
+    expect(outcome.action).toBe('completed');
+    const item = await w.store.get('job-1');
+    expect(item?.attempts).toBe(1);
+    expect([...(item?.checkpoint?.done ?? [])].sort()).toEqual(['a', 'b']);
+    expect(item?.checkpoint?.data).toEqual({ a: 'A', b: 'B' });
+    expect({ a: w.balance('a'), b: w.balance('b') }).toEqual({ a: 1, b: 2 });
   });
 });
