@@ -18,6 +18,52 @@ export interface EffectApplier {
   apply(effects: readonly Effect[]): EffectOutcome;
 }
 
+/** The most items one `TransactWriteItems` may carry (DynamoDB's limit). */
+export const DYNAMODB_MAX_TRANSACTION_ITEMS = 100;
+/** The most bytes one DynamoDB item may hold (attribute names and values). */
+export const DYNAMODB_MAX_ITEM_BYTES = 400 * 1024;
+
+/** An error named like the one the SDK throws when DynamoDB refuses a request as invalid (HTTP 400). */
+export function validationException(message: string): Error {
+  const error = new Error(message);
+  error.name = 'ValidationException';
+  return error;
+}
+
+/**
+ * An item's size as DynamoDB counts it, near enough for the limit: attribute names plus values, the
+ * values measured as their JSON text (a little more than DynamoDB's count, never less for strings).
+ */
+export function itemBytes(item: Readonly<Record<string, unknown>>): number {
+  let bytes = 0;
+  for (const [name, value] of Object.entries(item)) {
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(JSON.stringify(value) ?? '');
+  }
+  return bytes;
+}
+
+/**
+ * Throws the ValidationException DynamoDB answers a transaction that breaks its limits with, before any
+ * condition is evaluated: more than {@link DYNAMODB_MAX_TRANSACTION_ITEMS} items (the `extraItems` the
+ * store adds, such as the job item, included), or a Put item above {@link DYNAMODB_MAX_ITEM_BYTES}.
+ * (Two operations on one item are refused by `InMemoryEffectApplier.apply`.)
+ */
+export function checkTransactionLimits(effects: readonly Effect[], extraItems = 0): void {
+  const count = effects.length + extraItems;
+  if (count > DYNAMODB_MAX_TRANSACTION_ITEMS) {
+    throw validationException(
+      `1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must ` +
+        `have length less than or equal to ${DYNAMODB_MAX_TRANSACTION_ITEMS} (got ${count})`,
+    );
+  }
+  for (const effect of effects) {
+    const item = effect.Put?.Item as Record<string, unknown> | undefined;
+    if (item !== undefined && itemBytes(item) > DYNAMODB_MAX_ITEM_BYTES) {
+      throw validationException('Item size has exceeded the maximum allowed size');
+    }
+  }
+}
+
 /** A store of named leases whose fences (ConditionChecks) the applier can evaluate. */
 export interface NamedLeaseHolder {
   /** The table name its fences carry. */
@@ -73,8 +119,12 @@ export class InMemoryEffectApplier implements EffectApplier {
     const seen = new Set<string>();
     for (const put of planned) {
       const id = `${put.tableName} ${put.id}`;
-      // DynamoDB refuses a transaction that touches one item twice (ValidationException).
-      if (seen.has(id)) throw new Error(`effects touch the item ${id} more than once in one transaction`);
+      if (seen.has(id)) {
+        throw validationException(
+          'Transaction request cannot include multiple operations on one item ' +
+            `(effects touch ${id} more than once)`,
+        );
+      }
       seen.add(id);
     }
     const failed = planned.findIndex((put) => !put.passes(put.table.get(put.id)));

@@ -24,7 +24,12 @@ import {
 } from '../core/decisions/lease-arithmetic.ts';
 import { ERROR_CLASS_MAX, type StoreUnavailableError, storableText } from '../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../resources.ts';
-import type { EffectApplier } from './in-memory-effects.ts';
+import {
+  checkTransactionLimits,
+  DYNAMODB_MAX_ITEM_BYTES,
+  type EffectApplier,
+  validationException,
+} from './in-memory-effects.ts';
 import { StoreFaults } from './store-faults.ts';
 
 /*
@@ -119,6 +124,8 @@ export class InMemoryJobStore implements JobStore {
         if (!isClaimable(old, req.now) || leasedRunOnly(old, req.maxAttempts)) {
           return { ok: false, reason: 'refused', existing: structuredClone(old as JobItem) };
         }
+        if (effects.length > 0) checkTransactionLimits(effects, 1);
+        checkJobItemSize(stored);
         if (effects.length > 0) {
           if (this.#effects === undefined) {
             throw new Error(
@@ -231,6 +238,7 @@ export class InMemoryJobStore implements JobStore {
     const out = await this.faults.run(
       'complete',
       () =>
+        checkJobItemSize(stored) ??
         this.#writeWithEffects(
           lease,
           'complete',
@@ -372,6 +380,8 @@ export class InMemoryJobStore implements JobStore {
         `InMemoryJobStore.${operation} got ${effects.length} effect(s) but was built without an effect applier`,
       );
     }
+    // DynamoDB validates the request before it evaluates any condition.
+    if (effects.length > 0) checkTransactionLimits(effects, 1);
     const item = this.#fenced(lease, operation, extra);
     if (this.#effects !== undefined && effects.length > 0) {
       const applied = this.#effects.apply(effects);
@@ -384,4 +394,16 @@ export class InMemoryJobStore implements JobStore {
   #expiresAt(fromMs: number): number {
     return expiresAtSeconds(fromMs, this.#ttlSeconds);
   }
+}
+
+/**
+ * Throws DynamoDB's ValidationException when a job item holding `result` would pass the item size limit
+ * (the result's JSON plus a margin for the item's other attributes).
+ */
+function checkJobItemSize(result: unknown): undefined {
+  const bytes = Buffer.byteLength(JSON.stringify(result) ?? '') + 2048;
+  if (bytes > DYNAMODB_MAX_ITEM_BYTES) {
+    throw validationException('Item size to update has exceeded the maximum allowed size');
+  }
+  return undefined;
 }

@@ -10,6 +10,45 @@ export interface InMemoryQueueOptions {
   readonly visibilitySeconds?: number;
   /** Clock (epoch ms); fake timers drive the default. @default Date.now */
   readonly now?: () => number;
+  /**
+   * Refuse a letter as SQS refuses a message: text outside SQS's character set (`#x9 #xA #xD
+   * #x20-#xD7FF #xE000-#xFFFD #x10000-#x10FFFF`) in the body or a reason attribute throws
+   * `InvalidMessageContents`; a body plus attributes above {@link SQS_MAX_MESSAGE_BYTES} throws
+   * `InvalidParameterValue`. Off by default, so tests that hand the port any text keep working.
+   * @default false
+   */
+  readonly refuseInvalidContent?: boolean;
+}
+
+/** The most bytes SQS takes in one message, body and attributes together (a queue's MaximumMessageSize default). */
+export const SQS_MAX_MESSAGE_BYTES = 262_144;
+
+// What SQS refuses in a body or attribute (the complement of its allowed set; errors.ts validText).
+const SQS_REFUSED =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters SQS refuses
+  /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** An error named like the SQS error code it stands for (the SDK's `name`). */
+function sqsError(name: string, message: string): Error {
+  const error = new Error(message);
+  error.name = name;
+  return error;
+}
+
+/** Why SQS would refuse this letter, or undefined when it would take it. */
+function letterRefusal(body: string, reason: DeadLetterReason): Error | undefined {
+  const texts = Object.entries(reason).filter((e): e is [string, string] => typeof e[1] === 'string');
+  if (SQS_REFUSED.test(body))
+    return sqsError('InvalidMessageContents', 'Invalid characters found in the message body');
+  const bad = texts.find(([, text]) => SQS_REFUSED.test(text));
+  if (bad)
+    return sqsError('InvalidMessageContents', `Invalid characters found in message attribute ${bad[0]}`);
+  const bytes = texts.reduce((n, [name, text]) => n + Buffer.byteLength(name) + Buffer.byteLength(text), 0);
+  const size = Buffer.byteLength(body) + bytes;
+  if (size > SQS_MAX_MESSAGE_BYTES) {
+    return sqsError('InvalidParameterValue', `Message must be shorter than ${SQS_MAX_MESSAGE_BYTES} bytes`);
+  }
+  return undefined;
 }
 
 /** One message as the simulated queue holds it. */
@@ -43,15 +82,19 @@ export class InMemoryQueue implements JobQueue {
   readonly #byReceipt = new Map<string, string>();
   readonly #visibility: number;
   readonly #now: () => number;
+  readonly #refuseInvalid: boolean;
   #nextId = 0;
   /** Letters sent to the DLQ, in order. */
   readonly deadLetters: DeadLetter[] = [];
+  /** Letters refused for their content (`refuseInvalidContent`). */
+  refusedLetters = 0;
   /** Injects outages, lost answers and latency into the port's calls (see {@link StoreFaults}). */
   readonly faults = new StoreFaults<QueueOperation>();
 
   constructor(options: InMemoryQueueOptions = {}) {
     this.#visibility = options.visibilitySeconds ?? 30;
     this.#now = options.now ?? Date.now;
+    this.#refuseInvalid = options.refuseInvalidContent ?? false;
   }
 
   /** Enqueues a body (a producer's send); returns its message id. */
@@ -110,6 +153,11 @@ export class InMemoryQueue implements JobQueue {
 
   async sendToDeadLetter(body: string, reason: DeadLetterReason, groupId?: string): Promise<void> {
     await this.faults.run('send-to-dead-letter', () => {
+      const refusal = this.#refuseInvalid ? letterRefusal(body, reason) : undefined;
+      if (refusal) {
+        this.refusedLetters += 1;
+        throw refusal;
+      }
       this.deadLetters.push({ body, reason: { ...reason }, ...(groupId === undefined ? {} : { groupId }) });
     });
   }

@@ -15,9 +15,16 @@ import type {
   JobStore,
   StoreCallOptions,
 } from '../../shared/core/contract/job-store.ts';
+import type {
+  AcquireResult,
+  LeaseItem,
+  LeaseStore,
+  NamedLease,
+} from '../../shared/core/contract/lease-store.ts';
 import { JobStatus } from '../../shared/core/contract/statuses.ts';
 import { visibilityForLease } from '../../shared/core/decisions/lease-timing.ts';
 import { versionedPut } from '../../shared/core/decisions/optimistic.ts';
+import type { JobContext } from '../../shared/core/model/job-context.ts';
 import { JobRegistry } from '../../shared/core/model/registry.ts';
 import type { PayloadSchema } from '../../shared/core/model/standard-schema.ts';
 import { MetricName } from '../../shared/core/observe/metric-names.ts';
@@ -27,6 +34,7 @@ import { CompletedCache } from '../../shared/core/pipeline/completed-cache.ts';
 import { JobProcessor, type RecordOutcome } from '../../shared/core/pipeline/processor.ts';
 import {
   describe as describeError,
+  LeaseBusyError,
   LeaseLostError,
   PermanentJobError,
   StoreUnavailableError,
@@ -39,14 +47,17 @@ import {
   InMemoryEffectApplier,
 } from '../../shared/testing/in-memory-effects.ts';
 import { InMemoryJobStore } from '../../shared/testing/in-memory-job-store.ts';
+import { InMemoryLeaseStore } from '../../shared/testing/in-memory-lease-store.ts';
 import { InMemoryQueue } from '../../shared/testing/in-memory-queue.ts';
 import {
   ACCOUNTS,
   type CrashSpec,
   type FaultSpec,
   type JobSpec,
+  kindsOf,
   type OpSpec,
   QUEUE_OPS,
+  type ReviewKind,
   type Scenario,
   STORE_OPS,
 } from './scenario.ts';
@@ -134,6 +145,16 @@ export interface RunStats {
   fastFallbacks: number;
   /** Injected faults (outages, lost answers, slow calls) that hit a fast commit. */
   fastFaults: number;
+  /** The most receives of one job's messages in the run. */
+  maxReceives: number;
+  /** Named leases taken (acquires that applied). */
+  namedLeases: number;
+  /** Letters the DLQ refused for their content. */
+  refusedLetters: number;
+  /** Commits the store refused for a DynamoDB limit (ValidationException). */
+  limitRefusals: number;
+  /** Runs that blocked the event loop past their lease. */
+  blockedRuns: number;
 }
 
 /** Every figure of {@link RunStats} at 0. */
@@ -163,6 +184,11 @@ export function emptyStats(): RunStats {
     fastUnknown: 0,
     fastFallbacks: 0,
     fastFaults: 0,
+    maxReceives: 0,
+    namedLeases: 0,
+    refusedLetters: 0,
+    limitRefusals: 0,
+    blockedRuns: 0,
   };
 }
 
@@ -172,6 +198,8 @@ export interface RunOptions {
   readonly trace?: boolean;
   /** What the workers see instead of the shared store (the model's own self-test breaks it on purpose). */
   readonly wrapStore?: (store: InMemoryJobStore) => JobStore;
+  /** What the workers see instead of the shared queue (a self-test breaks it on purpose). */
+  readonly wrapQueue?: (queue: InMemoryQueue) => JobQueue;
 }
 
 export async function runScenario(scenario: Scenario, options: RunOptions = {}): Promise<RunReport> {
@@ -179,11 +207,21 @@ export async function runScenario(scenario: Scenario, options: RunOptions = {}):
     now: T0,
     toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
   });
+  // A rejection nobody handles ends a Node worker: the run records it as a violation (vitest's own
+  // listeners are set aside meanwhile, so it is reported once, with the schedule that caused it).
+  const saved = process.listeners('unhandledRejection');
+  const rejections: string[] = [];
+  const onRejection = (reason: unknown) => {
+    rejections.push(`unhandled rejection (a Node worker would exit): ${describeError(reason)}`);
+  };
+  process.removeAllListeners('unhandledRejection');
+  process.on('unhandledRejection', onRejection);
   try {
-    const world = new World(scenario, options.wrapStore);
+    const world = new World(scenario, options.wrapStore, options.wrapQueue);
     world.start();
     await world.drive();
-    const violations = await world.check();
+    await flush();
+    const violations = [...(await world.check()), ...rejections];
     return {
       violations,
       stats: world.stats,
@@ -192,6 +230,8 @@ export async function runScenario(scenario: Scenario, options: RunOptions = {}):
   } finally {
     vi.clearAllTimers();
     vi.useRealTimers();
+    process.removeListener('unhandledRejection', onRejection);
+    for (const listener of saved) process.on('unhandledRejection', listener);
   }
 }
 
@@ -216,10 +256,13 @@ type TraceEntry = readonly [at: number, level: string, message: string, extra: R
 class World {
   readonly scenario: Scenario;
   readonly rng: () => number;
-  readonly ledger = new InMemoryEffectApplier({ tables: { [LEDGER]: ['account'] } });
+  /** The named leases of the jobs that take one (`ctx.withLease`), fenced in their commits. */
+  readonly leases = new InMemoryLeaseStore();
+  readonly ledger = new InMemoryEffectApplier({ tables: { [LEDGER]: ['account'] }, leases: [this.leases] });
   readonly applier: CountingApplier;
   readonly store: InMemoryJobStore;
-  readonly queue = new InMemoryQueue();
+  // The DLQ refuses what SQS refuses (text outside its character set, oversized letters).
+  readonly queue = new InMemoryQueue({ refuseInvalidContent: true });
   readonly metrics = new InMemoryMetrics();
   readonly registry: JobRegistry;
   readonly logger: Logger;
@@ -235,6 +278,20 @@ class World {
   /** Ops (`dedupKey#step`) and their credit. */
   readonly ops = new Map<string, OpSpec>();
   readonly workers: ModelWorker[] = [];
+  /** Receives of each job's messages (all copies). */
+  readonly receives = new Map<string, number>();
+  /** Receives of one job after which it counts as looping (see receiveBound). */
+  readonly receiveBound: number;
+  /** Runs each job's handler started. */
+  readonly runsStarted = new Map<string, number>();
+  /** Per job, the commits the store refused for a DynamoDB limit (ValidationException). */
+  readonly limitRefusals = new Map<string, number>();
+  /** Named leases taken, by token: who took it, and whether the answer reached the worker. */
+  readonly acquisitions = new Map<number, { worker: string; dedupKey: string; delivered: boolean }>();
+  /** Tokens already reported as renewed by an orphan (one violation each). */
+  readonly orphansSeen = new Set<number>();
+  /** Jobs that get a message of another type under their dedupKey (review kind `collision`). */
+  readonly collided = new Set<string>();
   readonly #trace: TraceEntry[] = [];
   #pending = 0;
   #stuck: string | undefined;
@@ -248,8 +305,16 @@ class World {
   /** Per job, the writes that answered "completed" (a fenced complete or a fast commit). */
   readonly completions = new Map<string, string[]>();
 
-  constructor(scenario: Scenario, wrapStore?: (store: InMemoryJobStore) => JobStore) {
+  /** The queue as the workers see it (the shared one, unless a self-test wraps it). */
+  readonly workerQueue: JobQueue;
+
+  constructor(
+    scenario: Scenario,
+    wrapStore?: (store: InMemoryJobStore) => JobStore,
+    wrapQueue?: (queue: InMemoryQueue) => JobQueue,
+  ) {
     this.scenario = scenario;
+    this.workerQueue = wrapQueue ? wrapQueue(this.queue) : this.queue;
     this.rng = prng(scenario.seed);
     this.applier = new CountingApplier(this.ledger, this);
     this.store = new InMemoryJobStore({ effects: this.applier });
@@ -262,6 +327,13 @@ class World {
       });
       if (!job.poison && job.final) this.ops.set(`${jobKey(index)}#final`, job.final);
     });
+    for (const dup of scenario.duplicates) {
+      if (!dup.otherType) continue;
+      const key = jobKey(dup.job % scenario.jobs.length);
+      this.collided.add(key);
+      this.ops.set(`${key}#other`, OTHER_OP);
+    }
+    this.receiveBound = receiveBound(scenario);
   }
 
   start(): void {
@@ -273,7 +345,7 @@ class World {
       const index = dup.job % s.jobs.length;
       this.later(dup.atMs, () => {
         this.stats.duplicateSends += 1;
-        this.send(index, dup.sameBody ? 0 : this.stats.duplicateSends);
+        this.send(index, dup.sameBody ? 0 : this.stats.duplicateSends, dup.otherType);
       });
     });
     for (const fault of s.faults) setTimeout(() => this.arm(fault), fault.atMs);
@@ -293,6 +365,10 @@ class World {
         this.#stuck = 'nothing left to happen (no timer pending) but the run is not done';
         break;
       }
+      if (this.#looping) {
+        this.#stuck = this.#looping;
+        break;
+      }
       if (++this.stats.timers > MAX_TIMERS) {
         this.#stuck = `livelock: ${MAX_TIMERS} timers fired`;
         break;
@@ -305,20 +381,40 @@ class World {
     this.log('info', 'run ends', { stuck: this.#stuck, queue: this.queue.size });
   }
 
+  #looping: string | undefined;
+
+  /** A batch was received: counts each job's receives, and ends the run when one is past the bound. */
+  onReceive(records: readonly SQSRecord[]): void {
+    for (const record of records) {
+      const key = this.keyOfMessage.get(record.messageId) ?? '?';
+      const n = (this.receives.get(key) ?? 0) + 1;
+      this.receives.set(key, n);
+      this.stats.maxReceives = Math.max(this.stats.maxReceives, n);
+      if (n > this.receiveBound && !this.#looping) {
+        this.#looping = `[bounded-receives] ${key} received ${n} times (bound ${this.receiveBound}) without ending COMPLETED or DEAD`;
+      }
+    }
+  }
+
   #done(): boolean {
     return this.#pending === 0 && this.queue.size === 0 && this.workers.every((w) => w.ports.dead || !w.busy);
   }
 
-  /** Sends job `index`: `copy` 0 is the original body (a same-body duplicate too), n a new envelope. */
-  send(index: number, copy: number): void {
+  /**
+   * Sends job `index`: `copy` 0 is the original body (a same-body duplicate too), n a new envelope;
+   * `other`: a message of another type (`model.other`) under the same dedupKey, whose envelope's
+   * createdAt is 1 ms later, so the item (which keeps its first claim's createdAt) tells which type
+   * created it.
+   */
+  send(index: number, copy: number, other = false): void {
     const spec = this.scenario.jobs[index] as JobSpec;
     const body = JSON.stringify(
       makeEnvelope({
         id: `job-${index}-e${copy}`,
         dedupKey: jobKey(index),
-        type: jobType(spec),
+        type: other ? OTHER_TYPE : jobType(spec),
         payload: { job: index },
-        createdAt: new Date(T0),
+        createdAt: new Date(other ? T0 + 1 : T0),
       }),
     );
     const messageId = this.queue.send(body);
@@ -365,14 +461,34 @@ class World {
     };
     if (fault.target === 'store') {
       const op = STORE_OPS[fault.op % STORE_OPS.length] ?? 'claim';
-      if (fail) this.store.faults.failNext(op, error, options);
-      else this.store.faults.delayNext(op, fault.delayMs, options);
+      if (op.startsWith('lease-')) {
+        const leaseOp = op as 'lease-acquire' | 'lease-renew' | 'lease-release';
+        if (fail) this.leases.faults.failNext(leaseOp, error, options);
+        else this.leases.faults.delayNext(leaseOp, fault.delayMs, options);
+      } else if (fail)
+        this.store.faults.failNext(op as Exclude<typeof op, `lease-${string}`>, error, options);
+      else this.store.faults.delayNext(op as Exclude<typeof op, `lease-${string}`>, fault.delayMs, options);
     } else {
       const op = QUEUE_OPS[fault.op % QUEUE_OPS.length] ?? 'delete';
       if (fail) this.queue.faults.failNext(op, error, options);
       else this.queue.faults.delayNext(op, fault.delayMs, options);
     }
     this.log('info', 'fault armed', { ...fault });
+  }
+
+  /** A commit the store refused as invalid (a DynamoDB limit, review kind `limits`). */
+  limitRefused(dedupKey: string, error: unknown): void {
+    if (!(error instanceof Error && error.name === 'ValidationException')) return;
+    this.stats.limitRefusals += 1;
+    this.limitRefusals.set(dedupKey, (this.limitRefusals.get(dedupKey) ?? 0) + 1);
+  }
+
+  /** Excuses every job a live worker has in hand (a blocking job stalls the shared clock). */
+  touchAllInHand(): void {
+    for (const w of this.workers) {
+      if (w.ports.dead || !w.busy) continue;
+      for (const id of w.batch.keys()) this.touch(w.id, this.keyOfMessage.get(id) ?? '?');
+    }
   }
 
   touch(worker: string, dedupKey: string): void {
@@ -423,6 +539,51 @@ class World {
     }
   }
 
+  /** Whether `worker` has a message of job `dedupKey` in hand (an attempt of it may be running). */
+  processing(worker: string, dedupKey: string): boolean {
+    const w = this.workers.find((x) => x.id === worker);
+    if (!w || w.ports.dead || !w.busy) return false;
+    return [...w.batch.keys()].some((id) => this.keyOfMessage.get(id) === dedupKey);
+  }
+
+  workerDead(worker: string): boolean {
+    const w = this.workers.find((x) => x.id === worker);
+    return w === undefined || w.ports.dead;
+  }
+
+  /**
+   * A named-lease renewal by `worker` for job `dedupKey`: one made while the worker holds no message of
+   * that job comes from an attempt that has ended (an orphan heartbeat, review kind `named-lease`).
+   */
+  leaseRenewed(worker: string, dedupKey: string, lease: NamedLease): void {
+    if (this.processing(worker, dedupKey) || this.orphansSeen.has(lease.token)) return;
+    this.orphansSeen.add(lease.token);
+    this.violations.push(
+      `[named-lease/orphan-heartbeat] ${worker} renewed named lease ${lease.key} (token ${lease.token}) ` +
+        `for ${dedupKey} at t=${Date.now() - T0} ms, after its attempt of ${dedupKey} had ended`,
+    );
+  }
+
+  /**
+   * A job's `withLease` gave up with LeaseBusyError: a violation when the holder is an earlier attempt of
+   * the same job that has ended (its worker alive and no longer on the job), or whose acquire answer was lost.
+   */
+  async leaseBusy(worker: string, dedupKey: string, name: string): Promise<void> {
+    const item: LeaseItem | undefined = await this.leases.get(name);
+    if (!item?.owner || !(item.leaseUntil >= Date.now())) return;
+    const holder = this.acquisitions.get(item.token);
+    if (!holder || holder.dedupKey !== dedupKey) return;
+    // Another worker's attempt that may still run (stalled), or died with the lease, is not "ended".
+    const elsewhere = holder.worker !== worker;
+    const mayRun = this.workerDead(holder.worker) || this.processing(holder.worker, dedupKey);
+    if (elsewhere && holder.delivered && mayRun) return;
+    this.violations.push(
+      `[named-lease/busy-own-attempt] ${dedupKey} on ${worker} died LeaseBusyError on ${name} at ` +
+        `t=${Date.now() - T0} ms, held (token ${item.token}) by its own earlier attempt on ${holder.worker}` +
+        (holder.delivered ? '' : ' whose acquire answer was lost'),
+    );
+  }
+
   /**
    * A write carrying `effects` answered (`ok`), or was refused by its fence or the claim's condition, or
    * hit an effect conflict: the effects must have been applied exactly when it says ok (all or none).
@@ -454,6 +615,34 @@ class World {
         `fast path on a redelivery: ${request.owner} ran ${request.dedupKey} unclaimed on receive ` +
           `${receives} of message ${request.messageId}`,
       );
+    }
+  }
+
+  /**
+   * Review kind `named-lease`: runs `work` inside `ctx.withLease`. On the job's first run, a fault on
+   * its acquire: `slow` lands after the invocation's deadline, `lost` lands and loses its answer.
+   */
+  async withNamedLease<R>(ctx: JobContext, spec: JobSpec, run: number, work: () => Promise<R>): Promise<R> {
+    const lease = spec.lease as NonNullable<JobSpec['lease']>;
+    const name = LEASE_NAMES[lease.name % LEASE_NAMES.length] as string;
+    if (run === 1 && lease.acquire === 'slow') {
+      this.leases.faults.delayNext('lease-acquire', this.scenario.source.timeoutMs, { when: 'before' });
+    }
+    if (run === 1 && lease.acquire === 'lost') {
+      const cause = new Error('injected fault (acquire answer lost)');
+      cause.name = 'ServiceUnavailable';
+      this.leases.faults.failNext('lease-acquire', () => new StoreUnavailableError('lease-acquire', cause), {
+        when: 'after',
+      });
+    }
+    try {
+      return await ctx.withLease(name, () => work(), {
+        ...(lease.leaseMs === undefined ? {} : { leaseMs: lease.leaseMs }),
+        ...(lease.waitMs === undefined ? {} : { waitMs: lease.waitMs }),
+      });
+    } catch (error) {
+      if (error instanceof LeaseBusyError) await this.leaseBusy(ctx.worker, ctx.dedupKey, name);
+      throw error;
     }
   }
 
@@ -499,6 +688,8 @@ class World {
     const v = [...this.violations];
     const s = this.scenario;
     if (this.#stuck) v.push(`run did not finish: ${this.#stuck}`);
+    // A run cut short by a looping job leaves the others unfinished: that is the loop's consequence.
+    if (this.#looping) return v;
     if (this.queue.size > 0) {
       const left = this.queue.messages().map((m) => `${m.messageId} (${this.keyOfMessage.get(m.messageId)})`);
       v.push(`nothing left behind: ${this.queue.size} message(s) still in the queue: ${left.join(', ')}`);
@@ -519,14 +710,42 @@ class World {
       if (actual !== expected)
         v.push(`ledger ${account}: balance ${actual}, applied credits sum to ${expected}`);
     }
+    // Named leases: none held, once every job has settled, by an attempt whose worker knew it took it.
+    for (const name of LEASE_NAMES) {
+      const item = await this.leases.get(name);
+      const holder = item ? this.acquisitions.get(item.token) : undefined;
+      if (!item?.owner || !(item.leaseUntil >= Date.now()) || !holder?.delivered) continue;
+      if (this.workerDead(holder.worker)) continue;
+      v.push(
+        `[named-lease/held-after-settle] named lease ${item.leaseKey} (token ${item.token}) still held by ` +
+          `${holder.worker} for ${holder.dedupKey} until t=${item.leaseUntil - T0} ms after every job settled`,
+      );
+    }
+    this.stats.refusedLetters = this.queue.refusedLetters;
     for (const [index, spec] of s.jobs.entries()) {
       const key = jobKey(index);
       const item: JobItem | undefined = await this.store.get(key);
-      const letters = this.queue.deadLetters.filter((l) => l.reason.dedupKey === key);
-      const ops = [...spec.steps.map((_, i) => `${key}#s${i + 1}`), ...(spec.poison ? [] : [`${key}#final`])];
+      const allLetters = this.queue.deadLetters.filter((l) => l.reason.dedupKey === key);
       const applied = (op: string) => this.applier.applied.get(op) ?? 0;
       const status = item?.status;
+      // Two types under one key: the item belongs to the type whose message created it (its createdAt).
+      const otherCreated = item?.createdAt === new Date(T0 + 1).toISOString();
+      const ownType = otherCreated ? OTHER_TYPE : jobType(spec);
+      const letterType = (l: { body: string }) => (JSON.parse(l.body) as { type?: string }).type;
+      const letters = allLetters.filter((l) => letterType(l) === ownType);
+      if (this.collided.has(key)) v.push(...this.#collisionProblems(key, spec, item, allLetters, ownType));
+      if (otherCreated) continue;
+      const ops = [...spec.steps.map((_, i) => `${key}#s${i + 1}`), ...(spec.poison ? [] : [`${key}#final`])];
       const where = `${key} (${jobType(spec)})`;
+      if (spec.limit) {
+        const refused = this.limitRefusals.get(key) ?? 0;
+        if (status !== JobStatus.Dead || refused > 2) {
+          v.push(
+            `[limits/futile-runs] ${where} breaks DynamoDB's ${spec.limit} limit: ended ${status ?? 'absent'} ` +
+              `after ${refused} refused commit(s) and ${this.runsStarted.get(key) ?? 0} run(s); expected DEAD within two`,
+          );
+        }
+      }
       if (status !== JobStatus.Completed && status !== JobStatus.Dead) {
         v.push(
           `job ended neither COMPLETED nor DEAD: ${where} is ${status ?? 'absent'} ` +
@@ -590,6 +809,59 @@ class World {
     this.stats.fastFaults = this.store.faults.injected.get('claim-and-complete') ?? 0;
     return v;
   }
+
+  /**
+   * Review kind `collision`: job `key` also got messages of another type. The item belongs to the type
+   * that created it: the other type's code never applies its effects or completes it, and each message
+   * of the other type is dead-lettered with a reason of its own.
+   */
+  #collisionProblems(
+    key: string,
+    spec: JobSpec,
+    item: JobItem | undefined,
+    letters: readonly { body: string; reason: DeadLetterReason }[],
+    ownType: string,
+  ): string[] {
+    const problems: string[] = [];
+    const applied = (op: string) => this.applier.applied.get(op) ?? 0;
+    const specOps = [
+      ...spec.steps.map((_, i) => `${key}#s${i + 1}`),
+      ...(spec.poison ? [] : [`${key}#final`]),
+    ];
+    const otherOwns = ownType === OTHER_TYPE;
+    const foreignOps = otherOwns ? specOps : [`${key}#other`];
+    const foreignType = otherOwns ? jobType(spec) : OTHER_TYPE;
+    const foreign = foreignOps.filter((op) => applied(op) > 0);
+    if (foreign.length > 0) {
+      problems.push(
+        `[collision/foreign-effects] ${key} belongs to ${ownType}, yet ${foreignType}'s code applied ${foreign.join(', ')}`,
+      );
+    }
+    const ownFinal = otherOwns ? `${key}#other` : spec.poison ? undefined : `${key}#final`;
+    if (item?.status === JobStatus.Completed && (ownFinal === undefined || applied(ownFinal) !== 1)) {
+      problems.push(
+        `[collision/wrong-type-completed] ${key} (created by ${ownType}) is COMPLETED without its own final effect ` +
+          `(item type ${item.type})`,
+      );
+    }
+    const foreignLetters = letters.filter(
+      (l) => (JSON.parse(l.body) as { type?: string }).type === foreignType,
+    );
+    if (foreignLetters.length === 0) {
+      problems.push(
+        `[collision/no-letter] ${key}: the message(s) of ${foreignType} under ${ownType}'s dedupKey were not ` +
+          `dead-lettered (item ${item?.status ?? 'absent'})`,
+      );
+    }
+    for (const l of foreignLetters) {
+      if (!l.reason.reason || !l.reason.errorClass || !l.reason.errorMessage) {
+        problems.push(
+          `[collision/no-letter] ${key}: letter of ${foreignType} without its reasons ${JSON.stringify(l.reason)}`,
+        );
+      }
+    }
+    return problems;
+  }
 }
 
 /** What is wrong with one dead letter of job `spec` (nothing, when it carries its reasons). */
@@ -610,6 +882,8 @@ function letterProblems(
       `${where}: max-attempts letter after ${reason.attempts} of ${scenario.maxAttempts} attempts`,
     );
   }
+  // A job past a DynamoDB limit may be dead-lettered under any reason that names it (checked by behaviour).
+  if (spec.limit) return problems;
   if (reason.reason === 'permanent-error' && !(spec.poison && reason.errorClass === 'PermanentJobError')) {
     problems.push(`${where}: permanent-error letter (${reason.errorClass}) for a job that never throws one`);
   }
@@ -681,7 +955,10 @@ class CountingApplier implements EffectApplier {
     try {
       out = this.#inner.apply(effects);
     } catch (error) {
-      this.#world.violations.push(`harness: the effect applier refused effects: ${describeError(error)}`);
+      // A transaction DynamoDB refuses as invalid (a review-kind `limits` job) is the store's answer.
+      if (!(error instanceof Error && error.name === 'ValidationException')) {
+        this.#world.violations.push(`harness: the effect applier refused effects: ${describeError(error)}`);
+      }
       throw error;
     }
     if (out.ok) {
@@ -712,6 +989,7 @@ const modelPayload: PayloadSchema<ModelPayload> = {
 function modelRegistry(world: World): JobRegistry {
   const types = [
     ...JOB_KINDS.map((kind) => ({ type: `model.${kind}`, fastPath: false })),
+    { type: OTHER_TYPE, fastPath: false },
     ...JOB_KINDS.filter((kind) => kind !== 'steps').map((kind) => ({
       type: `${FAST_PREFIX}${kind}`,
       fastPath: true,
@@ -726,19 +1004,54 @@ function modelRegistry(world: World): JobRegistry {
         async run(ctx, p: ModelPayload) {
           const spec = world.scenario.jobs[p.job] as JobSpec;
           const key = ctx.dedupKey;
-          const nap = spec.sleepMs / (spec.steps.length + 1);
-          for (const [i, op] of spec.steps.entries()) {
-            const name = `s${i + 1}`;
-            await ctx.step(name, async () => ({ effects: [await world.credit(`${key}#${name}`, op)] }));
-            if (nap > 0) await sleep(nap);
+          // Another type's code under this job's dedupKey (review kind `collision`): one credit of its own.
+          if (type === OTHER_TYPE) return { effects: [await world.credit(`${key}#other`, OTHER_OP)] };
+          const started = (world.runsStarted.get(key) ?? 0) + 1;
+          world.runsStarted.set(key, started);
+          if (spec.block && started <= spec.block.runs) {
+            // After one microtask turn, so the pipeline already listens to this run's promise: a block in
+            // the very first synchronous section, before the run returns its promise, aborts the job
+            // before job-run.ts's `abortable` attaches to it, and the run's later rejection goes
+            // unhandled (a crash of a Node worker; reported separately, not modelled here).
+            await null;
+            // Review kind `blocking`: a synchronous section longer than the lease. Every timer due
+            // meanwhile fires at its end, in order, before any answer (a renewal's included) can arrive.
+            world.stats.blockedRuns += 1;
+            // Every lease in hand may run out meanwhile (the model's workers share one clock, so the block
+            // starves them all): that is the job's doing, not a healthy owner aborted.
+            world.touchAllInHand();
+            world.log('info', 'job blocks the event loop', { worker: ctx.worker, dedupKey: key });
+            vi.advanceTimersByTime(Math.round((world.scenario.leaseMs * spec.block.percent) / 100));
           }
-          if (nap > 0) await sleep(nap);
-          const runs = (world.handlerRuns.get(key) ?? 0) + 1;
-          world.handlerRuns.set(key, runs);
-          if (spec.poison) throw new PermanentJobError('poison pill');
-          if (runs <= spec.failRuns) throw new TransientJobError(`flaky dependency (run ${runs})`);
-          const final = spec.final as OpSpec;
-          return { effects: [await world.credit(`${key}#final`, final)], result: { runs } };
+          const work = async () => {
+            const nap = spec.sleepMs / (spec.steps.length + 1);
+            const step = async (op: OpSpec, i: number) => {
+              const name = `s${i + 1}`;
+              await ctx.step(name, async () => ({ effects: [await world.credit(`${key}#${name}`, op)] }));
+            };
+            if (spec.concurrentSteps) {
+              // Review kind `concurrent-steps`: both steps at once under the one lease.
+              await Promise.all(spec.steps.map(step));
+              if (nap > 0) await sleep(nap * spec.steps.length);
+            } else {
+              for (const [i, op] of spec.steps.entries()) {
+                await step(op, i);
+                if (nap > 0) await sleep(nap);
+              }
+            }
+            if (nap > 0) await sleep(nap);
+            const runs = (world.handlerRuns.get(key) ?? 0) + 1;
+            world.handlerRuns.set(key, runs);
+            const hostile = spec.hostileErrors ? HOSTILE_TEXT : '';
+            if (spec.poison) throw new PermanentJobError(`poison pill${hostile}`);
+            if (runs <= spec.failRuns)
+              throw new TransientJobError(`flaky dependency (run ${runs})${hostile}`);
+            const final = await world.credit(`${key}#final`, spec.final as OpSpec);
+            return spec.limit
+              ? overLimit(key, spec.limit, final, runs)
+              : { effects: [final], result: { runs } };
+          };
+          return spec.lease ? world.withNamedLease(ctx, spec, started, work) : work();
         },
       }),
     ),
@@ -781,6 +1094,7 @@ class ModelWorker {
       maxAttempts: s.maxAttempts,
       backoff: { baseSeconds: 1, capSeconds: 8 },
       random: world.rng,
+      leases: this.ports.leases,
       ...(s.cache ? { cache: new CompletedCache() } : {}),
     });
   }
@@ -807,6 +1121,7 @@ class ModelWorker {
       }
       this.busy = true;
       this.batch = new Map(records.map((r) => [r.messageId, Number(r.attributes.ApproximateReceiveCount)]));
+      world.onReceive(records);
       world.log('debug', 'received', { worker: this.id, messages: records.map((r) => r.messageId) });
       // The handler's deadline: the invocation's timeout less its 3 s margin (shared/worker/handler.ts).
       const deadline = Date.now() + source.timeoutMs - DEADLINE_MARGIN_MS;
@@ -850,6 +1165,7 @@ class Ports {
   calls = 0;
   readonly store: JobStore;
   readonly queue: JobQueue;
+  readonly leases: LeaseStore;
   readonly #world: World;
   readonly #worker: ModelWorker;
   readonly #crash: CrashSpec | undefined;
@@ -859,7 +1175,8 @@ class Ports {
     this.#worker = worker;
     this.#crash = crash;
     this.store = new PortStore(world.workerStore, this);
-    this.queue = new PortQueue(world.queue, this, world);
+    this.queue = new PortQueue(world.workerQueue, this, world);
+    this.leases = new PortLeases(world.leases, this, world, worker.id);
   }
 
   async call<T>(dedupKey: string | undefined, run: () => Promise<T>): Promise<T> {
@@ -1025,6 +1342,7 @@ class AuditStore implements JobStore {
       answer = await this.#inner.claimAndComplete(request, result, effects, options);
     } catch (error) {
       if (error instanceof StoreUnavailableError) world.stats.fastUnknown += 1;
+      world.limitRefused(request.dedupKey, error);
       throw error;
     }
     world.audited(what, request.dedupKey, effects, answer.ok);
@@ -1094,6 +1412,7 @@ class AuditStore implements JobStore {
       answer = await call;
     } catch (error) {
       if (error instanceof LeaseLostError) this.#world.audited(what, lease.dedupKey, effects, false);
+      this.#world.limitRefused(lease.dedupKey, error);
       throw error;
     }
     this.#world.audited(what, lease.dedupKey, effects, answer.ok);
@@ -1103,11 +1422,11 @@ class AuditStore implements JobStore {
 }
 
 class PortQueue implements JobQueue {
-  readonly #inner: InMemoryQueue;
+  readonly #inner: JobQueue;
   readonly #ports: Ports;
   readonly #world: World;
 
-  constructor(inner: InMemoryQueue, ports: Ports, world: World) {
+  constructor(inner: JobQueue, ports: Ports, world: World) {
     this.#inner = inner;
     this.#ports = ports;
     this.#world = world;
@@ -1127,4 +1446,140 @@ class PortQueue implements JobQueue {
   sendToDeadLetter(body: string, reason: DeadLetterReason, groupId?: string): Promise<void> {
     return this.#ports.call(reason.dedupKey, () => this.#inner.sendToDeadLetter(body, reason, groupId));
   }
+}
+
+/**
+ * The named-lease store as one worker sees it: through its ports (so a killed worker's calls hang and a
+ * stall holds them), noting which attempt took each lease and catching renewals by ended attempts.
+ */
+class PortLeases implements LeaseStore {
+  readonly #inner: InMemoryLeaseStore;
+  readonly #ports: Ports;
+  readonly #world: World;
+  readonly #worker: string;
+
+  constructor(inner: InMemoryLeaseStore, ports: Ports, world: World, worker: string) {
+    this.#inner = inner;
+    this.#ports = ports;
+    this.#world = world;
+    this.#worker = worker;
+  }
+
+  /** The job of a lease owner (`worker/dedupKey`, jobLeaseOwner). */
+  #key(owner: string): string {
+    return owner.slice(owner.indexOf('/') + 1);
+  }
+
+  async tryAcquire(key: string, owner: string, leaseMs: number, now: number): Promise<AcquireResult> {
+    const dedupKey = this.#key(owner);
+    const taken = (token: number, delivered: boolean) => {
+      this.#world.acquisitions.set(token, { worker: this.#worker, dedupKey, delivered });
+      if (!delivered) this.#world.stats.namedLeases += 1;
+    };
+    const result = await this.#ports.call(dedupKey, async () => {
+      try {
+        const answer = await this.#inner.tryAcquire(key, owner, leaseMs, now);
+        if (answer.acquired) taken(answer.lease.token, false);
+        return answer;
+      } catch (error) {
+        // A lost answer: the write may have landed, leaving a lease nobody knows it holds.
+        const item = await this.#inner.get(key);
+        if (item?.owner === owner && item.acquiredAt === now) taken(item.token, false);
+        throw error;
+      }
+    });
+    // The answer reached the worker: its attempt knows it holds the lease.
+    if (result.acquired)
+      this.#world.acquisitions.set(result.lease.token, { worker: this.#worker, dedupKey, delivered: true });
+    return result;
+  }
+  renew(lease: NamedLease, leaseMs: number, now: number): Promise<void> {
+    this.#world.leaseRenewed(this.#worker, this.#key(lease.owner), lease);
+    return this.#ports.call(this.#key(lease.owner), () => this.#inner.renew(lease, leaseMs, now));
+  }
+  release(lease: NamedLease): Promise<void> {
+    return this.#ports.call(this.#key(lease.owner), () => this.#inner.release(lease));
+  }
+  get(key: string): Promise<LeaseItem | undefined> {
+    return this.#ports.call(undefined, () => this.#inner.get(key));
+  }
+  fence(lease: NamedLease): Effect {
+    return this.#inner.fence(lease);
+  }
+}
+
+/** The names of the named leases model jobs take (two, so jobs contend). */
+const LEASE_NAMES = ['lock#0', 'lock#1'] as const;
+
+/** The type of the messages sent under another job's dedupKey (review kind `collision`). */
+const OTHER_TYPE = 'model.other';
+const OTHER_OP: OpSpec = { account: 'acct-c', delta: 1000 };
+
+/** Text SQS refuses in an attribute: a C0 control and lone surrogates (review kind `dlq-content`). */
+const HOSTILE_TEXT = ' \u0000\u0007 \uD800 \uDFFF';
+
+/** What a review-kind `limits` job returns: a completion that breaks one of DynamoDB's limits. */
+function overLimit(key: string, limit: NonNullable<JobSpec['limit']>, final: Effect, runs: number) {
+  const fill = (i: number): Effect =>
+    versionedPut({
+      tableName: LEDGER,
+      key: { account: `${key}-fill-${i}` },
+      seenVersion: undefined,
+      item: { balance: 0, lastOp: `${key}#fill` },
+    });
+  switch (limit) {
+    case 'items':
+      // 100 effects and the job item: 101 transaction items.
+      return { effects: [final, ...Array.from({ length: 99 }, (_, i) => fill(i))], result: { runs } };
+    case 'same-item': {
+      const put = final.Put as NonNullable<Effect['Put']>;
+      const again: Effect = { Put: { ...put, Item: { ...put.Item, lastOp: `${key}#fill` } } };
+      return { effects: [final, again], result: { runs } };
+    }
+    case 'size': {
+      const put = final.Put as NonNullable<Effect['Put']>;
+      return {
+        effects: [{ Put: { ...put, Item: { ...put.Item, blob: 'x'.repeat(410 * 1024) } } }],
+        result: { runs },
+      };
+    }
+    case 'result':
+      return { effects: [final], result: { runs, blob: 'x'.repeat(410 * 1024) } };
+  }
+}
+
+/**
+ * Receives of one job after which the run counts as looping: every attempt, outage give-back, crash,
+ * stall and duplicate may add some, so the bound grows with the schedule's faults; a job whose attempts
+ * are refunded forever passes it.
+ */
+function receiveBound(s: Scenario): number {
+  const faultCalls = s.faults.reduce((n, f) => n + f.times, 0);
+  return (
+    4 * s.maxAttempts +
+    2 * faultCalls +
+    3 * s.crashes.length +
+    3 * s.pauses.length +
+    2 * s.duplicates.length +
+    10
+  );
+}
+
+/**
+ * The review kinds a violation is laid to: its `[kind/check]` tag; else the kinds of the jobs it names
+ * (a check the job's kind breaks); else, naming none, every kind in the schedule. Empty: a violation of
+ * none of them (the property fails on it whatever is open).
+ */
+export function violationKinds(scenario: Scenario, violation: string): ReviewKind[] {
+  const tag = /^\[([a-z-]+)\//.exec(violation)?.[1];
+  if (tag && tag !== 'bounded-receives') return [tag as ReviewKind];
+  const kindsOfKey = (index: number): ReviewKind[] => {
+    const spec = scenario.jobs[index];
+    const collided = scenario.duplicates.some((d) => d.otherType && d.job % scenario.jobs.length === index);
+    return spec ? [...kindsOf(spec), ...(collided ? (['collision'] as const) : [])] : [];
+  };
+  const keys = [...violation.matchAll(/job-(\d+)/g)].map((m) => Number(m[1]));
+  const named = keys.length > 0 ? keys.map(kindsOfKey) : [scenario.jobs.flatMap((_, i) => kindsOfKey(i))];
+  if (named.some((k) => k.length === 0)) return [];
+  return [...new Set(named.flat())];
 }

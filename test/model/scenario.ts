@@ -32,6 +32,61 @@ export interface JobSpec {
    * has no steps (`ctx.step` needs a lease). @default false
    */
   readonly fast?: boolean;
+  /** Review kind `named-lease`: the job runs inside `ctx.withLease`. */
+  readonly lease?: NamedLeaseSpec;
+  /** Review kind `dlq-content`: its errors carry text SQS refuses (C0 controls, lone surrogates). */
+  readonly hostileErrors?: boolean;
+  /**
+   * Review kind `blocking`: its first `runs` runs block the event loop for `percent`% of the job lease in
+   * their synchronous section (the virtual clock moves, no renewal answer can arrive meanwhile).
+   */
+  readonly block?: { readonly runs: number; readonly percent: number };
+  /** Review kind `concurrent-steps`: its (two) steps run at once, in `Promise.all`. */
+  readonly concurrentSteps?: boolean;
+  /**
+   * Review kind `limits`: its completion breaks a DynamoDB limit: more than 100 transaction items, two
+   * operations on one item, an effect item or the job item (its result) above 400 KB.
+   */
+  readonly limit?: 'items' | 'same-item' | 'size' | 'result';
+}
+
+/**
+ * The kinds of defect review found (issue 18, "keep the promise for every input"), each a job or send
+ * feature the schedules mix in, with its own checks in harness.ts (tagged `[kind/check]`).
+ */
+export const REVIEW_KINDS = [
+  'named-lease',
+  'collision',
+  'dlq-content',
+  'blocking',
+  'concurrent-steps',
+  'limits',
+] as const;
+export type ReviewKind = (typeof REVIEW_KINDS)[number];
+
+/**
+ * A named lease the job takes (`ctx.withLease('lock#<name>')`), shared by the jobs that draw the same
+ * name. `acquire` arms a fault on the job's first acquire: `slow` answers after the invocation's deadline
+ * (the acquire is in flight when the attempt ends), `lost` lands the write and loses its answer.
+ */
+export interface NamedLeaseSpec {
+  readonly name: number;
+  /** @default the library's (15 s) */
+  readonly leaseMs?: number;
+  /** @default the library's (10 s) */
+  readonly waitMs?: number;
+  readonly acquire: 'ok' | 'slow' | 'lost';
+}
+
+/** The review kinds a job spec carries. */
+export function kindsOf(spec: JobSpec): ReviewKind[] {
+  const kinds: ReviewKind[] = [];
+  if (spec.lease) kinds.push('named-lease');
+  if (spec.hostileErrors) kinds.push('dlq-content');
+  if (spec.block) kinds.push('blocking');
+  if (spec.concurrentSteps) kinds.push('concurrent-steps');
+  if (spec.limit) kinds.push('limits');
+  return kinds;
 }
 
 export type FaultMode = 'fail-before' | 'fail-after' | 'delay-before' | 'delay-after';
@@ -49,6 +104,10 @@ export const STORE_OPS = [
   'mark-dead',
   'claim-and-complete',
   'get',
+  // On the named-lease store (jobs with `lease`).
+  'lease-acquire',
+  'lease-renew',
+  'lease-release',
 ] as const;
 export const QUEUE_OPS = ['change-visibility', 'delete', 'send-to-dead-letter'] as const;
 
@@ -94,6 +153,8 @@ export interface DuplicateSpec {
   readonly job: number;
   readonly atMs: number;
   readonly sameBody: boolean;
+  /** Review kind `collision`: a message of another type (`model.other`) under the same dedupKey. */
+  readonly otherType?: boolean;
 }
 
 /**
@@ -200,7 +261,66 @@ const duplicate: fc.Arbitrary<DuplicateSpec> = fc.record({
   job: fc.nat({ max: 7 }),
   atMs: fc.integer({ min: 0, max: 30_000 }),
   sameBody: fc.boolean(),
+  otherType: fc.oneof(
+    { weight: 9, arbitrary: fc.constant(false) },
+    { weight: 1, arbitrary: fc.constant(true) },
+  ),
 });
+
+const collision: fc.Arbitrary<DuplicateSpec> = fc.record({
+  job: fc.nat({ max: 7 }),
+  atMs: fc.integer({ min: 0, max: 30_000 }),
+  sameBody: fc.constant(false),
+  otherType: fc.constant(true),
+});
+
+/** A job of one review kind (a plain job with the kind's feature; `collision` is a send, not a job). */
+const reviewJob = (kind: ReviewKind): fc.Arbitrary<JobSpec> => {
+  switch (kind) {
+    case 'named-lease':
+      return fc
+        .record({
+          base: job,
+          lease: fc.record({
+            name: fc.nat({ max: 1 }),
+            leaseMs: fc.constantFrom(undefined, 4000),
+            waitMs: fc.constantFrom(undefined, 2000),
+            acquire: fc.constantFrom<NamedLeaseSpec['acquire']>('ok', 'slow', 'lost', 'lost'),
+          }),
+        })
+        .map(({ base, lease }) => ({ ...base, lease }));
+    case 'dlq-content':
+      return fc
+        .record({ base: fc.oneof(job, poison), failRuns: fc.integer({ min: 1, max: 6 }) })
+        .map(({ base, failRuns }) => ({
+          ...base,
+          failRuns: base.poison ? 0 : failRuns,
+          hostileErrors: true,
+        }));
+    case 'blocking':
+      return fc
+        .record({
+          base: job,
+          runs: fc.constantFrom(1, 2, 99),
+          percent: fc.integer({ min: 120, max: 180 }),
+        })
+        .map(({ base, runs, percent }) => ({ ...base, block: { runs, percent } }));
+    case 'concurrent-steps':
+      return fc
+        .record({ base: job, steps: fc.array(op, { minLength: 2, maxLength: 2 }) })
+        .map(({ base, steps }) => ({ ...base, fast: false, steps, concurrentSteps: true }));
+    case 'limits':
+      return fc
+        .record({ base: job, limit: fc.constantFrom('items', 'same-item', 'size', 'result') })
+        .map(({ base, limit }) => ({ ...base, failRuns: 0, limit }));
+    case 'collision':
+      return job;
+  }
+};
+
+const anyReviewJob = fc.oneof(
+  ...REVIEW_KINDS.filter((k) => k !== 'collision').map((kind) => reviewJob(kind)),
+);
 
 const timeoutMs = fc.constantFrom(15_000, 30_000, 60_000);
 const lambda: fc.Arbitrary<EventSource> = timeoutMs.map((t) => ({ kind: 'lambda', timeoutMs: t }));
@@ -216,8 +336,32 @@ const poller: fc.Arbitrary<EventSource> = fc.record({
  * duplicates, faults and crashes; Lambda
  * invocations, or with `pollers` also the local runner's loop.
  */
-export const scenarioArb = (options: { pollers?: boolean } = {}): fc.Arbitrary<Scenario> =>
-  fc
+export const scenarioArb = (
+  options: { pollers?: boolean; kind?: ReviewKind } = {},
+): fc.Arbitrary<Scenario> => {
+  const kind = options.kind;
+  // Without a kind, a third of the schedules carry one review-kind job (and a tenth of duplicates are
+  // another type's); with one, every schedule has one or two of its jobs (or collisions).
+  const review =
+    kind === undefined
+      ? fc.oneof(
+          { weight: 2, arbitrary: fc.constant<JobSpec[]>([]) },
+          { weight: 1, arbitrary: fc.array(anyReviewJob, { minLength: 1, maxLength: 1 }) },
+        )
+      : kind === 'collision'
+        ? fc.constant<JobSpec[]>([])
+        : fc.array(reviewJob(kind), { minLength: 1, maxLength: 2 });
+  // A focused schedule carries its own kind only (no other type's messages unless it is `collision`).
+  const sameType = duplicate.map((d) => ({ ...d, otherType: false }));
+  const duplicates =
+    kind === undefined
+      ? fc.array(duplicate, { maxLength: 4 })
+      : kind === 'collision'
+        ? fc
+            .tuple(fc.array(collision, { minLength: 1, maxLength: 2 }), fc.array(sameType, { maxLength: 2 }))
+            .map(([a, b]) => [...a, ...b])
+        : fc.array(sameType, { maxLength: 4 });
+  return fc
     .record({
       seed: fc.integer(),
       workers: fc.integer({ min: 2, max: 3 }),
@@ -227,10 +371,12 @@ export const scenarioArb = (options: { pollers?: boolean } = {}): fc.Arbitrary<S
       maxAttempts: fc.integer({ min: 3, max: 6 }),
       cache: fc.boolean(),
       jobs: fc.array(job, { minLength: 2, maxLength: 6 }),
+      review,
       poison,
-      duplicates: fc.array(duplicate, { maxLength: 4 }),
+      duplicates,
       faults: fc.array(fault, { maxLength: 10 }),
       crashes: fc.array(crash, { maxLength: 3 }),
       pauses: fc.array(pause, { maxLength: 2 }),
     })
-    .map(({ poison: p, jobs, ...rest }) => ({ ...rest, jobs: [...jobs, p] }));
+    .map(({ poison: p, jobs, review: r, ...rest }) => ({ ...rest, jobs: [...jobs, ...r, p] }));
+};
