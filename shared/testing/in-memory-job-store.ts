@@ -1,3 +1,4 @@
+import { checkJobWrite, giveUpError } from '../core/adapters/dynamodb-limits.ts';
 import type { Checkpoint, JobItem } from '../core/contract/job-item.ts';
 import type {
   ClaimRequest,
@@ -21,7 +22,7 @@ import {
   leaseEnd,
   leaseOver,
 } from '../core/decisions/lease-arithmetic.ts';
-import { ERROR_CLASS_MAX, type StoreUnavailableError, storableText } from '../errors.ts';
+import type { StoreUnavailableError } from '../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../resources.ts';
 import type { EffectApplier } from './in-memory-effects.ts';
 import { StoreFaults } from './store-faults.ts';
@@ -30,7 +31,8 @@ import { StoreFaults } from './store-faults.ts';
  * In-memory doubles of the store ports, for unit tests and the chaos harness. They are never a source of
  * truth in production: state lives in one process and dies with it. They keep the DynamoDB adapters'
  * observable semantics (the contract suites in test/support/contracts run against both), including the
- * token rule, the fence (owner + token + IN_PROGRESS) and the `completedByThisLease` answer.
+ * token rule, the fence (owner + token + IN_PROGRESS), the `completedByThisLease` answer and DynamoDB's
+ * limits on a job write (the adapter's own check, dynamodb-limits.ts).
  */
 
 /** The operation names the DynamoDB job store reports in {@link StoreUnavailableError.operation}. */
@@ -108,6 +110,7 @@ export class InMemoryJobStore implements JobStore {
     effects: readonly Effect[] = [],
     options: StoreCallOptions = {},
   ): Promise<FastCommitResult> {
+    checkJobWrite({ operation: 'claim-and-complete', jobValues: { result: result ?? null }, effects });
     const stored: unknown = structuredClone(result ?? null);
     return this.faults.run(
       'claim-and-complete',
@@ -186,6 +189,7 @@ export class InMemoryJobStore implements JobStore {
     effects: readonly Effect[] = [],
     options: StoreCallOptions = {},
   ): Promise<FencedWriteResult> {
+    checkJobWrite({ operation: 'checkpoint', jobValues: { checkpoint }, effects });
     const stored = structuredClone(checkpoint);
     const result = await this.faults.run(
       'checkpoint',
@@ -212,6 +216,11 @@ export class InMemoryJobStore implements JobStore {
     effects: readonly Effect[] = [],
     options: StoreCallOptions = {},
   ): Promise<FencedWriteResult> {
+    checkJobWrite({
+      operation: 'complete',
+      jobValues: { checkpoint: lease.checkpoint, result: result ?? null },
+      effects,
+    });
     const now = Date.now();
     const stored: unknown = structuredClone(result ?? null);
     const out = await this.faults.run(
@@ -314,6 +323,7 @@ export class InMemoryJobStore implements JobStore {
     signal: AbortSignal | undefined,
   ): Promise<void> {
     const now = Date.now();
+    const capped = giveUpError(lease, error);
     await this.faults.run(
       operation,
       () => {
@@ -324,8 +334,8 @@ export class InMemoryJobStore implements JobStore {
           leaseUntil,
           version: item.version + 1,
           updatedAt: now,
-          lastError: storableText(error.message),
-          lastErrorClass: storableText(error.errorClass, ERROR_CLASS_MAX),
+          lastError: capped.message,
+          lastErrorClass: capped.errorClass,
           expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
           ...(refundAttempt ? { attempts: item.attempts - 1 } : {}),
         };

@@ -3,7 +3,7 @@
 // the adapters send them and read the answers (dynamodb-refusals.ts for the refused writes).
 
 import type { ScanCommandInput } from '@aws-sdk/lib-dynamodb';
-import { ERROR_CLASS_MAX, ERROR_TEXT_MAX, storableText } from '../../errors.ts';
+import { ERROR_CLASS_MAX, storableText } from '../../errors.ts';
 import type { Checkpoint } from '../contract/job-item.ts';
 import type { ClaimRequest, Effect, JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
@@ -170,19 +170,10 @@ export interface GiveUpWrite {
   /** The attempt was not the job's failure (a store outage): count it back. */
   readonly refundAttempt: boolean;
   readonly expiresAt: number;
-  /**
-   * The most characters the error class and text may take together (the class first), so an item near
-   * 400 KB still takes the write (`giveUpErrorRoom` in dynamodb-limits.ts). Each stays within its own cap.
-   * @default no limit but the caps
-   */
-  readonly errorRoom?: number;
 }
 
 /** Fenced end of an attempt that did not complete: new status, lease end, last error; owner removed. */
 export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWrite): JobItemUpdate {
-  const room = write.errorRoom ?? Number.POSITIVE_INFINITY;
-  const lastErrorClass = storableText(write.error.errorClass, Math.min(ERROR_CLASS_MAX, room));
-  const lastError = storableText(write.error.message, Math.min(ERROR_TEXT_MAX, room - lastErrorClass.length));
   return fencedUpdate(tableName, lease, {
     UpdateExpression:
       'SET #status = :status, #leaseUntil = :leaseUntil, #version = #version + :one, #updatedAt = :now, ' +
@@ -203,8 +194,8 @@ export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWr
       ':leaseUntil': write.leaseUntil,
       ':one': 1,
       ':now': write.now,
-      ':lastError': lastError,
-      ':lastErrorClass': lastErrorClass,
+      ':lastError': storableText(write.error.message),
+      ':lastErrorClass': storableText(write.error.errorClass, ERROR_CLASS_MAX),
       ':expiresAt': write.expiresAt,
     },
   });

@@ -35,7 +35,7 @@ import {
   redriveUpdate,
   renewUpdate,
 } from './dynamodb-job-expressions.ts';
-import { checkJobWrite, giveUpErrorRoom, type JobWrite } from './dynamodb-limits.ts';
+import { checkJobWrite, giveUpError, type JobWrite } from './dynamodb-limits.ts';
 import {
   cancelledFastCommit,
   cancelledFencedWrite,
@@ -236,10 +236,9 @@ export class DynamoDbJobStore implements JobStore {
       status,
       leaseUntil,
       now,
-      error,
+      error: giveUpError(lease, error),
       refundAttempt,
       expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
-      errorRoom: giveUpErrorRoom(lease),
     });
     await this.#writeWithEffects(lease, operation, update, [], signal);
     lease.version += 1;

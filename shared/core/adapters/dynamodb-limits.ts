@@ -2,10 +2,10 @@
 // is sent so a write the store can never take costs no request: at most 100 items per transaction, one
 // operation per item, 400 KB per item, 4 MB per transaction, and only values the document client can
 // send. Pure; the sizes are lower bounds (a write they pass may still be refused by DynamoDB, whose
-// refusal `storeRefusal` in store-errors.ts names the same way), except `giveUpErrorRoom`'s upper bound.
+// refusal `storeRefusal` in store-errors.ts names the same way), except `giveUpError`'s upper bound.
 
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
-import { StoreRefusedError } from '../../errors.ts';
+import { ERROR_CLASS_MAX, ERROR_TEXT_MAX, StoreRefusedError, storableText } from '../../errors.ts';
 import type { Checkpoint } from '../contract/job-item.ts';
 import type { Effect, JobLease } from '../contract/job-store.ts';
 
@@ -86,17 +86,26 @@ export function checkJobWrite(write: JobWrite): void {
 }
 
 /**
- * The most characters the error text and class of a release or dead marking may take together so the job
- * item stays within 400 KB: what is left of it after this lease's checkpoint and the item's other
- * attributes (upper bounds), at 3 bytes a character.
+ * The error text and class a release or dead marking stores, capped (ERROR_TEXT_MAX, ERROR_CLASS_MAX)
+ * and, for an item its checkpoint fills to near 400 KB, shortened to what is left of it after this
+ * lease's checkpoint and the item's other attributes (upper bounds, 3 bytes a character), class first.
+ * So the write that ends the attempt always fits; at worst the text is empty.
  */
-export function giveUpErrorRoom(lease: JobLease): number {
+export function giveUpError(
+  lease: JobLease,
+  error: { readonly message: string; readonly errorClass: string },
+): { message: string; errorClass: string } {
   const known = utf8(lease.dedupKey) + utf8(lease.owner) + utf8(lease.messageId);
   // Every other attribute of the job item, at most: 18 names (~170 bytes), 7 numbers (21 bytes each),
   // status, type (128 ASCII characters) and createdAt (an ISO date), with room to spare.
   const others = 640;
   const checkpoint = lease.checkpoint ? checkpointUpperBytes(lease.checkpoint) : 0;
-  return Math.max(0, Math.floor((MAX_ITEM_BYTES - known - others - checkpoint) / 3));
+  const room = Math.max(0, Math.floor((MAX_ITEM_BYTES - known - others - checkpoint) / 3));
+  const errorClass = storableText(error.errorClass, Math.min(ERROR_CLASS_MAX, room));
+  return {
+    errorClass,
+    message: storableText(error.message, Math.min(ERROR_TEXT_MAX, room - errorClass.length)),
+  };
 }
 
 function checkpointUpperBytes(checkpoint: Checkpoint): number {
