@@ -74,6 +74,39 @@ export class StoreUnavailableError extends LeaseqError {
 }
 
 /**
+ * Why the store can never take a job's write (docs/jobs.md, "Limits of a write"); also the dead letter's
+ * reason, `store-<problem>`: more than 100 items in one transaction (the job item and named-lease fences
+ * count), two operations on one item, an item over 400 KB, a transaction over 4 MB, a value the store
+ * cannot hold (undefined, NaN, a class instance), or any other request DynamoDB refuses as invalid.
+ */
+export const STORE_PROBLEMS = [
+  'too-many-items',
+  'same-item-twice',
+  'item-too-large',
+  'transaction-too-large',
+  'bad-value',
+  'bad-request',
+] as const;
+export type StoreProblem = (typeof STORE_PROBLEMS)[number];
+
+/**
+ * The store refuses a write as invalid (a DynamoDB `ValidationException`, or leaseq's check before the
+ * write): the same write is refused on every attempt, so the job is dead-lettered at once. The message
+ * starts with the problem, so no cap on the stored text cuts it off.
+ */
+export class StoreRefusedError extends LeaseqError {
+  readonly problem: StoreProblem;
+  readonly operation: string;
+
+  constructor(problem: StoreProblem, operation: string, detail: string, cause?: unknown) {
+    super(`${problem}: ${operation}: ${detail}`, { retryable: false, cause });
+    this.name = 'StoreRefusedError';
+    this.problem = problem;
+    this.operation = operation;
+  }
+}
+
+/**
  * This worker no longer owns the job or lease: a renewal, checkpoint or commit was refused because
  * the owner or fencing token changed. Whatever the worker was doing must stop; its writes are refused.
  */

@@ -6,7 +6,7 @@
 import type { Message, MessageAttributeValue } from '@aws-sdk/client-sqs';
 import { readDeadLetterAttributes } from '../core/adapters/sqs-job-queue.ts';
 import { isEnvelopeDedupKey, isEnvelopeType } from '../core/contract/envelope.ts';
-import { BODY_PROBLEMS, ENVELOPE_PROBLEMS } from '../errors.ts';
+import { BODY_PROBLEMS, ENVELOPE_PROBLEMS, STORE_PROBLEMS } from '../errors.ts';
 import { InvalidFilterError } from './ops-errors.ts';
 
 /**
@@ -20,6 +20,7 @@ export const DEAD_LETTER_REASONS: readonly string[] = [
   'permanent-error',
   'max-attempts',
   ...ENVELOPE_PROBLEMS.map((p) => `invalid-${p}`),
+  ...STORE_PROBLEMS.map((p) => `store-${p}`),
   SQS_REDRIVE_REASON,
 ];
 

@@ -1,3 +1,4 @@
+import { checkJobWrite, giveUpError } from '../core/adapters/dynamodb-limits.ts';
 import type { Checkpoint, JobItem } from '../core/contract/job-item.ts';
 import type {
   ClaimRequest,
@@ -36,7 +37,8 @@ import { StoreFaults } from './store-faults.ts';
  * In-memory doubles of the store ports, for unit tests and the chaos harness. They are never a source of
  * truth in production: state lives in one process and dies with it. They keep the DynamoDB adapters'
  * observable semantics (the contract suites in test/support/contracts run against both), including the
- * token rule, the fence (owner + token + IN_PROGRESS) and the `completedByThisLease` answer.
+ * token rule, the fence (owner + token + IN_PROGRESS), the `completedByThisLease` answer and DynamoDB's
+ * limits on a job write (the adapter's own check, dynamodb-limits.ts).
  */
 
 /** The operation names the DynamoDB job store reports in {@link StoreUnavailableError.operation}. */
@@ -114,6 +116,7 @@ export class InMemoryJobStore implements JobStore {
     effects: readonly Effect[] = [],
     options: StoreCallOptions = {},
   ): Promise<FastCommitResult> {
+    checkJobWrite({ operation: 'claim-and-complete', jobValues: { result: result ?? null }, effects });
     const stored: unknown = structuredClone(result ?? null);
     return this.faults.run(
       'claim-and-complete',
@@ -207,6 +210,7 @@ export class InMemoryJobStore implements JobStore {
     effects: readonly Effect[] = [],
     options: StoreCallOptions = {},
   ): Promise<FencedWriteResult> {
+    checkJobWrite({ operation: 'checkpoint', jobValues: { checkpoint }, effects });
     const stored = structuredClone(checkpoint);
     const result = await this.faults.run(
       'checkpoint',
@@ -233,6 +237,11 @@ export class InMemoryJobStore implements JobStore {
     effects: readonly Effect[] = [],
     options: StoreCallOptions = {},
   ): Promise<FencedWriteResult> {
+    checkJobWrite({
+      operation: 'complete',
+      jobValues: { checkpoint: lease.checkpoint, result: result ?? null },
+      effects,
+    });
     const now = Date.now();
     const stored: unknown = structuredClone(result ?? null);
     const out = await this.faults.run(
@@ -337,6 +346,7 @@ export class InMemoryJobStore implements JobStore {
     signal: AbortSignal | undefined,
   ): Promise<void> {
     const now = Date.now();
+    const capped = giveUpError(lease, error);
     await this.faults.run(
       operation,
       () => {
@@ -347,8 +357,8 @@ export class InMemoryJobStore implements JobStore {
           leaseUntil,
           version: item.version + 1,
           updatedAt: now,
-          lastError: storableText(error.message),
-          lastErrorClass: storableText(error.errorClass, ERROR_CLASS_MAX),
+          lastError: capped.message,
+          lastErrorClass: capped.errorClass,
           expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
           ...(refundAttempt ? { attempts: item.attempts - 1 } : {}),
         };

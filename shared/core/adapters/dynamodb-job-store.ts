@@ -36,6 +36,7 @@ import {
   redriveUpdate,
   renewUpdate,
 } from './dynamodb-job-expressions.ts';
+import { checkJobWrite, giveUpError, type JobWrite } from './dynamodb-limits.ts';
 import {
   cancelledFastCommit,
   cancelledFencedWrite,
@@ -118,6 +119,7 @@ export class DynamoDbJobStore implements JobStore {
     effects: readonly Effect[] = [],
     options: StoreCallOptions = {},
   ): Promise<FastCommitResult> {
+    this.#check('claim-and-complete', req.dedupKey, { result: result ?? null }, effects);
     const update = claimUpdate(
       this.#table,
       req,
@@ -175,6 +177,7 @@ export class DynamoDbJobStore implements JobStore {
     effects: readonly Effect[] = [],
     options: StoreCallOptions = {},
   ): Promise<FencedWriteResult> {
+    this.#check('checkpoint', lease.dedupKey, { checkpoint }, effects);
     const update = checkpointUpdate(this.#table, lease, checkpoint);
     const result = await this.#writeWithEffects(lease, 'checkpoint', update, effects, options.signal);
     if (result.ok) {
@@ -190,6 +193,13 @@ export class DynamoDbJobStore implements JobStore {
     effects: readonly Effect[] = [],
     options: StoreCallOptions = {},
   ): Promise<FencedWriteResult> {
+    // The completion keeps the checkpoint beside the result.
+    this.#check(
+      'complete',
+      lease.dedupKey,
+      { checkpoint: lease.checkpoint, result: result ?? null },
+      effects,
+    );
     const now = Date.now();
     const update = completeUpdate(this.#table, lease, { result, now, expiresAt: this.#expiresAt(now) });
     const out = await this.#writeWithEffects(lease, 'complete', update, effects, options.signal);
@@ -234,7 +244,7 @@ export class DynamoDbJobStore implements JobStore {
       status,
       leaseUntil,
       now,
-      error,
+      error: giveUpError(lease, error),
       refundAttempt,
       expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
     });
@@ -262,6 +272,16 @@ export class DynamoDbJobStore implements JobStore {
       if (error instanceof ConditionalCheckFailedException) return false;
       throw error;
     }
+  }
+
+  /** DynamoDB's limits on a job write, checked before any request (dynamodb-limits.ts). */
+  #check(
+    operation: string,
+    dedupKey: string,
+    jobValues: JobWrite['jobValues'],
+    effects: readonly Effect[],
+  ): void {
+    checkJobWrite({ operation, jobValues, jobItem: { tableName: this.#table, key: { dedupKey } }, effects });
   }
 
   #expiresAt(fromMs: number): number {

@@ -1,10 +1,12 @@
-import { StoreUnavailableError } from '../../errors.ts';
+import { type StoreProblem, StoreRefusedError, StoreUnavailableError } from '../../errors.ts';
 
 interface AwsLikeError {
   name?: string;
   code?: string;
+  message?: string;
   $metadata?: { httpStatusCode?: number };
   $retryable?: unknown;
+  CancellationReasons?: readonly { Code?: string; Message?: string }[];
 }
 
 const UNAVAILABLE_NAMES = new Set([
@@ -22,6 +24,10 @@ const UNAVAILABLE_NAMES = new Set([
   // A write that met a transaction in flight on its item (DynamoDB answers 400, and the SDK does not
   // retry it): the item is busy for milliseconds; trying again helps, and it is not the job's failure.
   'TransactionConflictException',
+  // A transaction the SDK retried (same ClientRequestToken) while its first send is still in flight: the
+  // first may yet land. Its answer is unknown, as for a timeout; the commit settles it with one read
+  // (`commit` in pipeline/commit.ts), and any other write's retry is fenced.
+  'TransactionInProgressException',
 ]);
 
 const NETWORK_CODES = new Set([
@@ -84,7 +90,7 @@ export async function guardStore<T>(
   } catch (error) {
     if (signal?.aborted) throw new StoreUnavailableError(operation, abortCause(signal));
     if (isStoreUnavailable(error)) throw new StoreUnavailableError(operation, error);
-    throw error;
+    throw storeRefusal(operation, error) ?? error;
   }
 }
 
@@ -94,4 +100,43 @@ function abortCause(signal: AbortSignal): Error {
   const error = new Error(`call abandoned: ${String(reason ?? 'aborted')}`);
   error.name = 'TimeoutError';
   return error;
+}
+
+/**
+ * The {@link StoreRefusedError} a DynamoDB answer means: a `ValidationException`, or a transaction
+ * cancelled because one of its items failed validation (an update that would grow an item past 400 KB);
+ * undefined for any other error. The problem is read from DynamoDB's message, its only signal (these
+ * texts have been stable for years); a text not recognised is `bad-request`, still permanent.
+ */
+export function storeRefusal(operation: string, error: unknown): StoreRefusedError | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const e = error as AwsLikeError;
+  if (e.name === 'ValidationException') {
+    const text = String(e.message ?? '');
+    return new StoreRefusedError(problemOf(text), operation, `DynamoDB refused the write: ${text}`, error);
+  }
+  if (e.name === 'TransactionCanceledException') {
+    const reasons = e.CancellationReasons ?? [];
+    const index = reasons.findIndex((r) => r.Code === 'ValidationError');
+    if (index < 0) return undefined;
+    const text = String(reasons[index]?.Message ?? '');
+    const which = index === 0 ? 'the job item' : `transaction item ${index}`;
+    return new StoreRefusedError(problemOf(text), operation, `DynamoDB refused ${which}: ${text}`, error);
+  }
+  return undefined;
+}
+
+const PROBLEM_TEXTS: readonly [RegExp, StoreProblem][] = [
+  [/item size/i, 'item-too-large'],
+  [/transactItems.*length less than or equal to/i, 'too-many-items'],
+  [/multiple operations on one item/i, 'same-item-twice'],
+  [/4 ?MB|transaction (request )?size/i, 'transaction-too-large'],
+  [
+    /expression attribute value.*(not defined|unused)|ExpressionAttributeValues|nesting levels|numeric value|key element does not match|empty (string|set)/i,
+    'bad-value',
+  ],
+];
+
+function problemOf(text: string): StoreProblem {
+  return PROBLEM_TEXTS.find(([pattern]) => pattern.test(text))?.[1] ?? 'bad-request';
 }

@@ -5,6 +5,7 @@ import {
   InvalidEnvelopeError,
   LeaseLostError,
   LeaseRanOutError,
+  StoreRefusedError,
   StoreUnavailableError,
 } from '../../errors.ts';
 
@@ -67,7 +68,7 @@ export function decideFailure(error: unknown, facts: FailureFacts): FailureDecis
     return {
       kind: 'dead-letter',
       cause: {
-        reason: error instanceof InvalidEnvelopeError ? `invalid-${error.problem}` : 'permanent-error',
+        reason: permanentReason(error),
         errorClass: errorClass(error),
         errorMessage: text(error),
       },
@@ -88,6 +89,13 @@ export function decideFailure(error: unknown, facts: FailureFacts): FailureDecis
     deadline,
     outage,
   };
+}
+
+/** A permanent error's reason: the envelope's or the store's problem when it names one. */
+function permanentReason(error: Error): string {
+  if (error instanceof InvalidEnvelopeError) return `invalid-${error.problem}`;
+  if (error instanceof StoreRefusedError) return `store-${error.problem}`;
+  return 'permanent-error';
 }
 
 function isPermanent(error: unknown): error is Error {

@@ -1,5 +1,6 @@
 // E6, the commit: the job's effects and its COMPLETED item in one fenced write. When a commit's answer
-// is lost (an outage, or abandoned at its bound), one bounded read settles it; both the leased commit
+// is lost (an outage, abandoned at its bound, or an SDK retry that met the first send still in flight:
+// TransactionInProgressException, store-errors.ts), one bounded read settles it; both the leased commit
 // and the fast path's one-write commit (E12) settle through it. Also the bookkeeping of a completion.
 import { StoreUnavailableError } from '../../errors.ts';
 import type { JobEnvelope } from '../contract/envelope.ts';

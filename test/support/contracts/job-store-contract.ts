@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Checkpoint } from '../../../shared/core/contract/job-item.ts';
 import type { ClaimRequest, Effect, JobLease, JobStore } from '../../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
-import { LeaseLostError } from '../../../shared/errors.ts';
+import { LeaseLostError, StoreRefusedError } from '../../../shared/errors.ts';
 
 /** What a backend gives the job store contract. */
 export interface JobStoreFixture {
@@ -880,6 +880,80 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         // Assess
         expect(answers).toEqual([false, false, false]);
         expect(await Promise.all([running, done].map((k) => f.store.get(k)))).toEqual(before);
+      });
+    });
+
+    describe("DynamoDB's limits on a job write", () => {
+      /** The write is refused with the limit as its problem, before anything is written. */
+      async function refused(write: Promise<unknown>, problem: string): Promise<void> {
+        const error: unknown = await write.then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(StoreRefusedError);
+        expect((error as StoreRefusedError).problem).toBe(problem);
+        expect((error as StoreRefusedError).message.startsWith(`${problem}: `)).toBe(true);
+      }
+
+      it('refuses a completion of 101 items (job item + 100 effects), writing nothing; takes 100', async () => {
+        // Prepare
+        const key = fresh('limit-items');
+        const lease = await claim(request(key, 'worker-a', Date.now()));
+        const accounts = Array.from({ length: 100 }, (_, i) => fresh(`acct${i}`));
+        const puts = accounts.map((a) => f.ledgerPut(a, undefined, 1));
+
+        // Act + Assess: 101 items refused, nothing written; the same job commits 99 effects.
+        await refused(f.store.complete(lease, 'x', puts), 'too-many-items');
+        expect((await f.store.get(key))?.status).toBe(JobStatus.InProgress);
+        expect(await f.ledgerGet(accounts[0] ?? '')).toBeUndefined();
+        expect(await f.store.complete(lease, 'x', puts.slice(1))).toEqual({ ok: true });
+        expect((await f.ledgerGet(accounts[1] ?? ''))?.balance).toBe(1);
+      });
+
+      it('refuses a result, or a checkpoint, that makes the job item larger than 400 KB', async () => {
+        const key = fresh('limit-size');
+        const lease = await claim(request(key, 'worker-a', Date.now()));
+        const big = 'x'.repeat(401 * 1024);
+        await refused(f.store.checkpoint(lease, step('s', ['s'], Date.now(), big)), 'item-too-large');
+        // The completion keeps the checkpoint: 300 KB of it and a 150 KB result do not fit.
+        const near = step('s', ['s'], Date.now(), 'c'.repeat(300 * 1024));
+        expect(await f.store.checkpoint(lease, near)).toEqual({ ok: true });
+        await refused(f.store.complete(lease, 'r'.repeat(150 * 1024)), 'item-too-large');
+        expect((await f.store.get(key))?.status).toBe(JobStatus.InProgress);
+      });
+
+      it('refuses values the store cannot hold (a class instance, NaN), with where they are', async () => {
+        const key = fresh('limit-value');
+        const lease = await claim(request(key, 'worker-a', Date.now()));
+        const at = new Date();
+        await refused(f.store.complete(lease, { at }), 'bad-value');
+        await refused(f.store.complete(lease, { total: Number.NaN }), 'bad-value');
+        await refused(
+          f.store.complete(lease, 'x', [
+            { ...f.ledgerPut(fresh('acct'), undefined, Number.POSITIVE_INFINITY) },
+          ]),
+          'bad-value',
+        );
+        expect((await f.store.get(key))?.status).toBe(JobStatus.InProgress);
+      });
+
+      it('releases and dead-marks an item its checkpoint fills to near 400 KB (the error text gives way)', async () => {
+        const key = fresh('limit-near');
+        const lease = await claim(request(key, 'worker-a', Date.now()));
+        expect(
+          await f.store.checkpoint(lease, step('s', ['s'], Date.now(), 'c'.repeat(400 * 1024 - 1200))),
+        ).toEqual({
+          ok: true,
+        });
+        const long = { message: `E: ${'e'.repeat(5000)}`, errorClass: 'Error' };
+        await f.store.release(lease, Date.now(), long);
+        const released = await f.store.get(key);
+        expect(released?.status).toBe(JobStatus.RetryWait);
+        expect((released?.lastError ?? '').length).toBeLessThan(400);
+        const again = await claim(request(key, 'worker-b', Date.now() + 1));
+        await f.store.markDead(again, long);
+        expect((await f.store.get(key))?.status).toBe(JobStatus.Dead);
+        expect((await f.store.get(key))?.checkpoint?.step).toBe('s');
       });
     });
 

@@ -213,10 +213,11 @@ describe('Class: InMemoryJobStore', () => {
       const put = ok.Put ?? { TableName: LEDGER, Item: {} };
       const cases: [Effect, RegExp][] = [
         [
-          { Update: { TableName: LEDGER, Key: { account: 'a' }, UpdateExpression: 'SET b = :b' } },
+          // Account b: an operation on `ok`'s item would be refused first, as the same item twice.
+          { Update: { TableName: LEDGER, Key: { account: 'b' }, UpdateExpression: 'SET b = :b' } },
           /only understands/,
         ],
-        [{ ConditionCheck: { TableName: LEDGER, Key: { account: 'a' }, ConditionExpression: 'x' } }, /only/],
+        [{ ConditionCheck: { TableName: LEDGER, Key: { account: 'b' }, ConditionExpression: 'x' } }, /only/],
         [{ Put: { ...put, ConditionExpression: 'attribute_exists(#k)' } }, /unsupported condition/],
         [{ Put: { TableName: LEDGER, Item: { account: 'a' } } }, /unsupported condition/],
         [{ Put: { ...put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } }, /unsupported Put fields/],

@@ -5,6 +5,7 @@ import {
   InvalidEnvelopeError,
   LeaseLostError,
   PermanentJobError,
+  StoreRefusedError,
   StoreUnavailableError,
   TransientJobError,
 } from '../../../../shared/errors.ts';
@@ -23,6 +24,18 @@ describe('Function: decideFailure', () => {
     );
     // Even on the last attempt: a lost lease never dead-letters, the new owner decides.
     expect(decideFailure(new LeaseLostError('k', 1, 'refused'), facts(3)).kind).toBe('lease-lost');
+  });
+
+  it('dead-letters a write the store refuses on its first attempt, the limit first in reason and text', () => {
+    // A long DynamoDB message must not push the limit's name past the text cap.
+    const refused = new StoreRefusedError('too-many-items', 'complete', `DynamoDB: ${'v'.repeat(5000)}`);
+    const decision = decideFailure(refused, facts(1, 5));
+    expect(decision).toMatchObject({
+      kind: 'dead-letter',
+      cause: { reason: 'store-too-many-items', errorClass: 'StoreRefusedError' },
+    });
+    if (decision.kind !== 'dead-letter') return;
+    expect(decision.cause.errorMessage.startsWith('StoreRefusedError: too-many-items: complete:')).toBe(true);
   });
 
   it('dead-letters a permanent error on any attempt, naming an invalid payload as such', () => {

@@ -29,7 +29,8 @@ type Behaviour =
   | 'step-sometimes'
   | 'slow'
   | 'conflict-once'
-  | 'flaky-twice';
+  | 'flaky-twice'
+  | 'too-large';
 
 function setup(behaviour: Behaviour = 'ok', options: { fastPath?: boolean; maxAttempts?: number } = {}) {
   const ledger = new InMemoryEffectApplier({ tables: { ledger: ['account'] } });
@@ -62,7 +63,7 @@ function setup(behaviour: Behaviour = 'ok', options: { fastPath?: boolean; maxAt
             item: { balance: (row?.balance ?? 0) + p.amount },
           }),
         ],
-        result: 'ok',
+        result: behaviour === 'too-large' ? 'r'.repeat(401 * 1024) : 'ok',
       };
     },
   });
@@ -210,6 +211,23 @@ describe('The one-write fast path (in memory, fake timers)', () => {
     expect(queue.deadLetters.map((l) => l.reason.reason)).toEqual(['permanent-error']);
     expect(await store.get('job-1')).toMatchObject({ status: JobStatus.Dead });
     expect(balance()).toBeUndefined();
+  });
+
+  it('dead-letters a commit DynamoDB can never take after one run, naming the limit, without a request', async () => {
+    const { queue, store, processor, body, balance, calls, runs } = setup('too-large');
+    queue.send(body);
+    const record = receiveOne(queue);
+
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    expect(outcome).toMatchObject({ action: 'dead-lettered', disposition: 'delete' });
+    expect(queue.deadLetters.map((l) => l.reason.reason)).toEqual(['store-item-too-large']);
+    expect(runs()).toBe(1);
+    expect(await store.get('job-1')).toMatchObject({ status: JobStatus.Dead });
+    expect(balance()).toBeUndefined();
+    // The refused commit was checked before any write: the claim found no item (a fresh claim), then
+    // the fence, the DEAD item.
+    expect(calls).toEqual(['claimAndComplete', 'claim', 'renew', 'markDead']);
   });
 
   it('runs a job that needs a lease (ctx.step) leased at once, without counting an attempt for it', async () => {
