@@ -1,8 +1,7 @@
 // The pipeline of docs/protocol.md's state machine, one record at a time: parse, the payload check, local
-// cache, the fast
-// path (E12, fast-path.ts) or the claim (E1-E3, claim.ts) and its refusals (refusal.ts), the leased run
-// (E4-E6, leased-run.ts, commit.ts), a failure's release or retry (E7/E8, release.ts) or dead letter (E9,
-// dead-letterer.ts). Each step lives in its own file; this one only sequences them.
+// cache, the fast path (E12, fast-path.ts) or the claim (E1-E3, claim.ts) and its refusals (refusal.ts),
+// the leased run (E4-E6, leased-run.ts, commit.ts), a failure's release or retry (E7/E8, release.ts) or
+// dead letter (E9, dead-letterer.ts). Each step lives in its own file; this one only sequences them.
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { SQSRecord } from 'aws-lambda';
 import { InvalidEnvelopeError } from '../../errors.ts';

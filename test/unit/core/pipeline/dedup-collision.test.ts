@@ -233,4 +233,45 @@ describe('A bad payload is refused before the claim (issue 18)', () => {
     expect((await settle(t.queue, t.processor('w-a'), receive(t.queue, fixedId))).action).toBe('completed');
     expect(t.ran).toEqual(['report']);
   });
+
+  it('a schema that throws (rather than refuses) claims nothing and keeps the message for a retry', async () => {
+    const store = new InMemoryJobStore();
+    const queue = new InMemoryQueue({ visibilitySeconds: 10 });
+    let ran = 0;
+    const broken = defineJob({
+      type: 'broken.schema',
+      payload: {
+        '~standard': {
+          version: 1,
+          vendor: 'test',
+          validate: () => {
+            throw new Error('schema bug');
+          },
+        },
+      },
+      async run() {
+        ran += 1;
+      },
+    });
+    const processor = new JobProcessor({
+      store,
+      queue,
+      registry: JobRegistry.of([broken]),
+      worker: 'w-a',
+      logger: new Logger({ logLevel: 'SILENT' }),
+      backoff: { baseSeconds: 1, capSeconds: 1 },
+      random: () => 0.5,
+    });
+    const id = queue.send(
+      JSON.stringify(makeEnvelope({ id: 'e', type: 'broken.schema', dedupKey: KEY, payload: 1 })),
+    );
+
+    const outcome = await settle(queue, processor, receive(queue, id));
+
+    expect(outcome).toMatchObject({ action: 'retry', disposition: 'retain' });
+    expect(ran).toBe(0);
+    expect(await store.get(KEY)).toBeUndefined();
+    expect(queue.deadLetters).toEqual([]);
+    expect(queue.size).toBe(1);
+  });
 });
