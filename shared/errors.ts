@@ -43,6 +43,24 @@ export class InvalidEnvelopeError extends LeaseqError {
   }
 }
 
+/** The `reason` of a dead letter whose dedupKey belongs to a job of another type. */
+export const DEDUP_KEY_COLLISION = 'dedup-key-collision';
+
+/**
+ * A message whose `dedupKey` is already taken by a job of another type: it is never run (it would run
+ * on the other job's item and checkpoint) and is dead-lettered at once with reason
+ * {@link DEDUP_KEY_COLLISION}; the other job is left as it was.
+ */
+export class DedupKeyCollisionError extends LeaseqError {
+  constructor(type: string, heldBy: string | undefined) {
+    super(
+      `the dedupKey belongs to a job of ${heldBy === undefined ? 'another type' : `type ${heldBy}`}; this message is ${type}: not run (give each type keys of its own)`,
+      { retryable: false },
+    );
+    this.name = 'DedupKeyCollisionError';
+  }
+}
+
 /** A job handler's way to say "this will never work": the job is dead-lettered at once. */
 export class PermanentJobError extends LeaseqError {
   constructor(message: string, cause?: unknown) {

@@ -200,7 +200,7 @@ export function register(program: Command): void {
       .option('--dry-run', 'list what would be redriven; change nothing')
       .option(
         '--include-invalid',
-        'also send letters whose body can only be refused again (invalid-not-json, invalid-bad-schema, invalid-too-large)',
+        'also send letters whose body can only be refused again (invalid-not-json, invalid-bad-schema, invalid-too-large, dedup-key-collision)',
       )
       .option('--rate <rate>', 'at most this many messages per second (5, 5/s, 300/min)', rateArg)
       .option('--limit <n>', 'redrive at most this many', integerArg(1, 1_000_000))

@@ -6,7 +6,7 @@
 import type { Message, MessageAttributeValue } from '@aws-sdk/client-sqs';
 import { readDeadLetterAttributes } from '../core/adapters/sqs-job-queue.ts';
 import { isEnvelopeDedupKey, isEnvelopeType } from '../core/contract/envelope.ts';
-import { BODY_PROBLEMS, ENVELOPE_PROBLEMS, STORE_PROBLEMS } from '../errors.ts';
+import { BODY_PROBLEMS, DEDUP_KEY_COLLISION, ENVELOPE_PROBLEMS, STORE_PROBLEMS } from '../errors.ts';
 import { InvalidFilterError } from './ops-errors.ts';
 
 /**
@@ -21,11 +21,18 @@ export const DEAD_LETTER_REASONS: readonly string[] = [
   'max-attempts',
   ...ENVELOPE_PROBLEMS.map((p) => `invalid-${p}`),
   ...STORE_PROBLEMS.map((p) => `store-${p}`),
+  DEDUP_KEY_COLLISION,
   SQS_REDRIVE_REASON,
 ];
 
-/** Reasons whose body a redrive could only dead-letter again (skipped unless asked for). */
-export const HOPELESS_REASONS: readonly string[] = BODY_PROBLEMS.map((p) => `invalid-${p}`);
+/**
+ * Reasons whose body a redrive could only dead-letter again (skipped unless asked for). A collision
+ * collides again while the other job's item lives (15 days, longer than the DLQ keeps the letter).
+ */
+export const HOPELESS_REASONS: readonly string[] = [
+  ...BODY_PROBLEMS.map((p) => `invalid-${p}`),
+  DEDUP_KEY_COLLISION,
+];
 
 /**
  * Checks a `--reason` filter: an exact known reason, or a prefix ending in `*` that matches one.

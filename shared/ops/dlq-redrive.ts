@@ -34,8 +34,16 @@ export type RedrivePlan =
  * - COMPLETED: skip; the job ran, the dead letter is stale (purge it).
  * - IN_PROGRESS with a live lease: skip; a copy is running right now.
  */
-export function planRedrive(item: JobItem | undefined, now: number): RedrivePlan {
+export function planRedrive(item: JobItem | undefined, now: number, letterType?: string): RedrivePlan {
   if (!item) return { action: 'send', why: 'no job item (never claimed, or expired by TTL)' };
+  // The key belongs to a job of another type (a dedup-key-collision letter): resetting that job's item
+  // would touch a job this letter is not, and the body would only collide again.
+  if (letterType !== undefined && item.type !== undefined && item.type !== letterType) {
+    return {
+      action: 'skip',
+      why: `the dedupKey belongs to a job of type ${item.type}; send this ${letterType} job under a key of its own`,
+    };
+  }
   switch (item.status) {
     case JobStatus.Dead:
       return { action: 'reset-and-send' };
@@ -194,7 +202,7 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
     return KEEP;
   }
   const item = letter.dedupKey ? await run.store.get(letter.dedupKey) : undefined;
-  const plan = planRedrive(item, run.now());
+  const plan = planRedrive(item, run.now(), letter.type);
   if (plan.action === 'skip') {
     record(run, { ...fields, outcome: 'skipped', reset: false, detail: plan.why });
     return KEEP;

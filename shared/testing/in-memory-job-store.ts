@@ -13,7 +13,7 @@ import type {
   StoreCallOptions,
 } from '../core/contract/job-store.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
-import { classifyClaim } from '../core/decisions/claim-decision.ts';
+import { classifyClaim, collides } from '../core/decisions/claim-decision.ts';
 import { fenceRefusal, holdsFence } from '../core/decisions/fence-decision.ts';
 import {
   claimCounters,
@@ -88,7 +88,10 @@ export class InMemoryJobStore implements JobStore {
       'claim',
       (): ClaimResult => {
         const old = this.#items.get(req.dedupKey);
-        if (!isClaimable(old, req.now)) return { claimed: false, existing: structuredClone(old as JobItem) };
+        // `#type = :type` in the adapter's condition: a job of another type is never taken.
+        if (!isClaimable(old, req.now) || collides(old, req.type)) {
+          return { claimed: false, existing: structuredClone(old as JobItem) };
+        }
         const leaseUntil = leaseEnd(req.now, req.leaseMs);
         const item = this.#claimed(old, req, JobStatus.InProgress, leaseUntil);
         this.#items.set(req.dedupKey, item);
@@ -124,7 +127,7 @@ export class InMemoryJobStore implements JobStore {
         const old = this.#items.get(req.dedupKey);
         // A checkpointed job resumes leased only (its steps' effects are already committed), and one whose
         // attempts are used up is a leased claim's to dead-letter.
-        if (!isClaimable(old, req.now) || leasedRunOnly(old, req.maxAttempts)) {
+        if (!isClaimable(old, req.now) || collides(old, req.type) || leasedRunOnly(old, req.maxAttempts)) {
           return { ok: false, reason: 'refused', existing: structuredClone(old as JobItem) };
         }
         if (effects.length > 0) checkTransactionLimits(effects, 1);

@@ -26,9 +26,9 @@ export interface ClaimCompletion {
 }
 
 /**
- * The claim's write: takes the job if there is no item, or it is not finished and its lease is over.
- * Without `completion` it is a claim (IN_PROGRESS); with it, the fast path's one-write commit (COMPLETED,
- * with the result).
+ * The claim's write: takes the job if there is no item, or it is not finished, its lease is over and it
+ * is a job of the request's type. Without `completion` it is a claim (IN_PROGRESS); with it, the fast
+ * path's one-write commit (COMPLETED, with the result).
  */
 export function claimUpdate(
   tableName: string,
@@ -49,14 +49,18 @@ export function claimUpdate(
       '#createdAt = if_not_exists(#createdAt, :createdAt), #claimedAt = :now, #updatedAt = :now, ' +
       '#expiresAt = :expiresAt' +
       (completes ? ', #completedAt = :now, #result = :result REMOVE #lastError, #lastErrorClass' : ''),
-    // A fast commit also refuses an item with a checkpoint (its steps' effects are already committed,
-    // and only a leased run resumes from them), one whose attempts are used up, and one whose
-    // dead-lettering is unfinished (a leased claim dead-letters those).
+    // The item's type is the one its first claim wrote: a message of another type under the same key
+    // must never take the job (it would run its own code on the job's checkpoint and complete it), so
+    // the SET of #type below only ever rewrites the same value. A fast commit also refuses an item with
+    // a checkpoint (its steps' effects are already committed, and only a leased run resumes from them),
+    // one whose attempts are used up, and one whose dead-lettering is unfinished (a leased claim
+    // dead-letters those).
     ConditionExpression: completes
       ? 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead) AND #leaseUntil < :now ' +
-        'AND attribute_not_exists(#checkpoint) AND #attempts < :maxAttempts ' +
+        'AND #type = :type AND attribute_not_exists(#checkpoint) AND #attempts < :maxAttempts ' +
         'AND attribute_not_exists(#deadReason))'
-      : 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead) AND #leaseUntil < :now)',
+      : 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead) AND #leaseUntil < :now ' +
+        'AND #type = :type)',
     ExpressionAttributeNames: {
       '#dedupKey': 'dedupKey',
       '#status': 'status',

@@ -113,7 +113,10 @@ export interface RenewOptions extends StoreCallOptions {
  * still names this owner and token, and refusals come back as {@link LeaseLostError}.
  */
 export interface JobStore {
-  /** One conditional write: takes the job if absent, or not finished and its lease is over. */
+  /**
+   * One conditional write: takes the job if absent, or not finished, its lease over and of the request's
+   * type (an item keeps the type of its first claim; another type's message is refused in every state).
+   */
   claim(request: ClaimRequest, options?: StoreCallOptions): Promise<ClaimResult>;
   /** Extends the lease; throws LeaseLostError when the owner/token no longer match. */
   renew(lease: JobLease, leaseMs: number, now: number, options?: RenewOptions): Promise<void>;
@@ -133,9 +136,9 @@ export interface JobStore {
   ): Promise<FencedWriteResult>;
   /**
    * The fast path (docs/protocol.md, "Fast path"): marks a job COMPLETED that nobody claimed, with its
-   * effects, in one write, under the claim's condition (no item, or not finished and no live lease). Of
-   * racing copies exactly one commit applies; the others are refused with the item they found. The
-   * write bumps the token, so an owner whose lease ran out is fenced out as by a takeover.
+   * effects, in one write, under the claim's condition (no item, or not finished, no live lease and the
+   * same type). Of racing copies exactly one commit applies; the others are refused with the item they
+   * found. The write bumps the token, so an owner whose lease ran out is fenced out as by a takeover.
    */
   claimAndComplete(
     request: FastCommitRequest,

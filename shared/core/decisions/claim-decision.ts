@@ -40,6 +40,15 @@ export function decideRefusal(old: JobItem, messageId: string, now: number): Ref
 }
 
 /**
+ * True when the job item records another type than `type` (or none): the dedupKey belongs to another
+ * job. The claim's and the fast commit's conditions (`#type = :type`) refuse such an item in every state,
+ * so a message of another type never runs on it; it is dead-lettered as `dedup-key-collision`.
+ */
+export function collides(old: JobItem | undefined, type: string): boolean {
+  return old !== undefined && old.type !== type;
+}
+
+/**
  * True when a refused claim was refused by this very claim: the item names our owner and message and
  * was claimed at our request's time. That is a claim whose answer was lost and which the SDK retried;
  * the job is ours, not someone else's and not our own message back early.

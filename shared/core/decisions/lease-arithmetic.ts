@@ -18,7 +18,7 @@ export function leaseOver(leaseUntil: number, now: number): boolean {
   return leaseUntil < now;
 }
 
-/** The claim's condition: no item, or one not finished whose lease (or backoff) is over. */
+/** The claim's condition on the lease: no item, or one not finished whose lease (or backoff) is over (its type: `collides`, claim-decision.ts). */
 export function isClaimable(old: JobItem | undefined, now: number): boolean {
   return (
     old === undefined ||

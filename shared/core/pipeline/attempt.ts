@@ -1,4 +1,5 @@
-// The values one record carries through the pipeline: the job (message, envelope, log), and once it is
+// The values one record carries through the pipeline: the job (message, envelope, its checked payload,
+// log), and once it is
 // claimed, the attempt (its definition, lease, renewer and time bounds). Steps take one of these
 // instead of loose parameters.
 import type { JobEnvelope } from '../contract/envelope.ts';
@@ -8,10 +9,12 @@ import type { AnyJobDefinition } from '../model/job-definition.ts';
 import type { JobLog } from '../observe/job-log.ts';
 import type { RecordMessage } from './record-message.ts';
 
-/** One record whose body parsed: its message, its envelope, its log. */
+/** One record whose body parsed and whose payload passed its type's schema. */
 export interface Job {
   readonly message: RecordMessage;
   readonly envelope: JobEnvelope;
+  /** The payload as the type's schema parsed it: what `run` gets. */
+  readonly payload: unknown;
   readonly log: JobLog;
 }
 

@@ -101,6 +101,7 @@ export function startAttempt(
   return {
     message: job.message,
     envelope: job.envelope,
+    payload: job.payload,
     log,
     definition,
     lease,

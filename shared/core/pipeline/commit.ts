@@ -65,7 +65,7 @@ export async function completedItem(s: Settings, dedupKey: string): Promise<JobI
 
 /** A job this worker committed: the cache, the success metrics and the log line. */
 export function jobCompleted(s: Settings, envelope: JobEnvelope, started: number, log: JobLog): 'completed' {
-  s.cache?.add(envelope.dedupKey);
+  s.cache?.add(envelope.dedupKey, envelope.type);
   const at = s.now();
   const duration = at - started;
   const jobType = byType(envelope);
@@ -81,7 +81,7 @@ export function jobCompleted(s: Settings, envelope: JobEnvelope, started: number
 /** A refused write, or a read, showed the job COMPLETED by this worker: an earlier commit's answer was lost. */
 export function completedEarlier(s: Settings, job: Job, line: string): 'completed' {
   job.log.info(line);
-  s.cache?.add(job.envelope.dedupKey);
+  s.cache?.add(job.envelope.dedupKey, job.envelope.type);
   s.metrics.count(MetricName.JobSucceeded, 1, byType(job.envelope));
   return 'completed';
 }

@@ -9,7 +9,7 @@ export interface CompletedCacheOptions {
 }
 
 /**
- * In-process TTL + LRU set of dedup keys this worker has seen COMPLETED. It only lets a worker skip the
+ * In-process TTL + LRU set of dedup keys this worker has seen COMPLETED, with the job's type. It only lets a worker skip the
  * claim write for a repeated duplicate; it is never the source of truth (a miss always goes to the store)
  * and is never used for leases. COMPLETED is terminal until an operator redrive, so a stale hit can at
  * worst drop a copy of a job that the store also calls done.
@@ -18,7 +18,7 @@ export class CompletedCache {
   readonly #max: number;
   readonly #ttlMs: number;
   readonly #now: () => number;
-  readonly #entries = new Map<string, number>();
+  readonly #entries = new Map<string, { readonly until: number; readonly type: string | undefined }>();
 
   constructor(options: CompletedCacheOptions = {}) {
     this.#max = options.maxEntries ?? 10_000;
@@ -26,23 +26,27 @@ export class CompletedCache {
     this.#now = options.now ?? Date.now;
   }
 
-  /** True when `key` is known COMPLETED and the entry has not expired. */
-  has(key: string): boolean {
-    const until = this.#entries.get(key);
-    if (until === undefined) return false;
-    if (until <= this.#now()) {
+  /**
+   * True when `key` is known COMPLETED (as a job of `type`, when both name one) and the entry has not
+   * expired. A message of another type is no copy: it misses, and the store refuses it as a collision.
+   */
+  has(key: string, type?: string): boolean {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return false;
+    if (entry.until <= this.#now()) {
       this.#entries.delete(key);
       return false;
     }
+    if (type !== undefined && entry.type !== undefined && entry.type !== type) return false;
     // Re-insert to mark as most recently used (Map keeps insertion order).
     this.#entries.delete(key);
-    this.#entries.set(key, until);
+    this.#entries.set(key, entry);
     return true;
   }
 
-  add(key: string): void {
+  add(key: string, type?: string): void {
     this.#entries.delete(key);
-    this.#entries.set(key, this.#now() + this.#ttlMs);
+    this.#entries.set(key, { until: this.#now() + this.#ttlMs, type });
     while (this.#entries.size > this.#max) {
       const oldest = this.#entries.keys().next();
       if (oldest.done) break;

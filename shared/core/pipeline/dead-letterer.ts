@@ -14,7 +14,7 @@ import type { JobLog } from '../observe/job-log.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import type { MetricsSink } from '../observe/metrics.ts';
 import { inSpan } from '../observe/spans.ts';
-import type { Attempt } from './attempt.ts';
+import { type Attempt, byType, type Job } from './attempt.ts';
 import type { RecordMessage } from './record-message.ts';
 
 /**
@@ -105,7 +105,7 @@ export class DeadLetterer {
       );
     }
     try {
-      await this.#send(record, reason, log, true);
+      await sendLetter(this.#o.queue, record, reason, log, true);
     } catch (error) {
       return keep(error, 'could not send to the DLQ; keeping the message for a retry', 'retry');
     }
@@ -156,44 +156,7 @@ export class DeadLetterer {
       messageId: record.messageId,
       ...(hint === undefined ? {} : { dedupKey: hint }),
     };
-    try {
-      await this.#send(record, reason, log, false);
-    } catch (sendError) {
-      log.error('bad message, and the DLQ send failed; keeping it for a retry', {
-        error: this.#o.errorText(sendError),
-      });
-      await message.giveBack(this.#o.backoffSeconds(2), 'dlq send failed');
-      return { action: 'retry' };
-    }
-    await message.delete();
-    this.#o.metrics.count(MetricName.JobDeadLettered);
-    log.error('bad message dead-lettered', { reason: reason.reason, error: reason.errorMessage });
-    return { action: 'dead-lettered' };
-  }
-
-  /**
-   * Sends the letter. One SQS refuses for what it carries is refused on every try, so instead of
-   * looping it is sent again minimal: the reason and the job's keys, no error text (a claimed job's item
-   * keeps the error). Any other failure, or a refused minimal letter, is thrown.
-   */
-  async #send(
-    record: RecordMessage['record'],
-    reason: DeadLetterReason,
-    log: JobLog,
-    itemKeepsError: boolean,
-  ): Promise<void> {
-    const groupId = record.attributes.MessageGroupId;
-    try {
-      await this.#o.queue.sendToDeadLetter(record.body, reason, groupId);
-    } catch (error) {
-      if (!(error instanceof LetterRefusedError)) throw error;
-      log.warn('SQS refused the letter for its contents; sending a minimal letter', { code: error.code });
-      await this.#o.queue.sendToDeadLetter(
-        record.body,
-        minimalReason(reason, error.code, itemKeepsError),
-        groupId,
-      );
-    }
+    return letterUnrun(this.#o, message, reason, log, 'bad message');
   }
 
   async #bounded<T>(call: (signal: AbortSignal) => Promise<T>): Promise<T> {
@@ -203,6 +166,28 @@ export class DeadLetterer {
     } finally {
       bound.clear();
     }
+  }
+}
+
+/**
+ * Sends the letter. One SQS refuses for what it carries is refused on every try, so instead of looping
+ * it is sent again minimal: the reason and the job's keys, no error text (a claimed job's item keeps the
+ * error). Any other failure, or a refused minimal letter, is thrown.
+ */
+async function sendLetter(
+  queue: DeadLettererOptions['queue'],
+  record: RecordMessage['record'],
+  reason: DeadLetterReason,
+  log: JobLog,
+  itemKeepsError: boolean,
+): Promise<void> {
+  const groupId = record.attributes.MessageGroupId;
+  try {
+    await queue.sendToDeadLetter(record.body, reason, groupId);
+  } catch (error) {
+    if (!(error instanceof LetterRefusedError)) throw error;
+    log.warn('SQS refused the letter for its contents; sending a minimal letter', { code: error.code });
+    await queue.sendToDeadLetter(record.body, minimalReason(reason, error.code, itemKeepsError), groupId);
   }
 }
 
@@ -218,6 +203,60 @@ function minimalReason(reason: DeadLetterReason, code: string, itemKeepsError: b
     ...(reason.dedupKey === undefined ? {} : { dedupKey: reason.dedupKey }),
     ...(reason.type === undefined ? {} : { type: reason.type }),
   };
+}
+
+/** What lettering a message that never ran needs (the pipeline's Settings has all of it). */
+export type UnrunLetterDeps = Pick<DeadLettererOptions, 'queue' | 'metrics' | 'worker' | 'backoffSeconds'> & {
+  readonly errorText: (error: unknown) => string;
+};
+
+/**
+ * A job refused before it was claimed or run: a payload its schema refuses (`invalid-bad-payload`), or a
+ * dedupKey held by a job of another type (`dedup-key-collision`). Nothing was written for it, and the
+ * job item (if any) is left exactly as it was: its letter is all that happens. The type is known
+ * (registered), so the letter and the metric carry it.
+ */
+export function letterRefusedJob(
+  o: UnrunLetterDeps,
+  job: Job,
+  reason: string,
+  error: unknown,
+): Promise<DeadLetterOutcome> {
+  const { envelope, message, log } = job;
+  const letter: DeadLetterReason = {
+    reason,
+    errorClass: errorClass(error),
+    errorMessage: o.errorText(error),
+    attempts: 0,
+    dedupKey: envelope.dedupKey,
+    worker: o.worker,
+    messageId: message.record.messageId,
+    type: envelope.type,
+  };
+  return letterUnrun(o, message, letter, log, 'job refused before it ran', byType(envelope));
+}
+
+/** Letter, then delete: a message that never ran. A failed send keeps the message for a retry. */
+async function letterUnrun(
+  o: UnrunLetterDeps,
+  message: RecordMessage,
+  reason: DeadLetterReason,
+  log: JobLog,
+  what: string,
+  dimensions?: Readonly<Record<string, string>>,
+): Promise<DeadLetterOutcome> {
+  const { record } = message;
+  try {
+    await sendLetter(o.queue, record, reason, log, false);
+  } catch (sendError) {
+    log.error(`${what}, and the DLQ send failed; keeping it for a retry`, { error: o.errorText(sendError) });
+    await message.giveBack(o.backoffSeconds(2), 'dlq send failed');
+    return { action: 'retry' };
+  }
+  await message.delete();
+  o.metrics.count(MetricName.JobDeadLettered, 1, dimensions);
+  log.error(`${what}: dead-lettered`, { reason: reason.reason, error: reason.errorMessage });
+  return { action: 'dead-lettered' };
 }
 
 /** The dedup key of a bad message when one can be read, for the dead letter's attributes. */

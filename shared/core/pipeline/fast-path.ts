@@ -3,7 +3,7 @@
 // time a lease would.
 import { FastPathNeedsLeaseError, OptimisticConflictError, StoreUnavailableError } from '../../errors.ts';
 import type { FastCommitResult, JobLease } from '../contract/job-store.ts';
-import { needsLeasedClaim } from '../decisions/claim-decision.ts';
+import { collides, needsLeasedClaim } from '../decisions/claim-decision.ts';
 import { leaseSafetyMs } from '../decisions/lease-timing.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
@@ -65,7 +65,10 @@ export async function runFast(
   if (result.ok) return { action: jobCompleted(s, envelope, started, log) };
   if (result.reason === 'refused') {
     // Claim it now rather than hand M back to come round again.
-    if (needsLeasedClaim(result.existing, s.maxAttempts, s.now())) return { leased: true };
+    const { existing } = result;
+    if (!collides(existing, envelope.type) && needsLeasedClaim(existing, s.maxAttempts, s.now())) {
+      return { leased: true };
+    }
     return { action: await actOnRefusal(s, job, result.existing) };
   }
   // Optimistic conflicts the re-runs did not resolve.
@@ -94,7 +97,7 @@ function runAndCommitOnce(
   const context = jobContext(s, definition, lease, signal, undefined);
   return runAndCommit(
     s,
-    { definition, envelope, context, signal, log, what: 'fast commit' },
+    { definition, payload: job.payload, context, signal, log, what: 'fast commit' },
     (outcome) =>
       inSpan(
         'leaseq.commit',
@@ -128,11 +131,13 @@ function runAndCommitOnce(
 async function commitUnknown(s: Settings, job: Job, error: StoreUnavailableError): Promise<RecordAction> {
   const { envelope, message, log } = job;
   const item = await completedItem(s, envelope.dedupKey);
+  // Refused, not lost: the key belongs to a job of another type.
+  if (item && collides(item, envelope.type)) return actOnRefusal(s, job, item);
   if (item) {
     if (item.owner === s.worker && item.messageId === message.record.messageId) {
       return completedEarlier(s, job, 'the fast commit went through though its answer was lost');
     }
-    s.cache?.add(envelope.dedupKey);
+    s.cache?.add(envelope.dedupKey, envelope.type);
     log.info('the fast commit answer was lost; another copy completed the job: deleting this copy');
     s.metrics.count(MetricName.DuplicateSkipped, 1, byType(envelope));
     return 'duplicate';

@@ -1,6 +1,6 @@
 // The job's own run, shared by the fast path (E12) and the leased run (E4-E6): the one place a
-// JobContext is built, and the loop that checks the payload, runs the job and commits it, re-running it
-// when its commit hits an optimistic conflict.
+// JobContext is built, the payload check that comes before any claim, and the loop that runs the job and
+// commits it, re-running it when its commit hits an optimistic conflict.
 import { InvalidEnvelopeError } from '../../errors.ts';
 import type { JobEnvelope } from '../contract/envelope.ts';
 import type { JobLease } from '../contract/job-store.ts';
@@ -44,17 +44,28 @@ export function jobContext(
 }
 
 /**
- * Checks the payload against the job's schema, runs the job, then `commit`s what it returned; while the
- * commit's answer is an optimistic conflict (`conflicted`), re-runs it after a short pause, up to
- * `optimisticTries` runs. Returns the last commit's answer. Rejects as soon as `signal` aborts (the
- * job's own promise is left, fenced).
- * @throws InvalidEnvelopeError for a payload its schema refuses (bad-payload: dead-lettered).
+ * The payload as the job type's schema parses it. Checked before the claim and the fast path's run: a
+ * payload nobody can run must not claim (or take over) the job item of its dedupKey.
+ * @throws InvalidEnvelopeError for a payload its schema refuses (bad-payload: dead-lettered, never run).
+ */
+export async function checkedPayload(definition: AnyJobDefinition, envelope: JobEnvelope): Promise<unknown> {
+  const parsed = await validatePayload(definition.payload, envelope.payload);
+  if (!parsed.ok) throw new InvalidEnvelopeError('bad-payload', parsed.problem);
+  return parsed.value;
+}
+
+/**
+ * Runs the job on its checked payload, then `commit`s what it returned; while the commit's answer is an
+ * optimistic conflict (`conflicted`), re-runs it after a short pause, up to `optimisticTries` runs.
+ * Returns the last commit's answer. Rejects as soon as `signal` aborts (the job's own promise is left,
+ * fenced).
  */
 export async function runAndCommit<R>(
   s: Settings,
   run: {
     readonly definition: AnyJobDefinition;
-    readonly envelope: JobEnvelope;
+    /** The payload {@link checkedPayload} returned. */
+    readonly payload: unknown;
     readonly context: JobContext;
     readonly signal: AbortSignal;
     readonly log: JobLog;
@@ -65,10 +76,8 @@ export async function runAndCommit<R>(
   conflicted: (answer: R) => boolean,
 ): Promise<R> {
   const { definition, context, signal, log } = run;
-  const parsed = await validatePayload(definition.payload, run.envelope.payload);
-  if (!parsed.ok) throw new InvalidEnvelopeError('bad-payload', parsed.problem);
   for (let tryNumber = 1; ; tryNumber++) {
-    const outcome = (await abortable(definition.run(context, parsed.value), signal)) || undefined;
+    const outcome = (await abortable(definition.run(context, run.payload), signal)) || undefined;
     signal.throwIfAborted();
     const answer = await commit(outcome);
     if (!conflicted(answer)) return answer;

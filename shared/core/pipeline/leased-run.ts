@@ -55,7 +55,7 @@ export async function runLeased(
   return settleFailure(s, attempt, failure, deadLetterer);
 }
 
-/** Validates the payload, runs the job and commits it fenced by the job lease and its named leases. */
+/** Runs the job and commits it fenced by the job lease and its named leases. */
 async function runAndCommitFenced(s: Settings, attempt: Attempt, heartbeat: Heartbeat): Promise<void> {
   const { definition, lease, log } = attempt;
   const { signal, leaseSignal } = heartbeat;
@@ -64,7 +64,7 @@ async function runAndCommitFenced(s: Settings, attempt: Attempt, heartbeat: Hear
   try {
     const answer = await runAndCommit(
       s,
-      { definition, envelope: attempt.envelope, context, signal, log, what: 'completion' },
+      { definition, payload: attempt.payload, context, signal, log, what: 'completion' },
       (outcome) => {
         const effects = outcome?.effects ?? [];
         effectCount = effects.length;

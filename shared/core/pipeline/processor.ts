@@ -1,9 +1,10 @@
-// The pipeline of docs/protocol.md's state machine, one record at a time: parse, local cache, the fast
-// path (E12, fast-path.ts) or the claim (E1-E3, claim.ts) and its refusals (refusal.ts), the leased run
-// (E4-E6, leased-run.ts, commit.ts), a failure's release or retry (E7/E8, release.ts) or dead letter (E9,
-// dead-letterer.ts). Each step lives in its own file; this one only sequences them.
+// The pipeline of docs/protocol.md's state machine, one record at a time: parse, the payload check, local
+// cache, the fast path (E12, fast-path.ts) or the claim (E1-E3, claim.ts) and its refusals (refusal.ts),
+// the leased run (E4-E6, leased-run.ts, commit.ts), a failure's release or retry (E7/E8, release.ts) or
+// dead letter (E9, dead-letterer.ts). Each step lives in its own file; this one only sequences them.
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { SQSRecord } from 'aws-lambda';
+import { InvalidEnvelopeError } from '../../errors.ts';
 import { type JobEnvelope, parseEnvelope } from '../contract/envelope.ts';
 import { recordedDeadCause } from '../decisions/claim-decision.ts';
 import { capLeaseToDeadline } from '../decisions/lease-timing.ts';
@@ -12,8 +13,9 @@ import { MetricName } from '../observe/metric-names.ts';
 import { contextFromTraceparent, inSpan, SpanKind } from '../observe/spans.ts';
 import { byType, type Job } from './attempt.ts';
 import { claim, startAttempt } from './claim.ts';
-import { DeadLetterer } from './dead-letterer.ts';
+import { DeadLetterer, letterRefusedJob } from './dead-letterer.ts';
 import { runFast } from './fast-path.ts';
+import { checkedPayload } from './job-run.ts';
 import { runLeased } from './leased-run.ts';
 import { outcomeOf, type RecordAction, type RecordOutcome } from './outcome.ts';
 import { RecordMessage } from './record-message.ts';
@@ -90,7 +92,7 @@ export class JobProcessor {
       // The producer's W3C trace id, so one job can be followed from the send to its result.
       ...(envelope.trace ? { traceId: envelope.trace.split('-')[1] } : {}),
     });
-    const job: Job = { message: new RecordMessage(s.queue, record, log), envelope, log };
+    const parsed = { message: new RecordMessage(s.queue, record, log), envelope, log };
     // One span per record, a child of the producer's: the trace runs from the send to the result.
     return inSpan(
       `leaseq.process ${envelope.type}`,
@@ -101,7 +103,7 @@ export class JobProcessor {
         'leaseq.job.type': envelope.type,
       },
       async (span) => {
-        const action = await this.#pipeline(job, options.deadline);
+        const action = await this.#pipeline(parsed, options.deadline);
         span.setAttribute('leaseq.outcome', action);
         if (action === 'dead-lettered')
           span.setStatus({ code: SpanStatusCode.ERROR, message: 'dead-lettered' });
@@ -111,13 +113,45 @@ export class JobProcessor {
     );
   }
 
-  /** The edges after parsing, in order: cache, fast path, claim or its refusal, run or failure. */
-  async #pipeline(job: Job, deadline: number | undefined): Promise<RecordAction> {
+  /** The edges after parsing, in order: payload, cache, fast path, claim or its refusal, run or failure. */
+  async #pipeline(parsed: Omit<Job, 'payload'>, deadline: number | undefined): Promise<RecordAction> {
     const s = this.#s;
-    const { envelope, message, log } = job;
+    const { envelope, message, log } = parsed;
     s.metrics.count(MetricName.MessageReceived);
+    const definition = s.registry.get(envelope.type);
+    if (!definition) throw new Error(`unreachable: ${envelope.type} passed parse but is not registered`);
+    // Before anything is claimed or run, as a bad envelope is: a payload nobody can run must not take the
+    // job item of its key (it would take over, and dead-letter, a good job waiting for its retry), and
+    // its key stays free for a corrected resend.
+    let payload: unknown;
+    try {
+      payload = await checkedPayload(definition, envelope);
+    } catch (error) {
+      if (error instanceof InvalidEnvelopeError) {
+        const letter = await letterRefusedJob(
+          s,
+          { ...parsed, payload: undefined },
+          `invalid-${error.problem}`,
+          error,
+        );
+        return letter.action;
+      }
+      // The schema itself threw (not a refusal): nothing was claimed, so the message is what retries it
+      // (the queue's maxReceiveCount bounds a schema that always throws).
+      const delay = s.backoffSeconds(message.receives);
+      log.error('the payload schema threw; job not run, giving the message back', {
+        delaySeconds: delay,
+        error: s.errorText(error),
+      });
+      s.metrics.count(MetricName.HandBack);
+      await message.giveBack(delay, 'payload schema threw');
+      return 'retry';
+    }
+    const job: Job = { ...parsed, payload };
     if (s.cache) {
-      if (s.cache.has(envelope.dedupKey)) {
+      // Known COMPLETED as a job of this type: a copy. (Another type's message misses and is refused by
+      // the store as a collision.)
+      if (s.cache.has(envelope.dedupKey, envelope.type)) {
         s.metrics.count(MetricName.CacheHit);
         s.metrics.count(MetricName.DuplicateSkipped, 1, byType(envelope));
         log.info('duplicate of a completed job (local cache): deleting this copy');
@@ -129,8 +163,6 @@ export class JobProcessor {
     let leaseMs = capLeaseToDeadline(s.leaseMs, now, deadline);
     if (leaseMs < MIN_LEASE_MS) return this.#tooLate(job);
 
-    const definition = s.registry.get(envelope.type);
-    if (!definition) throw new Error(`unreachable: ${envelope.type} passed parse but is not registered`);
     // E12 takes first receives only: a redelivery (a failed attempt, a dead worker, a run past its
     // budget) runs leased, with the heartbeat, checkpoints and the attempt count.
     let failure: { readonly error: unknown } | undefined;

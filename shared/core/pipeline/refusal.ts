@@ -1,11 +1,14 @@
 // What a refused claim (E1-E3) or a refused fast commit (E12) does with its message, as decided by
-// decisions/claim-decision.ts: drop a copy of a finished, running or dead job, hide our own message
-// while its lease runs, or hand a contended one back.
+// decisions/claim-decision.ts: dead-letter a message whose dedupKey belongs to a job of another type,
+// drop a copy of a finished, running or dead job, hide our own message while its lease runs, or hand a
+// contended one back.
+import { DEDUP_KEY_COLLISION, DedupKeyCollisionError } from '../../errors.ts';
 import type { JobItem } from '../contract/job-item.ts';
-import { decideRefusal } from '../decisions/claim-decision.ts';
+import { collides, decideRefusal } from '../decisions/claim-decision.ts';
 import { visibilityForLease } from '../decisions/lease-timing.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { byType, type Job } from './attempt.ts';
+import { letterRefusedJob } from './dead-letterer.ts';
 import type { RecordAction } from './outcome.ts';
 import type { Settings } from './settings.ts';
 
@@ -15,11 +18,17 @@ const MAX_BATCH_SECONDS = 900;
 /** Acts on a refusal whose returned item is `existing`, and names the outcome. */
 export async function actOnRefusal(s: Settings, job: Job, existing: JobItem): Promise<RecordAction> {
   const { envelope, message, log } = job;
+  if (collides(existing, envelope.type)) {
+    // Not a copy: another job holds the key. Dropping it would lose it silently; running it would run
+    // on the other job's item. Its letter is all that happens; the other job is not touched.
+    const error = new DedupKeyCollisionError(envelope.type, existing.type);
+    return (await letterRefusedJob(s, job, DEDUP_KEY_COLLISION, error)).action;
+  }
   const decision = decideRefusal(existing, message.record.messageId, s.now());
   const refusal = { status: existing.status, owner: existing.owner, token: existing.token };
   switch (decision.kind) {
     case 'duplicate-completed':
-      s.cache?.add(envelope.dedupKey);
+      s.cache?.add(envelope.dedupKey, envelope.type);
       s.metrics.count(MetricName.DuplicateSkipped, 1, byType(envelope));
       log.info('duplicate of a completed job: deleting this copy', refusal);
       return 'duplicate';

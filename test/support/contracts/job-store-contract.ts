@@ -248,6 +248,33 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         expect(due.kind).toBe('retry');
         expect(due.lease).toMatchObject({ token: a.token + 1, attempts: 2, checkpoint: first });
       });
+
+      it('refuses a message of another type in every state, however late, and leaves the item as it was (issue 18)', async () => {
+        // Prepare: one job of type `contract` in each state a claim could otherwise take or meet.
+        const t0 = Date.now();
+        const waiting = fresh('other-waiting');
+        const a = await claim(request(waiting, 'worker-a', t0));
+        await f.store.checkpoint(a, step('debit', ['debit'], t0 + 1));
+        await f.store.release(a, t0 + 2, boom);
+        const expired = fresh('other-expired');
+        await claim(request(expired, 'worker-a', t0));
+        const done = fresh('other-done');
+        await f.store.complete(await claim(request(done, 'worker-a', t0)), 'ok');
+        const dead = fresh('other-dead');
+        await f.store.markDead(await claim(request(dead, 'worker-a', t0)), boom);
+        const late = t0 + 100 * LEASE_MS;
+
+        // Act + Assess: refused with the item (naming its own type); no token, attempt or type changed.
+        for (const key of [waiting, expired, done, dead]) {
+          const before = await f.store.get(key);
+          const result = await f.store.claim(request(key, 'worker-b', late, { type: 'contract.other' }));
+          expect(result).toMatchObject({ claimed: false, existing: { type: 'contract' } });
+          expect(await f.store.get(key)).toEqual(before);
+        }
+        // The job's own type still takes the unfinished ones.
+        const own = await f.store.claim(request(waiting, 'worker-b', late));
+        expect(own).toMatchObject({ claimed: true, kind: 'retry', lease: { checkpoint: { step: 'debit' } } });
+      });
     });
 
     describe('Method: renew', () => {
@@ -592,6 +619,35 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
           expect(await f.store.get(key)).toEqual(before);
         }
         expect(await f.ledgerGet(account)).toBeUndefined();
+      });
+
+      it('is refused by a job of another type in every state, writing nothing (issue 18)', async () => {
+        // Prepare: a claimable job (released, backoff over, no checkpoint), a finished and a dead one.
+        const t0 = Date.now();
+        const waiting = fresh('fast-other-waiting');
+        await f.store.release(await claim(request(waiting, 'worker-a', t0)), t0 + 1, boom);
+        const done = fresh('fast-other-done');
+        await f.store.claimAndComplete(fast(done, 'worker-a', t0), 'first');
+        const dead = fresh('fast-other-dead');
+        await f.store.markDead(await claim(request(dead, 'worker-a', t0)), boom);
+        const account = fresh('acct');
+
+        // Act + Assess
+        for (const key of [waiting, done, dead]) {
+          const before = await f.store.get(key);
+          const result = await f.store.claimAndComplete(
+            { ...fast(key, 'worker-b', t0 + 1_000), type: 'contract.other' },
+            'other',
+            [f.ledgerPut(account, undefined, 1)],
+          );
+          expect(result).toMatchObject({ ok: false, reason: 'refused', existing: { type: 'contract' } });
+          expect(await f.store.get(key)).toEqual(before);
+        }
+        expect(await f.ledgerGet(account)).toBeUndefined();
+        // The same job's own type still commits the waiting one.
+        expect(await f.store.claimAndComplete(fast(waiting, 'worker-b', t0 + 1_000), 'own')).toEqual({
+          ok: true,
+        });
       });
 
       it('is refused by a checkpointed job even when its lease ended (it resumes leased only)', async () => {

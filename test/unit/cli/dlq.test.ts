@@ -125,6 +125,15 @@ describe('Function: planRedrive', () => {
       why: /already completed/,
     });
   });
+
+  it('never resets the item of a job of another type (a dedup-key-collision letter, issue 18)', () => {
+    const dead = { ...job(JobStatus.Dead), type: 'ledger.transfer' };
+    expect(planRedrive(dead, now, 'report.send')).toEqual({
+      action: 'skip',
+      why: 'the dedupKey belongs to a job of type ledger.transfer; send this report.send job under a key of its own',
+    });
+    expect(planRedrive(dead, now, 'ledger.transfer')).toEqual({ action: 'reset-and-send' });
+  });
 });
 
 describe('Function: describeRedrive', () => {
@@ -154,6 +163,7 @@ describe('Function: describeRedrive', () => {
 describe('Function: assertKnownReason', () => {
   it('takes a known reason or a prefix of one, and names the known ones otherwise', () => {
     expect(() => assertKnownReason('invalid-bad-payload')).not.toThrow();
+    expect(() => assertKnownReason('dedup-key-collision')).not.toThrow();
     expect(() => assertKnownReason('invalid-*')).not.toThrow();
     expect(() => assertKnownReason('max-attempt')).toThrow(/expected one of permanent-error, max-attempts/);
     expect(() => assertKnownReason('nope*')).toThrow(InvalidFilterError);

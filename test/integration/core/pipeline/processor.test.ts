@@ -301,7 +301,8 @@ describe('Class: JobProcessor (against the emulator)', () => {
     expect(reasons).toEqual([...Object.keys(bodies), 'invalid-bad-payload'].sort());
     // The original bodies are kept as they were, so nothing is lost.
     expect(letters.map((m) => m.Body)).toContain('{not json');
-    expect((await worker.store.get(badPayload))?.status).toBe(JobStatus.Dead);
+    // Refused before any claim: no job item, so a corrected resend with the same key runs.
+    expect(await worker.store.get(badPayload)).toBeUndefined();
   });
 
   it('dead-letters a permanent handler error at once (attempt 1)', async () => {

@@ -110,7 +110,12 @@ function world(options: { maxAttempts?: number; random?: number } = {}) {
     const s = settings(worker);
     const log = new JobLog(logger, { dedupKey: KEY, worker });
     const envelope = parseEnvelope(record.body, s.parseOptions);
-    const job: Job = { message: new RecordMessage(queue, record, log), envelope, log };
+    const job: Job = {
+      message: new RecordMessage(queue, record, log),
+      envelope,
+      payload: envelope.payload,
+      log,
+    };
     const definition = registry.get(envelope.type);
     if (!definition) throw new Error(`unregistered ${envelope.type}`);
     const claimedAt = s.now();
