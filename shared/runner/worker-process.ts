@@ -19,9 +19,6 @@ async function main(): Promise<void> {
   const stop = new AbortController();
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stop.abort());
   process.on('disconnect', () => stop.abort());
-  // The parent may be gone already (killed while this process loaded its modules): its disconnect
-  // came before the listener above, and nobody would ever stop this worker.
-  if (process.send !== undefined && !process.connected) stop.abort();
 
   const clients = createAwsClients(awsConfigFromEnv());
   const region = await clients.sqs.config.region();
