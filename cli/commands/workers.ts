@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { DEFAULTS } from '../../shared/core/contract/defaults.ts';
 import { poolMetricsDir } from '../../shared/ops/smells.ts';
-import { DEFAULT_WORKER_TIMEOUT_SECONDS } from '../../shared/resources.ts';
+import { DEFAULT_WORKER_TIMEOUT_SECONDS, WORKER_ENV } from '../../shared/resources.ts';
 import { WorkerPool } from '../../shared/runner/worker-pool.ts';
-import { workerEnv } from '../../shared/worker/config.ts';
+import { type WorkerSettings, workerEnv, workerSettingsFromEnv } from '../../shared/worker/config.ts';
 import { integerArg, note, renderTable } from '../format.ts';
 import { jobModuleOption, requireCliJobs } from '../job-module.ts';
 import { safeJson } from '../safe-text.ts';
@@ -13,8 +13,9 @@ import { appTableNames, resolveTarget, type TargetFlags, targetOptions } from '.
 
 interface WorkersFlags extends TargetFlags {
   readonly count: number;
-  readonly leaseMs: number;
-  readonly maxAttempts: number;
+  /** Left as given: the worker settings' own parser reads it, as it reads LEASEQ_LEASE_MS. */
+  readonly leaseMs?: string;
+  readonly maxAttempts?: string;
   readonly json?: boolean;
   readonly jobModule?: string;
   readonly testHooks?: boolean;
@@ -29,12 +30,11 @@ export function register(program: Command): void {
           'SIGTERM/Ctrl-C drains, SIGKILL of a worker is survivable',
       )
       .option('--count <n>', 'worker processes', integerArg(1, 64), 3)
-      .option('--lease-ms <ms>', 'job lease', integerArg(1000, 3_600_000), DEFAULTS.leaseMs)
+      // No defaults here: a default would override the variable (flag > LEASEQ_* variable > default).
+      .option('--lease-ms <ms>', `job lease (default: ${WORKER_ENV.leaseMs}, else ${DEFAULTS.leaseMs})`)
       .option(
         '--max-attempts <n>',
-        'attempts before a job is dead-lettered',
-        integerArg(1, 100),
-        DEFAULTS.maxAttempts,
+        `attempts before a job is dead-lettered (default: ${WORKER_ENV.maxAttempts}, else ${DEFAULTS.maxAttempts})`,
       )
       .option(
         '--timeout <seconds>',
@@ -43,19 +43,67 @@ export function register(program: Command): void {
         DEFAULT_WORKER_TIMEOUT_SECONDS,
       )
       .option('--test-hooks', 'run test hooks carried in payloads (failure injection; local testing only)')
-      .option('--json', 'print the closing per-worker counts as JSON'),
+      .option('--json', 'print the closing per-worker counts as JSON')
+      .addHelpText(
+        'after',
+        '\nSettings: flag > LEASEQ_* variable > default. The workers read the other LEASEQ_* worker ' +
+          'variables (README "Worker settings") as a Lambda does, and accept the same values.\n' +
+          'Stopping: Ctrl-C or SIGTERM stops polling; jobs in flight finish or, at their --timeout ' +
+          'deadline, are given back; workers still running --timeout plus 15 s later are killed. ' +
+          'A second Ctrl-C or SIGTERM kills them at once.',
+      ),
   ).action(async (flags: WorkersFlags) => {
     process.exitCode = await runWorkers(flags);
   });
 }
 
+/** The worker settings in force: a flag given, else the LEASEQ_* variable, else the default. */
+function settingsOf(flags: WorkersFlags): WorkerSettings {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  // The command decides these itself: hooks only with --test-hooks (a LEASEQ_TEST_HOOKS left in the
+  // shell never switches them on), and one id per worker.
+  delete env[WORKER_ENV.testHooks];
+  delete env[WORKER_ENV.workerId];
+  const labels: Record<string, string> = {};
+  for (const [key, option] of [
+    ['leaseMs', '--lease-ms'],
+    ['maxAttempts', '--max-attempts'],
+  ] as const) {
+    const given = flags[key];
+    if (given === undefined) continue;
+    env[WORKER_ENV[key]] = given;
+    labels[key] = option;
+  }
+  return workerSettingsFromEnv(env, labels);
+}
+
+/** Margin after a batch's --timeout for its release or commit and the message's give-back. */
+const STOP_MARGIN_MS = 15_000;
+
 async function runWorkers(flags: WorkersFlags): Promise<number> {
   // `note` escapes (safe-text.ts): a worker's error line can quote a job's text.
   const say = note;
+  // Before anything else: a bad setting is one line and no worker starts.
+  const settings = settingsOf(flags);
   const { path: jobsModule, jobs } = await requireCliJobs(flags.jobModule);
   const target = await resolveTarget(flags);
   target.close();
   const logDir = join(process.cwd(), '.leaseq', 'logs', `workers-${Date.now().toString(36)}`);
+  // Signals are ours from before the first fork: a stop at any moment, also while the workers start,
+  // goes through pool.stop(), so no worker outlives the command.
+  let signals = 0;
+  let stopRequested = () => {};
+  let killNow = () => {};
+  const stopAsked = new Promise<void>((resolve) => {
+    stopRequested = resolve;
+  });
+  const onSignal = () => {
+    signals += 1;
+    if (signals === 1) stopRequested();
+    else killNow();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   const pool = new WorkerPool({
     count: flags.count,
     logDir,
@@ -71,18 +119,26 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
       ...workerEnv({
         ...target.names,
         tables: appTableNames(target.names, jobs),
-        leaseMs: flags.leaseMs,
-        maxAttempts: flags.maxAttempts,
+        ...settings,
         testHooks: flags.testHooks ?? false,
       }),
     },
   });
+  let killed = false;
+  killNow = () => {
+    killed = true;
+    say('killing the workers now; their jobs are taken over when their leases end');
+    pool.killAll();
+  };
   let stopping = false;
   let restarts = 0;
   let failedStarts = 0;
   let gaveUp: string | undefined;
   const recent: number[] = [];
   let wake = () => {};
+  const gaveUpAsked = new Promise<void>((resolve) => {
+    wake = resolve;
+  });
   // A worker that dies on its own is replaced, after a pause that doubles with every death in the last
   // minute (0.5 s up to 30 s), so a crash loop does not spin; three deaths in a row before a worker
   // ever polled (a broken job module, a bad setting) end the command instead.
@@ -108,28 +164,34 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
     }, delayMs).unref();
   });
   pool.on('error', (id, message) => say(`worker ${id}: ${message}`));
-  await pool.start();
-  say(
-    `${flags.count} workers running ${jobs.types().join(', ')} from ${queueUrlName(target.names.queueUrl)}; ` +
-      `logs in ${logDir}; Ctrl-C drains and stops`,
-  );
-  const ticker = setInterval(() => {
+  const started = pool.start().then(() => 'started' as const);
+  let ticker: NodeJS.Timeout | undefined;
+  if ((await Promise.race([started, stopAsked, gaveUpAsked])) === 'started' && !gaveUp) {
     say(
-      `succeeded ${pool.total('JobSucceeded')} | duplicates ${pool.total('DuplicateSkipped')} | ` +
-        `retries ${pool.total('JobRetried')} | dead-lettered ${pool.total('JobDeadLettered')} | ` +
-        `alive ${pool.alive}/${flags.count} | restarts ${restarts}`,
+      `${flags.count} workers running ${jobs.types().join(', ')} from ${queueUrlName(target.names.queueUrl)}; ` +
+        `logs in ${logDir}; Ctrl-C drains and stops`,
     );
-  }, 5000);
-  await new Promise<void>((resolve) => {
-    wake = resolve;
-    if (gaveUp) resolve();
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-  });
+    ticker = setInterval(() => {
+      say(
+        `succeeded ${pool.total('JobSucceeded')} | duplicates ${pool.total('DuplicateSkipped')} | ` +
+          `retries ${pool.total('JobRetried')} | dead-lettered ${pool.total('JobDeadLettered')} | ` +
+          `alive ${pool.alive}/${flags.count} | restarts ${restarts}`,
+      );
+    }, 5000);
+    await Promise.race([stopAsked, gaveUpAsked]);
+  }
   stopping = true;
   clearInterval(ticker);
-  say('draining: in-flight jobs finish or are given back');
-  await pool.stop();
+  const graceMs = flags.timeout * 1000 + STOP_MARGIN_MS;
+  if (!killed) {
+    say(
+      `draining: no new jobs; jobs in flight finish or are given back by their ${flags.timeout} s deadline ` +
+        `(workers still running in ${graceMs / 1000} s are killed); Ctrl-C again kills them now`,
+    );
+  }
+  await pool.stop(graceMs);
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
   const rows = [...pool.workers.values()].map((w) => ({
     worker: w.id,
     succeeded: w.counters.JobSucceeded ?? 0,
@@ -152,7 +214,7 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
     process.stdout.write(`${renderTable(columns, cells)}\n`);
   }
   if (gaveUp) say(gaveUp);
-  return gaveUp ? 1 : 0;
+  return gaveUp || killed ? 1 : 0;
 }
 
 function queueUrlName(url: string): string {

@@ -9,6 +9,7 @@ import { isFifoQueue } from '../aws/queue-url.ts';
 import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
 import type { JobItem } from '../core/contract/job-item.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
+import { leaseOver } from '../core/decisions/lease-arithmetic.ts';
 import { Pacer } from '../producer/pacer.ts';
 import { browse, KEEP, type Visit } from './dlq-browse.ts';
 import {
@@ -20,6 +21,14 @@ import {
 } from './dlq-letters.ts';
 import type { OpsTarget } from './target.ts';
 
+/**
+ * How long a job lease must have been over, by the operator's clock, before redrive resets an
+ * IN_PROGRESS job. The lease was written by the workers' clocks; a laptop clock running ahead would
+ * otherwise see a live lease as over and reset a running job (its worker then loses the job to the
+ * fence, and the redrive sends a second copy). A redrive of a job whose worker died waits this long.
+ */
+export const REDRIVE_CLOCK_MARGIN_MS = 15 * 60_000;
+
 /** What redrive does with a dead letter, given its job item. */
 export type RedrivePlan =
   | { readonly action: 'reset-and-send'; readonly why?: string }
@@ -29,10 +38,12 @@ export type RedrivePlan =
 /**
  * Pure: the redrive decision for a job item.
  * - DEAD: reset it (attempts 0, RETRY_WAIT) so the claim accepts the job again, then send.
- * - none (never claimed, e.g. a bad body, or TTL removed it), RETRY_WAIT (an earlier redrive reset it,
- *   or the worker could not mark it DEAD), IN_PROGRESS with an expired lease: send as is.
+ * - none (never claimed, e.g. a bad body, or TTL removed it): send as is.
+ * - RETRY_WAIT (an earlier redrive reset it, or the worker could not mark it DEAD), IN_PROGRESS whose
+ *   lease was over {@link REDRIVE_CLOCK_MARGIN_MS} before `now` (its worker died, or its dead marking
+ *   failed): reset, then send.
  * - COMPLETED: skip; the job ran, the dead letter is stale (purge it).
- * - IN_PROGRESS with a live lease: skip; a copy is running right now.
+ * - IN_PROGRESS with a live lease, or one over less than the margin ago: skip; a copy may be running now.
  */
 export function planRedrive(item: JobItem | undefined, now: number, letterType?: string): RedrivePlan {
   if (!item) return { action: 'send', why: 'no job item (never claimed, or expired by TTL)' };
@@ -52,11 +63,14 @@ export function planRedrive(item: JobItem | undefined, now: number, letterType?:
     case JobStatus.Completed:
       return { action: 'skip', why: 'job already completed; this dead letter is stale (purge it)' };
     case JobStatus.InProgress:
-      return item.leaseUntil > now
-        ? { action: 'skip', why: `job is running now (lease held by ${item.owner ?? 'unknown'})` }
+      if (!leaseOver(item.leaseUntil, now)) {
+        return { action: 'skip', why: `job is running now (lease held by ${item.owner ?? 'unknown'})` };
+      }
+      return leaseOver(item.leaseUntil, now - REDRIVE_CLOCK_MARGIN_MS)
+        ? { action: 'reset-and-send', why: 'job lease expired (its worker died, or its dead marking failed)' }
         : {
-            action: 'reset-and-send',
-            why: 'job lease expired (its worker died, or its dead marking failed)',
+            action: 'skip',
+            why: `job lease (held by ${item.owner ?? 'unknown'}) ended less than ${REDRIVE_CLOCK_MARGIN_MS / 60_000} minutes ago by this clock; a clock ahead of the workers' would see a live lease so, so run redrive again later`,
           };
   }
 }
@@ -214,7 +228,13 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
     run.taken += 1;
     return { stop: run.taken >= run.limit };
   }
-  if (reset && letter.dedupKey && !(await run.store.resetForRedrive(letter.dedupKey, run.now()))) {
+  const now = run.now();
+  // The store checks the lease again, with the same margin: a worker may have claimed it since the read.
+  if (
+    reset &&
+    letter.dedupKey &&
+    !(await run.store.resetForRedrive(letter.dedupKey, now, now - REDRIVE_CLOCK_MARGIN_MS))
+  ) {
     record(run, {
       ...fields,
       outcome: 'skipped',

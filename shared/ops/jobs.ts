@@ -1,6 +1,7 @@
 import type { JobSummaryItem } from '../core/adapters/dynamodb-scans.ts';
 import type { LeaseItem } from '../core/contract/lease-store.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
+import { leaseOver } from '../core/decisions/lease-arithmetic.ts';
 
 /**
  * A live job lease counts as stuck when neither its claim nor its last checkpoint happened within this
@@ -52,7 +53,8 @@ export interface NamedLeaseView {
 
 /**
  * The stuck rule for a job item, or undefined when it is not stuck. Only IN_PROGRESS items can be stuck:
- * expired lease (`leaseUntil <= now`), or a live lease with no claim or checkpoint for `stuckAfterMs`.
+ * expired lease (`leaseUntil < now`, as the stores decide it), or a live lease with no claim or
+ * checkpoint for `stuckAfterMs`.
  */
 export function stuckReason(
   item: JobSummaryItem,
@@ -60,7 +62,7 @@ export function stuckReason(
   stuckAfterMs = DEFAULT_STUCK_AFTER_MS,
 ): StuckReason | undefined {
   if (item.status !== JobStatus.InProgress) return undefined;
-  if (item.leaseUntil <= now) return 'lease-expired';
+  if (leaseOver(item.leaseUntil, now)) return 'lease-expired';
   const progress = lastProgressAt(item);
   if (progress !== undefined && now - progress > stuckAfterMs) return 'no-progress';
   return undefined;
@@ -95,7 +97,8 @@ export function jobLeaseView(
 
 /** The operator's view of a `leases` item. */
 export function namedLeaseView(item: LeaseItem, now: number): NamedLeaseView {
-  const state = !item.owner ? 'free' : item.leaseUntil > now ? 'held' : 'abandoned';
+  // The lease store's acquire takes a lease over only when `leaseUntil < now`: held until then.
+  const state = !item.owner ? 'free' : leaseOver(item.leaseUntil, now) ? 'abandoned' : 'held';
   return {
     leaseKey: item.leaseKey,
     ...(item.owner ? { owner: item.owner } : {}),

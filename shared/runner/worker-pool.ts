@@ -162,6 +162,11 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
     this.#children.get(id)?.kill('SIGKILL');
   }
 
+  /** SIGKILLs every worker now (a second Ctrl-C): a {@link stop} under way then returns at once. */
+  killAll(): void {
+    for (const child of this.#children.values()) child.kill('SIGKILL');
+  }
+
   /** Sum of one counter over all workers (dead ones keep their last report). */
   total(counter: string): number {
     let n = 0;
@@ -180,7 +185,11 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
     return [...this.workers.values()].filter((w) => w.alive).length;
   }
 
-  /** Drains every worker: SIGTERM, then SIGKILL for any still running after `graceMs`. */
+  /**
+   * Drains every worker, also one still starting: SIGTERM, then SIGKILL for any still running after
+   * `graceMs`. A worker stops polling at once and its batch in flight ends by the invocation deadline,
+   * so a `graceMs` above the invocation timeout lets every job finish or be given back.
+   */
   async stop(graceMs = 15_000): Promise<void> {
     const running = [...this.#children.entries()];
     const exited = running.map(

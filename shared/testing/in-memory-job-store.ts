@@ -313,11 +313,11 @@ export class InMemoryJobStore implements JobStore {
     );
   }
 
-  async resetForRedrive(dedupKey: string, now: number): Promise<boolean> {
+  async resetForRedrive(dedupKey: string, now: number, leaseEndedBefore = now): Promise<boolean> {
     return this.faults.run('reset-for-redrive', () => {
       const item = this.#items.get(dedupKey);
       if (!item || item.status === JobStatus.Completed) return false;
-      if (item.status === JobStatus.InProgress && !leaseOver(item.leaseUntil, now)) return false;
+      if (item.status === JobStatus.InProgress && !leaseOver(item.leaseUntil, leaseEndedBefore)) return false;
       const next: MutableJobItem = {
         ...item,
         status: JobStatus.RetryWait,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEFAULTS } from '../core/contract/defaults.ts';
 import { tableEnvVar } from '../core/model/table.ts';
+import { type JobProcessorOptions, resolveSettings } from '../core/pipeline/settings.ts';
 import { ConfigError } from '../errors.ts';
 import { WORKER_ENV } from '../resources.ts';
 
@@ -17,40 +18,57 @@ const flag = (name: string) =>
     .optional()
     .transform((v) => v === '1' || v === 'true');
 
-const schema = z.object({
+/** The settings a deployment tunes (everything but the resource names). */
+type SettingKey =
+  | 'maxAttempts'
+  | 'leaseMs'
+  | 'concurrency'
+  | 'backoffBaseSeconds'
+  | 'backoffCapSeconds'
+  | 'deadlineMarginMs'
+  | 'testHooks'
+  | 'workerId';
+
+/** The settings' schema, each setting named in errors by `label` (its variable unless told). */
+const settingsSchema = (label: (key: SettingKey) => string) =>
+  z.object({
+    maxAttempts: positiveInt(label('maxAttempts'), DEFAULTS.maxAttempts),
+    leaseMs: positiveInt(label('leaseMs'), DEFAULTS.leaseMs),
+    concurrency: positiveInt(label('concurrency'), 10),
+    backoffBaseSeconds: positiveInt(label('backoffBaseSeconds'), 2),
+    backoffCapSeconds: positiveInt(label('backoffCapSeconds'), 900),
+    deadlineMarginMs: positiveInt(label('deadlineMarginMs'), 3000),
+    testHooks: flag(label('testHooks')),
+    workerId: z
+      .string()
+      .min(1, `${label('workerId')} is empty`)
+      .max(128, `${label('workerId')} is longer than 128 characters`)
+      .optional(),
+  });
+
+const namesSchema = z.object({
   queueUrl: z.string({ error: `${WORKER_ENV.jobsQueueUrl} is required` }).min(1),
   dlqUrl: z.string({ error: `${WORKER_ENV.dlqUrl} is required` }).min(1),
   jobsTable: z.string({ error: `${WORKER_ENV.jobsTable} is required` }).min(1),
   leasesTable: z
     .string({ error: `${WORKER_ENV.leasesTable} is required` })
     .min(1, `${WORKER_ENV.leasesTable} is empty`),
-  maxAttempts: positiveInt(WORKER_ENV.maxAttempts, DEFAULTS.maxAttempts),
-  leaseMs: positiveInt(WORKER_ENV.leaseMs, DEFAULTS.leaseMs),
-  concurrency: positiveInt(WORKER_ENV.concurrency, 10),
-  backoffBaseSeconds: positiveInt(WORKER_ENV.backoffBaseSeconds, 2),
-  backoffCapSeconds: positiveInt(WORKER_ENV.backoffCapSeconds, 900),
-  deadlineMarginMs: positiveInt(WORKER_ENV.deadlineMarginMs, 3000),
-  testHooks: flag(WORKER_ENV.testHooks),
-  workerId: z
-    .string()
-    .min(1, `${WORKER_ENV.workerId} is empty`)
-    .max(128, `${WORKER_ENV.workerId} is longer than 128 characters`)
-    .optional(),
 });
 
+/** A worker's tunable settings (everything but the resource names). */
+export type WorkerSettings = z.infer<ReturnType<typeof settingsSchema>>;
+
 /** Settings of a worker, from the environment the stack (or a local worker process) sets. */
-export type WorkerConfig = z.infer<typeof schema>;
+export type WorkerConfig = z.infer<typeof namesSchema> & WorkerSettings;
 
 /**
- * Reads and validates the worker's environment; the error names every missing or bad variable.
- * Every variable, its default and meaning: README "Worker settings".
+ * How a setting is named in an error. Its variable by default; `leaseq workers` names the flag that
+ * set it instead.
  */
-export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
-  const parsed = schema.safeParse({
-    queueUrl: env[WORKER_ENV.jobsQueueUrl],
-    dlqUrl: env[WORKER_ENV.dlqUrl],
-    jobsTable: env[WORKER_ENV.jobsTable],
-    leasesTable: env[WORKER_ENV.leasesTable],
+export type WorkerSettingLabels = { readonly [K in SettingKey]?: string };
+
+function readSettings(env: NodeJS.ProcessEnv) {
+  return {
     maxAttempts: env[WORKER_ENV.maxAttempts],
     leaseMs: env[WORKER_ENV.leaseMs],
     concurrency: env[WORKER_ENV.concurrency],
@@ -59,13 +77,93 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     deadlineMarginMs: env[WORKER_ENV.deadlineMarginMs],
     testHooks: env[WORKER_ENV.testHooks],
     workerId: env[WORKER_ENV.workerId],
-  });
-  if (!parsed.success) {
-    throw new ConfigError(
-      `invalid worker configuration: ${parsed.error.issues.map((i) => i.message).join('; ')}`,
-    );
+  };
+}
+
+/**
+ * The processor's own range checks (resolveSettings, which a Lambda and a local worker both run when
+ * they build the handler), applied here so a value it refuses stops the worker at start with the
+ * variable (or flag) named, and `leaseq workers` accepts exactly what a Lambda accepts. Called, not
+ * copied: a range changed there changes here.
+ */
+function processorProblems(
+  values: { readonly leaseMs?: number; readonly maxAttempts?: number },
+  label: (key: 'leaseMs' | 'maxAttempts') => string,
+): string[] {
+  const problems: string[] = [];
+  for (const key of ['leaseMs', 'maxAttempts'] as const) {
+    if (values[key] === undefined) continue;
+    try {
+      // Only the numbers are read; the collaborators are not touched while settings resolve.
+      resolveSettings({ ...UNUSED_COLLABORATORS, [key]: values[key] });
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+      problems.push(`${label(key)}: ${error.message}`);
+    }
   }
-  return parsed.data;
+  return problems;
+}
+
+const UNUSED_COLLABORATORS = {
+  store: undefined,
+  queue: undefined,
+  registry: undefined,
+  worker: '',
+  logger: undefined,
+} as unknown as JobProcessorOptions;
+
+function parseSettings(
+  env: NodeJS.ProcessEnv,
+  labels: WorkerSettingLabels,
+): { readonly settings?: WorkerSettings; readonly problems: string[] } {
+  const label = (key: SettingKey) => labels[key] ?? WORKER_ENV[key];
+  const parsed = settingsSchema(label).safeParse(readSettings(env));
+  if (parsed.success) return { settings: parsed.data, problems: processorProblems(parsed.data, label) };
+  // The processor's checks too, on the numbers that did parse, so one message names every problem.
+  const failed = new Set(parsed.error.issues.map((i) => i.path[0]));
+  const numbers = settingsSchema(label).partial().pick({ leaseMs: true, maxAttempts: true });
+  const parsedNumbers = numbers.safeParse(readSettings(env));
+  const checkable = parsedNumbers.success
+    ? Object.fromEntries(Object.entries(parsedNumbers.data).filter(([key]) => !failed.has(key)))
+    : {};
+  return {
+    problems: [...parsed.error.issues.map((i) => i.message), ...processorProblems(checkable, label)],
+  };
+}
+
+function configError(problems: readonly string[]): ConfigError {
+  return new ConfigError(`invalid worker configuration: ${problems.join('; ')}`);
+}
+
+/**
+ * Reads and validates the worker's tunable settings (not the resource names): what `leaseq workers`
+ * checks, with its flags' values put in place of the variables, before it starts any worker.
+ * @throws ConfigError naming every bad setting, by `labels` where given.
+ */
+export function workerSettingsFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  labels: WorkerSettingLabels = {},
+): WorkerSettings {
+  const { settings, problems } = parseSettings(env, labels);
+  if (!settings || problems.length > 0) throw configError(problems);
+  return settings;
+}
+
+/**
+ * Reads and validates the worker's environment; the error names every missing or bad variable.
+ * Every variable, its default and meaning: README "Worker settings".
+ */
+export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
+  const names = namesSchema.safeParse({
+    queueUrl: env[WORKER_ENV.jobsQueueUrl],
+    dlqUrl: env[WORKER_ENV.dlqUrl],
+    jobsTable: env[WORKER_ENV.jobsTable],
+    leasesTable: env[WORKER_ENV.leasesTable],
+  });
+  const { settings, problems } = parseSettings(env, {});
+  const all = [...(names.success ? [] : names.error.issues.map((i) => i.message)), ...problems];
+  if (!names.success || !settings || all.length > 0) throw configError(all);
+  return { ...names.data, ...settings };
 }
 
 /** What {@link workerEnv} turns into environment variables. */

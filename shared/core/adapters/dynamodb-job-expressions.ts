@@ -239,6 +239,7 @@ export function redriveUpdate(
   dedupKey: string,
   now: number,
   expiresAt: number,
+  leaseEndedBefore = now,
 ): JobItemUpdate {
   return {
     TableName: tableName,
@@ -248,7 +249,7 @@ export function redriveUpdate(
       '#updatedAt = :now, #expiresAt = :expiresAt REMOVE #owner, #deadReason',
     // Not finished, and no live lease: DEAD, RETRY_WAIT, or IN_PROGRESS whose lease has ended.
     ConditionExpression:
-      'attribute_exists(#status) AND #status <> :completed AND (#status <> :inProgress OR #leaseUntil < :now)',
+      'attribute_exists(#status) AND #status <> :completed AND (#status <> :inProgress OR #leaseUntil < :endedBefore)',
     ExpressionAttributeNames: {
       '#status': 'status',
       '#leaseUntil': 'leaseUntil',
@@ -266,6 +267,7 @@ export function redriveUpdate(
       ':zero': 0,
       ':one': 1,
       ':now': now,
+      ':endedBefore': leaseEndedBefore,
       ':expiresAt': expiresAt,
     },
   };

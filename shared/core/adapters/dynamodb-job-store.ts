@@ -262,10 +262,14 @@ export class DynamoDbJobStore implements JobStore {
     return out.Item as JobItem | undefined;
   }
 
-  async resetForRedrive(dedupKey: string, now: number): Promise<boolean> {
+  async resetForRedrive(dedupKey: string, now: number, leaseEndedBefore = now): Promise<boolean> {
     try {
       await guardStore('reset-for-redrive', () =>
-        this.#doc.send(new UpdateCommand(redriveUpdate(this.#table, dedupKey, now, this.#expiresAt(now)))),
+        this.#doc.send(
+          new UpdateCommand(
+            redriveUpdate(this.#table, dedupKey, now, this.#expiresAt(now), leaseEndedBefore),
+          ),
+        ),
       );
       return true;
     } catch (error) {

@@ -166,9 +166,10 @@ export interface JobStore {
   get(dedupKey: string, options?: StoreCallOptions): Promise<JobItem | undefined>;
   /**
    * Operator redrive: makes a job runnable again unless it completed or a live lease holds it: DEAD,
-   * RETRY_WAIT, or IN_PROGRESS whose lease ended before `now` (a worker died, or its dead marking failed)
-   * becomes RETRY_WAIT with attempts 0, no owner, no `deadReason`; the checkpoint is kept. False when
-   * refused or absent.
+   * RETRY_WAIT, or IN_PROGRESS whose lease ended before `leaseEndedBefore` (default `now`; a worker
+   * died, or its dead marking failed) becomes RETRY_WAIT with attempts 0, no owner, no `deadReason`; the
+   * checkpoint is kept. False when refused or absent. An operator's clock may run ahead of the workers',
+   * so redrive passes a `leaseEndedBefore` well before its `now`.
    */
-  resetForRedrive(dedupKey: string, now: number): Promise<boolean>;
+  resetForRedrive(dedupKey: string, now: number, leaseEndedBefore?: number): Promise<boolean>;
 }

@@ -12,7 +12,7 @@ import {
   summarise,
   toDeadLetter,
 } from '../../../shared/ops/dlq-letters.ts';
-import { planRedrive, type RedriveItem } from '../../../shared/ops/dlq-redrive.ts';
+import { planRedrive, REDRIVE_CLOCK_MARGIN_MS, type RedriveItem } from '../../../shared/ops/dlq-redrive.ts';
 import { InvalidFilterError } from '../../../shared/ops/ops-errors.ts';
 
 const body = JSON.stringify({
@@ -115,7 +115,9 @@ describe('Function: planRedrive', () => {
     // A waiting job, or one whose lease ended (its worker died, or marking it DEAD failed), would keep
     // its used-up attempts and die again at once: its attempts start again too.
     expect(planRedrive(job(JobStatus.RetryWait), now).action).toBe('reset-and-send');
-    expect(planRedrive(job(JobStatus.InProgress, now - 1), now).action).toBe('reset-and-send');
+    expect(planRedrive(job(JobStatus.InProgress, now - REDRIVE_CLOCK_MARGIN_MS - 1), now).action).toBe(
+      'reset-and-send',
+    );
     expect(planRedrive(job(JobStatus.InProgress, now + 1), now)).toEqual({
       action: 'skip',
       why: 'job is running now (lease held by w-1)',
@@ -133,6 +135,30 @@ describe('Function: planRedrive', () => {
       why: 'the dedupKey belongs to a job of type ledger.transfer; send this report.send job under a key of its own',
     });
     expect(planRedrive(dead, now, 'ledger.transfer')).toEqual({ action: 'reset-and-send' });
+  });
+});
+
+describe('Function: planRedrive, with an operator clock that may run ahead of the workers', () => {
+  const now = 100_000_000;
+  const minute = 60_000;
+  const running = (leaseUntil: number) =>
+    ({
+      dedupKey: 'k',
+      status: JobStatus.InProgress,
+      leaseUntil,
+      token: 1,
+      attempts: 5,
+      version: 3,
+    }) as JobItem;
+
+  it('skips a lease at its exact end: the stores still hold it (over is `leaseUntil < now`)', () => {
+    expect(planRedrive(running(now), now).action).toBe('skip');
+  });
+
+  it('skips a lease over only minutes ago by this clock, and resets one over longer than the margin', () => {
+    expect(planRedrive(running(now - minute), now).action).toBe('skip');
+    expect(planRedrive(running(now - REDRIVE_CLOCK_MARGIN_MS), now).action).toBe('skip');
+    expect(planRedrive(running(now - REDRIVE_CLOCK_MARGIN_MS - 1), now).action).toBe('reset-and-send');
   });
 });
 

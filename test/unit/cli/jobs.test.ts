@@ -29,9 +29,9 @@ describe('Function: stuckReason', () => {
   it('a live lease with recent progress is not stuck', () => {
     expect(stuckReason(item(), now)).toBeUndefined();
   });
-  it('an expired IN_PROGRESS lease is stuck (lease-expired), also at the exact end', () => {
+  it('an expired IN_PROGRESS lease is stuck (lease-expired); at its exact end it still holds, as the stores say', () => {
     expect(stuckReason(item({ leaseUntil: now - 1 }), now)).toBe('lease-expired');
-    expect(stuckReason(item({ leaseUntil: now }), now)).toBe('lease-expired');
+    expect(stuckReason(item({ leaseUntil: now }), now)).toBeUndefined();
   });
   it('a live lease with no claim or checkpoint for longer than stuckAfter is stuck (no-progress)', () => {
     const old = item({ claimedAt: now - 11 * minute });
@@ -79,6 +79,8 @@ describe('Function: jobLeaseView / namedLeaseView', () => {
     });
     expect(namedLeaseView(lease({ owner: 'w' }), now).state).toBe('held');
     expect(namedLeaseView(lease({ owner: 'w', leaseUntil: now - 1 }), now).state).toBe('abandoned');
+    // The lease store's acquire takes it over only once `leaseUntil < now`.
+    expect(namedLeaseView(lease({ owner: 'w', leaseUntil: now }), now).state).toBe('held');
     expect(namedLeaseView(lease({ leaseUntil: 0 }), now).state).toBe('free');
   });
 });

@@ -1,0 +1,144 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoDbJobStore } from '../../../shared/core/adapters/dynamodb-job-store.ts';
+import type { JobItem } from '../../../shared/core/contract/job-item.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
+import { type CoreEnv, coreEnv, eventually, sendJob } from '../../support/core-fixture.ts';
+import { uniqueName } from '../../support/env.ts';
+import {
+  killMarked,
+  markedPids,
+  recordPids,
+  startWorkers,
+  survivors,
+  type WorkersRun,
+} from './workers-process.ts';
+
+let env: CoreEnv;
+let prefix: string;
+let store: DynamoDbJobStore;
+let run: WorkersRun | undefined;
+
+beforeAll(async () => {
+  env = await coreEnv('wstop');
+  prefix = env.jobsTable.replace(/-jobs$/, '');
+  store = new DynamoDbJobStore({ client: env.clients.doc, tableName: env.jobsTable });
+});
+afterEach(() => {
+  if (run) {
+    run.child.kill('SIGKILL');
+    killMarked(run.mark);
+  }
+  run = undefined;
+});
+afterAll(() => env?.close());
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Sends a ledger job that works `sleepMs` (a test hook); returns its dedup key. */
+async function sendSlowJob(sleepMs: number): Promise<string> {
+  const key = uniqueName('stop');
+  await sendJob(env, {
+    dedupKey: key,
+    type: 'ledger.credit',
+    payload: { account: uniqueName('a'), amount: 1, simulate: { sleepMs } },
+  });
+  return key;
+}
+
+/** Waits for the workers to poll and the job to be claimed; the item then. */
+async function claimed(r: WorkersRun, key: string): Promise<JobItem | undefined> {
+  await r.waitFor('workers running', 120_000);
+  let item: JobItem | undefined;
+  await eventually(
+    async () => {
+      item = await store.get(key);
+      return item?.status === JobStatus.InProgress;
+    },
+    30_000,
+    100,
+  );
+  return item;
+}
+
+describe('Command: leaseq workers, stopped during start', () => {
+  // Points of the start: at once; as soon as the pool has forked its workers; while they load their
+  // modules; once they all poll.
+  it.each([
+    ['at once', async () => {}],
+    [
+      'when the first worker process exists',
+      async (r: WorkersRun) => {
+        for (const started = Date.now(); Date.now() - started < 20_000; await sleep(20)) {
+          if (markedPids(r.mark).length > 1) return;
+        }
+      },
+    ],
+    [
+      'while the workers load',
+      async (r: WorkersRun) => {
+        for (const started = Date.now(); Date.now() - started < 20_000; await sleep(20)) {
+          if (markedPids(r.mark).length > 1) break;
+        }
+        await sleep(700);
+      },
+    ],
+    ['once every worker polls', (r: WorkersRun) => r.waitFor('workers running', 120_000)],
+  ] as const)(
+    'SIGTERM %s leaves no process it started running',
+    async (_when, until) => {
+      // Prepare
+      run = startWorkers(['--prefix', prefix, '--count', '3']);
+      const pids = recordPids(run.mark);
+
+      // Act
+      await until(run);
+      run.child.kill('SIGTERM');
+      await run.exited;
+      const seen = pids.stop();
+
+      // Assess: the command and every worker it forked have stopped when it returns.
+      expect(await survivors(run.mark, seen)).toEqual([]);
+    },
+    180_000,
+  );
+});
+
+describe('Command: leaseq workers, stopped while a job runs', () => {
+  it('lets a job longer than 15 s finish within --timeout: the job completes, nothing is left held', async () => {
+    // Prepare: one worker, a job of 18 s under a 40 s invocation timeout.
+    const key = await sendSlowJob(18_000);
+    run = startWorkers(['--prefix', prefix, '--count', '1', '--timeout', '40', '--test-hooks']);
+    const pids = recordPids(run.mark);
+    expect((await claimed(run, key))?.attempts).toBe(1);
+
+    // Act: stop the command while the job runs.
+    run.child.kill('SIGTERM');
+    const exit = await run.exited;
+
+    // Assess: the job completed in its first attempt; no process is left.
+    const item = await store.get(key);
+    expect(item?.status).toBe(JobStatus.Completed);
+    expect(item?.attempts).toBe(1);
+    expect(exit.code).toBe(0);
+    expect(await survivors(run.mark, pids.stop())).toEqual([]);
+  }, 240_000);
+
+  it('kills at once on a second SIGTERM: the command and its workers are gone within seconds', async () => {
+    // Prepare
+    const key = await sendSlowJob(30_000);
+    run = startWorkers(['--prefix', prefix, '--count', '1', '--timeout', '60', '--test-hooks']);
+    const pids = recordPids(run.mark);
+    expect((await claimed(run, key))?.attempts).toBe(1);
+
+    // Act
+    run.child.kill('SIGTERM');
+    await run.waitFor('draining');
+    const secondAt = Date.now();
+    run.child.kill('SIGTERM');
+    await run.exited;
+
+    // Assess
+    expect(Date.now() - secondAt).toBeLessThan(5000);
+    expect(await survivors(run.mark, pids.stop())).toEqual([]);
+  }, 240_000);
+});

@@ -1,0 +1,85 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { describe, expect, it } from 'vitest';
+import { JobRegistry } from '../../../shared/core/model/registry.ts';
+import { resolveSettings } from '../../../shared/core/pipeline/settings.ts';
+import { ConfigError } from '../../../shared/errors.ts';
+import { InMemoryJobStore } from '../../../shared/testing/in-memory-job-store.ts';
+import { InMemoryQueue } from '../../../shared/testing/in-memory-queue.ts';
+import { workerConfigFromEnv, workerSettingsFromEnv } from '../../../shared/worker/config.ts';
+
+const NAMES = {
+  LEASEQ_JOBS_QUEUE_URL: 'q',
+  LEASEQ_DLQ_URL: 'd',
+  LEASEQ_JOBS_TABLE: 'j',
+  LEASEQ_LEASES_TABLE: 'l',
+};
+
+/** Whether the processor (what a Lambda builds from the config) accepts these settings. */
+function processorAccepts(leaseMs: number, maxAttempts: number): boolean {
+  try {
+    resolveSettings({
+      store: new InMemoryJobStore(),
+      queue: new InMemoryQueue(),
+      registry: new JobRegistry(),
+      worker: 'w',
+      logger: new Logger({ logLevel: 'SILENT' }),
+      leaseMs,
+      maxAttempts,
+    });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('Function: workerConfigFromEnv', () => {
+  it.each([
+    ['LEASEQ_LEASE_MS', '200'],
+    ['LEASEQ_LEASE_MS', '299'],
+    ['LEASEQ_MAX_ATTEMPTS', '0'],
+    ['LEASEQ_MAX_ATTEMPTS', '2.5'],
+  ])('refuses %s=%s at start, naming the variable, as the processor would refuse it', (name, value) => {
+    expect(() => workerConfigFromEnv({ ...NAMES, [name]: value })).toThrow(ConfigError);
+    expect(() => workerConfigFromEnv({ ...NAMES, [name]: value })).toThrow(name);
+  });
+
+  it('accepts exactly what the processor accepts, at the edges of the lease and attempt ranges', () => {
+    for (const leaseMs of [299, 300, 301, 500, 3_600_001]) {
+      const accepted = (() => {
+        try {
+          workerConfigFromEnv({ ...NAMES, LEASEQ_LEASE_MS: String(leaseMs) });
+          return true;
+        } catch {
+          return false;
+        }
+      })();
+      expect(accepted, `LEASEQ_LEASE_MS=${leaseMs}`).toBe(processorAccepts(leaseMs, 5));
+    }
+    for (const maxAttempts of [0, 1, 100, 101]) {
+      const accepted = (() => {
+        try {
+          workerConfigFromEnv({ ...NAMES, LEASEQ_MAX_ATTEMPTS: String(maxAttempts) });
+          return true;
+        } catch {
+          return false;
+        }
+      })();
+      expect(accepted, `LEASEQ_MAX_ATTEMPTS=${maxAttempts}`).toBe(processorAccepts(30_000, maxAttempts));
+    }
+  });
+
+  it('names every bad setting in one message', () => {
+    expect(() =>
+      workerConfigFromEnv({ ...NAMES, LEASEQ_LEASE_MS: '10', LEASEQ_BATCH_CONCURRENCY: 'x' }),
+    ).toThrow(/LEASEQ_BATCH_CONCURRENCY.*; .*LEASEQ_LEASE_MS|LEASEQ_LEASE_MS.*; .*LEASEQ_BATCH_CONCURRENCY/);
+  });
+});
+
+describe('Function: workerSettingsFromEnv', () => {
+  it('needs no resource names, and names a setting by the label given (a flag)', () => {
+    expect(workerSettingsFromEnv({ LEASEQ_LEASE_MS: '500' }).leaseMs).toBe(500);
+    expect(() => workerSettingsFromEnv({ LEASEQ_LEASE_MS: '200' }, { leaseMs: '--lease-ms' })).toThrow(
+      /^invalid worker configuration: --lease-ms: /,
+    );
+  });
+});
