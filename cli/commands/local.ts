@@ -26,6 +26,7 @@ import type { EmulatorServices } from '../../shared/local/emulator-config.ts';
 import { EmulatorError } from '../../shared/local/emulator-errors.ts';
 import { parsePort } from '../../shared/local/net.ts';
 import { type ProvisionResult, provisionLocal } from '../../shared/local/provision.ts';
+import { isInstalled, missingPackage } from '../../shared/optional-package.ts';
 import { confirmChange } from '../confirm.ts';
 import { jobModuleOption, requireCliJobs } from '../job-module.ts';
 import { safeLines } from '../safe-text.ts';
@@ -101,6 +102,9 @@ export function describeUp(handle: EmulatorHandle): string {
     return `AWS_ENDPOINT_URL is set: using ${handle.endpoint} (it answers); leaseq started nothing`;
   }
   const name = `${handle.emulator} ${handle.version}`;
+  if (handle.restarted) {
+    return `${name} restarted at ${handle.endpoint} (pid ${handle.pid}); its queues and tables are gone\nserves: ${servicesLine(handle.services)}`;
+  }
   if (!handle.started) {
     return `${name} already running at ${handle.endpoint} (pid ${handle.pid})\nserves: ${servicesLine(handle.services)}`;
   }
@@ -160,14 +164,20 @@ async function embeddedPidAt(endpoint: string): Promise<number | undefined> {
 }
 
 /** The emulator (started if needed) and the clients a deploy talks to it with. */
-async function deployTarget() {
+async function deployTarget(purpose: 'deploy' | 'destroy') {
   if (!existsSync(join(process.cwd(), 'cdk.json'))) {
     throw new DeployError(
       `no cdk.json in ${process.cwd()}: run this in the CDK project that defines the stack`,
     );
   }
+  // Before the emulator is touched (a restart loses its queues and tables): the client is there.
+  if (!isInstalled('@aws-sdk/client-cloudformation')) throw missingPackage('@aws-sdk/client-cloudformation');
   // A deploy needs functions, stacks and buckets: a queues-and-tables emulator is restarted with them.
-  const handle = await ensureEmulator({ log: progress, services: 'all' });
+  // A destroy never restarts one (it would only delete): such an emulator holds no stack.
+  const handle = await ensureEmulator({
+    log: progress,
+    ...(purpose === 'deploy' ? { services: 'all' as const } : {}),
+  });
   const config = { ...awsConfigFromEnv(), endpoint: handle.endpoint };
   const clients = createAwsClients(config);
   const cloudFormation = await localCloudFormation(handle.endpoint, config.region);
@@ -177,6 +187,8 @@ async function deployTarget() {
     /** The target line: a deploy or destroy acts on the emulator only, in its local account. */
     line: `target: ${isLocalEndpoint(handle.endpoint) ? 'local emulator' : 'endpoint'} ${handle.endpoint}, account ${LOCAL_ACCOUNT}, region ${config.region} (${why})`,
     local: isLocalEndpoint(handle.endpoint),
+    /** False for a queues-and-tables emulator: it cannot hold a stack. */
+    servesStacks: handle.services !== 'queues-and-tables',
     pid: handle.mode === 'external' ? await embeddedPidAt(handle.endpoint) : handle.pid,
     common: {
       endpoint: handle.endpoint,
@@ -263,7 +275,7 @@ export function register(program: Command): void {
     .option('--output <dir>', 'cloud assembly directory (cdk --output)', 'cdk.out')
     .option('--json', 'print the result as JSON')
     .action(async (flags: DeployFlags) => {
-      const target = await deployTarget();
+      const target = await deployTarget('deploy');
       try {
         const result = await deployLocal({
           ...target.common,
@@ -296,10 +308,16 @@ export function register(program: Command): void {
     .option('--yes', 'do not ask (scripts, CI); without a terminal a destroy refuses without it')
     .option('--json', 'print the result as JSON')
     .action(async (flags: Omit<DeployFlags, 'outputsFile'> & { yes?: boolean }) => {
-      const target = await deployTarget();
+      const target = await deployTarget('destroy');
       try {
         progress(target.line);
         const stack = `leaseq-${flags.stage}`;
+        if (!target.servesStacks) {
+          progress(
+            `the emulator serves queues and tables only, so it holds no stack: ${stack} is not there; nothing destroyed`,
+          );
+          return;
+        }
         const confirmed = await confirmChange(
           {
             verb: 'destroy',

@@ -13,7 +13,12 @@ import {
   destroyAwsClients,
 } from '../../shared/aws/clients.ts';
 import { deployLocal, localCloudFormation } from '../../shared/local/deploy.ts';
-import { type EmulatorHandle, ensureEmulator, stopEmulator } from '../../shared/local/emulator.ts';
+import {
+  type EmulatorHandle,
+  ensureEmulator,
+  holdEmulator,
+  stopEmulator,
+} from '../../shared/local/emulator.ts';
 import { provisionLocal } from '../../shared/local/provision.ts';
 import { fractionArg, integerArg } from '../format.ts';
 import { safeJson, safeLines, safeText } from '../safe-text.ts';
@@ -82,6 +87,8 @@ async function start(flags: StartFlags): Promise<number> {
   say(
     `${emulator.mode === 'external' ? 'using' : emulator.started ? 'started' : 'reusing'} ${emulator.endpoint}`,
   );
+  // Held while the demo runs, so a deploy does not restart the emulator under it.
+  process.once('exit', await holdEmulator());
   const clients = createAwsClients({ ...awsConfigFromEnv(), endpoint: emulator.endpoint });
   const stop = new AbortController();
   // While the progress bar is drawn, lines go through it, or its next redraw would overwrite them.

@@ -1,7 +1,9 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
+import { isLocalEndpoint } from '../../shared/aws/clients.ts';
 import { DEFAULTS } from '../../shared/core/contract/defaults.ts';
+import { holdEmulator } from '../../shared/local/emulator.ts';
 import { poolMetricsDir } from '../../shared/ops/smells.ts';
 import { DEFAULT_WORKER_TIMEOUT_SECONDS, WORKER_ENV } from '../../shared/resources.ts';
 import { WorkerPool } from '../../shared/runner/worker-pool.ts';
@@ -88,6 +90,8 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
   const { path: jobsModule, jobs } = await requireCliJobs(flags.jobModule);
   const target = await resolveTarget(flags);
   target.close();
+  // Workers on the embedded emulator hold it, so a deploy does not restart it under them.
+  if (target.endpoint && isLocalEndpoint(target.endpoint)) process.once('exit', await holdEmulator());
   const logDir = join(process.cwd(), '.leaseq', 'logs', `workers-${Date.now().toString(36)}`);
   // Signals are ours from before the first fork: a stop at any moment, also while the workers start,
   // goes through pool.stop(), so no worker outlives the command.

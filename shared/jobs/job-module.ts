@@ -52,6 +52,22 @@ function readLeaseqField(manifest: string): string | undefined {
 }
 
 /**
+ * Node's own answers to TypeScript it cannot load (no type stripping on Node 20; syntax stripping cannot
+ * handle, such as an enum, on 22). Any other error is the module's own and is reported as it is.
+ */
+const TYPESCRIPT_REFUSALS = new Set([
+  'ERR_UNKNOWN_FILE_EXTENSION',
+  'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX',
+  'ERR_INVALID_TYPESCRIPT_SYNTAX',
+  'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING',
+]);
+
+function needsTsx(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (typeof code === 'string' && TYPESCRIPT_REFUSALS.has(code)) || error instanceof SyntaxError;
+}
+
+/**
  * Imports a job module and returns its jobs. The module's default export (or its export `jobs`) is
  * `defineJobs([...])` or an array of `defineJob(...)` results. TypeScript modules load when tsx is
  * registered (the `leaseq` command and local workers register it when it is installed).
@@ -64,7 +80,8 @@ export async function loadJobModule(path: string): Promise<JobRegistry> {
   try {
     exports = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   } catch (error) {
-    if (/\.[cm]?tsx?$/.test(file) && !isInstalled('tsx')) throw missingPackage('tsx', error);
+    if (/\.[cm]?tsx?$/.test(file) && needsTsx(error) && !isInstalled('tsx'))
+      throw missingPackage('tsx', error);
     throw new ConfigError(
       `job module ${file} failed to load: ${error instanceof Error ? error.message : String(error)}`,
       error,

@@ -43,6 +43,8 @@ export interface EmulatorHandle {
   readonly logFile?: string;
   /** What the embedded emulator serves (`EmulatorOptions.services`). */
   readonly services?: EmulatorServices;
+  /** True when this call restarted a running emulator to serve more (its state is gone). */
+  readonly restarted?: boolean;
 }
 
 /** What `emulatorStatus` reports. Never throws for an emulator that is down. */
@@ -147,11 +149,30 @@ export async function acquireEmulator(options: EmulatorOptions = {}): Promise<Em
 }
 
 /**
+ * Marks this process as using the embedded emulator until `release` (or until it exits: holders whose
+ * process is gone are ignored), so a deploy that needs more services refuses to restart it under our
+ * feet. Long-running commands (`leaseq start`, local workers) hold it; with `AWS_ENDPOINT_URL` it is a
+ * no-op. It never stops the emulator.
+ */
+export async function holdEmulator(options: EmulatorOptions = {}): Promise<() => void> {
+  const cfg = resolveOptions(options);
+  if (cfg.externalEndpoint) return () => {};
+  const holderFile = join(cfg.holdersDir, `${process.pid}-${randomUUID()}`);
+  mkdirSync(cfg.stateDir, { recursive: true, mode: 0o700 });
+  // Under the lock, so a restart that counted the holders cannot miss this one.
+  await withFileLock(cfg.lockFile, lockTimeout(cfg), async () => {
+    mkdirSync(cfg.holdersDir, { recursive: true, mode: 0o700 });
+    writeFileSync(holderFile, String(process.pid));
+  });
+  return () => rmSync(holderFile, { force: true });
+}
+
+/**
  * Finds or starts the emulator; runs under the lock. `autoStop` marks an emulator started here for
  * test sessions; a person's `local up` (autoStop false) pins a running one so no session stops it.
  */
 async function ensureLocked(cfg: ResolvedOptions, autoStop: boolean): Promise<EmulatorHandle> {
-  let running = await recordedEmulator(cfg);
+  const running = await recordedEmulator(cfg);
   if (running) {
     if (cfg.requestedPort !== undefined && cfg.requestedPort !== running.port) {
       throw new EmulatorError(
@@ -159,21 +180,27 @@ async function ensureLocked(cfg: ResolvedOptions, autoStop: boolean): Promise<Em
       );
     }
     if (cfg.services === 'all' && (running.services ?? 'all') !== 'all') {
-      // MiniStack cannot turn a service on while it runs: restart it, unless a test session holds it.
-      if (liveHolders(cfg) > 0) {
+      // MiniStack cannot turn a service on while it runs: restart it (on its own port), unless a leaseq
+      // process holds it (a test session, `leaseq start`, local workers).
+      const holders = liveHolders(cfg);
+      if (holders > 0) {
         throw new EmulatorError(
-          `the emulator on port ${running.port} serves queues and tables only and a test session is using it; when it is done, run \`leaseq local down\`, then \`leaseq local up --all-services\``,
+          `the emulator on port ${running.port} serves queues and tables only, and ${holders} leaseq process${holders === 1 ? ' is' : 'es are'} using it; when they are done, run \`leaseq local down\`, then \`leaseq local up --all-services\``,
         );
       }
       cfg.log(
-        `restarting the emulator with every service (functions, stacks, buckets); the queues and tables it held are gone`,
+        `restarting the emulator on port ${running.port} with every service (functions, stacks, buckets); the queues and tables it held are gone`,
       );
       await stopLocked(cfg, running, 10_000);
-      autoStop = autoStop && running.autoStop === true;
-      running = undefined;
+      // A person's emulator stays theirs: the caller did not start it, so it must not stop it either.
+      const pinned = running.autoStop !== true;
+      const state = {
+        ...(await startProcess({ ...cfg, port: running.port })),
+        autoStop: autoStop && !pinned,
+      };
+      writeEmulatorState(cfg.stateFile, state);
+      return { ...handleFor(cfg, state, !pinned, false), restarted: true };
     }
-  }
-  if (running) {
     if (!autoStop && running.autoStop) writeEmulatorState(cfg.stateFile, { ...running, autoStop: false });
     return handleFor(cfg, running, false, false);
   }

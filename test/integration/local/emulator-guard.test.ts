@@ -264,14 +264,18 @@ describe('the embedded emulator, started as `leaseq local up` starts it', () => 
     const held = await ensureEmulator({ stateDir, port, env, services: 'all' }).catch((e: Error) => e);
     expect(held).toBeInstanceOf(EmulatorError);
     expect((held as Error).message).toMatch(
-      /serves queues and tables only and a test session is using it; .*`leaseq local up --all-services`$/,
+      /serves queues and tables only, and 1 leaseq process is using it; .*`leaseq local up --all-services`$/,
     );
     await session.release();
     expect(isProcessAlive(handle.pid ?? 0)).toBe(true);
 
     const before = handle.pid;
-    handle = await ensureEmulator({ stateDir, port, env, services: 'all' });
-    expect(handle).toMatchObject({ started: true, services: 'all', port });
+    // No port given: the restart keeps the emulator's own port (not the default 4566).
+    const unported: NodeJS.ProcessEnv = { ...env };
+    delete unported.LEASEQ_EMULATOR_PORT;
+    handle = await ensureEmulator({ stateDir, env: unported, services: 'all' });
+    // A person's emulator (`local up`) stays theirs: restarted, not started by this call.
+    expect(handle).toMatchObject({ restarted: true, started: false, services: 'all', port });
     expect(handle.pid).not.toBe(before);
     expect(isProcessAlive(before ?? 0)).toBe(false);
   });
