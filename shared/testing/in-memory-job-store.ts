@@ -92,6 +92,7 @@ export class InMemoryJobStore implements JobStore {
           messageId: req.messageId,
           version: item.version,
           leaseUntil,
+          ...(old?.refunds ? { refunds: old.refunds } : {}),
           ...(old?.checkpoint ? { checkpoint: structuredClone(old.checkpoint) } : {}),
         };
         return old
@@ -294,6 +295,7 @@ export class InMemoryJobStore implements JobStore {
         expiresAt: this.#expiresAt(now),
       };
       delete next.owner;
+      delete next.refunds;
       this.#items.set(dedupKey, next);
       return true;
     });
@@ -327,7 +329,7 @@ export class InMemoryJobStore implements JobStore {
           lastError: storableText(error.message),
           lastErrorClass: storableText(error.errorClass, ERROR_CLASS_MAX),
           expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
-          ...(refundAttempt ? { attempts: item.attempts - 1 } : {}),
+          ...(refundAttempt ? { attempts: item.attempts - 1, refunds: (item.refunds ?? 0) + 1 } : {}),
         };
         delete next.owner;
         this.#items.set(lease.dedupKey, next);

@@ -25,7 +25,16 @@ const schema = z.object({
     .string({ error: `${WORKER_ENV.leasesTable} is required` })
     .min(1, `${WORKER_ENV.leasesTable} is empty`),
   maxAttempts: positiveInt(WORKER_ENV.maxAttempts, DEFAULTS.maxAttempts),
-  leaseMs: positiveInt(WORKER_ENV.leaseMs, DEFAULTS.leaseMs),
+  leaseMs: z.coerce
+    .number({ error: `${WORKER_ENV.leaseMs} must be a number` })
+    .int(`${WORKER_ENV.leaseMs} must be an integer`)
+    // The processor's own minimum (DEFAULTS.minLeaseMs): checked here so a worker fails at start, not by
+    // handing every record back.
+    .refine((ms) => ms >= DEFAULTS.minLeaseMs, {
+      error: (issue) =>
+        `${WORKER_ENV.leaseMs} must be at least ${DEFAULTS.minLeaseMs} (ms), received ${String(issue.input)}`,
+    })
+    .default(DEFAULTS.leaseMs),
   concurrency: positiveInt(WORKER_ENV.concurrency, 10),
   backoffBaseSeconds: positiveInt(WORKER_ENV.backoffBaseSeconds, 2),
   backoffCapSeconds: positiveInt(WORKER_ENV.backoffCapSeconds, 900),
