@@ -52,6 +52,7 @@ export interface PipelineSafetyFacts {
 
 /** The rules {@link checkPipelineSafety} applies, one id each. */
 export type PipelineSafetyRule =
+  | 'lease-at-least-minimum'
   | 'visibility-covers-timeout'
   | 'heartbeat-before-visibility'
   | 'lease-spans-two-heartbeats'
@@ -73,6 +74,14 @@ export interface PipelineSafetyViolation {
 export function checkPipelineSafety(facts: PipelineSafetyFacts): PipelineSafetyViolation[] {
   const found: PipelineSafetyViolation[] = [];
   const add = (rule: PipelineSafetyRule, message: string) => found.push({ rule, message });
+
+  // The worker refuses a shorter lease at cold start (shared/worker/config.ts): fail the synth instead.
+  if (facts.leaseMs < DEFAULTS.minLeaseMs) {
+    add(
+      'lease-at-least-minimum',
+      `lease is ${facts.leaseMs} ms (${WORKER_ENV.leaseMs}); required at least ${DEFAULTS.minLeaseMs} ms`,
+    );
+  }
 
   // The queue's visibility covers a message until the first beat shortens it, and AWS asks for 6x the
   // function timeout on Lambda event sources (the poller's own retries of a batch).

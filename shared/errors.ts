@@ -147,14 +147,24 @@ export class LeaseLostError extends LeaseqError {
 }
 
 /**
- * The lease ran out because no renewal got through in time (the store was slow or unreachable, or this
- * worker stalled), not because anyone else took the job. The worker stopped the job; if nobody claimed
- * it meanwhile, its fenced release still applies and the attempt is refunded.
+ * The lease ran out because no renewal got through in time, not because anyone else took the job. The
+ * worker stopped the job; if nobody claimed it meanwhile, its fenced release still applies. The attempt
+ * is refunded only when `renewalFailed`: a renewal was sent and failed or hung (the store was slow or
+ * unreachable). A worker that sent none in time (its job blocked the event loop) uses the attempt.
  */
 export class LeaseRanOutError extends LeaseLostError {
-  constructor(key: string, token: number, detail: string, cause?: unknown) {
+  readonly renewalFailed: boolean;
+
+  constructor(
+    key: string,
+    token: number,
+    detail: string,
+    cause?: unknown,
+    options: { readonly renewalFailed?: boolean } = {},
+  ) {
     super(key, token, detail, cause);
     this.name = 'LeaseRanOutError';
+    this.renewalFailed = options.renewalFailed ?? false;
   }
 }
 

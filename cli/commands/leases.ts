@@ -57,10 +57,11 @@ export function describeLeases(report: LeasesReport, stuckOnly: boolean): string
           ]),
         );
   const rule = stuckOnly
-    ? `\n\nstuck: lease expired, or live with no claim or checkpoint for ${formatDuration(report.stuckAfterMs)}; ` +
+    ? `\n\nstuck: lease expired, or live with no claim or checkpoint for ${formatDuration(report.stuckAfterMs)}, ` +
+      `or a RETRY_WAIT job whose retry is overdue by as long (retry-overdue); ` +
       'abandoned: the holder of a named lease let it end without releasing it'
     : '';
-  return `JOB LEASES (IN_PROGRESS items)\n${jobs}\n\nNAMED LEASES (leases table)\n${named}${rule}`;
+  return `JOB LEASES (IN_PROGRESS items, and RETRY_WAIT items whose retry is overdue)\n${jobs}\n\nNAMED LEASES (leases table)\n${named}${rule}`;
 }
 
 /** Adds `leaseq leases`. */
@@ -74,7 +75,7 @@ export function register(program: Command): void {
       )
       .option(
         '--stuck',
-        'only stuck job leases (expired but not finished, or no progress for --stuck-after) and abandoned named leases',
+        'only stuck job leases (expired but not finished, or no progress for --stuck-after), RETRY_WAIT jobs whose retry is overdue by --stuck-after, and abandoned named leases',
       )
       .option(
         '--stuck-after <duration>',

@@ -40,7 +40,8 @@ export function describeStatus(report: StatusReport): string {
     [
       'job leases',
       `${jobs.live} live, ${jobs.stuck} stuck (${jobs.stuckByReason['lease-expired']} expired, ` +
-        `${jobs.stuckByReason['no-progress']} without progress for ${formatDuration(report.stuckAfterMs)})` +
+        `${jobs.stuckByReason['no-progress']} without progress for ${formatDuration(report.stuckAfterMs)}, ` +
+        `${jobs.stuckByReason['retry-overdue']} retries overdue)` +
         (jobs.stuck > 0 ? '; see leaseq leases --stuck' : ''),
     ],
     [

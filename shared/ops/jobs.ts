@@ -13,14 +13,19 @@ export const DEFAULT_STUCK_AFTER_MS = 10 * 60_000;
 // The overview's projection of a job item is the scan's (the adapter's) shape; the views below read it.
 export type { JobSummaryItem };
 
-/** Why an IN_PROGRESS job counts as stuck. */
+/** Why an unfinished job counts as stuck. */
 export type StuckReason =
   /** The lease ended and nobody renewed it: the worker died or lost it. The message's next receive takes it over. */
   | 'lease-expired'
   /** The lease is renewed, but neither a claim nor a checkpoint happened for `stuckAfterMs`. */
-  | 'no-progress';
+  | 'no-progress'
+  /**
+   * RETRY_WAIT, and its retry (or its redrive) has been due for more than `stuckAfterMs`: no message came
+   * back to run it (moved by the queue's own redrive, purged, or no worker is polling).
+   */
+  | 'retry-overdue';
 
-/** One job lease (an IN_PROGRESS item) as the operator sees it. */
+/** One job lease (an IN_PROGRESS item, or a RETRY_WAIT item that is stuck) as the operator sees it. */
 export interface JobLeaseView {
   readonly dedupKey: string;
   readonly type?: string;
@@ -52,15 +57,20 @@ export interface NamedLeaseView {
 }
 
 /**
- * The stuck rule for a job item, or undefined when it is not stuck. Only IN_PROGRESS items can be stuck:
- * expired lease (`leaseUntil < now`, as the stores decide it), or a live lease with no claim or
- * checkpoint for `stuckAfterMs`.
+ * The stuck rule for a job item, or undefined when it is not stuck. IN_PROGRESS: expired lease
+ * (`leaseUntil < now`, as the stores decide it), or a live lease with no claim or checkpoint for
+ * `stuckAfterMs`. RETRY_WAIT: the retry was due (`leaseUntil`, or the redrive's `updatedAt` when later)
+ * more than `stuckAfterMs` ago.
  */
 export function stuckReason(
   item: JobSummaryItem,
   now: number,
   stuckAfterMs = DEFAULT_STUCK_AFTER_MS,
 ): StuckReason | undefined {
+  if (item.status === JobStatus.RetryWait) {
+    const due = Math.max(item.leaseUntil, item.updatedAt ?? 0);
+    return now - due > stuckAfterMs ? 'retry-overdue' : undefined;
+  }
   if (item.status !== JobStatus.InProgress) return undefined;
   if (leaseOver(item.leaseUntil, now)) return 'lease-expired';
   const progress = lastProgressAt(item);
@@ -73,7 +83,7 @@ function lastProgressAt(item: JobSummaryItem): number | undefined {
   return times.length > 0 ? Math.max(...times) : undefined;
 }
 
-/** The operator's view of an IN_PROGRESS item. */
+/** The operator's view of an IN_PROGRESS (or stuck RETRY_WAIT) item. */
 export function jobLeaseView(
   item: JobSummaryItem,
   now: number,
@@ -136,7 +146,11 @@ export function summariseJobs(
     [JobStatus.Completed]: 0,
     [JobStatus.Dead]: 0,
   };
-  const stuckByReason: Record<StuckReason, number> = { 'lease-expired': 0, 'no-progress': 0 };
+  const stuckByReason: Record<StuckReason, number> = {
+    'lease-expired': 0,
+    'no-progress': 0,
+    'retry-overdue': 0,
+  };
   const workers = new Map<string, number>();
   let total = 0;
   let live = 0;
@@ -144,10 +158,10 @@ export function summariseJobs(
   for (const item of items) {
     total += 1;
     if (item.status in byStatus) byStatus[item.status] += 1;
-    if (item.status === JobStatus.InProgress) {
+    if (item.status === JobStatus.InProgress || item.status === JobStatus.RetryWait) {
       const stuck = stuckReason(item, now, stuckAfterMs);
       if (stuck) stuckByReason[stuck] += 1;
-      else live += 1;
+      else if (item.status === JobStatus.InProgress) live += 1;
     }
     if (item.status === JobStatus.Completed && item.owner) {
       workers.set(item.owner, (workers.get(item.owner) ?? 0) + 1);
@@ -161,7 +175,7 @@ export function summariseJobs(
     total,
     byStatus,
     live,
-    stuck: stuckByReason['lease-expired'] + stuckByReason['no-progress'],
+    stuck: stuckByReason['lease-expired'] + stuckByReason['no-progress'] + stuckByReason['retry-overdue'],
     stuckByReason,
     completedByWorker: [...workers]
       .map(([worker, completed]) => ({ worker, completed }))

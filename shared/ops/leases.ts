@@ -7,6 +7,7 @@ import {
   jobLeaseView,
   type NamedLeaseView,
   namedLeaseView,
+  stuckReason,
 } from './jobs.ts';
 import type { OpsTarget } from './target.ts';
 
@@ -22,7 +23,7 @@ export interface ListLeasesOptions {
 export interface LeasesReport {
   readonly at: string;
   readonly stuckAfterMs: number;
-  /** IN_PROGRESS job items, soonest expiry first. */
+  /** IN_PROGRESS job items and RETRY_WAIT items whose retry is overdue, soonest expiry first. */
   readonly jobLeases: readonly JobLeaseView[];
   /** Items of the `leases` table (free ones only without `stuckOnly`), soonest expiry first. */
   readonly namedLeases: readonly NamedLeaseView[];
@@ -36,12 +37,15 @@ export interface LeasesReport {
 export async function listLeases(target: OpsTarget, options: ListLeasesOptions = {}): Promise<LeasesReport> {
   const { clients, names } = target;
   const stuckAfterMs = options.stuckAfterMs ?? DEFAULT_STUCK_AFTER_MS;
-  const [items, leases] = await Promise.all([
+  const [running, waiting, leases] = await Promise.all([
     collect(scanJobSummaries(clients.doc, names.jobsTable, { status: JobStatus.InProgress })),
+    collect(scanJobSummaries(clients.doc, names.jobsTable, { status: JobStatus.RetryWait })),
     collect(scanLeaseItems(clients.doc, names.leasesTable)),
   ]);
   const now = options.now ?? Date.now();
-  const jobLeases = items
+  // A RETRY_WAIT item holds no lease; it is listed only when its retry is overdue (stuck).
+  const overdue = waiting.filter((item) => stuckReason(item, now, stuckAfterMs) !== undefined);
+  const jobLeases = [...running, ...overdue]
     .map((item) => jobLeaseView(item, now, stuckAfterMs))
     .filter((view) => !options.stuckOnly || view.stuck !== undefined)
     .sort((a, b) => a.leaseUntil - b.leaseUntil);

@@ -103,6 +103,7 @@ export class InMemoryJobStore implements JobStore {
           messageId: req.messageId,
           version: item.version,
           leaseUntil,
+          ...(old?.refunds ? { refunds: old.refunds } : {}),
           ...(old?.checkpoint ? { checkpoint: structuredClone(old.checkpoint) } : {}),
         };
         return old
@@ -329,6 +330,7 @@ export class InMemoryJobStore implements JobStore {
       };
       delete next.owner;
       delete next.deadReason;
+      delete next.refunds;
       this.#items.set(dedupKey, next);
       return true;
     });
@@ -363,7 +365,7 @@ export class InMemoryJobStore implements JobStore {
           lastError: capped.message,
           lastErrorClass: capped.errorClass,
           expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
-          ...(refundAttempt ? { attempts: item.attempts - 1 } : {}),
+          ...(refundAttempt ? { attempts: item.attempts - 1, refunds: (item.refunds ?? 0) + 1 } : {}),
         };
         delete next.owner;
         this.#items.set(lease.dedupKey, next);

@@ -62,6 +62,14 @@ describe('Synth-time safety checks', () => {
     );
   });
 
+  // Defect 5 (issue 18): the construct accepted any positive lease; the worker then handed every record back.
+  it('rule lease-at-least-minimum: a lease below DEFAULTS.minLeaseMs fails synth, naming the minimum', () => {
+    expect(() => synth({ environment: { LEASEQ_LEASE_MS: '500' } })).toThrow(
+      /lease-at-least-minimum: lease is 500 ms \(LEASEQ_LEASE_MS\); required at least 1000 ms/,
+    );
+    expect(() => synth({ environment: { LEASEQ_LEASE_MS: '1000' } })).not.toThrow();
+  });
+
   it('rule heartbeat-before-visibility: a lease whose heartbeat (lease / 3) reaches the visibility fails synth', () => {
     // 1,080,000 ms / 3 = 360,000 ms: the first beat would come just as the message shows again (360 s).
     expect(() => synth({ environment: { LEASEQ_LEASE_MS: '1080000' } })).toThrow(

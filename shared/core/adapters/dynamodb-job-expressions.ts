@@ -199,7 +199,7 @@ export interface GiveUpWrite {
   readonly leaseUntil: number;
   readonly now: number;
   readonly error: { readonly message: string; readonly errorClass: string };
-  /** The attempt was not the job's failure (a store outage): count it back. */
+  /** The attempt was not the job's failure (a store outage): count it back, and count the refund. */
   readonly refundAttempt: boolean;
   readonly expiresAt: number;
 }
@@ -210,10 +210,12 @@ export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWr
     UpdateExpression:
       'SET #status = :status, #leaseUntil = :leaseUntil, #version = #version + :one, #updatedAt = :now, ' +
       '#lastError = :lastError, #lastErrorClass = :lastErrorClass, #expiresAt = :expiresAt' +
-      (write.refundAttempt ? ', #attempts = #attempts - :one' : '') +
+      (write.refundAttempt
+        ? ', #attempts = #attempts - :one, #refunds = if_not_exists(#refunds, :zero) + :one'
+        : '') +
       ' REMOVE #owner',
     ExpressionAttributeNames: {
-      ...(write.refundAttempt ? { '#attempts': 'attempts' } : {}),
+      ...(write.refundAttempt ? { '#attempts': 'attempts', '#refunds': 'refunds' } : {}),
       '#leaseUntil': 'leaseUntil',
       '#version': 'version',
       '#updatedAt': 'updatedAt',
@@ -229,6 +231,7 @@ export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWr
       ':lastError': storableText(write.error.message),
       ':lastErrorClass': storableText(write.error.errorClass, ERROR_CLASS_MAX),
       ':expiresAt': write.expiresAt,
+      ...(write.refundAttempt ? { ':zero': 0 } : {}),
     },
   });
 }
@@ -246,7 +249,7 @@ export function redriveUpdate(
     Key: { dedupKey },
     UpdateExpression:
       'SET #status = :retryWait, #leaseUntil = :zero, #attempts = :zero, #version = #version + :one, ' +
-      '#updatedAt = :now, #expiresAt = :expiresAt REMOVE #owner, #deadReason',
+      '#updatedAt = :now, #expiresAt = :expiresAt REMOVE #owner, #deadReason, #refunds',
     // Not finished, and no live lease: DEAD, RETRY_WAIT, or IN_PROGRESS whose lease has ended.
     ConditionExpression:
       'attribute_exists(#status) AND #status <> :completed AND (#status <> :inProgress OR #leaseUntil < :endedBefore)',
@@ -259,6 +262,7 @@ export function redriveUpdate(
       '#expiresAt': 'expiresAt',
       '#owner': 'owner',
       '#deadReason': 'deadReason',
+      '#refunds': 'refunds',
     },
     ExpressionAttributeValues: {
       ':retryWait': JobStatus.RetryWait,

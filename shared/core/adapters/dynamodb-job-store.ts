@@ -100,6 +100,7 @@ export class DynamoDbJobStore implements JobStore {
         messageId: req.messageId,
         version: counted.version,
         leaseUntil,
+        ...(previous?.refunds ? { refunds: previous.refunds } : {}),
         ...(previous?.checkpoint ? { checkpoint: previous.checkpoint } : {}),
       };
       return previous

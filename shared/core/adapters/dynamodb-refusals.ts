@@ -34,6 +34,7 @@ export function refusedClaim(item: RawItem, req: ClaimRequest): ClaimResult {
     messageId: req.messageId,
     version: existing.version,
     leaseUntil: existing.leaseUntil,
+    ...(existing.refunds ? { refunds: existing.refunds } : {}),
     ...(existing.checkpoint ? { checkpoint: existing.checkpoint } : {}),
   };
   return { claimed: true, lease, kind: existing.attempts > 1 ? 'retry' : 'fresh' };

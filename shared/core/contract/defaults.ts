@@ -6,8 +6,19 @@
 export const DEFAULTS = {
   /** Job lease length (ms); the heartbeat renews it every third of it. */
   leaseMs: 30_000,
+  /**
+   * The shortest job lease (ms), checked by the worker's config, the processor's settings and the CDK
+   * construct alike, and the shortest lease the processor starts a job under when a deadline caps it.
+   * Below it a third of the lease (the heartbeat) leaves too little room for one store round trip.
+   */
+  minLeaseMs: 1000,
   /** Claims that ran the job before it is dead-lettered. */
   maxAttempts: 5,
+  /**
+   * Attempts a job item may have refunded (store outages, renewals that failed): past them an outage's
+   * attempt counts, so no job retries forever. Well below the queue's redrive margin (10 receives).
+   */
+  maxRefunds: 3,
   /** In-process tries of an optimistic write before the job is given back with a delay. */
   optimisticTries: 3,
   /** A named lease's length (ms), when `ctx.withLease` is not told. */

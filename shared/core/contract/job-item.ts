@@ -24,6 +24,8 @@ export interface JobItem {
   readonly token: number;
   /** Claims that ran the job. */
   readonly attempts: number;
+  /** Attempts refunded (store outages); absent until the first. Bounded by the worker's maxRefunds. */
+  readonly refunds?: number;
   /** Bumped on every content change (claim, checkpoint, release, completion); not on lease renewal. */
   readonly version: number;
   readonly messageId: string;

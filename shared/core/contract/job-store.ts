@@ -10,6 +10,8 @@ export interface JobLease {
   readonly owner: string;
   readonly token: number;
   readonly attempts: number;
+  /** The item's refunds when it was claimed (absent: none). */
+  readonly refunds?: number;
   readonly messageId: string;
   version: number;
   leaseUntil: number;
@@ -148,7 +150,8 @@ export interface JobStore {
   ): Promise<FastCommitResult>;
   /**
    * Gives the lease up after a failed attempt; the job may be claimed again from `retryAt`.
-   * `refundAttempt` takes the attempt back (a store outage is not the job's failure).
+   * `refundAttempt` takes the attempt back (a store outage is not the job's failure) and counts it in
+   * the item's `refunds`.
    */
   release(
     lease: JobLease,

@@ -8,6 +8,7 @@ import {
   StoreRefusedError,
   StoreUnavailableError,
 } from '../../errors.ts';
+import { DEFAULTS } from '../contract/defaults.ts';
 
 import type { DeadLetterCause } from '../contract/job-store.ts';
 
@@ -23,7 +24,8 @@ export type FailureDecision =
   | { readonly kind: 'dead-letter'; readonly cause: DeadLetterCause }
   /**
    * Release the lease with a backoff and give the message back. `refundAttempt`: the attempt is not the
-   * job's failure (a store outage); `deadline`: the invocation ran out of time, retry at once.
+   * job's failure (a store outage) and the item has refunds left; `outage`: the cause was the store's
+   * (refunded or not); `deadline`: the invocation ran out of time, retry at once.
    */
   | {
       readonly kind: 'retry';
@@ -37,6 +39,10 @@ export interface FailureFacts {
   /** This claim's attempt number (1 = first). */
   readonly attempts: number;
   readonly maxAttempts: number;
+  /** Attempts the item had refunded before this one (its `refunds`). @default 0 */
+  readonly refunds?: number;
+  /** Refunds an item may have: past them an outage's attempt counts, so no job retries forever. @default DEFAULTS.maxRefunds */
+  readonly maxRefunds?: number;
   /** Backoff before attempt `attempts + 1`, in whole seconds. */
   readonly backoffSeconds: (attempts: number) => number;
   /** The text the dead letter and DEAD item carry for the error. @default describe (capped, not redacted) */
@@ -44,24 +50,13 @@ export interface FailureFacts {
 }
 
 /**
- * Decides what a failed attempt leads to, from the error alone and the attempt count. Pure. The order
- * matters: a lost lease first (the worker may no longer write anything), then errors that no retry can
- * fix, then outages (never counted against the job), then the attempt budget.
+ * Decides what a failed attempt leads to, from the error and the item's attempt and refund counts. Pure.
+ * The order matters: a lost lease first (the worker may no longer write anything), then errors that no
+ * retry can fix, then outages (refunded while the item has refunds left), then the attempt budget.
  */
 export function decideFailure(error: unknown, facts: FailureFacts): FailureDecision {
   const text = facts.errorText ?? describe;
-  if (error instanceof LeaseRanOutError) {
-    // No one refused us: the store did not answer in time. A fenced release still applies if nobody
-    // claimed the job meanwhile, and then the attempt is the store's, not the job's.
-    return {
-      kind: 'retry',
-      delaySeconds: facts.backoffSeconds(facts.attempts),
-      refundAttempt: true,
-      deadline: false,
-      outage: true,
-    };
-  }
-  if (error instanceof LeaseLostError) {
+  if (error instanceof LeaseLostError && !(error instanceof LeaseRanOutError)) {
     return error.completedByThisLease ? { kind: 'completed-earlier' } : { kind: 'lease-lost' };
   }
   if (isPermanent(error)) {
@@ -74,8 +69,13 @@ export function decideFailure(error: unknown, facts: FailureFacts): FailureDecis
       },
     };
   }
-  const outage = error instanceof StoreUnavailableError;
-  if (!outage && facts.attempts >= facts.maxAttempts) {
+  // A run-out is the store's only when a renewal was tried and failed: nobody refused us, and a fenced
+  // release still applies if nobody claimed the job meanwhile. One with no renewal sent in time is the
+  // job's own doing (it starved the event loop) and counts like any failure.
+  const outage =
+    error instanceof StoreUnavailableError || (error instanceof LeaseRanOutError && error.renewalFailed);
+  const refund = outage && (facts.refunds ?? 0) < (facts.maxRefunds ?? DEFAULTS.maxRefunds);
+  if (!refund && facts.attempts >= facts.maxAttempts) {
     return {
       kind: 'dead-letter',
       cause: { reason: 'max-attempts', errorClass: errorClass(error), errorMessage: text(error) },
@@ -85,7 +85,7 @@ export function decideFailure(error: unknown, facts: FailureFacts): FailureDecis
   return {
     kind: 'retry',
     delaySeconds: deadline ? 0 : facts.backoffSeconds(facts.attempts),
-    refundAttempt: outage,
+    refundAttempt: refund,
     deadline,
     outage,
   };

@@ -1,3 +1,5 @@
+import { DEFAULTS } from '../contract/defaults.ts';
+
 /** How long a lease lasts and how often it is renewed. */
 export interface LeaseTiming {
   /** Lease length. */
@@ -6,10 +8,10 @@ export interface LeaseTiming {
   readonly heartbeatMs: number;
 }
 
-/** Validates a lease length and derives the heartbeat period (lease / 3). */
+/** Validates a lease length (at least DEFAULTS.minLeaseMs) and derives the heartbeat period (lease / 3). */
 export function leaseTiming(leaseMs: number, heartbeatMs?: number): LeaseTiming {
-  if (!Number.isFinite(leaseMs) || leaseMs < 300) {
-    throw new RangeError(`leaseMs must be a number >= 300, received ${leaseMs}`);
+  if (!Number.isFinite(leaseMs) || leaseMs < DEFAULTS.minLeaseMs) {
+    throw new RangeError(`leaseMs must be a number >= ${DEFAULTS.minLeaseMs}, received ${leaseMs}`);
   }
   const beat = heartbeatMs ?? Math.floor(leaseMs / 3);
   if (!(beat > 0 && beat < leaseMs)) {

@@ -41,6 +41,9 @@ export interface HeartbeatOptions {
   readonly now?: () => number;
 }
 
+/** A watchdog this late (or the safety margin, if longer) means the event loop was blocked, not slow. */
+const STARVED_MS = 100;
+
 /**
  * Keeps a lease alive and tells the work when it must stop. Beats are scheduled from the lease itself:
  * each one is due `intervalMs` after the renewal before it was requested, and each renewal may take at
@@ -65,6 +68,9 @@ export class Heartbeat {
   #leaseUntil: number;
   #renewedAt: number;
   #failing = false;
+  /** A renewal went out since the last one that got through: it failed, or has not answered yet. */
+  #unanswered = false;
+  #watchdogDue = 0;
   #lastError: unknown;
   #stopped = false;
   #inFlight: Promise<void> | undefined;
@@ -118,6 +124,7 @@ export class Heartbeat {
   /** (Re)sets the watchdog at `leaseUntil − safety`. */
   #arm(): void {
     if (this.#watchdog) clearTimeout(this.#watchdog);
+    this.#watchdogDue = this.#leaseUntil - this.#safetyMs;
     this.#watchdog = setTimeout(
       () =>
         this.#runOut(
@@ -158,6 +165,7 @@ export class Heartbeat {
     const budget = this.#leaseUntil - this.#safetyMs - sentAt;
     if (budget <= 0) return;
     const bound = boundedSignal(budget, 'the lease would end before the renewal answered');
+    this.#unanswered = true;
     try {
       // Raced against its budget: a renewal that hangs anywhere (the store, the visibility call) is
       // abandoned on time even if the target ignores the signal.
@@ -169,6 +177,7 @@ export class Heartbeat {
       this.#leaseUntil = until;
       this.#renewedAt = sentAt;
       this.#failing = false;
+      this.#unanswered = false;
       this.#lastError = undefined;
       this.#arm();
       this.#options.onRenewed?.(this.#leaseUntil);
@@ -202,12 +211,18 @@ export class Heartbeat {
       this.#abortJob(new DeadlineError('invocation deadline near'));
       return;
     }
+    // The store is to blame only if a renewal went out and failed or hung while this worker kept time.
+    // A watchdog that fires late means the event loop was blocked (the job's own synchronous work): then
+    // even a renewal in flight may have been answered and simply not read, and the attempt counts.
+    const starved = this.#now() - this.#watchdogDue > Math.max(this.#safetyMs, STARVED_MS);
+    const renewalFailed = this.#unanswered && !starved;
     this.#lose(
       new LeaseRanOutError(
         'lease',
         0,
-        `the lease ran out before it could be renewed: ${why}`,
+        `the lease ran out before it could be renewed: ${starved ? `the event loop was blocked past the lease (${why})` : why}`,
         this.#lastError,
+        { renewalFailed },
       ),
     );
   }

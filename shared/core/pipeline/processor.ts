@@ -5,6 +5,7 @@
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { SQSRecord } from 'aws-lambda';
 import { InvalidEnvelopeError } from '../../errors.ts';
+import { DEFAULTS } from '../contract/defaults.ts';
 import { type JobEnvelope, parseEnvelope } from '../contract/envelope.ts';
 import { recordedDeadCause } from '../decisions/claim-decision.ts';
 import { capLeaseToDeadline } from '../decisions/lease-timing.ts';
@@ -32,8 +33,11 @@ export interface ProcessOptions {
   readonly deadline?: number;
 }
 
-/** The shortest lease worth starting a job (or its fallback claim) under. */
-const MIN_LEASE_MS = 1000;
+/**
+ * The shortest lease worth starting a job (or its fallback claim) under: the configured lease's own
+ * minimum, so only a deadline that caps the lease can make the processor hand a record back.
+ */
+const MIN_LEASE_MS = DEFAULTS.minLeaseMs;
 
 /**
  * Runs one SQS record through the protocol of docs/protocol.md. It never throws: every outcome,

@@ -24,6 +24,8 @@ export async function settleFailure(
   const decision = decideFailure(error, {
     attempts: attempt.lease.attempts,
     maxAttempts: s.maxAttempts,
+    refunds: attempt.lease.refunds ?? 0,
+    maxRefunds: s.maxRefunds,
     backoffSeconds: s.backoffSeconds,
     errorText: s.errorText,
   });
@@ -51,32 +53,23 @@ async function release(
   decision: Extract<FailureDecision, { kind: 'retry' }>,
 ): Promise<RecordAction> {
   const { message, log, lease } = attempt;
-  if (decision.outage) s.metrics.count(MetricName.StoreUnavailable);
-  s.metrics.count(MetricName.JobRetried, 1, byType(attempt.envelope));
-  trace.getActiveSpan()?.addEvent('leaseq.retry', {
-    'leaseq.retry.delay_seconds': decision.delaySeconds,
-    'error.type': errorClass(error),
-  });
   log.warn('attempt failed; releasing the lease and retrying after a backoff', {
     reason: errorClass(error),
     error: s.errorText(error),
     delaySeconds: decision.delaySeconds,
     checkpoint: lease.checkpoint?.step,
-    attemptsLeft: s.maxAttempts - lease.attempts,
+    attemptsLeft: s.maxAttempts - lease.attempts + (decision.refundAttempt ? 1 : 0),
+    refunded: decision.refundAttempt,
   });
   const bound = boundedSignal(Math.max(s.leaseMs, lease.leaseUntil - s.now()), 'release');
   try {
-    await s.store.release(
-      lease,
-      s.now() + decision.delaySeconds * 1000,
-      { message: s.errorText(error), errorClass: errorClass(error) },
-      { refundAttempt: decision.refundAttempt, signal: bound.signal },
-    );
+    await releaseWithRefund(s, attempt, error, decision, bound.signal);
   } catch (releaseError) {
     if (releaseError instanceof LeaseLostError && releaseError.completedByThisLease) {
       return completedEarlier(s, attempt, COMMITTED_EARLIER);
     }
     if (releaseError instanceof LeaseLostError) {
+      s.metrics.count(MetricName.LeaseLost);
       log.warn('lease lost while releasing; leaving the job to its new owner', {
         error: s.errorText(releaseError),
       });
@@ -87,7 +80,67 @@ async function release(
   } finally {
     bound.clear();
   }
+  // Counted once the attempt was released (or left to expire): not for a job found completed or lost.
+  if (decision.outage) s.metrics.count(MetricName.StoreUnavailable);
+  s.metrics.count(MetricName.JobRetried, 1, byType(attempt.envelope));
+  trace.getActiveSpan()?.addEvent('leaseq.retry', {
+    'leaseq.retry.delay_seconds': decision.delaySeconds,
+    'error.type': errorClass(error),
+  });
   await message.giveBack(decision.delaySeconds, errorClass(error));
   if (error instanceof LeaseRanOutError) return 'lease-ran-out';
   return decision.deadline ? 'deadline' : 'retry';
+}
+
+/** Pause before a refund release is tried again: the SDK has already retried, so give the store a moment. */
+const REFUND_RETRY_PAUSE_MS = 200;
+
+/**
+ * The fenced release. A refund that fails is tried again until `signal` (its bound) ends: left to
+ * expire, the lease would be taken over with an attempt counted, and on the last attempt that
+ * dead-letters a job for the store's outage ("Exhausted takeover"). A release without a refund loses
+ * nothing by expiring, so it is tried once.
+ */
+async function releaseWithRefund(
+  s: Settings,
+  attempt: Attempt,
+  error: unknown,
+  decision: Extract<FailureDecision, { kind: 'retry' }>,
+  signal: AbortSignal,
+): Promise<void> {
+  for (;;) {
+    try {
+      await s.store.release(
+        attempt.lease,
+        s.now() + decision.delaySeconds * 1000,
+        { message: s.errorText(error), errorClass: errorClass(error) },
+        { refundAttempt: decision.refundAttempt, signal },
+      );
+      return;
+    } catch (releaseError) {
+      if (!decision.refundAttempt || releaseError instanceof LeaseLostError || signal.aborted) {
+        throw releaseError;
+      }
+      attempt.log.warn('could not release the lease with its refund; trying again', {
+        error: s.errorText(releaseError),
+      });
+      if (!(await pause(REFUND_RETRY_PAUSE_MS, signal))) throw releaseError;
+    }
+  }
+}
+
+/** Waits `ms`; false when `signal` aborted first. */
+function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((done) => {
+    if (signal.aborted) return done(false);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', stop);
+      done(true);
+    }, ms);
+    const stop = () => {
+      clearTimeout(timer);
+      done(false);
+    };
+    signal.addEventListener('abort', stop, { once: true });
+  });
 }

@@ -31,12 +31,14 @@ export interface JobProcessorOptions {
   readonly testHooks?: boolean;
   /** @default undefined (no local cache) */
   readonly cache?: CompletedCache;
-  /** Job lease length. @default DEFAULTS.leaseMs (30000) */
+  /** Job lease length, at least DEFAULTS.minLeaseMs (1000). @default DEFAULTS.leaseMs (30000) */
   readonly leaseMs?: number;
   /** Heartbeat period. @default leaseMs / 3 */
   readonly heartbeatMs?: number;
   /** Claims that ran the job before it is dead-lettered. @default DEFAULTS.maxAttempts (5) */
   readonly maxAttempts?: number;
+  /** Attempts one job item may have refunded (store outages) before they count. @default DEFAULTS.maxRefunds (3) */
+  readonly maxRefunds?: number;
   /** @default DEFAULT_BACKOFF (2 s base, 900 s cap) */
   readonly backoff?: BackoffPolicy;
   /** In-process tries of an optimistic completion before giving the job back. @default DEFAULTS.optimisticTries (3) */
@@ -71,6 +73,7 @@ export interface Settings {
   readonly leaseMs: number;
   readonly heartbeatMs: number;
   readonly maxAttempts: number;
+  readonly maxRefunds: number;
   readonly optimisticTries: number;
   /** What parseEnvelope checks every body against: built once, not per record. */
   readonly parseOptions: { readonly maxBytes?: number; readonly isKnownType: (type: string) => boolean };
@@ -93,6 +96,10 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
       throw new RangeError(`${name} must be an integer >= 1, received ${value}`);
     }
   }
+  const maxRefunds = options.maxRefunds ?? DEFAULTS.maxRefunds;
+  if (!(Number.isInteger(maxRefunds) && maxRefunds >= 0)) {
+    throw new RangeError(`maxRefunds must be an integer >= 0, received ${maxRefunds}`);
+  }
   const registry = options.registry;
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
   const random = options.random ?? Math.random;
@@ -114,6 +121,7 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
     leaseMs: timing.leaseMs,
     heartbeatMs: timing.heartbeatMs,
     maxAttempts: options.maxAttempts ?? DEFAULTS.maxAttempts,
+    maxRefunds,
     optimisticTries: options.optimisticTries ?? DEFAULTS.optimisticTries,
     parseOptions: {
       ...(options.maxBodyBytes === undefined ? {} : { maxBytes: options.maxBodyBytes }),

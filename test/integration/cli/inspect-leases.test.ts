@@ -139,7 +139,7 @@ describe('Command: leaseq leases / status (live and stuck)', () => {
     // status counts the same
     expect(status.jobs.live).toBe(1);
     expect(status.jobs.stuck).toBe(1);
-    expect(status.jobs.stuckByReason).toEqual({ 'lease-expired': 1, 'no-progress': 0 });
+    expect(status.jobs.stuckByReason).toEqual({ 'lease-expired': 1, 'no-progress': 0, 'retry-overdue': 0 });
     expect(status.namedLeases).toEqual({ held: 1, abandoned: 1, free: 0 });
     expect(status.jobs.oldestUnfinishedAgeMs).toBeGreaterThanOrEqual(60_000);
 

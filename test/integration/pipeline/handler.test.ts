@@ -4,8 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import ledgerJobs from '../../../examples/ledger/jobs.ts';
 import { changeBalance, ledgerTable } from '../../../examples/ledger/ledger.ts';
+import { DEFAULTS } from '../../../shared/core/contract/defaults.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import type { JobSource } from '../../../shared/core/model/registry.ts';
+import { ConfigError } from '../../../shared/errors.ts';
 import { defineJob, defineJobs } from '../../../shared/jobs/define-job.ts';
 import { toSqsRecord } from '../../../shared/runner/sqs-records.ts';
 import { type WorkerEnvInput, workerConfigFromEnv, workerEnv } from '../../../shared/worker/config.ts';
@@ -375,6 +377,49 @@ describe('Function: createWorkerHandler', () => {
         ...workerEnv({ queueUrl: 'q', dlqUrl: 'd', jobsTable: 'j', leasesTable: 'l' }),
         LEASEQ_LEASE_MS: '-5',
       }),
-    ).toThrow(/LEASEQ_LEASE_MS must be > 0/);
+    ).toThrow(/LEASEQ_LEASE_MS must be at least 1000 \(ms\), received -5/);
+  });
+
+  // Defect 5 (issue 18): LEASEQ_LEASE_MS=500 passed the config, and the handler then handed every record
+  // back as "too close to the deadline" (45 hand-backs in 15 invocations, 0 of 3 jobs run). It must fail
+  // at cold start, in one line that names the minimum.
+  it('refuses a lease below the minimum at cold start with one line naming it, before any record', () => {
+    const env = {
+      ...workerEnv({ queueUrl: 'q', dlqUrl: 'd', jobsTable: 'j', leasesTable: 'l' }),
+      LEASEQ_LEASE_MS: '500',
+    };
+    const cold = () => createWorkerHandler({ jobs: ledgerJobs, env });
+    expect(cold).toThrow(ConfigError);
+    expect(cold).toThrow(
+      /^invalid worker configuration: LEASEQ_LEASE_MS must be at least 1000 \(ms\), received 500$/,
+    );
+    expect(() => workerConfigFromEnv({ ...env, LEASEQ_LEASE_MS: String(DEFAULTS.minLeaseMs) })).not.toThrow();
+  });
+
+  it('runs a job under the shortest lease it accepts (DEFAULTS.minLeaseMs) in a Lambda invocation, with no hand-back', async () => {
+    // Prepare: a 1.5 s job, so the 1 s lease must be renewed to finish.
+    const handler = handlerOnEnv(ledgerJobs, { leaseMs: DEFAULTS.minLeaseMs, testHooks: true });
+    const key = uniqueName('minlease');
+    const account = uniqueName('a');
+    await sendJob(env, {
+      dedupKey: key,
+      type: 'ledger.credit',
+      payload: { account, amount: 2, simulate: { sleepMs: 1500 } },
+    });
+    const message = await receiveOwn(key);
+
+    // Act
+    const response = await handler(
+      { Records: [toSqsRecord(message, env.queueArn, env.region)] },
+      { getRemainingTimeInMillis: () => 30_000 },
+    );
+
+    // Assess: run and committed on its first attempt.
+    expect(response.batchItemFailures).toEqual([]);
+    expect(await makeWorker(env, ledgerJobs).store.get(key)).toMatchObject({
+      status: JobStatus.Completed,
+      attempts: 1,
+    });
+    expect((await getBalance(env, account))?.balance).toBe(2);
   });
 });

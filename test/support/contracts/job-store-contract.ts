@@ -801,6 +801,28 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         expect(c.attempts).toBe(2);
       });
 
+      // Issue 18 (defect 4): refunds are bounded by the worker, so the item counts them and every claim
+      // reports the count; redrive starts the budget over.
+      it('counts each refund in `refunds`, hands the count to the next claim, and redrive clears it', async () => {
+        const key = fresh('refunds');
+        const t0 = Date.now();
+        const a = await claim(request(key, 'worker-a', t0));
+        expect(a.refunds).toBeUndefined();
+        await f.store.release(a, t0 + 1, boom, { refundAttempt: true });
+        const b = await claim(request(key, 'worker-b', t0 + 2));
+        expect(b).toMatchObject({ attempts: 1, refunds: 1 });
+        await f.store.release(b, t0 + 3, boom, { refundAttempt: true });
+        expect(await f.store.get(key)).toMatchObject({ attempts: 0, refunds: 2 });
+        const c = await claim(request(key, 'worker-c', t0 + 4));
+        expect(c).toMatchObject({ attempts: 1, refunds: 2 });
+        await f.store.release(c, t0 + 5, boom);
+        expect(await f.store.get(key)).toMatchObject({ attempts: 1, refunds: 2 });
+
+        expect(await f.store.resetForRedrive(key, Date.now())).toBe(true);
+
+        expect((await f.store.get(key))?.refunds).toBeUndefined();
+      });
+
       it('caps the error message at 1000 characters with a truncation marker, as valid text', async () => {
         const key = fresh('long');
         const a = await claim(request(key, 'worker-a', Date.now()));

@@ -40,10 +40,27 @@ describe('Function: stuckReason', () => {
     // A recent checkpoint is progress.
     expect(stuckReason({ ...old, checkpoint: { step: 'debit', at: now - minute } }, now)).toBeUndefined();
   });
-  it('only IN_PROGRESS items can be stuck', () => {
-    for (const status of [JobStatus.RetryWait, JobStatus.Completed, JobStatus.Dead]) {
+  it('finished items are never stuck', () => {
+    for (const status of [JobStatus.Completed, JobStatus.Dead]) {
       expect(stuckReason(item({ status, leaseUntil: 0 }), now)).toBeUndefined();
     }
+  });
+  // Issue 18 (defect 4): a job stuck in RETRY_WAIT was never reported; the finder looked at IN_PROGRESS only.
+  it('a RETRY_WAIT item whose retry is overdue by more than stuckAfter is stuck (retry-overdue)', () => {
+    const waiting = { status: JobStatus.RetryWait, owner: undefined };
+    // Due in the future, or only just overdue: its message is on its way.
+    expect(stuckReason(item({ ...waiting, leaseUntil: now + minute }), now)).toBeUndefined();
+    expect(stuckReason(item({ ...waiting, leaseUntil: now - 9 * minute }), now)).toBeUndefined();
+    // Overdue for 11 minutes: no message came back to retry it.
+    expect(stuckReason(item({ ...waiting, leaseUntil: now - 11 * minute }), now)).toBe('retry-overdue');
+    expect(
+      stuckReason(item({ ...waiting, leaseUntil: now - 11 * minute }), now, 12 * minute),
+    ).toBeUndefined();
+    // A redrive sets leaseUntil 0 and updatedAt now: due from the redrive, not from 1970.
+    expect(stuckReason(item({ ...waiting, leaseUntil: 0, updatedAt: now - minute }), now)).toBeUndefined();
+    expect(stuckReason(item({ ...waiting, leaseUntil: 0, updatedAt: now - 11 * minute }), now)).toBe(
+      'retry-overdue',
+    );
   });
 });
 
@@ -110,7 +127,7 @@ describe('Function: summariseJobs', () => {
       byStatus: { IN_PROGRESS: 3, RETRY_WAIT: 1, COMPLETED: 4, DEAD: 1 },
       live: 1,
       stuck: 2,
-      stuckByReason: { 'lease-expired': 1, 'no-progress': 1 },
+      stuckByReason: { 'lease-expired': 1, 'no-progress': 1, 'retry-overdue': 0 },
       completedByWorker: [
         { worker: 'w-2', completed: 2 },
         { worker: 'w-1', completed: 1 },

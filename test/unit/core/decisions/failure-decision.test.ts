@@ -4,17 +4,23 @@ import {
   DeadlineError,
   InvalidEnvelopeError,
   LeaseLostError,
+  LeaseRanOutError,
   PermanentJobError,
   StoreRefusedError,
   StoreUnavailableError,
   TransientJobError,
 } from '../../../../shared/errors.ts';
 
-const facts = (attempts: number, maxAttempts = 3) => ({
+const facts = (attempts: number, maxAttempts = 3, refunds = 0) => ({
   attempts,
   maxAttempts,
+  refunds,
+  maxRefunds: 2,
   backoffSeconds: (n: number) => n * 10,
 });
+/** The heartbeat's watchdog fired; `renewalFailed`: a renewal had been sent and did not get through. */
+const ranOut = (renewalFailed: boolean) =>
+  new LeaseRanOutError('k', 1, 'the lease ran out', undefined, { renewalFailed });
 const outage = () => new StoreUnavailableError('complete', new Error('ServiceUnavailable'));
 
 describe('Function: decideFailure', () => {
@@ -83,5 +89,48 @@ describe('Function: decideFailure', () => {
       deadline: true,
       outage: false,
     });
+  });
+
+  // Defect 4 (issue 18): a job that blocked its own event loop past its lease was refunded on every
+  // run-out, so it retried forever with attempts 0. Only a renewal that was tried and failed is the store's.
+  it('counts a run-out with no failed renewal (the job starved its own heartbeat), dead-lettering on the last attempt', () => {
+    expect(decideFailure(ranOut(false), facts(1))).toEqual({
+      kind: 'retry',
+      delaySeconds: 10,
+      refundAttempt: false,
+      deadline: false,
+      outage: false,
+    });
+    expect(decideFailure(ranOut(false), facts(3))).toMatchObject({
+      kind: 'dead-letter',
+      cause: { reason: 'max-attempts', errorClass: 'LeaseRanOutError' },
+    });
+  });
+
+  it('refunds a run-out whose renewal was tried and failed (a store outage), even on the last attempt', () => {
+    expect(decideFailure(ranOut(true), facts(3))).toEqual({
+      kind: 'retry',
+      delaySeconds: 30,
+      refundAttempt: true,
+      deadline: false,
+      outage: true,
+    });
+  });
+
+  it('stops refunding once the item used up its refunds: the attempt counts, and the last one dead-letters', () => {
+    // maxRefunds is 2: refunds 1 still refunds, refunds 2 counts the attempt.
+    expect(decideFailure(outage(), facts(2, 3, 1))).toMatchObject({ kind: 'retry', refundAttempt: true });
+    expect(decideFailure(outage(), facts(2, 3, 2))).toEqual({
+      kind: 'retry',
+      delaySeconds: 20,
+      refundAttempt: false,
+      deadline: false,
+      outage: true,
+    });
+    expect(decideFailure(outage(), facts(3, 3, 2))).toMatchObject({
+      kind: 'dead-letter',
+      cause: { reason: 'max-attempts', errorClass: 'StoreUnavailableError' },
+    });
+    expect(decideFailure(ranOut(true), facts(3, 3, 2))).toMatchObject({ kind: 'dead-letter' });
   });
 });

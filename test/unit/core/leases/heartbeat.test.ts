@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Heartbeat } from '../../../../shared/core/leases/heartbeat.ts';
-import { DeadlineError, LeaseLostError } from '../../../../shared/errors.ts';
+import { DeadlineError, LeaseLostError, LeaseRanOutError } from '../../../../shared/errors.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -57,7 +57,71 @@ describe('Class: Heartbeat', () => {
     await sleep(80);
     expect(failures.length).toBeGreaterThanOrEqual(1);
     expect(beat.signal.aborted).toBe(true);
+    // Renewals were tried and failed: the store's fault, so the attempt may be refunded.
+    expect(beat.signal.reason).toMatchObject({ name: 'LeaseRanOutError', renewalFailed: true });
     await beat.stop();
+  });
+});
+
+/** Blocks the event loop for `ms`, as a job's synchronous work does. */
+function blockFor(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    // spin: nothing else runs meanwhile, not even the heartbeat's timers
+  }
+}
+
+// Defect 4 (issue 18): a job that starves its own event loop past its lease must not have the attempt
+// refunded. The heartbeat tells the two run-outs apart for decideFailure: renewalFailed.
+describe('Class: Heartbeat (a job that blocks the event loop, real timers)', () => {
+  it('ends a lease the job starved before any renewal was sent with renewalFailed false, and sends none late', async () => {
+    let renewals = 0;
+    const beat = new Heartbeat({
+      intervalMs: 100,
+      leaseUntil: Date.now() + 300,
+      safetyMs: 30,
+      target: {
+        renew: async () => {
+          renewals += 1;
+          return Date.now() + 300;
+        },
+      },
+    }).start();
+    try {
+      blockFor(400);
+      await sleep(20);
+      expect(beat.signal.reason).toBeInstanceOf(LeaseRanOutError);
+      expect(beat.signal.reason).toMatchObject({ renewalFailed: false });
+      expect(renewals).toBe(0);
+    } finally {
+      await beat.stop();
+    }
+  });
+
+  it('counts a renewal whose answer the job kept from being read (blocked loop) as starved, not failed', async () => {
+    let renewals = 0;
+    const beat = new Heartbeat({
+      intervalMs: 100,
+      leaseUntil: Date.now() + 300,
+      safetyMs: 30,
+      target: {
+        renew: async () => {
+          renewals += 1;
+          // The job blocks the loop right after the renewal went out; its answer is there 5 ms later
+          // but, like network I/O, is read only after the timers that came due meanwhile.
+          if (renewals === 1) setTimeout(() => blockFor(400), 0);
+          await new Promise((answered) => setTimeout(() => setImmediate(answered), 5));
+          return Date.now() + 300;
+        },
+      },
+    }).start();
+    try {
+      await sleep(600);
+      expect(beat.signal.reason).toBeInstanceOf(LeaseRanOutError);
+      expect(beat.signal.reason).toMatchObject({ renewalFailed: false });
+    } finally {
+      await beat.stop();
+    }
   });
 });
 
@@ -138,6 +202,7 @@ describe('Class: Heartbeat (scheduled from the lease, fake timers)', () => {
     });
     await vi.advanceTimersByTimeAsync(5000);
     expect(beat.signal.reason).toBeInstanceOf(LeaseLostError);
+    expect(beat.signal.reason).toMatchObject({ name: 'LeaseRanOutError', renewalFailed: true });
     expect(abortedAt - start).toBe(2700);
     await beat.stop();
   });

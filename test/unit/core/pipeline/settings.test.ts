@@ -27,6 +27,22 @@ describe('Function: resolveSettings', () => {
     expect(s.heartbeatMs).toBe(Math.floor(DEFAULTS.leaseMs / 3));
     expect(s.maxAttempts).toBe(DEFAULTS.maxAttempts);
     expect(s.optimisticTries).toBe(DEFAULTS.optimisticTries);
+    expect(s.maxRefunds).toBe(DEFAULTS.maxRefunds);
+  });
+
+  // Defect 5 (issue 18): a 300-999 ms lease was accepted here and then every record handed back.
+  it('refuses a lease below DEFAULTS.minLeaseMs in one line naming the minimum, and accepts the minimum', () => {
+    expect(() => resolveSettings(options({ leaseMs: 500 }))).toThrow(
+      new RangeError('leaseMs must be a number >= 1000, received 500'),
+    );
+    expect(resolveSettings(options({ leaseMs: DEFAULTS.minLeaseMs })).leaseMs).toBe(1000);
+  });
+
+  it('refuses a refund budget that is not a whole number >= 0', () => {
+    expect(() => resolveSettings(options({ maxRefunds: -1 }))).toThrow(
+      new RangeError('maxRefunds must be an integer >= 0, received -1'),
+    );
+    expect(resolveSettings(options({ maxRefunds: 0 })).maxRefunds).toBe(0);
   });
 
   it.each([
