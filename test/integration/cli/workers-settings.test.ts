@@ -43,13 +43,13 @@ async function startedSettings(
 
 describe('Command: leaseq workers, settings precedence (flag > LEASEQ_* variable > default)', () => {
   it('takes LEASEQ_LEASE_MS and LEASEQ_MAX_ATTEMPTS when no flag is given', async () => {
-    const settings = await startedSettings([], { LEASEQ_LEASE_MS: '500', LEASEQ_MAX_ATTEMPTS: '7' });
-    expect(settings).toEqual([{ leaseMs: 500, maxAttempts: 7 }]);
+    const settings = await startedSettings([], { LEASEQ_LEASE_MS: '1500', LEASEQ_MAX_ATTEMPTS: '7' });
+    expect(settings).toEqual([{ leaseMs: 1500, maxAttempts: 7 }]);
   }, 180_000);
 
   it('lets a flag given override the variable', async () => {
     const settings = await startedSettings(['--lease-ms', '6000', '--max-attempts', '2'], {
-      LEASEQ_LEASE_MS: '500',
+      LEASEQ_LEASE_MS: '1500',
       LEASEQ_MAX_ATTEMPTS: '7',
     });
     expect(settings).toEqual([{ leaseMs: 6000, maxAttempts: 2 }]);

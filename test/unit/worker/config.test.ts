@@ -77,8 +77,8 @@ describe('Function: workerConfigFromEnv', () => {
 
 describe('Function: workerSettingsFromEnv', () => {
   it('needs no resource names, and names a setting by the label given (a flag)', () => {
-    expect(workerSettingsFromEnv({ LEASEQ_LEASE_MS: '500' }).leaseMs).toBe(500);
-    expect(() => workerSettingsFromEnv({ LEASEQ_LEASE_MS: '200' }, { leaseMs: '--lease-ms' })).toThrow(
+    expect(workerSettingsFromEnv({ LEASEQ_LEASE_MS: '1500' }).leaseMs).toBe(1500);
+    expect(() => workerSettingsFromEnv({ LEASEQ_LEASE_MS: '500' }, { leaseMs: '--lease-ms' })).toThrow(
       /^invalid worker configuration: --lease-ms: /,
     );
   });

@@ -334,7 +334,7 @@ describe('The recorded cause in the DynamoDB expressions', () => {
   });
 
   it('a redrive removes the recorded cause; a fast commit refuses an item that has one', () => {
-    expect(redriveUpdate('jobs', KEY, 1, 1).UpdateExpression).toMatch(/REMOVE #owner, #deadReason$/);
+    expect(redriveUpdate('jobs', KEY, 1, 1).UpdateExpression).toMatch(/REMOVE #owner, #deadReason, #refunds$/);
     const fast = claimUpdate(
       'jobs',
       { dedupKey: KEY, owner: 'w', messageId: 'm', type: TYPE, createdAt: 'c', now: 1 },
