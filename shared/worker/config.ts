@@ -98,7 +98,13 @@ function processorProblems(
       resolveSettings({ ...UNUSED_COLLABORATORS, [key]: values[key] });
     } catch (error) {
       if (!(error instanceof RangeError)) throw error;
-      problems.push(`${label(key)}: ${error.message}`);
+      // The processor names the setting by its option (`leaseMs must be ...`): named here as the operator
+      // wrote it (the variable, or the flag).
+      problems.push(
+        error.message.startsWith(`${key} `)
+          ? `${label(key)}${error.message.slice(key.length)}`
+          : `${label(key)}: ${error.message}`,
+      );
     }
   }
   return problems;

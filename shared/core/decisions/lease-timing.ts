@@ -11,7 +11,7 @@ export interface LeaseTiming {
 /** Validates a lease length (at least DEFAULTS.minLeaseMs) and derives the heartbeat period (lease / 3). */
 export function leaseTiming(leaseMs: number, heartbeatMs?: number): LeaseTiming {
   if (!Number.isFinite(leaseMs) || leaseMs < DEFAULTS.minLeaseMs) {
-    throw new RangeError(`leaseMs must be a number >= ${DEFAULTS.minLeaseMs}, received ${leaseMs}`);
+    throw new RangeError(`leaseMs must be at least ${DEFAULTS.minLeaseMs} (ms), received ${leaseMs}`);
   }
   const beat = heartbeatMs ?? Math.floor(leaseMs / 3);
   if (!(beat > 0 && beat < leaseMs)) {

@@ -79,7 +79,7 @@ describe('Function: workerSettingsFromEnv', () => {
   it('needs no resource names, and names a setting by the label given (a flag)', () => {
     expect(workerSettingsFromEnv({ LEASEQ_LEASE_MS: '1500' }).leaseMs).toBe(1500);
     expect(() => workerSettingsFromEnv({ LEASEQ_LEASE_MS: '500' }, { leaseMs: '--lease-ms' })).toThrow(
-      /^invalid worker configuration: --lease-ms: /,
+      /^invalid worker configuration: --lease-ms must be at least 1000 \(ms\), received 500$/,
     );
   });
 });

@@ -14,15 +14,15 @@ describe('Function: leaseTiming', () => {
     expect(() => leaseTiming(1000, 1000)).toThrow(
       /heartbeatMs must be > 0 and < leaseMs \(1000\), received 1000/,
     );
-    expect(() => leaseTiming(10)).toThrow(/leaseMs must be a number >= 1000, received 10/);
+    expect(() => leaseTiming(10)).toThrow(/leaseMs must be at least 1000 \(ms\), received 10/);
   });
   // Defect 5 (issue 18): leases of 300-999 ms were accepted here but every record was handed back as too
   // close to the deadline. One minimum, DEFAULTS.minLeaseMs, for every check.
   it('accepts exactly DEFAULTS.minLeaseMs and refuses anything shorter, naming the minimum', () => {
     expect(DEFAULTS.minLeaseMs).toBe(1000);
     expect(leaseTiming(DEFAULTS.minLeaseMs)).toEqual({ leaseMs: 1000, heartbeatMs: 333 });
-    expect(() => leaseTiming(500)).toThrow(/^leaseMs must be a number >= 1000, received 500$/);
-    expect(() => leaseTiming(999)).toThrow(/>= 1000, received 999/);
+    expect(() => leaseTiming(500)).toThrow(/^leaseMs must be at least 1000 \(ms\), received 500$/);
+    expect(() => leaseTiming(999)).toThrow(/at least 1000 \(ms\), received 999/);
   });
 });
 

@@ -33,7 +33,7 @@ describe('Function: resolveSettings', () => {
   // Defect 5 (issue 18): a 300-999 ms lease was accepted here and then every record handed back.
   it('refuses a lease below DEFAULTS.minLeaseMs in one line naming the minimum, and accepts the minimum', () => {
     expect(() => resolveSettings(options({ leaseMs: 500 }))).toThrow(
-      new RangeError('leaseMs must be a number >= 1000, received 500'),
+      new RangeError('leaseMs must be at least 1000 (ms), received 500'),
     );
     expect(resolveSettings(options({ leaseMs: DEFAULTS.minLeaseMs })).leaseMs).toBe(1000);
   });
