@@ -37,7 +37,6 @@ import {
   LeaseBusyError,
   LeaseLostError,
   PermanentJobError,
-  StoreRefusedError,
   StoreUnavailableError,
   TransientJobError,
 } from '../../shared/errors.ts';
@@ -477,15 +476,9 @@ class World {
     this.log('info', 'fault armed', { ...fault });
   }
 
-  /**
-   * A commit the store refused at a DynamoDB limit (review kind `limits`): the pre-check's refusal, the
-   * store's own one mapped to it, or a raw ValidationException (counted too, so a store that lets one
-   * through still shows as futile runs).
-   */
+  /** A commit the store refused as invalid (a DynamoDB limit, review kind `limits`). */
   limitRefused(dedupKey: string, error: unknown): void {
-    const refused =
-      error instanceof StoreRefusedError || (error instanceof Error && error.name === 'ValidationException');
-    if (!refused) return;
+    if (!(error instanceof Error && error.name === 'ValidationException')) return;
     this.stats.limitRefusals += 1;
     this.limitRefusals.set(dedupKey, (this.limitRefusals.get(dedupKey) ?? 0) + 1);
   }
