@@ -1,4 +1,5 @@
 import { checkJobWrite, giveUpError } from '../core/adapters/dynamodb-limits.ts';
+import { storeRefusal } from '../core/adapters/store-errors.ts';
 import type { Checkpoint, JobItem } from '../core/contract/job-item.ts';
 import type {
   ClaimRequest,
@@ -122,37 +123,40 @@ export class InMemoryJobStore implements JobStore {
   ): Promise<FastCommitResult> {
     checkJobWrite({ operation: 'claim-and-complete', jobValues: { result: result ?? null }, effects });
     const stored: unknown = structuredClone(result ?? null);
-    return this.faults.run(
+    return refusedAsDynamoDb(
       'claim-and-complete',
-      (): FastCommitResult => {
-        const old = this.#items.get(req.dedupKey);
-        // A checkpointed job resumes leased only (its steps' effects are already committed), and one whose
-        // attempts are used up is a leased claim's to dead-letter.
-        if (!isClaimable(old, req.now) || collides(old, req.type) || leasedRunOnly(old, req.maxAttempts)) {
-          return { ok: false, reason: 'refused', existing: structuredClone(old as JobItem) };
-        }
-        if (effects.length > 0) checkTransactionLimits(effects, 1);
-        checkJobItemSize(stored);
-        if (effects.length > 0) {
-          if (this.#effects === undefined) {
-            throw new Error(
-              `InMemoryJobStore.claimAndComplete got ${effects.length} effect(s) but was built without an effect applier`,
-            );
+      this.faults.run(
+        'claim-and-complete',
+        (): FastCommitResult => {
+          const old = this.#items.get(req.dedupKey);
+          // A checkpointed job resumes leased only (its steps' effects are already committed), and one whose
+          // attempts are used up is a leased claim's to dead-letter.
+          if (!isClaimable(old, req.now) || collides(old, req.type) || leasedRunOnly(old, req.maxAttempts)) {
+            return { ok: false, reason: 'refused', existing: structuredClone(old as JobItem) };
           }
-          const applied = this.#effects.apply(effects);
-          if (!applied.ok) return { ok: false, reason: 'effect-conflict', index: applied.index };
-        }
-        const item: MutableJobItem = {
-          ...this.#claimed(old, req, JobStatus.Completed, req.now),
-          completedAt: req.now,
-          result: stored,
-        };
-        delete item.lastError;
-        delete item.lastErrorClass;
-        this.#items.set(req.dedupKey, item);
-        return { ok: true };
-      },
-      options.signal,
+          if (effects.length > 0) checkTransactionLimits(effects, 1);
+          checkJobItemSize(stored);
+          if (effects.length > 0) {
+            if (this.#effects === undefined) {
+              throw new Error(
+                `InMemoryJobStore.claimAndComplete got ${effects.length} effect(s) but was built without an effect applier`,
+              );
+            }
+            const applied = this.#effects.apply(effects);
+            if (!applied.ok) return { ok: false, reason: 'effect-conflict', index: applied.index };
+          }
+          const item: MutableJobItem = {
+            ...this.#claimed(old, req, JobStatus.Completed, req.now),
+            completedAt: req.now,
+            result: stored,
+          };
+          delete item.lastError;
+          delete item.lastErrorClass;
+          this.#items.set(req.dedupKey, item);
+          return { ok: true };
+        },
+        options.signal,
+      ),
     );
   }
 
@@ -216,17 +220,20 @@ export class InMemoryJobStore implements JobStore {
   ): Promise<FencedWriteResult> {
     checkJobWrite({ operation: 'checkpoint', jobValues: { checkpoint }, effects });
     const stored = structuredClone(checkpoint);
-    const result = await this.faults.run(
+    const result = await refusedAsDynamoDb(
       'checkpoint',
-      () =>
-        this.#writeWithEffects(
-          lease,
-          'checkpoint',
-          (item) => item.version === lease.version,
-          (item) => ({ ...item, checkpoint: stored, version: item.version + 1, updatedAt: checkpoint.at }),
-          effects,
-        ),
-      options.signal,
+      this.faults.run(
+        'checkpoint',
+        () =>
+          this.#writeWithEffects(
+            lease,
+            'checkpoint',
+            (item) => item.version === lease.version,
+            (item) => ({ ...item, checkpoint: stored, version: item.version + 1, updatedAt: checkpoint.at }),
+            effects,
+          ),
+        options.signal,
+      ),
     );
     if (result.ok) {
       lease.version += 1;
@@ -248,31 +255,34 @@ export class InMemoryJobStore implements JobStore {
     });
     const now = Date.now();
     const stored: unknown = structuredClone(result ?? null);
-    const out = await this.faults.run(
+    const out = await refusedAsDynamoDb(
       'complete',
-      () =>
-        checkJobItemSize(stored) ??
-        this.#writeWithEffects(
-          lease,
-          'complete',
-          () => true,
-          (item) => {
-            const next: MutableJobItem = {
-              ...item,
-              status: JobStatus.Completed,
-              version: item.version + 1,
-              updatedAt: now,
-              completedAt: now,
-              result: stored,
-              expiresAt: this.#expiresAt(now),
-            };
-            delete next.lastError;
-            delete next.lastErrorClass;
-            return next;
-          },
-          effects,
-        ),
-      options.signal,
+      this.faults.run(
+        'complete',
+        () =>
+          checkJobItemSize(stored) ??
+          this.#writeWithEffects(
+            lease,
+            'complete',
+            () => true,
+            (item) => {
+              const next: MutableJobItem = {
+                ...item,
+                status: JobStatus.Completed,
+                version: item.version + 1,
+                updatedAt: now,
+                completedAt: now,
+                result: stored,
+                expiresAt: this.#expiresAt(now),
+              };
+              delete next.lastError;
+              delete next.lastErrorClass;
+              return next;
+            },
+            effects,
+          ),
+        options.signal,
+      ),
     );
     if (out.ok) lease.version += 1;
     return out;
@@ -409,6 +419,17 @@ export class InMemoryJobStore implements JobStore {
   #expiresAt(fromMs: number): number {
     return expiresAtSeconds(fromMs, this.#ttlSeconds);
   }
+}
+
+/**
+ * A write's answer as the DynamoDB store gives it: a ValidationException the pre-check (checkJobWrite)
+ * could not foresee, such as two Puts of one item when nothing names the table's key, becomes the same
+ * StoreRefusedError guardStore makes of DynamoDB's, so the pipeline dead-letters it after one run.
+ */
+function refusedAsDynamoDb<T>(operation: string, answer: Promise<T>): Promise<T> {
+  return answer.catch((error: unknown) => {
+    throw storeRefusal(operation, error) ?? error;
+  });
 }
 
 /**

@@ -78,7 +78,7 @@ const POLLERS = Boolean(process.env.LEASEQ_MODEL_POLLER);
  * merged fix turns it red until the kind is taken off this list. LEASEQ_MODEL_OPEN overrides the list
  * (comma-separated; empty: every check strict).
  */
-const OPEN_BY_DEFAULT: readonly ReviewKind[] = ['named-lease', 'limits'];
+const OPEN_BY_DEFAULT: readonly ReviewKind[] = ['named-lease'];
 const OPEN = new Set<string>(
   process.env.LEASEQ_MODEL_OPEN === undefined
     ? OPEN_BY_DEFAULT

@@ -88,12 +88,14 @@ export async function runAndCommit<R>(
   }
 }
 
-/** Resolves with the job's result, or rejects as soon as `signal` aborts (the job keeps running, fenced). */
+/**
+ * Resolves with the job's result, or rejects as soon as `signal` aborts (the job keeps running, fenced).
+ * `work` gets its handlers before anything else: a run left behind (its signal aborted before it began,
+ * or during its first synchronous section) may still reject, and unhandled that would end a Node worker.
+ */
 function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
     work.then(
       (value) => {
         signal.removeEventListener('abort', onAbort);
@@ -104,5 +106,7 @@ function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
         reject(error);
       },
     );
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
   });
 }

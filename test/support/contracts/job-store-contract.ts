@@ -988,6 +988,32 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         expect((await f.ledgerGet(accounts[1] ?? ''))?.balance).toBe(1);
       });
 
+      it('refuses two Puts of one item (no other operation names its key) in every write, writing nothing', async () => {
+        // Only Puts on the ledger: nothing tells the pre-check the table's key, so the store's own answer
+        // (DynamoDB's ValidationException) must come back as the same refusal.
+        const key = fresh('limit-twice');
+        const account = fresh('acct');
+        const other = fresh('acct');
+        const twice = [f.ledgerPut(account, undefined, 1), f.ledgerPut(account, undefined, 2)];
+        const now = Date.now();
+        const { leaseMs: _unused, ...fast } = request(key, 'worker-a', now);
+        await refused(
+          f.store.claimAndComplete({ ...fast, maxAttempts: 3 }, 'x', [
+            f.ledgerPut(other, undefined, 1),
+            ...twice,
+          ]),
+          'same-item-twice',
+        );
+        expect(await f.store.get(key)).toBeUndefined();
+        const lease = await claim(request(key, 'worker-a', now));
+        await refused(f.store.checkpoint(lease, step('s', ['s'], now), twice), 'same-item-twice');
+        await refused(f.store.complete(lease, 'x', twice), 'same-item-twice');
+        expect((await f.store.get(key))?.status).toBe(JobStatus.InProgress);
+        expect(await f.ledgerGet(account)).toBeUndefined();
+        expect(await f.ledgerGet(other)).toBeUndefined();
+        expect(await f.store.complete(lease, 'x', twice.slice(1))).toEqual({ ok: true });
+      });
+
       it('refuses a result, or a checkpoint, that makes the job item larger than 400 KB', async () => {
         const key = fresh('limit-size');
         const lease = await claim(request(key, 'worker-a', Date.now()));
