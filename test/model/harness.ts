@@ -1485,8 +1485,19 @@ class PortLeases implements LeaseStore {
         // A lost answer: the write may have landed, leaving a lease nobody knows it holds.
         const item = await this.#inner.get(key);
         if (item?.owner === owner && item.acquiredAt === now) taken(item.token, false);
+        this.#world.log('trace', `named lease ${key} acquire failed`, {
+          worker: this.#worker,
+          dedupKey,
+          ...(item?.owner === owner && item.acquiredAt === now ? { landed: item.token } : {}),
+          error: describeError(error),
+        });
         throw error;
       }
+    });
+    this.#world.log('trace', `named lease ${key} acquire answered`, {
+      worker: this.#worker,
+      dedupKey,
+      ...(result.acquired ? { token: result.lease.token } : { heldBy: result.holder.token }),
     });
     // The answer reached the worker: its attempt knows it holds the lease.
     if (result.acquired)
@@ -1495,10 +1506,28 @@ class PortLeases implements LeaseStore {
   }
   renew(lease: NamedLease, leaseMs: number, now: number): Promise<void> {
     this.#world.leaseRenewed(this.#worker, this.#key(lease.owner), lease);
-    return this.#ports.call(this.#key(lease.owner), () => this.#inner.renew(lease, leaseMs, now));
+    return this.#traced('renew', lease, () =>
+      this.#ports.call(this.#key(lease.owner), () => this.#inner.renew(lease, leaseMs, now)),
+    );
   }
   release(lease: NamedLease): Promise<void> {
-    return this.#ports.call(this.#key(lease.owner), () => this.#inner.release(lease));
+    return this.#traced('release', lease, () =>
+      this.#ports.call(this.#key(lease.owner), () => this.#inner.release(lease)),
+    );
+  }
+  /** Named-lease calls in the run's trace (the job store's own calls show through the worker's logs). */
+  async #traced(what: string, lease: NamedLease, call: () => Promise<void>): Promise<void> {
+    const extra = { worker: this.#worker, dedupKey: this.#key(lease.owner), token: lease.token };
+    try {
+      await call();
+      this.#world.log('trace', `named lease ${lease.key} ${what} ok`, extra);
+    } catch (error) {
+      this.#world.log('trace', `named lease ${lease.key} ${what} failed`, {
+        ...extra,
+        error: describeError(error),
+      });
+      throw error;
+    }
   }
   get(key: string): Promise<LeaseItem | undefined> {
     return this.#ports.call(undefined, () => this.#inner.get(key));
