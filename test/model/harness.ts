@@ -288,6 +288,11 @@ class World {
   readonly limitRefusals = new Map<string, number>();
   /** Named leases taken, by token: who took it, and whether the answer reached the worker. */
   readonly acquisitions = new Map<number, { worker: string; dedupKey: string; delivered: boolean }>();
+  /**
+   * Named leases whose release failed with an injected outage: they are left to expire (the store could
+   * not be told), which named-lease.ts documents; held-after-settle does not count them.
+   */
+  readonly releaseFailed = new Set<number>();
   /** Tokens already reported as renewed by an orphan (one violation each). */
   readonly orphansSeen = new Set<number>();
   /** Jobs that get a message of another type under their dedupKey (review kind `collision`). */
@@ -556,6 +561,13 @@ class World {
    * that job comes from an attempt that has ended (an orphan heartbeat, review kind `named-lease`).
    */
   leaseRenewed(worker: string, dedupKey: string, lease: NamedLease): void {
+    // A killed worker's timers still fire in the model (a real process would be gone), but its calls
+    // hang at its ports and reach no store: its heartbeat renews nothing, so it is no orphan.
+    if (this.workerDead(worker)) return;
+    // Only a lease its attempt knows it holds is renewed: one whose acquire answer was lost and which
+    // the retried acquire recognised as its own (isOwnAcquire) counts as delivered from here on.
+    const taken = this.acquisitions.get(lease.token);
+    if (taken && taken.worker === worker && !taken.delivered) taken.delivered = true;
     if (this.processing(worker, dedupKey) || this.orphansSeen.has(lease.token)) return;
     this.orphansSeen.add(lease.token);
     this.violations.push(
@@ -573,10 +585,16 @@ class World {
     if (!item?.owner || !(item.leaseUntil >= Date.now())) return;
     const holder = this.acquisitions.get(item.token);
     if (!holder || holder.dedupKey !== dedupKey) return;
-    // Another worker's attempt that may still run (stalled), or died with the lease, is not "ended".
+    // A killed worker releases nothing, whether or not its acquire answer arrived: its lease expires
+    // after one lease length, and the wait of a later attempt may run out first. (Nor does a killed
+    // worker's own code, which the model lets run on with its calls hung, report anything real.) A lease
+    // whose release failed with an outage is left to expire likewise (see releaseFailed).
+    if (this.workerDead(worker) || this.workerDead(holder.worker) || this.releaseFailed.has(item.token)) {
+      return;
+    }
+    // Another worker's attempt that may still run (stalled) is not "ended".
     const elsewhere = holder.worker !== worker;
-    const mayRun = this.workerDead(holder.worker) || this.processing(holder.worker, dedupKey);
-    if (elsewhere && holder.delivered && mayRun) return;
+    if (elsewhere && holder.delivered && this.processing(holder.worker, dedupKey)) return;
     this.violations.push(
       `[named-lease/busy-own-attempt] ${dedupKey} on ${worker} died LeaseBusyError on ${name} at ` +
         `t=${Date.now() - T0} ms, held (token ${item.token}) by its own earlier attempt on ${holder.worker}` +
@@ -715,7 +733,9 @@ class World {
       const item = await this.leases.get(name);
       const holder = item ? this.acquisitions.get(item.token) : undefined;
       if (!item?.owner || !(item.leaseUntil >= Date.now()) || !holder?.delivered) continue;
-      if (this.workerDead(holder.worker)) continue;
+      // A release refused by an outage cannot do better than let the lease expire (after one lease length,
+      // unrenewed): not a leak. A lease nobody tried to release still counts.
+      if (this.workerDead(holder.worker) || this.releaseFailed.has(item.token)) continue;
       v.push(
         `[named-lease/held-after-settle] named lease ${item.leaseKey} (token ${item.token}) still held by ` +
           `${holder.worker} for ${holder.dedupKey} until t=${item.leaseUntil - T0} ms after every job settled`,
@@ -1526,6 +1546,7 @@ class PortLeases implements LeaseStore {
         ...extra,
         error: describeError(error),
       });
+      if (what === 'release' && isInjected(error)) this.#world.releaseFailed.add(lease.token);
       throw error;
     }
   }
