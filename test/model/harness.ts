@@ -200,6 +200,8 @@ export interface RunOptions {
   readonly wrapStore?: (store: InMemoryJobStore) => JobStore;
   /** What the workers see instead of the shared queue (a self-test breaks it on purpose). */
   readonly wrapQueue?: (queue: InMemoryQueue) => JobQueue;
+  /** What the workers see instead of the shared named-lease store (a self-test breaks it on purpose). */
+  readonly wrapLeases?: (leases: InMemoryLeaseStore) => LeaseStore;
 }
 
 export async function runScenario(scenario: Scenario, options: RunOptions = {}): Promise<RunReport> {
@@ -217,7 +219,7 @@ export async function runScenario(scenario: Scenario, options: RunOptions = {}):
   process.removeAllListeners('unhandledRejection');
   process.on('unhandledRejection', onRejection);
   try {
-    const world = new World(scenario, options.wrapStore, options.wrapQueue);
+    const world = new World(scenario, options.wrapStore, options.wrapQueue, options.wrapLeases);
     world.start();
     await world.drive();
     await flush();
@@ -312,14 +314,18 @@ class World {
 
   /** The queue as the workers see it (the shared one, unless a self-test wraps it). */
   readonly workerQueue: JobQueue;
+  /** The named-lease store as the workers see it (the shared one, unless a self-test wraps it). */
+  readonly workerLeases: LeaseStore;
 
   constructor(
     scenario: Scenario,
     wrapStore?: (store: InMemoryJobStore) => JobStore,
     wrapQueue?: (queue: InMemoryQueue) => JobQueue,
+    wrapLeases?: (leases: InMemoryLeaseStore) => LeaseStore,
   ) {
     this.scenario = scenario;
     this.workerQueue = wrapQueue ? wrapQueue(this.queue) : this.queue;
+    this.workerLeases = wrapLeases ? wrapLeases(this.leases) : this.leases;
     this.rng = prng(scenario.seed);
     this.applier = new CountingApplier(this.ledger, this);
     this.store = new InMemoryJobStore({ effects: this.applier });
@@ -1196,7 +1202,7 @@ class Ports {
     this.#crash = crash;
     this.store = new PortStore(world.workerStore, this);
     this.queue = new PortQueue(world.workerQueue, this, world);
-    this.leases = new PortLeases(world.leases, this, world, worker.id);
+    this.leases = new PortLeases(world.workerLeases, this, world, worker.id);
   }
 
   async call<T>(dedupKey: string | undefined, run: () => Promise<T>): Promise<T> {
@@ -1473,12 +1479,12 @@ class PortQueue implements JobQueue {
  * stall holds them), noting which attempt took each lease and catching renewals by ended attempts.
  */
 class PortLeases implements LeaseStore {
-  readonly #inner: InMemoryLeaseStore;
+  readonly #inner: LeaseStore;
   readonly #ports: Ports;
   readonly #world: World;
   readonly #worker: string;
 
-  constructor(inner: InMemoryLeaseStore, ports: Ports, world: World, worker: string) {
+  constructor(inner: LeaseStore, ports: Ports, world: World, worker: string) {
     this.#inner = inner;
     this.#ports = ports;
     this.#world = world;
