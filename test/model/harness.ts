@@ -200,6 +200,8 @@ export interface RunOptions {
   readonly wrapStore?: (store: InMemoryJobStore) => JobStore;
   /** What the workers see instead of the shared queue (a self-test breaks it on purpose). */
   readonly wrapQueue?: (queue: InMemoryQueue) => JobQueue;
+  /** What the workers see instead of the shared named-lease store (a self-test breaks it on purpose). */
+  readonly wrapLeases?: (leases: InMemoryLeaseStore) => LeaseStore;
 }
 
 export async function runScenario(scenario: Scenario, options: RunOptions = {}): Promise<RunReport> {
@@ -217,7 +219,7 @@ export async function runScenario(scenario: Scenario, options: RunOptions = {}):
   process.removeAllListeners('unhandledRejection');
   process.on('unhandledRejection', onRejection);
   try {
-    const world = new World(scenario, options.wrapStore, options.wrapQueue);
+    const world = new World(scenario, options.wrapStore, options.wrapQueue, options.wrapLeases);
     world.start();
     await world.drive();
     await flush();
@@ -288,6 +290,11 @@ class World {
   readonly limitRefusals = new Map<string, number>();
   /** Named leases taken, by token: who took it, and whether the answer reached the worker. */
   readonly acquisitions = new Map<number, { worker: string; dedupKey: string; delivered: boolean }>();
+  /**
+   * Named leases whose release failed with an injected outage: they are left to expire (the store could
+   * not be told), which named-lease.ts documents; held-after-settle does not count them.
+   */
+  readonly releaseFailed = new Set<number>();
   /** Tokens already reported as renewed by an orphan (one violation each). */
   readonly orphansSeen = new Set<number>();
   /** Jobs that get a message of another type under their dedupKey (review kind `collision`). */
@@ -307,14 +314,18 @@ class World {
 
   /** The queue as the workers see it (the shared one, unless a self-test wraps it). */
   readonly workerQueue: JobQueue;
+  /** The named-lease store as the workers see it (the shared one, unless a self-test wraps it). */
+  readonly workerLeases: LeaseStore;
 
   constructor(
     scenario: Scenario,
     wrapStore?: (store: InMemoryJobStore) => JobStore,
     wrapQueue?: (queue: InMemoryQueue) => JobQueue,
+    wrapLeases?: (leases: InMemoryLeaseStore) => LeaseStore,
   ) {
     this.scenario = scenario;
     this.workerQueue = wrapQueue ? wrapQueue(this.queue) : this.queue;
+    this.workerLeases = wrapLeases ? wrapLeases(this.leases) : this.leases;
     this.rng = prng(scenario.seed);
     this.applier = new CountingApplier(this.ledger, this);
     this.store = new InMemoryJobStore({ effects: this.applier });
@@ -556,6 +567,13 @@ class World {
    * that job comes from an attempt that has ended (an orphan heartbeat, review kind `named-lease`).
    */
   leaseRenewed(worker: string, dedupKey: string, lease: NamedLease): void {
+    // A killed worker's timers still fire in the model (a real process would be gone), but its calls
+    // hang at its ports and reach no store: its heartbeat renews nothing, so it is no orphan.
+    if (this.workerDead(worker)) return;
+    // Only a lease its attempt knows it holds is renewed: one whose acquire answer was lost and which
+    // the retried acquire recognised as its own (isOwnAcquire) counts as delivered from here on.
+    const taken = this.acquisitions.get(lease.token);
+    if (taken && taken.worker === worker && !taken.delivered) taken.delivered = true;
     if (this.processing(worker, dedupKey) || this.orphansSeen.has(lease.token)) return;
     this.orphansSeen.add(lease.token);
     this.violations.push(
@@ -573,10 +591,16 @@ class World {
     if (!item?.owner || !(item.leaseUntil >= Date.now())) return;
     const holder = this.acquisitions.get(item.token);
     if (!holder || holder.dedupKey !== dedupKey) return;
-    // Another worker's attempt that may still run (stalled), or died with the lease, is not "ended".
+    // A killed worker releases nothing, whether or not its acquire answer arrived: its lease expires
+    // after one lease length, and the wait of a later attempt may run out first. (Nor does a killed
+    // worker's own code, which the model lets run on with its calls hung, report anything real.) A lease
+    // whose release failed with an outage is left to expire likewise (see releaseFailed).
+    if (this.workerDead(worker) || this.workerDead(holder.worker) || this.releaseFailed.has(item.token)) {
+      return;
+    }
+    // Another worker's attempt that may still run (stalled) is not "ended".
     const elsewhere = holder.worker !== worker;
-    const mayRun = this.workerDead(holder.worker) || this.processing(holder.worker, dedupKey);
-    if (elsewhere && holder.delivered && mayRun) return;
+    if (elsewhere && holder.delivered && this.processing(holder.worker, dedupKey)) return;
     this.violations.push(
       `[named-lease/busy-own-attempt] ${dedupKey} on ${worker} died LeaseBusyError on ${name} at ` +
         `t=${Date.now() - T0} ms, held (token ${item.token}) by its own earlier attempt on ${holder.worker}` +
@@ -715,7 +739,9 @@ class World {
       const item = await this.leases.get(name);
       const holder = item ? this.acquisitions.get(item.token) : undefined;
       if (!item?.owner || !(item.leaseUntil >= Date.now()) || !holder?.delivered) continue;
-      if (this.workerDead(holder.worker)) continue;
+      // A release refused by an outage cannot do better than let the lease expire (after one lease length,
+      // unrenewed): not a leak. A lease nobody tried to release still counts.
+      if (this.workerDead(holder.worker) || this.releaseFailed.has(item.token)) continue;
       v.push(
         `[named-lease/held-after-settle] named lease ${item.leaseKey} (token ${item.token}) still held by ` +
           `${holder.worker} for ${holder.dedupKey} until t=${item.leaseUntil - T0} ms after every job settled`,
@@ -1176,7 +1202,7 @@ class Ports {
     this.#crash = crash;
     this.store = new PortStore(world.workerStore, this);
     this.queue = new PortQueue(world.workerQueue, this, world);
-    this.leases = new PortLeases(world.leases, this, world, worker.id);
+    this.leases = new PortLeases(world.workerLeases, this, world, worker.id);
   }
 
   async call<T>(dedupKey: string | undefined, run: () => Promise<T>): Promise<T> {
@@ -1453,12 +1479,12 @@ class PortQueue implements JobQueue {
  * stall holds them), noting which attempt took each lease and catching renewals by ended attempts.
  */
 class PortLeases implements LeaseStore {
-  readonly #inner: InMemoryLeaseStore;
+  readonly #inner: LeaseStore;
   readonly #ports: Ports;
   readonly #world: World;
   readonly #worker: string;
 
-  constructor(inner: InMemoryLeaseStore, ports: Ports, world: World, worker: string) {
+  constructor(inner: LeaseStore, ports: Ports, world: World, worker: string) {
     this.#inner = inner;
     this.#ports = ports;
     this.#world = world;
@@ -1485,8 +1511,19 @@ class PortLeases implements LeaseStore {
         // A lost answer: the write may have landed, leaving a lease nobody knows it holds.
         const item = await this.#inner.get(key);
         if (item?.owner === owner && item.acquiredAt === now) taken(item.token, false);
+        this.#world.log('trace', `named lease ${key} acquire failed`, {
+          worker: this.#worker,
+          dedupKey,
+          ...(item?.owner === owner && item.acquiredAt === now ? { landed: item.token } : {}),
+          error: describeError(error),
+        });
         throw error;
       }
+    });
+    this.#world.log('trace', `named lease ${key} acquire answered`, {
+      worker: this.#worker,
+      dedupKey,
+      ...(result.acquired ? { token: result.lease.token } : { heldBy: result.holder.token }),
     });
     // The answer reached the worker: its attempt knows it holds the lease.
     if (result.acquired)
@@ -1495,10 +1532,29 @@ class PortLeases implements LeaseStore {
   }
   renew(lease: NamedLease, leaseMs: number, now: number): Promise<void> {
     this.#world.leaseRenewed(this.#worker, this.#key(lease.owner), lease);
-    return this.#ports.call(this.#key(lease.owner), () => this.#inner.renew(lease, leaseMs, now));
+    return this.#traced('renew', lease, () =>
+      this.#ports.call(this.#key(lease.owner), () => this.#inner.renew(lease, leaseMs, now)),
+    );
   }
   release(lease: NamedLease): Promise<void> {
-    return this.#ports.call(this.#key(lease.owner), () => this.#inner.release(lease));
+    return this.#traced('release', lease, () =>
+      this.#ports.call(this.#key(lease.owner), () => this.#inner.release(lease)),
+    );
+  }
+  /** Named-lease calls in the run's trace (the job store's own calls show through the worker's logs). */
+  async #traced(what: string, lease: NamedLease, call: () => Promise<void>): Promise<void> {
+    const extra = { worker: this.#worker, dedupKey: this.#key(lease.owner), token: lease.token };
+    try {
+      await call();
+      this.#world.log('trace', `named lease ${lease.key} ${what} ok`, extra);
+    } catch (error) {
+      this.#world.log('trace', `named lease ${lease.key} ${what} failed`, {
+        ...extra,
+        error: describeError(error),
+      });
+      if (what === 'release' && isInjected(error)) this.#world.releaseFailed.add(lease.token);
+      throw error;
+    }
   }
   get(key: string): Promise<LeaseItem | undefined> {
     return this.#ports.call(undefined, () => this.#inner.get(key));

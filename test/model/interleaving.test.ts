@@ -3,8 +3,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Checkpoint } from '../../shared/core/contract/job-item.ts';
 import type { JobQueue } from '../../shared/core/contract/job-queue.ts';
 import type { Effect, JobLease, JobStore } from '../../shared/core/contract/job-store.ts';
+import type { LeaseStore } from '../../shared/core/contract/lease-store.ts';
 import { JobStatus } from '../../shared/core/contract/statuses.ts';
 import type { InMemoryJobStore } from '../../shared/testing/in-memory-job-store.ts';
+import type { InMemoryLeaseStore } from '../../shared/testing/in-memory-lease-store.ts';
 import type { InMemoryQueue } from '../../shared/testing/in-memory-queue.ts';
 import {
   BUDGET_MS,
@@ -78,7 +80,7 @@ const POLLERS = Boolean(process.env.LEASEQ_MODEL_POLLER);
  * merged fix turns it red until the kind is taken off this list. LEASEQ_MODEL_OPEN overrides the list
  * (comma-separated; empty: every check strict).
  */
-const OPEN_BY_DEFAULT: readonly ReviewKind[] = ['named-lease'];
+const OPEN_BY_DEFAULT: readonly ReviewKind[] = [];
 const OPEN = new Set<string>(
   process.env.LEASEQ_MODEL_OPEN === undefined
     ? OPEN_BY_DEFAULT
@@ -340,6 +342,29 @@ describe('Interleaving model: the harness itself', () => {
       if (found.length > 0) break;
     }
     expect(found).not.toEqual([]);
+  });
+
+  it('catches named leases never given back (review kind named-lease)', async () => {
+    // A release that answers OK but writes nothing: a job's lease outlives its job, so a later attempt of
+    // the same job waits on its own earlier one (busy-own-attempt), and leases are still held once every
+    // job has settled (held-after-settle).
+    const keeping = (leases: InMemoryLeaseStore): LeaseStore => ({
+      tryAcquire: (key, owner, leaseMs, now) => leases.tryAcquire(key, owner, leaseMs, now),
+      renew: (lease, leaseMs, now) => leases.renew(lease, leaseMs, now),
+      release: async () => {},
+      get: (key) => leases.get(key),
+      fence: (lease) => leases.fence(lease),
+    });
+    const found = new Set<string>();
+    for (const scenario of fc.sample(scenarioArb({ kind: 'named-lease' }), { numRuns: 60, seed: 18 })) {
+      const report = await runScenario(scenario, { wrapLeases: keeping });
+      for (const v of report.violations) {
+        const check = /^\[(named-lease\/[a-z-]+)\]/.exec(v)?.[1];
+        if (check) found.add(check);
+      }
+      if (found.has('named-lease/held-after-settle') && found.has('named-lease/busy-own-attempt')) break;
+    }
+    expect([...found].sort()).toEqual(['named-lease/busy-own-attempt', 'named-lease/held-after-settle']);
   });
 
   it('catches a refused fast commit whose effects were applied', async () => {

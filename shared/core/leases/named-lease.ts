@@ -84,7 +84,9 @@ export async function holdLease(key: string, options: WithLeaseOptions): Promise
       requestedAt = now();
       let result: AcquireResult;
       try {
-        result = await acquireOnce(store, key, owner, timing.leaseMs, requestedAt, safetyMs, outer);
+        result = await acquireOnce(store, key, owner, timing.leaseMs, requestedAt, safetyMs, outer, (error) =>
+          options.onReleaseError?.(error),
+        );
       } catch (error) {
         if (!(error instanceof StoreUnavailableError) || outer?.aborted) throw error;
         unanswered.push(requestedAt);
@@ -175,6 +177,7 @@ async function acquireOnce(
   now: number,
   safetyMs: number,
   signal: AbortSignal | undefined,
+  onReleaseError: (error: unknown) => void,
 ): Promise<AcquireResult> {
   const call = store.tryAcquire(key, owner, leaseMs, now);
   const bound = boundedSignal(leaseMs - safetyMs, 'the lease would end before the acquire answered');
@@ -183,8 +186,10 @@ async function acquireOnce(
     return await Promise.race([call, rejectOnAbort(stop)]);
   } catch (error) {
     if (stop.aborted) {
+      // Nobody awaits this release: a failure of it must be caught here (unhandled, it would end a Node
+      // worker), and the lease then simply expires.
       void call.then(
-        (late) => (late.acquired ? store.release(late.lease) : undefined),
+        (late) => (late.acquired ? store.release(late.lease).catch(onReleaseError) : undefined),
         () => undefined,
       );
       if (signal?.aborted) throw signal.reason;

@@ -97,6 +97,40 @@ describe('Function: holdLease (fake timers)', () => {
     expect((await store.get('account#42'))?.owner).toBeUndefined();
   });
 
+  it('a late acquire whose release then fails leaves no unhandled rejection; the failure is reported', async () => {
+    const store = new InMemoryLeaseStore();
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const reported: unknown[] = [];
+      store.faults.delayNext('lease-acquire', 60_000, { when: 'before' });
+      const outcome = holdLease('account#42', {
+        store,
+        owner: 'A',
+        leaseMs: 3000,
+        waitMs: 0,
+        onReleaseError: (error) => reported.push(error),
+      }).then(
+        () => 'acquired',
+        (error: unknown) => error,
+      );
+      await vi.advanceTimersByTimeAsync(3000);
+      expect(await outcome).toBeInstanceOf(StoreUnavailableError);
+      // The abandoned acquire lands after 60 s; the release that gives it back hits an outage.
+      store.faults.failNext('lease-release');
+      await vi.advanceTimersByTimeAsync(60_000);
+      // Node reports an unhandled rejection once the microtasks have drained: a real turn of the loop.
+      vi.useRealTimers();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+      expect(reported).toHaveLength(1);
+      expect(reported[0]).toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('recognises its own lease when an acquire landed but its answer was lost, and retries', async () => {
     const store = new InMemoryLeaseStore();
     store.faults.failNext('lease-acquire', undefined, { when: 'after' });
