@@ -105,7 +105,9 @@ export interface RenewOptions extends StoreCallOptions {
    * The dead-letter fence (E9): the renewal also records the cause on the item (`deadReason`,
    * `lastError`, `lastErrorClass`), so whoever takes the job over finishes the dead-lettering with it
    * instead of running the job again. The lease end is then set as given, also when that is sooner than
-   * the stored one (the fence is capped to the deadline).
+   * the stored one (the fence is capped to the deadline). The error text is shortened to the room the
+   * checkpoint leaves in the item; with an empty text and class (the minimal fence, sent again after a
+   * StoreRefusedError) only the reason is recorded and the last error is left as it was.
    */
   readonly deadLetter?: DeadLetterCause;
 }
