@@ -280,6 +280,7 @@ export class InMemoryJobStore implements JobStore {
             };
             delete next.lastError;
             delete next.lastErrorClass;
+            delete next.deadReason;
             return next;
           },
           effects,

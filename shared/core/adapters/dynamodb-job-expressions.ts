@@ -166,7 +166,10 @@ export function checkpointUpdate(tableName: string, lease: JobLease, checkpoint:
   });
 }
 
-/** The completion: COMPLETED with the result; owner and token stay (a later copy meets them). */
+/**
+ * The completion: COMPLETED with the result; owner and token stay (a later copy meets them). A recorded
+ * dead-letter cause goes: a completed job is no dead-lettering left to finish.
+ */
 export function completeUpdate(
   tableName: string,
   lease: JobLease,
@@ -175,8 +178,9 @@ export function completeUpdate(
   return fencedUpdate(tableName, lease, {
     UpdateExpression:
       'SET #status = :completed, #version = #version + :one, #updatedAt = :now, #completedAt = :now, ' +
-      '#result = :result, #expiresAt = :expiresAt REMOVE #lastError, #lastErrorClass',
+      '#result = :result, #expiresAt = :expiresAt REMOVE #lastError, #lastErrorClass, #deadReason',
     ExpressionAttributeNames: {
+      '#deadReason': 'deadReason',
       '#version': 'version',
       '#updatedAt': 'updatedAt',
       '#completedAt': 'completedAt',

@@ -36,6 +36,10 @@ export type ClaimResult =
       readonly claimed: true;
       readonly lease: JobLease;
       readonly kind: ClaimKind;
+      /**
+       * The item before the claim; for a claim whose answer was lost (the SDK resent it), the item as
+       * the claim left it, whose recorded cause and last error are still those from before.
+       */
       readonly previous?: JobItem;
     }
   | { readonly claimed: false; readonly existing: JobItem };

@@ -1,18 +1,27 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { InvalidMessageContents, type SQSClient } from '@aws-sdk/client-sqs';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
   claimUpdate,
+  completeUpdate,
   FENCE,
   redriveUpdate,
   renewUpdate,
 } from '../../../../shared/core/adapters/dynamodb-job-expressions.ts';
 import { giveUpError, MAX_ITEM_BYTES } from '../../../../shared/core/adapters/dynamodb-limits.ts';
+import { refusedClaim } from '../../../../shared/core/adapters/dynamodb-refusals.ts';
 import { SqsJobQueue } from '../../../../shared/core/adapters/sqs-job-queue.ts';
 import { makeEnvelope, parseEnvelope } from '../../../../shared/core/contract/envelope.ts';
-import type { JobLease, RenewOptions } from '../../../../shared/core/contract/job-store.ts';
+import type {
+  ClaimRequest,
+  ClaimResult,
+  JobLease,
+  RenewOptions,
+  StoreCallOptions,
+} from '../../../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import type { JobContext } from '../../../../shared/core/model/job-context.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
@@ -517,3 +526,61 @@ describe('The dead-letter fence near 400 KB (rev18 B)', () => {
     ).rejects.toBeInstanceOf(StoreRefusedError);
   });
 });
+
+/** The DynamoDB adapter's answer when the SDK resent a claim whose first answer was lost. */
+class LostClaimAnswerStore extends InMemoryJobStore {
+  loseNextClaimAnswer = false;
+  override async claim(req: ClaimRequest, options: StoreCallOptions = {}): Promise<ClaimResult> {
+    const out = await super.claim(req, options);
+    if (!this.loseNextClaimAnswer || !out.claimed) return out;
+    this.loseNextClaimAnswer = false;
+    const item = await super.get(req.dedupKey);
+    return refusedClaim(marshall(item, { removeUndefinedValues: true }), req);
+  }
+}
+
+describe('A recorded cause and a lost claim answer (rev18 A)', () => {
+  it('a claim whose answer was lost still finishes the recorded dead-lettering: the job runs once', async () => {
+    const store = new LostClaimAnswerStore();
+    const w = runningWorld(store, async () => {
+      throw new PermanentJobError('closed');
+    });
+    w.queue.faults.failNext('send-to-dead-letter'); // the fence lands, the letter send fails: M kept
+    expect((await w.deliver('w-a')).action).toBe('retry');
+    expect((await store.get(KEY))?.deadReason).toBe('permanent-error');
+    store.loseNextClaimAnswer = true;
+    expect((await w.deliver('w-b', 31_000)).action).toBe('dead-lettered');
+    expect(w.runs()).toBe(1);
+    expect(await store.get(KEY)).toMatchObject({ status: JobStatus.Dead, deadReason: 'permanent-error' });
+    expect(w.queue.deadLetters).toHaveLength(1);
+  });
+
+  it('a completion removes a recorded cause (both stores)', async () => {
+    expect(completeUpdate('jobs', lease(), { result: null, now: 1, expiresAt: 1 }).UpdateExpression).toMatch(
+      /REMOVE #lastError, #lastErrorClass, #deadReason$/,
+    );
+    const store = new InMemoryJobStore();
+    const claimed = await store.claim({
+      dedupKey: KEY,
+      owner: 'w',
+      messageId: 'm',
+      type: TYPE,
+      createdAt: 'c',
+      now: Date.now(),
+      leaseMs: LEASE_MS,
+    });
+    if (!claimed.claimed) throw new Error('not claimed');
+    await store.renew(claimed.lease, LEASE_MS, Date.now(), {
+      deadLetter: { reason: 'permanent-error', errorClass: 'E', errorMessage: 'e' },
+    });
+    expect((await store.get(KEY))?.deadReason).toBe('permanent-error');
+    await store.complete(claimed.lease, 'done');
+    const item = await store.get(KEY);
+    expect(item?.status).toBe(JobStatus.Completed);
+    expect(item).not.toHaveProperty('deadReason');
+  });
+});
+
+function lease(): JobLease {
+  return { dedupKey: KEY, owner: 'w', token: 1, attempts: 1, messageId: 'm', version: 1, leaseUntil: 0 };
+}
