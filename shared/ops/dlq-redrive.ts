@@ -38,14 +38,20 @@ export type RedrivePlan =
 /**
  * Pure: the redrive decision for a job item.
  * - DEAD: reset it (attempts 0, RETRY_WAIT) so the claim accepts the job again, then send.
- * - none (never claimed, e.g. a bad body, or TTL removed it): send as is.
+ * - none (never claimed, e.g. a bad body, or TTL removed it), or a letter of a message never claimed
+ *   (`letterAttempts` 0: a refused payload or envelope): send as is, the item left alone.
  * - RETRY_WAIT (an earlier redrive reset it, or the worker could not mark it DEAD), IN_PROGRESS whose
  *   lease was over {@link REDRIVE_CLOCK_MARGIN_MS} before `now` (its worker died, or its dead marking
  *   failed): reset, then send.
  * - COMPLETED: skip; the job ran, the dead letter is stale (purge it).
  * - IN_PROGRESS with a live lease, or one over less than the margin ago: skip; a copy may be running now.
  */
-export function planRedrive(item: JobItem | undefined, now: number, letterType?: string): RedrivePlan {
+export function planRedrive(
+  item: JobItem | undefined,
+  now: number,
+  letterType?: string,
+  letterAttempts?: number,
+): RedrivePlan {
   if (!item) return { action: 'send', why: 'no job item (never claimed, or expired by TTL)' };
   // The key belongs to a job of another type (a dedup-key-collision letter): resetting that job's item
   // would touch a job this letter is not, and the body would only collide again.
@@ -54,6 +60,11 @@ export function planRedrive(item: JobItem | undefined, now: number, letterType?:
       action: 'skip',
       why: `the dedupKey belongs to a job of type ${item.type}; send this ${letterType} job under a key of its own`,
     };
+  }
+  // A letter of a message that was never claimed (a refused payload or envelope): the item under its key
+  // is another message's job, whose attempts, recorded cause and refunds a reset would wipe.
+  if (letterAttempts === 0) {
+    return { action: 'send', why: 'never claimed (attempts 0): the job item under its key is left as it is' };
   }
   switch (item.status) {
     case JobStatus.Dead:
@@ -216,7 +227,7 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
     return KEEP;
   }
   const item = letter.dedupKey ? await run.store.get(letter.dedupKey) : undefined;
-  const plan = planRedrive(item, run.now(), letter.type);
+  const plan = planRedrive(item, run.now(), letter.type, letter.attempts);
   if (plan.action === 'skip') {
     record(run, { ...fields, outcome: 'skipped', reset: false, detail: plan.why });
     return KEEP;

@@ -1,4 +1,10 @@
-import { checkJobWrite, giveUpError } from '../core/adapters/dynamodb-limits.ts';
+import {
+  checkItemSize,
+  checkJobWrite,
+  fenceCause,
+  giveUpError,
+  isMinimalCause,
+} from '../core/adapters/dynamodb-limits.ts';
 import { storeRefusal } from '../core/adapters/store-errors.ts';
 import type { Checkpoint, JobItem } from '../core/contract/job-item.ts';
 import type {
@@ -24,7 +30,7 @@ import {
   leaseEnd,
   leaseOver,
 } from '../core/decisions/lease-arithmetic.ts';
-import { ERROR_CLASS_MAX, type StoreUnavailableError, storableText } from '../errors.ts';
+import type { StoreUnavailableError } from '../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../resources.ts';
 import {
   checkTransactionLimits,
@@ -192,19 +198,25 @@ export class InMemoryJobStore implements JobStore {
         const item = this.#fenced(lease, 'renew');
         if (cause !== undefined) {
           // The dead-letter fence: records the cause, and sets the lease end as given (see RenewOptions).
-          this.#items.set(lease.dedupKey, {
+          const stored = fenceCause(lease, cause);
+          const next: MutableJobItem = {
             ...item,
             leaseUntil,
             expiresAt: this.#expiresAt(leaseUntil),
-            deadReason: storableText(cause.reason, ERROR_CLASS_MAX),
-            lastError: storableText(cause.errorMessage),
-            lastErrorClass: storableText(cause.errorClass, ERROR_CLASS_MAX),
-          });
+            deadReason: stored.reason,
+            ...(isMinimalCause(stored)
+              ? {}
+              : { lastError: stored.errorMessage, lastErrorClass: stored.errorClass }),
+          };
+          checkItemSize(next, 'renew');
+          this.#items.set(lease.dedupKey, next);
           return leaseUntil;
         }
         // Never backwards: a renewal that lands after a later one of the same lease changes nothing.
         if (item.leaseUntil > leaseUntil) return item.leaseUntil;
-        this.#items.set(lease.dedupKey, { ...item, leaseUntil, expiresAt: this.#expiresAt(leaseUntil) });
+        const next = { ...item, leaseUntil, expiresAt: this.#expiresAt(leaseUntil) };
+        checkItemSize(next, 'renew');
+        this.#items.set(lease.dedupKey, next);
         return leaseUntil;
       },
       options.signal,
@@ -277,6 +289,7 @@ export class InMemoryJobStore implements JobStore {
               };
               delete next.lastError;
               delete next.lastErrorClass;
+              delete next.deadReason;
               return next;
             },
             effects,
@@ -378,6 +391,7 @@ export class InMemoryJobStore implements JobStore {
           ...(refundAttempt ? { attempts: item.attempts - 1, refunds: (item.refunds ?? 0) + 1 } : {}),
         };
         delete next.owner;
+        checkItemSize(next, operation);
         this.#items.set(lease.dedupKey, next);
       },
       signal,

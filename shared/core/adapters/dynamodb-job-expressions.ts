@@ -7,6 +7,7 @@ import { ERROR_CLASS_MAX, storableText } from '../../errors.ts';
 import type { Checkpoint } from '../contract/job-item.ts';
 import type { ClaimRequest, DeadLetterCause, Effect, JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
+import { fenceCause, isMinimalCause } from './dynamodb-limits.ts';
 
 /** An UpdateItem of one job item: sent alone, or as the first item of a transaction with effects. */
 export type JobItemUpdate = NonNullable<Effect['Update']> & {
@@ -117,23 +118,24 @@ export function renewUpdate(
   deadLetter?: DeadLetterCause,
 ): JobItemUpdate {
   if (deadLetter !== undefined) {
+    const cause = fenceCause(lease, deadLetter);
+    // A minimal fence (no error text or class, see RenewOptions) leaves the item's last error as it was.
+    const withError = !isMinimalCause(cause);
     return fencedUpdate(tableName, lease, {
       UpdateExpression:
-        'SET #leaseUntil = :leaseUntil, #expiresAt = :expiresAt, #deadReason = :deadReason, ' +
-        '#lastError = :lastError, #lastErrorClass = :lastErrorClass',
+        'SET #leaseUntil = :leaseUntil, #expiresAt = :expiresAt, #deadReason = :deadReason' +
+        (withError ? ', #lastError = :lastError, #lastErrorClass = :lastErrorClass' : ''),
       ExpressionAttributeNames: {
         '#leaseUntil': 'leaseUntil',
         '#expiresAt': 'expiresAt',
         '#deadReason': 'deadReason',
-        '#lastError': 'lastError',
-        '#lastErrorClass': 'lastErrorClass',
+        ...(withError ? { '#lastError': 'lastError', '#lastErrorClass': 'lastErrorClass' } : {}),
       },
       ExpressionAttributeValues: {
         ':leaseUntil': leaseUntil,
         ':expiresAt': expiresAt,
-        ':deadReason': storableText(deadLetter.reason, ERROR_CLASS_MAX),
-        ':lastError': storableText(deadLetter.errorMessage),
-        ':lastErrorClass': storableText(deadLetter.errorClass, ERROR_CLASS_MAX),
+        ':deadReason': cause.reason,
+        ...(withError ? { ':lastError': cause.errorMessage, ':lastErrorClass': cause.errorClass } : {}),
       },
     });
   }
@@ -164,7 +166,10 @@ export function checkpointUpdate(tableName: string, lease: JobLease, checkpoint:
   });
 }
 
-/** The completion: COMPLETED with the result; owner and token stay (a later copy meets them). */
+/**
+ * The completion: COMPLETED with the result; owner and token stay (a later copy meets them). A recorded
+ * dead-letter cause goes: a completed job is no dead-lettering left to finish.
+ */
 export function completeUpdate(
   tableName: string,
   lease: JobLease,
@@ -173,8 +178,9 @@ export function completeUpdate(
   return fencedUpdate(tableName, lease, {
     UpdateExpression:
       'SET #status = :completed, #version = #version + :one, #updatedAt = :now, #completedAt = :now, ' +
-      '#result = :result, #expiresAt = :expiresAt REMOVE #lastError, #lastErrorClass',
+      '#result = :result, #expiresAt = :expiresAt REMOVE #lastError, #lastErrorClass, #deadReason',
     ExpressionAttributeNames: {
+      '#deadReason': 'deadReason',
       '#version': 'version',
       '#updatedAt': 'updatedAt',
       '#completedAt': 'completedAt',

@@ -7,7 +7,7 @@
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
 import { ERROR_CLASS_MAX, ERROR_TEXT_MAX, StoreRefusedError, storableText } from '../../errors.ts';
 import type { Checkpoint } from '../contract/job-item.ts';
-import type { Effect, JobLease } from '../contract/job-store.ts';
+import type { DeadLetterCause, Effect, JobLease } from '../contract/job-store.ts';
 
 /** Items in one TransactWriteItems call, the job item and named-lease fences included. */
 export const MAX_TRANSACTION_ITEMS = 100;
@@ -94,8 +94,9 @@ export function checkJobWrite(write: JobWrite): void {
 export function giveUpError(
   lease: JobLease,
   error: { readonly message: string; readonly errorClass: string },
+  reservedBytes = 0,
 ): { message: string; errorClass: string } {
-  const known = utf8(lease.dedupKey) + utf8(lease.owner) + utf8(lease.messageId);
+  const known = utf8(lease.dedupKey) + utf8(lease.owner) + utf8(lease.messageId) + reservedBytes;
   // Every other attribute of the job item, at most: 18 names (~170 bytes), 7 numbers (21 bytes each),
   // status, type (128 ASCII characters) and createdAt (an ISO date), with room to spare.
   const others = 640;
@@ -106,6 +107,41 @@ export function giveUpError(
     errorClass,
     message: storableText(error.message, Math.min(ERROR_TEXT_MAX, room - errorClass.length)),
   };
+}
+
+/**
+ * The cause the dead-letter fence (E9) records: its reason capped (ERROR_CLASS_MAX), and its error text
+ * and class shortened like {@link giveUpError}'s, counting the reason in the item: a fence that grew an
+ * item past 400 KB would be refused on every try, and the job would run again instead of going to the DLQ.
+ */
+export function fenceCause(lease: JobLease, cause: DeadLetterCause): DeadLetterCause {
+  const reason = storableText(cause.reason, ERROR_CLASS_MAX);
+  const error = giveUpError(
+    lease,
+    { message: cause.errorMessage, errorClass: cause.errorClass },
+    utf8('deadReason') + 3 * reason.length,
+  );
+  return { reason, errorClass: error.errorClass, errorMessage: error.message };
+}
+
+/** A fence's cause with no error text or class: the minimal fence, which leaves the last error as it was. */
+export function isMinimalCause(cause: DeadLetterCause): boolean {
+  return cause.errorMessage === '' && cause.errorClass === '';
+}
+
+/**
+ * Throws DynamoDB's refusal of a write that leaves `item` over 400 KB (a lower bound of its size, so
+ * what this refuses DynamoDB refuses too): for the in-memory fakes, which keep whole items.
+ */
+export function checkItemSize(item: Readonly<Record<string, unknown>>, operation: string): void {
+  const bytes = itemBytes(item);
+  if (bytes > MAX_ITEM_BYTES) {
+    throw new StoreRefusedError(
+      'item-too-large',
+      operation,
+      `the job item would hold at least ${bytes} bytes; a DynamoDB item holds at most ${MAX_ITEM_BYTES}`,
+    );
+  }
 }
 
 function checkpointUpperBytes(checkpoint: Checkpoint): number {

@@ -37,7 +37,10 @@ export function refusedClaim(item: RawItem, req: ClaimRequest): ClaimResult {
     ...(existing.refunds ? { refunds: existing.refunds } : {}),
     ...(existing.checkpoint ? { checkpoint: existing.checkpoint } : {}),
   };
-  return { claimed: true, lease, kind: existing.attempts > 1 ? 'retry' : 'fresh' };
+  // `previous` is the item as the claim left it: what the claim does not write (a recorded dead-letter
+  // cause, the last error) is as it was before, and the processor must see it (a recorded cause is
+  // finished, not run again).
+  return { claimed: true, lease, kind: existing.attempts > 1 ? 'retry' : 'fresh', previous: existing };
 }
 
 /** A refused fast commit without effects: refused, unless it was this very commit. */

@@ -36,6 +36,10 @@ export type ClaimResult =
       readonly claimed: true;
       readonly lease: JobLease;
       readonly kind: ClaimKind;
+      /**
+       * The item before the claim; for a claim whose answer was lost (the SDK resent it), the item as
+       * the claim left it, whose recorded cause and last error are still those from before.
+       */
       readonly previous?: JobItem;
     }
   | { readonly claimed: false; readonly existing: JobItem };
@@ -105,7 +109,9 @@ export interface RenewOptions extends StoreCallOptions {
    * The dead-letter fence (E9): the renewal also records the cause on the item (`deadReason`,
    * `lastError`, `lastErrorClass`), so whoever takes the job over finishes the dead-lettering with it
    * instead of running the job again. The lease end is then set as given, also when that is sooner than
-   * the stored one (the fence is capped to the deadline).
+   * the stored one (the fence is capped to the deadline). The error text is shortened to the room the
+   * checkpoint leaves in the item; with an empty text and class (the minimal fence, sent again after a
+   * StoreRefusedError) only the reason is recorded and the last error is left as it was.
    */
   readonly deadLetter?: DeadLetterCause;
 }

@@ -1,4 +1,4 @@
-import { describe } from '../../errors.ts';
+import { describe, StoreRefusedError } from '../../errors.ts';
 import type { JobQueue } from '../contract/job-queue.ts';
 import type { DeadLetterCause, JobLease, JobStore } from '../contract/job-store.ts';
 import { capLeaseToDeadline, visibilityForLease } from '../decisions/lease-timing.ts';
@@ -58,7 +58,19 @@ export class JobRenewer implements Renewable {
     const { store, lease, deadline, now } = this.#o;
     const at = now();
     const ms = capLeaseToDeadline(leaseMs, at, deadline);
-    await store.renew(lease, ms, at, { deadLetter: cause, ...(signal ? { signal } : {}) });
+    try {
+      await store.renew(lease, ms, at, { deadLetter: cause, ...(signal ? { signal } : {}) });
+    } catch (error) {
+      if (!(error instanceof StoreRefusedError)) throw error;
+      // A refusal for what the fence carries (an item near 400 KB) comes back on every try, and would
+      // be read as a lost lease confirmation: the job would run again. The minimal fence records only
+      // the reason (markDead stores the error text, shortened to the room left).
+      this.#o.log.warn('the store refused the dead-letter fence; fencing again with the reason only', {
+        problem: error.problem,
+      });
+      const minimal = { reason: cause.reason, errorClass: '', errorMessage: '' };
+      await store.renew(lease, ms, at, { deadLetter: minimal, ...(signal ? { signal } : {}) });
+    }
     if (ms > 0) void this.#followVisibility(ms);
     return lease.leaseUntil;
   }

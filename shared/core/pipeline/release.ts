@@ -3,6 +3,7 @@
 // backoff (E7; E8 refunds the attempt when the cause was outside the job) and give the message back.
 import { trace } from '@opentelemetry/api';
 import { errorClass, LeaseLostError, LeaseRanOutError } from '../../errors.ts';
+import { JobStatus } from '../contract/statuses.ts';
 import { decideFailure, type FailureDecision } from '../decisions/failure-decision.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';
 import { MetricName } from '../observe/metric-names.ts';
@@ -108,6 +109,7 @@ async function releaseWithRefund(
   decision: Extract<FailureDecision, { kind: 'retry' }>,
   signal: AbortSignal,
 ): Promise<void> {
+  let failedBefore = false;
   for (;;) {
     try {
       await s.store.release(
@@ -118,14 +120,47 @@ async function releaseWithRefund(
       );
       return;
     } catch (releaseError) {
+      // A try after a failed one is a fresh write: if the failed one had landed (only its answer was
+      // lost), the owner is gone and the fence refuses this one. The item tells: our release, not a
+      // lost lease, and the message goes back with its backoff.
+      if (
+        failedBefore &&
+        releaseError instanceof LeaseLostError &&
+        (await releasedByUs(s, attempt, signal))
+      ) {
+        return;
+      }
       if (!decision.refundAttempt || releaseError instanceof LeaseLostError || signal.aborted) {
         throw releaseError;
       }
+      failedBefore = true;
       attempt.log.warn('could not release the lease with its refund; trying again', {
         error: s.errorText(releaseError),
       });
       if (!(await pause(REFUND_RETRY_PAUSE_MS, signal))) throw releaseError;
     }
+  }
+}
+
+/**
+ * Whether the item is this lease's refund release: RETRY_WAIT one version on, same token (no claim since),
+ * with the attempt counted back and the refund counted (a redrive, the only other writer that keeps the
+ * token, removes the refunds). Unknown (the read failed) counts as no.
+ */
+async function releasedByUs(s: Settings, attempt: Attempt, signal: AbortSignal): Promise<boolean> {
+  const { lease } = attempt;
+  try {
+    const item = await s.store.get(lease.dedupKey, { signal });
+    return (
+      item !== undefined &&
+      item.status === JobStatus.RetryWait &&
+      item.token === lease.token &&
+      item.version === lease.version + 1 &&
+      item.attempts === lease.attempts - 1 &&
+      item.refunds === (lease.refunds ?? 0) + 1
+    );
+  } catch {
+    return false;
   }
 }
 

@@ -136,6 +136,28 @@ describe('Function: planRedrive', () => {
     });
     expect(planRedrive(dead, now, 'ledger.transfer')).toEqual({ action: 'reset-and-send' });
   });
+
+  it('sends a never-claimed letter (attempts 0: a bad payload or envelope) without resetting the same-type item of another message (rev18 D)', () => {
+    const other = {
+      ...job(JobStatus.InProgress, now - REDRIVE_CLOCK_MARGIN_MS - 1),
+      type: 'ledger.transfer',
+      attempts: 2,
+      deadReason: 'permanent-error',
+    };
+    for (const item of [
+      other,
+      { ...other, status: JobStatus.Dead },
+      { ...other, status: JobStatus.RetryWait },
+    ]) {
+      expect(planRedrive(item, now, 'ledger.transfer', 0)).toEqual({
+        action: 'send',
+        why: 'never claimed (attempts 0): the job item under its key is left as it is',
+      });
+    }
+    // A claimed job's letter (attempts from 1) still resets its item; a collision letter is still skipped.
+    expect(planRedrive(other, now, 'ledger.transfer', 2).action).toBe('reset-and-send');
+    expect(planRedrive(other, now, 'report.send', 0).action).toBe('skip');
+  });
 });
 
 describe('Function: planRedrive, with an operator clock that may run ahead of the workers', () => {

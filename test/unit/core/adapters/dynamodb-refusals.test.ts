@@ -61,6 +61,22 @@ describe('Module: dynamodb-refusals', () => {
     expect(other).toMatchObject({ claimed: false, existing: { owner: 'w2' } });
   });
 
+  it('a claim refused by itself (its answer lost) passes on the recorded dead-letter cause as `previous` (rev18 A)', () => {
+    const own = refusedClaim(
+      raw({
+        attempts: 2,
+        deadReason: 'permanent-error',
+        lastError: 'closed',
+        lastErrorClass: 'PermanentJobError',
+      }),
+      { ...claim, now: 1_000 },
+    );
+    expect(own).toMatchObject({
+      claimed: true,
+      previous: { deadReason: 'permanent-error', lastError: 'closed', lastErrorClass: 'PermanentJobError' },
+    });
+  });
+
   it('takes a fast commit refused by itself as done', () => {
     const req = { ...claim, now: 1_000, maxAttempts: 3 };
     expect(refusedFastCommit(raw({ status: JobStatus.Completed }), req)).toEqual({ ok: true });

@@ -1,24 +1,41 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { InvalidMessageContents, type SQSClient } from '@aws-sdk/client-sqs';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
   claimUpdate,
+  completeUpdate,
   FENCE,
   redriveUpdate,
   renewUpdate,
 } from '../../../../shared/core/adapters/dynamodb-job-expressions.ts';
+import { giveUpError, MAX_ITEM_BYTES } from '../../../../shared/core/adapters/dynamodb-limits.ts';
+import { refusedClaim } from '../../../../shared/core/adapters/dynamodb-refusals.ts';
 import { SqsJobQueue } from '../../../../shared/core/adapters/sqs-job-queue.ts';
 import { makeEnvelope, parseEnvelope } from '../../../../shared/core/contract/envelope.ts';
+import type {
+  ClaimRequest,
+  ClaimResult,
+  JobLease,
+  RenewOptions,
+  StoreCallOptions,
+} from '../../../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
+import type { JobContext } from '../../../../shared/core/model/job-context.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { JobLog } from '../../../../shared/core/observe/job-log.ts';
 import { InMemoryMetrics } from '../../../../shared/core/observe/metrics.ts';
 import { DeadLetterer } from '../../../../shared/core/pipeline/dead-letterer.ts';
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { RecordMessage } from '../../../../shared/core/pipeline/record-message.ts';
-import { ERROR_TEXT_MAX, LetterRefusedError, PermanentJobError } from '../../../../shared/errors.ts';
+import {
+  ERROR_TEXT_MAX,
+  LetterRefusedError,
+  PermanentJobError,
+  StoreRefusedError,
+} from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
@@ -334,7 +351,9 @@ describe('The recorded cause in the DynamoDB expressions', () => {
   });
 
   it('a redrive removes the recorded cause; a fast commit refuses an item that has one', () => {
-    expect(redriveUpdate('jobs', KEY, 1, 1).UpdateExpression).toMatch(/REMOVE #owner, #deadReason, #refunds$/);
+    expect(redriveUpdate('jobs', KEY, 1, 1).UpdateExpression).toMatch(
+      /REMOVE #owner, #deadReason, #refunds$/,
+    );
     const fast = claimUpdate(
       'jobs',
       { dedupKey: KEY, owner: 'w', messageId: 'm', type: TYPE, createdAt: 'c', now: 1 },
@@ -345,3 +364,223 @@ describe('The recorded cause in the DynamoDB expressions', () => {
     expect(fast.ExpressionAttributeNames?.['#deadReason']).toBe('deadReason');
   });
 });
+
+// Issue 18 review (rev18): the dead-letter fence and a checkpoint near 400 KB, and a lost claim answer
+// over a recorded cause. Each job here runs the given body; the item, M and the runs are read afterwards.
+function runningWorld(store: InMemoryJobStore, run: (ctx: JobContext) => Promise<void>) {
+  let runs = 0;
+  const work = defineJob({
+    type: TYPE,
+    payload: z.object({ n: z.number() }),
+    async run(ctx) {
+      runs += 1;
+      return run(ctx);
+    },
+  });
+  const queue = new InMemoryQueue({ visibilitySeconds: 30 });
+  const metrics = new InMemoryMetrics();
+  const processor = (worker: string) =>
+    new JobProcessor({
+      store,
+      queue,
+      registry: JobRegistry.of([work]),
+      worker,
+      logger,
+      metrics,
+      leaseMs: LEASE_MS,
+      maxAttempts: 3,
+      backoff: { baseSeconds: 1, capSeconds: 1 },
+      random: () => 0.5,
+    });
+  const deliver = async (worker: string, afterMs = 0) => {
+    await vi.advanceTimersByTimeAsync(afterMs);
+    const [record] = queue.receive(1);
+    if (!record) throw new Error('no visible message');
+    const p = processor(worker).process(record);
+    await vi.advanceTimersByTimeAsync(5_000);
+    return p;
+  };
+  queue.send(body);
+  return { store, queue, metrics, deliver, runs: () => runs };
+}
+
+/** Refuses, as DynamoDB does (a ValidationException, StoreRefusedError), a fence past 400 KB, by upper bound. */
+class ItemSizeStore extends InMemoryJobStore {
+  fences: string[] = [];
+  override async renew(lease: JobLease, leaseMs: number, now: number, options: RenewOptions = {}) {
+    if (options.deadLetter && lease.checkpoint) {
+      const values = renewUpdate(
+        'jobs',
+        lease,
+        now + leaseMs,
+        0,
+        options.deadLetter,
+      ).ExpressionAttributeValues;
+      const bytes =
+        Buffer.byteLength(JSON.stringify(lease.checkpoint)) +
+        640 +
+        Buffer.byteLength(String(values[':lastError'] ?? '')) +
+        Buffer.byteLength(String(values[':deadReason']));
+      this.fences.push(String(values[':lastError'] ?? '(none)'));
+      if (bytes > MAX_ITEM_BYTES) throw new StoreRefusedError('item-too-large', 'renew', `${bytes} bytes`);
+    }
+    return super.renew(lease, leaseMs, now, options);
+  }
+}
+
+describe('The dead-letter fence near 400 KB (rev18 B)', () => {
+  const big = 'x'.repeat(408_000);
+  const lease: JobLease = {
+    dedupKey: KEY,
+    owner: 'w',
+    token: 1,
+    attempts: 1,
+    messageId: 'm',
+    version: 2,
+    leaseUntil: 0,
+    checkpoint: { step: 'a', done: ['a'], data: { a: big }, at: 0 },
+  };
+
+  it('the fence stores no more error text than the room the checkpoint leaves, the reason counted', () => {
+    const cause = {
+      reason: 'permanent-error',
+      errorClass: 'PermanentJobError',
+      errorMessage: 'e'.repeat(900),
+    };
+    const room = giveUpError(lease, { message: cause.errorMessage, errorClass: cause.errorClass });
+    const values = renewUpdate('jobs', lease, 1, 1, cause).ExpressionAttributeValues;
+    expect(values[':deadReason']).toBe('permanent-error');
+    const text = String(values[':lastError']);
+    expect(text.length).toBeGreaterThan(0);
+    expect(text.length).toBeLessThan(room.message.length);
+    expect(room.message.length).toBeLessThan(900);
+  });
+
+  it('a minimal fence (no text, no class) records the reason and leaves the last error alone', () => {
+    const update = renewUpdate('jobs', lease, 1, 1, {
+      reason: 'permanent-error',
+      errorClass: '',
+      errorMessage: '',
+    });
+    expect(update.UpdateExpression).not.toContain('#lastError');
+    expect(update.ExpressionAttributeValues).not.toHaveProperty(':lastError');
+    expect(update.ExpressionAttributeValues[':deadReason']).toBe('permanent-error');
+  });
+
+  it('a permanently failed job with a 408 KB checkpoint is dead-lettered on its first delivery, run once', async () => {
+    const w = runningWorld(new ItemSizeStore(), async (ctx) => {
+      await ctx.step('a', async () => ({ data: big }));
+      throw new PermanentJobError('e'.repeat(900));
+    });
+    const first = await w.deliver('w-a');
+    expect([first.action, w.runs()]).toEqual(['dead-lettered', 1]);
+    const item = await w.store.get(KEY);
+    expect(item).toMatchObject({ status: JobStatus.Dead, deadReason: 'permanent-error' });
+    expect(w.queue.deadLetters).toHaveLength(1);
+    expect(w.queue.size).toBe(0);
+  });
+
+  it('a fence the store refuses for its size is sent again minimal, and the job still goes to the DLQ once', async () => {
+    class RefuseFirstFence extends InMemoryJobStore {
+      tries: RenewOptions['deadLetter'][] = [];
+      override async renew(l: JobLease, leaseMs: number, now: number, options: RenewOptions = {}) {
+        if (options.deadLetter) {
+          this.tries.push(options.deadLetter);
+          if (this.tries.length === 1) throw new StoreRefusedError('item-too-large', 'renew', 'too big');
+        }
+        return super.renew(l, leaseMs, now, options);
+      }
+    }
+    const store = new RefuseFirstFence();
+    const w = runningWorld(store, async () => {
+      throw new PermanentJobError('closed');
+    });
+    const first = await w.deliver('w-a');
+    expect([first.action, w.runs()]).toEqual(['dead-lettered', 1]);
+    expect(store.tries.map((c) => c?.errorMessage)).toEqual(['PermanentJobError: closed', '']);
+    expect(await store.get(KEY)).toMatchObject({
+      status: JobStatus.Dead,
+      deadReason: 'permanent-error',
+      lastError: 'PermanentJobError: closed',
+    });
+  });
+
+  it('the in-memory store refuses a fence or a release that would pass 400 KB, as DynamoDB does', async () => {
+    const store = new InMemoryJobStore();
+    const claimed = await store.claim({
+      dedupKey: KEY,
+      owner: 'w',
+      messageId: 'm',
+      type: TYPE,
+      createdAt: 'c',
+      now: Date.now(),
+      leaseMs: LEASE_MS,
+    });
+    if (!claimed.claimed) throw new Error('not claimed');
+    const own = claimed.lease;
+    await store.checkpoint(own, { step: 'a', done: ['a'], data: { a: 'x'.repeat(409_450) }, at: 0 });
+    await expect(
+      store.renew(own, LEASE_MS, Date.now(), {
+        deadLetter: { reason: 'r'.repeat(200), errorClass: '', errorMessage: '' },
+      }),
+    ).rejects.toBeInstanceOf(StoreRefusedError);
+  });
+});
+
+/** The DynamoDB adapter's answer when the SDK resent a claim whose first answer was lost. */
+class LostClaimAnswerStore extends InMemoryJobStore {
+  loseNextClaimAnswer = false;
+  override async claim(req: ClaimRequest, options: StoreCallOptions = {}): Promise<ClaimResult> {
+    const out = await super.claim(req, options);
+    if (!this.loseNextClaimAnswer || !out.claimed) return out;
+    this.loseNextClaimAnswer = false;
+    const item = await super.get(req.dedupKey);
+    return refusedClaim(marshall(item, { removeUndefinedValues: true }), req);
+  }
+}
+
+describe('A recorded cause and a lost claim answer (rev18 A)', () => {
+  it('a claim whose answer was lost still finishes the recorded dead-lettering: the job runs once', async () => {
+    const store = new LostClaimAnswerStore();
+    const w = runningWorld(store, async () => {
+      throw new PermanentJobError('closed');
+    });
+    w.queue.faults.failNext('send-to-dead-letter'); // the fence lands, the letter send fails: M kept
+    expect((await w.deliver('w-a')).action).toBe('retry');
+    expect((await store.get(KEY))?.deadReason).toBe('permanent-error');
+    store.loseNextClaimAnswer = true;
+    expect((await w.deliver('w-b', 31_000)).action).toBe('dead-lettered');
+    expect(w.runs()).toBe(1);
+    expect(await store.get(KEY)).toMatchObject({ status: JobStatus.Dead, deadReason: 'permanent-error' });
+    expect(w.queue.deadLetters).toHaveLength(1);
+  });
+
+  it('a completion removes a recorded cause (both stores)', async () => {
+    expect(completeUpdate('jobs', lease(), { result: null, now: 1, expiresAt: 1 }).UpdateExpression).toMatch(
+      /REMOVE #lastError, #lastErrorClass, #deadReason$/,
+    );
+    const store = new InMemoryJobStore();
+    const claimed = await store.claim({
+      dedupKey: KEY,
+      owner: 'w',
+      messageId: 'm',
+      type: TYPE,
+      createdAt: 'c',
+      now: Date.now(),
+      leaseMs: LEASE_MS,
+    });
+    if (!claimed.claimed) throw new Error('not claimed');
+    await store.renew(claimed.lease, LEASE_MS, Date.now(), {
+      deadLetter: { reason: 'permanent-error', errorClass: 'E', errorMessage: 'e' },
+    });
+    expect((await store.get(KEY))?.deadReason).toBe('permanent-error');
+    await store.complete(claimed.lease, 'done');
+    const item = await store.get(KEY);
+    expect(item?.status).toBe(JobStatus.Completed);
+    expect(item).not.toHaveProperty('deadReason');
+  });
+});
+
+function lease(): JobLease {
+  return { dedupKey: KEY, owner: 'w', token: 1, attempts: 1, messageId: 'm', version: 1, leaseUntil: 0 };
+}

@@ -942,5 +942,45 @@ describe('Function: settleFailure', () => {
       expect((await w.item())?.status).toBe(JobStatus.InProgress);
       expect(again.attempt.lease.attempts).toBe(MAX_ATTEMPTS);
     });
+
+    // rev18 C: the retry of a refund release is a fresh write; when the first try landed and only its
+    // answer was lost, the owner is gone and the fence refuses the retry. That is our release, not a loss.
+    it('takes a refund release that landed with its answer lost as released: retry, M back with its backoff, no LeaseLost', async () => {
+      // Prepare
+      const w = world();
+      const held = await claimAttempt(w, 1);
+      w.store.faults.failNext('release', undefined, { when: 'after' });
+      const at = Date.now();
+
+      // Act
+      const settling = held.settle(outage());
+      await vi.advanceTimersByTimeAsync(LEASE_MS);
+      const action = await settling;
+
+      // Assess: one refund (not two), M hidden for the backoff after attempt 1 (8 s), counted as a retry.
+      expect(action).toBe('retry');
+      expect(await w.item()).toMatchObject({ status: JobStatus.RetryWait, attempts: 0, refunds: 1 });
+      // (given back after the retry's 200 ms pause)
+      expect(w.original(held.record)?.visibleAt).toBe(at + 200 + 8_000);
+      expect(w.metrics.get(MetricName.LeaseLost)).toBe(0);
+      expect(w.metrics.get(MetricName.JobRetried)).toBe(1);
+    });
+
+    it('still reports lease-lost when a refund release’s retry is refused by a new owner', async () => {
+      // Prepare: the first try fails before it lands; w-b takes the job over meanwhile.
+      const w = world();
+      const { mine } = await takenOver(w);
+      w.store.faults.failNext('release');
+
+      // Act
+      const settling = mine.settle(outage());
+      await vi.advanceTimersByTimeAsync(LEASE_MS);
+      const action = await settling;
+
+      // Assess
+      expect(action).toBe('lease-lost');
+      expect(await w.item()).toMatchObject({ status: JobStatus.InProgress, owner: 'w-b' });
+      expect(w.metrics.get(MetricName.JobRetried)).toBe(0);
+    });
   });
 });
