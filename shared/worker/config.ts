@@ -12,6 +12,13 @@ const positiveInt = (name: string, fallback: number) =>
     .positive(`${name} must be > 0`)
     .default(fallback);
 
+/** An integer whose range the processor checks (its message names the minimum). */
+const integer = (name: string, fallback: number) =>
+  z.coerce
+    .number({ error: `${name} must be a number` })
+    .int(`${name} must be an integer`)
+    .default(fallback);
+
 const flag = (name: string) =>
   z
     .enum(['1', 'true', '0', 'false', ''], { error: `${name} must be 1, true, 0 or false` })
@@ -33,7 +40,7 @@ type SettingKey =
 const settingsSchema = (label: (key: SettingKey) => string) =>
   z.object({
     maxAttempts: positiveInt(label('maxAttempts'), DEFAULTS.maxAttempts),
-    leaseMs: positiveInt(label('leaseMs'), DEFAULTS.leaseMs),
+    leaseMs: integer(label('leaseMs'), DEFAULTS.leaseMs),
     concurrency: positiveInt(label('concurrency'), 10),
     backoffBaseSeconds: positiveInt(label('backoffBaseSeconds'), 2),
     backoffCapSeconds: positiveInt(label('backoffCapSeconds'), 900),

@@ -78,14 +78,15 @@ describe('Function: withLease', () => {
     const holder = withLease(
       key,
       async ({ signal }) => {
-        await sleep(1500);
+        await sleep(2500);
         return signal.aborted;
       },
-      { store, owner: 'holder', leaseMs: 600 },
+      // The shortest lease there is (DEFAULTS.minLeaseMs): held 2.5 times as long by its renewals.
+      { store, owner: 'holder', leaseMs: 1000 },
     );
     await sleep(100);
     await expect(
-      withLease(key, async () => 'never', { store, owner: 'waiter', waitMs: 1000 }),
+      withLease(key, async () => 'never', { store, owner: 'waiter', waitMs: 1500 }),
     ).rejects.toBeInstanceOf(LeaseBusyError);
     expect(await holder).toBe(false);
   });
@@ -97,10 +98,10 @@ describe('Function: withLease', () => {
       async ({ signal }) => {
         // An operator (or TTL) removes the lease item under the holder: its next renewal is refused.
         await env.clients.doc.send(new DeleteCommand({ TableName: env.leasesTable, Key: { leaseKey: key } }));
-        await sleep(900);
+        await sleep(1500);
         return signal.aborted;
       },
-      { store, owner: 'holder', leaseMs: 600 },
+      { store, owner: 'holder', leaseMs: 1000 },
     );
     await expect(work).rejects.toBeInstanceOf(LeaseLostError);
   });
@@ -137,7 +138,7 @@ describe('Named leases of jobs, and lost answers (real lease table)', () => {
     const locked = defineJob({
       type: 'test.locked',
       payload: z.object({}),
-      run: (ctx) => ctx.withLease(key, async () => undefined, { leaseMs: 900, waitMs: 1500 }),
+      run: (ctx) => ctx.withLease(key, async () => undefined, { leaseMs: 1000, waitMs: 1500 }),
     });
     const registry = JobRegistry.of([locked]);
     await sendJob(env, { dedupKey, type: 'test.locked', payload: {} });
