@@ -110,14 +110,23 @@ describe('The one-write fast path (against the emulator)', () => {
     const outcomes = await Promise.all(
       records.map((record, i) => workers[i % workers.length]?.processor.process(record)),
     );
+    // On a loaded machine a holder's commit can fail (a transaction conflict with a racing copy): it keeps
+    // its message and retries, while the racing copies were dropped. The redelivery completes the job.
+    for (let round = 0; round < 20 && outcomes.some((o) => o?.action === 'retry'); round++) {
+      const done = new Set(outcomes.filter((o) => o?.action === 'completed').map((o) => o?.dedupKey));
+      if (keys.every((key) => done.has(key))) break;
+      for (const record of await receiveRecords()) outcomes.push(await workers[0]?.processor.process(record));
+    }
 
     expect((await getBalance(env, account))?.balance).toBe(50);
     const actions = outcomes.map((o) => o?.action);
     expect(actions.filter((a) => a === 'completed')).toHaveLength(5);
-    expect(actions.filter((a) => a !== 'completed').every((a) => a === 'duplicate')).toBe(true);
+    expect(actions.filter((a) => a !== 'completed').every((a) => a === 'duplicate' || a === 'retry')).toBe(
+      true,
+    );
     for (const key of keys) {
       expect(log.count(key)).toBeGreaterThanOrEqual(1);
-      expect(await workers[0]?.store.get(key)).toMatchObject({ status: JobStatus.Completed, attempts: 1 });
+      expect(await workers[0]?.store.get(key)).toMatchObject({ status: JobStatus.Completed });
     }
   });
 
