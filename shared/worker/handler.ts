@@ -15,7 +15,7 @@ import { ConfigError, describe, errorText, type RedactError } from '../errors.ts
 import { EffectTables } from '../jobs/effect-tables.ts';
 import { type WorkerConfig, workerConfigFromEnv } from './config.ts';
 import { EmfMetrics } from './emf-metrics.ts';
-import { startTracingFromEnv } from './tracing.ts';
+import { startTracingFromEnv, type WorkerTracing } from './tracing.ts';
 
 /** Options of {@link createWorkerHandler}; only `jobs` is required, the rest defaults to the environment. */
 export interface WorkerHandlerOptions {
@@ -141,12 +141,42 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
     } finally {
       // Once per invocation: EMF lines and spans must be out before the runtime freezes the environment.
       flushMetrics(metrics, logger, options.redactError);
-      await tracing
-        ?.flush()
-        .catch((error: unknown) => logger.warn('could not export traces', { error: describe(error) }));
+      if (tracing) await flushTraces(tracing, context.getRemainingTimeInMillis() - FLUSH_MARGIN_MS, logger);
     }
   };
   return Object.assign(handle, { workerId: worker, metrics });
+}
+
+/** Left of the invocation after the trace flush, for the batch response to reach the runtime. */
+const FLUSH_MARGIN_MS = 250;
+
+/**
+ * Flushes spans for at most `budgetMs`. A collector that hangs must not hold the invocation past its
+ * timeout: Lambda would fail the whole batch, and every record it completed would come back as a
+ * duplicate until the queue dead-letters it (`sqs-max-receives`). A flush that fails or is abandoned
+ * loses those spans and logs one WARN line; an abandoned one that settles later logs nothing.
+ */
+async function flushTraces(tracing: WorkerTracing, budgetMs: number, logger: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, budgetMs), 'late');
+  });
+  const flushed = tracing.flush().then(
+    () => 'flushed' as const,
+    (error: unknown) => ({ error }),
+  );
+  try {
+    const outcome = await Promise.race([flushed, late]);
+    if (outcome === 'late') {
+      logger.warn('trace export abandoned: the collector did not answer before the invocation deadline', {
+        budgetMs: Math.max(0, budgetMs),
+      });
+    } else if (outcome !== 'flushed') {
+      logger.warn('could not export traces', { error: describe(outcome.error) });
+    }
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A failing flush must not turn a processed batch into a failed invocation (every record would rerun). */
