@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import { ROOT_CONTEXT } from '@opentelemetry/api';
 import { awsConfigFromEnv, createAwsClients } from '../aws/clients.ts';
 import {
   isValidTraceparent,
@@ -9,7 +10,13 @@ import {
 } from '../core/contract/envelope.ts';
 import { JobRegistry, type JobSource } from '../core/model/registry.ts';
 import { payloadProblem } from '../core/model/standard-schema.ts';
-import { leaseqTracer, recordFailure, SpanKind, traceparentOf } from '../core/observe/spans.ts';
+import {
+  contextFromTraceparent,
+  leaseqTracer,
+  recordFailure,
+  SpanKind,
+  traceparentOf,
+} from '../core/observe/spans.ts';
 import { InvalidEnvelopeError, LeaseqError } from '../errors.ts';
 import { type OutgoingMessage, type SendFailure, sendMessages } from './send-messages.ts';
 
@@ -140,8 +147,13 @@ export class JobProducer {
    * The envelope of one job, checked: the body the worker receives.
    * @throws InvalidJobError when the worker would refuse it.
    */
-  envelope<P>(job: JobInput<P>, index = 0, sendSpan?: string): JobEnvelope {
-    const trace = job.traceparent ?? sendSpan ?? this.#traceparent() ?? newTraceparent();
+  envelope<P>(job: JobInput<P>, index = 0): JobEnvelope {
+    return this.#envelope(job, index, job.traceparent ? undefined : this.#traceparent());
+  }
+
+  /** The envelope with `hookTrace` (the send span's, else the traceparent() option's) unless the job has its own. */
+  #envelope<P>(job: JobInput<P>, index: number, hookTrace: string | undefined): JobEnvelope {
+    const trace = job.traceparent ?? hookTrace ?? newTraceparent();
     // The worker drops a bad trace and runs the job; here the caller can still fix it, so it is refused.
     if (!isValidTraceparent(trace)) {
       throw new InvalidJobError(
@@ -193,23 +205,35 @@ export class JobProducer {
   async sendBatch(jobs: readonly JobInput[]): Promise<SendJobsResult> {
     // A PRODUCER span per job (a no-op without an OpenTelemetry SDK): its context is the envelope's
     // traceparent, so the worker's spans continue this trace. A job given its own traceparent keeps it.
-    const spans = jobs.map((job) =>
-      job.traceparent
-        ? undefined
-        : leaseqTracer().startSpan(`leaseq.send ${job.type}`, {
-            kind: SpanKind.PRODUCER,
-            attributes: {
-              'messaging.system': 'aws_sqs',
-              'messaging.operation.type': 'send',
-              'leaseq.job.type': job.type,
-            },
-          }),
-    );
+    // The traceparent() option, when it answers, is the span's parent rather than the active context:
+    // the caller named the trace to continue (docs/envelope.md), and the span still sits in between.
+    const hooked = jobs.map((job) => (job.traceparent ? undefined : this.#traceparent()));
+    const spans = jobs.map((job, i) => {
+      if (job.traceparent) return undefined;
+      const hook = hooked[i];
+      const parent = hook === undefined ? undefined : contextFromTraceparent(hook);
+      // A value that is not a version-00 traceparent cannot parent a span: the envelope takes it as it
+      // is (and the job is refused when it is not a W3C traceparent at all).
+      if (parent === ROOT_CONTEXT) return undefined;
+      return leaseqTracer().startSpan(
+        `leaseq.send ${job.type}`,
+        {
+          kind: SpanKind.PRODUCER,
+          attributes: {
+            'messaging.system': 'aws_sqs',
+            'messaging.operation.type': 'send',
+            'leaseq.job.type': job.type,
+          },
+        },
+        parent,
+      );
+    });
     let envelopes: JobEnvelope[];
     try {
       envelopes = jobs.map((job, i) => {
         const span = spans[i];
-        return this.envelope(job, i, span ? traceparentOf(span) : undefined);
+        const hook = hooked[i];
+        return this.#envelope(job, i, (span ? traceparentOf(span) : undefined) ?? hook);
       });
     } catch (error) {
       for (const span of spans) {

@@ -1,5 +1,11 @@
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { describe, expect, it } from 'vitest';
+import { type SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { trace } from '@opentelemetry/api';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseEnvelope } from '../../../shared/core/contract/envelope.ts';
 import { defineJob, defineJobs } from '../../../shared/jobs/define-job.ts';
@@ -84,6 +90,71 @@ describe('Class: JobProducer', () => {
       const error = await producer.send(job).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(InvalidJobError);
       expect((error as Error).message).toMatch(message);
+    });
+  });
+
+  describe('with an OpenTelemetry SDK registered', () => {
+    const CALLER = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const exporter = new InMemorySpanExporter();
+    /** An SQS client that accepts every entry and keeps the bodies it was given. */
+    const accepting = (bodies: string[]) =>
+      ({
+        send: async (command: SendMessageBatchCommand) => {
+          const entries = command.input.Entries ?? [];
+          bodies.push(...entries.map((e) => e.MessageBody ?? ''));
+          return { Successful: entries.map((e) => ({ Id: e.Id, MessageId: `m-${e.Id}` })), Failed: [] };
+        },
+      }) as unknown as SQSClient;
+
+    beforeEach(() => {
+      trace.setGlobalTracerProvider(
+        new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }),
+      );
+    });
+    afterEach(() => {
+      trace.disable();
+      exporter.reset();
+    });
+
+    it("continues the traceparent() option's trace: the send span is its child, the envelope names the send span", async () => {
+      const bodies: string[] = [];
+      const withHook = new JobProducer({
+        queueUrl: 'q',
+        client: accepting(bodies),
+        traceparent: () => CALLER,
+      });
+      const [sent] = await withHook.send({ type: 't', dedupKey: 'k', payload: {} });
+      const [span] = exporter.getFinishedSpans();
+      expect(span?.name).toBe('leaseq.send t');
+      expect(span?.spanContext().traceId).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
+      expect(span?.parentSpanContext?.spanId).toBe('00f067aa0ba902b7');
+      const expected = `00-4bf92f3577b34da6a3ce929d0e0e4736-${span?.spanContext().spanId}-01`;
+      expect(sent?.traceparent).toBe(expected);
+      expect(JSON.parse(bodies[0] ?? '{}').trace).toBe(expected);
+    });
+
+    it("keeps a job's own traceparent as it is, with no send span", async () => {
+      const bodies: string[] = [];
+      const withHook = new JobProducer({
+        queueUrl: 'q',
+        client: accepting(bodies),
+        traceparent: () => CALLER,
+      });
+      const own = '00-11111111111111111111111111111111-2222222222222222-01';
+      const [sent] = await withHook.send({ type: 't', dedupKey: 'k', payload: {}, traceparent: own });
+      expect(sent?.traceparent).toBe(own);
+      expect(exporter.getFinishedSpans()).toEqual([]);
+    });
+
+    it('refuses a bad traceparent() value before sending, with no send span left open', async () => {
+      const bodies: string[] = [];
+      const withHook = new JobProducer({
+        queueUrl: 'q',
+        client: accepting(bodies),
+        traceparent: () => 'nope',
+      });
+      await expect(withHook.send({ type: 't', dedupKey: 'k', payload: {} })).rejects.toThrow(InvalidJobError);
+      expect(bodies).toEqual([]);
     });
   });
 });
