@@ -17,6 +17,7 @@ import {
   redriveMaxReceiveCount,
   resourceNames,
   type StackOutputKey,
+  WORKER_ENV,
 } from '../shared/resources.ts';
 import { JobQueue } from './constructs/job-queue.ts';
 import {
@@ -57,18 +58,24 @@ export interface LeaseqPipelineProps {
   /**
    * The application's own attempt limit: after this many attempts a job is dead-lettered by the worker.
    * The queue's redrive `maxReceiveCount` is set above it as a safety net (`maxAttempts + REDRIVE_MARGIN`;
-   * on FIFO `maxAttempts x batchSize + REDRIVE_MARGIN`, since group hand-backs are receives too).
+   * on FIFO, or with `LEASEQ_BATCH_CONCURRENCY` in `environment` below `batchSize`,
+   * `maxAttempts x batchSize + REDRIVE_MARGIN`, since records handed back unstarted are receives too).
    * @default 5
    */
   readonly maxAttempts?: number;
   /**
-   * Timeout of the worker Lambda (1 s - 15 min). The queue's visibility timeout is 6x this.
+   * Timeout of the worker Lambda (1 s - 15 min). The queue's visibility timeout is 6x this. Every lease
+   * ends `LEASEQ_DEADLINE_MARGIN_MS` (3 s) before it and no job starts under a 1 s lease, so synthesis
+   * refuses less than 5 s (rule `timeout-leaves-a-lease`); a job needs this less 3 s to finish.
    * @default Duration.seconds(60)
    */
   readonly workerTimeout?: Duration;
   /** Records per worker invocation (1-10). @default 10 */
   readonly batchSize?: number;
-  /** Most concurrent worker invocations the SQS event source starts (2-1000). @default 5 */
+  /**
+   * Most concurrent worker invocations the SQS event source starts (2-1000). A reserved concurrency set
+   * on the worker must be at least this (rule `reserved-covers-max-concurrency`). @default 5
+   */
   readonly maxConcurrency?: number;
   /** FIFO jobs queue and DLQ (names end in `.fifo`). @default false */
   readonly fifo?: boolean;
@@ -124,6 +131,8 @@ export interface ResolvedPipelineSettings {
   readonly batchSize: number;
   readonly maxConcurrency: number;
   readonly fifo: boolean;
+  /** Records of a batch run at once: `LEASEQ_BATCH_CONCURRENCY` of `environment`, else the worker's default. */
+  readonly batchConcurrency: number;
 }
 
 /** A construct property outside its allowed range; the message shows the value received and expected. */
@@ -164,6 +173,7 @@ export function resolvePipelineSettings(
     batchSize: props.batchSize ?? 10,
     maxConcurrency: props.maxConcurrency ?? 5,
     fifo: props.fifo ?? false,
+    batchConcurrency: props.batchConcurrency ?? DEFAULTS.batchConcurrency,
   };
   const integer = (prop: keyof ResolvedPipelineSettings, min: number, max: number) => {
     const value = resolved[prop] as number;
@@ -175,11 +185,15 @@ export function resolvePipelineSettings(
   // A batch is handled within one invocation; more than 10 records would need a batching window.
   integer('batchSize', 1, 10);
   integer('maxConcurrency', 2, 1000);
-  if (resolved.fifo && redriveMaxReceiveCount(resolved) > 1000) {
+  if (redriveMaxReceiveCount(resolved) > 1000) {
+    const where = resolved.fifo
+      ? `on a FIFO queue with batchSize ${resolved.batchSize}`
+      : `with batchSize ${resolved.batchSize} and ${WORKER_ENV.concurrency} ${resolved.batchConcurrency}`;
+    const or = resolved.fifo ? '' : `; or set ${WORKER_ENV.concurrency} to at least ${resolved.batchSize}`;
     throw fail(
       'maxAttempts',
       resolved.maxAttempts,
-      `at most ${Math.floor((1000 - REDRIVE_MARGIN) / resolved.batchSize)} on a FIFO queue with batchSize ${resolved.batchSize} (the redrive safety net, attempts x batch size + ${REDRIVE_MARGIN}, cannot exceed 1000 receives)`,
+      `at most ${Math.floor((1000 - REDRIVE_MARGIN) / resolved.batchSize)} ${where} (the redrive safety net, attempts x batch size + ${REDRIVE_MARGIN}, cannot exceed 1000 receives)${or}`,
     );
   }
   const timeoutSeconds = resolved.workerTimeout.toSeconds({ integral: false });
@@ -230,9 +244,14 @@ export class LeaseqPipeline extends Construct {
         'the path of your handler file',
       );
     }
+    const concurrency = props.environment?.[WORKER_ENV.concurrency];
     this.settings = resolvePipelineSettings({
       ...props,
       resourcePrefix: props.resourcePrefix ?? Stack.of(this).stackName,
+      // A value that is no positive integer is reported by the safety checks, naming the variable.
+      ...(concurrency !== undefined && /^[1-9]\d*$/.test(concurrency)
+        ? { batchConcurrency: Number(concurrency) }
+        : {}),
     });
     const settings = this.settings;
     const thresholds = resolveAlarmThresholds(props.alarmThresholds);

@@ -3,7 +3,13 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
 import { DEFAULTS } from '../shared/core/contract/defaults.ts';
-import { DEFAULT_DEDUP_TTL_SECONDS, redriveMaxReceiveCount, WORKER_ENV } from '../shared/resources.ts';
+import { minInvocationTimeoutSeconds } from '../shared/core/decisions/lease-timing.ts';
+import {
+  DEFAULT_DEDUP_TTL_SECONDS,
+  handsBackUnstarted,
+  redriveMaxReceiveCount,
+  WORKER_ENV,
+} from '../shared/resources.ts';
 import {
   DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES,
   SQS_MAX_MESSAGE_BYTES,
@@ -27,6 +33,14 @@ export interface PipelineSafetyFacts {
    * @default floor(leaseMs / 3)
    */
   readonly heartbeatMs?: number;
+  /** `LEASEQ_DEADLINE_MARGIN_MS` of the worker. @default DEFAULTS.deadlineMarginMs */
+  readonly deadlineMarginMs?: number;
+  /** `LEASEQ_BATCH_CONCURRENCY` of the worker. @default DEFAULTS.batchConcurrency */
+  readonly batchConcurrency?: number;
+  /** The event source's `ScalingConfig.MaximumConcurrency`. @default none (not checked) */
+  readonly maxConcurrency?: number;
+  /** The worker's reserved concurrency. @default none (not checked) */
+  readonly reservedConcurrency?: number;
   /** The redrive policy's `maxReceiveCount` on the jobs queue. */
   readonly maxReceiveCount: number;
   /** The application's attempt limit (`LEASEQ_MAX_ATTEMPTS`). */
@@ -53,13 +67,15 @@ export interface PipelineSafetyFacts {
 /** The rules {@link checkPipelineSafety} applies, one id each. */
 export type PipelineSafetyRule =
   | 'lease-at-least-minimum'
+  | 'timeout-leaves-a-lease'
   | 'visibility-covers-timeout'
   | 'heartbeat-before-visibility'
   | 'lease-spans-two-heartbeats'
   | 'redrive-above-attempts'
   | 'no-batching-window-on-fifo'
   | 'dedup-outlives-dlq'
-  | 'letter-fits-dlq';
+  | 'letter-fits-dlq'
+  | 'reserved-covers-max-concurrency';
 
 export interface PipelineSafetyViolation {
   readonly rule: PipelineSafetyRule;
@@ -80,6 +96,21 @@ export function checkPipelineSafety(facts: PipelineSafetyFacts): PipelineSafetyV
     add(
       'lease-at-least-minimum',
       `lease is ${facts.leaseMs} ms (${WORKER_ENV.leaseMs}); required at least ${DEFAULTS.minLeaseMs} ms`,
+    );
+  }
+
+  // The processor starts no job under a lease below the minimum, and every lease ends the margin before the
+  // invocation's deadline: under this timeout every record is handed back unrun, each hand-back a receive,
+  // until SQS moves the message with no reason and no job item (issue 23).
+  const marginMs = facts.deadlineMarginMs ?? DEFAULTS.deadlineMarginMs;
+  const minTimeout = minInvocationTimeoutSeconds(marginMs);
+  if (facts.functionTimeoutSeconds < minTimeout) {
+    add(
+      'timeout-leaves-a-lease',
+      `worker timeout is ${facts.functionTimeoutSeconds} s; required at least ${minTimeout} s: every lease ends ` +
+        `${WORKER_ENV.deadlineMarginMs} (${marginMs} ms) before the invocation's deadline and no job starts ` +
+        `under a lease below ${DEFAULTS.minLeaseMs} ms, so every record would be handed back unrun ` +
+        `(set workerTimeout to at least ${minTimeout} s, plus the longest job's run time)`,
     );
   }
 
@@ -118,13 +149,19 @@ export function checkPipelineSafety(facts: PipelineSafetyFacts): PipelineSafetyV
     );
   }
 
-  // The queue's redrive is a safety net above every receive leaseq causes itself (attempts, and on FIFO
-  // the hand-backs behind a failed group head): below that SQS dead-letters jobs leaseq would still run.
-  const minReceives = redriveMaxReceiveCount(facts);
+  // The queue's redrive is a safety net above every receive leaseq causes itself (attempts, and the
+  // records handed back unstarted: behind a failed FIFO group head, or waiting for a lane when the batch
+  // concurrency is below the batch size): below that SQS dead-letters jobs leaseq would still run.
+  const batchConcurrency = facts.batchConcurrency ?? DEFAULTS.batchConcurrency;
+  const minReceives = redriveMaxReceiveCount({ ...facts, batchConcurrency });
   if (facts.maxReceiveCount < minReceives) {
     const formula = facts.fifo
       ? `maxAttempts ${facts.maxAttempts} x batchSize ${facts.batchSize} + margin, FIFO hand-backs are receives`
-      : `maxAttempts ${facts.maxAttempts} + margin`;
+      : handsBackUnstarted({ ...facts, batchConcurrency })
+        ? `maxAttempts ${facts.maxAttempts} x batchSize ${facts.batchSize} + margin, ${WORKER_ENV.concurrency} ` +
+          `${batchConcurrency} below the batch size hands records back unstarted; or set ` +
+          `${WORKER_ENV.concurrency} to at least batchSize ${facts.batchSize}`
+        : `maxAttempts ${facts.maxAttempts} + margin`;
     add(
       'redrive-above-attempts',
       `jobs queue redrive maxReceiveCount is ${facts.maxReceiveCount}; required at least ${minReceives} (${formula})`,
@@ -163,6 +200,22 @@ export function checkPipelineSafety(facts: PipelineSafetyFacts): PipelineSafetyV
       `jobs queue MaximumMessageSize is ${jobsMax} bytes and the DLQ's ${dlqMax} bytes; required the jobs ` +
         `queue's at most the DLQ's less ${DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES} bytes for the reason attributes ` +
         `(at most ${dlqMax - DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES})`,
+    );
+  }
+
+  // Event source mappings do not count reserved concurrency: the poller receives batches for more
+  // invocations than Lambda then runs, and each throttled batch returns to the queue as receives.
+  if (
+    facts.reservedConcurrency !== undefined &&
+    facts.maxConcurrency !== undefined &&
+    facts.reservedConcurrency < facts.maxConcurrency
+  ) {
+    add(
+      'reserved-covers-max-concurrency',
+      `worker reserved concurrency is ${facts.reservedConcurrency} and the event source's maximum concurrency ` +
+        `${facts.maxConcurrency}; required at least ${facts.maxConcurrency}: the event source does not count ` +
+        'reserved concurrency, and each batch Lambda throttles returns to the queue as receives that run no job ' +
+        `(set maxConcurrency to at most ${facts.reservedConcurrency}, or reserve at least ${facts.maxConcurrency})`,
     );
   }
   return found;
@@ -222,11 +275,14 @@ export function pipelineSafetyFacts(
     return Number(raw);
   };
 
+  const scaling = resolved(mapping?.scalingConfig) as { maximumConcurrency?: unknown } | undefined;
   const facts: PipelineSafetyFacts = {
     visibilityTimeoutSeconds: number('jobs queue VisibilityTimeout', queue.visibilityTimeout, 30),
     // CloudFormation's default Lambda timeout is 3 s.
     functionTimeoutSeconds: number('worker Timeout', fn.timeout, 3),
     leaseMs: envInt(WORKER_ENV.leaseMs, DEFAULTS.leaseMs),
+    deadlineMarginMs: envInt(WORKER_ENV.deadlineMarginMs, DEFAULTS.deadlineMarginMs),
+    batchConcurrency: envInt(WORKER_ENV.concurrency, DEFAULTS.batchConcurrency),
     maxReceiveCount: number('jobs queue RedrivePolicy.maxReceiveCount', redrive?.maxReceiveCount),
     maxAttempts: envInt(WORKER_ENV.maxAttempts, DEFAULTS.maxAttempts),
     // The Lambda default batch size for SQS is 10.
@@ -243,6 +299,16 @@ export function pipelineSafetyFacts(
       SQS_DEFAULT_RETENTION_SECONDS,
     ),
     dedupTtlSeconds: resources.dedupTtlSeconds ?? DEFAULT_DEDUP_TTL_SECONDS,
+    ...(scaling?.maximumConcurrency === undefined
+      ? {}
+      : {
+          maxConcurrency: number('event source ScalingConfig.MaximumConcurrency', scaling.maximumConcurrency),
+        }),
+    ...(resolved(fn.reservedConcurrentExecutions) === undefined
+      ? {}
+      : {
+          reservedConcurrency: number('worker ReservedConcurrentExecutions', fn.reservedConcurrentExecutions),
+        }),
     jobsMaxMessageBytes: number(
       'jobs queue MaximumMessageSize',
       queue.maximumMessageSize,

@@ -30,17 +30,33 @@ export const REDRIVE_MARGIN = 10;
 
 /**
  * The queue's redrive `maxReceiveCount`: a safety net above every receive leaseq itself may cause. On a
- * standard queue that is the attempts plus {@link REDRIVE_MARGIN}. On a FIFO queue every retry of a
- * group's head hands the rest of its batch back, each a receive that is not an attempt, so a message can
- * be received up to `batchSize` times per attempt of the messages ahead of it: attempts x batch size +
- * margin, or a never-attempted message would reach the DLQ through SQS with no reason.
+ * standard queue that is the attempts plus {@link REDRIVE_MARGIN}. When a batch's records cannot all start
+ * at once, records are handed back unstarted, each a receive that is not an attempt: on FIFO every retry
+ * of a group's head hands the rest of its batch back, and with `LEASEQ_BATCH_CONCURRENCY` below the batch
+ * size the records left waiting when the deadline nears are handed back. A message can then be received
+ * up to `batchSize` times per attempt, so the count is attempts x batch size + margin, or a never-attempted
+ * message would reach the DLQ through SQS with no reason.
  */
 export function redriveMaxReceiveCount(settings: {
   readonly maxAttempts: number;
   readonly batchSize: number;
   readonly fifo: boolean;
+  /** Records of a batch run at once (`LEASEQ_BATCH_CONCURRENCY`). @default the batch size (all) */
+  readonly batchConcurrency?: number;
 }): number {
-  return (settings.fifo ? settings.maxAttempts * settings.batchSize : settings.maxAttempts) + REDRIVE_MARGIN;
+  return (
+    (handsBackUnstarted(settings) ? settings.maxAttempts * settings.batchSize : settings.maxAttempts) +
+    REDRIVE_MARGIN
+  );
+}
+
+/** Whether a batch may hand records back unstarted (see {@link redriveMaxReceiveCount}). */
+export function handsBackUnstarted(settings: {
+  readonly batchSize: number;
+  readonly fifo: boolean;
+  readonly batchConcurrency?: number;
+}): boolean {
+  return settings.fifo || (settings.batchConcurrency ?? settings.batchSize) < settings.batchSize;
 }
 
 /**

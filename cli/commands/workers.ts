@@ -7,7 +7,12 @@ import { holdEmulator } from '../../shared/local/emulator.ts';
 import { poolMetricsDir } from '../../shared/ops/smells.ts';
 import { DEFAULT_WORKER_TIMEOUT_SECONDS, WORKER_ENV } from '../../shared/resources.ts';
 import { WorkerPool } from '../../shared/runner/worker-pool.ts';
-import { type WorkerSettings, workerEnv, workerSettingsFromEnv } from '../../shared/worker/config.ts';
+import {
+  checkInvocationTimeout,
+  type WorkerSettings,
+  workerEnv,
+  workerSettingsFromEnv,
+} from '../../shared/worker/config.ts';
 import { integerArg, note, renderTable } from '../format.ts';
 import { jobModuleOption, requireCliJobs } from '../job-module.ts';
 import { safeJson } from '../safe-text.ts';
@@ -76,7 +81,9 @@ function settingsOf(flags: WorkersFlags): WorkerSettings {
     env[WORKER_ENV[key]] = given;
     labels[key] = option;
   }
-  return workerSettingsFromEnv(env, labels);
+  const settings = workerSettingsFromEnv(env, labels);
+  checkInvocationTimeout(flags.timeout, settings, '--timeout');
+  return settings;
 }
 
 /** Margin after a batch's --timeout for its release or commit and the message's give-back. */

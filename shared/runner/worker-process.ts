@@ -45,7 +45,10 @@ async function main(): Promise<void> {
     handler,
     functionName: worker,
     timeoutMs: Number(process.env[INVOCATION_TIMEOUT_ENV] ?? DEFAULT_WORKER_TIMEOUT_SECONDS * 1000),
-    batchSize: Number(process.env.LEASEQ_BATCH_SIZE ?? 10),
+    // No more records than run at once: a record received without a lane may be handed back unstarted
+    // when the deadline nears, a receive that is no attempt (issue 23). The Lambda event source cannot be
+    // told so; the construct raises its redrive count instead.
+    batchSize: Math.min(Number(process.env.LEASEQ_BATCH_SIZE ?? 10), config.concurrency),
     receiveVisibilitySeconds: visibilityForLease(config.leaseMs),
     signal: stop.signal,
     onError: (error) =>

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULTS } from '../core/contract/defaults.ts';
+import { minInvocationTimeoutSeconds } from '../core/decisions/lease-timing.ts';
 import { tableEnvVar } from '../core/model/table.ts';
 import { type JobProcessorOptions, resolveSettings } from '../core/pipeline/settings.ts';
 import { ConfigError } from '../errors.ts';
@@ -41,10 +42,10 @@ const settingsSchema = (label: (key: SettingKey) => string) =>
   z.object({
     maxAttempts: positiveInt(label('maxAttempts'), DEFAULTS.maxAttempts),
     leaseMs: integer(label('leaseMs'), DEFAULTS.leaseMs),
-    concurrency: positiveInt(label('concurrency'), 10),
+    concurrency: positiveInt(label('concurrency'), DEFAULTS.batchConcurrency),
     backoffBaseSeconds: positiveInt(label('backoffBaseSeconds'), 2),
     backoffCapSeconds: positiveInt(label('backoffCapSeconds'), 900),
-    deadlineMarginMs: positiveInt(label('deadlineMarginMs'), 3000),
+    deadlineMarginMs: positiveInt(label('deadlineMarginMs'), DEFAULTS.deadlineMarginMs),
     testHooks: flag(label('testHooks')),
     workerId: z
       .string()
@@ -160,6 +161,26 @@ export function workerSettingsFromEnv(
   const { settings, problems } = parseSettings(env, labels);
   if (!settings || problems.length > 0) throw configError(problems);
   return settings;
+}
+
+/**
+ * Checks an invocation timeout against the deadline margin of `settings` (`leaseq workers --timeout`;
+ * the CDK construct checks its worker timeout the same way): under the minimum no job ever starts.
+ * @throws ConfigError naming the smallest timeout that works and why.
+ */
+export function checkInvocationTimeout(
+  timeoutSeconds: number,
+  settings: Pick<WorkerSettings, 'deadlineMarginMs'>,
+  label = 'timeout',
+): void {
+  const min = minInvocationTimeoutSeconds(settings.deadlineMarginMs);
+  if (timeoutSeconds >= min) return;
+  throw configError([
+    `${label} is ${timeoutSeconds} s; required at least ${min} s: every lease ends ` +
+      `${WORKER_ENV.deadlineMarginMs} (${settings.deadlineMarginMs} ms) before the invocation's deadline and ` +
+      `no job starts under a lease below ${DEFAULTS.minLeaseMs} ms, so every record would be handed back ` +
+      `unrun (use ${label} ${min} or more, plus the longest job's run time)`,
+  ]);
 }
 
 /**

@@ -187,6 +187,24 @@ describe('Function: redriveMaxReceiveCount (the safety net)', () => {
   });
 });
 
+describe('Function: redriveMaxReceiveCount with batch concurrency (issue 23 item 3)', () => {
+  it('counts the hand-backs when fewer records run at once than a batch holds, as on FIFO', () => {
+    const count = (concurrency: number) =>
+      redriveMaxReceiveCount({ maxAttempts: 3, batchSize: 10, fifo: false, batchConcurrency: concurrency });
+    expect(count(2)).toBe(30 + REDRIVE_MARGIN);
+    expect(count(9)).toBe(30 + REDRIVE_MARGIN);
+    expect(count(10)).toBe(3 + REDRIVE_MARGIN);
+    expect(count(20)).toBe(3 + REDRIVE_MARGIN);
+  });
+
+  it('refuses attempts whose safety net would exceed 1000 receives, naming the fix', () => {
+    expect(() => synth({ maxAttempts: 100, environment: { LEASEQ_BATCH_CONCURRENCY: '2' } })).toThrow(
+      /prop maxAttempts is 100; expected at most 99 with batchSize 10 and LEASEQ_BATCH_CONCURRENCY 2 .*or set LEASEQ_BATCH_CONCURRENCY to at least 10/,
+    );
+    expect(() => synth({ maxAttempts: 100 })).not.toThrow();
+  });
+});
+
 describe('Prop: tracing', () => {
   it('sets the OTLP variables, adds the collector layer and grants X-Ray writes only when asked', async () => {
     const { App, Stack } = await import('aws-cdk-lib');

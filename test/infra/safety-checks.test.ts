@@ -173,6 +173,64 @@ describe('Synth-time safety checks', () => {
     ).toEqual([]);
   });
 
+  // Issue 23 item 1: a timeout of 4 s or less synthesized, and every record was handed back unrun until SQS
+  // moved it to the DLQ with no reason.
+  it('rule timeout-leaves-a-lease: a worker timeout that leaves no minimum lease after the deadline margin fails synth', () => {
+    expect(() => synth({ workerTimeout: Duration.seconds(4) })).toThrow(
+      /timeout-leaves-a-lease: worker timeout is 4 s; required at least 5 s: every lease ends LEASEQ_DEADLINE_MARGIN_MS \(3000 ms\) before the invocation's deadline and no job starts under a lease below 1000 ms, so every record would be handed back unrun \(set workerTimeout to at least 5 s, plus the longest job's run time\)/,
+    );
+    expect(() => synth({ workerTimeout: Duration.seconds(1) })).toThrow(/timeout-leaves-a-lease/);
+    expect(() => synth({ workerTimeout: Duration.seconds(5) })).not.toThrow();
+    // The margin is read from the worker's environment: a larger one raises the minimum.
+    expect(() =>
+      synth({ workerTimeout: Duration.seconds(11), environment: { LEASEQ_DEADLINE_MARGIN_MS: '10000' } }),
+    ).toThrow(
+      /worker timeout is 11 s; required at least 12 s: every lease ends LEASEQ_DEADLINE_MARGIN_MS \(10000 ms\)/,
+    );
+    expect(() =>
+      synth({ workerTimeout: Duration.seconds(12), environment: { LEASEQ_DEADLINE_MARGIN_MS: '10000' } }),
+    ).not.toThrow();
+  });
+
+  // Issue 23 item 3: with LEASEQ_BATCH_CONCURRENCY below the batch size, records that cannot start before
+  // the deadline are handed back unstarted; the construct raises the redrive count as it does on FIFO.
+  it('rule redrive-above-attempts with batch concurrency below the batch size: the count must cover the hand-backs', () => {
+    const redrive = (template: ReturnType<typeof synth>) =>
+      Object.values(template.findResources('AWS::SQS::Queue', { Properties: { QueueName: 'shop-jobs' } }))
+        .map((r) => (r as { Properties: { RedrivePolicy: { maxReceiveCount: number } } }).Properties)
+        .map((p) => p.RedrivePolicy.maxReceiveCount);
+    expect(redrive(synth({ environment: { LEASEQ_BATCH_CONCURRENCY: '2' } }))).toEqual([5 * 10 + 10]);
+    expect(redrive(synth({ batchSize: 4, environment: { LEASEQ_BATCH_CONCURRENCY: '4' } }))).toEqual([15]);
+    expect(() =>
+      synth({ environment: { LEASEQ_BATCH_CONCURRENCY: '2' } }, (p) => {
+        cfnQueue(p.queue).redrivePolicy = {
+          deadLetterTargetArn: p.deadLetterQueue.queueArn,
+          maxReceiveCount: 15,
+        };
+      }),
+    ).toThrow(
+      /redrive-above-attempts: jobs queue redrive maxReceiveCount is 15; required at least 60 \(maxAttempts 5 x batchSize 10 \+ margin, LEASEQ_BATCH_CONCURRENCY 2 below the batch size hands records back unstarted; or set LEASEQ_BATCH_CONCURRENCY to at least batchSize 10\)/,
+    );
+    expect(checkPipelineSafety({ ...sound, batchConcurrency: 3 }).map((v) => v.rule)).toEqual([
+      'redrive-above-attempts',
+    ]);
+    expect(checkPipelineSafety({ ...sound, batchConcurrency: 10 })).toEqual([]);
+  });
+
+  // Issue 23, reasoned item: event sources ignore reserved concurrency, so the batches Lambda throttles go
+  // back to the queue as receives that are not attempts.
+  it('rule reserved-covers-max-concurrency: reserved concurrency below the event source maximum fails synth', () => {
+    const reserve = (n: number) => (p: LeaseqPipeline) => {
+      (p.worker.function.node.defaultChild as lambda.CfnFunction).reservedConcurrentExecutions = n;
+    };
+    expect(() => synth({ maxConcurrency: 5 }, reserve(2))).toThrow(
+      /reserved-covers-max-concurrency: worker reserved concurrency is 2 and the event source's maximum concurrency 5; required at least 5: the event source does not count reserved concurrency, and each batch Lambda throttles returns to the queue as receives that run no job \(set maxConcurrency to at most 2, or reserve at least 5\)/,
+    );
+    expect(() => synth({ maxConcurrency: 5 }, reserve(0))).toThrow(/reserved-covers-max-concurrency/);
+    expect(() => synth({ maxConcurrency: 5 }, reserve(5))).not.toThrow();
+    expect(() => synth({ maxConcurrency: 5 })).not.toThrow();
+  });
+
   it('reports a worker setting it cannot read instead of guessing', () => {
     expect(() => synth({ environment: { LEASEQ_LEASE_MS: 'soon' } })).toThrow(
       /cannot read a setting: worker environment LEASEQ_LEASE_MS is "soon"; expected a positive integer/,

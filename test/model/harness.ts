@@ -1,6 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSRecord } from 'aws-lambda';
 import { vi } from 'vitest';
+import { DEFAULTS } from '../../shared/core/contract/defaults.ts';
 import { makeEnvelope } from '../../shared/core/contract/envelope.ts';
 import type { Checkpoint, JobItem } from '../../shared/core/contract/job-item.ts';
 import type { DeadLetterReason, JobQueue } from '../../shared/core/contract/job-queue.ts';
@@ -104,8 +105,8 @@ export const BUDGET_MS = 6 * 3_600_000;
 const MAX_TIMERS = 200_000;
 const TRACE_LIMIT = 20_000;
 const LEDGER = 'ledger';
-/** LEASEQ_DEADLINE_MARGIN_MS's default (shared/worker/config.ts). */
-const DEADLINE_MARGIN_MS = 3000;
+/** LEASEQ_DEADLINE_MARGIN_MS's default. */
+const DEADLINE_MARGIN_MS = DEFAULTS.deadlineMarginMs;
 const realSetImmediate = globalThis.setImmediate;
 
 /** What one run found, and what it did. */

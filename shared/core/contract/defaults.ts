@@ -12,6 +12,14 @@ export const DEFAULTS = {
    * Below it a third of the lease (the heartbeat) leaves too little room for one store round trip.
    */
   minLeaseMs: 1000,
+  /**
+   * How long before a Lambda invocation's deadline every lease ends (ms), so a job's release or commit
+   * and its message's give-back land inside the invocation. With `minLeaseMs` it sets the shortest
+   * invocation timeout under which a job can start (`minInvocationTimeoutSeconds`).
+   */
+  deadlineMarginMs: 3000,
+  /** Records of one batch run at once (`LEASEQ_BATCH_CONCURRENCY`). */
+  batchConcurrency: 10,
   /** Claims that ran the job before it is dead-lettered. */
   maxAttempts: 5,
   /**

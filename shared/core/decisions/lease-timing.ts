@@ -38,6 +38,16 @@ export function capLeaseToDeadline(leaseMs: number, now: number, deadline: numbe
 }
 
 /**
+ * The shortest invocation timeout (whole seconds) under which a job can start at all. The deadline is the
+ * timeout less `deadlineMarginMs`, every lease is capped to it, and the processor starts no job under a
+ * lease below DEFAULTS.minLeaseMs; the batch arrives some milliseconds into the invocation, so the
+ * timeout must exceed margin + minimum, not equal it. Below this every record is handed back unrun.
+ */
+export function minInvocationTimeoutSeconds(deadlineMarginMs: number): number {
+  return Math.floor((deadlineMarginMs + DEFAULTS.minLeaseMs) / 1000) + 1;
+}
+
+/**
  * Time kept in hand before a lease ends, for clock skew between workers and the last write: a worker
  * stops its job this long before `leaseUntil` unless a renewal extended it. A tenth of the lease, at
  * most 1 s (docs/protocol.md, "Timing rules").

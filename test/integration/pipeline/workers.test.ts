@@ -39,9 +39,14 @@ afterEach(async () => {
 });
 afterAll(() => env?.close());
 
-function startPool(count: number, leaseMs = 2000): Promise<void> {
+function startPool(
+  count: number,
+  leaseMs = 2000,
+  more: { readonly env?: Record<string, string>; readonly invocationTimeoutMs?: number } = {},
+): Promise<void> {
   pool = new WorkerPool({
     count,
+    ...(more.invocationTimeoutMs ? { invocationTimeoutMs: more.invocationTimeoutMs } : {}),
     logDir: mkdtempSync(join(tmpdir(), 'leaseq-workers-')),
     idPrefix: `${uniqueName('p')}-`,
     jobsModule: LEDGER_JOB_MODULE,
@@ -60,6 +65,7 @@ function startPool(count: number, leaseMs = 2000): Promise<void> {
         leaseMs,
         maxAttempts: 4,
       }),
+      ...more.env,
     },
   });
   return pool.start();
@@ -234,4 +240,40 @@ describe('Local worker processes running the Lambda handler', () => {
       expect.objectContaining({ reason: 'permanent-error', dedupKey: poison, type: 'ledger.credit' }),
     ]);
   });
+
+  // Issue 23 item 3: a local worker received a whole batch (10) whatever LEASEQ_BATCH_CONCURRENCY said;
+  // the records waiting for a lane when the deadline neared were handed back unstarted, each a receive
+  // that is not an attempt (a backlog could drive a message to the redrive limit unrun).
+  it('receives no more records than LEASEQ_BATCH_CONCURRENCY runs at once: none is handed back unstarted', async () => {
+    // Prepare: three 1.5 s jobs waiting before the worker starts, one lane, invocations of 5 s (every
+    // lease ends 3 s before that: after one job, too little is left to start the next).
+    const account = uniqueName('a');
+    const keys = [uniqueName('c'), uniqueName('c'), uniqueName('c')];
+    for (const key of keys) {
+      await sendJob(env, {
+        dedupKey: key,
+        type: 'ledger.credit',
+        payload: { account, amount: 1, simulate: { sleepMs: 1500 } },
+      });
+    }
+
+    // Act
+    await startPool(1, 2000, { env: { LEASEQ_BATCH_CONCURRENCY: '1' }, invocationTimeoutMs: 5000 });
+    const store = jobsStore();
+    const done = await eventually(
+      async () => {
+        const items = await Promise.all(keys.map((k) => store.get(k)));
+        return items.every((i) => i?.status === JobStatus.Completed);
+      },
+      60_000,
+      300,
+    );
+
+    // Assess: every job ran once, and no record was given back for want of time to start.
+    expect(done).toBe(true);
+    await sleep(300);
+    expect(pool?.total('JobSucceeded')).toBe(3);
+    expect(pool?.total('HandBack')).toBe(0);
+    expect((await getBalance(env, account))?.balance).toBe(3);
+  }, 90_000);
 });
