@@ -141,7 +141,10 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
     } finally {
       // Once per invocation: EMF lines and spans must be out before the runtime freezes the environment.
       flushMetrics(metrics, logger, options.redactError);
-      if (tracing) await flushTraces(tracing, context.getRemainingTimeInMillis() - FLUSH_MARGIN_MS, logger);
+      if (tracing) {
+        const budgetMs = Math.min(context.getRemainingTimeInMillis() - FLUSH_MARGIN_MS, FLUSH_MAX_MS);
+        await flushTraces(tracing, budgetMs, logger);
+      }
     }
   };
   return Object.assign(handle, { workerId: worker, metrics });
@@ -149,6 +152,11 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
 
 /** Left of the invocation after the trace flush, for the batch response to reach the runtime. */
 const FLUSH_MARGIN_MS = 250;
+/**
+ * The longest a flush may take even with time left: an export to a healthy collector takes milliseconds,
+ * and a collector that hangs for good would otherwise bill every later invocation up to its timeout.
+ */
+const FLUSH_MAX_MS = 2_000;
 
 /**
  * Flushes spans for at most `budgetMs`. A collector that hangs must not hold the invocation past its
