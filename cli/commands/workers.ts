@@ -155,7 +155,9 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
   // ever polled (a broken job module, a bad setting) end the command instead.
   pool.on('exit', (info) => {
     if (stopping) return;
-    const how = info.exitSignal ?? `code ${info.exitCode}`;
+    const how = info.startError
+      ? `could not start: ${info.startError}`
+      : (info.exitSignal ?? `code ${info.exitCode}`);
     failedStarts = info.ready ? 0 : failedStarts + 1;
     if (failedStarts >= 3) {
       gaveUp = `workers keep dying before they poll (last: ${info.id}, ${how}); see ${info.logFile}`;
@@ -203,14 +205,23 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
   await pool.stop(graceMs);
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
-  const rows = [...pool.workers.values()].map((w) => ({
-    worker: w.id,
-    succeeded: w.counters.JobSucceeded ?? 0,
-    duplicates: w.counters.DuplicateSkipped ?? 0,
-    retries: w.counters.JobRetried ?? 0,
-    deadLettered: w.counters.JobDeadLettered ?? 0,
-    exit: w.exitSignal ?? String(w.exitCode),
-  }));
+  const row = (worker: string, counters: Record<string, number>, exit: string) => ({
+    worker,
+    succeeded: counters.JobSucceeded ?? 0,
+    duplicates: counters.DuplicateSkipped ?? 0,
+    retries: counters.JobRetried ?? 0,
+    deadLettered: counters.JobDeadLettered ?? 0,
+    exit,
+  });
+  // The pool lists its latest dead workers one by one and sums the earlier ones (a long crash loop).
+  const rows = [
+    ...(pool.retired.workers > 0
+      ? [row(`${pool.retired.workers} earlier workers`, pool.retired.counters, '-')]
+      : []),
+    ...[...pool.workers.values()].map((w) =>
+      row(w.id, w.counters, w.startError ? 'not started' : (w.exitSignal ?? String(w.exitCode))),
+    ),
+  ];
   if (flags.json) process.stdout.write(`${safeJson(rows, 2)}\n`);
   else {
     const columns = ['worker', 'succeeded', 'duplicates', 'retries', 'dead-lettered', 'exit'].map(

@@ -210,15 +210,34 @@ async function describeTable(ddb: DynamoDBClient, name: string): Promise<TableDe
   }
 }
 
+/**
+ * Refuses a table whose key differs from the template's: in names and roles, and in each key attribute's
+ * type (a `dedupKey` of type N fails every claim with `key element does not match`). DynamoDB cannot
+ * change a key in place, so the only fixes are a new table or another name.
+ */
 function assertSameKeys(plan: TablePlan, table: TableDescription): void {
   const key = (schema: readonly { AttributeName?: string; KeyType?: string }[] | undefined) =>
     (schema ?? []).map((k) => `${k.AttributeName}:${k.KeyType}`).join(',');
   const wanted = key(plan.create.KeySchema);
   const have = key(table.KeySchema);
+  const fix = 'delete the table or use another prefix';
   if (wanted !== have) {
     throw new LocalProvisionError(
-      `table ${plan.name} exists with key ${have}; the template wants ${wanted}: delete the table or use another prefix`,
+      `table ${plan.name} exists with key ${have}; the template wants ${wanted}: ${fix}`,
     );
+  }
+  const typeOf = (
+    definitions: readonly { AttributeName?: string; AttributeType?: string }[] | undefined,
+    name: string | undefined,
+  ) => definitions?.find((d) => d.AttributeName === name)?.AttributeType ?? 'unknown';
+  for (const { AttributeName: name } of plan.create.KeySchema ?? []) {
+    const needed = typeOf(plan.create.AttributeDefinitions, name);
+    const found = typeOf(table.AttributeDefinitions, name);
+    if (needed !== found) {
+      throw new LocalProvisionError(
+        `table ${plan.name} exists, but its key attribute ${name} has type ${found}; leaseq needs ${needed}: ${fix}`,
+      );
+    }
   }
 }
 

@@ -68,7 +68,7 @@ export interface ProvisionOptions {
 /**
  * Creates the stack's queues and tables at the clients' endpoint, as the synthesized template describes
  * them. Idempotent: a queue that exists gets its attributes set back to the template's values; a table
- * that exists is checked (a different key schema is an error, since the code would not work with it)
+ * that exists is checked (a different key schema or key attribute type is an error, since the code would not work with it)
  * and gets TTL / point-in-time recovery turned on if they are off.
  */
 export async function provisionLocal(options: ProvisionOptions): Promise<ProvisionResult> {

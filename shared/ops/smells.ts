@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MetricName } from '../core/observe/metric-names.ts';
-import { quantile, type Summary } from '../core/observe/metrics.ts';
+import { mergeSummaries, quantile, type Summary } from '../core/observe/metrics.ts';
 import type { PoolMetricsFile } from '../runner/worker-pool.ts';
 
 /** Where local worker pools keep their metrics files (`leaseq workers`, the demo). */
@@ -145,19 +145,5 @@ export function operationalSmells(files: readonly PoolMetricsFile[]): Operationa
         : {}),
     },
     storeLatency: storeLatency.sort((a, b) => a.operation.localeCompare(b.operation)),
-  };
-}
-
-function mergeSummaries(summaries: readonly Summary[]): Summary {
-  const buckets: number[] = [];
-  for (const s of summaries) {
-    for (const [i, n] of (s.buckets ?? []).entries()) buckets[i] = (buckets[i] ?? 0) + n;
-  }
-  return {
-    count: summaries.reduce((n, s) => n + s.count, 0),
-    sum: summaries.reduce((n, s) => n + s.sum, 0),
-    min: Math.min(...summaries.map((s) => s.min)),
-    max: Math.max(...summaries.map((s) => s.max)),
-    buckets,
   };
 }

@@ -1,8 +1,17 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { chmodSync, fchmodSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  fchmodSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { Summary } from '../core/observe/metrics.ts';
+import { mergeSummaries, type Summary } from '../core/observe/metrics.ts';
 import { JOBS_MODULE_ENV } from '../jobs/job-module.ts';
 import { isInstalled } from '../optional-package.ts';
 import { WORKER_ENV } from '../resources.ts';
@@ -30,6 +39,18 @@ export interface WorkerPoolOptions {
    * @default none
    */
   readonly metricsFile?: string;
+  /**
+   * Dead workers kept one by one (for the closing table and `leaseq status`); older ones are folded into
+   * {@link WorkerPool.retired}, so a long crash loop costs bounded memory. @default 16
+   */
+  readonly keepDead?: number;
+}
+
+/** What the pool keeps of the dead workers it no longer lists: how many, and their summed last reports. */
+export interface RetiredWorkers {
+  workers: number;
+  counters: Record<string, number>;
+  observations: Record<string, Summary>;
 }
 
 /** What a pool's metrics file holds. */
@@ -46,13 +67,16 @@ export interface PoolMetricsFile {
 
 export interface WorkerInfo {
   readonly id: string;
-  readonly pid: number | undefined;
+  /** Undefined when the process could not be started. */
+  pid: number | undefined;
   readonly logFile: string;
   alive: boolean;
   /** It said it was polling (false for a worker that died while starting). */
   ready: boolean;
   exitCode: number | null;
   exitSignal: NodeJS.Signals | null;
+  /** Why the process could not be started (a log it cannot open, EMFILE, EAGAIN); it never ran. */
+  startError?: string;
   counters: Record<string, number>;
   observations: Record<string, Summary>;
 }
@@ -78,7 +102,9 @@ const TSX_HOOK = isInstalled('tsx') ? ['--import', import.meta.resolve('tsx')] :
 export class WorkerPool extends EventEmitter<PoolEvents> {
   readonly #options: WorkerPoolOptions;
   readonly #children = new Map<string, ChildProcess>();
+  /** Live workers, and the latest dead ones (up to `keepDead`), in start order. */
   readonly workers = new Map<string, WorkerInfo>();
+  readonly retired: RetiredWorkers = { workers: 0, counters: {}, observations: {} };
   #next = 1;
   #metricsTimer: NodeJS.Timeout | undefined;
 
@@ -104,28 +130,22 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
     await Promise.all(Array.from({ length: this.#options.count }, () => this.spawn()));
   }
 
-  /** Starts one more worker; resolves when it is polling. */
+  /** Workers started so far (live, dead and retired). */
+  get started(): number {
+    return this.#next - 1;
+  }
+
+  /**
+   * Starts one more worker; resolves when it is polling, or once it has died. Never throws: a worker
+   * that cannot be started (EMFILE, EAGAIN, an unwritable log) is reported as an `error` and an `exit`
+   * with `startError`, as a worker that died at once would be.
+   */
   spawn(): Promise<WorkerInfo> {
     const id = `${this.#options.idPrefix ?? 'w'}${this.#next++}`;
     const logFile = join(this.#options.logDir, `${id}.log`);
-    const fd = openSync(logFile, 'a', 0o600);
-    fchmodSync(fd, 0o600);
-    const child = fork(ENTRY, [], {
-      env: {
-        ...process.env,
-        ...this.#options.env,
-        [JOBS_MODULE_ENV]: this.#options.jobsModule,
-        ...(this.#options.invocationTimeoutMs
-          ? { [INVOCATION_TIMEOUT_ENV]: String(this.#options.invocationTimeoutMs) }
-          : {}),
-        [WORKER_ENV.workerId]: id,
-      },
-      execArgv: TSX_HOOK,
-      stdio: ['ignore', fd, fd, 'ipc'],
-    });
     const info: WorkerInfo = {
       id,
-      pid: child.pid,
+      pid: undefined,
       logFile,
       alive: true,
       ready: false,
@@ -135,6 +155,32 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
       observations: {},
     };
     this.workers.set(id, info);
+    let child: ChildProcess;
+    let fd: number | undefined;
+    try {
+      fd = openSync(logFile, 'a', 0o600);
+      fchmodSync(fd, 0o600);
+      child = fork(ENTRY, [], {
+        env: {
+          ...process.env,
+          ...this.#options.env,
+          [JOBS_MODULE_ENV]: this.#options.jobsModule,
+          ...(this.#options.invocationTimeoutMs
+            ? { [INVOCATION_TIMEOUT_ENV]: String(this.#options.invocationTimeoutMs) }
+            : {}),
+          [WORKER_ENV.workerId]: id,
+        },
+        execArgv: TSX_HOOK,
+        stdio: ['ignore', fd, fd, 'ipc'],
+      });
+    } catch (error) {
+      return Promise.resolve(this.#notStarted(info, error));
+    } finally {
+      // The child has its own copy of the log descriptor; the parent's would stay open for the life of
+      // the command, one per worker ever started.
+      if (fd !== undefined) closeSync(fd);
+    }
+    info.pid = child.pid;
     this.#children.set(id, child);
     return new Promise((resolve) => {
       child.on('message', (message: WorkerMessage) => {
@@ -144,17 +190,58 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
         } else if (message.type === 'ready') {
           info.ready = true;
           resolve(info);
-        } else if (message.type === 'error') this.emit('error', id, message.message);
+        } else if (message.type === 'error') this.#report(id, message.message);
+      });
+      // Without a listener, a failed spawn (EMFILE, EAGAIN: no pid, no 'exit') or a failed IPC send
+      // is an uncaught exception that ends the command.
+      child.on('error', (error) => {
+        if (child.pid === undefined && info.alive) {
+          this.#children.delete(id);
+          resolve(this.#notStarted(info, error));
+        } else this.#report(id, error.message);
       });
       child.on('exit', (code, signal) => {
         info.alive = false;
         info.exitCode = code;
         info.exitSignal = signal;
         this.#children.delete(id);
+        this.#retireOld();
         this.emit('exit', info);
         resolve(info);
       });
     });
+  }
+
+  #notStarted(info: WorkerInfo, error: unknown): WorkerInfo {
+    info.alive = false;
+    info.startError = error instanceof Error ? error.message : String(error);
+    this.#report(info.id, `could not start the worker: ${info.startError}`);
+    this.#retireOld();
+    // After spawn() has returned, as a real exit comes, so a listener that spawns again does not recurse.
+    process.nextTick(() => this.emit('exit', info));
+    return info;
+  }
+
+  #report(id: string, message: string): void {
+    // EventEmitter throws an 'error' nobody listens to.
+    if (this.listenerCount('error') > 0) this.emit('error', id, message);
+  }
+
+  /** Folds the oldest dead workers beyond `keepDead` into {@link retired}. */
+  #retireOld(): void {
+    const keep = this.#options.keepDead ?? 16;
+    const dead = [...this.workers.values()].filter((w) => !w.alive);
+    for (const w of dead.slice(0, Math.max(0, dead.length - keep))) {
+      this.workers.delete(w.id);
+      this.retired.workers += 1;
+      for (const [name, n] of Object.entries(w.counters)) {
+        this.retired.counters[name] = (this.retired.counters[name] ?? 0) + n;
+      }
+      for (const [key, summary] of Object.entries(w.observations)) {
+        const had = this.retired.observations[key];
+        this.retired.observations[key] = had ? mergeSummaries([had, summary]) : summary;
+      }
+    }
   }
 
   /** SIGKILLs one worker now (a crash). */
@@ -169,14 +256,14 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
 
   /** Sum of one counter over all workers (dead ones keep their last report). */
   total(counter: string): number {
-    let n = 0;
+    let n = this.retired.counters[counter] ?? 0;
     for (const w of this.workers.values()) n += w.counters[counter] ?? 0;
     return n;
   }
 
   /** Observations of one summary (a `metricKey`) over all workers (dead ones keep their last report). */
   observed(key: string): number {
-    let n = 0;
+    let n = this.retired.observations[key]?.count ?? 0;
     for (const w of this.workers.values()) n += w.observations[key]?.count ?? 0;
     return n;
   }
@@ -217,12 +304,24 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
     const content: PoolMetricsFile = {
       pid: process.pid,
       updatedAt: Date.now(),
-      workers: [...this.workers.values()].map((w) => ({
-        id: w.id,
-        alive: w.alive,
-        counters: w.counters,
-        observations: w.observations,
-      })),
+      workers: [
+        ...(this.retired.workers > 0
+          ? [
+              {
+                id: `${this.retired.workers} earlier workers`,
+                alive: false,
+                counters: this.retired.counters,
+                observations: this.retired.observations,
+              },
+            ]
+          : []),
+        ...[...this.workers.values()].map((w) => ({
+          id: w.id,
+          alive: w.alive,
+          counters: w.counters,
+          observations: w.observations,
+        })),
+      ],
     };
     try {
       writeFileSync(`${file}.tmp`, JSON.stringify(content));

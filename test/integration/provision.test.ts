@@ -242,4 +242,33 @@ describe('Function: provisionLocal', () => {
       /exists with key id:HASH; the template wants dedupKey:HASH/,
     );
   });
+
+  it('refuses an existing table whose key attribute has the name the template wants but another type', async () => {
+    // Prepare: the jobs table's key named as leaseq names it, but a number where leaseq writes a string;
+    // every claim against it would fail `key element does not match`.
+    const clashPrefix = uniqueName('prov-type');
+    const table = resourceNames(clashPrefix).tables.jobs.name;
+    await clients.ddb.send(
+      new CreateTableCommand({
+        TableName: table,
+        KeySchema: [{ AttributeName: 'dedupKey', KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: 'dedupKey', AttributeType: 'N' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+
+    // Act
+    const outcome = await provisionLocal({ clients, prefix: clashPrefix }).then(
+      (result) => result.tables.map((t) => `${t.name}: ${t.action}`),
+      (error: unknown) => error,
+    );
+
+    // Assess
+    expect(outcome, String(outcome)).toBeInstanceOf(LocalProvisionError);
+    const message = (outcome as Error).message;
+    expect(message).toContain(`table ${table}`);
+    expect(message).toMatch(/key attribute dedupKey has type N; leaseq needs S/);
+    expect(message).toMatch(/delete the table or use another prefix/);
+    expect(message).not.toContain('\n');
+  });
 });

@@ -51,6 +51,21 @@ export function quantile(summary: Summary, q: number): number {
   return summary.max;
 }
 
+/** One summary of the observations of several (their histograms added bucket by bucket). */
+export function mergeSummaries(summaries: readonly Summary[]): Summary {
+  const buckets: number[] = [];
+  for (const s of summaries) {
+    for (const [i, n] of (s.buckets ?? []).entries()) buckets[i] = (buckets[i] ?? 0) + n;
+  }
+  return {
+    count: summaries.reduce((n, s) => n + s.count, 0),
+    sum: summaries.reduce((n, s) => n + s.sum, 0),
+    min: Math.min(...summaries.map((s) => s.min)),
+    max: Math.max(...summaries.map((s) => s.max)),
+    buckets,
+  };
+}
+
 /**
  * Counts and summaries held in memory; what tests assert on and what local workers report. The bare
  * name always holds the total over every dimension (`get('JobSucceeded')`); a dimensioned call also

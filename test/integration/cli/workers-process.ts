@@ -14,6 +14,8 @@ export interface WorkersRun {
   readonly mark: string;
   /** Everything it wrote to stderr so far. */
   stderr(): string;
+  /** Everything it wrote to stdout so far (the closing table, or its JSON with `--json`). */
+  stdout(): string;
   /** Resolves when it exits. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Resolves once stderr contains `text` (rejects after `timeoutMs`). */
@@ -32,7 +34,11 @@ export function startWorkers(args: readonly string[], env: NodeJS.ProcessEnv = {
   const child = spawn(process.execPath, ['bin/leaseq.mjs', 'workers', ...args], {
     cwd: ROOT,
     env: childEnv,
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
   });
   let text = '';
   const waiters = new Set<() => void>();
@@ -59,7 +65,7 @@ export function startWorkers(args: readonly string[], env: NodeJS.ProcessEnv = {
       waiters.add(check);
       check();
     });
-  return { child, mark, stderr: () => text, exited, waitFor };
+  return { child, mark, stderr: () => text, stdout: () => out, exited, waitFor };
 }
 
 /** Pids of the running (not zombie) processes whose environment carries `mark`: the test's own processes. */

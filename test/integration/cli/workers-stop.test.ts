@@ -1,8 +1,11 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbJobStore } from '../../../shared/core/adapters/dynamodb-job-store.ts';
 import type { JobItem } from '../../../shared/core/contract/job-item.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
-import { type CoreEnv, coreEnv, eventually, sendJob } from '../../support/core-fixture.ts';
+import { type CoreEnv, coreEnv, eventually, leaseStore, sendJob } from '../../support/core-fixture.ts';
 import { uniqueName } from '../../support/env.ts';
 import {
   killMarked,
@@ -18,10 +21,34 @@ let prefix: string;
 let store: DynamoDbJobStore;
 let run: WorkersRun | undefined;
 
+// A job that holds a named lease while it works, as a job guarding an account does. Under .leaseq/ so it
+// resolves zod and leaseq as project code does.
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const holdDir = join(ROOT, '.leaseq', 'tmp', uniqueName('wstop'));
+const holdModule = join(holdDir, 'jobs.ts');
+
 beforeAll(async () => {
   env = await coreEnv('wstop');
   prefix = env.jobsTable.replace(/-jobs$/, '');
   store = new DynamoDbJobStore({ client: env.clients.doc, tableName: env.jobsTable });
+  mkdirSync(holdDir, { recursive: true });
+  writeFileSync(
+    holdModule,
+    `import { z } from 'zod';
+import { defineJob, defineJobs } from ${JSON.stringify(join(ROOT, 'shared', 'index.ts'))};
+
+export default defineJobs([
+  defineJob({
+    type: 'stop.hold',
+    payload: z.object({ resource: z.string(), sleepMs: z.number().int() }),
+    async run(ctx, p) {
+      await ctx.withLease(p.resource, () => new Promise((resolve) => setTimeout(resolve, p.sleepMs)));
+      return { result: { held: p.resource } };
+    },
+  }),
+]);
+`,
+  );
 });
 afterEach(() => {
   if (run) {
@@ -30,7 +57,10 @@ afterEach(() => {
   }
   run = undefined;
 });
-afterAll(() => env?.close());
+afterAll(() => {
+  rmSync(holdDir, { recursive: true, force: true });
+  env?.close();
+});
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -104,22 +134,41 @@ describe('Command: leaseq workers, stopped during start', () => {
 });
 
 describe('Command: leaseq workers, stopped while a job runs', () => {
-  it('lets a job longer than 15 s finish within --timeout: the job completes, nothing is left held', async () => {
-    // Prepare: one worker, a job of 18 s under a 40 s invocation timeout.
-    const key = await sendSlowJob(18_000);
-    run = startWorkers(['--prefix', prefix, '--count', '1', '--timeout', '40', '--test-hooks']);
+  it('lets a job longer than 15 s finish within --timeout: it completes, frees its named lease, nothing is killed', async () => {
+    // Prepare: one worker, a job holding a named lease for 18 s under a 40 s invocation timeout.
+    const leases = leaseStore(env);
+    const resource = uniqueName('stop-res');
+    const key = uniqueName('stop');
+    await sendJob(env, { dedupKey: key, type: 'stop.hold', payload: { resource, sleepMs: 18_000 } });
+    run = startWorkers([
+      '--prefix',
+      prefix,
+      '--job-module',
+      holdModule,
+      '--count',
+      '1',
+      '--timeout',
+      '40',
+      '--json',
+    ]);
     const pids = recordPids(run.mark);
     expect((await claimed(run, key))?.attempts).toBe(1);
+    expect(await eventually(async () => (await leases.get(resource))?.owner !== undefined, 10_000, 100)).toBe(
+      true,
+    );
 
-    // Act: stop the command while the job runs.
+    // Act: stop the command while the job runs and holds the lease.
     run.child.kill('SIGTERM');
     const exit = await run.exited;
 
-    // Assess: the job completed in its first attempt; no process is left.
+    // Assess: the job completed in its first attempt (no attempt lost) and released its named lease; the
+    // worker exited on its own (code 0, not SIGKILL); no process is left.
     const item = await store.get(key);
     expect(item?.status).toBe(JobStatus.Completed);
     expect(item?.attempts).toBe(1);
+    expect((await leases.get(resource))?.owner).toBeUndefined();
     expect(exit.code).toBe(0);
+    expect(JSON.parse(run.stdout())).toEqual([expect.objectContaining({ succeeded: 1, exit: '0' })]);
     expect(await survivors(run.mark, pids.stop())).toEqual([]);
   }, 240_000);
 
