@@ -61,7 +61,7 @@ export interface JobProducerOptions {
    * @default () => undefined
    */
   readonly traceparent?: () => string | undefined;
-  /** SendMessageBatch calls in flight. @default 8 */
+  /** SendMessageBatch calls in flight (1 for a FIFO send with chosen groups, to keep their order). @default 8 */
   readonly concurrency?: number;
   /**
    * FIFO queues: the group of every job without its own `groupId`; `(job) => 'account-' + job.payload.account`

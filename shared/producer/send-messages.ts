@@ -26,7 +26,7 @@ export interface OutgoingMessage {
 
 /** Settings of {@link sendMessages}; every default is applied in that function. */
 export interface SendOptions {
-  /** SendMessageBatch calls in flight at once. @default 8 */
+  /** SendMessageBatch calls in flight at once (1 on a FIFO queue when any message has a groupId). @default 8 */
   readonly concurrency?: number;
   /** Messages per second at most. @default undefined (as fast as SQS takes them) */
   readonly ratePerSecond?: number;
@@ -98,7 +98,10 @@ export async function sendMessages(
     options.onFailed?.(message, failure);
   };
 
-  await runLimited(batches, options.concurrency ?? 8, async (batch) => {
+  // Batches in flight together reach SQS in any order, and a chosen group is a promise of send order: such
+  // a send goes one batch at a time (within a batch SQS keeps the entries' order).
+  const ordered = fifo && messages.some((m) => m.groupId !== undefined);
+  await runLimited(batches, ordered ? 1 : (options.concurrency ?? 8), async (batch) => {
     if (options.signal?.aborted) return;
     await pacer.take(batch.length);
     let pending = batch.map((message, i) => ({ id: String(i), message }));
