@@ -8,6 +8,8 @@ import {
   newRunId,
   type OutgoingMessage,
 } from '../../examples/ledger/generate.ts';
+import { groupIdProblem } from '../../shared/aws/message-group.ts';
+import { isFifoQueue } from '../../shared/aws/queue-url.ts';
 import type { JobEnvelope } from '../../shared/core/contract/envelope.ts';
 import type { JobRegistry } from '../../shared/core/model/registry.ts';
 import { payloadProblem } from '../../shared/core/model/standard-schema.ts';
@@ -37,6 +39,7 @@ interface SendFlags extends TargetFlags {
   readonly concurrency?: number;
   readonly json?: boolean;
   readonly jobModule?: string;
+  readonly groupId?: string;
 }
 
 /** What `leaseq send` plans before it connects: the messages and how they were made. */
@@ -126,6 +129,12 @@ function plan(flags: SendFlags, jobs: JobRegistry | undefined): SendPlan {
   };
 }
 
+function groupIdArg(value: string): string {
+  const problem = groupIdProblem(value);
+  if (problem) throw new InvalidArgumentError(problem);
+  return value;
+}
+
 function runIdArg(value: string): string {
   if (!/^[A-Za-z0-9._:-]{1,64}$/.test(value)) {
     throw new InvalidArgumentError('expected 1-64 characters of letters, digits and . _ : -');
@@ -189,6 +198,11 @@ export function register(program: Command): void {
         '--file <path>',
         'send jobs from a JSON array or NDJSON file: full envelopes, or {type, payload, dedupKey?} objects',
       )
+      .option(
+        '--group-id <id>',
+        "FIFO queues: send every job in this message group, so they run one at a time in file order (default: each job in its dedup key's group)",
+        groupIdArg,
+      )
       .option('--rate <rate>', 'at most this many messages per second (50, 50/s, 600/min)', rateArg)
       .option('--concurrency <n>', 'SendMessageBatch calls in flight (default 8)', integerArg(1, 64))
       .option('--json', 'print the result as JSON on stdout'),
@@ -199,10 +213,17 @@ export function register(program: Command): void {
     const planned = plan(flags, found?.jobs);
     const target = await resolveTarget(flags);
     try {
-      const bar = progressBar(planned.messages.length);
+      const { groupId } = flags;
+      if (groupId !== undefined && !isFifoQueue(target.names.queueUrl))
+        note(
+          `--group-id applies to FIFO queues; ${target.names.queueUrl} is a standard queue, so no group is sent`,
+        );
+      const messages =
+        groupId === undefined ? planned.messages : planned.messages.map((m) => ({ ...m, groupId }));
+      const bar = progressBar(messages.length);
       let report: SendReport;
       try {
-        report = await sendMessages(target.clients.sqs, target.names.queueUrl, planned.messages, {
+        report = await sendMessages(target.clients.sqs, target.names.queueUrl, messages, {
           ...(flags.rate === undefined ? {} : { ratePerSecond: flags.rate }),
           ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
           onProgress: bar.update,

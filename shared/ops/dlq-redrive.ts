@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { DeleteMessageCommand, type Message, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { groupIdForKey } from '../aws/message-group.ts';
 import { isFifoQueue } from '../aws/queue-url.ts';
 import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
 import type { JobItem } from '../core/contract/job-item.ts';
@@ -300,7 +301,9 @@ async function sendBack(
   await run.pacer.take(1);
   let newMessageId: string;
   try {
-    const groupId = letter.systemAttributes.MessageGroupId ?? letter.dedupKey ?? 'leaseq';
+    // The letter's group is the one its job was sent in (SQS took it); a letter without one gets the group
+    // the producer would give its key.
+    const groupId = letter.systemAttributes.MessageGroupId ?? groupIdForKey(letter.dedupKey ?? 'leaseq');
     const out = await clients.sqs.send(
       new SendMessageCommand({
         QueueUrl: names.queueUrl,

@@ -1,4 +1,7 @@
 // `leaseq/producer`: send jobs to a leaseq queue without writing envelopes by hand.
+
+// For senders of their own on a FIFO queue: the group leaseq gives a job, and SQS's rule for group ids.
+export { groupIdForKey, isValidGroupId } from '../aws/message-group.ts';
 export {
   type FailedJob,
   InvalidJobError,

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { ROOT_CONTEXT } from '@opentelemetry/api';
 import { awsConfigFromEnv, createAwsClients } from '../aws/clients.ts';
+import { groupIdProblem } from '../aws/message-group.ts';
 import {
   isValidTraceparent,
   type JobEnvelope,
@@ -39,6 +40,14 @@ export interface JobInput<P = unknown> {
    * @default the producer's `traceparent()`, else a new trace
    */
   readonly traceparent?: string;
+  /**
+   * FIFO queues: the message group. Jobs of one group run one at a time, in send order, and a failing job
+   * holds back the rest of its group. 1-128 characters of letters, digits and punctuation, no spaces;
+   * another is an {@link InvalidJobError}. Not sent to a standard queue.
+   * @default the producer's `groupId(job)`, else the dedup key (or, when SQS would refuse the key as a
+   * group id, `leaseq-sha256-<hex SHA-256 of the key>`)
+   */
+  readonly groupId?: string;
 }
 
 /** Settings of {@link JobProducer}; every default is applied in the constructor. */
@@ -59,8 +68,14 @@ export interface JobProducerOptions {
    * @default () => undefined
    */
   readonly traceparent?: () => string | undefined;
-  /** SendMessageBatch calls in flight. @default 8 */
+  /** SendMessageBatch calls in flight (1 for a FIFO send with chosen groups, to keep their order). @default 8 */
   readonly concurrency?: number;
+  /**
+   * FIFO queues: the group of every job without its own `groupId`; `(job) => 'account-' + job.payload.account`
+   * keeps each account's jobs in order. Returning undefined leaves the job in its dedup key's group.
+   * @default () => undefined
+   */
+  readonly groupId?: (job: JobInput) => string | undefined;
 }
 
 /** A job SQS accepted. */
@@ -132,6 +147,7 @@ export class JobProducer {
   readonly #jobs: JobRegistry | undefined;
   readonly #traceparent: () => string | undefined;
   readonly #concurrency: number;
+  readonly #groupId: (job: JobInput) => string | undefined;
 
   constructor(options: JobProducerOptions) {
     if (!options.queueUrl)
@@ -141,6 +157,19 @@ export class JobProducer {
     this.#jobs = options.jobs === undefined ? undefined : JobRegistry.from(options.jobs);
     this.#traceparent = options.traceparent ?? (() => undefined);
     this.#concurrency = options.concurrency ?? 8;
+    this.#groupId = options.groupId ?? (() => undefined);
+  }
+
+  /**
+   * The job's chosen FIFO group, checked; undefined leaves it to the dedup key's group.
+   * @throws InvalidJobError when SQS would refuse it (on every resend).
+   */
+  #chosenGroup(job: JobInput, index: number): string | undefined {
+    const group = job.groupId ?? this.#groupId(job);
+    if (group === undefined) return undefined;
+    const problem = groupIdProblem(group);
+    if (problem) throw new InvalidJobError(index, job.dedupKey, problem);
+    return group;
   }
 
   /**
@@ -229,12 +258,14 @@ export class JobProducer {
       );
     });
     let envelopes: JobEnvelope[];
+    let groups: (string | undefined)[];
     try {
       envelopes = jobs.map((job, i) => {
         const span = spans[i];
         const hook = hooked[i];
         return this.#envelope(job, i, (span ? traceparentOf(span) : undefined) ?? hook);
       });
+      groups = jobs.map((job, i) => this.#chosenGroup(job, i));
     } catch (error) {
       for (const span of spans) {
         if (span) recordFailure(span, error);
@@ -244,8 +275,13 @@ export class JobProducer {
     }
     const spanOf = new Map(envelopes.map((e, i) => [e, spans[i]]));
     const byMessage = new Map<OutgoingMessage, JobEnvelope>();
-    const messages = envelopes.map((envelope) => {
-      const message: OutgoingMessage = { body: JSON.stringify(envelope), dedupKey: envelope.dedupKey };
+    const messages = envelopes.map((envelope, i) => {
+      const groupId = groups[i];
+      const message: OutgoingMessage = {
+        body: JSON.stringify(envelope),
+        dedupKey: envelope.dedupKey,
+        ...(groupId === undefined ? {} : { groupId }),
+      };
       byMessage.set(message, envelope);
       return message;
     });

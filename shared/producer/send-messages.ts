@@ -5,6 +5,7 @@ import {
   type SendMessageBatchRequestEntry,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { groupIdForKey } from '../aws/message-group.ts';
 import { isFifoQueue } from '../aws/queue-url.ts';
 import { runLimited } from '../core/pipeline/batch.ts';
 import { Pacer } from './pacer.ts';
@@ -14,13 +15,18 @@ export interface OutgoingMessage {
   readonly body: string;
   /** For reports and FIFO grouping; never sent as an attribute. */
   readonly dedupKey?: string;
+  /**
+   * FIFO `MessageGroupId`, already checked by the caller (see `groupIdProblem`); ignored on a standard
+   * queue. @default the dedup key when it is a valid group id, else an id derived from it (`groupIdForKey`)
+   */
+  readonly groupId?: string;
   /** True for the second copy of a job (a duplicate send). */
   readonly duplicate?: boolean;
 }
 
 /** Settings of {@link sendMessages}; every default is applied in that function. */
 export interface SendOptions {
-  /** SendMessageBatch calls in flight at once. @default 8 */
+  /** SendMessageBatch calls in flight at once (1 on a FIFO queue when any message has a groupId). @default 8 */
   readonly concurrency?: number;
   /** Messages per second at most. @default undefined (as fast as SQS takes them) */
   readonly ratePerSecond?: number;
@@ -67,8 +73,9 @@ const MAX_BATCH_BYTES = 256 * 1024;
  * Sends messages with SendMessageBatch (10 per call, and under the 256 KiB batch limit), a bounded
  * number of calls in flight, and an optional rate limit. Partial batch failures are retried when SQS
  * says the fault is its own; whatever still fails is counted, never thrown, so the caller can report
- * what did go out. On a FIFO queue each message gets its dedup key as group id and a unique
- * deduplication id (duplicates are meant to reach the workers, which drop them by dedup key).
+ * what did go out. On a FIFO queue each message gets its chosen group, else its dedup key's group
+ * (`groupIdForKey`: the key, or a hash of a key SQS would refuse as a group), and a unique deduplication
+ * id (duplicates are meant to reach the workers, which drop them by dedup key).
  */
 export async function sendMessages(
   sqs: SQSClient,
@@ -91,7 +98,10 @@ export async function sendMessages(
     options.onFailed?.(message, failure);
   };
 
-  await runLimited(batches, options.concurrency ?? 8, async (batch) => {
+  // Batches in flight together reach SQS in any order, and a chosen group is a promise of send order: such
+  // a send goes one batch at a time (within a batch SQS keeps the entries' order).
+  const ordered = fifo && messages.some((m) => m.groupId !== undefined);
+  await runLimited(batches, ordered ? 1 : (options.concurrency ?? 8), async (batch) => {
     if (options.signal?.aborted) return;
     await pacer.take(batch.length);
     let pending = batch.map((message, i) => ({ id: String(i), message }));
@@ -137,7 +147,12 @@ function entry(id: string, message: OutgoingMessage, fifo: boolean): SendMessage
   return {
     Id: id,
     MessageBody: message.body,
-    ...(fifo ? { MessageGroupId: message.dedupKey ?? 'leaseq', MessageDeduplicationId: randomUUID() } : {}),
+    ...(fifo
+      ? {
+          MessageGroupId: message.groupId ?? groupIdForKey(message.dedupKey ?? 'leaseq'),
+          MessageDeduplicationId: randomUUID(),
+        }
+      : {}),
   };
 }
 

@@ -5,6 +5,8 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { groupIdForKey } from '../../aws/message-group.ts';
+import { isFifoQueue } from '../../aws/queue-url.ts';
 import { LetterRefusedError, storableText } from '../../errors.ts';
 import type { DeadLetterReason, JobQueue } from '../contract/job-queue.ts';
 
@@ -45,16 +47,21 @@ export class SqsJobQueue implements JobQueue {
     );
   }
 
-  /** @throws LetterRefusedError when SQS refuses the letter for what it carries (final). */
+  /**
+   * A FIFO DLQ gets the record's group (else the one the job's key gives); a standard DLQ gets none, even
+   * when the record had one (a fair queue's tenant), since SQS refuses a deduplication id there.
+   * @throws LetterRefusedError when SQS refuses the letter for what it carries (final).
+   */
   async sendToDeadLetter(body: string, reason: DeadLetterReason, groupId?: string): Promise<void> {
+    const group = groupId ?? groupIdForKey(reason.dedupKey ?? 'leaseq');
     try {
       await this.#sqs.send(
         new SendMessageCommand({
           QueueUrl: this.#dlqUrl,
           MessageBody: body,
           MessageAttributes: deadLetterAttributes(reason),
-          ...(groupId
-            ? { MessageGroupId: groupId, MessageDeduplicationId: `${reason.messageId}-dead`.slice(0, 128) }
+          ...(isFifoQueue(this.#dlqUrl)
+            ? { MessageGroupId: group, MessageDeduplicationId: `${reason.messageId}-dead`.slice(0, 128) }
             : {}),
         }),
       );

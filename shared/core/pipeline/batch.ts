@@ -1,4 +1,5 @@
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
+import { isFifoQueue } from '../../aws/queue-url.ts';
 import { outcomeOf, type RecordOutcome } from './outcome.ts';
 import type { JobProcessor, ProcessOptions } from './processor.ts';
 
@@ -7,8 +8,9 @@ export interface BatchOptions extends ProcessOptions {
   readonly concurrency?: number;
   /**
    * FIFO semantics: records of one message group run in order, one at a time, and the first one that is
-   * retained fails the rest of its group (they are not started). @default auto (true when any record
-   * carries a MessageGroupId)
+   * retained fails the rest of its group (they are not started). @default auto: true when the records'
+   * queue is FIFO (its ARN ends in `.fifo`, as every FIFO queue's name does). Not from MessageGroupId:
+   * SQS fair queues set it on standard queues, which promise no order.
    */
   readonly fifo?: boolean;
 }
@@ -28,7 +30,7 @@ export async function processBatch(
   processor: JobProcessor,
   options: BatchOptions = {},
 ): Promise<BatchResult> {
-  const fifo = options.fifo ?? records.some((r) => r.attributes.MessageGroupId !== undefined);
+  const fifo = options.fifo ?? records.some((r) => isFifoQueue(r.eventSourceARN));
   const processOptions: ProcessOptions = options.deadline === undefined ? {} : { deadline: options.deadline };
   const outcomes = new Map<string, RecordOutcome>();
 

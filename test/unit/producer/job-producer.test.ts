@@ -91,6 +91,31 @@ describe('Class: JobProducer', () => {
       expect(error).toBeInstanceOf(InvalidJobError);
       expect((error as Error).message).toMatch(message);
     });
+
+    it.each([
+      ['a space', 'account 7'],
+      ['129 characters', 'g'.repeat(129)],
+      ['an empty string', ''],
+    ])(
+      'refuses a chosen FIFO group with %s before sending anything (SQS would refuse it on every resend)',
+      async (_what, groupId) => {
+        const own = await producer
+          .send({ type: 'email.send', dedupKey: 'k', payload: { to: 'a@b.co' }, groupId })
+          .catch((e: unknown) => e);
+        expect(own).toBeInstanceOf(InvalidJobError);
+        expect((own as Error).message).toMatch(
+          /job 1 \(k\): group id .* is not a valid SQS MessageGroupId: 1-128 characters of letters, digits and punctuation, no spaces; nothing was sent/,
+        );
+        const byOption = new JobProducer({
+          queueUrl: 'http://127.0.0.1:9/000000000000/q.fifo',
+          client,
+          groupId: () => groupId,
+        });
+        await expect(byOption.send({ type: 't', dedupKey: 'k2', payload: {} })).rejects.toThrow(
+          /job 1 \(k2\): group id/,
+        );
+      },
+    );
   });
 
   describe('with an OpenTelemetry SDK registered', () => {

@@ -3,7 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { processBatch } from '../../../../shared/core/pipeline/batch.ts';
 import type { JobProcessor, RecordOutcome } from '../../../../shared/core/pipeline/processor.ts';
 
-function record(messageId: string, group?: string): SQSRecord {
+const STANDARD_ARN = 'arn:aws:sqs:us-east-1:000000000000:jobs';
+const FIFO_ARN = 'arn:aws:sqs:us-east-1:000000000000:jobs.fifo';
+
+function record(
+  messageId: string,
+  group?: string,
+  eventSourceARN = group ? FIFO_ARN : STANDARD_ARN,
+): SQSRecord {
   return {
     messageId,
     receiptHandle: `rh-${messageId}`,
@@ -18,7 +25,7 @@ function record(messageId: string, group?: string): SQSRecord {
     messageAttributes: {},
     md5OfBody: '',
     eventSource: 'aws:sqs',
-    eventSourceARN: 'arn',
+    eventSourceARN,
     awsRegion: 'us-east-1',
   };
 }
@@ -82,5 +89,24 @@ describe('Function: processBatch', () => {
     expect(s.calls.filter((c) => c.startsWith('g1'))).toEqual(['g1-1', 'g1-2']);
     expect(s.calls.filter((c) => c.startsWith('g2'))).toEqual(['g2-1', 'g2-2']);
     expect(outcomes.map((o) => o.messageId)).toEqual(records.map((r) => r.messageId));
+  });
+
+  it('runs a standard fair queue as a standard batch: records of one MessageGroupId run at once, none deferred', async () => {
+    // SQS fair queues set MessageGroupId on standard queues; only a `.fifo` queue promises group order.
+    const s = scripted(new Set(['t-1']), 5);
+    const records = ['t-1', 't-2', 't-3', 't-4'].map((id) => record(id, 'tenant-a', STANDARD_ARN));
+    const { response } = await processBatch(records, s.processor);
+    expect(s.calls.sort()).toEqual(['t-1', 't-2', 't-3', 't-4']);
+    expect(s.deferred).toEqual([]);
+    expect(s.maxInFlight()).toBe(4);
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: 't-1' }]);
+  });
+
+  it('keeps group order on a FIFO queue, told by its `.fifo` name', async () => {
+    const s = scripted(new Set(), 5);
+    const records = ['f-1', 'f-2', 'f-3'].map((id) => record(id, 'g', FIFO_ARN));
+    await processBatch(records, s.processor);
+    expect(s.calls).toEqual(['f-1', 'f-2', 'f-3']);
+    expect(s.maxInFlight()).toBe(1);
   });
 });
