@@ -11,7 +11,7 @@ import type { JobItem } from '../core/contract/job-item.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 import { leaseOver } from '../core/decisions/lease-arithmetic.ts';
 import { Pacer } from '../producer/pacer.ts';
-import { browse, KEEP, type Visit } from './dlq-browse.ts';
+import { type BrowseResult, browse, KEEP, shortfall, type Visit } from './dlq-browse.ts';
 import {
   type DeadLetter,
   type DeadLetterFilter,
@@ -133,6 +133,12 @@ export interface RedriveReport {
   readonly failed: number;
   /** Dead letters seen that the filter left alone. */
   readonly notMatched: number;
+  /** Letters the browse received (any filter), next to `dlqDepth`. */
+  readonly seen: number;
+  /** Letters the DLQ held when the redrive began (visible + in flight; SQS's approximate count). */
+  readonly dlqDepth: number;
+  /** Set when `seen` is below `dlqDepth`: how many were not seen, and why. */
+  readonly unseen?: string;
   readonly items: readonly RedriveItem[];
 }
 
@@ -148,10 +154,10 @@ export async function redrive(target: OpsTarget, options: RedriveOptions = {}): 
   const run = startRun(target, options);
   // A page of 10 must finish (at the rate limit) before the page's messages show up again.
   const visibilitySeconds = 60 + Math.ceil(10 / (options.ratePerSecond ?? Number.POSITIVE_INFINITY));
-  await browse(target.clients.sqs, target.names.dlqUrl, { visibilitySeconds }, (message) =>
+  const browsed = await browse(target.clients.sqs, target.names.dlqUrl, { visibilitySeconds }, (message) =>
     redriveLetter(run, message),
   );
-  return reportOf(run);
+  return reportOf(run, browsed);
 }
 
 /** One redrive while it walks the DLQ: its settings, and what it has done so far. */
@@ -334,8 +340,9 @@ async function sendBack(
   return { deleted: true, stop: run.taken >= run.limit };
 }
 
-function reportOf(run: RedriveRun): RedriveReport {
+function reportOf(run: RedriveRun, browsed: BrowseResult): RedriveReport {
   const { items, options } = run;
+  const unseen = shortfall(browsed);
   const count = (outcome: RedriveItem['outcome']) => items.filter((i) => i.outcome === outcome).length;
   return {
     dryRun: options.dryRun ?? false,
@@ -345,6 +352,9 @@ function reportOf(run: RedriveRun): RedriveReport {
     deadAgain: count('dead-again'),
     failed: count('failed'),
     notMatched: run.notMatched,
+    seen: browsed.seen,
+    dlqDepth: browsed.depth,
+    ...(unseen ? { unseen } : {}),
     items,
   };
 }

@@ -200,6 +200,8 @@ describe('Function: describeRedrive', () => {
       deadAgain: 1,
       failed: 0,
       notMatched: 0,
+      seen: 2,
+      dlqDepth: 2,
       items: [item('redriven'), item('dead-again')],
     });
     expect(text).toMatch(
