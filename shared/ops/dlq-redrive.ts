@@ -29,6 +29,19 @@ import type { OpsTarget } from './target.ts';
  */
 export const REDRIVE_CLOCK_MARGIN_MS = 15 * 60_000;
 
+/** The longest visibility SQS accepts (12 h); a receive asking for more is refused. */
+export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
+
+/**
+ * How long redrive holds the letters it browses: a page of 10 must finish (at the rate limit) before
+ * the page's messages show up again. Capped at {@link SQS_MAX_VISIBILITY_SECONDS}: below ~0.83 letters/h
+ * the uncapped value is refused, and a page that outlasts the cap only shows up again, seen before.
+ */
+export function redriveVisibilitySeconds(ratePerSecond: number | undefined): number {
+  const wanted = 60 + Math.ceil(10 / (ratePerSecond ?? Number.POSITIVE_INFINITY));
+  return Math.min(wanted, SQS_MAX_VISIBILITY_SECONDS);
+}
+
 /** What redrive does with a dead letter, given its job item. */
 export type RedrivePlan =
   | { readonly action: 'reset-and-send'; readonly why?: string }
@@ -152,8 +165,7 @@ export interface RedriveReport {
  */
 export async function redrive(target: OpsTarget, options: RedriveOptions = {}): Promise<RedriveReport> {
   const run = startRun(target, options);
-  // A page of 10 must finish (at the rate limit) before the page's messages show up again.
-  const visibilitySeconds = 60 + Math.ceil(10 / (options.ratePerSecond ?? Number.POSITIVE_INFINITY));
+  const visibilitySeconds = redriveVisibilitySeconds(options.ratePerSecond);
   const browsed = await browse(target.clients.sqs, target.names.dlqUrl, { visibilitySeconds }, (message) =>
     redriveLetter(run, message),
   );

@@ -1,11 +1,12 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { destroyAwsClients } from '../../../shared/aws/clients.ts';
 import { deadLetterAttributes } from '../../../shared/core/adapters/sqs-job-queue.ts';
 import { makeEnvelope } from '../../../shared/core/contract/envelope.ts';
 import type { DeadLetterSummary } from '../../../shared/ops/dlq-letters.ts';
-import type { RedriveReport } from '../../../shared/ops/dlq-redrive.ts';
+import { type RedriveReport, redrive } from '../../../shared/ops/dlq-redrive.ts';
 import { type CoreEnv, coreEnv, purge, queueCounts } from '../../support/core-fixture.ts';
-import { uniqueName } from '../../support/env.ts';
+import { testClients, uniqueName } from '../../support/env.ts';
 import { type CliRun, leaseq } from './run-cli.ts';
 
 let env: CoreEnv;
@@ -104,5 +105,43 @@ describe('Command: leaseq dlq, on a FIFO DLQ holding one group of 25 letters', (
     );
     expect(dry).toMatchObject({ matched: 0, notMatched: 10, dlqDepth: 25, seen: 10 });
     expect(await queueCounts(env, env.dlqUrl)).toEqual({ visible: 25, inFlight: 0, delayed: 0 });
+  }, 60_000);
+
+  it("a redrive at 0.5 letters/h browses with SQS's 12 h maximum visibility, which SQS accepts", async () => {
+    // Prepare: the uncapped 60 + 10/rate would be 72,060 s, which AWS refuses (the emulator does not).
+    const keys = await oneGroupOf25();
+    const clients = testClients();
+    const asked: number[] = [];
+    clients.sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { VisibilityTimeout?: number };
+        if (context.commandName === 'ReceiveMessageCommand' && input.VisibilityTimeout !== undefined) {
+          asked.push(input.VisibilityTimeout);
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'recordVisibility' },
+    );
+    const names = {
+      queueUrl: env.queueUrl,
+      dlqUrl: env.dlqUrl,
+      jobsTable: env.jobsTable,
+      leasesTable: env.leasesTable,
+    };
+
+    try {
+      // Act: the head letter alone (the pacer's first permit is at once).
+      const report = await redrive(
+        { clients, names },
+        { filter: { dedupKey: keys[0] ?? '' }, ratePerSecond: 0.5 / 3600, limit: 1 },
+      );
+
+      // Assess
+      expect(report).toMatchObject({ redriven: 1, failed: 0 });
+      expect(new Set(asked)).toEqual(new Set([43_200]));
+      expect(await queueCounts(env, env.dlqUrl)).toEqual({ visible: 24, inFlight: 0, delayed: 0 });
+    } finally {
+      destroyAwsClients(clients);
+    }
   }, 60_000);
 });

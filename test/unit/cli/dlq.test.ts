@@ -12,7 +12,13 @@ import {
   summarise,
   toDeadLetter,
 } from '../../../shared/ops/dlq-letters.ts';
-import { planRedrive, REDRIVE_CLOCK_MARGIN_MS, type RedriveItem } from '../../../shared/ops/dlq-redrive.ts';
+import {
+  planRedrive,
+  REDRIVE_CLOCK_MARGIN_MS,
+  type RedriveItem,
+  redriveVisibilitySeconds,
+  SQS_MAX_VISIBILITY_SECONDS,
+} from '../../../shared/ops/dlq-redrive.ts';
 import { InvalidFilterError } from '../../../shared/ops/ops-errors.ts';
 
 const body = JSON.stringify({
@@ -181,6 +187,21 @@ describe('Function: planRedrive, with an operator clock that may run ahead of th
     expect(planRedrive(running(now - minute), now).action).toBe('skip');
     expect(planRedrive(running(now - REDRIVE_CLOCK_MARGIN_MS), now).action).toBe('skip');
     expect(planRedrive(running(now - REDRIVE_CLOCK_MARGIN_MS - 1), now).action).toBe('reset-and-send');
+  });
+});
+
+describe('Function: redriveVisibilitySeconds', () => {
+  it('holds a page of 10 letters for a minute plus the time the rate takes to send them', () => {
+    expect(redriveVisibilitySeconds(undefined)).toBe(60);
+    expect(redriveVisibilitySeconds(5)).toBe(62);
+    expect(redriveVisibilitySeconds(1 / 60)).toBe(660);
+  });
+
+  it("never asks for more than SQS's 12 h maximum, which a rate below ~0.83 letters/h would (issue 23)", () => {
+    expect(SQS_MAX_VISIBILITY_SECONDS).toBe(43_200);
+    expect(redriveVisibilitySeconds(10 / (43_200 - 60))).toBe(43_200);
+    expect(redriveVisibilitySeconds(0.5 / 3600)).toBe(43_200);
+    expect(redriveVisibilitySeconds(Number.MIN_VALUE)).toBe(43_200);
   });
 });
 
