@@ -136,9 +136,14 @@ export function describeRedrive(report: RedriveReport): string {
     report.deadAgain > 0
       ? ` (${report.deadAgain} of them dead-lettered again while it ran; their new letters stay in the DLQ)`
       : '';
+  // A second letter of one death is not a new failure of the job: counted apart, and it stays.
+  const duplicates =
+    report.duplicates > 0
+      ? `; ${report.duplicates} second letter${report.duplicates === 1 ? '' : 's'} of a death ${report.dryRun ? 'it would send' : 'it sent'} back, left in the DLQ`
+      : '';
   const summary = report.dryRun
-    ? `dry run: would redrive ${report.redriven}, skip ${report.skipped}; nothing was changed`
-    : `redrove ${report.redriven}${again}, skipped ${report.skipped}, failed ${report.failed}`;
+    ? `dry run: would redrive ${report.redriven}, skip ${report.skipped}${duplicates}; nothing was changed`
+    : `redrove ${report.redriven}${again}, skipped ${report.skipped}, failed ${report.failed}${duplicates}`;
   const unseen = report.unseen ? `\n${report.unseen}` : '';
   return `${table}\n\n${summary}; ${report.notMatched} other dead letter${report.notMatched === 1 ? '' : 's'} left alone${unseen}`;
 }

@@ -13,6 +13,7 @@ import {
   toDeadLetter,
 } from '../../../shared/ops/dlq-letters.ts';
 import {
+  judgeRepeat,
   planRedrive,
   REDRIVE_CLOCK_MARGIN_MS,
   type RedriveItem,
@@ -190,6 +191,66 @@ describe('Function: planRedrive, with an operator clock that may run ahead of th
   });
 });
 
+describe('Function: judgeRepeat (a later letter of a job this redrive already sent back, issue 23)', () => {
+  const at = Date.parse('2024-05-01T12:00:00Z');
+  const item = (version: number): JobItem => ({
+    dedupKey: 'order-9',
+    type: 'ledger.credit',
+    status: JobStatus.RetryWait,
+    version,
+    token: 3,
+    attempts: 0,
+    leaseUntil: 0,
+    messageId: 'sent-by-redrive',
+  });
+  const letter = (originalMessageId: string, sentAt: number) =>
+    toDeadLetter({
+      MessageId: `dlq-${originalMessageId}-${sentAt}`,
+      Body: body,
+      MessageAttributes: deadLetterAttributes({
+        reason: 'permanent-error',
+        errorClass: 'PermanentJobError',
+        errorMessage: 'no',
+        attempts: 1,
+        dedupKey: 'order-9',
+        worker: 'w-1',
+        messageId: originalMessageId,
+        type: 'ledger.credit',
+      }),
+      Attributes: { SentTimestamp: String(sentAt) },
+    });
+  const sentIds = new Set(['sent-by-redrive']);
+
+  it('a letter of the message this redrive sent is the job dead again', () => {
+    expect(judgeRepeat(letter('sent-by-redrive', at + 1000), sentIds, { versionAfter: 5, at }, item(5))).toBe(
+      'dead-again',
+    );
+  });
+
+  it('a letter of another message is a second letter of the same death while the item is as the reset left it', () => {
+    // No claim since the reset (the version a claim moves is the reset's): no death since, whenever it came.
+    expect(judgeRepeat(letter('orig-1', at + 1000), sentIds, { versionAfter: 5, at }, item(5))).toBe(
+      'duplicate',
+    );
+  });
+
+  it('a letter that was in the DLQ a clock margin before the reset is a second letter of the same death', () => {
+    const before = at - REDRIVE_CLOCK_MARGIN_MS - 1;
+    expect(judgeRepeat(letter('orig-1', before), sentIds, { versionAfter: 5, at }, item(7))).toBe(
+      'duplicate',
+    );
+  });
+
+  it('a letter newer than that, of a job claimed since the reset, is the job dead again', () => {
+    expect(judgeRepeat(letter('orig-1', at - 60_000), sentIds, { versionAfter: 5, at }, item(7))).toBe(
+      'dead-again',
+    );
+    expect(judgeRepeat(letter('orig-1', at + 1000), sentIds, { versionAfter: 5, at }, item(7))).toBe(
+      'dead-again',
+    );
+  });
+});
+
 describe('Function: redriveVisibilitySeconds', () => {
   it('holds a page of 10 letters for a minute plus the time the rate takes to send them', () => {
     expect(redriveVisibilitySeconds(undefined)).toBe(60);
@@ -206,7 +267,7 @@ describe('Function: redriveVisibilitySeconds', () => {
 });
 
 describe('Function: describeRedrive', () => {
-  it('counts letters that came back during the redrive apart from the letters it sent', () => {
+  it('counts letters that came back during the redrive, and second letters of one death, apart from the letters it sent', () => {
     const item = (outcome: RedriveItem['outcome']): RedriveItem => ({
       messageId: `m-${outcome}`,
       reason: 'permanent-error',
@@ -219,14 +280,15 @@ describe('Function: describeRedrive', () => {
       redriven: 1,
       skipped: 0,
       deadAgain: 1,
+      duplicates: 1,
       failed: 0,
       notMatched: 0,
-      seen: 2,
-      dlqDepth: 2,
-      items: [item('redriven'), item('dead-again')],
+      seen: 3,
+      dlqDepth: 3,
+      items: [item('redriven'), item('dead-again'), item('duplicate')],
     });
     expect(text).toMatch(
-      /redrove 1 \(1 of them dead-lettered again while it ran; their new letters stay in the DLQ\), skipped 0, failed 0;/,
+      /redrove 1 \(1 of them dead-lettered again while it ran; their new letters stay in the DLQ\), skipped 0, failed 0; 1 second letter of a death it sent back, left in the DLQ;/,
     );
   });
 });
