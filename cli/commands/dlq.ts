@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { findDeadLetter, listDeadLetters, purgeDlq } from '../../shared/ops/dlq.ts';
+import { findDeadLetter, purgeDlq, surveyDeadLetters } from '../../shared/ops/dlq.ts';
+import { shortfall } from '../../shared/ops/dlq-browse.ts';
 import { assertKnownReason, type DeadLetter, type DeadLetterSummary } from '../../shared/ops/dlq-letters.ts';
 import { type RedriveReport, redrive } from '../../shared/ops/dlq-redrive.ts';
 import { queueStats, totalDepth } from '../../shared/ops/queue-stats.ts';
@@ -135,10 +136,16 @@ export function describeRedrive(report: RedriveReport): string {
     report.deadAgain > 0
       ? ` (${report.deadAgain} of them dead-lettered again while it ran; their new letters stay in the DLQ)`
       : '';
+  // A second letter of one death is not a new failure of the job: counted apart, and it stays.
+  const duplicates =
+    report.duplicates > 0
+      ? `; ${report.duplicates} second letter${report.duplicates === 1 ? '' : 's'} of a death ${report.dryRun ? 'it would send' : 'it sent'} back, left in the DLQ`
+      : '';
   const summary = report.dryRun
-    ? `dry run: would redrive ${report.redriven}, skip ${report.skipped}; nothing was changed`
-    : `redrove ${report.redriven}${again}, skipped ${report.skipped}, failed ${report.failed}`;
-  return `${table}\n\n${summary}; ${report.notMatched} other dead letter${report.notMatched === 1 ? '' : 's'} left alone`;
+    ? `dry run: would redrive ${report.redriven}, skip ${report.skipped}${duplicates}; nothing was changed`
+    : `redrove ${report.redriven}${again}, skipped ${report.skipped}, failed ${report.failed}${duplicates}`;
+  const unseen = report.unseen ? `\n${report.unseen}` : '';
+  return `${table}\n\n${summary}; ${report.notMatched} other dead letter${report.notMatched === 1 ? '' : 's'} left alone${unseen}`;
 }
 
 /** Adds `leaseq dlq list | show | redrive | purge`. */
@@ -158,12 +165,15 @@ export function register(program: Command): void {
     const target = await resolveTarget(flags);
     try {
       const limit = flags.limit ?? DEFAULT_LIST_LIMIT;
-      const letters = await listDeadLetters(target.clients.sqs, target.names.dlqUrl, { limit });
-      if (flags.json) {
-        printJson(letters);
-      } else {
-        print(describeDeadLetters(letters, Date.now()));
-        if (letters.length >= limit) note(`showing the first ${limit}; pass --limit to see more`);
+      const survey = await surveyDeadLetters(target.clients.sqs, target.names.dlqUrl, { limit });
+      const { letters } = survey;
+      if (flags.json) printJson(letters);
+      else print(describeDeadLetters(letters, Date.now()));
+      // On stderr in both modes, so the JSON stays an array of letters and a script still hears it.
+      if (letters.length >= limit) note(`showing the first ${limit}; pass --limit to see more`);
+      else {
+        const unseen = shortfall(survey);
+        if (unseen) note(unseen);
       }
     } finally {
       target.close();

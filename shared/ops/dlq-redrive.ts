@@ -12,7 +12,7 @@ import type { JobItem } from '../core/contract/job-item.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 import { leaseOver } from '../core/decisions/lease-arithmetic.ts';
 import { Pacer } from '../producer/pacer.ts';
-import { browse, KEEP, type Visit } from './dlq-browse.ts';
+import { type BrowseResult, browse, KEEP, shortfall, type Visit } from './dlq-browse.ts';
 import {
   type DeadLetter,
   type DeadLetterFilter,
@@ -29,6 +29,19 @@ import type { OpsTarget } from './target.ts';
  * fence, and the redrive sends a second copy). A redrive of a job whose worker died waits this long.
  */
 export const REDRIVE_CLOCK_MARGIN_MS = 15 * 60_000;
+
+/** The longest visibility SQS accepts (12 h); a receive asking for more is refused. */
+export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
+
+/**
+ * How long redrive holds the letters it browses: a page of 10 must finish (at the rate limit) before
+ * the page's messages show up again. Capped at {@link SQS_MAX_VISIBILITY_SECONDS}: below ~0.83 letters/h
+ * the uncapped value is refused, and a page that outlasts the cap only shows up again, seen before.
+ */
+export function redriveVisibilitySeconds(ratePerSecond: number | undefined): number {
+  const wanted = 60 + Math.ceil(10 / (ratePerSecond ?? Number.POSITIVE_INFINITY));
+  return Math.min(wanted, SQS_MAX_VISIBILITY_SECONDS);
+}
 
 /** What redrive does with a dead letter, given its job item. */
 export type RedrivePlan =
@@ -113,9 +126,10 @@ export interface RedriveItem {
   readonly reason: string;
   /**
    * `would-redrive` only in a dry run; `dead-again`: a new letter of a job this very redrive sent back
-   * (it failed again while the redrive ran), left in the DLQ.
+   * (it failed again while the redrive ran), left in the DLQ; `duplicate`: a second letter of the death
+   * this redrive sent back (an interrupted dead-lettering sends two), left in the DLQ.
    */
-  readonly outcome: 'redriven' | 'would-redrive' | 'skipped' | 'dead-again' | 'failed';
+  readonly outcome: 'redriven' | 'would-redrive' | 'skipped' | 'dead-again' | 'duplicate' | 'failed';
   /** Whether the DEAD job item was (or would be) reset. */
   readonly reset: boolean;
   /** Why it was skipped or failed, or a note on how it was sent. */
@@ -131,9 +145,17 @@ export interface RedriveReport {
   readonly skipped: number;
   /** Of the redriven jobs, those that were dead-lettered again before the redrive ended. */
   readonly deadAgain: number;
+  /** Second letters of deaths this redrive sent back (left in the DLQ). */
+  readonly duplicates: number;
   readonly failed: number;
   /** Dead letters seen that the filter left alone. */
   readonly notMatched: number;
+  /** Letters the browse received (any filter), next to `dlqDepth`. */
+  readonly seen: number;
+  /** Letters the DLQ held when the redrive began (visible + in flight; SQS's approximate count). */
+  readonly dlqDepth: number;
+  /** Set when `seen` is below `dlqDepth`: how many were not seen, and why. */
+  readonly unseen?: string;
   readonly items: readonly RedriveItem[];
 }
 
@@ -147,12 +169,11 @@ export interface RedriveReport {
  */
 export async function redrive(target: OpsTarget, options: RedriveOptions = {}): Promise<RedriveReport> {
   const run = startRun(target, options);
-  // A page of 10 must finish (at the rate limit) before the page's messages show up again.
-  const visibilitySeconds = 60 + Math.ceil(10 / (options.ratePerSecond ?? Number.POSITIVE_INFINITY));
-  await browse(target.clients.sqs, target.names.dlqUrl, { visibilitySeconds }, (message) =>
+  const visibilitySeconds = redriveVisibilitySeconds(options.ratePerSecond);
+  const browsed = await browse(target.clients.sqs, target.names.dlqUrl, { visibilitySeconds }, (message) =>
     redriveLetter(run, message),
   );
-  return reportOf(run);
+  return reportOf(run, browsed);
 }
 
 /** One redrive while it walks the DLQ: its settings, and what it has done so far. */
@@ -166,11 +187,11 @@ interface RedriveRun {
   readonly limit: number;
   readonly fifo: boolean;
   /**
-   * Ids of the jobs-queue messages this redrive sent, and their dedup keys: a later letter of one of
-   * them is the same job dead again, not one to send a second time.
+   * Ids of the jobs-queue messages this redrive sent, and the jobs it sent (by dedup key): a later
+   * letter of one of them is not sent a second time (see {@link judgeRepeat}).
    */
   readonly sentIds: Set<string>;
-  readonly sentKeys: Set<string>;
+  readonly sentJobs: Map<string, EarlierSend>;
   readonly items: RedriveItem[];
   /** Dead letters seen that the filter left alone. */
   notMatched: number;
@@ -190,7 +211,7 @@ function startRun(target: OpsTarget, options: RedriveOptions): RedriveRun {
     limit: options.limit ?? Number.POSITIVE_INFINITY,
     fifo: isFifoQueue(names.queueUrl),
     sentIds: new Set<string>(),
-    sentKeys: new Set<string>(),
+    sentJobs: new Map<string, EarlierSend>(),
     items: [],
     notMatched: 0,
     taken: 0,
@@ -222,7 +243,7 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
     return KEEP;
   }
   const fields = letterFields(letter);
-  const stays = leftInDlq(run, letter);
+  const stays = await leftInDlq(run, letter);
   if (stays) {
     record(run, { ...fields, outcome: stays.outcome, reset: false, detail: stays.detail });
     return KEEP;
@@ -237,6 +258,9 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
   const note = plan.why ? { detail: plan.why } : {};
   if (run.options.dryRun) {
     record(run, { ...fields, outcome: 'would-redrive', reset, ...note });
+    // Nothing is written: a later letter of this job finds the item as it is now.
+    if (reset && letter.dedupKey && item)
+      run.sentJobs.set(letter.dedupKey, { versionAfter: item.version, at: run.now() });
     run.taken += 1;
     return { stop: run.taken >= run.limit };
   }
@@ -255,26 +279,70 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
     });
     return KEEP;
   }
-  return sendBack(run, message, letter, reset, note);
+  // The reset moves the version by one; if the item moved between the read and the reset, this
+  // guess is off and a later letter is judged by its age alone (it stays in the DLQ either way).
+  const earlier: EarlierSend = reset && item ? { versionAfter: item.version + 1, at: now } : { at: now };
+  return sendBack(run, message, letter, reset, note, earlier);
+}
+
+/** What this run did for one job: the version its reset left on the item, and when. */
+export interface EarlierSend {
+  /** The item's version after this run's reset (the version read, in a dry run); absent: sent without a reset. */
+  readonly versionAfter?: number;
+  /** When this run reset and sent the job, by the operator's clock. */
+  readonly at: number;
 }
 
 /**
- * Letters left in the DLQ before their job item is read: a new letter of a job this very redrive sent
- * back (sending it again would only repeat the failure), and, unless asked for, a body the workers
- * can only refuse again.
+ * Pure: what a later letter of a job this redrive already sent back is. Both kinds stay in the DLQ;
+ * the verdict only tells the operator which happened.
+ * - `dead-again`: the letter's message is one this redrive sent: the job ran again and died again.
+ * - `duplicate`: a second letter of the death already sent back (docs/protocol.md: an interrupted
+ *   dead-lettering is finished by a takeover that sends a second letter). Proven when the item is as
+ *   the reset left it (any new death needs a claim, which moves the version), or when SQS received the
+ *   letter more than {@link REDRIVE_CLOCK_MARGIN_MS} before the reset by the operator's clock.
+ * - otherwise `dead-again`: the job was claimed since the reset and the letter is recent.
  */
-function leftInDlq(
+export function judgeRepeat(
+  letter: Pick<DeadLetter, 'originalMessageId' | 'systemAttributes'>,
+  sentIds: ReadonlySet<string>,
+  earlier: EarlierSend | undefined,
+  item: JobItem | undefined,
+): 'dead-again' | 'duplicate' {
+  if (letter.originalMessageId && sentIds.has(letter.originalMessageId)) return 'dead-again';
+  if (earlier?.versionAfter === undefined) return 'dead-again';
+  if (item?.version === earlier.versionAfter) return 'duplicate';
+  const received = Number(letter.systemAttributes.SentTimestamp);
+  return received < earlier.at - REDRIVE_CLOCK_MARGIN_MS ? 'duplicate' : 'dead-again';
+}
+
+/**
+ * Letters left in the DLQ before their job is planned: a later letter of a job this very redrive sent
+ * back (sending it again would only repeat the failure, or send a second copy of one death), and,
+ * unless asked for, a body the workers can only refuse again.
+ */
+async function leftInDlq(
   run: RedriveRun,
   letter: DeadLetter,
-): { readonly outcome: 'dead-again' | 'skipped'; readonly detail: string } | undefined {
-  if (
-    (letter.originalMessageId && run.sentIds.has(letter.originalMessageId)) ||
-    (letter.dedupKey && run.sentKeys.has(letter.dedupKey))
-  ) {
-    return {
-      outcome: 'dead-again',
-      detail: 'sent back by this redrive and dead-lettered again; this new letter stays',
-    };
+): Promise<
+  { readonly outcome: 'dead-again' | 'duplicate' | 'skipped'; readonly detail: string } | undefined
+> {
+  const earlier = letter.dedupKey ? run.sentJobs.get(letter.dedupKey) : undefined;
+  const ownMessage = letter.originalMessageId !== undefined && run.sentIds.has(letter.originalMessageId);
+  if (earlier || ownMessage) {
+    // Only a second letter of a reset job needs the item (one read, for this rare letter only).
+    const needsItem = !ownMessage && earlier?.versionAfter !== undefined && letter.dedupKey;
+    const item = needsItem ? await run.store.get(letter.dedupKey ?? '') : undefined;
+    return judgeRepeat(letter, run.sentIds, earlier, item) === 'duplicate'
+      ? {
+          outcome: 'duplicate',
+          detail:
+            'a second letter of the death this redrive sent back (an interrupted dead-lettering sends two); it stays: a later redrive skips it once the job completed, and purge removes it',
+        }
+      : {
+          outcome: 'dead-again',
+          detail: 'sent back by this redrive and dead-lettered again; this new letter stays',
+        };
   }
   if (!run.options.includeHopeless && HOPELESS_REASONS.includes(letter.reason)) {
     return {
@@ -295,6 +363,7 @@ async function sendBack(
   letter: DeadLetter,
   reset: boolean,
   note: { readonly detail?: string },
+  earlier: EarlierSend,
 ): Promise<Visit> {
   const { clients, names } = run.target;
   const fields = letterFields(letter);
@@ -322,7 +391,7 @@ async function sendBack(
     return KEEP;
   }
   run.sentIds.add(newMessageId);
-  if (letter.dedupKey) run.sentKeys.add(letter.dedupKey);
+  if (letter.dedupKey) run.sentJobs.set(letter.dedupKey, earlier);
   run.taken += 1;
   try {
     await clients.sqs.send(
@@ -337,8 +406,9 @@ async function sendBack(
   return { deleted: true, stop: run.taken >= run.limit };
 }
 
-function reportOf(run: RedriveRun): RedriveReport {
+function reportOf(run: RedriveRun, browsed: BrowseResult): RedriveReport {
   const { items, options } = run;
+  const unseen = shortfall(browsed);
   const count = (outcome: RedriveItem['outcome']) => items.filter((i) => i.outcome === outcome).length;
   return {
     dryRun: options.dryRun ?? false,
@@ -346,8 +416,12 @@ function reportOf(run: RedriveRun): RedriveReport {
     redriven: count(options.dryRun ? 'would-redrive' : 'redriven'),
     skipped: count('skipped'),
     deadAgain: count('dead-again'),
+    duplicates: count('duplicate'),
     failed: count('failed'),
     notMatched: run.notMatched,
+    seen: browsed.seen,
+    dlqDepth: browsed.depth,
+    ...(unseen ? { unseen } : {}),
     items,
   };
 }

@@ -3,7 +3,7 @@
  * Redrive, which sends letters back, is in dlq-redrive.ts; decoding a letter is in dlq-letters.ts.
  */
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { browse, KEEP } from './dlq-browse.ts';
+import { type BrowseResult, browse, KEEP, shortfall } from './dlq-browse.ts';
 import { type DeadLetter, type DeadLetterSummary, summarise, toDeadLetter } from './dlq-letters.ts';
 import { DeadLetterNotFoundError } from './ops-errors.ts';
 import { queueStats, totalDepth } from './queue-stats.ts';
@@ -16,8 +16,22 @@ export async function listDeadLetters(
   dlqUrl: string,
   options: { readonly limit?: number } = {},
 ): Promise<DeadLetterSummary[]> {
+  return (await surveyDeadLetters(sqs, dlqUrl, options)).letters;
+}
+
+/** {@link listDeadLetters}, with what the browse saw next to the DLQ's depth. */
+export interface DeadLetterSurvey extends BrowseResult {
+  readonly letters: DeadLetterSummary[];
+}
+
+/** Lists dead letters like {@link listDeadLetters} and says how many of the DLQ's letters it saw. */
+export async function surveyDeadLetters(
+  sqs: SQSClient,
+  dlqUrl: string,
+  options: { readonly limit?: number } = {},
+): Promise<DeadLetterSurvey> {
   const letters: DeadLetterSummary[] = [];
-  await browse(
+  const result = await browse(
     sqs,
     dlqUrl,
     { visibilitySeconds: BROWSE_VISIBILITY_SECONDS, ...(options.limit ? { limit: options.limit } : {}) },
@@ -26,27 +40,34 @@ export async function listDeadLetters(
       return KEEP;
     },
   );
-  return letters.sort((a, b) => (a.deadAt ?? '').localeCompare(b.deadAt ?? ''));
+  letters.sort((a, b) => (a.deadAt ?? '').localeCompare(b.deadAt ?? ''));
+  return { ...result, letters };
 }
 
 /**
  * Finds one dead letter by its DLQ message id, or else by dedup key, with its body and attributes.
- * @throws DeadLetterNotFoundError when no message matches.
+ * @throws DeadLetterNotFoundError when no message matches (saying so when the browse saw fewer letters than
+ *   the DLQ holds: a FIFO group hides letters behind its first 10).
  */
 export async function findDeadLetter(sqs: SQSClient, dlqUrl: string, id: string): Promise<DeadLetter> {
   let byId: DeadLetter | undefined;
   let byKey: DeadLetter | undefined;
-  await browse(sqs, dlqUrl, { visibilitySeconds: BROWSE_VISIBILITY_SECONDS }, async (message) => {
-    const letter = toDeadLetter(message);
-    if (letter.messageId === id) {
-      byId = letter;
-      return { stop: true };
-    }
-    if (!byKey && letter.dedupKey === id) byKey = letter;
-    return KEEP;
-  });
+  const result = await browse(
+    sqs,
+    dlqUrl,
+    { visibilitySeconds: BROWSE_VISIBILITY_SECONDS },
+    async (message) => {
+      const letter = toDeadLetter(message);
+      if (letter.messageId === id) {
+        byId = letter;
+        return { stop: true };
+      }
+      if (!byKey && letter.dedupKey === id) byKey = letter;
+      return KEEP;
+    },
+  );
   const found = byId ?? byKey;
-  if (!found) throw new DeadLetterNotFoundError(id);
+  if (!found) throw new DeadLetterNotFoundError(id, shortfall(result, 'it'));
   return found;
 }
 

@@ -27,8 +27,9 @@ export class JobFileError extends OpsError {
 export class DeadLetterNotFoundError extends OpsError {
   readonly id: string;
 
-  constructor(id: string) {
-    super(`no message ${id} in the DLQ (see \`leaseq dlq list\`)`);
+  /** @param unseen what the search missed (see `shortfall` in dlq-browse.ts), when it saw less than all. */
+  constructor(id: string, unseen?: string) {
+    super(`no message ${id} in the DLQ (${unseen ? `${unseen}; ` : ''}see \`leaseq dlq list\`)`);
     this.name = 'DeadLetterNotFoundError';
     this.id = id;
   }

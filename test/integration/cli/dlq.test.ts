@@ -100,6 +100,9 @@ describe('Command: leaseq dlq', () => {
     // redrive --dry-run: lists both, changes nothing
     const dry = await leaseqJson<RedriveReport>(['dlq', 'redrive', '--dry-run', '--prefix', prefix]);
     expect(dry).toMatchObject({ dryRun: true, matched: 2, redriven: 2, skipped: 0, failed: 0 });
+    // A standard DLQ reports its depth next to what the browse saw too (issue 23).
+    expect(dry).toMatchObject({ seen: 2, dlqDepth: 2 });
+    expect(dry).not.toHaveProperty('unseen');
     expect(dry.items.every((i) => i.outcome === 'would-redrive' && i.reset)).toBe(true);
     expect(await queueCounts(env, env.dlqUrl)).toMatchObject({ visible: 2, inFlight: 0 });
     expect(await queueCounts(env)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });

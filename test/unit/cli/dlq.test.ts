@@ -12,7 +12,14 @@ import {
   summarise,
   toDeadLetter,
 } from '../../../shared/ops/dlq-letters.ts';
-import { planRedrive, REDRIVE_CLOCK_MARGIN_MS, type RedriveItem } from '../../../shared/ops/dlq-redrive.ts';
+import {
+  judgeRepeat,
+  planRedrive,
+  REDRIVE_CLOCK_MARGIN_MS,
+  type RedriveItem,
+  redriveVisibilitySeconds,
+  SQS_MAX_VISIBILITY_SECONDS,
+} from '../../../shared/ops/dlq-redrive.ts';
 import { InvalidFilterError } from '../../../shared/ops/ops-errors.ts';
 
 const body = JSON.stringify({
@@ -184,8 +191,83 @@ describe('Function: planRedrive, with an operator clock that may run ahead of th
   });
 });
 
+describe('Function: judgeRepeat (a later letter of a job this redrive already sent back, issue 23)', () => {
+  const at = Date.parse('2024-05-01T12:00:00Z');
+  const item = (version: number): JobItem => ({
+    dedupKey: 'order-9',
+    type: 'ledger.credit',
+    status: JobStatus.RetryWait,
+    version,
+    token: 3,
+    attempts: 0,
+    leaseUntil: 0,
+    messageId: 'sent-by-redrive',
+  });
+  const letter = (originalMessageId: string, sentAt: number) =>
+    toDeadLetter({
+      MessageId: `dlq-${originalMessageId}-${sentAt}`,
+      Body: body,
+      MessageAttributes: deadLetterAttributes({
+        reason: 'permanent-error',
+        errorClass: 'PermanentJobError',
+        errorMessage: 'no',
+        attempts: 1,
+        dedupKey: 'order-9',
+        worker: 'w-1',
+        messageId: originalMessageId,
+        type: 'ledger.credit',
+      }),
+      Attributes: { SentTimestamp: String(sentAt) },
+    });
+  const sentIds = new Set(['sent-by-redrive']);
+
+  it('a letter of the message this redrive sent is the job dead again', () => {
+    expect(judgeRepeat(letter('sent-by-redrive', at + 1000), sentIds, { versionAfter: 5, at }, item(5))).toBe(
+      'dead-again',
+    );
+  });
+
+  it('a letter of another message is a second letter of the same death while the item is as the reset left it', () => {
+    // No claim since the reset (the version a claim moves is the reset's): no death since, whenever it came.
+    expect(judgeRepeat(letter('orig-1', at + 1000), sentIds, { versionAfter: 5, at }, item(5))).toBe(
+      'duplicate',
+    );
+  });
+
+  it('a letter that was in the DLQ a clock margin before the reset is a second letter of the same death', () => {
+    const before = at - REDRIVE_CLOCK_MARGIN_MS - 1;
+    expect(judgeRepeat(letter('orig-1', before), sentIds, { versionAfter: 5, at }, item(7))).toBe(
+      'duplicate',
+    );
+  });
+
+  it('a letter newer than that, of a job claimed since the reset, is the job dead again', () => {
+    expect(judgeRepeat(letter('orig-1', at - 60_000), sentIds, { versionAfter: 5, at }, item(7))).toBe(
+      'dead-again',
+    );
+    expect(judgeRepeat(letter('orig-1', at + 1000), sentIds, { versionAfter: 5, at }, item(7))).toBe(
+      'dead-again',
+    );
+  });
+});
+
+describe('Function: redriveVisibilitySeconds', () => {
+  it('holds a page of 10 letters for a minute plus the time the rate takes to send them', () => {
+    expect(redriveVisibilitySeconds(undefined)).toBe(60);
+    expect(redriveVisibilitySeconds(5)).toBe(62);
+    expect(redriveVisibilitySeconds(1 / 60)).toBe(660);
+  });
+
+  it("never asks for more than SQS's 12 h maximum, which a rate below ~0.83 letters/h would (issue 23)", () => {
+    expect(SQS_MAX_VISIBILITY_SECONDS).toBe(43_200);
+    expect(redriveVisibilitySeconds(10 / (43_200 - 60))).toBe(43_200);
+    expect(redriveVisibilitySeconds(0.5 / 3600)).toBe(43_200);
+    expect(redriveVisibilitySeconds(Number.MIN_VALUE)).toBe(43_200);
+  });
+});
+
 describe('Function: describeRedrive', () => {
-  it('counts letters that came back during the redrive apart from the letters it sent', () => {
+  it('counts letters that came back during the redrive, and second letters of one death, apart from the letters it sent', () => {
     const item = (outcome: RedriveItem['outcome']): RedriveItem => ({
       messageId: `m-${outcome}`,
       reason: 'permanent-error',
@@ -198,12 +280,15 @@ describe('Function: describeRedrive', () => {
       redriven: 1,
       skipped: 0,
       deadAgain: 1,
+      duplicates: 1,
       failed: 0,
       notMatched: 0,
-      items: [item('redriven'), item('dead-again')],
+      seen: 3,
+      dlqDepth: 3,
+      items: [item('redriven'), item('dead-again'), item('duplicate')],
     });
     expect(text).toMatch(
-      /redrove 1 \(1 of them dead-lettered again while it ran; their new letters stay in the DLQ\), skipped 0, failed 0;/,
+      /redrove 1 \(1 of them dead-lettered again while it ran; their new letters stay in the DLQ\), skipped 0, failed 0; 1 second letter of a death it sent back, left in the DLQ;/,
     );
   });
 });

@@ -1,0 +1,147 @@
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { destroyAwsClients } from '../../../shared/aws/clients.ts';
+import { deadLetterAttributes } from '../../../shared/core/adapters/sqs-job-queue.ts';
+import { makeEnvelope } from '../../../shared/core/contract/envelope.ts';
+import type { DeadLetterSummary } from '../../../shared/ops/dlq-letters.ts';
+import { type RedriveReport, redrive } from '../../../shared/ops/dlq-redrive.ts';
+import { type CoreEnv, coreEnv, purge, queueCounts } from '../../support/core-fixture.ts';
+import { testClients, uniqueName } from '../../support/env.ts';
+import { type CliRun, leaseq } from './run-cli.ts';
+
+let env: CoreEnv;
+let prefix: string;
+
+beforeAll(async () => {
+  env = await coreEnv('clidlqfifo', { fifo: true });
+  prefix = env.jobsTable.replace(/-jobs$/, '');
+});
+afterAll(() => env?.close());
+
+/** The CLI on this FIFO stack (the prefix alone names standard queues). */
+const fifoCli = (args: readonly string[]): Promise<CliRun> =>
+  leaseq([...args, '--prefix', prefix], { LEASEQ_FIFO: 'true' });
+
+async function fifoJson<T>(args: readonly string[]): Promise<T> {
+  const run = await fifoCli([...args, '--json']);
+  if (run.code !== 0) throw new Error(`leaseq ${args.join(' ')} exited ${run.code}: ${run.stderr.trim()}`);
+  return JSON.parse(run.stdout) as T;
+}
+beforeEach(async () => {
+  await purge(env, env.dlqUrl);
+  await purge(env, env.queueUrl);
+});
+
+/**
+ * Puts 25 letters of one FIFO group into the DLQ, as the dead-letterer sends them: letter 1 a
+ * `permanent-error`, letters 2-25 `max-attempts`. Returns their dedup keys in order.
+ */
+async function oneGroupOf25(): Promise<string[]> {
+  const group = uniqueName('g');
+  const keys = Array.from({ length: 25 }, (_, i) => uniqueName(`l${i + 1}-`));
+  for (const [i, dedupKey] of keys.entries()) {
+    const messageId = uniqueName('orig');
+    await env.clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: env.dlqUrl,
+        MessageBody: JSON.stringify(
+          makeEnvelope({ id: uniqueName('m'), dedupKey, type: 'ledger.credit', payload: { amount: 1 } }),
+        ),
+        MessageAttributes: deadLetterAttributes({
+          reason: i === 0 ? 'permanent-error' : 'max-attempts',
+          errorClass: 'PermanentJobError',
+          errorMessage: 'no',
+          attempts: 3,
+          dedupKey,
+          worker: 'w-fifo',
+          messageId,
+          type: 'ledger.credit',
+        }),
+        MessageGroupId: group,
+        MessageDeduplicationId: `${messageId}-dead`,
+      }),
+    );
+  }
+  return keys;
+}
+
+describe('Command: leaseq dlq, on a FIFO DLQ holding one group of 25 letters', () => {
+  it('a --reason filter redrives every letter that matches, though one letter it keeps heads the group', async () => {
+    // Prepare
+    await oneGroupOf25();
+
+    // Act
+    const report = await fifoJson<RedriveReport>(['dlq', 'redrive', '--reason', 'max-attempts', '--yes']);
+
+    // Assess: 24 sent back (was 9: the kept head blocked the group), the kept one released at once.
+    expect(report).toMatchObject({ redriven: 24, notMatched: 1, failed: 0, dlqDepth: 25, seen: 25 });
+    expect(await queueCounts(env)).toMatchObject({ visible: 24 });
+    expect(await queueCounts(env, env.dlqUrl)).toEqual({ visible: 1, inFlight: 0, delayed: 0 });
+  }, 60_000);
+
+  it('list, show and a --dedup-key redrive say how many letters they saw of those the DLQ holds', async () => {
+    // Prepare: SQS shows a FIFO group's first 10 letters only until they are deleted (received and
+    // released, they come back first), so letters 11-25 cannot be browsed; the commands must say so.
+    const keys = await oneGroupOf25();
+    const twentieth = keys[19] ?? '';
+
+    // Act
+    const table = await fifoCli(['dlq', 'list', '--limit', '100']);
+    const listed = await fifoCli(['dlq', 'list', '--limit', '100', '--json']);
+    const shown = await fifoCli(['dlq', 'show', twentieth]);
+    const dry = await fifoJson<RedriveReport>(['dlq', 'redrive', '--dedup-key', twentieth, '--dry-run']);
+
+    // Assess: each says it saw 10 of 25 and why; nothing was changed, nothing is left hidden.
+    expect(table.code).toBe(0);
+    expect(table.stderr).toMatch(/saw 10 of the 25 letters the DLQ holds/);
+    expect(table.stderr).toMatch(/FIFO/);
+    expect((JSON.parse(listed.stdout) as DeadLetterSummary[]).map((l) => l.dedupKey)).toEqual(
+      keys.slice(0, 10),
+    );
+    expect(listed.stderr).toMatch(/saw 10 of the 25 letters the DLQ holds/);
+    expect(shown.code).toBe(1);
+    expect(shown.stderr).toMatch(
+      new RegExp(`no message ${twentieth} in the DLQ \\(saw 10 of the 25 letters it holds;.*FIFO`),
+    );
+    expect(dry).toMatchObject({ matched: 0, notMatched: 10, dlqDepth: 25, seen: 10 });
+    expect(await queueCounts(env, env.dlqUrl)).toEqual({ visible: 25, inFlight: 0, delayed: 0 });
+  }, 60_000);
+
+  it("a redrive at 0.5 letters/h browses with SQS's 12 h maximum visibility, which SQS accepts", async () => {
+    // Prepare: the uncapped 60 + 10/rate would be 72,060 s, which AWS refuses (the emulator does not).
+    const keys = await oneGroupOf25();
+    const clients = testClients();
+    const asked: number[] = [];
+    clients.sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { VisibilityTimeout?: number };
+        if (context.commandName === 'ReceiveMessageCommand' && input.VisibilityTimeout !== undefined) {
+          asked.push(input.VisibilityTimeout);
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'recordVisibility' },
+    );
+    const names = {
+      queueUrl: env.queueUrl,
+      dlqUrl: env.dlqUrl,
+      jobsTable: env.jobsTable,
+      leasesTable: env.leasesTable,
+    };
+
+    try {
+      // Act: the head letter alone (the pacer's first permit is at once).
+      const report = await redrive(
+        { clients, names },
+        { filter: { dedupKey: keys[0] ?? '' }, ratePerSecond: 0.5 / 3600, limit: 1 },
+      );
+
+      // Assess
+      expect(report).toMatchObject({ redriven: 1, failed: 0 });
+      expect(new Set(asked)).toEqual(new Set([43_200]));
+      expect(await queueCounts(env, env.dlqUrl)).toEqual({ visible: 24, inFlight: 0, delayed: 0 });
+    } finally {
+      destroyAwsClients(clients);
+    }
+  }, 60_000);
+});
