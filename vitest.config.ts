@@ -5,8 +5,13 @@ import { defineConfig } from 'vitest/config';
 // The global setup runs in this process and uses the SDK too.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
+// Most integration files spend their time waiting (visibility timeouts, leases running out, workers
+// starting), not computing, so they run several at a time even on 2 cores. LEASEQ_TEST_WORKERS overrides.
+const workers = Number(process.env.LEASEQ_TEST_WORKERS ?? 4);
+
 export default defineConfig({
   test: {
+    maxWorkers: Number.isInteger(workers) && workers > 0 ? workers : 4,
     // The SDK warns once per process that Node 20 support ends in 2027; tests need not repeat it.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     projects: [
