@@ -205,8 +205,10 @@ export function checkPipelineSafety(facts: PipelineSafetyFacts): PipelineSafetyV
 
   // Event source mappings do not count reserved concurrency: the poller receives batches for more
   // invocations than Lambda then runs, and each throttled batch returns to the queue as receives.
+  // Reserved concurrency 0 is the documented way to pause a function: nothing is meant to run then.
   if (
     facts.reservedConcurrency !== undefined &&
+    facts.reservedConcurrency > 0 &&
     facts.maxConcurrency !== undefined &&
     facts.reservedConcurrency < facts.maxConcurrency
   ) {

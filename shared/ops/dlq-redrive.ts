@@ -408,7 +408,8 @@ async function sendBack(
 
 function reportOf(run: RedriveRun, browsed: BrowseResult): RedriveReport {
   const { items, options } = run;
-  const unseen = shortfall(browsed);
+  // A redrive that stopped at its --limit saw fewer letters on purpose: no shortfall to explain.
+  const unseen = run.taken >= run.limit ? undefined : shortfall(browsed);
   const count = (outcome: RedriveItem['outcome']) => items.filter((i) => i.outcome === outcome).length;
   return {
     dryRun: options.dryRun ?? false,

@@ -101,10 +101,26 @@ export async function sendMessages(
   // Batches in flight together reach SQS in any order, and a chosen group is a promise of send order: such
   // a send goes one batch at a time (within a batch SQS keeps the entries' order).
   const ordered = fifo && messages.some((m) => m.groupId !== undefined);
+  // Groups whose order is already broken (a job not sent, or sent behind a later one): their later jobs are
+  // not sent, since a retry or a later batch would run them before the one that is missing.
+  const broken = new Set<string>();
+  const breakGroup = (message: OutgoingMessage) => {
+    if (ordered) broken.add(groupOf(message));
+  };
   await runLimited(batches, ordered ? 1 : (options.concurrency ?? 8), async (batch) => {
     if (options.signal?.aborted) return;
     await pacer.take(batch.length);
-    let pending = batch.map((message, i) => ({ id: String(i), message }));
+    let pending = batch
+      .filter((message) => {
+        if (!ordered || !broken.has(groupOf(message))) return true;
+        fail(
+          message,
+          'GroupOrderBroken',
+          `not sent: an earlier job of group ${groupOf(message)} was not sent`,
+        );
+        return false;
+      })
+      .map((message, i) => ({ id: String(i), message }));
     for (let attempt = 0; pending.length > 0; attempt++) {
       let out: SendMessageBatchCommandOutput;
       try {
@@ -118,7 +134,10 @@ export async function sendMessages(
         // The SDK already retried the call; count the batch as failed rather than losing the report.
         const name = error instanceof Error ? error.name : 'Error';
         const text = error instanceof Error ? error.message : String(error);
-        for (const { message } of pending) fail(message, name, text);
+        for (const { message } of pending) {
+          fail(message, name, text);
+          breakGroup(message);
+        }
         break;
       }
       const byId = new Map(pending.map((p) => [p.id, p.message]));
@@ -133,8 +152,19 @@ export async function sendMessages(
       for (const bad of out.Failed ?? []) {
         const message = byId.get(bad.Id ?? '');
         if (!message) continue;
-        if (!bad.SenderFault && attempt < retries) again.push({ id: bad.Id ?? '', message });
-        else fail(message, bad.Code ?? 'Failed', bad.Message ?? 'rejected by SQS');
+        // A retry lands behind whatever SQS took after it: in an ordered send only while nothing of its
+        // group came after it in this batch.
+        const overtaken =
+          ordered &&
+          pending.some((p) => Number(p.id) > Number(bad.Id) && groupOf(p.message) === groupOf(message));
+        if (!bad.SenderFault && attempt < retries && !overtaken) again.push({ id: bad.Id ?? '', message });
+        else {
+          const why = overtaken
+            ? ' (not retried: a later job of its group was sent, a retry would run after it)'
+            : '';
+          fail(message, bad.Code ?? 'Failed', `${bad.Message ?? 'rejected by SQS'}${why}`);
+          breakGroup(message);
+        }
       }
       pending = again;
     }
@@ -149,11 +179,16 @@ function entry(id: string, message: OutgoingMessage, fifo: boolean): SendMessage
     MessageBody: message.body,
     ...(fifo
       ? {
-          MessageGroupId: message.groupId ?? groupIdForKey(message.dedupKey ?? 'leaseq'),
+          MessageGroupId: groupOf(message),
           MessageDeduplicationId: randomUUID(),
         }
       : {}),
   };
+}
+
+/** A message's FIFO group: the chosen one, else its dedup key's. */
+function groupOf(message: OutgoingMessage): string {
+  return message.groupId ?? groupIdForKey(message.dedupKey ?? 'leaseq');
 }
 
 /** Splits into batches of at most `size` entries and at most 256 KiB of bodies each. */

@@ -190,6 +190,11 @@ describe('Synth-time safety checks', () => {
     expect(() =>
       synth({ workerTimeout: Duration.seconds(12), environment: { LEASEQ_DEADLINE_MARGIN_MS: '10000' } }),
     ).not.toThrow();
+    // Review: 6 s with a 4,999 ms margin left 1,001 ms to the deadline, so a job started only if its claim
+    // took under 1 ms; a second of slack is required.
+    expect(() =>
+      synth({ workerTimeout: Duration.seconds(6), environment: { LEASEQ_DEADLINE_MARGIN_MS: '4999' } }),
+    ).toThrow(/worker timeout is 6 s; required at least 7 s/);
   });
 
   // Issue 23 item 3: with LEASEQ_BATCH_CONCURRENCY below the batch size, records that cannot start before
@@ -226,7 +231,9 @@ describe('Synth-time safety checks', () => {
     expect(() => synth({ maxConcurrency: 5 }, reserve(2))).toThrow(
       /reserved-covers-max-concurrency: worker reserved concurrency is 2 and the event source's maximum concurrency 5; required at least 5: the event source does not count reserved concurrency, and each batch Lambda throttles returns to the queue as receives that run no job \(set maxConcurrency to at most 2, or reserve at least 5\)/,
     );
-    expect(() => synth({ maxConcurrency: 5 }, reserve(0))).toThrow(/reserved-covers-max-concurrency/);
+    expect(() => synth({ maxConcurrency: 5 }, reserve(1))).toThrow(/reserved-covers-max-concurrency/);
+    // Reserved concurrency 0 pauses the function (nothing is meant to run): not refused.
+    expect(() => synth({ maxConcurrency: 5 }, reserve(0))).not.toThrow();
     expect(() => synth({ maxConcurrency: 5 }, reserve(5))).not.toThrow();
     expect(() => synth({ maxConcurrency: 5 })).not.toThrow();
   });

@@ -38,14 +38,19 @@ export function capLeaseToDeadline(leaseMs: number, now: number, deadline: numbe
 }
 
 /**
- * The shortest invocation timeout (whole seconds) under which a job can start at all. The deadline is the
- * timeout less `deadlineMarginMs`, every lease is capped to it, and the processor starts no job under a
- * lease below DEFAULTS.minLeaseMs; the batch arrives some milliseconds into the invocation, so the
- * timeout must exceed margin + minimum, not equal it. Below this every record is handed back unrun.
+ * The shortest invocation timeout (whole seconds) under which jobs start. The deadline is the timeout
+ * less `deadlineMarginMs`, every lease is capped to it, and the processor starts no job under a lease
+ * below DEFAULTS.minLeaseMs. The batch arrives some time into the invocation and the payload check and
+ * claim come before the lease is set, so margin + minimum is not enough: a timeout 1 ms over it would
+ * start a job only if its claim took under 1 ms. One second more (START_SLACK_MS) is required; below
+ * this every record is handed back unrun.
  */
 export function minInvocationTimeoutSeconds(deadlineMarginMs: number): number {
-  return Math.floor((deadlineMarginMs + DEFAULTS.minLeaseMs) / 1000) + 1;
+  return Math.ceil((deadlineMarginMs + DEFAULTS.minLeaseMs + START_SLACK_MS) / 1000);
 }
+
+/** Time a record may take from the invocation's start to its claim, in {@link minInvocationTimeoutSeconds}. */
+const START_SLACK_MS = 1000;
 
 /**
  * Time kept in hand before a lease ends, for clock skew between workers and the last write: a worker

@@ -30,7 +30,9 @@ export async function processBatch(
   processor: JobProcessor,
   options: BatchOptions = {},
 ): Promise<BatchResult> {
-  const fifo = options.fifo ?? records.some((r) => isFifoQueue(r.eventSourceARN));
+  const fifo =
+    options.fifo ??
+    records.some((r) => typeof r.eventSourceARN === 'string' && isFifoQueue(r.eventSourceARN));
   const processOptions: ProcessOptions = options.deadline === undefined ? {} : { deadline: options.deadline };
   const outcomes = new Map<string, RecordOutcome>();
 

@@ -103,6 +103,18 @@ describe('Command: leaseq dlq', () => {
     // A standard DLQ reports its depth next to what the browse saw too (issue 23).
     expect(dry).toMatchObject({ seen: 2, dlqDepth: 2 });
     expect(dry).not.toHaveProperty('unseen');
+    // A redrive that stops at its --limit saw fewer on purpose: no shortfall note (review of issue 23).
+    const limited = await leaseqJson<RedriveReport>([
+      'dlq',
+      'redrive',
+      '--dry-run',
+      '--limit',
+      '1',
+      '--prefix',
+      prefix,
+    ]);
+    expect(limited).toMatchObject({ matched: 1, redriven: 1 });
+    expect(limited).not.toHaveProperty('unseen');
     expect(dry.items.every((i) => i.outcome === 'would-redrive' && i.reset)).toBe(true);
     expect(await queueCounts(env, env.dlqUrl)).toMatchObject({ visible: 2, inFlight: 0 });
     expect(await queueCounts(env)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });

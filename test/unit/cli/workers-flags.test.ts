@@ -38,7 +38,7 @@ describe('Command: leaseq workers --timeout against the deadline margin', () => 
     const { code, stderr } = await workers(['--timeout', '60'], { LEASEQ_DEADLINE_MARGIN_MS: '59500' });
     expect(code).toBe(1);
     expect(stderr).toMatch(
-      /^leaseq: invalid worker configuration: --timeout is 60 s; required at least 61 s: /,
+      /^leaseq: invalid worker configuration: --timeout is 60 s; required at least 62 s: /,
     );
     expect(stderr.split('\n')).toHaveLength(2);
   });

@@ -45,4 +45,50 @@ describe('Function: sendMessages', () => {
     await sendMessages(sqs.client, FIFO_URL, messages(35));
     expect(sqs.maxInFlight()).toBe(4);
   });
+
+  /** An SQS stand-in that fails the given entries (by body's n) once with its own fault, and records arrivals. */
+  function flakySqs(failOnce: Set<number>) {
+    const arrivals: { n: number; group: string | undefined }[] = [];
+    const client = {
+      send: async (command: { input: SendMessageBatchCommandInput }) => {
+        const Successful: { Id?: string; MessageId: string }[] = [];
+        const Failed: { Id?: string; SenderFault: boolean; Code: string }[] = [];
+        for (const e of command.input.Entries ?? []) {
+          const n = (JSON.parse(e.MessageBody ?? '{}') as { n: number }).n;
+          if (failOnce.delete(n)) Failed.push({ Id: e.Id, SenderFault: false, Code: 'InternalError' });
+          else {
+            arrivals.push({ n, group: e.MessageGroupId });
+            Successful.push({ Id: e.Id, MessageId: `m-${n}` });
+          }
+        }
+        return { Successful, Failed };
+      },
+    } as unknown as SQSClient;
+    return { client, arrivals };
+  }
+
+  it('never lets a chosen group reach the queue out of send order when SQS fails one entry on its side', async () => {
+    // Job 0 fails once while jobs 1-9 of its group are taken in the same batch: a retry would land behind
+    // them. It is reported failed instead, and the group's later jobs (10-14, next batch) are not sent.
+    const sqs = flakySqs(new Set([0]));
+    const failed: string[] = [];
+    const report = await sendMessages(sqs.client, FIFO_URL, messages(15, 'g'), {
+      onFailed: (m, f) => failed.push(`${m.dedupKey}:${f.code}`),
+    });
+    const order = sqs.arrivals.map((a) => a.n);
+    expect(order).toEqual([...order].sort((a, b) => a - b));
+    expect(order).not.toContain(0);
+    expect(order.some((n) => n >= 10)).toBe(false);
+    expect(report.failed).toBe(6);
+    expect(failed[0]).toBe('k-0:InternalError');
+    expect(failed.slice(1)).toEqual([10, 11, 12, 13, 14].map((n) => `k-${n}:GroupOrderBroken`));
+  });
+
+  it('retries an entry SQS failed on its side when nothing of its group came after it', async () => {
+    // The last job of a batch fails once: its retry still comes before the next batch.
+    const sqs = flakySqs(new Set([9]));
+    const report = await sendMessages(sqs.client, FIFO_URL, messages(15, 'g'));
+    expect(sqs.arrivals.map((a) => a.n)).toEqual(Array.from({ length: 15 }, (_, i) => i));
+    expect(report).toMatchObject({ sent: 15, failed: 0 });
+  });
 });

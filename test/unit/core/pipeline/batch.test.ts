@@ -56,6 +56,15 @@ function scripted(retain: Set<string>, delayMs = 0) {
 }
 
 describe('Function: processBatch', () => {
+  it('runs a hand-built record without eventSourceARN as a standard batch instead of throwing', async () => {
+    const { processor, calls } = scripted(new Set());
+    const bare = { ...record('a'), eventSourceARN: undefined } as unknown as SQSRecord;
+    await expect(processBatch([bare], processor)).resolves.toMatchObject({
+      response: { batchItemFailures: [] },
+    });
+    expect(calls).toEqual(['a']);
+  });
+
   it('reports only the retained records, each record on its own', async () => {
     const { processor } = scripted(new Set(['b']));
     const { response } = await processBatch([record('a'), record('b'), record('c')], processor);
