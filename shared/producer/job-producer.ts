@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { ROOT_CONTEXT } from '@opentelemetry/api';
-import { awsConfigFromEnv, createAwsClients } from '../aws/clients.ts';
+import { awsConfigFromEnv, createAwsClients, isLocalEndpoint } from '../aws/clients.ts';
 import { groupIdProblem } from '../aws/message-group.ts';
 import {
   isValidTraceparent,
@@ -54,7 +54,14 @@ export interface JobInput<P = unknown> {
 export interface JobProducerOptions {
   /** URL of the jobs queue (stack output `JobsQueueUrl`). */
   readonly queueUrl: string;
-  /** @default an SQSClient from the environment (AWS_REGION, AWS_ENDPOINT_URL) */
+  /**
+   * The SQS endpoint of the client the producer makes (ignored with `client`). An endpoint on this
+   * machine (127.0.0.1, localhost, ::1) gets the emulator's test credentials unless AWS_ACCESS_KEY_ID is set.
+   * @default AWS_ENDPOINT_URL, else the queue URL's own origin when it names this machine (no AWS queue
+   * does), else AWS
+   */
+  readonly endpoint?: string;
+  /** @default an SQSClient from the environment (AWS_REGION; the endpoint as `endpoint` says) */
   readonly client?: SQSClient;
   /**
    * Your job module's jobs: when given, an unknown type or a payload its schema refuses is an error
@@ -92,6 +99,11 @@ export interface FailedJob {
   readonly id: string;
   readonly code: string;
   readonly message: string;
+  /**
+   * What to set when the failure is the sender's setup (no credentials, an endpoint host that does not
+   * resolve): sending again without it fails the same way.
+   */
+  readonly setup?: string;
 }
 
 /** What {@link JobProducer.sendBatch} did, job by job. */
@@ -115,16 +127,21 @@ export class InvalidJobError extends LeaseqError {
   }
 }
 
-/** Some jobs of a {@link JobProducer.send} call were not accepted by SQS. */
+/**
+ * Some jobs of a {@link JobProducer.send} call were not accepted by SQS. Retryable, unless the sender's
+ * setup failed (no credentials, an endpoint that does not resolve): then the message ends with what to set.
+ */
 export class SendJobsError extends LeaseqError {
   readonly result: SendJobsResult;
 
   constructor(result: SendJobsResult) {
     const first = result.failed[0];
+    const setup = result.failed.find((f) => f.setup)?.setup;
     super(
       `${result.failed.length} of ${result.sent.length + result.failed.length} jobs were not sent` +
-        (first ? ` (first: ${first.code}: ${first.message})` : ''),
-      { retryable: true },
+        (first ? ` (first: ${first.code}: ${first.message})` : '') +
+        (setup ? `: ${setup}` : ''),
+      { retryable: setup === undefined },
     );
     this.name = 'SendJobsError';
     this.result = result;
@@ -153,7 +170,7 @@ export class JobProducer {
     if (!options.queueUrl)
       throw new LeaseqError('JobProducer needs queueUrl (stack output JobsQueueUrl)', { retryable: false });
     this.#queueUrl = options.queueUrl;
-    this.#client = options.client ?? createAwsClients(awsConfigFromEnv()).sqs;
+    this.#client = options.client ?? defaultClient(options);
     this.#jobs = options.jobs === undefined ? undefined : JobRegistry.from(options.jobs);
     this.#traceparent = options.traceparent ?? (() => undefined);
     this.#concurrency = options.concurrency ?? 8;
@@ -300,7 +317,13 @@ export class JobProducer {
       onFailed: (message, failure: SendFailure) => {
         const e = byMessage.get(message);
         if (!e) return;
-        failed.push({ dedupKey: e.dedupKey, id: e.id, code: failure.code, message: failure.message });
+        failed.push({
+          dedupKey: e.dedupKey,
+          id: e.id,
+          code: failure.code,
+          message: failure.message,
+          ...(failure.setup ? { setup: failure.setup } : {}),
+        });
         const span = spanOf.get(e);
         if (span) recordFailure(span, new Error(`${failure.code}: ${failure.message}`));
         span?.end();
@@ -308,6 +331,23 @@ export class JobProducer {
     });
     return { sent, failed };
   }
+}
+
+/**
+ * The producer's own client. A queue URL on this machine is the endpoint when none is configured: an
+ * emulator hands out URLs of its own address, AWS never a loopback one, so the only other reading
+ * (send to sqs.<region>.amazonaws.com, naming a queue on 127.0.0.1) fails on every call.
+ */
+function defaultClient(options: JobProducerOptions): SQSClient {
+  const config = awsConfigFromEnv();
+  const endpoint = options.endpoint ?? config.endpoint ?? loopbackOrigin(options.queueUrl);
+  return createAwsClients({ ...config, ...(endpoint ? { endpoint } : {}) }).sqs;
+}
+
+/** The origin (`http://127.0.0.1:4566`) of a URL naming this machine, else undefined. */
+function loopbackOrigin(queueUrl: string): string | undefined {
+  if (!isLocalEndpoint(queueUrl)) return undefined;
+  return new URL(queueUrl).origin;
 }
 
 /**

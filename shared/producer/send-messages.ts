@@ -9,6 +9,7 @@ import { groupIdForKey } from '../aws/message-group.ts';
 import { isFifoQueue } from '../aws/queue-url.ts';
 import { runLimited } from '../core/pipeline/batch.ts';
 import { Pacer } from './pacer.ts';
+import { failureCode, setupProblem } from './setup-problem.ts';
 
 /** One SQS message to send. */
 export interface OutgoingMessage {
@@ -52,6 +53,8 @@ export interface SendFailure {
   readonly dedupKey?: string;
   readonly code: string;
   readonly message: string;
+  /** What the sender must set (credentials, endpoint) when the failure is its setup: no retry helps. */
+  readonly setup?: string;
 }
 
 export interface SendReport {
@@ -91,9 +94,14 @@ export async function sendMessages(
   let duplicates = 0;
   let failed = 0;
   const failures: SendFailure[] = [];
-  const fail = (message: OutgoingMessage, code: string, text: string) => {
+  const fail = (message: OutgoingMessage, code: string, text: string, setup?: string) => {
     failed += 1;
-    const failure = { ...(message.dedupKey ? { dedupKey: message.dedupKey } : {}), code, message: text };
+    const failure = {
+      ...(message.dedupKey ? { dedupKey: message.dedupKey } : {}),
+      code,
+      message: text,
+      ...(setup ? { setup } : {}),
+    };
     if (failures.length < 10) failures.push(failure);
     options.onFailed?.(message, failure);
   };
@@ -132,10 +140,9 @@ export async function sendMessages(
         );
       } catch (error) {
         // The SDK already retried the call; count the batch as failed rather than losing the report.
-        const name = error instanceof Error ? error.name : 'Error';
         const text = error instanceof Error ? error.message : String(error);
         for (const { message } of pending) {
-          fail(message, name, text);
+          fail(message, failureCode(error), text, setupProblem(error));
           breakGroup(message);
         }
         break;
