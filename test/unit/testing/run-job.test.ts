@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTable } from '../../../shared/core/model/table.ts';
+import { PermanentJobError, TransientJobError } from '../../../shared/errors.ts';
+import { defineJob } from '../../../shared/jobs/define-job.ts';
+import { runJob } from '../../../shared/testing/index.ts';
+
+// `runJob` (leaseq/testing) drives the real processor on the in-memory stores: these are the jobs of
+// docs/jobs.md's testing section (`order.charge`: a step and a row; `stock.reserve`: a versionedPut and
+// a permanent error), and what the harness reports for each way a job can end.
+
+const orders = defineTable('orders', { partitionKey: 'orderId' });
+const stock = defineTable('stock', { partitionKey: 'sku' });
+const charged: string[] = [];
+
+const charge = defineJob({
+  type: 'order.charge',
+  payload: z.object({ orderId: z.string(), cents: z.number().int() }),
+  tables: { orders },
+  async run(ctx, p) {
+    const chargeId = await ctx.step('charge', async () => {
+      charged.push(ctx.idempotencyKey('charge'));
+      return { data: `ch_${p.orderId}` };
+    });
+    return {
+      effects: [ctx.tables.orders.put({ orderId: p.orderId, cents: p.cents, chargeId, status: 'PAID' })],
+      result: { chargeId },
+    };
+  },
+});
+
+const reserve = defineJob({
+  type: 'stock.reserve',
+  payload: z.object({ sku: z.string(), qty: z.number().int().positive() }),
+  tables: { stock },
+  async run(ctx, p) {
+    const row = await ctx.tables.stock.get<{ qty: number; version: number }>({ sku: p.sku });
+    if (!row || row.qty < p.qty) throw new PermanentJobError(`not enough ${p.sku}`);
+    return {
+      effects: [
+        ctx.tables.stock.versionedPut({
+          key: { sku: p.sku },
+          seenVersion: row.version,
+          item: { qty: row.qty - p.qty },
+        }),
+      ],
+    };
+  },
+});
+
+describe('Function: runJob', () => {
+  it('completes a job with a step and a row: the result, the row, the step run once', async () => {
+    charged.length = 0;
+    const run = await runJob(charge, { orderId: 'o-1', cents: 500 });
+
+    expect(run).toMatchObject({ status: 'completed', result: { chargeId: 'ch_o-1' } });
+    expect(run.tables.orders).toEqual([{ orderId: 'o-1', cents: 500, chargeId: 'ch_o-1', status: 'PAID' }]);
+    expect(charged).toEqual(['order.charge-test#charge']);
+  });
+
+  it('retries a failed attempt or step after its backoff, without waiting for it', async () => {
+    charged.length = 0;
+    // The first attempt fails before the job runs; the second completes.
+    const run = await runJob(
+      charge,
+      { orderId: 'o-2', cents: 1 },
+      {
+        failAttempt: { error: new TransientJobError('gateway down') },
+      },
+    );
+    expect(run.status).toBe('completed');
+    expect(run.attempts).toEqual([
+      { action: 'retry', error: { name: 'TransientJobError', message: 'gateway down' }, backoffSeconds: 1 },
+      { action: 'completed' },
+    ]);
+    expect(charged).toEqual(['order.charge-test#charge']);
+
+    const once = await runJob(
+      charge,
+      { orderId: 'o-3', cents: 1 },
+      {
+        failStep: { name: 'charge', error: new TransientJobError('card network') },
+        attempts: 1,
+      },
+    );
+    expect(once).toMatchObject({
+      status: 'retried',
+      error: { name: 'TransientJobError', message: 'card network' },
+      backoffSeconds: 1,
+    });
+    expect(once.tables.orders).toEqual([]);
+  });
+
+  it('applies a versionedPut to a seeded row and reports the version it wrote', async () => {
+    const run = await runJob(
+      reserve,
+      { sku: 'a', qty: 2 },
+      { tables: { stock: [{ sku: 'a', qty: 5, version: 0 }] } },
+    );
+
+    expect(run.status).toBe('completed');
+    expect(run.tables.stock).toEqual([{ sku: 'a', qty: 3, version: 1 }]);
+    expect(run.effects).toHaveLength(1);
+  });
+
+  it('dead-letters a PermanentJobError at once, writing nothing', async () => {
+    const run = await runJob(
+      reserve,
+      { sku: 'a', qty: 9 },
+      { tables: { stock: [{ sku: 'a', qty: 5, version: 0 }] } },
+    );
+
+    expect(run).toMatchObject({
+      status: 'dead-lettered',
+      reason: 'permanent-error',
+      error: { name: 'PermanentJobError', message: 'not enough a' },
+    });
+    expect(run.attempts).toHaveLength(1);
+    expect(run.tables.stock).toEqual([{ sku: 'a', qty: 5, version: 0 }]);
+  });
+
+  it('dead-letters max-attempts after the last retry, skipping the backoffs', async () => {
+    const started = Date.now();
+    const run = await runJob(
+      charge,
+      { orderId: 'o-4', cents: 1 },
+      {
+        failStep: { name: 'charge', error: new Error('still down'), times: 10 },
+        maxAttempts: 3,
+      },
+    );
+
+    expect(run).toMatchObject({
+      status: 'dead-lettered',
+      reason: 'max-attempts',
+      error: { message: 'still down' },
+    });
+    expect(run.attempts.map((a) => a.backoffSeconds)).toEqual([1, 2, undefined]);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('refuses seed rows for a table the job does not declare', async () => {
+    await expect(runJob(charge, { orderId: 'o' }, { tables: { stock: [] } as never })).rejects.toThrow(
+      /declares no table stock \(it declares: orders\)/,
+    );
+  });
+});
