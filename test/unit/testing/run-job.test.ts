@@ -145,3 +145,78 @@ describe('Function: runJob', () => {
     );
   });
 });
+
+// Issue 20 item 4 in memory (the emulator twin: test/integration/core/pipeline/conflict-detail.test.ts).
+describe('Optimistic conflicts say what conflicted', () => {
+  it('explains a row seeded without a version attribute (the versionedPut trap)', async () => {
+    const run = await runJob(
+      reserve,
+      { sku: 'a', qty: 1 },
+      { tables: { stock: [{ sku: 'a', qty: 5 }] }, maxAttempts: 1 },
+    );
+
+    expect(run).toMatchObject({ status: 'dead-lettered', reason: 'max-attempts' });
+    if (run.status !== 'dead-lettered') return;
+    expect(run.error.message).toBe(
+      'optimistic write on completion conflicted 3 times: versionedPut to table stock key {"sku":"a"}: ' +
+        'expected no item (seenVersion undefined), found an item without a version attribute: ' +
+        'row has no version attribute: seed rows with version 0 or use put',
+    );
+    expect(run.tables.stock).toEqual([{ sku: 'a', qty: 5 }]);
+  });
+
+  it('names the version expected and the one found, in a step too', async () => {
+    const stale = defineJob({
+      type: 'stock.stale',
+      payload: z.object({ sku: z.string() }),
+      tables: { stock },
+      async run(ctx, p) {
+        await ctx.step('take', async () => ({
+          effects: [ctx.tables.stock.versionedPut({ key: { sku: p.sku }, seenVersion: 3, item: { qty: 0 } })],
+        }));
+      },
+    });
+    const run = await runJob(
+      stale,
+      { sku: 'b' },
+      { tables: { stock: [{ sku: 'b', qty: 5, version: 4 }] }, attempts: 1 },
+    );
+
+    expect(run).toMatchObject({ status: 'retried', error: { name: 'OptimisticConflictError' } });
+    if (run.status !== 'retried') return;
+    expect(run.error.message).toBe(
+      'optimistic write on step take conflicted 3 times: versionedPut to table stock key {"sku":"b"}: ' +
+        'expected version 3, found version 4',
+    );
+  });
+
+  it('names the condition of a conditional put or update that kept failing', async () => {
+    const guarded = defineJob({
+      type: 'stock.guarded',
+      payload: z.object({ sku: z.string() }),
+      tables: { stock },
+      async run(ctx, p) {
+        return {
+          effects: [
+            ctx.tables.stock.update(
+              { sku: p.sku },
+              { expression: 'SET qty = qty - :one', values: { ':one': 1, ':min': 1 } },
+              'qty >= :min',
+            ),
+          ],
+        };
+      },
+    });
+    const run = await runJob(
+      guarded,
+      { sku: 'c' },
+      { tables: { stock: [{ sku: 'c', qty: 0 }] }, attempts: 1 },
+    );
+
+    if (run.status !== 'retried') throw new Error(`expected a retry, got ${run.status}`);
+    expect(run.error.message).toBe(
+      'optimistic write on completion conflicted 3 times: update to table stock key {"sku":"c"}: ' +
+        'its condition qty >= :min failed (the item exists)',
+    );
+  });
+});
