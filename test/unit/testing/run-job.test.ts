@@ -220,3 +220,29 @@ describe('Optimistic conflicts say what conflicted', () => {
     );
   });
 });
+
+// docs/jobs.md, "Unit tests with runJob": the two tests as the page shows them.
+describe('docs/jobs.md samples', () => {
+  it('order.charge retries a failed charge, then records the order', async () => {
+    const run = await runJob(
+      charge,
+      { orderId: 'o-1', cents: 500 },
+      {
+        failStep: { name: 'charge', error: new TransientJobError('gateway down') },
+      },
+    );
+    expect(run.status).toBe('completed');
+    expect(run.attempts.map((a) => a.action)).toEqual(['retry', 'completed']);
+    expect(run.tables.orders).toEqual([{ orderId: 'o-1', cents: 500, chargeId: 'ch_o-1', status: 'PAID' }]);
+  });
+
+  it('stock.reserve takes stock, and dead-letters an order it cannot fill', async () => {
+    const stock = [{ sku: 'a', qty: 5, version: 0 }];
+    const ok = await runJob(reserve, { sku: 'a', qty: 2 }, { tables: { stock } });
+    expect(ok.tables.stock).toEqual([{ sku: 'a', qty: 3, version: 1 }]);
+
+    const short = await runJob(reserve, { sku: 'a', qty: 9 }, { tables: { stock } });
+    expect(short).toMatchObject({ status: 'dead-lettered', reason: 'permanent-error' });
+    expect(short.tables.stock).toEqual(stock);
+  });
+});
