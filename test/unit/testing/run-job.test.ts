@@ -190,6 +190,19 @@ describe('Optimistic conflicts say what conflicted', () => {
     );
   });
 
+  it('explains it on the fast path too', async () => {
+    const fast = defineJob({ ...reserve, type: 'stock.fast', fastPath: true });
+    const run = await runJob(
+      fast,
+      { sku: 'a', qty: 1 },
+      { tables: { stock: [{ sku: 'a', qty: 5 }] }, maxAttempts: 1 },
+    );
+
+    expect(run).toMatchObject({ status: 'dead-lettered', reason: 'max-attempts' });
+    if (run.status === 'dead-lettered')
+      expect(run.error.message).toContain(': versionedPut to table stock key {"sku":"a"}: expected no item');
+  });
+
   it('names the condition of a conditional put or update that kept failing', async () => {
     const guarded = defineJob({
       type: 'stock.guarded',
