@@ -168,14 +168,22 @@ export class LeaseRanOutError extends LeaseLostError {
   }
 }
 
-/** Optimistic write kept conflicting after the in-process retries: give the job back with a delay. */
+/**
+ * Optimistic write kept conflicting after the in-process retries: give the job back with a delay.
+ * `detail` says what conflicted (table, key, the version expected and found; core/model/conflict.ts).
+ */
 export class OptimisticConflictError extends LeaseqError {
   readonly tries: number;
+  readonly detail: string | undefined;
 
-  constructor(what: string, tries: number, cause?: unknown) {
-    super(`optimistic write on ${what} conflicted ${tries} times`, { retryable: true, cause });
+  constructor(what: string, tries: number, cause?: unknown, detail?: string) {
+    super(`optimistic write on ${what} conflicted ${tries} times${detail ? `: ${detail}` : ''}`, {
+      retryable: true,
+      cause,
+    });
     this.name = 'OptimisticConflictError';
     this.tries = tries;
+    this.detail = detail;
   }
 }
 

@@ -1,9 +1,15 @@
 // The effect applier of the in-memory job store: applies a job's effects (the DynamoDB writes that commit
-// with its checkpoint or completion) to in-memory tables, all or nothing, understanding exactly the
-// effects leaseq builds (versionedPut, named-lease fences) and refusing any other.
+// with its checkpoint or completion) to in-memory tables, all or nothing, as one TransactWriteItems:
+// every effect `ctx.tables` builds, with DynamoDB's expression semantics, and the named-lease fences.
 
 import { isDeepStrictEqual } from 'node:util';
 import type { Effect } from '../core/contract/job-store.ts';
+import {
+  checkUnusedPlaceholders,
+  parseCondition,
+  parseUpdate,
+  validationException,
+} from './dynamodb-expressions.ts';
 
 /** Outcome of applying a group of effects: all of them, or (`ok: false`) none. */
 export type EffectOutcome = { readonly ok: true } | { readonly ok: false; readonly index: number };
@@ -23,12 +29,7 @@ export const DYNAMODB_MAX_TRANSACTION_ITEMS = 100;
 /** The most bytes one DynamoDB item may hold (attribute names and values). */
 export const DYNAMODB_MAX_ITEM_BYTES = 400 * 1024;
 
-/** An error named like the one the SDK throws when DynamoDB refuses a request as invalid (HTTP 400). */
-export function validationException(message: string): Error {
-  const error = new Error(message);
-  error.name = 'ValidationException';
-  return error;
-}
+export { validationException };
 
 /**
  * An item's size as DynamoDB counts it, near enough for the limit: attribute names plus values, the
@@ -84,19 +85,33 @@ export interface InMemoryEffectApplierOptions {
 
 type StoredRecord = Record<string, unknown>;
 
-interface PlannedPut {
+interface PlannedWrite {
   readonly tableName: string;
   readonly table: Map<string, StoredRecord>;
   readonly id: string;
-  /** The item to write; undefined for a condition check (nothing written). */
-  readonly item: StoredRecord | undefined;
   readonly passes: (existing: StoredRecord | undefined) => boolean;
+  /** The item after the write (undefined: deleted); absent for a condition check (nothing written). */
+  readonly write?: (existing: StoredRecord | undefined) => StoredRecord | undefined;
 }
 
+const EFFECT_FIELDS = new Set([
+  'TableName',
+  'Item',
+  'Key',
+  'UpdateExpression',
+  'ConditionExpression',
+  'ExpressionAttributeNames',
+  'ExpressionAttributeValues',
+  'ReturnValuesOnConditionCheckFailure',
+]);
+
 /**
- * An in-memory application-state store that understands exactly the effects `versionedPut`
- * (optimistic.ts) builds: a `Put` conditioned on `attribute_not_exists(#k)` (first write) or `#v = :seen`
- * (optimistic version). Any other effect throws, so a test never passes on semantics the fake only guessed.
+ * In-memory application tables that apply a job's effects as one `TransactWriteItems` applies them: every
+ * operation `ctx.tables.<name>` builds (a Put, an Update with its update expression, a Delete, each with an
+ * optional condition; versionedPut is a conditioned Put) and ConditionChecks, including the named-lease
+ * fences of the lease stores in `options.leases`. Conditions and update expressions follow DynamoDB's
+ * grammar (dynamodb-expressions.ts); anything it cannot evaluate throws a ValidationException, nothing
+ * written, so a test never passes on semantics the fake only guessed.
  */
 export class InMemoryEffectApplier implements EffectApplier {
   readonly #keys: ReadonlyMap<string, readonly string[]>;
@@ -117,8 +132,8 @@ export class InMemoryEffectApplier implements EffectApplier {
   apply(effects: readonly Effect[]): EffectOutcome {
     const planned = effects.map((effect, index) => this.#plan(effect, index));
     const seen = new Set<string>();
-    for (const put of planned) {
-      const id = `${put.tableName} ${put.id}`;
+    for (const write of planned) {
+      const id = `${write.tableName} ${write.id}`;
       if (seen.has(id)) {
         throw validationException(
           'Transaction request cannot include multiple operations on one item ' +
@@ -127,9 +142,16 @@ export class InMemoryEffectApplier implements EffectApplier {
       }
       seen.add(id);
     }
-    const failed = planned.findIndex((put) => !put.passes(put.table.get(put.id)));
+    const failed = planned.findIndex((write) => !write.passes(write.table.get(write.id)));
     if (failed >= 0) return { ok: false, index: failed };
-    for (const put of planned) if (put.item !== undefined) put.table.set(put.id, structuredClone(put.item));
+    // Every new item is computed before any is stored: an update that DynamoDB would refuse writes nothing.
+    const results = planned.map((write) => write.write?.(write.table.get(write.id)));
+    planned.forEach((write, i) => {
+      if (!write.write) return;
+      const item = results[i];
+      if (item === undefined) write.table.delete(write.id);
+      else write.table.set(write.id, structuredClone(item));
+    });
     return { ok: true };
   }
 
@@ -144,58 +166,89 @@ export class InMemoryEffectApplier implements EffectApplier {
     this.#table(tableName).set(this.#id(tableName, item), structuredClone(item));
   }
 
-  #plan(effect: Effect, index: number): PlannedPut {
+  /** Every item of a table (copies), in key order. */
+  items(tableName: string): StoredRecord[] {
+    return [...this.#table(tableName).entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, item]) => structuredClone(item));
+  }
+
+  #plan(effect: Effect, index: number): PlannedWrite {
     const where = `effect ${index}`;
-    if (effect.ConditionCheck && !effect.Put && !effect.Update && !effect.Delete) {
-      return this.#planLeaseFence(effect.ConditionCheck, where);
-    }
-    const put = effect.Put;
-    if (!put || effect.Update || effect.Delete || effect.ConditionCheck) {
-      throw new Error(
-        `${where}: InMemoryEffectApplier only understands versionedPut effects (a Put), got ${Object.keys(effect).join(', ')}`,
+    const operations = (['Put', 'Update', 'Delete', 'ConditionCheck'] as const).filter((k) => effect[k]);
+    if (operations.length !== 1) {
+      throw validationException(
+        `${where}: an effect holds exactly one of Put, Update, Delete, ConditionCheck`,
       );
     }
-    const allowed = new Set([
-      'TableName',
-      'Item',
-      'ConditionExpression',
-      'ExpressionAttributeNames',
-      'ExpressionAttributeValues',
-    ]);
-    const extra = Object.keys(put).filter((k) => !allowed.has(k));
-    if (extra.length > 0) throw new Error(`${where}: unsupported Put fields ${extra.join(', ')}`);
-    const tableName = put.TableName;
-    if (tableName === undefined) throw new Error(`${where}: Put without TableName`);
-    const item = put.Item as StoredRecord | undefined;
-    if (item === undefined) throw new Error(`${where}: Put without Item`);
-    const names = put.ExpressionAttributeNames ?? {};
-    const values = (put.ExpressionAttributeValues ?? {}) as StoredRecord;
+    const kind = operations[0] as 'Put' | 'Update' | 'Delete' | 'ConditionCheck';
+    const op = effect[kind] as Record<string, unknown> & {
+      TableName?: string;
+      ConditionExpression?: string;
+      UpdateExpression?: string;
+      ExpressionAttributeNames?: Record<string, string>;
+      ExpressionAttributeValues?: Record<string, unknown>;
+    };
+    if (kind === 'ConditionCheck' && op.TableName !== undefined && this.#leases.has(op.TableName)) {
+      return this.#planLeaseFence(effect.ConditionCheck as NonNullable<Effect['ConditionCheck']>, where);
+    }
+    const extra = Object.keys(op).filter((k) => !EFFECT_FIELDS.has(k));
+    if (extra.length > 0)
+      throw validationException(`${where}: unsupported ${kind} fields ${extra.join(', ')}`);
+    const tableName = op.TableName;
+    if (tableName === undefined) throw validationException(`${where}: ${kind} without TableName`);
     const table = this.#table(tableName);
-    const id = this.#id(tableName, item);
-    if (put.ConditionExpression === 'attribute_not_exists(#k)' && onlyKeys(names, ['#k'])) {
-      const attribute = names['#k'] ?? '';
-      if (!onlyKeys(values, [])) throw new Error(`${where}: unexpected values for attribute_not_exists`);
-      return { tableName, table, id, item, passes: (existing) => existing?.[attribute] === undefined };
+    const placeholders = { names: op.ExpressionAttributeNames, values: op.ExpressionAttributeValues };
+    const expressions = [op.ConditionExpression, op.UpdateExpression].filter((e): e is string => !!e);
+    checkUnusedPlaceholders(placeholders, expressions);
+    if (kind === 'ConditionCheck' && !op.ConditionExpression) {
+      throw validationException(`${where}: a ConditionCheck needs a ConditionExpression`);
     }
-    if (put.ConditionExpression === '#v = :seen' && onlyKeys(names, ['#v']) && onlyKeys(values, [':seen'])) {
-      const attribute = names['#v'] ?? '';
-      const seenVersion = values[':seen'];
-      return {
-        tableName,
-        table,
-        id,
-        item,
-        passes: (existing) => existing !== undefined && isDeepStrictEqual(existing[attribute], seenVersion),
-      };
+    const condition = op.ConditionExpression
+      ? parseCondition(op.ConditionExpression, placeholders)
+      : () => true;
+    if (kind === 'Put') {
+      const item = op.Item as StoredRecord | undefined;
+      if (item === undefined) throw validationException(`${where}: Put without Item`);
+      const stored = structuredClone(item);
+      return { tableName, table, id: this.#id(tableName, item), passes: condition, write: () => stored };
     }
-    throw new Error(
-      `${where}: unsupported condition ${JSON.stringify(put.ConditionExpression)} with names ` +
-        `${JSON.stringify(names)}; expected versionedPut's 'attribute_not_exists(#k)' or '#v = :seen'`,
-    );
+    const key = op.Key as StoredRecord | undefined;
+    if (key === undefined) throw validationException(`${where}: ${kind} without Key`);
+    const keyNames = this.#keys.get(tableName) ?? [];
+    const extraKeys = Object.keys(key).filter((k) => !keyNames.includes(k));
+    if (extraKeys.length > 0) {
+      throw validationException(
+        `${where}: The provided key element does not match the schema (${tableName} is keyed by ${keyNames.join(', ')}, got ${Object.keys(key).join(', ')})`,
+      );
+    }
+    const id = this.#id(tableName, key);
+    if (kind === 'ConditionCheck') return { tableName, table, id, passes: condition };
+    if (kind === 'Delete') return { tableName, table, id, passes: condition, write: () => undefined };
+    if (!op.UpdateExpression) throw validationException(`${where}: Update without UpdateExpression`);
+    const update = parseUpdate(op.UpdateExpression, placeholders);
+    return {
+      tableName,
+      table,
+      id,
+      passes: condition,
+      write: (existing) => {
+        // UpdateItem creates the item from its key when it is absent.
+        const next = update(existing ?? structuredClone(key));
+        for (const name of keyNames) {
+          if (!isDeepStrictEqual(next[name], key[name])) {
+            throw validationException(
+              `${where}: Cannot update attribute ${name}. This attribute is part of the key`,
+            );
+          }
+        }
+        return next;
+      },
+    };
   }
 
   /** A named-lease fence, exactly as the lease stores' `fence()` builds it. */
-  #planLeaseFence(check: NonNullable<Effect['ConditionCheck']>, where: string): PlannedPut {
+  #planLeaseFence(check: NonNullable<Effect['ConditionCheck']>, where: string): PlannedWrite {
     const holder = check.TableName === undefined ? undefined : this.#leases.get(check.TableName);
     const key = (check.Key as StoredRecord | undefined)?.leaseKey;
     const values = (check.ExpressionAttributeValues ?? {}) as StoredRecord;
@@ -217,7 +270,6 @@ export class InMemoryEffectApplier implements EffectApplier {
       tableName: check.TableName ?? '',
       table: new Map(),
       id: JSON.stringify([key]),
-      item: undefined,
       passes: () => holder.holds(key, owner, token),
     };
   }
@@ -243,9 +295,4 @@ export class InMemoryEffectApplier implements EffectApplier {
     });
     return JSON.stringify(parts);
   }
-}
-
-function onlyKeys(record: object, expected: readonly string[]): boolean {
-  const keys = Object.keys(record);
-  return keys.length === expected.length && expected.every((k) => keys.includes(k));
 }

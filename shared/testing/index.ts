@@ -1,6 +1,7 @@
-// `leaseq/testing`: the in-memory stores leaseq's own unit tests run on, with fault injection, for your
-// tests of code around leaseq. The guarantees themselves are proven against real DynamoDB semantics
-// (the embedded emulator); run your jobs there too (docs/jobs.md, "Testing a job").
+// `leaseq/testing`: `runJob` runs one of your jobs in memory through the worker's pipeline; the
+// in-memory stores under it (leaseq's own unit tests run on them, with fault injection) are here too. The
+// guarantees themselves are proven against real DynamoDB semantics (the embedded emulator); run your jobs
+// there too (docs/jobs.md, "Testing a job").
 
 export type { JobStore } from '../core/contract/job-store.ts';
 export type { LeaseStore, NamedLease } from '../core/contract/lease-store.ts';
@@ -15,4 +16,13 @@ export {
   type QueuedMessage,
   type QueueOperation,
 } from './in-memory-queue.ts';
+export {
+  type AttemptReport,
+  type InjectedFailure,
+  type RecordedError,
+  type RunJobOptions,
+  type RunJobResult,
+  runJob,
+  type TableRow,
+} from './run-job.ts';
 export { type DelayOptions, type FaultOptions, StoreFaults } from './store-faults.ts';

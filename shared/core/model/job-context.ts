@@ -13,6 +13,7 @@ import { type HeldLease, holdLease, jobLeaseOwner, type LeaseHandle } from '../l
 import { MetricName } from '../observe/metric-names.ts';
 import type { MetricsSink } from '../observe/metrics.ts';
 import { inSpan } from '../observe/spans.ts';
+import { describeConflict } from './conflict.ts';
 import type { EffectTable } from './effect-table.ts';
 import type { TableMap } from './table.ts';
 
@@ -274,7 +275,10 @@ export class JobContext<T extends TableMap = TableMap> {
       const lost = this.lostLeaseAt(result, effects.length);
       if (lost) throw namedLeaseLost(lost, `step ${name}`);
       this.#o.metrics.count(MetricName.OptimisticConflict);
-      if (tryNumber >= this.#tries) throw new OptimisticConflictError(`step ${name}`, tryNumber);
+      if (tryNumber >= this.#tries) {
+        const detail = await describeConflict(effects, result, this.tables);
+        throw new OptimisticConflictError(`step ${name}`, tryNumber, undefined, detail);
+      }
       await conflictPause(tryNumber, this.#o.random);
     }
   }

@@ -2,10 +2,11 @@
 // and the completion in one transaction under the claim's condition. The run and the commit get the
 // time a lease would.
 import { FastPathNeedsLeaseError, OptimisticConflictError, StoreUnavailableError } from '../../errors.ts';
-import type { FastCommitResult, JobLease } from '../contract/job-store.ts';
+import type { Effect, FastCommitResult, JobLease } from '../contract/job-store.ts';
 import { collides, needsLeasedClaim } from '../decisions/claim-decision.ts';
 import { leaseSafetyMs } from '../decisions/lease-timing.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';
+import { describeConflict } from '../model/conflict.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { inSpan } from '../observe/spans.ts';
@@ -39,7 +40,7 @@ export async function runFast(
   s.metrics.count(MetricName.JobClaimed);
   const budget = leaseMs - leaseSafetyMs(leaseMs);
   const bound = boundedSignal(budget, 'the fast path has the time of one lease');
-  let result: FastCommitResult;
+  let result: Settled;
   try {
     result = await runAndCommitOnce(s, job, definition, started + budget, bound.signal);
   } catch (thrown) {
@@ -63,26 +64,28 @@ export async function runFast(
     bound.clear();
   }
   if (result.ok) return { action: jobCompleted(s, envelope, started, log) };
-  if (result.reason === 'refused') {
-    // Claim it now rather than hand M back to come round again.
-    const { existing } = result;
-    if (!collides(existing, envelope.type) && needsLeasedClaim(existing, s.maxAttempts, s.now())) {
-      return { leased: true };
-    }
-    return { action: await actOnRefusal(s, job, result.existing) };
+  // Refused: claim it now rather than hand M back to come round again.
+  const { existing } = result;
+  if (!collides(existing, envelope.type) && needsLeasedClaim(existing, s.maxAttempts, s.now())) {
+    return { leased: true };
   }
-  // Optimistic conflicts the re-runs did not resolve.
-  return { error: new OptimisticConflictError('completion', s.optimisticTries) };
+  return { action: await actOnRefusal(s, job, existing) };
 }
 
-/** Runs the job and tries its one-write commit; an optimistic conflict re-runs it a few times. */
-function runAndCommitOnce(
+/** A fast commit's answer other than an effect conflict (those are thrown, with what conflicted). */
+type Settled = Exclude<FastCommitResult, { reason: 'effect-conflict' }>;
+
+/**
+ * Runs the job and tries its one-write commit; an optimistic conflict re-runs it a few times.
+ * @throws OptimisticConflictError when the re-runs did not resolve it
+ */
+async function runAndCommitOnce(
   s: Settings,
   job: Job,
   definition: AnyJobDefinition,
   until: number,
   signal: AbortSignal,
-): Promise<FastCommitResult> {
+): Promise<Settled> {
   const { envelope, message, log } = job;
   // The lease the job sees: nothing is claimed, so nothing to fence a step or a named lease with.
   const lease: JobLease = {
@@ -95,11 +98,13 @@ function runAndCommitOnce(
     leaseUntil: until,
   };
   const context = jobContext(s, definition, lease, signal, undefined);
-  return runAndCommit(
+  let committed: readonly Effect[] = [];
+  const answer = await runAndCommit(
     s,
     { definition, payload: job.payload, context, signal, log, what: 'fast commit' },
-    (outcome) =>
-      inSpan(
+    (outcome) => {
+      committed = outcome?.effects ?? [];
+      return inSpan(
         'leaseq.commit',
         { 'leaseq.fast_path': true },
         () =>
@@ -114,13 +119,18 @@ function runAndCommitOnce(
               maxAttempts: s.maxAttempts,
             },
             outcome?.result,
-            outcome?.effects ?? [],
+            committed,
             { signal },
           ),
         { errorText: s.errorText },
-      ),
-    (answer) => !answer.ok && answer.reason !== 'refused',
+      );
+    },
+    (refused) => !refused.ok && refused.reason !== 'refused',
   );
+  if (answer.ok || answer.reason === 'refused') return answer;
+  // Optimistic conflicts the re-runs did not resolve: recorded under a lease like any failed fast run.
+  const detail = await describeConflict(committed, answer, context.tables);
+  throw new OptimisticConflictError('completion', s.optimisticTries, undefined, detail);
 }
 
 /**

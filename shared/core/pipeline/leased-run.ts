@@ -1,8 +1,10 @@
 // E4-E6, the leased run: the job runs under its heartbeat (E4 renewals; E5 checkpoints are the job's
 // own ctx.step writes), then commits fenced (E6, commit.ts); a failure goes to release.ts.
 import { LeaseLostError, OptimisticConflictError } from '../../errors.ts';
+import type { Effect } from '../contract/job-store.ts';
 import { leaseSafetyMs } from '../decisions/lease-timing.ts';
 import { Heartbeat } from '../leases/heartbeat.ts';
+import { describeConflict } from '../model/conflict.ts';
 import { namedLeaseLost } from '../model/job-context.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import type { Attempt } from './attempt.ts';
@@ -61,6 +63,7 @@ async function runAndCommitFenced(s: Settings, attempt: Attempt, heartbeat: Hear
   const { signal, leaseSignal } = heartbeat;
   const context = jobContext(s, definition, lease, signal, leaseSignal);
   let effectCount = 0;
+  let committed: readonly Effect[] = [];
   try {
     const answer = await runAndCommit(
       s,
@@ -69,6 +72,7 @@ async function runAndCommitFenced(s: Settings, attempt: Attempt, heartbeat: Hear
         const effects = outcome?.effects ?? [];
         effectCount = effects.length;
         const fenced = effectCount > 0 ? [...effects, ...context.leaseFences()] : effects;
+        committed = fenced;
         return commit(s, lease, outcome?.result, fenced, leaseSignal, log);
       },
       // A refusal at a named lease's fence is that lease lost, not a conflict to re-run.
@@ -77,7 +81,8 @@ async function runAndCommitFenced(s: Settings, attempt: Attempt, heartbeat: Hear
     if (!answer.ok) {
       const lost = context.lostLeaseAt(answer, effectCount);
       if (lost) throw namedLeaseLost(lost, 'completion');
-      throw new OptimisticConflictError('completion', s.optimisticTries);
+      const detail = await describeConflict(committed, answer, context.tables);
+      throw new OptimisticConflictError('completion', s.optimisticTries, undefined, detail);
     }
   } finally {
     // Named leases a job took are held until here, so its commit was fenced by them.

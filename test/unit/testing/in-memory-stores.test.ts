@@ -205,24 +205,48 @@ describe('Class: InMemoryJobStore', () => {
       expect((await store.get('no-applier'))?.status).toBe(JobStatus.InProgress);
     });
 
-    it('refuses effects that are not versionedPut, and writes nothing', async () => {
+    it('refuses effects DynamoDB would refuse, and writes nothing', async () => {
       // Prepare
       const { store, effects } = storeWithLedger();
       const lease = await claim(store, request('unsupported'));
       const ok = ledgerPut('a', undefined, 1);
       const put = ok.Put ?? { TableName: LEDGER, Item: {} };
+      const b = { TableName: LEDGER, Key: { account: 'b' } };
       const cases: [Effect, RegExp][] = [
+        // Account b: an operation on `ok`'s item would be refused first, as the same item twice.
         [
-          // Account b: an operation on `ok`'s item would be refused first, as the same item twice.
-          { Update: { TableName: LEDGER, Key: { account: 'b' }, UpdateExpression: 'SET b = :b' } },
-          /only understands/,
+          { Update: { ...b, UpdateExpression: 'SET b = :b' } },
+          /attribute value used in expression is not defined/,
         ],
-        [{ ConditionCheck: { TableName: LEDGER, Key: { account: 'b' }, ConditionExpression: 'x' } }, /only/],
-        [{ Put: { ...put, ConditionExpression: 'attribute_exists(#k)' } }, /unsupported condition/],
-        [{ Put: { TableName: LEDGER, Item: { account: 'a' } } }, /unsupported condition/],
-        [{ Put: { ...put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } }, /unsupported Put fields/],
+        [{ Update: { ...b, UpdateExpression: 'SET #n = :n', ExpressionAttributeValues: { ':n': 1 } } }, /#n/],
+        [
+          {
+            Update: { ...b, UpdateExpression: 'SET n = :n', ExpressionAttributeValues: { ':n': 1, ':x': 2 } },
+          },
+          /unused/,
+        ],
+        [
+          {
+            Update: { ...b, UpdateExpression: 'SET account = :n', ExpressionAttributeValues: { ':n': 'c' } },
+          },
+          /part of the key/,
+        ],
+        [
+          {
+            Update: {
+              ...b,
+              UpdateExpression: 'SET balance = balance + :n',
+              ExpressionAttributeValues: { ':n': 1 },
+            },
+          },
+          /does not exist/,
+        ],
+        [{ ConditionCheck: { ...b, ConditionExpression: 'x' } }, /comparison or function expected/],
+        [{ Put: { ...put, ConditionExpression: 'attribute_exists(#k) AND' } }, /ends too early/],
+        [{ Put: { ...put, Expected: {} } as never }, /unsupported Put fields Expected/],
         [{ Put: { ...put, TableName: 'other' } }, /no table other/],
         [{ Put: { ...put, Item: { balance: 1 } } }, /lacks its key attribute account/],
+        [{ Delete: { TableName: LEDGER, Key: { account: 'b', sk: 1 } } }, /does not match the schema/],
       ];
 
       // Act + Assess
@@ -232,6 +256,79 @@ describe('Class: InMemoryJobStore', () => {
       await expect(store.complete(lease, 'x', [ok, ok])).rejects.toThrow(/more than once/);
       expect(effects.get(LEDGER, { account: 'a' })).toBeUndefined();
       expect(await store.get('unsupported')).toMatchObject({ status: JobStatus.InProgress, version: 1 });
+    });
+
+    it('applies puts, updates, deletes and condition checks as one transaction', () => {
+      const effects = new InMemoryEffectApplier({ tables: { [LEDGER]: ['account'] } });
+      effects.put(LEDGER, { account: 'a', balance: 10, tags: new Set(['x']) });
+      effects.put(LEDGER, { account: 'gone', balance: 1 });
+      const update = (
+        account: string,
+        expression: string,
+        values: Record<string, unknown>,
+        condition?: string,
+      ): Effect => ({
+        Update: {
+          TableName: LEDGER,
+          Key: { account },
+          UpdateExpression: expression,
+          ExpressionAttributeValues: values,
+          ...(condition ? { ConditionExpression: condition } : {}),
+        },
+      });
+
+      // A failed condition anywhere applies nothing.
+      expect(
+        effects.apply([
+          update('a', 'ADD balance :n', { ':n': 5 }),
+          {
+            ConditionCheck: {
+              TableName: LEDGER,
+              Key: { account: 'gone' },
+              ConditionExpression: 'balance > :min',
+              ExpressionAttributeValues: { ':min': 1 },
+            },
+          },
+        ]),
+      ).toEqual({ ok: false, index: 1 });
+      expect(effects.get(LEDGER, { account: 'a' })?.balance).toBe(10);
+
+      expect(
+        effects.apply(
+          [
+            update(
+              'a',
+              'SET balance = balance - :n, #h = list_append(if_not_exists(#h, :empty), :e) ADD tags :t REMOVE old',
+              { ':n': 3, ':empty': [], ':e': ['debit'], ':t': new Set(['y']) },
+              'balance >= :n',
+            ),
+            {
+              Delete: {
+                TableName: LEDGER,
+                Key: { account: 'gone' },
+                ConditionExpression: 'attribute_exists(account)',
+              },
+            },
+            update('new', 'SET balance = if_not_exists(balance, :zero) + :n', { ':zero': 0, ':n': 2 }),
+            {
+              Put: {
+                TableName: LEDGER,
+                Item: { account: 'p', v: 1 },
+                ConditionExpression: 'attribute_not_exists(account)',
+              },
+            },
+          ].map((e) =>
+            e.Update?.UpdateExpression?.includes('#h')
+              ? { Update: { ...e.Update, ExpressionAttributeNames: { '#h': 'history' } } }
+              : e,
+          ) as Effect[],
+        ),
+      ).toEqual({ ok: true });
+      expect(effects.items(LEDGER)).toEqual([
+        { account: 'a', balance: 7, history: ['debit'], tags: new Set(['x', 'y']) },
+        { account: 'new', balance: 2 },
+        { account: 'p', v: 1 },
+      ]);
     });
 
     it('applies a version check against seeded state', () => {

@@ -1,0 +1,109 @@
+// What an optimistic conflict that outlasted its tries was about: the table, the key, the version the job
+// expected and the one found. Only a job that is about to give its attempt up pays for it (one strongly
+// consistent read of the refused item); a commit that succeeds, or a conflict a re-run resolves, reads
+// nothing extra. The transaction's own answer cannot carry it without asking every effect to return its
+// old item (ReturnValuesOnConditionCheckFailure), which would grow every commit's request.
+
+import type { Effect } from '../contract/job-store.ts';
+import type { EffectTable, Item } from './effect-table.ts';
+import { keyName } from './table.ts';
+
+/** How long the read-back may take: the attempt is failing anyway, its error must not wait on it. */
+const READ_BACK_MS = 2000;
+
+/** The text DynamoDB's own refusal lacks: why a row seeded by hand never takes a versionedPut. */
+export const NO_VERSION_HINT = 'row has no version attribute: seed rows with version 0 or use put';
+
+/**
+ * One sentence on the effect at `index` of a refused write (`versionedPut to table T key {...}: expected
+ * version 3, found version 4`), reading the item back through the job's table handles; undefined when the
+ * refusal was not one of `effects` (the job item itself, or a named-lease fence past them).
+ */
+export async function describeConflict(
+  effects: readonly Effect[],
+  refusal: { readonly index: number; readonly busy?: boolean },
+  tables: Readonly<Record<string, EffectTable>>,
+): Promise<string | undefined> {
+  const effect = effects[refusal.index];
+  const op = effect?.Put ?? effect?.Update ?? effect?.Delete ?? effect?.ConditionCheck;
+  if (!effect || !op) return undefined;
+  const tableName = op.TableName ?? '';
+  const handle = Object.values(tables).find((t) => t.name === tableName);
+  const key = keyOf(effect, handle);
+  const versioned = versionedPutCheck(effect);
+  const kind = versioned
+    ? 'versionedPut'
+    : effect.Put
+      ? 'put'
+      : effect.Update
+        ? 'update'
+        : effect.Delete
+          ? 'delete'
+          : 'condition check';
+  const what = `${kind} to table ${tableName}${key ? ` key ${JSON.stringify(key)}` : ''}`;
+  if (refusal.busy) return `${what}: the item was busy (another write to it was in flight)`;
+  const found = handle && key ? await readBack(handle, key) : { unread: true as const };
+  if (versioned) {
+    const expected =
+      versioned.seen === undefined ? 'no item (seenVersion undefined)' : `version ${String(versioned.seen)}`;
+    return `${what}: expected ${expected}, ${foundVersion(found, versioned.attribute)}`;
+  }
+  const state =
+    'unread' in found
+      ? 'the item could not be read back'
+      : found.item
+        ? 'the item exists'
+        : 'there is no item';
+  return `${what}: its condition ${op.ConditionExpression ?? ''} failed (${state})`;
+}
+
+function foundVersion(found: { item?: Item } | { unread: true }, attribute: string): string {
+  if ('unread' in found) return 'and the item could not be read back';
+  if (!found.item) return 'found no item';
+  const version = found.item[attribute];
+  if (version === undefined) return `found an item without a ${attribute} attribute: ${NO_VERSION_HINT}`;
+  return `found version ${JSON.stringify(version)}`;
+}
+
+/** The seen version and version attribute of a Put exactly as versionedPut builds it; undefined otherwise. */
+function versionedPutCheck(effect: Effect): { seen: unknown; attribute: string } | undefined {
+  const put = effect.Put;
+  const names = put?.ExpressionAttributeNames ?? {};
+  if (put?.ConditionExpression === 'attribute_not_exists(#k)' && names['#k'] !== undefined) {
+    // The attribute a later versionedPut would read; versionedPut's default.
+    return { seen: undefined, attribute: 'version' };
+  }
+  if (put?.ConditionExpression === '#v = :seen' && names['#v'] !== undefined) {
+    return { seen: put.ExpressionAttributeValues?.[':seen'], attribute: names['#v'] };
+  }
+  return undefined;
+}
+
+/** The effect's key: its `Key`, or for a Put the table's key attributes picked from its item. */
+function keyOf(effect: Effect, handle: EffectTable | undefined): Item | undefined {
+  const key = (effect.Update?.Key ?? effect.Delete?.Key ?? effect.ConditionCheck?.Key) as Item | undefined;
+  if (key) return key;
+  const item = effect.Put?.Item as Item | undefined;
+  if (!item || !handle) return undefined;
+  const { partitionKey, sortKey } = handle.definition;
+  const names = sortKey === undefined ? [keyName(partitionKey)] : [keyName(partitionKey), keyName(sortKey)];
+  return Object.fromEntries(names.map((name) => [name, item[name]]));
+}
+
+async function readBack(handle: EffectTable, key: Item): Promise<{ item?: Item } | { unread: true }> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<{ unread: true }>((resolve) => {
+    timer = setTimeout(() => resolve({ unread: true }), READ_BACK_MS);
+  });
+  try {
+    return await Promise.race([
+      handle.get(key).then(
+        (item) => (item === undefined ? {} : { item }),
+        () => ({ unread: true as const }),
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
