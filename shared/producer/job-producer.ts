@@ -20,6 +20,7 @@ import {
 } from '../core/observe/spans.ts';
 import { InvalidEnvelopeError, LeaseqError } from '../errors.ts';
 import { type OutgoingMessage, type SendFailure, sendMessages } from './send-messages.ts';
+import { isFinalSetup } from './setup-problem.ts';
 
 /** One job to send. */
 export interface JobInput<P = unknown> {
@@ -128,8 +129,9 @@ export class InvalidJobError extends LeaseqError {
 }
 
 /**
- * Some jobs of a {@link JobProducer.send} call were not accepted by SQS. Retryable, unless the sender's
- * setup failed (no credentials, an endpoint that does not resolve): then the message ends with what to set.
+ * Some jobs of a {@link JobProducer.send} call were not accepted by SQS. When the sender's setup failed (no
+ * credentials, an endpoint that does not resolve) the message ends with what to set. Retryable, unless an
+ * endpoint host does not resolve: missing credentials may be a credentials service that is briefly down.
  */
 export class SendJobsError extends LeaseqError {
   readonly result: SendJobsResult;
@@ -141,7 +143,7 @@ export class SendJobsError extends LeaseqError {
       `${result.failed.length} of ${result.sent.length + result.failed.length} jobs were not sent` +
         (first ? ` (first: ${first.code}: ${first.message})` : '') +
         (setup ? `: ${setup}` : ''),
-      { retryable: setup === undefined },
+      { retryable: !result.failed.some((f) => isFinalSetup(f.code)) },
     );
     this.name = 'SendJobsError';
     this.result = result;
@@ -340,7 +342,12 @@ export class JobProducer {
  */
 function defaultClient(options: JobProducerOptions): SQSClient {
   const config = awsConfigFromEnv();
-  const endpoint = options.endpoint ?? config.endpoint ?? loopbackOrigin(options.queueUrl);
+  // A loopback queue URL is its own endpoint only when nothing else names one: AWS_ENDPOINT_URL_SQS (a
+  // docker-compose setup whose queue URLs name the port published elsewhere) is the SDK's to apply.
+  const endpoint =
+    options.endpoint ??
+    config.endpoint ??
+    (process.env.AWS_ENDPOINT_URL_SQS ? undefined : loopbackOrigin(options.queueUrl));
   return createAwsClients({ ...config, ...(endpoint ? { endpoint } : {}) }).sqs;
 }
 

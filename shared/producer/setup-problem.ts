@@ -1,7 +1,8 @@
 /**
  * Failures of a send that come from the sender's own setup, not from SQS: no credentials, or an
- * endpoint host that does not exist. Every retry fails the same way until the sender sets something,
- * so they are reported as not retryable, with the one line that says what to set.
+ * endpoint host that does not exist. Both get the one line that says what to set. Only the host is
+ * final (`isFinalSetup`): "no credentials" is also what the SDK's chain says when the instance
+ * metadata service or container credentials endpoint is briefly unavailable, and a later try passes.
  */
 
 /** The SDK's error when no provider of its chain found credentials. */
@@ -39,4 +40,9 @@ export function setupProblem(error: unknown): string | undefined {
     );
   }
   return undefined;
+}
+
+/** Whether a failure with this code fails the same way on every retry until the sender changes something. */
+export function isFinalSetup(code: string): boolean {
+  return code === 'ENOTFOUND';
 }
