@@ -19,7 +19,11 @@ import {
   type StackOutputKey,
   WORKER_ENV,
 } from '../shared/resources.ts';
-import { JobQueue } from './constructs/job-queue.ts';
+import {
+  DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES,
+  JOBS_QUEUE_MAX_MESSAGE_BYTES,
+  JobQueue,
+} from './constructs/job-queue.ts';
 import {
   type LeaseqAlarms,
   type LeaseqAlarmThresholds,
@@ -93,6 +97,13 @@ export interface LeaseqPipelineProps {
    * @default false
    */
   readonly testHooks?: boolean;
+  /**
+   * The largest message body (bytes, 1024 to 1015808): the jobs queue's `MaximumMessageSize` and the
+   * worker's `LEASEQ_MAX_BODY_BYTES`, both set from it. Give producers the same (`JobProducer`
+   * `maxBodyBytes`, `leaseq send --max-body-bytes`). At most 1 MiB less 32 KiB, so a letter (the body and
+   * its reason attributes) always fits into the DLQ. @default 1015808
+   */
+  readonly maxBodyBytes?: number;
   /** More environment variables for the worker (e.g. `LEASEQ_LEASE_MS`). @default {} */
   readonly environment?: Readonly<Record<string, string>>;
   /**
@@ -267,7 +278,21 @@ export class LeaseqPipeline extends Construct {
     const deletionProtection = props.deletionProtection ?? false;
     const names = resourceNames(settings.resourcePrefix, { fifo: settings.fifo });
 
+    const maxBodyBytes = props.maxBodyBytes ?? JOBS_QUEUE_MAX_MESSAGE_BYTES;
+    if (
+      !Number.isInteger(maxBodyBytes) ||
+      maxBodyBytes < 1024 ||
+      maxBodyBytes > JOBS_QUEUE_MAX_MESSAGE_BYTES
+    ) {
+      throw new InvalidLeaseqPropsError(
+        'LeaseqPipeline',
+        'maxBodyBytes',
+        maxBodyBytes,
+        `an integer from 1024 to ${JOBS_QUEUE_MAX_MESSAGE_BYTES} (1 MiB less ${DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES} bytes a dead letter's reason attributes need)`,
+      );
+    }
     const jobQueue = new JobQueue(this, 'JobQueue', {
+      maxMessageSizeBytes: maxBodyBytes,
       queueName: names.queues.jobs,
       deadLetterQueueName: names.queues.dlq,
       consumerTimeout: settings.workerTimeout,
@@ -322,6 +347,7 @@ export class LeaseqPipeline extends Construct {
       maxAttempts: settings.maxAttempts,
       batchSize: settings.batchSize,
       maxConcurrency: settings.maxConcurrency,
+      maxBodyBytes,
       removalPolicy,
       ...(props.memorySize === undefined ? {} : { memorySize: props.memorySize }),
       ...(props.logLevel === undefined ? {} : { logLevel: props.logLevel }),

@@ -4,6 +4,7 @@ import { ROOT_CONTEXT } from '@opentelemetry/api';
 import { awsConfigFromEnv, createAwsClients } from '../aws/clients.ts';
 import { groupIdProblem } from '../aws/message-group.ts';
 import {
+  checkMaxBodyBytes,
   isValidTraceparent,
   type JobEnvelope,
   makeEnvelope,
@@ -76,6 +77,12 @@ export interface JobProducerOptions {
    * @default () => undefined
    */
   readonly groupId?: (job: JobInput) => string | undefined;
+  /**
+   * The largest body sent (1024 to 1048576): a larger job is an {@link InvalidJobError}. Set it to the
+   * jobs queue's `MaximumMessageSize` (the construct's `maxBodyBytes`).
+   * @default DEFAULT_MAX_BODY_BYTES (1015808: the construct's default queue size)
+   */
+  readonly maxBodyBytes?: number;
 }
 
 /** A job SQS accepted. */
@@ -148,6 +155,7 @@ export class JobProducer {
   readonly #traceparent: () => string | undefined;
   readonly #concurrency: number;
   readonly #groupId: (job: JobInput) => string | undefined;
+  readonly #maxBodyBytes: number | undefined;
 
   constructor(options: JobProducerOptions) {
     if (!options.queueUrl)
@@ -158,6 +166,7 @@ export class JobProducer {
     this.#traceparent = options.traceparent ?? (() => undefined);
     this.#concurrency = options.concurrency ?? 8;
     this.#groupId = options.groupId ?? (() => undefined);
+    this.#maxBodyBytes = checkedBodyLimit(options.maxBodyBytes);
   }
 
   /**
@@ -201,10 +210,10 @@ export class JobProducer {
       trace,
     });
     try {
-      parseEnvelope(
-        JSON.stringify(envelope),
-        this.#jobs ? { isKnownType: (t) => this.#jobs?.has(t) ?? true } : {},
-      );
+      parseEnvelope(JSON.stringify(envelope), {
+        ...(this.#jobs ? { isKnownType: (t: string) => this.#jobs?.has(t) ?? true } : {}),
+        ...(this.#maxBodyBytes === undefined ? {} : { maxBytes: this.#maxBodyBytes }),
+      });
     } catch (error) {
       if (error instanceof InvalidEnvelopeError)
         throw new InvalidJobError(index, job.dedupKey, error.message);
@@ -316,6 +325,16 @@ export class JobProducer {
  */
 export function sendJobs(options: JobProducerOptions, jobs: readonly JobInput[]): Promise<SentJob[]> {
   return new JobProducer(options).send(...jobs);
+}
+
+/** The maxBodyBytes option, checked. @throws LeaseqError (not retryable) naming the range. */
+function checkedBodyLimit(value: number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return checkMaxBodyBytes(value);
+  } catch (error) {
+    throw new LeaseqError(`JobProducer ${(error as Error).message}`, { retryable: false });
+  }
 }
 
 /** A fresh W3C traceparent (version 00, sampled), so every job has a trace id to follow in the logs. */

@@ -92,6 +92,7 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
     node: process.version,
     leaseMs: config.leaseMs,
     maxAttempts: config.maxAttempts,
+    maxBodyBytes: config.maxBodyBytes,
     testHooks: config.testHooks,
     jobTypes: registry.types(),
   });
@@ -119,6 +120,7 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
     cache: new CompletedCache(),
     leaseMs: config.leaseMs,
     maxAttempts: config.maxAttempts,
+    maxBodyBytes: config.maxBodyBytes,
     backoff: { baseSeconds: config.backoffBaseSeconds, capSeconds: config.backoffCapSeconds },
     metrics,
     ...(options.redactError ? { redactError: options.redactError } : {}),

@@ -238,3 +238,33 @@ describe('Prop: tracing', () => {
     expect(policies).toContain('xray:PutTraceSegments');
   });
 });
+
+describe('Prop: maxBodyBytes (issue 20 item 5)', () => {
+  const sizes = (template: Template) => {
+    const queues = Object.values(template.findResources('AWS::SQS::Queue') as Record<string, Resource>);
+    const size = (name: string) =>
+      queues.find((q) => q.Properties.QueueName === name)?.Properties.MaximumMessageSize;
+    return { jobs: size('shop-jobs'), dlq: size('shop-jobs-dlq') };
+  };
+
+  it('gives the jobs queue and the worker the same limit: 1 MiB less the letter reserve unless told', () => {
+    const { template } = synth({});
+    expect(sizes(template)).toEqual({ jobs: 1_015_808, dlq: 1_048_576 });
+    expect(variables(template).LEASEQ_MAX_BODY_BYTES).toBe('1015808');
+  });
+
+  it('sets both from the prop, the DLQ staying at the SQS maximum', () => {
+    const { template } = synth({ maxBodyBytes: 200_000 });
+    expect(sizes(template)).toEqual({ jobs: 200_000, dlq: 1_048_576 });
+    expect(variables(template).LEASEQ_MAX_BODY_BYTES).toBe('200000');
+  });
+
+  it.each([1000, 1_015_809, 1_048_576, 2.5])(
+    'refuses %s (a letter of that body must fit into the DLQ)',
+    (bad) => {
+      expect(() => synth({ maxBodyBytes: bad })).toThrow(
+        /LeaseqPipeline prop maxBodyBytes is .*; expected an integer from 1024 to 1015808/,
+      );
+    },
+  );
+});

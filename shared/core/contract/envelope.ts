@@ -4,8 +4,48 @@ import { InvalidEnvelopeError } from '../../errors.ts';
 /** The envelope schema version this build reads and writes. */
 export const ENVELOPE_VERSION = 1;
 
-/** Bodies above this are refused before parsing. @default 262144 (256 KiB, the classic SQS limit) */
-export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
+/** The largest message SQS takes (1 MiB since August 2025), body and message attributes together. */
+export const SQS_MAX_MESSAGE_BYTES = 1_048_576;
+/** The smallest `MaximumMessageSize` SQS allows a queue (1 KiB). */
+export const SQS_MIN_MESSAGE_BYTES = 1024;
+
+/**
+ * Room a dead letter needs beside the body for the `leaseq.*` reason attributes (`deadLetterAttributes`:
+ * nine attributes, each value cut to 1024 characters, names and data types counted too; at most about
+ * 22 KiB even when every character takes 3 bytes of UTF-8).
+ */
+export const DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES = 32 * 1024;
+
+/**
+ * The body limit (`maxBodyBytes`) of the worker, the producer and `leaseq send` unless told: the SQS
+ * maximum less the letter reserve, which is also the `MaximumMessageSize` the construct gives the jobs
+ * queue. A body up to it is sent, run, and when it fails for good still fits into the DLQ (1 MiB) with its
+ * reason attributes. @default 1015808 (1 MiB less 32 KiB)
+ */
+export const DEFAULT_MAX_BODY_BYTES = SQS_MAX_MESSAGE_BYTES - DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES;
+
+/**
+ * Checks a body limit: an integer SQS can have as a queue's `MaximumMessageSize` (1024 to 1048576).
+ * @throws RangeError naming `name` and the range.
+ */
+export function checkMaxBodyBytes(value: number, name = 'maxBodyBytes'): number {
+  if (Number.isInteger(value) && value >= SQS_MIN_MESSAGE_BYTES && value <= SQS_MAX_MESSAGE_BYTES)
+    return value;
+  throw new RangeError(
+    `${name} must be an integer from ${SQS_MIN_MESSAGE_BYTES} to ${SQS_MAX_MESSAGE_BYTES} (the sizes SQS allows a message), received ${value}`,
+  );
+}
+
+/**
+ * The one body-size check (the worker's parse, the producer and `leaseq send` all call it): undefined when
+ * `body` fits, else the problem naming its size and the limit.
+ */
+export function bodySizeProblem(body: string, maxBytes: number = DEFAULT_MAX_BODY_BYTES): string | undefined {
+  const size = Buffer.byteLength(body, 'utf8');
+  return size > maxBytes
+    ? `body is ${size} bytes, above the ${maxBytes} byte limit (maxBodyBytes)`
+    : undefined;
+}
 
 // Printable ASCII without spaces' edge cases: 0x21-0x7E plus inner space; 1-256 characters.
 const DEDUP_KEY = /^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/;
@@ -75,11 +115,8 @@ export function parseEnvelope(
   body: string,
   options: { maxBytes?: number; isKnownType?: (type: string) => boolean } = {},
 ): JobEnvelope {
-  const maxBytes = options.maxBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const size = Buffer.byteLength(body, 'utf8');
-  if (size > maxBytes) {
-    throw new InvalidEnvelopeError('too-large', `body is ${size} bytes, above the ${maxBytes} byte limit`);
-  }
+  const tooLarge = bodySizeProblem(body, options.maxBytes);
+  if (tooLarge) throw new InvalidEnvelopeError('too-large', tooLarge);
   let raw: unknown;
   try {
     raw = JSON.parse(body);
