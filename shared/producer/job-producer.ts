@@ -20,6 +20,7 @@ import {
   traceparentOf,
 } from '../core/observe/spans.ts';
 import { InvalidEnvelopeError, LeaseqError } from '../errors.ts';
+import { ClaimCheck, type LargePayloadsOptions } from './large-payloads.ts';
 import { type OutgoingMessage, type SendFailure, sendMessages } from './send-messages.ts';
 
 /** One job to send. */
@@ -83,6 +84,13 @@ export interface JobProducerOptions {
    * @default DEFAULT_MAX_BODY_BYTES (1015808: the construct's default queue size)
    */
   readonly maxBodyBytes?: number;
+  /**
+   * The claim check for bodies over `maxBodyBytes`: the payload is put into this S3 bucket (the
+   * construct's `largePayloads`) and the job is sent as a pointer the worker follows. Costs one PutObject
+   * per such job; @aws-sdk/client-s3 is loaded on the first one. docs/envelope.md "Large payloads".
+   * @default none (a body over the limit is an InvalidJobError)
+   */
+  readonly largePayloads?: LargePayloadsOptions;
 }
 
 /** A job SQS accepted. */
@@ -156,6 +164,7 @@ export class JobProducer {
   readonly #concurrency: number;
   readonly #groupId: (job: JobInput) => string | undefined;
   readonly #maxBodyBytes: number | undefined;
+  readonly #claimCheck: ClaimCheck | undefined;
 
   constructor(options: JobProducerOptions) {
     if (!options.queueUrl)
@@ -167,6 +176,7 @@ export class JobProducer {
     this.#concurrency = options.concurrency ?? 8;
     this.#groupId = options.groupId ?? (() => undefined);
     this.#maxBodyBytes = checkedBodyLimit(options.maxBodyBytes);
+    this.#claimCheck = options.largePayloads ? new ClaimCheck(options.largePayloads) : undefined;
   }
 
   /**
@@ -212,7 +222,12 @@ export class JobProducer {
     try {
       parseEnvelope(JSON.stringify(envelope), {
         ...(this.#jobs ? { isKnownType: (t: string) => this.#jobs?.has(t) ?? true } : {}),
-        ...(this.#maxBodyBytes === undefined ? {} : { maxBytes: this.#maxBodyBytes }),
+        // With the claim check a larger body is sent as a pointer (sendBatch): every other check still applies.
+        ...(this.#claimCheck
+          ? { maxBytes: Number.POSITIVE_INFINITY }
+          : this.#maxBodyBytes === undefined
+            ? {}
+            : { maxBytes: this.#maxBodyBytes }),
       });
     } catch (error) {
       if (error instanceof InvalidEnvelopeError)
@@ -282,9 +297,34 @@ export class JobProducer {
       }
       throw error;
     }
+    const sent: SentJob[] = [];
+    const failed: FailedJob[] = [];
     const spanOf = new Map(envelopes.map((e, i) => [e, spans[i]]));
+    let toSend: (JobEnvelope | undefined)[] = envelopes;
+    if (this.#claimCheck) {
+      const checked = await this.#claimCheck.apply(envelopes, this.#maxBodyBytes);
+      toSend = envelopes.map((e, i) => {
+        const outcome = checked[i];
+        if (outcome?.status === 'fulfilled') {
+          spanOf.set(outcome.value, spans[i]);
+          return outcome.value;
+        }
+        const error = outcome?.reason;
+        failed.push({
+          dedupKey: e.dedupKey,
+          id: e.id,
+          code: error instanceof Error ? error.name : 'Error',
+          message: `payload not stored in the large-payload bucket: ${error instanceof Error ? error.message : String(error)}`,
+        });
+        const span = spans[i];
+        if (span) recordFailure(span, error);
+        span?.end();
+        return undefined;
+      });
+    }
     const byMessage = new Map<OutgoingMessage, JobEnvelope>();
-    const messages = envelopes.map((envelope, i) => {
+    const messages = toSend.flatMap((envelope, i) => {
+      if (!envelope) return [];
       const groupId = groups[i];
       const message: OutgoingMessage = {
         body: JSON.stringify(envelope),
@@ -292,10 +332,8 @@ export class JobProducer {
         ...(groupId === undefined ? {} : { groupId }),
       };
       byMessage.set(message, envelope);
-      return message;
+      return [message];
     });
-    const sent: SentJob[] = [];
-    const failed: FailedJob[] = [];
     await sendMessages(this.#client, this.#queueUrl, messages, {
       concurrency: this.#concurrency,
       onSent: (message, messageId) => {

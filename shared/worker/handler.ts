@@ -5,6 +5,7 @@ import { type AwsClients, awsConfigFromEnv, createAwsClients } from '../aws/clie
 import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
 import { DynamoDbLeaseStore } from '../core/adapters/dynamodb-lease-store.ts';
 import { instrumentJobStore } from '../core/adapters/instrumented-store.ts';
+import { S3PayloadStore } from '../core/adapters/s3-payload-store.ts';
 import { SqsJobQueue } from '../core/adapters/sqs-job-queue.ts';
 import { JobRegistry, type JobSource } from '../core/model/registry.ts';
 import { InMemoryMetrics, type MetricsSink } from '../core/observe/metrics.ts';
@@ -114,6 +115,10 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
     registry,
     tables: new EffectTables(clients.doc, tableNames),
     leases: new DynamoDbLeaseStore({ client: clients.doc, tableName: config.leasesTable }),
+    // The S3 client is loaded on the first claim-checked job only.
+    ...(config.payloadBucket
+      ? { payloads: new S3PayloadStore({ bucket: config.payloadBucket, config: awsConfigFromEnv(env) }) }
+      : {}),
     testHooks: config.testHooks,
     worker,
     logger,

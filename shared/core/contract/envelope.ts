@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { InvalidEnvelopeError } from '../../errors.ts';
+import type { PayloadRef } from './payload-store.ts';
 
 /** The envelope schema version this build reads and writes. */
 export const ENVELOPE_VERSION = 1;
@@ -73,7 +74,7 @@ export function isValidTraceparent(value: unknown): value is string {
   return version !== 'ff' && !/^0+$/.test(traceId ?? '') && !/^0+$/.test(parentId ?? '');
 }
 
-const envelopeSchema = z.object({
+const envelopeFields = z.object({
   v: z.literal(ENVELOPE_VERSION),
   id: z
     .string()
@@ -81,8 +82,24 @@ const envelopeSchema = z.object({
   dedupKey: z.string().regex(DEDUP_KEY, 'dedupKey must be 1-256 printable characters'),
   type: z.string().min(1).max(128).regex(JOB_TYPE, 'type must be letters, digits and . _ : -'),
   createdAt: z.iso.datetime({ offset: true }),
-  payload: z.unknown(),
+  // Required (null is a payload), except beside payloadRef: the refinement below.
+  payload: z.unknown().optional(),
+  // A claim check (the payload is in S3, see payload-store.ts): in place of `payload`, never beside it.
+  payloadRef: z
+    .object({
+      bucket: z
+        .string()
+        .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'payloadRef.bucket must be an S3 bucket name'),
+      key: z.string().min(1).max(1024),
+      bytes: z.number().int().nonnegative(),
+    })
+    .optional(),
   // Validated apart (isValidTraceparent): a bad trace is dropped, not a reason to refuse the job.
+});
+
+const envelopeSchema = envelopeFields.refine((e) => 'payload' in e !== (e.payloadRef !== undefined), {
+  message: 'an envelope carries payload, or payloadRef in its place (a claim check), not both or neither',
+  path: ['payload'],
 });
 
 /** The shape every reason for a refused body names, so a producer sees what to send. */
@@ -150,6 +167,15 @@ export function parseEnvelope(
   }
   const trace = (raw as { trace?: unknown }).trace;
   return isValidTraceparent(trace) ? { ...parsed.data, trace } : parsed.data;
+}
+
+/**
+ * The pointer envelope of a claim check: `envelope` with its payload replaced by `ref`, where the payload's
+ * JSON text was stored. Everything the worker decides before running (type, dedupKey, trace) stays in it.
+ */
+export function claimCheckedEnvelope(envelope: JobEnvelope, ref: PayloadRef): JobEnvelope {
+  const { payload: _stored, ...rest } = envelope;
+  return { ...rest, payloadRef: { bucket: ref.bucket, key: ref.key, bytes: ref.bytes } };
 }
 
 /** Builds a v1 envelope (producers and the CLI use this, so every message has the same shape). */

@@ -7,6 +7,7 @@ import { checkMaxBodyBytes } from '../contract/envelope.ts';
 import type { JobQueue } from '../contract/job-queue.ts';
 import type { JobStore } from '../contract/job-store.ts';
 import type { LeaseStore } from '../contract/lease-store.ts';
+import type { PayloadStore } from '../contract/payload-store.ts';
 import { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from '../decisions/backoff.ts';
 import { leaseTiming } from '../decisions/lease-timing.ts';
 import type { TableHandleSource } from '../model/job-definition.ts';
@@ -28,6 +29,11 @@ export interface JobProcessorOptions {
   readonly tables?: TableHandleSource;
   /** Store of named leases behind `ctx.withLease`. @default none */
   readonly leases?: LeaseStore;
+  /**
+   * Where claim-checked payloads are read (`payloadRef` envelopes, construct prop `largePayloads`).
+   * @default none (such a job is dead-lettered `invalid-payload-missing`)
+   */
+  readonly payloads?: PayloadStore;
   /** Run test hooks carried in payloads (`ctx.testHooksEnabled`). @default false */
   readonly testHooks?: boolean;
   /** @default undefined (no local cache) */
@@ -72,6 +78,7 @@ export interface Settings {
   readonly metrics: MetricsSink;
   readonly tables: TableHandleSource | undefined;
   readonly leases: LeaseStore | undefined;
+  readonly payloads: PayloadStore | undefined;
   readonly testHooks: boolean;
   readonly cache: CompletedCache | undefined;
   readonly leaseMs: number;
@@ -121,6 +128,7 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
     metrics: options.metrics ?? noMetrics,
     tables: options.tables,
     leases: options.leases,
+    payloads: options.payloads,
     testHooks: options.testHooks ?? false,
     cache: options.cache,
     leaseMs: timing.leaseMs,
