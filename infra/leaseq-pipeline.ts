@@ -3,6 +3,7 @@ import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -19,7 +20,11 @@ import {
   type StackOutputKey,
   WORKER_ENV,
 } from '../shared/resources.ts';
-import { JobQueue } from './constructs/job-queue.ts';
+import {
+  DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES,
+  JOBS_QUEUE_MAX_MESSAGE_BYTES,
+  JobQueue,
+} from './constructs/job-queue.ts';
 import {
   type LeaseqAlarms,
   type LeaseqAlarmThresholds,
@@ -93,6 +98,22 @@ export interface LeaseqPipelineProps {
    * @default false
    */
   readonly testHooks?: boolean;
+  /**
+   * The largest message body (bytes, 1024 to 1015808): the jobs queue's `MaximumMessageSize` and the
+   * worker's `LEASEQ_MAX_BODY_BYTES`, both set from it. Give producers the same (`JobProducer`
+   * `maxBodyBytes`, `leaseq send --max-body-bytes`). At most 1 MiB less 32 KiB, so a letter (the body and
+   * its reason attributes) always fits into the DLQ. @default 1015808
+   */
+  readonly maxBodyBytes?: number;
+  /**
+   * The claim check for bodies over `maxBodyBytes`: a bucket this construct owns (SSE-S3, public access
+   * blocked, TLS only, objects expiring) where producers with `largePayloads: { bucket }` put such payloads;
+   * the worker reads them (GetObject only; nothing is deleted: the lifecycle rule expires objects). Give
+   * producers `grantProducer`. Stack output `PayloadBucketName` (`addStackOutputs`). A bucket kept on
+   * stack deletion (removalPolicy RETAIN) keeps its objects until they expire.
+   * @default false (no bucket; a body over the limit is refused by the producer)
+   */
+  readonly largePayloads?: boolean | LeaseqLargePayloadsProps;
   /** More environment variables for the worker (e.g. `LEASEQ_LEASE_MS`). @default {} */
   readonly environment?: Readonly<Record<string, string>>;
   /**
@@ -233,6 +254,8 @@ export class LeaseqPipeline extends Construct {
    * like `dashboard`, when `monitoring` is false.
    */
   readonly alarms: LeaseqAlarms | undefined;
+  /** The claim-check bucket (prop `largePayloads`); undefined without it. */
+  readonly payloadBucket: s3.Bucket | undefined;
 
   constructor(scope: Construct, id: string, props: LeaseqPipelineProps) {
     super(scope, id);
@@ -267,7 +290,21 @@ export class LeaseqPipeline extends Construct {
     const deletionProtection = props.deletionProtection ?? false;
     const names = resourceNames(settings.resourcePrefix, { fifo: settings.fifo });
 
+    const maxBodyBytes = props.maxBodyBytes ?? JOBS_QUEUE_MAX_MESSAGE_BYTES;
+    if (
+      !Number.isInteger(maxBodyBytes) ||
+      maxBodyBytes < 1024 ||
+      maxBodyBytes > JOBS_QUEUE_MAX_MESSAGE_BYTES
+    ) {
+      throw new InvalidLeaseqPropsError(
+        'LeaseqPipeline',
+        'maxBodyBytes',
+        maxBodyBytes,
+        `an integer from 1024 to ${JOBS_QUEUE_MAX_MESSAGE_BYTES} (1 MiB less ${DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES} bytes a dead letter's reason attributes need)`,
+      );
+    }
     const jobQueue = new JobQueue(this, 'JobQueue', {
+      maxMessageSizeBytes: maxBodyBytes,
       queueName: names.queues.jobs,
       deadLetterQueueName: names.queues.dlq,
       consumerTimeout: settings.workerTimeout,
@@ -322,6 +359,7 @@ export class LeaseqPipeline extends Construct {
       maxAttempts: settings.maxAttempts,
       batchSize: settings.batchSize,
       maxConcurrency: settings.maxConcurrency,
+      maxBodyBytes,
       removalPolicy,
       ...(props.memorySize === undefined ? {} : { memorySize: props.memorySize }),
       ...(props.logLevel === undefined ? {} : { logLevel: props.logLevel }),
@@ -332,6 +370,10 @@ export class LeaseqPipeline extends Construct {
       ...(props.projectRoot === undefined ? {} : { projectRoot: props.projectRoot }),
       ...(props.depsLockFilePath === undefined ? {} : { depsLockFilePath: props.depsLockFilePath }),
     });
+
+    this.payloadBucket = props.largePayloads
+      ? this.#payloadBucket(props.largePayloads === true ? {} : props.largePayloads, removalPolicy)
+      : undefined;
 
     for (const layer of props.tracing?.layers ?? []) this.worker.function.addLayers(layer);
     if (props.tracing?.xray) {
@@ -405,12 +447,72 @@ export class LeaseqPipeline extends Construct {
       WorkerFunctionName: { value: this.worker.function.functionName, description: 'Worker Lambda function' },
     };
     for (const [key, output] of Object.entries(outputs)) new CfnOutput(stack, key, output);
+    if (this.payloadBucket) {
+      new CfnOutput(stack, 'PayloadBucketName', {
+        value: this.payloadBucket.bucketName,
+        description: 'Claim-check bucket of payloads over the body limit (JobProducer largePayloads)',
+      });
+    }
     for (const [name, table] of Object.entries(this.effectTables)) {
       new CfnOutput(stack, tableOutputKey(name), {
         value: table.tableName,
         description: `Application table ${name} (LEASEQ_TABLE_* of the worker)`,
       });
     }
+  }
+
+  /**
+   * Lets a producer send jobs: `sqs:SendMessage` on the jobs queue and, with `largePayloads`,
+   * `s3:PutObject` on the bucket's objects. Nothing else (no reads, no deletes).
+   */
+  grantProducer(grantee: iam.IGrantable): void {
+    this.queue.grant(grantee, 'sqs:SendMessage');
+    const bucket = this.payloadBucket;
+    if (!bucket) return;
+    iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['s3:PutObject'],
+      resourceArns: [bucket.arnForObjects('*')],
+    });
+    if (grantee instanceof Construct) acknowledgeObjectWildcard(grantee, bucket, 'put');
+  }
+
+  #payloadBucket(options: LeaseqLargePayloadsProps, removalPolicy: RemovalPolicy): s3.Bucket {
+    const expiration = options.expiration ?? Duration.days(21);
+    if (expiration.toDays({ integral: false }) < MIN_PAYLOAD_DAYS) {
+      throw new InvalidLeaseqPropsError(
+        'LeaseqPipeline',
+        'largePayloads.expiration',
+        `${expiration.toDays({ integral: false })} days`,
+        `at least ${MIN_PAYLOAD_DAYS} days: longer than a message lives (4 days in the jobs queue, then 14 in the DLQ), so a redriven job still finds its payload`,
+      );
+    }
+    const bucket = new s3.Bucket(this, 'PayloadBucket', {
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      removalPolicy,
+      lifecycleRules: [{ expiration }],
+    });
+    Validations.of(bucket).acknowledge({
+      id: 'AwsSolutions-S1',
+      reason:
+        'Objects are job payloads written once by the producer and read by the worker, expiring after the ' +
+        'lifecycle period; access is audited with CloudTrail data events where needed, not server access logs.',
+    });
+    // GetObject on the objects only: no listing, no writes, no deletes (the lifecycle rule expires objects).
+    const reads = new iam.Policy(this, 'PayloadReads', {
+      statements: [
+        new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [bucket.arnForObjects('*')] }),
+      ],
+    });
+    const role = this.worker.function.role;
+    if (!role) throw new Error('LeaseqPipeline: the worker function has no role');
+    reads.attachToRole(role);
+    this.worker.function.node.addDependency(reads);
+    acknowledgeObjectWildcard(reads, bucket, 'read');
+    this.worker.function.addEnvironment(WORKER_ENV.payloadBucket, bucket.bucketName);
+    return bucket;
   }
 
   /**
@@ -425,6 +527,27 @@ export class LeaseqPipeline extends Construct {
 function jobTables(jobs: LeaseqPipelineProps['jobs']): TableDefinition[] {
   if (!jobs) return [];
   return JobRegistry.from(jobs).tables();
+}
+
+/** Shortest object expiration of `largePayloads`: the jobs queue's retention (4 d) + the DLQ's (14 d) + 1 d. */
+const MIN_PAYLOAD_DAYS = 19;
+
+/** Where large payloads are kept: see {@link LeaseqPipelineProps.largePayloads}. */
+export interface LeaseqLargePayloadsProps {
+  /**
+   * How long an object is kept (the bucket's lifecycle rule); a job redriven later finds no payload and is
+   * dead-lettered `invalid-payload-missing`. At least 19 days. @default Duration.days(21)
+   */
+  readonly expiration?: Duration;
+}
+
+/** Acknowledges the `<bucket>/*` resource of a grant on payload objects (one object per job, keys unknown). */
+function acknowledgeObjectWildcard(scope: Construct, bucket: s3.Bucket, what: 'read' | 'put'): void {
+  const id = Stack.of(bucket).getLogicalId(bucket.node.defaultChild as s3.CfnBucket);
+  Validations.of(scope).acknowledge({
+    id: `AwsSolutions-IAM5[Resource::<${id}.Arn>/*]`,
+    reason: `Every job's payload is its own object under a key the producer makes, so the ${what} grant names the objects of this one bucket (s3:${what === 'read' ? 'GetObject' : 'PutObject'} only).`,
+  });
 }
 
 /** The actions `tracing.xray` grants (on `*`: X-Ray has no resource-level permissions for them). */

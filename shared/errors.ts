@@ -22,6 +22,9 @@ export const ENVELOPE_PROBLEMS = [
   'too-large',
   // The envelope is fine; its payload fails the job type's schema.
   'bad-payload',
+  // The envelope points to a claim-checked payload (payloadRef) this worker cannot have: the object is
+  // gone (expired, deleted), or the worker has no payload bucket or another one.
+  'payload-missing',
 ] as const;
 export type EnvelopeProblem = (typeof ENVELOPE_PROBLEMS)[number];
 
@@ -40,6 +43,14 @@ export class InvalidEnvelopeError extends LeaseqError {
     super(message, { retryable: false, cause });
     this.name = 'InvalidEnvelopeError';
     this.problem = problem;
+  }
+}
+
+/** A claim-checked payload's object is not in its bucket (expired or deleted): no retry brings it back. */
+export class PayloadMissingError extends LeaseqError {
+  constructor(message: string, cause?: unknown) {
+    super(message, { retryable: false, cause });
+    this.name = 'PayloadMissingError';
   }
 }
 

@@ -102,6 +102,8 @@ export const WORKER_ENV = {
   deadlineMarginMs: 'LEASEQ_DEADLINE_MARGIN_MS',
   testHooks: 'LEASEQ_TEST_HOOKS',
   workerId: 'LEASEQ_WORKER_ID',
+  maxBodyBytes: 'LEASEQ_MAX_BODY_BYTES',
+  payloadBucket: 'LEASEQ_PAYLOAD_BUCKET',
 } as const;
 
 /** Names of one copy of leaseq's resources. */

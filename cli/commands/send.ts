@@ -10,11 +10,18 @@ import {
 } from '../../examples/ledger/generate.ts';
 import { groupIdProblem } from '../../shared/aws/message-group.ts';
 import { isFifoQueue } from '../../shared/aws/queue-url.ts';
-import type { JobEnvelope } from '../../shared/core/contract/envelope.ts';
+import {
+  checkMaxBodyBytes,
+  DEFAULT_MAX_BODY_BYTES,
+  type JobEnvelope,
+  SQS_MAX_MESSAGE_BYTES,
+  SQS_MIN_MESSAGE_BYTES,
+} from '../../shared/core/contract/envelope.ts';
 import type { JobRegistry } from '../../shared/core/model/registry.ts';
 import { payloadProblem } from '../../shared/core/model/standard-schema.ts';
 import { parseJobFile } from '../../shared/ops/job-file.ts';
 import { type SendProgress, type SendReport, sendMessages } from '../../shared/producer/send-messages.ts';
+import { WORKER_ENV } from '../../shared/resources.ts';
 import {
   fractionArg,
   integerArg,
@@ -40,6 +47,7 @@ interface SendFlags extends TargetFlags {
   readonly json?: boolean;
   readonly jobModule?: string;
   readonly groupId?: string;
+  readonly maxBodyBytes?: number;
 }
 
 /** What `leaseq send` plans before it connects: the messages and how they were made. */
@@ -56,7 +64,12 @@ export interface SendPlan {
  * Reads and validates a jobs file (JSON array or NDJSON); nothing is sent when any entry is bad. With the
  * job module's `jobs`, every type must be one of them and every payload must pass its schema.
  */
-export function planFromFile(file: string, runId: string, registry?: JobRegistry): SendPlan {
+export function planFromFile(
+  file: string,
+  runId: string,
+  registry?: JobRegistry,
+  maxBodyBytes?: number,
+): SendPlan {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -69,6 +82,7 @@ export function planFromFile(file: string, runId: string, registry?: JobRegistry
   try {
     jobs = parseJobFile(text, {
       runId,
+      ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }),
       ...(registry
         ? {
             isKnownType: (type: string) => registry.has(type),
@@ -100,7 +114,7 @@ function plan(flags: SendFlags, jobs: JobRegistry | undefined): SendPlan {
         '--file sends the jobs in the file: leave out --count, --duplicates, --types and --accounts',
       );
     }
-    return planFromFile(flags.file, runId, jobs);
+    return planFromFile(flags.file, runId, jobs, bodyLimit(flags));
   }
   const missing = GENERATED_TYPES.filter((type) => jobs && !jobs.has(type));
   if (missing.length > 0) {
@@ -127,6 +141,14 @@ function plan(flags: SendFlags, jobs: JobRegistry | undefined): SendPlan {
     messages: generated.messages,
     accounts: generated.accounts,
   };
+}
+
+/** `--max-body-bytes`, else LEASEQ_MAX_BODY_BYTES (as the workers read it), else the default. */
+function bodyLimit(flags: SendFlags): number | undefined {
+  if (flags.maxBodyBytes !== undefined) return flags.maxBodyBytes;
+  const fromEnv = process.env[WORKER_ENV.maxBodyBytes];
+  if (fromEnv === undefined || fromEnv === '') return undefined;
+  return checkMaxBodyBytes(Number(fromEnv), WORKER_ENV.maxBodyBytes);
 }
 
 function groupIdArg(value: string): string {
@@ -202,6 +224,11 @@ export function register(program: Command): void {
         '--group-id <id>',
         "FIFO queues: send every job in this message group, so they run one at a time in file order (default: each job in its dedup key's group)",
         groupIdArg,
+      )
+      .option(
+        '--max-body-bytes <n>',
+        `largest body sent, the jobs queue's MaximumMessageSize (default: ${WORKER_ENV.maxBodyBytes}, else ${DEFAULT_MAX_BODY_BYTES})`,
+        integerArg(SQS_MIN_MESSAGE_BYTES, SQS_MAX_MESSAGE_BYTES),
       )
       .option('--rate <rate>', 'at most this many messages per second (50, 50/s, 600/min)', rateArg)
       .option('--concurrency <n>', 'SendMessageBatch calls in flight (default 8)', integerArg(1, 64))

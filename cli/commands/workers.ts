@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { isLocalEndpoint } from '../../shared/aws/clients.ts';
 import { DEFAULTS } from '../../shared/core/contract/defaults.ts';
+import { DEFAULT_MAX_BODY_BYTES } from '../../shared/core/contract/envelope.ts';
 import { holdEmulator } from '../../shared/local/emulator.ts';
 import { poolMetricsDir } from '../../shared/ops/smells.ts';
 import { DEFAULT_WORKER_TIMEOUT_SECONDS, WORKER_ENV } from '../../shared/resources.ts';
@@ -23,6 +24,7 @@ interface WorkersFlags extends TargetFlags {
   /** Left as given: the worker settings' own parser reads it, as it reads LEASEQ_LEASE_MS. */
   readonly leaseMs?: string;
   readonly maxAttempts?: string;
+  readonly maxBodyBytes?: string;
   readonly json?: boolean;
   readonly jobModule?: string;
   readonly testHooks?: boolean;
@@ -42,6 +44,10 @@ export function register(program: Command): void {
       .option(
         '--max-attempts <n>',
         `attempts before a job is dead-lettered (default: ${WORKER_ENV.maxAttempts}, else ${DEFAULTS.maxAttempts})`,
+      )
+      .option(
+        '--max-body-bytes <n>',
+        `largest message body run, as the jobs queue's MaximumMessageSize (default: ${WORKER_ENV.maxBodyBytes}, else ${DEFAULT_MAX_BODY_BYTES})`,
       )
       .option(
         '--timeout <seconds>',
@@ -75,6 +81,7 @@ function settingsOf(flags: WorkersFlags): WorkerSettings {
   for (const [key, option] of [
     ['leaseMs', '--lease-ms'],
     ['maxAttempts', '--max-attempts'],
+    ['maxBodyBytes', '--max-body-bytes'],
   ] as const) {
     const given = flags[key];
     if (given === undefined) continue;

@@ -1,6 +1,11 @@
 import { Duration, type RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import {
+  DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES,
+  DEFAULT_MAX_BODY_BYTES,
+  SQS_MAX_MESSAGE_BYTES,
+} from '../../shared/core/contract/envelope.ts';
 
 /** Properties of {@link JobQueue}. */
 export interface JobQueueProps {
@@ -34,25 +39,24 @@ export interface JobQueueProps {
   readonly deadLetterRetentionPeriod?: Duration;
   /** FIFO queues (ordered per message group, deduplicated by MessageDeduplicationId). @default false */
   readonly fifo?: boolean;
+  /**
+   * `MaximumMessageSize` of the jobs queue, 1024 up to {@link JOBS_QUEUE_MAX_MESSAGE_BYTES}: the largest
+   * body it takes. @default JOBS_QUEUE_MAX_MESSAGE_BYTES (1 MiB less the letter reserve)
+   */
+  readonly maxMessageSizeBytes?: number;
   /** Removal policy of both queues. */
   readonly removalPolicy: RemovalPolicy;
 }
 
-/** The largest message SQS takes (1 MiB since August 2025), body and message attributes together. */
-export const SQS_MAX_MESSAGE_BYTES = 1_048_576;
+// The sizes live with the envelope: the worker and the producer check bodies against the same numbers.
+export { DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES, SQS_MAX_MESSAGE_BYTES };
 
 /**
- * Room kept on the DLQ for the `leaseq.*` reason attributes a dead letter adds to the original body
- * (`deadLetterAttributes`: nine attributes, each value cut to 1024 characters, names and data types
- * counted too; at most about 22 KiB even when every character takes 3 bytes of UTF-8).
+ * `MaximumMessageSize` of the jobs queue unless told (`maxMessageSizeBytes`): the SQS maximum less the
+ * reserve, so that any message the jobs queue took still fits into the DLQ (which takes the SQS maximum)
+ * with its reason attributes. The workers' default body limit (`DEFAULT_MAX_BODY_BYTES`) is the same.
  */
-export const DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES = 32 * 1024;
-
-/**
- * `MaximumMessageSize` of the jobs queue: the SQS maximum less the reserve, so that any message the jobs
- * queue took still fits into the DLQ (which takes the SQS maximum) with its reason attributes.
- */
-export const JOBS_QUEUE_MAX_MESSAGE_BYTES = SQS_MAX_MESSAGE_BYTES - DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES;
+export const JOBS_QUEUE_MAX_MESSAGE_BYTES = DEFAULT_MAX_BODY_BYTES;
 
 /** Minimum ratio of visibility timeout to consumer timeout (AWS guidance for Lambda SQS sources). */
 export const VISIBILITY_TO_TIMEOUT_RATIO = 6;
@@ -111,7 +115,7 @@ export class JobQueue extends Construct {
       queueName: props.queueName,
       visibilityTimeout,
       retentionPeriod: props.retentionPeriod ?? Duration.days(4),
-      maxMessageSizeBytes: JOBS_QUEUE_MAX_MESSAGE_BYTES,
+      maxMessageSizeBytes: props.maxMessageSizeBytes ?? JOBS_QUEUE_MAX_MESSAGE_BYTES,
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: props.maxReceiveCount },
     });
   }

@@ -29,6 +29,8 @@ export interface WorkerFunctionProps {
   readonly timeout: Duration;
   /** The application's attempt limit, passed to the handler as `LEASEQ_MAX_ATTEMPTS`. */
   readonly maxAttempts: number;
+  /** The largest body the worker runs (`LEASEQ_MAX_BODY_BYTES`): the jobs queue's `MaximumMessageSize`. */
+  readonly maxBodyBytes: number;
   /** Records per invocation (1-10). */
   readonly batchSize: number;
   /** Most concurrent invocations the event source starts (2-1000). */
@@ -139,6 +141,7 @@ export class WorkerFunction extends Construct {
         [WORKER_ENV.jobsTable]: props.jobsTable.tableName,
         [WORKER_ENV.leasesTable]: props.leasesTable.tableName,
         [WORKER_ENV.maxAttempts]: String(props.maxAttempts),
+        [WORKER_ENV.maxBodyBytes]: String(props.maxBodyBytes),
         ...(props.testHooks ? { [WORKER_ENV.testHooks]: '1' } : {}),
         ...Object.fromEntries(
           Object.entries(props.effectTables ?? {}).map(([name, table]) => [

@@ -8,6 +8,8 @@ export interface ParseJobFileOptions {
   readonly isKnownType?: (type: string) => boolean;
   /** Checks a payload for its type; returns a problem to report, or undefined when it is fine. */
   readonly checkPayload?: (type: string, payload: unknown) => string | undefined;
+  /** The largest body an entry may make (`leaseq send --max-body-bytes`). @default DEFAULT_MAX_BODY_BYTES */
+  readonly maxBodyBytes?: number;
   /** Creation time of entries that are not full envelopes. @default new Date() */
   readonly now?: Date;
 }
@@ -64,7 +66,10 @@ export function parseJobFile(text: string, options: ParseJobFileOptions): JobEnv
     const body = 'v' in value ? JSON.stringify(value) : wrapSpec(value, position, options.runId, now, fail);
     let envelope: JobEnvelope;
     try {
-      envelope = parseEnvelope(body, options.isKnownType ? { isKnownType: options.isKnownType } : {});
+      envelope = parseEnvelope(body, {
+        ...(options.isKnownType ? { isKnownType: options.isKnownType } : {}),
+        ...(options.maxBodyBytes === undefined ? {} : { maxBytes: options.maxBodyBytes }),
+      });
     } catch (error) {
       return fail(messageOf(error), error);
     }

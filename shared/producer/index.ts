@@ -16,3 +16,4 @@ export {
   type SentJob,
   sendJobs,
 } from './job-producer.ts';
+export type { LargePayloadsOptions } from './large-payloads.ts';

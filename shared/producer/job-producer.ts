@@ -4,6 +4,7 @@ import { ROOT_CONTEXT } from '@opentelemetry/api';
 import { awsConfigFromEnv, createAwsClients, isLocalEndpoint } from '../aws/clients.ts';
 import { groupIdProblem } from '../aws/message-group.ts';
 import {
+  checkMaxBodyBytes,
   isValidTraceparent,
   type JobEnvelope,
   makeEnvelope,
@@ -19,6 +20,7 @@ import {
   traceparentOf,
 } from '../core/observe/spans.ts';
 import { InvalidEnvelopeError, LeaseqError } from '../errors.ts';
+import { ClaimCheck, type LargePayloadsOptions } from './large-payloads.ts';
 import { type OutgoingMessage, type SendFailure, sendMessages } from './send-messages.ts';
 import { isFinalSetup } from './setup-problem.ts';
 
@@ -84,6 +86,19 @@ export interface JobProducerOptions {
    * @default () => undefined
    */
   readonly groupId?: (job: JobInput) => string | undefined;
+  /**
+   * The largest body sent (1024 to 1048576): a larger job is an {@link InvalidJobError}. Set it to the
+   * jobs queue's `MaximumMessageSize` (the construct's `maxBodyBytes`).
+   * @default DEFAULT_MAX_BODY_BYTES (1015808: the construct's default queue size)
+   */
+  readonly maxBodyBytes?: number;
+  /**
+   * The claim check for bodies over `maxBodyBytes`: the payload is put into this S3 bucket (the
+   * construct's `largePayloads`) and the job is sent as a pointer the worker follows. Costs one PutObject
+   * per such job; @aws-sdk/client-s3 is loaded on the first one. docs/envelope.md "Large payloads".
+   * @default none (a body over the limit is an InvalidJobError)
+   */
+  readonly largePayloads?: LargePayloadsOptions;
 }
 
 /** A job SQS accepted. */
@@ -167,6 +182,8 @@ export class JobProducer {
   readonly #traceparent: () => string | undefined;
   readonly #concurrency: number;
   readonly #groupId: (job: JobInput) => string | undefined;
+  readonly #maxBodyBytes: number | undefined;
+  readonly #claimCheck: ClaimCheck | undefined;
 
   constructor(options: JobProducerOptions) {
     if (!options.queueUrl)
@@ -177,6 +194,8 @@ export class JobProducer {
     this.#traceparent = options.traceparent ?? (() => undefined);
     this.#concurrency = options.concurrency ?? 8;
     this.#groupId = options.groupId ?? (() => undefined);
+    this.#maxBodyBytes = checkedBodyLimit(options.maxBodyBytes);
+    this.#claimCheck = options.largePayloads ? new ClaimCheck(options.largePayloads) : undefined;
   }
 
   /**
@@ -220,10 +239,15 @@ export class JobProducer {
       trace,
     });
     try {
-      parseEnvelope(
-        JSON.stringify(envelope),
-        this.#jobs ? { isKnownType: (t) => this.#jobs?.has(t) ?? true } : {},
-      );
+      parseEnvelope(JSON.stringify(envelope), {
+        ...(this.#jobs ? { isKnownType: (t: string) => this.#jobs?.has(t) ?? true } : {}),
+        // With the claim check a larger body is sent as a pointer (sendBatch): every other check still applies.
+        ...(this.#claimCheck
+          ? { maxBytes: Number.POSITIVE_INFINITY }
+          : this.#maxBodyBytes === undefined
+            ? {}
+            : { maxBytes: this.#maxBodyBytes }),
+      });
     } catch (error) {
       if (error instanceof InvalidEnvelopeError)
         throw new InvalidJobError(index, job.dedupKey, error.message);
@@ -292,9 +316,34 @@ export class JobProducer {
       }
       throw error;
     }
+    const sent: SentJob[] = [];
+    const failed: FailedJob[] = [];
     const spanOf = new Map(envelopes.map((e, i) => [e, spans[i]]));
+    let toSend: (JobEnvelope | undefined)[] = envelopes;
+    if (this.#claimCheck) {
+      const checked = await this.#claimCheck.apply(envelopes, this.#maxBodyBytes);
+      toSend = envelopes.map((e, i) => {
+        const outcome = checked[i];
+        if (outcome?.status === 'fulfilled') {
+          spanOf.set(outcome.value, spans[i]);
+          return outcome.value;
+        }
+        const error = outcome?.reason;
+        failed.push({
+          dedupKey: e.dedupKey,
+          id: e.id,
+          code: error instanceof Error ? error.name : 'Error',
+          message: `payload not stored in the large-payload bucket: ${error instanceof Error ? error.message : String(error)}`,
+        });
+        const span = spans[i];
+        if (span) recordFailure(span, error);
+        span?.end();
+        return undefined;
+      });
+    }
     const byMessage = new Map<OutgoingMessage, JobEnvelope>();
-    const messages = envelopes.map((envelope, i) => {
+    const messages = toSend.flatMap((envelope, i) => {
+      if (!envelope) return [];
       const groupId = groups[i];
       const message: OutgoingMessage = {
         body: JSON.stringify(envelope),
@@ -302,10 +351,8 @@ export class JobProducer {
         ...(groupId === undefined ? {} : { groupId }),
       };
       byMessage.set(message, envelope);
-      return message;
+      return [message];
     });
-    const sent: SentJob[] = [];
-    const failed: FailedJob[] = [];
     await sendMessages(this.#client, this.#queueUrl, messages, {
       concurrency: this.#concurrency,
       onSent: (message, messageId) => {
@@ -363,6 +410,16 @@ function loopbackOrigin(queueUrl: string): string | undefined {
  */
 export function sendJobs(options: JobProducerOptions, jobs: readonly JobInput[]): Promise<SentJob[]> {
   return new JobProducer(options).send(...jobs);
+}
+
+/** The maxBodyBytes option, checked. @throws LeaseqError (not retryable) naming the range. */
+function checkedBodyLimit(value: number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return checkMaxBodyBytes(value);
+  } catch (error) {
+    throw new LeaseqError(`JobProducer ${(error as Error).message}`, { retryable: false });
+  }
 }
 
 /** A fresh W3C traceparent (version 00, sampled), so every job has a trace id to follow in the logs. */

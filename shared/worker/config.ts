@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULTS } from '../core/contract/defaults.ts';
+import { checkMaxBodyBytes, DEFAULT_MAX_BODY_BYTES } from '../core/contract/envelope.ts';
 import { minInvocationTimeoutSeconds } from '../core/decisions/lease-timing.ts';
 import { tableEnvVar } from '../core/model/table.ts';
 import { type JobProcessorOptions, resolveSettings } from '../core/pipeline/settings.ts';
@@ -35,7 +36,8 @@ type SettingKey =
   | 'backoffCapSeconds'
   | 'deadlineMarginMs'
   | 'testHooks'
-  | 'workerId';
+  | 'workerId'
+  | 'maxBodyBytes';
 
 /** The settings' schema, each setting named in errors by `label` (its variable unless told). */
 const settingsSchema = (label: (key: SettingKey) => string) =>
@@ -47,6 +49,16 @@ const settingsSchema = (label: (key: SettingKey) => string) =>
     backoffCapSeconds: positiveInt(label('backoffCapSeconds'), 900),
     deadlineMarginMs: positiveInt(label('deadlineMarginMs'), DEFAULTS.deadlineMarginMs),
     testHooks: flag(label('testHooks')),
+    maxBodyBytes: z.coerce
+      .number({ error: `${label('maxBodyBytes')} must be a number` })
+      .default(DEFAULT_MAX_BODY_BYTES)
+      .superRefine((value, ctx) => {
+        try {
+          checkMaxBodyBytes(value, label('maxBodyBytes'));
+        } catch (error) {
+          ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        }
+      }),
     workerId: z
       .string()
       .min(1, `${label('workerId')} is empty`)
@@ -61,6 +73,8 @@ const namesSchema = z.object({
   leasesTable: z
     .string({ error: `${WORKER_ENV.leasesTable} is required` })
     .min(1, `${WORKER_ENV.leasesTable} is empty`),
+  /** The claim-check bucket (`largePayloads`): a job whose payload was put there is read from it. */
+  payloadBucket: z.string().min(3, `${WORKER_ENV.payloadBucket} is not a bucket name`).optional(),
 });
 
 /** A worker's tunable settings (everything but the resource names). */
@@ -85,6 +99,7 @@ function readSettings(env: NodeJS.ProcessEnv) {
     deadlineMarginMs: env[WORKER_ENV.deadlineMarginMs],
     testHooks: env[WORKER_ENV.testHooks],
     workerId: env[WORKER_ENV.workerId],
+    maxBodyBytes: env[WORKER_ENV.maxBodyBytes],
   };
 }
 
@@ -193,6 +208,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     dlqUrl: env[WORKER_ENV.dlqUrl],
     jobsTable: env[WORKER_ENV.jobsTable],
     leasesTable: env[WORKER_ENV.leasesTable],
+    payloadBucket: env[WORKER_ENV.payloadBucket] || undefined,
   });
   const { settings, problems } = parseSettings(env, {});
   const all = [...(names.success ? [] : names.error.issues.map((i) => i.message)), ...problems];
@@ -225,6 +241,8 @@ export function workerEnv(config: WorkerEnvInput): Record<string, string> {
   set(WORKER_ENV.backoffCapSeconds, config.backoffCapSeconds);
   set(WORKER_ENV.deadlineMarginMs, config.deadlineMarginMs);
   set(WORKER_ENV.workerId, config.workerId);
+  set(WORKER_ENV.maxBodyBytes, config.maxBodyBytes);
+  set(WORKER_ENV.payloadBucket, config.payloadBucket);
   // Always explicit, so a LEASEQ_TEST_HOOKS exported in the shell never switches hooks on unasked.
   env[WORKER_ENV.testHooks] = config.testHooks ? '1' : '0';
   for (const [name, physical] of Object.entries(config.tables ?? {})) env[tableEnvVar(name)] = physical;

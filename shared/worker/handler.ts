@@ -5,6 +5,7 @@ import { type AwsClients, awsConfigFromEnv, createAwsClients } from '../aws/clie
 import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
 import { DynamoDbLeaseStore } from '../core/adapters/dynamodb-lease-store.ts';
 import { instrumentJobStore } from '../core/adapters/instrumented-store.ts';
+import { S3PayloadStore } from '../core/adapters/s3-payload-store.ts';
 import { SqsJobQueue } from '../core/adapters/sqs-job-queue.ts';
 import { JobRegistry, type JobSource } from '../core/model/registry.ts';
 import { InMemoryMetrics, type MetricsSink } from '../core/observe/metrics.ts';
@@ -92,6 +93,7 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
     node: process.version,
     leaseMs: config.leaseMs,
     maxAttempts: config.maxAttempts,
+    maxBodyBytes: config.maxBodyBytes,
     testHooks: config.testHooks,
     jobTypes: registry.types(),
   });
@@ -113,12 +115,17 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
     registry,
     tables: new EffectTables(clients.doc, tableNames),
     leases: new DynamoDbLeaseStore({ client: clients.doc, tableName: config.leasesTable }),
+    // The S3 client is loaded on the first claim-checked job only.
+    ...(config.payloadBucket
+      ? { payloads: new S3PayloadStore({ bucket: config.payloadBucket, config: awsConfigFromEnv(env) }) }
+      : {}),
     testHooks: config.testHooks,
     worker,
     logger,
     cache: new CompletedCache(),
     leaseMs: config.leaseMs,
     maxAttempts: config.maxAttempts,
+    maxBodyBytes: config.maxBodyBytes,
     backoff: { baseSeconds: config.backoffBaseSeconds, capSeconds: config.backoffCapSeconds },
     metrics,
     ...(options.redactError ? { redactError: options.redactError } : {}),

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App, Stack, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -115,6 +116,30 @@ describe('cdk-nag AwsSolutions checks', () => {
       alarmTopic: topic,
     });
     expect(nagFindings(app)).toEqual([]);
+  });
+
+  it('find nothing unacknowledged with large payloads on, acknowledging only the bucket access logs and its object grants', () => {
+    const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
+    const stack = new Stack(app, 'BigStack');
+    const pipeline = new LeaseqPipeline(stack, 'Jobs', {
+      entry: fileURLToPath(new URL('../../functions/worker.ts', import.meta.url)),
+      resourcePrefix: 'big',
+      largePayloads: true,
+    });
+    const producer = new iam.Role(stack, 'Producer', { assumedBy: new iam.AccountRootPrincipal() });
+    pipeline.grantProducer(producer);
+
+    expect(nagFindings(app)).toEqual([]);
+    expect(
+      acknowledgements(stack)
+        .map((a) => `${a.id} at ${a.path}`)
+        .sort(),
+    ).toEqual([
+      'Annotation::AwsSolutions-IAM5[Resource::<JobsPayloadBucketC08E9CAC.Arn>/*] at BigStack/Jobs/PayloadReads',
+      'Annotation::AwsSolutions-IAM5[Resource::<JobsPayloadBucketC08E9CAC.Arn>/*] at BigStack/Producer',
+      'Annotation::AwsSolutions-L1 at BigStack/Jobs/Worker/Function',
+      'Annotation::AwsSolutions-S1 at BigStack/Jobs/PayloadBucket',
+    ]);
   });
 
   it('find nothing unacknowledged with X-Ray on, and acknowledge its wildcard only on the X-Ray policy', () => {

@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
-import { App, Stack } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
+import { App, Duration, Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { WORKER_TABLE_ACTIONS } from '../../infra/constructs/worker-function.ts';
@@ -236,5 +237,111 @@ describe('Prop: tracing', () => {
     });
     const policies = JSON.stringify(template.findResources('AWS::IAM::Policy'));
     expect(policies).toContain('xray:PutTraceSegments');
+  });
+});
+
+describe('Prop: maxBodyBytes (issue 20 item 5)', () => {
+  const sizes = (template: Template) => {
+    const queues = Object.values(template.findResources('AWS::SQS::Queue') as Record<string, Resource>);
+    const size = (name: string) =>
+      queues.find((q) => q.Properties.QueueName === name)?.Properties.MaximumMessageSize;
+    return { jobs: size('shop-jobs'), dlq: size('shop-jobs-dlq') };
+  };
+
+  it('gives the jobs queue and the worker the same limit: 1 MiB less the letter reserve unless told', () => {
+    const { template } = synth({});
+    expect(sizes(template)).toEqual({ jobs: 1_015_808, dlq: 1_048_576 });
+    expect(variables(template).LEASEQ_MAX_BODY_BYTES).toBe('1015808');
+  });
+
+  it('sets both from the prop, the DLQ staying at the SQS maximum', () => {
+    const { template } = synth({ maxBodyBytes: 200_000 });
+    expect(sizes(template)).toEqual({ jobs: 200_000, dlq: 1_048_576 });
+    expect(variables(template).LEASEQ_MAX_BODY_BYTES).toBe('200000');
+  });
+
+  it.each([1000, 1_015_809, 1_048_576, 2.5])(
+    'refuses %s (a letter of that body must fit into the DLQ)',
+    (bad) => {
+      expect(() => synth({ maxBodyBytes: bad })).toThrow(
+        /LeaseqPipeline prop maxBodyBytes is .*; expected an integer from 1024 to 1015808/,
+      );
+    },
+  );
+});
+
+describe('Prop: largePayloads (the claim check, issue 20 item 5)', () => {
+  type Statement = { Action: string | string[]; Resource: unknown; Effect: string; Condition?: unknown };
+  const statements = (template: Template) =>
+    Object.entries(
+      template.findResources('AWS::IAM::Policy') as Record<
+        string,
+        { Properties: { PolicyDocument: { Statement: Statement[] }; Roles?: unknown[] } }
+      >,
+    ).flatMap(([id, p]) =>
+      p.Properties.PolicyDocument.Statement.map((st) => ({ id, ...st, roles: p.Properties.Roles })),
+    );
+  const s3Actions = (template: Template, role: string) =>
+    statements(template)
+      .filter((st) => JSON.stringify(st.roles).includes(role))
+      .flatMap((st) => [st.Action].flat())
+      .filter((a) => a.startsWith('s3:'));
+
+  it('makes no bucket unless asked', () => {
+    const { template } = synth({});
+    template.resourceCountIs('AWS::S3::Bucket', 0);
+    expect(variables(template).LEASEQ_PAYLOAD_BUCKET).toBeUndefined();
+  });
+
+  it('owns an encrypted, private, TLS-only bucket whose objects expire, the worker reading only', () => {
+    const { template } = synth({ largePayloads: true });
+    template.resourceCountIs('AWS::S3::Bucket', 1);
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      BucketEncryption: {
+        ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+      },
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+      // Longer than a message lives: 4 days in the jobs queue, then 14 in the DLQ, and a redrive's run.
+      LifecycleConfiguration: { Rules: [{ ExpirationInDays: 21, Status: 'Enabled' }] },
+    });
+    template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+    expect(variables(template).LEASEQ_PAYLOAD_BUCKET).toEqual({
+      Ref: expect.stringMatching(/^JobsPayloadBucket/),
+    });
+    expect(s3Actions(template, 'JobsWorkerRole')).toEqual(['s3:GetObject']);
+  });
+
+  it('takes the expiration, and grantProducer gives SendMessage on the queue and PutObject on the bucket only', () => {
+    const { template } = synth(
+      { largePayloads: { expiration: Duration.days(30) } },
+      undefined,
+      (stack, pipeline) => {
+        pipeline.grantProducer(
+          new iam.Role(stack, 'Producer', { assumedBy: new iam.AccountRootPrincipal() }),
+        );
+      },
+    );
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      LifecycleConfiguration: { Rules: [{ ExpirationInDays: 30, Status: 'Enabled' }] },
+    });
+    const producer = statements(template).filter((st) => JSON.stringify(st.roles).includes('Producer'));
+    expect(producer.flatMap((st) => [st.Action].flat()).sort()).toEqual(['s3:PutObject', 'sqs:SendMessage']);
+  });
+
+  it('refuses an expiration shorter than a message can live (4 + 14 days)', () => {
+    expect(() => synth({ largePayloads: { expiration: Duration.days(7) } })).toThrow(
+      /LeaseqPipeline prop largePayloads.expiration is "7 days"; expected at least 19 days/,
+    );
   });
 });

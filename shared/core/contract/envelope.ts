@@ -1,11 +1,52 @@
 import { z } from 'zod';
 import { InvalidEnvelopeError } from '../../errors.ts';
+import type { PayloadRef } from './payload-store.ts';
 
 /** The envelope schema version this build reads and writes. */
 export const ENVELOPE_VERSION = 1;
 
-/** Bodies above this are refused before parsing. @default 262144 (256 KiB, the classic SQS limit) */
-export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
+/** The largest message SQS takes (1 MiB since August 2025), body and message attributes together. */
+export const SQS_MAX_MESSAGE_BYTES = 1_048_576;
+/** The smallest `MaximumMessageSize` SQS allows a queue (1 KiB). */
+export const SQS_MIN_MESSAGE_BYTES = 1024;
+
+/**
+ * Room a dead letter needs beside the body for the `leaseq.*` reason attributes (`deadLetterAttributes`:
+ * nine attributes, each value cut to 1024 characters, names and data types counted too; at most about
+ * 22 KiB even when every character takes 3 bytes of UTF-8).
+ */
+export const DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES = 32 * 1024;
+
+/**
+ * The body limit (`maxBodyBytes`) of the worker, the producer and `leaseq send` unless told: the SQS
+ * maximum less the letter reserve, which is also the `MaximumMessageSize` the construct gives the jobs
+ * queue. A body up to it is sent, run, and when it fails for good still fits into the DLQ (1 MiB) with its
+ * reason attributes. @default 1015808 (1 MiB less 32 KiB)
+ */
+export const DEFAULT_MAX_BODY_BYTES = SQS_MAX_MESSAGE_BYTES - DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES;
+
+/**
+ * Checks a body limit: an integer SQS can have as a queue's `MaximumMessageSize` (1024 to 1048576).
+ * @throws RangeError naming `name` and the range.
+ */
+export function checkMaxBodyBytes(value: number, name = 'maxBodyBytes'): number {
+  if (Number.isInteger(value) && value >= SQS_MIN_MESSAGE_BYTES && value <= SQS_MAX_MESSAGE_BYTES)
+    return value;
+  throw new RangeError(
+    `${name} must be an integer from ${SQS_MIN_MESSAGE_BYTES} to ${SQS_MAX_MESSAGE_BYTES} (the sizes SQS allows a message), received ${value}`,
+  );
+}
+
+/**
+ * The one body-size check (the worker's parse, the producer and `leaseq send` all call it): undefined when
+ * `body` fits, else the problem naming its size and the limit.
+ */
+export function bodySizeProblem(body: string, maxBytes: number = DEFAULT_MAX_BODY_BYTES): string | undefined {
+  const size = Buffer.byteLength(body, 'utf8');
+  return size > maxBytes
+    ? `body is ${size} bytes, above the ${maxBytes} byte limit (maxBodyBytes)`
+    : undefined;
+}
 
 // Printable ASCII without spaces' edge cases: 0x21-0x7E plus inner space; 1-256 characters.
 const DEDUP_KEY = /^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/;
@@ -33,7 +74,7 @@ export function isValidTraceparent(value: unknown): value is string {
   return version !== 'ff' && !/^0+$/.test(traceId ?? '') && !/^0+$/.test(parentId ?? '');
 }
 
-const envelopeSchema = z.object({
+const envelopeFields = z.object({
   v: z.literal(ENVELOPE_VERSION),
   id: z
     .string()
@@ -41,8 +82,24 @@ const envelopeSchema = z.object({
   dedupKey: z.string().regex(DEDUP_KEY, 'dedupKey must be 1-256 printable characters'),
   type: z.string().min(1).max(128).regex(JOB_TYPE, 'type must be letters, digits and . _ : -'),
   createdAt: z.iso.datetime({ offset: true }),
-  payload: z.unknown(),
+  // Required (null is a payload), except beside payloadRef: the refinement below.
+  payload: z.unknown().optional(),
+  // A claim check (the payload is in S3, see payload-store.ts): in place of `payload`, never beside it.
+  payloadRef: z
+    .object({
+      bucket: z
+        .string()
+        .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'payloadRef.bucket must be an S3 bucket name'),
+      key: z.string().min(1).max(1024),
+      bytes: z.number().int().nonnegative(),
+    })
+    .optional(),
   // Validated apart (isValidTraceparent): a bad trace is dropped, not a reason to refuse the job.
+});
+
+const envelopeSchema = envelopeFields.refine((e) => 'payload' in e !== (e.payloadRef !== undefined), {
+  message: 'an envelope carries payload, or payloadRef in its place (a claim check), not both or neither',
+  path: ['payload'],
 });
 
 /** The shape every reason for a refused body names, so a producer sees what to send. */
@@ -75,11 +132,8 @@ export function parseEnvelope(
   body: string,
   options: { maxBytes?: number; isKnownType?: (type: string) => boolean } = {},
 ): JobEnvelope {
-  const maxBytes = options.maxBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const size = Buffer.byteLength(body, 'utf8');
-  if (size > maxBytes) {
-    throw new InvalidEnvelopeError('too-large', `body is ${size} bytes, above the ${maxBytes} byte limit`);
-  }
+  const tooLarge = bodySizeProblem(body, options.maxBytes);
+  if (tooLarge) throw new InvalidEnvelopeError('too-large', tooLarge);
   let raw: unknown;
   try {
     raw = JSON.parse(body);
@@ -113,6 +167,15 @@ export function parseEnvelope(
   }
   const trace = (raw as { trace?: unknown }).trace;
   return isValidTraceparent(trace) ? { ...parsed.data, trace } : parsed.data;
+}
+
+/**
+ * The pointer envelope of a claim check: `envelope` with its payload replaced by `ref`, where the payload's
+ * JSON text was stored. Everything the worker decides before running (type, dedupKey, trace) stays in it.
+ */
+export function claimCheckedEnvelope(envelope: JobEnvelope, ref: PayloadRef): JobEnvelope {
+  const { payload: _stored, ...rest } = envelope;
+  return { ...rest, payloadRef: { bucket: ref.bucket, key: ref.key, bytes: ref.bytes } };
 }
 
 /** Builds a v1 envelope (producers and the CLI use this, so every message has the same shape). */

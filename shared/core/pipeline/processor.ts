@@ -19,6 +19,7 @@ import { runFast } from './fast-path.ts';
 import { checkedPayload } from './job-run.ts';
 import { runLeased } from './leased-run.ts';
 import { outcomeOf, type RecordAction, type RecordOutcome } from './outcome.ts';
+import { withPayload } from './payload-ref.ts';
 import { RecordMessage } from './record-message.ts';
 import { actOnRefusal } from './refusal.ts';
 import { settleFailure } from './release.ts';
@@ -129,7 +130,7 @@ export class JobProcessor {
     // its key stays free for a corrected resend.
     let payload: unknown;
     try {
-      payload = await checkedPayload(definition, envelope);
+      payload = await checkedPayload(definition, await withPayload(envelope, s.payloads));
     } catch (error) {
       if (error instanceof InvalidEnvelopeError) {
         const letter = await letterRefusedJob(
@@ -140,15 +141,20 @@ export class JobProcessor {
         );
         return letter.action;
       }
-      // The schema itself threw (not a refusal): nothing was claimed, so the message is what retries it
-      // (the queue's maxReceiveCount bounds a schema that always throws).
+      // The schema itself threw, or a claim-checked payload could not be read (not a refusal): nothing was
+      // claimed, so the message is what retries it (the queue's maxReceiveCount bounds one that always throws).
       const delay = s.backoffSeconds(message.receives);
-      log.error('the payload schema threw; job not run, giving the message back', {
-        delaySeconds: delay,
-        error: s.errorText(error),
-      });
+      log.error(
+        envelope.payloadRef
+          ? 'the payload could not be read from its bucket; job not run, giving the message back'
+          : 'the payload schema threw; job not run, giving the message back',
+        {
+          delaySeconds: delay,
+          error: s.errorText(error),
+        },
+      );
       s.metrics.count(MetricName.HandBack);
-      await message.giveBack(delay, 'payload schema threw');
+      await message.giveBack(delay, envelope.payloadRef ? 'payload unreadable' : 'payload schema threw');
       return 'retry';
     }
     const job: Job = { ...parsed, payload };

@@ -3,9 +3,11 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { errorText, type RedactError } from '../../errors.ts';
 import { DEFAULTS } from '../contract/defaults.ts';
+import { checkMaxBodyBytes } from '../contract/envelope.ts';
 import type { JobQueue } from '../contract/job-queue.ts';
 import type { JobStore } from '../contract/job-store.ts';
 import type { LeaseStore } from '../contract/lease-store.ts';
+import type { PayloadStore } from '../contract/payload-store.ts';
 import { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from '../decisions/backoff.ts';
 import { leaseTiming } from '../decisions/lease-timing.ts';
 import type { TableHandleSource } from '../model/job-definition.ts';
@@ -27,6 +29,11 @@ export interface JobProcessorOptions {
   readonly tables?: TableHandleSource;
   /** Store of named leases behind `ctx.withLease`. @default none */
   readonly leases?: LeaseStore;
+  /**
+   * Where claim-checked payloads are read (`payloadRef` envelopes, construct prop `largePayloads`).
+   * @default none (such a job is dead-lettered `invalid-payload-missing`)
+   */
+  readonly payloads?: PayloadStore;
   /** Run test hooks carried in payloads (`ctx.testHooksEnabled`). @default false */
   readonly testHooks?: boolean;
   /** @default undefined (no local cache) */
@@ -43,7 +50,10 @@ export interface JobProcessorOptions {
   readonly backoff?: BackoffPolicy;
   /** In-process tries of an optimistic completion before giving the job back. @default DEFAULTS.optimisticTries (3) */
   readonly optimisticTries?: number;
-  /** Largest message body accepted. @default 262144 */
+  /**
+   * Largest message body accepted (1024 to 1048576); a larger one is dead-lettered `invalid-too-large`.
+   * Set it to the jobs queue's `MaximumMessageSize`. @default DEFAULT_MAX_BODY_BYTES (1015808)
+   */
   readonly maxBodyBytes?: number;
   /** Injectable randomness for backoff jitter. @default Math.random */
   readonly random?: () => number;
@@ -68,6 +78,7 @@ export interface Settings {
   readonly metrics: MetricsSink;
   readonly tables: TableHandleSource | undefined;
   readonly leases: LeaseStore | undefined;
+  readonly payloads: PayloadStore | undefined;
   readonly testHooks: boolean;
   readonly cache: CompletedCache | undefined;
   readonly leaseMs: number;
@@ -85,7 +96,7 @@ export interface Settings {
   readonly errorText: (error: unknown) => string;
 }
 
-/** Applies the defaults and validates. @throws RangeError for a lease, heartbeat, attempt or try count out of range; TypeError for a redactError that is not a function. */
+/** Applies the defaults and validates. @throws RangeError for a lease, heartbeat, attempt or try count or a body limit out of range; TypeError for a redactError that is not a function. */
 export function resolveSettings(options: JobProcessorOptions): Settings {
   const timing = leaseTiming(options.leaseMs ?? DEFAULTS.leaseMs, options.heartbeatMs);
   for (const [name, value] of [
@@ -96,6 +107,7 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
       throw new RangeError(`${name} must be an integer >= 1, received ${value}`);
     }
   }
+  if (options.maxBodyBytes !== undefined) checkMaxBodyBytes(options.maxBodyBytes);
   const maxRefunds = options.maxRefunds ?? DEFAULTS.maxRefunds;
   if (!(Number.isInteger(maxRefunds) && maxRefunds >= 0)) {
     throw new RangeError(`maxRefunds must be an integer >= 0, received ${maxRefunds}`);
@@ -116,6 +128,7 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
     metrics: options.metrics ?? noMetrics,
     tables: options.tables,
     leases: options.leases,
+    payloads: options.payloads,
     testHooks: options.testHooks ?? false,
     cache: options.cache,
     leaseMs: timing.leaseMs,

@@ -1,15 +1,29 @@
+import { rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CoreEnv, coreEnv, queueCounts } from '../../support/core-fixture.ts';
 import { leaseq } from './run-cli.ts';
 
 let env: CoreEnv;
 let prefix: string;
+// Job files with one body over the default limit (the jobs queue's) and one of 20 KB.
+const HUGE = join(tmpdir(), `leaseq-huge-${process.pid}.ndjson`);
+const MEDIUM = join(tmpdir(), `leaseq-medium-${process.pid}.ndjson`);
+const spec = (bytes: number) =>
+  JSON.stringify({ type: 'ledger.credit', payload: { account: 'a', amount: 1, pad: 'x'.repeat(bytes) } });
 
 beforeAll(async () => {
   env = await coreEnv('clibad');
   prefix = env.jobsTable.replace(/-jobs$/, '');
+  writeFileSync(HUGE, `${spec(1_100_000)}\n`);
+  writeFileSync(MEDIUM, `${spec(20_000)}\n`);
 });
-afterAll(() => env?.close());
+afterAll(() => {
+  env?.close();
+  rmSync(HUGE, { force: true });
+  rmSync(MEDIUM, { force: true });
+});
 
 describe('Bad input: one line, non-zero exit, no stack trace, nothing sent', () => {
   const cases: [string, string[], RegExp][] = [
@@ -42,6 +56,21 @@ describe('Bad input: one line, non-zero exit, no stack trace, nothing sent', () 
       'missing file',
       ['send', '--file', '/no/such/jobs.ndjson'],
       /^leaseq: cannot read jobs file \/no\/such\/jobs\.ndjson: no such file$/,
+    ],
+    [
+      'a body over the queue limit',
+      ['send', '--file', HUGE],
+      /^leaseq: .*leaseq-huge-\d+\.ndjson: line 1: body is 1100\d{3} bytes, above the 1015808 byte limit \(maxBodyBytes\); nothing was sent$/,
+    ],
+    [
+      'a body over --max-body-bytes',
+      ['send', '--file', MEDIUM, '--max-body-bytes', '10000'],
+      /^leaseq: .*: line 1: body is 20\d{3} bytes, above the 10000 byte limit \(maxBodyBytes\); nothing was sent$/,
+    ],
+    [
+      'a --max-body-bytes SQS cannot have',
+      ['send', '--file', MEDIUM, '--max-body-bytes', '2000000'],
+      /^leaseq: option '--max-body-bytes <n>' argument '2000000' is invalid\. expected an integer from 1024 to 1048576$/,
     ],
     [
       'file with --count',

@@ -93,6 +93,18 @@ describe('Function: parseJobFile', () => {
     ).toThrow('line 1: payload of ledger.credit: amount: too small');
   });
 
+  it("takes bodies up to the limit it is given (default: the queue's) and names size and limit above it", () => {
+    const spec = (bytes: number) =>
+      JSON.stringify({ type: 'ledger.credit', payload: { account: 'a', amount: 1, pad: 'x'.repeat(bytes) } });
+    expect(parseJobFile(`${spec(300_000)}\n${spec(900_000)}`, { runId: 'r' })).toHaveLength(2);
+    expect(() => parseJobFile(spec(1_100_000), { runId: 'r' })).toThrow(
+      /^line 1: body is 1100\d{3} bytes, above the 1015808 byte limit/,
+    );
+    expect(() => parseJobFile(spec(20_000), { runId: 'r', maxBodyBytes: 10_000 })).toThrow(
+      /^line 1: body is 20\d{3} bytes, above the 10000 byte limit/,
+    );
+  });
+
   it('refuses an empty file and a broken array as a whole', () => {
     expect(() => parseJobFile('\n\n', { runId: 'r' })).toThrow('no jobs found');
     expect(() => parseJobFile('[]', { runId: 'r' })).toThrow('no jobs found');

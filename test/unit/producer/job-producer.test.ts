@@ -68,6 +68,52 @@ describe('Class: JobProducer', () => {
     });
   });
 
+  describe('body size', () => {
+    // SQS takes 1 MiB; the construct's queue 1 MiB less the room a dead letter's reason attributes need.
+    it.each([300_000, 900_000])('builds a %i byte payload (under the default limit)', (bytes) => {
+      const envelope = producer.envelope({
+        type: 'email.send',
+        dedupKey: 'k',
+        payload: { to: 'a@b.co', pad: 'x'.repeat(bytes) },
+      });
+      expect(JSON.stringify(envelope).length).toBeGreaterThan(bytes);
+    });
+
+    it('refuses a body over its maxBodyBytes with one line naming the size and the limit', async () => {
+      const small = new JobProducer({
+        queueUrl: 'http://127.0.0.1:9/000000000000/q',
+        client,
+        jobs,
+        maxBodyBytes: 10_000,
+      });
+      const error = await small
+        .send({ type: 'email.send', dedupKey: 'k', payload: { to: 'a@b.co', pad: 'x'.repeat(20_000) } })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidJobError);
+      expect((error as Error).message).toMatch(
+        /^job 1 \(k\): body is 20\d{3} bytes, above the 10000 byte limit [^\n]*; nothing was sent$/,
+      );
+    });
+
+    it("refuses a body over the default limit (the queue's) before sending anything", async () => {
+      const error = await producer
+        .send({ type: 'email.send', dedupKey: 'big', payload: { to: 'a@b.co', pad: 'x'.repeat(1_100_000) } })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidJobError);
+      expect((error as Error).message).toMatch(
+        /^job 1 \(big\): body is 1100\d{3} bytes, above the 1015808 byte limit [^\n]*; nothing was sent$/,
+      );
+    });
+
+    it('refuses a maxBodyBytes the queue cannot have', () => {
+      for (const bad of [0, 1023, 1_048_577, 1.5]) {
+        expect(() => new JobProducer({ queueUrl: 'q', client, maxBodyBytes: bad }), String(bad)).toThrow(
+          /maxBodyBytes must be an integer from 1024 to 1048576/,
+        );
+      }
+    });
+  });
+
   describe('Method: send', () => {
     it.each([
       [
@@ -81,10 +127,6 @@ describe('Class: JobProducer', () => {
       [
         { type: 'email.send', dedupKey: '', payload: { to: 'a@b.co' } },
         /dedupKey must be 1-256 printable characters/,
-      ],
-      [
-        { type: 'email.send', dedupKey: 'big', payload: { to: 'a@b.co', pad: 'x'.repeat(300_000) } },
-        /above the 262144 byte limit/,
       ],
     ])('refuses %j before sending anything', async (job, message) => {
       const error = await producer.send(job).catch((e: unknown) => e);

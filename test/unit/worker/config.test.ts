@@ -76,6 +76,22 @@ describe('Function: workerConfigFromEnv', () => {
 });
 
 describe('Function: workerSettingsFromEnv', () => {
+  it("reads the body limit (default: the construct queue's) and the claim-check bucket", () => {
+    expect(workerConfigFromEnv(NAMES)).toMatchObject({ maxBodyBytes: 1_015_808 });
+    expect(workerConfigFromEnv(NAMES).payloadBucket).toBeUndefined();
+    expect(
+      workerConfigFromEnv({ ...NAMES, LEASEQ_MAX_BODY_BYTES: '200000', LEASEQ_PAYLOAD_BUCKET: 'big-bodies' }),
+    ).toMatchObject({ maxBodyBytes: 200_000, payloadBucket: 'big-bodies' });
+    for (const bad of ['1000', '1048577', 'lots']) {
+      expect(() => workerConfigFromEnv({ ...NAMES, LEASEQ_MAX_BODY_BYTES: bad }), bad).toThrow(
+        /^invalid worker configuration: LEASEQ_MAX_BODY_BYTES must be/,
+      );
+    }
+    expect(() =>
+      workerSettingsFromEnv({ LEASEQ_MAX_BODY_BYTES: '5' }, { maxBodyBytes: '--max-body-bytes' }),
+    ).toThrow(/^invalid worker configuration: --max-body-bytes must be an integer from 1024 to 1048576/);
+  });
+
   it('needs no resource names, and names a setting by the label given (a flag)', () => {
     expect(workerSettingsFromEnv({ LEASEQ_LEASE_MS: '1500' }).leaseMs).toBe(1500);
     expect(() => workerSettingsFromEnv({ LEASEQ_LEASE_MS: '500' }, { leaseMs: '--lease-ms' })).toThrow(
