@@ -1,17 +1,19 @@
 import { defineConfig } from 'vitest/config';
 
-// Three projects: `unit` and `model` need nothing running; `integration` talks to the AWS emulator that
+// Projects: `unit` and `model` need nothing running; `integration` talks to the AWS emulator that
 // test/support/global-setup.ts starts (or to AWS_ENDPOINT_URL when it is set, e.g. LocalStack).
-// The global setup runs in this process and uses the SDK too.
+// The global setup runs in this process and uses the SDK too. `timing` holds the few unit files whose
+// real timers measure the event loop itself (a job blocking it): they run alone, after the others.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 // Most integration files spend their time waiting (visibility timeouts, leases running out, workers
 // starting), not computing, so they run several at a time even on 2 cores. LEASEQ_TEST_WORKERS overrides.
 const workers = Number(process.env.LEASEQ_TEST_WORKERS ?? 4);
+const maxWorkers = Number.isInteger(workers) && workers > 0 ? workers : 4;
+const TIMING = ['test/unit/core/leases/heartbeat.test.ts'];
 
 export default defineConfig({
   test: {
-    maxWorkers: Number.isInteger(workers) && workers > 0 ? workers : 4,
     // The SDK warns once per process that Node 20 support ends in 2027; tests need not repeat it.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     projects: [
@@ -19,7 +21,18 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts', 'test/infra/**/*.test.ts'],
+          exclude: TIMING,
           testTimeout: 60_000,
+          maxWorkers,
+        },
+      },
+      {
+        test: {
+          name: 'timing',
+          include: TIMING,
+          testTimeout: 60_000,
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
         },
       },
       {
@@ -28,12 +41,14 @@ export default defineConfig({
         test: {
           name: 'model',
           include: ['test/model/**/*.test.ts'],
+          maxWorkers,
           testTimeout: 600_000,
         },
       },
       {
         test: {
           name: 'integration',
+          maxWorkers,
           include: ['test/conformance/**/*.test.ts', 'test/integration/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 90_000,

@@ -2,7 +2,6 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:https';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +16,7 @@ import { LOOPBACK_HOST } from '../../../shared/local/net.ts';
 import { venvExecutable } from '../../../shared/local/venv.ts';
 import { eventually } from '../../support/core-fixture.ts';
 import { runTag } from '../../support/env.ts';
+import { freePort } from '../../support/free-port.ts';
 import { leaseq } from '../cli/run-cli.ts';
 
 // IAM really checked: the stack deployed to an emulator of its own with IAM enforcement on (AUTH=true)
@@ -37,19 +37,6 @@ let endpoint = '';
 let outputs: Record<string, string>;
 /** Env of CLI runs against this emulator. */
 let cliEnv: NodeJS.ProcessEnv;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, LOOPBACK_HOST, () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
 
 /** SDK options for this emulator: its endpoint, its certificate trusted, the given credentials. */
 function sdk(credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string }) {

@@ -25,6 +25,7 @@ import {
 import { EmulatorError } from '../../../shared/local/emulator-errors.ts';
 import { LOOPBACK_HOST } from '../../../shared/local/net.ts';
 import { isProcessAlive } from '../../../shared/local/process.ts';
+import { freePort } from '../../support/free-port.ts';
 
 // The embedded emulator is reachable only by leaseq and the user's own tools: started exactly as
 // `leaseq local up` starts it (ensureEmulator, on a free port, in a state directory of its own), it
@@ -53,21 +54,6 @@ const installedVenv = [
 const saved = new Map<string, string | undefined>();
 let handle: EmulatorHandle;
 let port = 0;
-
-/** A port nothing listens on right now. */
-async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, LOOPBACK_HOST, () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
 
 interface RawResponse {
   readonly status: number;

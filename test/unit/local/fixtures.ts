@@ -63,13 +63,7 @@ export function writeScript(path: string, body: string): string {
   return path;
 }
 
-/** A port nothing listens on right now. */
-export async function freePort(): Promise<number> {
-  const server = await listen(0);
-  const port = portOf(server);
-  await close(server);
-  return port;
-}
+export { freePort } from '../../support/free-port.ts';
 
 export function listen(port: number, host = '127.0.0.1'): Promise<Server> {
   return new Promise((resolve, reject) => {
