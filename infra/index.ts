@@ -17,6 +17,7 @@ export {
   LeaseqPipeline,
   type LeaseqPipelineProps,
   type LeaseqTracingProps,
+  RATE_ALARMS_CONTEXT,
   type ResolvedPipelineSettings,
 } from './leaseq-pipeline.ts';
 export { LeaseqStack, type LeaseqStackProps, type LeaseqStage } from './leaseq-stack.ts';

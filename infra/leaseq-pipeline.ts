@@ -123,12 +123,17 @@ export interface LeaseqPipelineProps {
    */
   readonly tracing?: LeaseqTracingProps;
   /**
-   * Create the dashboard and alarms. Off only where CloudWatch is not wanted or not supported (the local
-   * emulator's CloudFormation refuses metric-math alarms; `leaseq local deploy` turns this off).
+   * Create the dashboard and alarms. Off only where CloudWatch is not wanted.
    * @default true
    */
   readonly monitoring?: boolean;
-  /** See {@link PipelineMonitoringProps.rateAlarms}. @default 'math' */
+  /**
+   * The worker error-rate and lease-loss-rate alarms: `math` (a rate, metric math) or `counts` (plain
+   * alarms on the error and `LeaseLost` counts), for CloudFormation that refuses metric-math alarms, as
+   * the local emulator's does. Unset, the app's context decides: `-c rateAlarms=counts`, which
+   * `leaseq local deploy` passes ({@link RATE_ALARMS_CONTEXT}).
+   * @default the `rateAlarms` context, else 'math'
+   */
   readonly rateAlarms?: 'math' | 'counts';
   /**
    * Thresholds of the alarms (DLQ not empty, oldest message age, worker error rate, lease-loss rate);
@@ -410,7 +415,7 @@ export class LeaseqPipeline extends Construct {
             function: this.worker.function,
             thresholds,
             ...(props.alarmTopic ? { alarmTopic: props.alarmTopic } : {}),
-            ...(props.rateAlarms ? { rateAlarms: props.rateAlarms } : {}),
+            rateAlarms: props.rateAlarms ?? rateAlarmsFromContext(this),
           });
     this.dashboard = monitoring?.dashboard;
     this.alarms = monitoring?.alarms;
@@ -522,6 +527,28 @@ export class LeaseqPipeline extends Construct {
   grantEffects(table: dynamodb.ITable): void {
     this.worker.grantEffects(table);
   }
+}
+
+/**
+ * The context key {@link LeaseqPipelineProps.rateAlarms} falls back to. It is read by the construct
+ * itself, so any app holding it deploys to the emulator with `-c rateAlarms=counts`.
+ */
+export const RATE_ALARMS_CONTEXT = 'rateAlarms';
+
+/**
+ * `math` or `counts` from the app's context, else `math`.
+ * @throws InvalidLeaseqPropsError for another value (a typo would otherwise deploy math alarms silently).
+ */
+function rateAlarmsFromContext(scope: Construct): 'math' | 'counts' {
+  const value: unknown = scope.node.tryGetContext(RATE_ALARMS_CONTEXT);
+  if (value === undefined || value === null) return 'math';
+  if (value === 'math' || value === 'counts') return value;
+  throw new InvalidLeaseqPropsError(
+    'LeaseqPipeline',
+    RATE_ALARMS_CONTEXT,
+    value,
+    'math or counts (context -c rateAlarms=counts, or the prop)',
+  );
 }
 
 function jobTables(jobs: LeaseqPipelineProps['jobs']): TableDefinition[] {

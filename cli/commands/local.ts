@@ -142,25 +142,33 @@ export function describeStatus(status: EmulatorStatus): string {
 }
 
 interface DeployFlags {
-  readonly stage: string;
+  readonly stack: string[];
+  readonly stage?: string;
   readonly context: Record<string, string>;
   readonly outputsFile: string;
   readonly output: string;
   readonly json?: boolean;
 }
 
+function collectStack(value: string, previous: string[]): string[] {
+  if (value.trim() === '') throw new InvalidArgumentError('expected a stack name');
+  return [...previous, value];
+}
+
+/** `--stage` is context for the app (the reference app names its stack `leaseq-<stage>`). */
+function appContext(flags: Pick<DeployFlags, 'stage' | 'context'>): Record<string, string> {
+  return { ...(flags.stage === undefined ? {} : { stage: flags.stage }), ...flags.context };
+}
+
+/** The stacks of a deploy or destroy, as people read them. */
+function stacksLine(stacks: readonly string[]): string {
+  return stacks.length > 0 ? stacks.join(', ') : 'every stack of the app';
+}
+
 function collectContext(value: string, previous: Record<string, string>): Record<string, string> {
   const at = value.indexOf('=');
   if (at <= 0) throw new InvalidArgumentError('expected key=value');
   return { ...previous, [value.slice(0, at)]: value.slice(at + 1) };
-}
-
-/** The pid of the embedded emulator when AWS_ENDPOINT_URL points at it (tests do), else undefined. */
-async function embeddedPidAt(endpoint: string): Promise<number | undefined> {
-  const status = await emulatorStatus({ env: { ...process.env, AWS_ENDPOINT_URL: '' } });
-  return status.mode !== 'external' && status.running && status.endpoint === endpoint
-    ? status.pid
-    : undefined;
 }
 
 /** The emulator (started if needed) and the clients a deploy talks to it with. */
@@ -189,7 +197,6 @@ async function deployTarget(purpose: 'deploy' | 'destroy') {
     local: isLocalEndpoint(handle.endpoint),
     /** False for a queues-and-tables emulator: it cannot hold a stack. */
     servesStacks: handle.services !== 'queues-and-tables',
-    pid: handle.mode === 'external' ? await embeddedPidAt(handle.endpoint) : handle.pid,
     common: {
       endpoint: handle.endpoint,
       region: config.region,
@@ -262,9 +269,15 @@ export function register(program: Command): void {
   local
     .command('deploy')
     .description(
-      "cdk bootstrap (first time) + cdk deploy of the stack in this directory to the emulator; closes the emulator's CloudFormation gaps (TTL, PITR) and writes the stack outputs every leaseq command accepts (--outputs)",
+      "cdk bootstrap (first time) + cdk deploy of the CDK app in this directory (cdk.json) to the emulator: every stack, or those named with --stack; closes the emulator's CloudFormation gaps (TTL, PITR) on every table of them and writes the stack outputs every leaseq command accepts (--outputs)",
     )
-    .option('--stage <stage>', 'stack stage: deploys leaseq-<stage>', 'dev')
+    .option(
+      '--stack <name>',
+      'a stack to deploy (stack name or id, as cdk deploy takes it), repeatable; default: every stack of the app',
+      collectStack,
+      [],
+    )
+    .option('--stage <stage>', 'passes -c stage=<stage> (the reference app deploys leaseq-<stage>)')
     .option(
       '-c, --context <key=value>',
       'CDK context for the app, repeatable (-c maxAttempts=3)',
@@ -279,17 +292,24 @@ export function register(program: Command): void {
       try {
         const result = await deployLocal({
           ...target.common,
-          stackName: `leaseq-${flags.stage}`,
-          context: { stage: flags.stage, ...flags.context },
+          stacks: flags.stack,
+          context: appContext(flags),
           outputsFile: flags.outputsFile,
           cdkOut: flags.output,
           dynamodb: target.clients.ddb,
         });
         if (flags.json) print(JSON.stringify({ ...result, outputsFile: flags.outputsFile }));
         else {
-          for (const [key, value] of Object.entries(result.outputs)) print(`${key.padEnd(22)} ${value}`);
+          for (const stack of result.stacks) {
+            if (result.stacks.length > 1) print(`${stack.stackName}:`);
+            const indent = result.stacks.length > 1 ? '  ' : '';
+            for (const [key, value] of Object.entries(stack.outputs))
+              print(`${indent}${key.padEnd(22)} ${value}`);
+          }
+          const names = result.stacks.map((s) => s.stackName).join(', ') || 'no stack';
+          const withQueue = result.stacks.some((s) => 'JobsQueueUrl' in s.outputs);
           progress(
-            `deployed leaseq-${flags.stage} in ${result.seconds.toFixed(1)} s${result.bootstrapped ? ' (bootstrapped first)' : ''}; outputs in ${flags.outputsFile}: \`leaseq status --outputs ${flags.outputsFile}\``,
+            `deployed ${names} in ${result.seconds.toFixed(1)} s${result.bootstrapped ? ' (bootstrapped first)' : ''}; outputs in ${flags.outputsFile}${withQueue ? `: \`leaseq status --outputs ${flags.outputsFile}\`` : ''}`,
           );
         }
       } finally {
@@ -300,9 +320,15 @@ export function register(program: Command): void {
   local
     .command('destroy')
     .description(
-      'cdk destroy of the stack on the emulator, and stop the function workers the emulator leaves running',
+      'cdk destroy of the CDK app in this directory on the emulator (every stack, or those named with --stack), then stop the function processes the emulator leaves running for them and remove their folders',
     )
-    .option('--stage <stage>', 'stack stage: destroys leaseq-<stage>', 'dev')
+    .option(
+      '--stack <name>',
+      'a stack to destroy, repeatable; default: every stack of the app',
+      collectStack,
+      [],
+    )
+    .option('--stage <stage>', 'passes -c stage=<stage> (the reference app destroys leaseq-<stage>)')
     .option('-c, --context <key=value>', 'CDK context for the app, repeatable', collectContext, {})
     .option('--output <dir>', 'cloud assembly directory (cdk --output)', 'cdk.out')
     .option('--yes', 'do not ask (scripts, CI); without a terminal a destroy refuses without it')
@@ -311,18 +337,19 @@ export function register(program: Command): void {
       const target = await deployTarget('destroy');
       try {
         progress(target.line);
-        const stack = `leaseq-${flags.stage}`;
+        const which = stacksLine(flags.stack);
         if (!target.servesStacks) {
           progress(
-            `the emulator serves queues and tables only, so it holds no stack: ${stack} is not there; nothing destroyed`,
+            `the emulator serves queues and tables only, so it holds no stack: ${which} is not there; nothing destroyed`,
           );
           return;
         }
         const confirmed = await confirmChange(
           {
             verb: 'destroy',
-            name: stack,
-            what: `cdk destroy of stack ${stack} on ${target.common.endpoint}: its queues, tables (with their items) and function`,
+            // What a person types to confirm off this machine: the names, or `all`.
+            name: target.local || flags.stack.length > 0 ? flags.stack.join(' ') || which : 'all',
+            what: `cdk destroy of ${which} on ${target.common.endpoint}: their queues, tables (with their items) and functions`,
             local: target.local,
           },
           flags.yes,
@@ -333,14 +360,14 @@ export function register(program: Command): void {
         }
         const result = await destroyLocal({
           ...target.common,
-          stackName: `leaseq-${flags.stage}`,
-          context: { stage: flags.stage, ...flags.context },
+          stacks: flags.stack,
+          context: appContext(flags),
           cdkOut: flags.output,
-          ...(target.pid === undefined ? {} : { emulatorPid: target.pid }),
         });
         if (flags.json) print(JSON.stringify(result));
-        else if (result.destroyed)
-          progress(`destroyed leaseq-${flags.stage} in ${result.seconds.toFixed(1)} s`);
+        else if (result.destroyed.length > 0)
+          progress(`destroyed ${result.destroyed.join(', ')} in ${result.seconds.toFixed(1)} s`);
+        else progress(`no stack of the app was on ${target.common.endpoint}: nothing destroyed`);
       } finally {
         target.close();
       }

@@ -192,7 +192,7 @@ async function deployDemo(
       endpoint: emulator.endpoint,
       region: await clients.sqs.config.region(),
       projectDir: process.cwd(),
-      stackName,
+      stacks: [stackName],
       context: {
         stage: 'demo',
         testHooks: 'true',
@@ -210,7 +210,7 @@ async function deployDemo(
     say(
       `deployed ${stackName} in ${result.seconds.toFixed(1)} s: its function runs the jobs (outputs in ${outputsFile})`,
     );
-    const o = result.outputs;
+    const o = result.stacks.find((s) => s.stackName === stackName)?.outputs ?? {};
     return {
       queueUrl: o.JobsQueueUrl ?? '',
       dlqUrl: o.DlqUrl ?? '',

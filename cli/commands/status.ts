@@ -4,6 +4,7 @@ import {
   type OperationalSmells,
   operationalSmells,
   poolMetricsDir,
+  poolsOf,
   readPoolMetrics,
 } from '../../shared/ops/smells.ts';
 import { collectStatus, type StatusReport } from '../../shared/ops/status.ts';
@@ -114,8 +115,13 @@ export function register(program: Command): void {
         target,
         flags.stuckAfter === undefined ? {} : { stuckAfterMs: flags.stuckAfter },
       );
-      // Local worker pools (`leaseq workers`, the demo) keep their metrics in .leaseq/metrics.
-      const smells = operationalSmells(readPoolMetrics(poolMetricsDir()));
+      // Local worker pools (`leaseq workers`) keep their metrics in .leaseq/metrics; only those working
+      // on this target's queue are its figures.
+      const pools = poolsOf(readPoolMetrics(poolMetricsDir()), {
+        endpoint: target.endpoint ?? null,
+        queueArn: target.names.queueArn,
+      });
+      const smells = operationalSmells(pools);
       if (flags.json) printJson(smells ? { ...report, smells } : report);
       else print(smells ? `${describeStatus(report)}\n\n${describeSmells(smells)}` : describeStatus(report));
     } finally {

@@ -129,6 +129,7 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
     // Unique per process, so two pools on one queue never share lease owners, log lines or status rows.
     idPrefix: `${hostname().split('.')[0]}-${process.pid}-w`,
     metricsFile: join(poolMetricsDir(), `workers-${process.pid}.json`),
+    metricsTarget: { endpoint: target.endpoint ?? null, queueArn: target.names.queueArn },
     invocationTimeoutMs: flags.timeout * 1000,
     env: {
       ...(target.endpoint ? { AWS_ENDPOINT_URL: target.endpoint } : {}),

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import {
@@ -11,7 +11,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { LeaseqError } from '../errors.ts';
 import { loadOptional } from '../optional-package.ts';
-import { isProcessAlive, processCommandLine, sleep } from './process.ts';
+import { functionWorkers, stopFunctionWorkers } from './function-workers.ts';
 
 type CloudFormationSdk = typeof import('@aws-sdk/client-cloudformation');
 
@@ -50,8 +50,11 @@ export interface LocalDeployOptions {
   readonly region: string;
   /** The CDK project: where cdk.json is. */
   readonly projectDir: string;
-  /** The stack to deploy (`leaseq-<stage>`). */
-  readonly stackName: string;
+  /**
+   * The stacks to deploy, as `cdk deploy` names them (stack names or hierarchical ids).
+   * @default every stack of the app (`cdk deploy --all`)
+   */
+  readonly stacks?: readonly string[];
   /** `-c key=value` pairs for the CDK app. @default {} */
   readonly context?: Readonly<Record<string, string>>;
   /** The cloud assembly directory (`cdk --output`), relative to `projectDir`. @default 'cdk.out' */
@@ -64,20 +67,34 @@ export interface LocalDeployOptions {
   readonly log: (line: string) => void;
 }
 
-export interface LocalDeployResult {
+/** One stack a local deploy deployed. */
+export interface DeployedStack {
+  readonly stackName: string;
+  /** Its outputs, as `cdk deploy --outputs-file` wrote them. */
   readonly outputs: Readonly<Record<string, string>>;
-  /** True when this deploy ran `cdk bootstrap` first. */
-  readonly bootstrapped: boolean;
   /** What was set after the deploy because the emulator's CloudFormation drops it. */
   readonly gapsClosed: readonly string[];
+}
+
+export interface LocalDeployResult {
+  /** The deployed stacks, in the order cdk deployed them. */
+  readonly stacks: readonly DeployedStack[];
+  /** True when this deploy ran `cdk bootstrap` first. */
+  readonly bootstrapped: boolean;
   readonly seconds: number;
 }
 
+/** `cdk deploy|destroy` arguments that pick the stacks: the names, or `--all`. */
+function stackArgs(stacks: readonly string[] | undefined): string[] {
+  return stacks && stacks.length > 0 ? [...stacks] : ['--all'];
+}
+
 /**
- * `cdk bootstrap` (when the emulator has no CDKToolkit stack yet) and `cdk deploy` of the real stack:
- * the same synthesized template and assets as for AWS, with the endpoint and test credentials set for
- * these commands only. Then the emulator's CloudFormation gaps are closed on the deployed tables (TTL,
- * point-in-time recovery), and the outputs are read back.
+ * `cdk bootstrap` (when the emulator has no CDKToolkit stack yet) and `cdk deploy` of the app's stacks
+ * (the named ones, or all): the same synthesized templates and assets as for AWS, with the endpoint and
+ * test credentials set for these commands only. Then the emulator's CloudFormation gaps are closed on
+ * every table of the deployed stacks (TTL, point-in-time recovery), and the outputs are read back.
+ * Any app works: `-c rateAlarms=counts` makes the construct's rate alarms deployable here.
  * @throws DeployError naming the failed step (and the stack event that failed, when there is one).
  */
 export async function deployLocal(options: LocalDeployOptions): Promise<LocalDeployResult> {
@@ -90,12 +107,13 @@ export async function deployLocal(options: LocalDeployOptions): Promise<LocalDep
     if (code !== 0) throw new DeployError(`cdk bootstrap failed (exit ${code}); see the lines above`);
     bootstrapped = true;
   }
-  mkdirSync(dirname(options.outputsFile), { recursive: true });
-  options.log(`cdk deploy ${options.stackName} to ${options.endpoint}`);
+  mkdirSync(dirname(resolve(options.projectDir, options.outputsFile)), { recursive: true });
+  const which = options.stacks?.length ? options.stacks.join(', ') : 'every stack of the app';
+  options.log(`cdk deploy ${which} to ${options.endpoint}`);
   const code = await runCdk(
     [
       'deploy',
-      options.stackName,
+      ...stackArgs(options.stacks),
       '--require-approval',
       'never',
       '--outputs-file',
@@ -107,42 +125,68 @@ export async function deployLocal(options: LocalDeployOptions): Promise<LocalDep
     options,
     env,
   );
+  const assembly = assemblyStacks(resolve(options.projectDir, options.cdkOut ?? 'cdk.out'));
   if (code !== 0) {
-    const failed = await failedEvent(options.cloudFormation, options.stackName);
+    const failed = await firstFailedEvent(
+      options.cloudFormation,
+      selectStacks(assembly, options.stacks).map((s) => s.stackName),
+    );
     throw new DeployError(
       `cdk deploy failed (exit ${code})${failed ? `: ${failed}` : '; see the lines above'}`,
     );
   }
-  const outputs = readStackOutputs(options.outputsFile, options.stackName);
-  const gapsClosed = await closeTableGaps(options);
-  for (const line of gapsClosed) options.log(line);
-  return { outputs, bootstrapped, gapsClosed, seconds: (Date.now() - started) / 1000 };
+  // The outputs file lists only stacks that have outputs: which stacks were deployed comes from the
+  // cloud assembly (the selection cdk made), each checked to be on the emulator.
+  const written = JSON.parse(
+    readFileSync(resolve(options.projectDir, options.outputsFile), 'utf8'),
+  ) as Record<string, Record<string, string>>;
+  const stacks: DeployedStack[] = [];
+  for (const stack of selectStacks(assembly, options.stacks)) {
+    if (!(await stackExists(options.cloudFormation, stack.stackName))) continue;
+    const gapsClosed = await closeTableGaps(options, stack.stackName, stack.templateFile);
+    for (const line of gapsClosed) options.log(line);
+    stacks.push({ stackName: stack.stackName, outputs: written[stack.stackName] ?? {}, gapsClosed });
+  }
+  return { stacks, bootstrapped, seconds: (Date.now() - started) / 1000 };
+}
+
+export interface LocalDestroyOptions extends Omit<LocalDeployOptions, 'outputsFile' | 'dynamodb' | 'stacks'> {
+  /** The stacks to destroy. @default every stack of the app (`cdk destroy --all`) */
+  readonly stacks?: readonly string[];
 }
 
 export interface LocalDestroyResult {
-  readonly destroyed: boolean;
-  /** Function worker processes the emulator left running, stopped here. */
+  /** The stacks that were on the emulator before and are gone now. */
+  readonly destroyed: readonly string[];
+  /** Processes the emulator kept running for the destroyed stacks' functions, stopped here. */
   readonly stoppedWorkers: number;
   readonly seconds: number;
 }
 
 /**
- * `cdk destroy --force` of the stack, then stops the function worker processes the emulator leaves
- * running after the function is gone (children of the emulator running its Node worker script).
+ * `cdk destroy --force` of the app's stacks (the named ones, or all), then what the emulator leaves
+ * behind of their functions: the processes it keeps running after the function is gone, and the
+ * folders (`<tmp>/ministack-lambda-<function>-*`) they ran in. Only the functions of the stacks this
+ * destroy removed, and only processes of the emulator at `endpoint`, are touched.
  */
-export async function destroyLocal(
-  options: Omit<LocalDeployOptions, 'outputsFile' | 'dynamodb'> & { readonly emulatorPid?: number },
-): Promise<LocalDestroyResult> {
+export async function destroyLocal(options: LocalDestroyOptions): Promise<LocalDestroyResult> {
   const started = Date.now();
-  if (!(await stackExists(options.cloudFormation, options.stackName))) {
-    options.log(`no stack ${options.stackName} on ${options.endpoint}: nothing to destroy`);
-    return { destroyed: false, stoppedWorkers: await stopFunctionWorkers(options.emulatorPid), seconds: 0 };
+  const named = options.stacks ?? [];
+  if (named.length > 0) {
+    const present = await Promise.all(named.map((name) => stackExists(options.cloudFormation, name)));
+    if (!present.some(Boolean)) {
+      options.log(`no stack ${named.join(', ')} on ${options.endpoint}: nothing to destroy`);
+      return { destroyed: [], stoppedWorkers: 0, seconds: 0 };
+    }
   }
-  options.log(`cdk destroy ${options.stackName} on ${options.endpoint}`);
+  const before = await stackFunctions(options.cloudFormation);
+  options.log(
+    `cdk destroy ${named.length > 0 ? named.join(', ') : 'every stack of the app'} on ${options.endpoint}`,
+  );
   const code = await runCdk(
     [
       'destroy',
-      options.stackName,
+      ...stackArgs(options.stacks),
       '--force',
       '--output',
       options.cdkOut ?? 'cdk.out',
@@ -152,10 +196,38 @@ export async function destroyLocal(
     cdkEnv(options),
   );
   if (code !== 0) throw new DeployError(`cdk destroy failed (exit ${code}); see the lines above`);
-  const stoppedWorkers = await stopFunctionWorkers(options.emulatorPid);
+  const after = await stackFunctions(options.cloudFormation);
+  const destroyed = [...before.keys()].filter((stack) => !after.has(stack));
+  const functions = new Set(destroyed.flatMap((stack) => before.get(stack) ?? []));
+  const port = Number(new URL(options.endpoint).port || 80);
+  const stoppedWorkers = functions.size > 0 ? await stopFunctionWorkers(functionWorkers(port, functions)) : 0;
   if (stoppedWorkers > 0)
-    options.log(`stopped ${stoppedWorkers} function worker process(es) the emulator left running`);
-  return { destroyed: true, stoppedWorkers, seconds: (Date.now() - started) / 1000 };
+    options.log(
+      `stopped ${stoppedWorkers} function process(es) the emulator left running, and removed their folders`,
+    );
+  return { destroyed, stoppedWorkers, seconds: (Date.now() - started) / 1000 };
+}
+
+/** The Lambda functions of every stack on the emulator, by stack name. */
+async function stackFunctions(cfn: CloudFormationClient): Promise<Map<string, string[]>> {
+  const { DescribeStackResourcesCommand, paginateListStacks } = await cloudFormationSdk();
+  const functions = new Map<string, string[]>();
+  for await (const page of paginateListStacks({ client: cfn }, {})) {
+    for (const summary of page.StackSummaries ?? []) {
+      const name = summary.StackName;
+      if (!name || summary.StackStatus === 'DELETE_COMPLETE' || functions.has(name)) continue;
+      const resources = await cfn
+        .send(new DescribeStackResourcesCommand({ StackName: name }))
+        .catch(() => ({ StackResources: [] }));
+      functions.set(
+        name,
+        (resources.StackResources ?? [])
+          .filter((r) => r.ResourceType === 'AWS::Lambda::Function' && r.PhysicalResourceId)
+          .map((r) => r.PhysicalResourceId as string),
+      );
+    }
+  }
+  return functions;
 }
 
 /** The environment of the cdk commands: this process's, plus the emulator's endpoint and test keys. */
@@ -176,7 +248,8 @@ function cdkEnv(options: Pick<LocalDeployOptions, 'endpoint' | 'region'>): NodeJ
 /**
  * Context every local deploy and destroy adds unless the caller sets it: the error-rate and lease-loss
  * alarms as plain count alarms, because the emulator's CloudFormation refuses alarms on metric math
- * (`Properties.Metrics`). The dashboard and the other alarms deploy as on AWS.
+ * (`Properties.Metrics`). `LeaseqPipeline` reads it itself (unless its `rateAlarms` prop is set), so it
+ * works for any app holding the construct. The dashboard and the other alarms deploy as on AWS.
  */
 export const LOCAL_DEPLOY_CONTEXT: Readonly<Record<string, string>> = { rateAlarms: 'counts' };
 
@@ -190,7 +263,7 @@ function contextArgs(context: Readonly<Record<string, string>> = {}): string[] {
 /** Runs the project's own `cdk` (node_modules/.bin), its output passed to stderr line by line. */
 function runCdk(
   args: readonly string[],
-  options: LocalDeployOptions | Parameters<typeof destroyLocal>[0],
+  options: LocalDeployOptions | LocalDestroyOptions,
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
   const bin = join(options.projectDir, 'node_modules', '.bin', 'cdk');
@@ -247,17 +320,76 @@ async function stackExists(cfn: CloudFormationClient, stackName: string): Promis
   }
 }
 
-/** The first failed resource event of the stack's latest operation, as one line. */
-async function failedEvent(cfn: CloudFormationClient, stackName: string): Promise<string | undefined> {
-  try {
-    const { DescribeStackEventsCommand } = await cloudFormationSdk();
-    const out = await cfn.send(new DescribeStackEventsCommand({ StackName: stackName }));
-    const failed = (out.StackEvents ?? []).find((e) => e.ResourceStatus?.endsWith('_FAILED'));
-    if (!failed) return undefined;
-    return `${failed.LogicalResourceId} (${failed.ResourceType}) ${failed.ResourceStatus}: ${failed.ResourceStatusReason ?? 'no reason given'}`;
-  } catch {
-    return undefined;
+/** The first failed resource event of the stacks' latest operations, as one line. */
+async function firstFailedEvent(
+  cfn: CloudFormationClient,
+  stackNames: readonly string[],
+): Promise<string | undefined> {
+  const { DescribeStackEventsCommand } = await cloudFormationSdk();
+  for (const stackName of stackNames) {
+    try {
+      const out = await cfn.send(new DescribeStackEventsCommand({ StackName: stackName }));
+      const failed = (out.StackEvents ?? []).find((e) => e.ResourceStatus?.endsWith('_FAILED'));
+      if (failed)
+        return `${failed.LogicalResourceId} (${failed.ResourceType}) ${failed.ResourceStatus}: ${failed.ResourceStatusReason ?? 'no reason given'}`;
+    } catch {
+      // no such stack (it was never created): look at the next
+    }
   }
+  return undefined;
+}
+
+/** A stack of the cloud assembly `cdk` synthesized. */
+interface AssemblyStack {
+  /** The artifact id, e.g. `Shop` or `Prod/Shop` in a stage (what `cdk deploy` also accepts). */
+  readonly id: string;
+  readonly stackName: string;
+  readonly templateFile: string;
+}
+
+/** The stacks of the cloud assembly in `dir` (`manifest.json`), nested assemblies (stages) included. */
+export function assemblyStacks(dir: string): AssemblyStack[] {
+  let manifest: {
+    artifacts?: Record<
+      string,
+      {
+        type?: string;
+        displayName?: string;
+        properties?: { templateFile?: string; stackName?: string; directoryName?: string };
+      }
+    >;
+  };
+  try {
+    manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
+  } catch {
+    return [];
+  }
+  const stacks: AssemblyStack[] = [];
+  for (const [id, artifact] of Object.entries(manifest.artifacts ?? {})) {
+    const props = artifact.properties ?? {};
+    if (artifact.type === 'aws:cloudformation:stack' && props.templateFile) {
+      stacks.push({
+        id: artifact.displayName ?? id,
+        stackName: props.stackName ?? id,
+        templateFile: join(dir, props.templateFile),
+      });
+    } else if (artifact.type === 'cdk:cloud-assembly' && props.directoryName) {
+      stacks.push(...assemblyStacks(join(dir, props.directoryName)));
+    }
+  }
+  return stacks;
+}
+
+/**
+ * The stacks `names` pick (stack name or id; `*` matches any text, as in `cdk deploy 'Prod/*'`), or
+ * every stack when none is named.
+ */
+function selectStacks(stacks: readonly AssemblyStack[], names: readonly string[] | undefined) {
+  if (!names || names.length === 0) return stacks;
+  const patterns = names.map(
+    (name) => new RegExp(`^${name.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`),
+  );
+  return stacks.filter((s) => patterns.some((p) => p.test(s.stackName) || p.test(s.id)));
 }
 
 /** The outputs `cdk deploy --outputs-file` wrote for the stack. */
@@ -275,16 +407,18 @@ interface TableSettings {
 
 /**
  * Sets what the emulator's CloudFormation drops from `AWS::DynamoDB::Table`: time to live and point in
- * time recovery, as the synthesized template declares them. Returns a line per change.
+ * time recovery, as the stack's synthesized template declares them. Returns a line per change.
  */
-async function closeTableGaps(options: LocalDeployOptions): Promise<string[]> {
-  const declared = tableSettingsFromTemplate(
-    resolve(options.projectDir, options.cdkOut ?? 'cdk.out'),
-    options.stackName,
-  );
+async function closeTableGaps(
+  options: LocalDeployOptions,
+  stackName: string,
+  templateFile: string,
+): Promise<string[]> {
+  const declared = tableSettingsFromTemplate(templateFile);
+  if (declared.size === 0) return [];
   const { DescribeStackResourcesCommand } = await cloudFormationSdk();
   const resources = await options.cloudFormation.send(
-    new DescribeStackResourcesCommand({ StackName: options.stackName }),
+    new DescribeStackResourcesCommand({ StackName: stackName }),
   );
   const lines: string[] = [];
   for (const resource of resources.StackResources ?? []) {
@@ -323,9 +457,8 @@ async function closeTableGaps(options: LocalDeployOptions): Promise<string[]> {
   return lines;
 }
 
-/** TTL and PITR of each `AWS::DynamoDB::Table` in the stack's synthesized template, by logical id. */
-function tableSettingsFromTemplate(cdkOut: string, stackName: string): Map<string, TableSettings> {
-  const file = join(cdkOut, `${stackName}.template.json`);
+/** TTL and PITR of each `AWS::DynamoDB::Table` in a synthesized template, by logical id. */
+function tableSettingsFromTemplate(file: string): Map<string, TableSettings> {
   const template = JSON.parse(readFileSync(file, 'utf8')) as {
     Resources?: Record<string, { Type?: string; Properties?: Record<string, unknown> }>;
   };
@@ -343,52 +476,4 @@ function tableSettingsFromTemplate(cdkOut: string, stackName: string): Map<strin
     });
   }
   return settings;
-}
-
-/**
- * Stops the function worker processes the emulator leaves running once their function is gone: its
- * child processes running Node. Returns how many were stopped.
- */
-async function stopFunctionWorkers(emulatorPid: number | undefined): Promise<number> {
-  if (emulatorPid === undefined) return 0;
-  const workers = childProcesses(emulatorPid).filter((pid) => /\bnode\b/.test(processCommandLine(pid) ?? ''));
-  for (const pid of workers) {
-    try {
-      process.kill(pid, 'SIGTERM');
-    } catch {
-      // already gone
-    }
-  }
-  const until = Date.now() + 3000;
-  while (workers.some(isProcessAlive) && Date.now() < until) await sleep(100);
-  for (const pid of workers.filter(isProcessAlive)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  return workers.length;
-}
-
-/** Direct children of `pid` (Linux `/proc`); empty where that is not available. */
-function childProcesses(pid: number): number[] {
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return [];
-  }
-  const children: number[] = [];
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === pid) children.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return children;
 }

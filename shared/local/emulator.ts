@@ -19,6 +19,7 @@ import { checkEndpoint } from './emulator-probe.ts';
 import { startProcess, stopProcessGroup } from './emulator-process.ts';
 import { liveHolders, liveRecordedState, recordedEmulator } from './emulator-record.ts';
 import { EMULATORS } from './emulators.ts';
+import { functionWorkers, removeWorkerFolders } from './function-workers.ts';
 import { withFileLock } from './lock.ts';
 import { isPortFree, probeHttp } from './net.ts';
 import { processRssBytes } from './process.ts';
@@ -264,7 +265,10 @@ export async function stopEmulator(
 
 /** Stops the recorded emulator and removes its record; runs under the lock. */
 async function stopLocked(cfg: ResolvedOptions, state: EmulatorState, graceMs: number): Promise<StopResult> {
+  // Its function processes die with its process group, but the folders they ran in stay behind.
+  const workers = functionWorkers(state.port);
   const { killed } = await stopProcessGroup(state.pid, graceMs);
+  removeWorkerFolders(workers);
   removeEmulatorState(cfg.stateFile);
   return { stopped: true, pid: state.pid, port: state.port, killed };
 }

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MetricName } from '../core/observe/metric-names.ts';
 import { mergeSummaries, quantile, type Summary } from '../core/observe/metrics.ts';
-import type { PoolMetricsFile } from '../runner/worker-pool.ts';
+import type { PoolMetricsFile, PoolTarget } from '../runner/worker-pool.ts';
 
 /** Where local worker pools keep their metrics files (`leaseq workers`, the demo). */
 export function poolMetricsDir(projectDir: string = process.cwd()): string {
@@ -69,6 +69,27 @@ export function readPoolMetrics(dir: string, now = Date.now(), freshMs = 30_000)
     }
   }
   return files;
+}
+
+/**
+ * The pools among `files` that work on `target`'s queue at its endpoint: a status of one deployment shows
+ * the figures of its own local workers only, not those of pools on another queue or emulator.
+ */
+export function poolsOf(files: readonly PoolMetricsFile[], target: PoolTarget): PoolMetricsFile[] {
+  const origin = (endpoint: string | null) => {
+    if (endpoint === null) return null;
+    try {
+      return new URL(endpoint).origin;
+    } catch {
+      return endpoint;
+    }
+  };
+  return files.filter(
+    (f) =>
+      f.target !== undefined &&
+      f.target.queueArn === target.queueArn &&
+      origin(f.target.endpoint) === origin(target.endpoint),
+  );
 }
 
 /**

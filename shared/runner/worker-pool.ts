@@ -39,6 +39,8 @@ export interface WorkerPoolOptions {
    * @default none
    */
   readonly metricsFile?: string;
+  /** The queue the workers work on, written into the metrics file so `leaseq status` of another queue skips it. */
+  readonly metricsTarget?: PoolTarget;
   /**
    * Dead workers kept one by one (for the closing table and `leaseq status`); older ones are folded into
    * {@link WorkerPool.retired}, so a long crash loop costs bounded memory. @default 16
@@ -53,10 +55,18 @@ export interface RetiredWorkers {
   observations: Record<string, Summary>;
 }
 
+/** The deployment a pool works on: its queue, and the endpoint (`null` for AWS) it was reached at. */
+export interface PoolTarget {
+  readonly endpoint: string | null;
+  readonly queueArn: string;
+}
+
 /** What a pool's metrics file holds. */
 export interface PoolMetricsFile {
   readonly pid: number;
   readonly updatedAt: number;
+  /** Absent in files of pools that did not say (tests, older versions): shown for no target. */
+  readonly target?: PoolTarget;
   readonly workers: readonly {
     readonly id: string;
     readonly alive: boolean;
@@ -304,6 +314,7 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
     const content: PoolMetricsFile = {
       pid: process.pid,
       updatedAt: Date.now(),
+      ...(this.#options.metricsTarget ? { target: this.#options.metricsTarget } : {}),
       workers: [
         ...(this.retired.workers > 0
           ? [

@@ -15,8 +15,12 @@ import { LOCAL_DEPLOY_CONTEXT } from '../../shared/local/deploy.ts';
 
 const ENTRY = fileURLToPath(new URL('../../functions/worker.ts', import.meta.url));
 
-function synth(props: Partial<LeaseqPipelineProps> = {}, withTopic = false) {
-  const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
+function synth(
+  props: Partial<LeaseqPipelineProps> = {},
+  withTopic = false,
+  context: Record<string, string> = {},
+) {
+  const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [], ...context } });
   const stack = new Stack(app, 'UserStack');
   const topic = withTopic ? new sns.Topic(stack, 'Ops') : undefined;
   const pipeline = new LeaseqPipeline(stack, 'Jobs', {
@@ -247,5 +251,27 @@ describe('Prop: rateAlarms', () => {
       Namespace: 'leaseq',
       Threshold: 1,
     });
+  });
+
+  it("is read from the app's context (-c rateAlarms=counts, what leaseq local deploy passes) in a user's own stack", () => {
+    const { template } = synth({}, false, { rateAlarms: 'counts' });
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Resource[];
+    expect(alarms).toHaveLength(4);
+    for (const alarm of alarms) expect(alarm.Properties.Metrics).toBeUndefined();
+  });
+
+  it('the prop wins over the context; without either the rate alarms use metric math', () => {
+    const withMath = (template: Template) =>
+      (Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Resource[]).filter(
+        (a) => a.Properties.Metrics !== undefined,
+      ).length;
+    expect(withMath(synth({ rateAlarms: 'math' }, false, { rateAlarms: 'counts' }).template)).toBe(2);
+    expect(withMath(synth().template)).toBe(2);
+  });
+
+  it('refuses a context value other than math or counts, naming the key', () => {
+    expect(() => synth({}, false, { rateAlarms: 'count' })).toThrow(
+      /LeaseqPipeline prop rateAlarms is "count"; expected math or counts \(context -c rateAlarms=counts/,
+    );
   });
 });

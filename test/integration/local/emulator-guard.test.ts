@@ -3,6 +3,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   realpathSync,
   rmSync,
@@ -293,5 +294,19 @@ describe('the embedded emulator, started as `leaseq local up` starts it', () => 
     } finally {
       lambda.destroy();
     }
+  });
+
+  it('leaves no folder of its function processes behind when stopped (local down)', async () => {
+    // Prepare: the function of the test above runs in a folder the emulator unpacked it into.
+    const folders = () =>
+      readdirSync(join(stateDir, 'tmp')).filter((f) => f.startsWith('ministack-lambda-guard-env-probe-'));
+    expect(folders().length).toBeGreaterThan(0);
+
+    // Act
+    const stopped = await stopEmulator({ stateDir, env: {}, graceMs: 5000 });
+
+    // Assess
+    expect(stopped.stopped).toBe(true);
+    expect(folders()).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MetricName } from '../../../shared/core/observe/metric-names.ts';
 import { InMemoryMetrics } from '../../../shared/core/observe/metrics.ts';
-import { operationalSmells } from '../../../shared/ops/smells.ts';
+import { operationalSmells, poolsOf } from '../../../shared/ops/smells.ts';
 import type { PoolMetricsFile } from '../../../shared/runner/worker-pool.ts';
 
 function pool(workers: { id: string; fill: (m: InMemoryMetrics) => void }[]): PoolMetricsFile {
@@ -63,5 +63,26 @@ describe('Function: operationalSmells', () => {
 
   it('is undefined when no pool reported', () => {
     expect(operationalSmells([])).toBeUndefined();
+  });
+});
+
+describe('Function: poolsOf', () => {
+  const arn = 'arn:aws:sqs:us-east-1:000000000000:shop-jobs';
+  const at = (target: PoolMetricsFile['target']): PoolMetricsFile => ({
+    ...pool([]),
+    ...(target ? { target } : {}),
+  });
+
+  it("keeps the pools of the target's queue at its endpoint only", () => {
+    const mine = at({ endpoint: 'http://127.0.0.1:4566', queueArn: arn });
+    const files = [
+      mine,
+      at({ endpoint: 'http://127.0.0.1:4566', queueArn: `${arn}-other` }),
+      at({ endpoint: 'http://127.0.0.1:4567', queueArn: arn }),
+      at({ endpoint: null, queueArn: arn }),
+      at(undefined),
+    ];
+    expect(poolsOf(files, { endpoint: 'http://127.0.0.1:4566/', queueArn: arn })).toEqual([mine]);
+    expect(poolsOf(files, { endpoint: null, queueArn: arn })).toEqual([files[3]]);
   });
 });
