@@ -39,7 +39,7 @@ export { validationException };
 export function itemBytes(item: Readonly<Record<string, unknown>>): number {
   let bytes = 0;
   for (const [name, value] of Object.entries(item)) {
-    bytes += Buffer.byteLength(name) + Buffer.byteLength(JSON.stringify(value) ?? '');
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(JSON.stringify(value, measurable) ?? '');
   }
   return bytes;
 }
@@ -64,6 +64,12 @@ export function checkTransactionLimits(effects: readonly Effect[], extraItems = 
       throw validationException('Item size has exceeded the maximum allowed size');
     }
   }
+}
+
+/** JSON.stringify replacer for sizes: a bigint as its digits (not a TypeError), a set as its elements. */
+function measurable(_key: string, value: unknown): unknown {
+  if (typeof value === 'bigint') return value.toString();
+  return value instanceof Set ? [...value] : value;
 }
 
 /** A store of named leases whose fences (ConditionChecks) the applier can evaluate. */

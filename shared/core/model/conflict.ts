@@ -40,7 +40,7 @@ export async function describeConflict(
         : effect.Delete
           ? 'delete'
           : 'condition check';
-  const what = `${kind} to table ${tableName}${key ? ` key ${JSON.stringify(key)}` : ''}`;
+  const what = `${kind} to table ${tableName}${key ? ` key ${jsonText(key)}` : ''}`;
   if (refusal.busy) return `${what}: the item was busy (another write to it was in flight)`;
   const found = handle && key ? await readBack(handle, key) : { unread: true as const };
   if (versioned) {
@@ -62,8 +62,21 @@ function foundVersion(found: { item?: Item } | { unread: true }, attribute: stri
   if (!found.item) return 'found no item';
   const version = found.item[attribute];
   if (version === undefined) return `found an item without a ${attribute} attribute: ${NO_VERSION_HINT}`;
-  return `found version ${JSON.stringify(version)}`;
+  return `found version ${jsonText(version)}`;
 }
+
+/**
+ * JSON text of a key or a value read back, bigints written as the numbers they are: lib-dynamodb takes
+ * and returns bigints for numbers past 2^53, which JSON.stringify refuses with a TypeError that would
+ * replace the conflict being described.
+ */
+function jsonText(value: unknown): string {
+  const marked = JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? `${BIGINT}${v}` : v));
+  return (marked ?? String(value)).replace(new RegExp(`"${BIGINT}(-?\\d+)"`, 'g'), '$1');
+}
+
+/** Marks a bigint's digits inside the JSON text (a private-use character no key or value needs). */
+const BIGINT = '\u{F8FF}n';
 
 /** The seen version and version attribute of a Put exactly as versionedPut builds it; undefined otherwise. */
 function versionedPutCheck(effect: Effect): { seen: unknown; attribute: string } | undefined {
