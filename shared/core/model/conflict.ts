@@ -17,12 +17,15 @@ export const NO_VERSION_HINT = 'row has no version attribute: seed rows with ver
 /**
  * One sentence on the effect at `index` of a refused write (`versionedPut to table T key {...}: expected
  * version 3, found version 4`), reading the item back through the job's table handles; undefined when the
- * refusal was not one of `effects` (the job item itself, or a named-lease fence past them).
+ * refusal was not one of `effects` (the job item itself, or a named-lease fence past them). The read
+ * stops when `signal` (the attempt's time) aborts, and is skipped once it has: the detail must not cost
+ * the attempt its time, or turn a counted conflict into a deadline.
  */
 export async function describeConflict(
   effects: readonly Effect[],
   refusal: { readonly index: number; readonly busy?: boolean },
   tables: Readonly<Record<string, EffectTable>>,
+  signal?: AbortSignal,
 ): Promise<string | undefined> {
   const effect = effects[refusal.index];
   const op = effect?.Put ?? effect?.Update ?? effect?.Delete ?? effect?.ConditionCheck;
@@ -42,7 +45,7 @@ export async function describeConflict(
           : 'condition check';
   const what = `${kind} to table ${tableName}${key ? ` key ${jsonText(key)}` : ''}`;
   if (refusal.busy) return `${what}: the item was busy (another write to it was in flight)`;
-  const found = handle && key ? await readBack(handle, key) : { unread: true as const };
+  const found = handle && key ? await readBack(handle, key, signal) : { unread: true as const };
   if (versioned) {
     const expected =
       versioned.seen === undefined ? 'no item (seenVersion undefined)' : `version ${String(versioned.seen)}`;
@@ -103,10 +106,18 @@ function keyOf(effect: Effect, handle: EffectTable | undefined): Item | undefine
   return Object.fromEntries(names.map((name) => [name, item[name]]));
 }
 
-async function readBack(handle: EffectTable, key: Item): Promise<{ item?: Item } | { unread: true }> {
+async function readBack(
+  handle: EffectTable,
+  key: Item,
+  signal: AbortSignal | undefined,
+): Promise<{ item?: Item } | { unread: true }> {
+  if (signal?.aborted) return { unread: true };
   let timer: NodeJS.Timeout | undefined;
+  let stop: (() => void) | undefined;
   const late = new Promise<{ unread: true }>((resolve) => {
-    timer = setTimeout(() => resolve({ unread: true }), READ_BACK_MS);
+    stop = () => resolve({ unread: true });
+    timer = setTimeout(stop, READ_BACK_MS);
+    signal?.addEventListener('abort', stop, { once: true });
   });
   try {
     return await Promise.race([
@@ -118,5 +129,6 @@ async function readBack(handle: EffectTable, key: Item): Promise<{ item?: Item }
     ]);
   } finally {
     clearTimeout(timer);
+    if (stop) signal?.removeEventListener('abort', stop);
   }
 }
