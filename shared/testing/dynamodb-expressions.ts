@@ -512,6 +512,13 @@ function applyUpdate(actions: readonly UpdateAction[], original: Item, p: Placeh
     action: a,
     value: a.kind === 'remove' ? undefined : value(a.value, original, p),
   }));
+  // List indices name the elements as they were too (AWS: REMOVE l[1], l[2] removes the second and
+  // third): list elements are removed last, the highest index first, so no removal shifts another.
+  const removesElement = (a: UpdateAction) => a.kind === 'remove' && typeof a.path.at(-1) === 'number';
+  planned.sort((x, y) => {
+    const [a, b] = [removesElement(x.action), removesElement(y.action)];
+    return a && b ? comparePaths(y.action.path, x.action.path) : Number(a) - Number(b);
+  });
   for (const { action, value: v } of planned) {
     const current = read(original, action.path);
     switch (action.kind) {
@@ -559,6 +566,19 @@ function applyUpdate(actions: readonly UpdateAction[], original: Item, p: Placeh
     }
   }
   return item;
+}
+
+/** Orders paths part by part (a missing part first), indices by number. */
+function comparePaths(a: readonly PathPart[], b: readonly PathPart[]): number {
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const [x, y] = [a[i], b[i]];
+    if (x === y) continue;
+    if (x === undefined) return -1;
+    if (y === undefined) return 1;
+    if (typeof x === 'number' && typeof y === 'number') return x - y;
+    return String(x) < String(y) ? -1 : 1;
+  }
+  return 0;
 }
 
 /** Writes (or, with `undefined`, removes) the value at `path`; the parent must exist, as in DynamoDB. */

@@ -412,6 +412,21 @@ describe('DynamoDB expressions in memory', () => {
     );
   });
 
+  // AWS's guide ("Removing elements from a list"): REMOVE RelatedItems[1], RelatedItems[2] on five
+  // elements removes the second and third, and the rest shift down. The emulator removes [1], then [2]
+  // of what is left (the third and fourth), so the agreement test on the emulator cannot cover this.
+  it('removes several list elements by their original indices, as AWS documents', () => {
+    const l = ['Chisel', 'Hammer', 'Nails', 'Screwdriver', 'Hacksaw'];
+    expect(update('REMOVE l[1], l[2]', {}, { l }).l).toEqual(['Chisel', 'Screwdriver', 'Hacksaw']);
+    expect(update('REMOVE l[2], l[1]', {}, { l }).l).toEqual(['Chisel', 'Screwdriver', 'Hacksaw']);
+    expect(update('SET l[1] = :x REMOVE l[0]', { ':x': 'Mallet' }, { l }).l).toEqual([
+      'Mallet',
+      'Nails',
+      'Screwdriver',
+      'Hacksaw',
+    ]);
+  });
+
   it('refuses BETWEEN with its bounds reversed, whatever the item holds', () => {
     expect(() => parseCondition('a BETWEEN :hi AND :lo', { values: { ':hi': 9, ':lo': 1 } })).toThrow(
       /BETWEEN operator requires upper bound to be greater than or equal to lower bound/,
