@@ -7,6 +7,9 @@
 // emulator and compares.
 
 import { isDeepStrictEqual } from 'node:util';
+import { validationException } from './dynamodb-errors.ts';
+import { addNumbers, compareNumbers, isDynamoNumber } from './dynamodb-numbers.ts';
+import { DYNAMODB_RESERVED_WORDS } from './dynamodb-reserved-words.ts';
 
 export type Item = Record<string, unknown>;
 
@@ -16,12 +19,7 @@ export interface Placeholders {
   readonly values?: Readonly<Record<string, unknown>> | undefined;
 }
 
-/** An error named like the one the SDK throws when DynamoDB refuses a request as invalid (HTTP 400). */
-export function validationException(message: string): Error {
-  const error = new Error(message);
-  error.name = 'ValidationException';
-  return error;
-}
+export { validationException };
 
 type PathPart = string | number;
 type Operand =
@@ -53,6 +51,7 @@ class Parser {
   constructor(
     readonly text: string,
     readonly placeholders: Placeholders,
+    readonly kind: 'condition' | 'update',
   ) {
     TOKEN.lastIndex = 0;
     let end = 0;
@@ -127,7 +126,9 @@ class Parser {
       this.next();
       const low = this.operand();
       this.expect('AND');
-      return { kind: 'between', subject, low, high: this.operand() };
+      const high = this.operand();
+      this.#checkBounds(low, high);
+      return { kind: 'between', subject, low, high };
     }
     if (word === 'IN') {
       this.next();
@@ -148,6 +149,18 @@ class Parser {
     throw validationException(
       `Invalid ConditionExpression: a comparison or function expected in ${this.text}`,
     );
+  }
+
+  /** DynamoDB refuses a BETWEEN whose given bounds are reversed, whatever the item holds. */
+  #checkBounds(low: Operand, high: Operand): void {
+    if (low.kind !== 'value' || high.kind !== 'value') return;
+    const lo = this.placeholders.values?.[low.name];
+    const hi = this.placeholders.values?.[high.name];
+    if (order(lo, hi) > 0) {
+      throw validationException(
+        `Invalid ConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lowerBound: ${low.name}, upperBound: ${high.name}`,
+      );
+    }
   }
 
   /** A path, a `:value`, or a function call (`size(...)`, `if_not_exists(...)`, ...). */
@@ -175,8 +188,15 @@ class Parser {
         }
       }
       this.expect(')');
-      if (!FUNCTIONS.has(fn))
-        throw validationException(`Invalid expression: Invalid function name; function: ${fn}`);
+      const allowed = this.kind === 'condition' ? CONDITION_FUNCTIONS : UPDATE_FUNCTIONS;
+      if (!allowed.has(fn)) {
+        const other = this.kind === 'condition' ? UPDATE_FUNCTIONS : CONDITION_FUNCTIONS;
+        throw validationException(
+          other.has(fn)
+            ? `Invalid ${this.kind === 'condition' ? 'ConditionExpression' : 'UpdateExpression'}: The function is not allowed in ${this.kind === 'condition' ? 'a condition' : 'an update'} expression; function: ${fn}`
+            : `Invalid expression: Invalid function name; function: ${fn}`,
+        );
+      }
       return { kind: 'call', fn, args };
     }
     return { kind: 'path', path: this.path() };
@@ -227,7 +247,7 @@ class Parser {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(token)) {
       throw validationException(`Invalid expression: unexpected ${token} in ${this.text}`);
     }
-    if (RESERVED.has(token.toUpperCase())) {
+    if (DYNAMODB_RESERVED_WORDS.has(token.toUpperCase())) {
       throw validationException(
         `Invalid expression: Attribute name is a reserved keyword; reserved keyword: ${token} (use a #placeholder)`,
       );
@@ -236,31 +256,23 @@ class Parser {
   }
 }
 
-const FUNCTIONS = new Set([
+/** The functions each kind of expression takes; DynamoDB refuses the other kind's. */
+const CONDITION_FUNCTIONS = new Set([
   'attribute_exists',
   'attribute_not_exists',
   'attribute_type',
   'begins_with',
   'contains',
   'size',
-  'if_not_exists',
-  'list_append',
 ]);
-
-// Reserved words a test is likely to use as a bare attribute name (DynamoDB reserves ~570; these are
-// common ones in application items). DynamoDB refuses them unless written as a #placeholder.
-const RESERVED = new Set(
-  'AND OR NOT IN BETWEEN SET REMOVE ADD DELETE SIZE COUNT DATA DATE NAME STATUS TIMESTAMP TTL USER VALUE VALUES KEY KEYS ORDER GROUP TYPE TIME YEAR LEVEL LIMIT STATE'.split(
-    ' ',
-  ),
-);
+const UPDATE_FUNCTIONS = new Set(['if_not_exists', 'list_append']);
 
 /** A parsed condition: `test(item)` evaluates it (item undefined: no such item). */
 export function parseCondition(
   expression: string,
   placeholders: Placeholders,
 ): (item: Item | undefined) => boolean {
-  const parser = new Parser(expression, placeholders);
+  const parser = new Parser(expression, placeholders, 'condition');
   const condition = parser.condition();
   if (!parser.done())
     throw validationException(`Invalid ConditionExpression: unexpected ${parser.peek()} in ${expression}`);
@@ -269,7 +281,7 @@ export function parseCondition(
 
 /** A parsed update: `apply(item)` returns the updated copy (the item created from its key when absent). */
 export function parseUpdate(expression: string, placeholders: Placeholders): (item: Item) => Item {
-  const parser = new Parser(expression, placeholders);
+  const parser = new Parser(expression, placeholders, 'update');
   const actions: UpdateAction[] = [];
   const seen = new Set<string>();
   while (!parser.done()) {
@@ -397,14 +409,14 @@ function value(o: Operand, item: Item, p: Placeholders): unknown {
     case 'arith': {
       const left = value(o.left, item, p);
       const right = value(o.right, item, p);
-      if (typeof left !== 'number' || typeof right !== 'number') {
+      if (!isDynamoNumber(left) || !isDynamoNumber(right)) {
         throw validationException(
           left === undefined || right === undefined
             ? 'The provided expression refers to an attribute that does not exist in the item'
             : 'An operand in the update expression has an incorrect data type',
         );
       }
-      return o.op === '+' ? left + right : left - right;
+      return addNumbers(left, right, o.op);
     }
     case 'call': {
       const [first, second] = o.args;
@@ -438,14 +450,25 @@ function value(o: Operand, item: Item, p: Placeholders): unknown {
 
 /** DynamoDB compares only values of one type (numbers, strings, bytes for order; any for `=`/`<>`). */
 function compare(op: string, a: unknown, b: unknown): boolean {
-  if (op === '=') return a !== undefined && b !== undefined && isDeepStrictEqual(a, b);
-  if (op === '<>') return !(a !== undefined && b !== undefined && isDeepStrictEqual(a, b));
-  let order: number;
-  if (typeof a === 'number' && typeof b === 'number') order = a - b;
-  else if (typeof a === 'string' && typeof b === 'string') order = a < b ? -1 : a > b ? 1 : 0;
-  else if (a instanceof Uint8Array && b instanceof Uint8Array) order = Buffer.compare(a, b);
-  else return false;
-  return op === '<' ? order < 0 : op === '<=' ? order <= 0 : op === '>' ? order > 0 : order >= 0;
+  if (op === '=') return a !== undefined && b !== undefined && same(a, b);
+  if (op === '<>') return !(a !== undefined && b !== undefined && same(a, b));
+  const by = order(a, b);
+  if (Number.isNaN(by)) return false;
+  return op === '<' ? by < 0 : op === '<=' ? by <= 0 : op === '>' ? by > 0 : by >= 0;
+}
+
+/** Equal as DynamoDB sees it: a number and a bigint of one value are one N. */
+function same(a: unknown, b: unknown): boolean {
+  if (isDynamoNumber(a) && isDynamoNumber(b)) return compareNumbers(a, b) === 0;
+  return isDeepStrictEqual(a, b);
+}
+
+/** The order of two values of one ordered type (numbers, strings, bytes); NaN for any other pair. */
+function order(a: unknown, b: unknown): number {
+  if (isDynamoNumber(a) && isDynamoNumber(b)) return compareNumbers(a, b);
+  if (typeof a === 'string' && typeof b === 'string') return a < b ? -1 : a > b ? 1 : 0;
+  if (a instanceof Uint8Array && b instanceof Uint8Array) return Buffer.compare(a, b);
+  return Number.NaN;
 }
 
 function typeOf(v: unknown): string {
@@ -457,7 +480,7 @@ function typeOf(v: unknown): string {
   if (Array.isArray(v)) return 'L';
   if (v instanceof Set) {
     const first = v.values().next().value;
-    return typeof first === 'number' ? 'NS' : first instanceof Uint8Array ? 'BS' : 'SS';
+    return isDynamoNumber(first) ? 'NS' : first instanceof Uint8Array ? 'BS' : 'SS';
   }
   return 'M';
 }
@@ -489,6 +512,13 @@ function applyUpdate(actions: readonly UpdateAction[], original: Item, p: Placeh
     action: a,
     value: a.kind === 'remove' ? undefined : value(a.value, original, p),
   }));
+  // List indices name the elements as they were too (AWS: REMOVE l[1], l[2] removes the second and
+  // third): list elements are removed last, the highest index first, so no removal shifts another.
+  const removesElement = (a: UpdateAction) => a.kind === 'remove' && typeof a.path.at(-1) === 'number';
+  planned.sort((x, y) => {
+    const [a, b] = [removesElement(x.action), removesElement(y.action)];
+    return a && b ? comparePaths(y.action.path, x.action.path) : Number(a) - Number(b);
+  });
   for (const { action, value: v } of planned) {
     const current = read(original, action.path);
     switch (action.kind) {
@@ -503,11 +533,11 @@ function applyUpdate(actions: readonly UpdateAction[], original: Item, p: Placeh
         write(item, action.path, undefined);
         break;
       case 'add':
-        if (typeof v === 'number') {
-          if (current !== undefined && typeof current !== 'number') {
+        if (isDynamoNumber(v)) {
+          if (current !== undefined && !isDynamoNumber(current)) {
             throw validationException('An operand in the update expression has an incorrect data type');
           }
-          write(item, action.path, (current ?? 0) + v);
+          write(item, action.path, current === undefined ? v : addNumbers(current, v));
         } else if (v instanceof Set) {
           if (current !== undefined && !(current instanceof Set)) {
             throw validationException('An operand in the update expression has an incorrect data type');
@@ -536,6 +566,19 @@ function applyUpdate(actions: readonly UpdateAction[], original: Item, p: Placeh
     }
   }
   return item;
+}
+
+/** Orders paths part by part (a missing part first), indices by number. */
+function comparePaths(a: readonly PathPart[], b: readonly PathPart[]): number {
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const [x, y] = [a[i], b[i]];
+    if (x === y) continue;
+    if (x === undefined) return -1;
+    if (y === undefined) return 1;
+    if (typeof x === 'number' && typeof y === 'number') return x - y;
+    return String(x) < String(y) ? -1 : 1;
+  }
+  return 0;
 }
 
 /** Writes (or, with `undefined`, removes) the value at `path`; the parent must exist, as in DynamoDB. */

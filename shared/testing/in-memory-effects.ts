@@ -10,6 +10,7 @@ import {
   parseUpdate,
   validationException,
 } from './dynamodb-expressions.ts';
+import { compareNumbers, isDynamoNumber, numberText } from './dynamodb-numbers.ts';
 
 /** Outcome of applying a group of effects: all of them, or (`ok: false`) none. */
 export type EffectOutcome = { readonly ok: true } | { readonly ok: false; readonly index: number };
@@ -38,7 +39,7 @@ export { validationException };
 export function itemBytes(item: Readonly<Record<string, unknown>>): number {
   let bytes = 0;
   for (const [name, value] of Object.entries(item)) {
-    bytes += Buffer.byteLength(name) + Buffer.byteLength(JSON.stringify(value) ?? '');
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(JSON.stringify(value, measurable) ?? '');
   }
   return bytes;
 }
@@ -63,6 +64,12 @@ export function checkTransactionLimits(effects: readonly Effect[], extraItems = 
       throw validationException('Item size has exceeded the maximum allowed size');
     }
   }
+}
+
+/** JSON.stringify replacer for sizes: a bigint as its digits (not a TypeError), a set as its elements. */
+function measurable(_key: string, value: unknown): unknown {
+  if (typeof value === 'bigint') return value.toString();
+  return value instanceof Set ? [...value] : value;
 }
 
 /** A store of named leases whose fences (ConditionChecks) the applier can evaluate. */
@@ -150,7 +157,7 @@ export class InMemoryEffectApplier implements EffectApplier {
       if (!write.write) return;
       const item = results[i];
       if (item === undefined) write.table.delete(write.id);
-      else write.table.set(write.id, structuredClone(item));
+      else write.table.set(write.id, asRead(item) as StoredRecord);
     });
     return { ok: true };
   }
@@ -163,7 +170,8 @@ export class InMemoryEffectApplier implements EffectApplier {
 
   /** Writes one item unconditionally (test setup, like a plain PutItem). */
   put(tableName: string, item: StoredRecord): void {
-    this.#table(tableName).set(this.#id(tableName, item), structuredClone(item));
+    checkSendable(item, `put to ${tableName}`);
+    this.#table(tableName).set(this.#id(tableName, item), asRead(item) as StoredRecord);
   }
 
   /** Every item of a table (copies), in key order. */
@@ -197,6 +205,9 @@ export class InMemoryEffectApplier implements EffectApplier {
       throw validationException(`${where}: unsupported ${kind} fields ${extra.join(', ')}`);
     const tableName = op.TableName;
     if (tableName === undefined) throw validationException(`${where}: ${kind} without TableName`);
+    for (const part of ['Item', 'Key', 'ExpressionAttributeValues'] as const) {
+      checkSendable(op[part], `${where}: ${kind} ${part}`);
+    }
     const table = this.#table(tableName);
     const placeholders = { names: op.ExpressionAttributeNames, values: op.ExpressionAttributeValues };
     const expressions = [op.ConditionExpression, op.UpdateExpression].filter((e): e is string => !!e);
@@ -236,7 +247,12 @@ export class InMemoryEffectApplier implements EffectApplier {
         // UpdateItem creates the item from its key when it is absent.
         const next = update(existing ?? structuredClone(key));
         for (const name of keyNames) {
-          if (!isDeepStrictEqual(next[name], key[name])) {
+          const [now, was] = [next[name], key[name]];
+          const same =
+            isDynamoNumber(now) && isDynamoNumber(was)
+              ? compareNumbers(now, was) === 0
+              : isDeepStrictEqual(now, was);
+          if (!same) {
             throw validationException(
               `${where}: Cannot update attribute ${name}. This attribute is part of the key`,
             );
@@ -288,11 +304,54 @@ export class InMemoryEffectApplier implements EffectApplier {
     const keys = this.#keys.get(tableName) ?? [];
     const parts = keys.map((k) => {
       const value = item[k];
-      if (typeof value !== 'string' && typeof value !== 'number') {
-        throw new Error(`item for ${tableName} lacks its key attribute ${k} (string or number)`);
-      }
-      return value;
+      if (typeof value === 'string') return value;
+      // 7 and 7n are one key to DynamoDB (N "7").
+      if (isDynamoNumber(value)) return { N: numberText(value) };
+      throw new Error(`item for ${tableName} lacks its key attribute ${k} (string or number)`);
     });
     return JSON.stringify(parts);
   }
+}
+
+/**
+ * Throws what lib-dynamodb (as leaseq's clients configure it) throws before sending a value it cannot
+ * marshal, so a job that would fail against DynamoDB fails in memory too: an empty set (DynamoDB has
+ * none), NaN or Infinity, or a number past Number.MAX_SAFE_INTEGER (it would lose digits: use a bigint).
+ */
+function checkSendable(value: unknown, where: string): void {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new Error(`${where}: Special numeric value ${value} is not allowed`);
+    if (value > Number.MAX_SAFE_INTEGER || value < Number.MIN_SAFE_INTEGER) {
+      throw new Error(
+        `${where}: Number ${value} is ${value > 0 ? 'greater than Number.MAX_SAFE_INTEGER' : 'lesser than Number.MIN_SAFE_INTEGER'}. Use NumberValue from @aws-sdk/lib-dynamodb (or a bigint).`,
+      );
+    }
+  } else if (value instanceof Set) {
+    if (value.size === 0) {
+      throw new Error(
+        `${where}: Pass a non-empty set (lib-dynamodb refuses an empty Set; DynamoDB has no empty sets)`,
+      );
+    }
+    for (const element of value) checkSendable(element, where);
+  } else if (Array.isArray(value)) {
+    for (const element of value) checkSendable(element, where);
+  } else if (typeof value === 'object' && value !== null && !(value instanceof Uint8Array)) {
+    for (const element of Object.values(value)) checkSendable(element, where);
+  }
+}
+
+/** A copy of `value` as a read returns it: lib-dynamodb reads an N that fits a JS number as a number. */
+function asRead(value: unknown): unknown {
+  if (typeof value === 'bigint') {
+    return value <= BigInt(Number.MAX_SAFE_INTEGER) && value >= BigInt(Number.MIN_SAFE_INTEGER)
+      ? Number(value)
+      : value;
+  }
+  if (value instanceof Set) return new Set([...value].map(asRead));
+  if (Array.isArray(value)) return value.map(asRead);
+  if (value instanceof Uint8Array) return new Uint8Array(value);
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, asRead(v)]));
+  }
+  return value;
 }

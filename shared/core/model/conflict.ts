@@ -17,12 +17,15 @@ export const NO_VERSION_HINT = 'row has no version attribute: seed rows with ver
 /**
  * One sentence on the effect at `index` of a refused write (`versionedPut to table T key {...}: expected
  * version 3, found version 4`), reading the item back through the job's table handles; undefined when the
- * refusal was not one of `effects` (the job item itself, or a named-lease fence past them).
+ * refusal was not one of `effects` (the job item itself, or a named-lease fence past them). The read
+ * stops when `signal` (the attempt's time) aborts, and is skipped once it has: the detail must not cost
+ * the attempt its time, or turn a counted conflict into a deadline.
  */
 export async function describeConflict(
   effects: readonly Effect[],
   refusal: { readonly index: number; readonly busy?: boolean },
   tables: Readonly<Record<string, EffectTable>>,
+  signal?: AbortSignal,
 ): Promise<string | undefined> {
   const effect = effects[refusal.index];
   const op = effect?.Put ?? effect?.Update ?? effect?.Delete ?? effect?.ConditionCheck;
@@ -40,9 +43,9 @@ export async function describeConflict(
         : effect.Delete
           ? 'delete'
           : 'condition check';
-  const what = `${kind} to table ${tableName}${key ? ` key ${JSON.stringify(key)}` : ''}`;
+  const what = `${kind} to table ${tableName}${key ? ` key ${jsonText(key)}` : ''}`;
   if (refusal.busy) return `${what}: the item was busy (another write to it was in flight)`;
-  const found = handle && key ? await readBack(handle, key) : { unread: true as const };
+  const found = handle && key ? await readBack(handle, key, signal) : { unread: true as const };
   if (versioned) {
     const expected =
       versioned.seen === undefined ? 'no item (seenVersion undefined)' : `version ${String(versioned.seen)}`;
@@ -62,8 +65,21 @@ function foundVersion(found: { item?: Item } | { unread: true }, attribute: stri
   if (!found.item) return 'found no item';
   const version = found.item[attribute];
   if (version === undefined) return `found an item without a ${attribute} attribute: ${NO_VERSION_HINT}`;
-  return `found version ${JSON.stringify(version)}`;
+  return `found version ${jsonText(version)}`;
 }
+
+/**
+ * JSON text of a key or a value read back, bigints written as the numbers they are: lib-dynamodb takes
+ * and returns bigints for numbers past 2^53, which JSON.stringify refuses with a TypeError that would
+ * replace the conflict being described.
+ */
+function jsonText(value: unknown): string {
+  const marked = JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? `${BIGINT}${v}` : v));
+  return (marked ?? String(value)).replace(new RegExp(`"${BIGINT}(-?\\d+)"`, 'g'), '$1');
+}
+
+/** Marks a bigint's digits inside the JSON text (a private-use character no key or value needs). */
+const BIGINT = '\u{F8FF}n';
 
 /** The seen version and version attribute of a Put exactly as versionedPut builds it; undefined otherwise. */
 function versionedPutCheck(effect: Effect): { seen: unknown; attribute: string } | undefined {
@@ -90,10 +106,18 @@ function keyOf(effect: Effect, handle: EffectTable | undefined): Item | undefine
   return Object.fromEntries(names.map((name) => [name, item[name]]));
 }
 
-async function readBack(handle: EffectTable, key: Item): Promise<{ item?: Item } | { unread: true }> {
+async function readBack(
+  handle: EffectTable,
+  key: Item,
+  signal: AbortSignal | undefined,
+): Promise<{ item?: Item } | { unread: true }> {
+  if (signal?.aborted) return { unread: true };
   let timer: NodeJS.Timeout | undefined;
+  let stop: (() => void) | undefined;
   const late = new Promise<{ unread: true }>((resolve) => {
-    timer = setTimeout(() => resolve({ unread: true }), READ_BACK_MS);
+    stop = () => resolve({ unread: true });
+    timer = setTimeout(stop, READ_BACK_MS);
+    signal?.addEventListener('abort', stop, { once: true });
   });
   try {
     return await Promise.race([
@@ -105,5 +129,6 @@ async function readBack(handle: EffectTable, key: Item): Promise<{ item?: Item }
     ]);
   } finally {
     clearTimeout(timer);
+    if (stop) signal?.removeEventListener('abort', stop);
   }
 }

@@ -276,7 +276,7 @@ export class JobContext<T extends TableMap = TableMap> {
       if (lost) throw namedLeaseLost(lost, `step ${name}`);
       this.#o.metrics.count(MetricName.OptimisticConflict);
       if (tryNumber >= this.#tries) {
-        const detail = await describeConflict(effects, result, this.tables);
+        const detail = await describeConflict(effects, result, this.tables, this.#o.signal);
         throw new OptimisticConflictError(`step ${name}`, tryNumber, undefined, detail);
       }
       await conflictPause(tryNumber, this.#o.random);

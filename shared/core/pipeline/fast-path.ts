@@ -49,7 +49,9 @@ export async function runFast(
       log.info('the job needs a lease: running it leased', { error: s.errorText(thrown) });
       return { leased: true };
     }
-    if (bound.signal.aborted) {
+    // A conflict the tries did not resolve is the attempt's answer even if the budget ended while its
+    // detail was read back: the same conflict without the read-back is recorded and counted too.
+    if (bound.signal.aborted && !(thrown instanceof OptimisticConflictError)) {
       // Nothing was written and the job did not fail: its redelivery runs leased, with the heartbeat.
       s.metrics.count(MetricName.HandBack);
       log.info('the fast run outlasted one lease; giving the message back to run leased', {
@@ -129,7 +131,7 @@ async function runAndCommitOnce(
   );
   if (answer.ok || answer.reason === 'refused') return answer;
   // Optimistic conflicts the re-runs did not resolve: recorded under a lease like any failed fast run.
-  const detail = await describeConflict(committed, answer, context.tables);
+  const detail = await describeConflict(committed, answer, context.tables, signal);
   throw new OptimisticConflictError('completion', s.optimisticTries, undefined, detail);
 }
 

@@ -48,7 +48,10 @@ export async function runLeased(
     await runAndCommitFenced(s, attempt, heartbeat);
   } catch (thrown) {
     failed = true;
-    failure = signal.aborted && !(thrown instanceof LeaseLostError) ? (signal.reason ?? thrown) : thrown;
+    // The commit's conflict, once its tries are spent, stands even if the time ran out while its detail
+    // was read back: without the read-back it would have been this attempt's failure too.
+    const settled = thrown instanceof LeaseLostError || thrown instanceof OptimisticConflictError;
+    failure = signal.aborted && !settled ? (signal.reason ?? thrown) : thrown;
   } finally {
     await heartbeat.stop();
   }
@@ -81,7 +84,7 @@ async function runAndCommitFenced(s: Settings, attempt: Attempt, heartbeat: Hear
     if (!answer.ok) {
       const lost = context.lostLeaseAt(answer, effectCount);
       if (lost) throw namedLeaseLost(lost, 'completion');
-      const detail = await describeConflict(committed, answer, context.tables);
+      const detail = await describeConflict(committed, answer, context.tables, signal);
       throw new OptimisticConflictError('completion', s.optimisticTries, undefined, detail);
     }
   } finally {

@@ -10,7 +10,8 @@ import { uniqueName } from '../../support/env.ts';
 
 // `runJob`'s in-memory tables against the emulator's DynamoDB: one job using every effect `ctx.tables`
 // builds (versionedPut, put with a condition, update with SET/ADD/REMOVE and functions, delete with a
-// condition), in a step and in the completion, run on the same rows both ways, leaves the same table.
+// condition), in a step and in the completion, run on the same rows both ways, leaves the same table,
+// decimal and bigint arithmetic included.
 
 let env: CoreEnv;
 beforeAll(async () => {
@@ -63,6 +64,14 @@ const everyEffect = defineJob({
             values: { ':zero': 0, ':n': p.n },
           },
         ),
+        // Numbers are decimals (0.1 + 0.2 is 0.3) and a bigint past 2^53 adds exactly.
+        ledger.update(
+          { account: 'f' },
+          {
+            expression: 'SET balance = balance + :tenths ADD big :one',
+            values: { ':tenths': 0.2, ':one': 1 },
+          },
+        ),
       ],
     };
   },
@@ -72,6 +81,7 @@ const rows = [
   { account: 'a', balance: 10, version: 0 },
   { account: 'b', balance: 50, note: 'to remove', tags: new Set(['old']) },
   { account: 'c', balance: 0 },
+  { account: 'f', balance: 0.1, big: 9007199254740993n },
 ];
 
 it('leaves the same table in memory as on the emulator', async () => {
@@ -89,5 +99,6 @@ it('leaves the same table in memory as on the emulator', async () => {
   const emulator = (scanned.Items ?? []).sort((x, y) => String(x.account).localeCompare(String(y.account)));
 
   expect(emulator).toEqual(memory.tables.ledger);
-  expect(memory.tables.ledger.map((r) => r.account)).toEqual(['a', 'b', 'd', 'e']);
+  expect(memory.tables.ledger.map((r) => r.account)).toEqual(['a', 'b', 'd', 'e', 'f']);
+  expect(memory.tables.ledger.at(-1)).toEqual({ account: 'f', balance: 0.3, big: 9007199254740994n });
 }, 30_000);

@@ -4,6 +4,7 @@ import type { ClaimRequest, Effect, JobLease } from '../../../shared/core/contra
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { versionedPut } from '../../../shared/core/decisions/optimistic.ts';
 import { LeaseLostError, StoreUnavailableError } from '../../../shared/errors.ts';
+import { parseCondition, parseUpdate } from '../../../shared/testing/dynamodb-expressions.ts';
 import { InMemoryEffectApplier } from '../../../shared/testing/in-memory-effects.ts';
 import { InMemoryJobStore } from '../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryLeaseStore } from '../../../shared/testing/in-memory-lease-store.ts';
@@ -298,7 +299,7 @@ describe('Class: InMemoryJobStore', () => {
           [
             update(
               'a',
-              'SET balance = balance - :n, #h = list_append(if_not_exists(#h, :empty), :e) ADD tags :t REMOVE old',
+              'SET balance = balance - :n, #h = list_append(if_not_exists(#h, :empty), :e) ADD tags :t REMOVE gone',
               { ':n': 3, ':empty': [], ':e': ['debit'], ':t': new Set(['y']) },
               'balance >= :n',
             ),
@@ -343,6 +344,145 @@ describe('Class: InMemoryJobStore', () => {
     it('validates table definitions', () => {
       expect(() => new InMemoryEffectApplier({ tables: { t: [] } })).toThrow(RangeError);
     });
+  });
+});
+
+// Where the in-memory tables once disagreed with DynamoDB (the emulator agreed with DynamoDB on each).
+describe('DynamoDB expressions in memory', () => {
+  const update = (expression: string, values: Record<string, unknown>, item: Record<string, unknown>) =>
+    parseUpdate(expression, { values })({ pk: 'a', ...item });
+
+  describe('Numbers are decimals', () => {
+    it('adds 0.1 and 0.2 to 0.3, with SET and with ADD', () => {
+      expect(update('SET n = n + :x', { ':x': 0.2 }, { n: 0.1 }).n).toBe(0.3);
+      expect(update('ADD n :x', { ':x': 0.2 }, { n: 0.1 }).n).toBe(0.3);
+      expect(update('SET n = n - :x', { ':x': 0.1 }, { n: 0.3 }).n).toBe(0.2);
+    });
+
+    it('adds bigints exactly and reads the result back as lib-dynamodb does', () => {
+      // 2^53 + 1 is past a double's precision: as a number it would add to 2^53 + 2 by luck or lose it.
+      expect(update('SET n = n + :x', { ':x': 1 }, { n: 9007199254740993n }).n).toBe(9007199254740994n);
+      expect(update('ADD n :x', { ':x': 2n }, { n: 9007199254740993n }).n).toBe(9007199254740995n);
+      // A bigint result that fits a number comes back as a number, as a read would return it.
+      expect(update('SET n = n - :x', { ':x': 1n }, { n: 9007199254740992n }).n).toBe(9007199254740991);
+      expect(update('SET n = n + :x', { ':x': 0.5 }, { n: 1n }).n).toBe(1.5);
+    });
+
+    it('compares a bigint and a number by value', () => {
+      const equal = parseCondition('n = :x', { values: { ':x': 5 } });
+      expect(equal({ pk: 'a', n: 5n })).toBe(true);
+      expect(parseCondition('n < :x', { values: { ':x': 9007199254740993n } })({ pk: 'a', n: 2 ** 53 })).toBe(
+        true,
+      );
+    });
+
+    it('refuses a result past 38 significant digits, as DynamoDB does', () => {
+      expect(() => update('ADD n :x', { ':x': 1e-30 }, { n: 1e10 })).toThrow(/38 significant digits/);
+    });
+  });
+
+  it.each(['total', 'source', 'owner', 'comment', 'items', 'region', 'counter', 'result', 'old', 'Status'])(
+    'refuses the reserved word %s as a bare attribute name',
+    (word) => {
+      expect(() => parseUpdate(`SET ${word} = :x`, { values: { ':x': 1 } })).toThrow(
+        `reserved keyword: ${word}`,
+      );
+      expect(() => parseCondition(`attribute_exists(m.${word})`, {})).toThrow(/reserved keyword/);
+      // Written as a #placeholder it is fine.
+      expect(
+        parseUpdate('SET #w = :x', { names: { '#w': word }, values: { ':x': 1 } })({ pk: 'a' })[word],
+      ).toBe(1);
+    },
+  );
+
+  it('refuses if_not_exists and list_append in a condition, as DynamoDB does', () => {
+    for (const fn of ['if_not_exists(a, :x) = :x', 'list_append(a, :x) = :x']) {
+      expect(() => parseCondition(fn, { values: { ':x': 1 } })).toThrow(
+        /not allowed in a condition expression/,
+      );
+    }
+  });
+
+  it('refuses condition functions in an update, as DynamoDB does', () => {
+    expect(() => parseUpdate('SET n = size(s)', {})).toThrow(
+      /not allowed in an update expression; function: size/,
+    );
+    expect(() => parseUpdate('SET n = attribute_exists(s)', {})).toThrow(
+      /not allowed in an update expression/,
+    );
+  });
+
+  // AWS's guide ("Removing elements from a list"): REMOVE RelatedItems[1], RelatedItems[2] on five
+  // elements removes the second and third, and the rest shift down. The emulator removes [1], then [2]
+  // of what is left (the third and fourth), so the agreement test on the emulator cannot cover this.
+  it('removes several list elements by their original indices, as AWS documents', () => {
+    const l = ['Chisel', 'Hammer', 'Nails', 'Screwdriver', 'Hacksaw'];
+    expect(update('REMOVE l[1], l[2]', {}, { l }).l).toEqual(['Chisel', 'Screwdriver', 'Hacksaw']);
+    expect(update('REMOVE l[2], l[1]', {}, { l }).l).toEqual(['Chisel', 'Screwdriver', 'Hacksaw']);
+    expect(update('SET l[1] = :x REMOVE l[0]', { ':x': 'Mallet' }, { l }).l).toEqual([
+      'Mallet',
+      'Nails',
+      'Screwdriver',
+      'Hacksaw',
+    ]);
+  });
+
+  it('refuses BETWEEN with its bounds reversed, whatever the item holds', () => {
+    expect(() => parseCondition('a BETWEEN :hi AND :lo', { values: { ':hi': 9, ':lo': 1 } })).toThrow(
+      /BETWEEN operator requires upper bound to be greater than or equal to lower bound/,
+    );
+    expect(() => parseCondition('a BETWEEN :hi AND :lo', { values: { ':hi': 'b', ':lo': 'a' } })).toThrow(
+      /BETWEEN/,
+    );
+    const inRange = parseCondition('a BETWEEN :lo AND :hi', { values: { ':hi': 9, ':lo': 1 } });
+    expect(inRange({ pk: 'a', a: 5 })).toBe(true);
+    expect(inRange({ pk: 'a', a: 10 })).toBe(false);
+  });
+});
+
+describe('Values lib-dynamodb will not send', () => {
+  const effects = () => new InMemoryEffectApplier({ tables: { t: ['pk'] } });
+  const setTo = (value: unknown): Effect => ({
+    Update: {
+      TableName: 't',
+      Key: { pk: 'a' },
+      UpdateExpression: 'SET s = :x',
+      ExpressionAttributeValues: { ':x': value },
+    },
+  });
+
+  it('refuses an empty set anywhere in an effect, and writes nothing (DynamoDB has no empty sets)', () => {
+    const applier = effects();
+    const cases: Effect[] = [
+      setTo(new Set()),
+      setTo({ nested: [new Set()] }),
+      { Put: { TableName: 't', Item: { pk: 'b', s: new Set() } } },
+    ];
+    for (const effect of cases) {
+      expect(() => applier.apply([effect])).toThrow(/Pass a non-empty set/);
+    }
+    expect(() => applier.put('t', { pk: 'c', s: new Set() })).toThrow(/Pass a non-empty set/);
+    expect(applier.items('t')).toEqual([]);
+  });
+
+  it('refuses a number past Number.MAX_SAFE_INTEGER and NaN, as lib-dynamodb does', () => {
+    const applier = effects();
+    expect(() => applier.apply([setTo(2 ** 60)])).toThrow(/greater than Number.MAX_SAFE_INTEGER/);
+    expect(() => applier.apply([setTo(Number.NaN)])).toThrow(/Special numeric value NaN/);
+    expect(applier.apply([setTo(2n ** 60n)])).toEqual({ ok: true });
+    expect(applier.get('t', { pk: 'a' })?.s).toBe(2n ** 60n);
+  });
+
+  it('stores a bigint as DynamoDB does: a small one reads back as a number, and keys it by value', () => {
+    const applier = new InMemoryEffectApplier({ tables: { t: ['pk'] } });
+    expect(applier.apply([{ Put: { TableName: 't', Item: { pk: 7n, n: 5n, l: [1n] } } }])).toEqual({
+      ok: true,
+    });
+    expect(applier.get('t', { pk: 7 })).toEqual({ pk: 7, n: 5, l: [1] });
+    expect(
+      applier.apply([setTo(1)].map((e) => ({ Update: { ...e.Update, Key: { pk: 7n } } }) as Effect)),
+    ).toEqual({ ok: true });
+    expect(applier.items('t')).toEqual([{ pk: 7, n: 5, l: [1], s: 1 }]);
   });
 });
 

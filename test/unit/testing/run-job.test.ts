@@ -234,6 +234,36 @@ describe('Optimistic conflicts say what conflicted', () => {
   });
 });
 
+describe('Optimistic conflicts say what conflicted, whatever the key', () => {
+  it('names a bigint key (lib-dynamodb sends it as a number) instead of failing on it', async () => {
+    const counters = defineTable('counters', { partitionKey: { name: 'id', type: 'number' } });
+    const bump = defineJob({
+      type: 'counter.bump',
+      payload: z.object({}),
+      tables: { counters },
+      async run(ctx) {
+        return {
+          effects: [
+            ctx.tables.counters.versionedPut({ key: { id: 2n ** 60n }, seenVersion: 1, item: { n: 1 } }),
+          ],
+        };
+      },
+    });
+    const run = await runJob(
+      bump,
+      {},
+      { tables: { counters: [{ id: 2n ** 60n, version: 2n ** 60n }] }, attempts: 1 },
+    );
+
+    if (run.status !== 'retried') throw new Error(`expected a retry, got ${run.status}`);
+    expect(run.error).toMatchObject({ name: 'OptimisticConflictError' });
+    expect(run.error.message).toBe(
+      'optimistic write on completion conflicted 3 times: versionedPut to table counters key ' +
+        '{"id":1152921504606846976}: expected version 1, found version 1152921504606846976',
+    );
+  });
+});
+
 // docs/jobs.md, "Unit tests with runJob": the two tests as the page shows them.
 describe('docs/jobs.md samples', () => {
   it('order.charge retries a failed charge, then records the order', async () => {

@@ -7,11 +7,13 @@ import type { JobStore } from '../../../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { versionedPut } from '../../../../shared/core/decisions/optimistic.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
+import { defineTable } from '../../../../shared/core/model/table.ts';
 import { MetricName } from '../../../../shared/core/observe/metric-names.ts';
 import { InMemoryMetrics } from '../../../../shared/core/observe/metrics.ts';
 import { JobProcessor, type RecordOutcome } from '../../../../shared/core/pipeline/processor.ts';
 import { PermanentJobError, TransientJobError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
+import { EffectTables } from '../../../../shared/jobs/effect-tables.ts';
 import { InMemoryEffectApplier } from '../../../../shared/testing/in-memory-effects.ts';
 import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
@@ -444,5 +446,88 @@ describe('The one-write fast path (in memory, fake timers)', () => {
       expect(runs).toBe(3);
       expect(balance()).toBeUndefined();
     });
+  });
+});
+
+// An optimistic conflict that outlasts its tries is explained by one read of the refused item (up to 2 s).
+// Failed before the fix: a read-back that ran past the attempt's time (the fast path's budget, or the
+// invocation deadline of a leased run) turned the attempt into a 'deadline' hand-back, not counted, where
+// the same conflict without the read-back is a failed attempt, recorded and retried.
+describe('The conflict read-back does not change how an attempt ends', () => {
+  async function conflictNearTheEnd(readMs: number, fastPath: boolean, deadlineMs?: number) {
+    const ledger = new InMemoryEffectApplier({ tables: { ledger: ['account'] } });
+    ledger.put('ledger', { account: 'a', balance: 0, version: 1 });
+    const store = new InMemoryJobStore({ effects: ledger });
+    const queue = new InMemoryQueue({ visibilitySeconds: 10 });
+    let runs = 0;
+    const stale = defineJob({
+      type: 'test.stale',
+      fastPath,
+      payload: z.object({}),
+      tables: { ledger: defineTable('ledger', { partitionKey: 'account' }) },
+      async run(ctx) {
+        runs += 1;
+        // The first run ends near the attempt's time; every commit expects a version long gone.
+        if (runs === 1) await new Promise((r) => setTimeout(r, 2400));
+        const put = ctx.tables.ledger.versionedPut({
+          key: { account: 'a' },
+          seenVersion: 0,
+          item: { balance: 1 },
+        });
+        return { effects: [put] };
+      },
+    });
+    // The table read of ctx.tables (and of the read-back), answered after `readMs`.
+    const slowReads = {
+      send: async (command: { input: { Key: Record<string, unknown> } }) => {
+        await new Promise((r) => setTimeout(r, readMs));
+        return { Item: ledger.get('ledger', command.input.Key) };
+      },
+    };
+    const processor = new JobProcessor({
+      store,
+      queue,
+      registry: JobRegistry.of([stale]),
+      tables: new EffectTables(slowReads as never, { ledger: 'ledger' }),
+      worker: 'w-a',
+      logger: new Logger({ logLevel: 'SILENT' }),
+      metrics: new InMemoryMetrics(),
+      leaseMs: LEASE_MS,
+      backoff: { baseSeconds: 1, capSeconds: 1 },
+      random: () => 0.5,
+    });
+    queue.send(
+      JSON.stringify(makeEnvelope({ id: 'e-1', type: 'test.stale', dedupKey: 'job-1', payload: {} })),
+    );
+    const record = receiveOne(queue);
+    const options = deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs };
+    const outcome = processor.process(record, options);
+    await vi.advanceTimersByTimeAsync(10 * LEASE_MS);
+    const item = await store.get('job-1');
+    return {
+      action: (await outcome).action,
+      status: item?.status,
+      attempts: item?.attempts,
+      error: item?.lastError,
+    };
+  }
+
+  it('fast path: a read-back past the budget still ends as the recorded conflict', async () => {
+    const quick = await conflictNearTheEnd(0, true);
+    const slow = await conflictNearTheEnd(1500, true);
+
+    expect(quick).toMatchObject({ action: 'retry', status: JobStatus.RetryWait, attempts: 1 });
+    expect(quick.error).toContain('expected version 0, found version 1');
+    expect(slow).toMatchObject({ action: 'retry', status: JobStatus.RetryWait, attempts: 1 });
+    expect(slow.error).toContain('expected version 0, and the item could not be read back');
+  });
+
+  it('leased run: a read-back past the invocation deadline still ends as the recorded conflict', async () => {
+    const quick = await conflictNearTheEnd(0, false, 2800);
+    const slow = await conflictNearTheEnd(1500, false, 2800);
+
+    expect(quick).toMatchObject({ action: 'retry', status: JobStatus.RetryWait, attempts: 1 });
+    expect(slow).toMatchObject({ action: 'retry', status: JobStatus.RetryWait, attempts: 1 });
+    expect(slow.error).toContain('could not be read back');
   });
 });
