@@ -51,7 +51,8 @@ export default defineConfig({
           maxWorkers,
           include: ['test/conformance/**/*.test.ts', 'test/integration/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
-          testTimeout: 90_000,
+          // Generous: with files running side by side a real-process test can take twice its time alone.
+          testTimeout: 180_000,
           hookTimeout: 180_000,
         },
       },

@@ -77,7 +77,7 @@ describe('Command: leaseq dlq, on a FIFO DLQ holding one group of 25 letters', (
     expect(report).toMatchObject({ redriven: 24, notMatched: 1, failed: 0, dlqDepth: 25, seen: 25 });
     expect(await queueCounts(env)).toMatchObject({ visible: 24 });
     expect(await queueCounts(env, env.dlqUrl)).toEqual({ visible: 1, inFlight: 0, delayed: 0 });
-  }, 60_000);
+  }, 180_000);
 
   it('list, show and a --dedup-key redrive say how many letters they saw of those the DLQ holds', async () => {
     // Prepare: SQS shows a FIFO group's first 10 letters only until they are deleted (received and
@@ -105,7 +105,7 @@ describe('Command: leaseq dlq, on a FIFO DLQ holding one group of 25 letters', (
     );
     expect(dry).toMatchObject({ matched: 0, notMatched: 10, dlqDepth: 25, seen: 10 });
     expect(await queueCounts(env, env.dlqUrl)).toEqual({ visible: 25, inFlight: 0, delayed: 0 });
-  }, 60_000);
+  }, 180_000);
 
   it("a redrive at 0.5 letters/h browses with SQS's 12 h maximum visibility, which SQS accepts", async () => {
     // Prepare: the uncapped 60 + 10/rate would be 72,060 s, which AWS refuses (the emulator does not).
@@ -143,5 +143,5 @@ describe('Command: leaseq dlq, on a FIFO DLQ holding one group of 25 letters', (
     } finally {
       destroyAwsClients(clients);
     }
-  }, 60_000);
+  }, 180_000);
 });

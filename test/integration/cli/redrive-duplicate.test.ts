@@ -74,5 +74,5 @@ describe('Command: leaseq dlq redrive, with two letters of one death (docs/proto
     expect(await worker.store.get(poison)).toMatchObject({ status: JobStatus.RetryWait, attempts: 0 });
     expect(await queueCounts(env)).toMatchObject({ visible: 1 });
     expect(await queueCounts(env, env.dlqUrl)).toEqual({ visible: 1, inFlight: 0, delayed: 0 });
-  }, 60_000);
+  }, 180_000);
 });

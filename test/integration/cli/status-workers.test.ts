@@ -63,7 +63,7 @@ beforeAll(async () => {
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error('the workers wrote no metrics file within 45 s');
-}, 90_000);
+}, 180_000);
 
 afterAll(async () => {
   await stopWorkers();

@@ -156,7 +156,7 @@ describe('IAM enforced (AUTH=true, TLS): the worker role', () => {
     const letters = JSON.parse(dlq.stdout) as { dedupKey?: string; reason: string }[];
     expect(letters.find((l) => l.dedupKey === key('p1'))?.reason).toBe('permanent-error');
     ddb.destroy();
-  }, 120_000);
+  }, 180_000);
 
   it('denies it everything the code does not need', async () => {
     const lambda = new LambdaClient(sdk(root));

@@ -134,7 +134,7 @@ beforeAll(async () => {
     port,
     env: { ...process.env, AWS_ENDPOINT_URL: '', TMPDIR: join(stateDir, 'tmp') },
   });
-}, 120_000);
+}, 180_000);
 
 afterAll(async () => {
   for (const [name, value] of saved) {

@@ -154,5 +154,5 @@ describe('Tracing (OpenTelemetry, OTLP)', () => {
     expect(commit).toEqual(expect.arrayContaining(['leaseq.token', 'leaseq.attempt']));
     // Never the payload or the dedup key in span attributes.
     expect(JSON.stringify(spans)).not.toContain(`${run}-t1`);
-  }, 60_000);
+  }, 180_000);
 });

@@ -275,5 +275,5 @@ describe('Local worker processes running the Lambda handler', () => {
     expect(pool?.total('JobSucceeded')).toBe(3);
     expect(pool?.total('HandBack')).toBe(0);
     expect((await getBalance(env, account))?.balance).toBe(3);
-  }, 90_000);
+  }, 180_000);
 });

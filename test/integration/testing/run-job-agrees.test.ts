@@ -101,4 +101,4 @@ it('leaves the same table in memory as on the emulator', async () => {
   expect(emulator).toEqual(memory.tables.ledger);
   expect(memory.tables.ledger.map((r) => r.account)).toEqual(['a', 'b', 'd', 'e', 'f']);
   expect(memory.tables.ledger.at(-1)).toEqual({ account: 'f', balance: 0.3, big: 9007199254740994n });
-}, 30_000);
+}, 180_000);

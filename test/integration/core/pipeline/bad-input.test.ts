@@ -133,5 +133,5 @@ describe('Bad input corpus', () => {
     );
     await eventually(async () => (await worker.poll(1)) > 0, 10_000, 0);
     expect((await worker.store.get(next))?.status).toBe(JobStatus.Completed);
-  }, 120_000);
+  }, 180_000);
 });

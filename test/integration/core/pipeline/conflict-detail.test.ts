@@ -64,7 +64,7 @@ describe('Optimistic conflicts on the emulator say what conflicted', () => {
     );
     // Nothing was written.
     expect(await getBalance(env, account)).toEqual({ account, balance: 10 });
-  }, 30_000);
+  }, 180_000);
 
   it('names the version expected and the version found for a stale read', async () => {
     const account = uniqueName('stale');
@@ -91,5 +91,5 @@ describe('Optimistic conflicts on the emulator say what conflicted', () => {
     expect(letter.errorMessage).toContain(
       `versionedPut to table ${env.ledgerTable} key {"account":"${account}"}: expected version 3, found version 4`,
     );
-  }, 30_000);
+  }, 180_000);
 });

@@ -133,7 +133,7 @@ describe('Dead letters for every input (issue 18, defect 3)', () => {
       expect(validForSqs(item?.lastError ?? '')).toBe(true);
     }
     expect(worker.metrics.get('JobDeadLettered')).toBe(texts.length);
-  }, 90_000);
+  }, 180_000);
 
   it('a release whose lastError has a lone surrogate is stored; the job is dead-lettered after maxAttempts with its own error', async () => {
     // Prepare
@@ -173,7 +173,7 @@ describe('Dead letters for every input (issue 18, defect 3)', () => {
       attempts: '2',
     });
     expect(await worker.store.get(dedupKey)).toMatchObject({ status: JobStatus.Dead, attempts: 2 });
-  }, 90_000);
+  }, 180_000);
 
   it('a letter SQS refuses for its contents is final: one minimal letter (reason and job id, no free text), the item DEAD', async () => {
     // Prepare
@@ -217,7 +217,7 @@ describe('Dead letters for every input (issue 18, defect 3)', () => {
     } finally {
       destroyAwsClients(refusing.clients);
     }
-  }, 60_000);
+  }, 180_000);
 
   it('a dead-lettering cut short after its fence is finished by the next delivery with the recorded cause; the job does not run again', async () => {
     // Prepare: the DLQ send fails once (a 5xx after the SDK's retries), after the fence landed.
@@ -291,5 +291,5 @@ describe('Dead letters for every input (issue 18, defect 3)', () => {
     } finally {
       destroyAwsClients(clients);
     }
-  }, 90_000);
+  }, 180_000);
 });

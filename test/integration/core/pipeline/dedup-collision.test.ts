@@ -196,7 +196,7 @@ describe('Another type under the same dedupKey (emulator)', () => {
         status: JobStatus.Completed,
         type: 'ledger.transfer',
       });
-    }, 60_000);
+    }, 180_000);
   }
 });
 
@@ -226,7 +226,7 @@ describe('A bad payload is refused before the claim (emulator)', () => {
     ]);
     expect((await transferFinishes(worker, transfer)).action).toBe('completed');
     expect((await getBalance(env, to))?.balance).toBe(5);
-  }, 60_000);
+  }, 180_000);
 
   it('leaves no job item, so a corrected resend with the same dedupKey runs', async () => {
     const worker = makeWorker(env, registry());
@@ -241,5 +241,5 @@ describe('A bad payload is refused before the claim (emulator)', () => {
     expect((await settle(worker, await receive(fixedId))).action).toBe('completed');
     expect(ran).toEqual(['report']);
     expect(await worker.store.get(key)).toMatchObject({ status: JobStatus.Completed, attempts: 1 });
-  }, 60_000);
+  }, 180_000);
 });

@@ -105,5 +105,5 @@ describe('Error text that leaves the worker', () => {
     expect(dead?.status).toBe(JobStatus.Dead);
     expect(dead?.lastError).toBe(text);
     expect(released?.lastError).toBe(text);
-  }, 90_000);
+  }, 180_000);
 });

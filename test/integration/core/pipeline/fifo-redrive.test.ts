@@ -68,5 +68,5 @@ describe('FIFO redrive safety net', () => {
     const reasons = letters.map((m) => readDeadLetterAttributes(m.MessageAttributes));
     expect(reasons.map((r) => r.reason)).toEqual(Array(8).fill('max-attempts'));
     expect(reasons.map((r) => r.dedupKey).sort()).toEqual([...keys].sort());
-  }, 120_000);
+  }, 180_000);
 });

@@ -93,7 +93,7 @@ describe('Bodies up to the queue limit', () => {
     expect(done).toBe(true);
     expect((await getBalance(env, account))?.balance).toBe(7);
     expect(await receiveAll(env, env.dlqUrl, 10, 1)).toEqual([]);
-  }, 120_000);
+  }, 180_000);
 
   it('dead-letters a failing job whose body is at the limit with its body and reason intact', async () => {
     // Prepare: the largest body the producer sends, for a job that fails permanently.
@@ -123,7 +123,7 @@ describe('Bodies up to the queue limit', () => {
     const attributes = readDeadLetterAttributes(letter?.MessageAttributes);
     expect(attributes.reason).toBe('permanent-error');
     expect(attributes.originalMessageId).toBe(sent?.messageId);
-  }, 120_000);
+  }, 180_000);
 });
 
 describe('Claim check: bodies over the limit (issue 20 item 5)', () => {
@@ -160,7 +160,7 @@ describe('Claim check: bodies over the limit (issue 20 item 5)', () => {
     expect(listed.Contents).toHaveLength(1);
     const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: listed.Contents?.[0]?.Key }));
     expect(JSON.parse((await object.Body?.transformToString()) ?? '')).toEqual({ account, amount: 5, pad });
-  }, 120_000);
+  }, 180_000);
 
   it('dead-letters a pointer whose object is gone, naming it, without retrying', async () => {
     // Prepare: a pointer envelope to a key nobody put (as after the lifecycle rule expired it).
@@ -195,5 +195,5 @@ describe('Claim check: bodies over the limit (issue 20 item 5)', () => {
     expect(attributes.reason).toBe('invalid-payload-missing');
     expect(attributes.errorMessage).toMatch(new RegExp(`s3://${bucket}/big/expired\\.json does not exist`));
     expect(await worker.store.get(dedupKey)).toBeUndefined();
-  }, 120_000);
+  }, 180_000);
 });

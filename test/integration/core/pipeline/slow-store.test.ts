@@ -131,5 +131,5 @@ describe('A slow store, through Toxiproxy (against the emulator)', () => {
       await front.clear();
       destroyAwsClients(slow);
     }
-  }, 60_000);
+  }, 180_000);
 });

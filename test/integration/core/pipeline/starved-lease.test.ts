@@ -92,5 +92,5 @@ describe('A job that blocks its own event loop past its lease (against the emula
       errorClass: 'LeaseRanOutError',
       attempts: '2',
     });
-  }, 60_000);
+  }, 180_000);
 });

@@ -169,7 +169,7 @@ describe('DynamoDB limits on a job write', () => {
       expect(letter?.errorMessage?.slice(0, 80), name).toContain(expected.replace('store-', ''));
       expect(item?.lastError?.slice(0, 80), name).toContain(expected.replace('store-', ''));
     }
-  }, 120_000);
+  }, 180_000);
 
   it('releases and dead-marks an item whose checkpoint leaves less room than the error text', async () => {
     // Prepare: a job whose checkpoint fills the item to ~1 KB below 400 KB, then fails.
@@ -214,7 +214,7 @@ describe('DynamoDB limits on a job write', () => {
     expect(settled).toBe(true);
     expect(log.count(dead)).toBe(2);
     expect((await worker.store.get(dead))?.checkpoint?.step).toBe('fill');
-  }, 90_000);
+  }, 180_000);
 
   it('maps the store refusals the pre-check leaves to DynamoDB (the emulator’s own answers) to their limit', async () => {
     const table = env.ledgerTable;
@@ -264,7 +264,7 @@ describe('DynamoDB limits on a job write', () => {
         },
       ]),
     ).toBe('bad-value');
-  }, 60_000);
+  }, 180_000);
 });
 
 describe('A commit retried while in flight (TransactionInProgressException)', () => {
@@ -304,5 +304,5 @@ describe('A commit retried while in flight (TransactionInProgressException)', ()
     expect(worker.metrics.get('LeaseLost') ?? 0).toBe(0);
     const c = await queueCounts(env);
     expect(c.visible + c.inFlight + c.delayed).toBe(0);
-  }, 60_000);
+  }, 180_000);
 });
