@@ -505,10 +505,20 @@ export class LeaseqPipeline extends Construct {
         'Objects are job payloads written once by the producer and read by the worker, expiring after the ' +
         'lifecycle period; access is audited with CloudTrail data events where needed, not server access logs.',
     });
-    // GetObject on the objects only: no listing, no writes, no deletes (the lifecycle rule expires objects).
+    const prefix = options.keyPrefix ?? DEFAULT_PAYLOAD_PREFIX;
+    // GetObject on the objects, no writes, no deletes (the lifecycle rule expires objects). ListBucket
+    // under the producer's prefix is there for one answer: without it S3 answers GetObject of a missing
+    // key 403 AccessDenied (it does not tell a role that may not list whether a key exists), so an expired
+    // payload would look like a missing permission, be retried, and reach the DLQ with no reason. With
+    // it, S3 answers 404 NoSuchKey and the job is dead-lettered `invalid-payload-missing` at once.
     const reads = new iam.Policy(this, 'PayloadReads', {
       statements: [
         new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [bucket.arnForObjects('*')] }),
+        new iam.PolicyStatement({
+          actions: ['s3:ListBucket'],
+          resources: [bucket.bucketArn],
+          conditions: { StringLike: { 's3:prefix': `${prefix}*` } },
+        }),
       ],
     });
     const role = this.worker.function.role;
@@ -566,7 +576,15 @@ export interface LeaseqLargePayloadsProps {
    * dead-lettered `invalid-payload-missing`. At least 19 days. @default Duration.days(21)
    */
   readonly expiration?: Duration;
+  /**
+   * Start of every object key: the producers' `largePayloads.keyPrefix` (the same value). The worker lists
+   * under it only and follows pointers to keys under it only. @default 'payloads/'
+   */
+  readonly keyPrefix?: string;
 }
+
+/** The key prefix of claim-checked payloads unless `largePayloads.keyPrefix` says otherwise. */
+const DEFAULT_PAYLOAD_PREFIX = 'payloads/';
 
 /** Acknowledges the `<bucket>/*` resource of a grant on payload objects (one object per job, keys unknown). */
 function acknowledgeObjectWildcard(scope: Construct, bucket: s3.Bucket, what: 'read' | 'put'): void {
