@@ -8,6 +8,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { DEFAULTS } from '../shared/core/contract/defaults.ts';
+import { DEFAULT_PAYLOAD_PREFIX } from '../shared/core/contract/payload-store.ts';
 import { JobRegistry, type JobSource } from '../shared/core/model/registry.ts';
 import { type TableDefinition, tableOutputKey, tablePhysicalName } from '../shared/core/model/table.ts';
 import { ConfigError } from '../shared/errors.ts';
@@ -369,6 +370,7 @@ export class LeaseqPipeline extends Construct {
       ...(props.memorySize === undefined ? {} : { memorySize: props.memorySize }),
       ...(props.logLevel === undefined ? {} : { logLevel: props.logLevel }),
       ...(props.testHooks === undefined ? {} : { testHooks: props.testHooks }),
+      largePayloads: Boolean(props.largePayloads),
       ...(props.environment === undefined && props.tracing === undefined
         ? {}
         : { environment: { ...tracingEnvironment(props.tracing), ...props.environment } }),
@@ -527,6 +529,9 @@ export class LeaseqPipeline extends Construct {
     this.worker.function.node.addDependency(reads);
     acknowledgeObjectWildcard(reads, bucket, 'read');
     this.worker.function.addEnvironment(WORKER_ENV.payloadBucket, bucket.bucketName);
+    this.worker.function.addEnvironment(WORKER_ENV.payloadPrefix, prefix);
+    if (options.maxBytes !== undefined)
+      this.worker.function.addEnvironment(WORKER_ENV.payloadMaxBytes, String(options.maxBytes));
     return bucket;
   }
 
@@ -581,10 +586,12 @@ export interface LeaseqLargePayloadsProps {
    * under it only and follows pointers to keys under it only. @default 'payloads/'
    */
   readonly keyPrefix?: string;
+  /**
+   * The largest payload the worker reads (`LEASEQ_PAYLOAD_MAX_BYTES`; a larger pointer is dead-lettered
+   * `invalid-too-large`). Give producers the same `largePayloads.maxBytes`. @default 64 MiB
+   */
+  readonly maxBytes?: number;
 }
-
-/** The key prefix of claim-checked payloads unless `largePayloads.keyPrefix` says otherwise. */
-const DEFAULT_PAYLOAD_PREFIX = 'payloads/';
 
 /** Acknowledges the `<bucket>/*` resource of a grant on payload objects (one object per job, keys unknown). */
 function acknowledgeObjectWildcard(scope: Construct, bucket: s3.Bucket, what: 'read' | 'put'): void {

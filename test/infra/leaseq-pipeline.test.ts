@@ -5,7 +5,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { WORKER_TABLE_ACTIONS } from '../../infra/constructs/worker-function.ts';
+import { WORKER_TABLE_ACTIONS, workerExternalModules } from '../../infra/constructs/worker-function.ts';
 import { cdkJsonContext, stackPropsFromContext } from '../../infra/leaseq-app.ts';
 import {
   InvalidLeaseqPropsError,
@@ -350,6 +350,17 @@ describe('Prop: largePayloads (the claim check, issue 20 item 5)', () => {
     expect(list[0]?.Resource).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^JobsPayloadBucket/), 'Arn'] });
     expect(list[0]?.Condition).toEqual({ StringLike: { 's3:prefix': 'payloads/*' } });
     expect(s3Actions(template, 'JobsWorkerRole').sort()).toEqual(['s3:GetObject', 's3:ListBucket']);
+  });
+
+  it('bundles @aws-sdk/client-s3 into the worker only with largePayloads', () => {
+    expect(workerExternalModules(false)).toEqual(['@aws-sdk/client-s3']);
+    expect(workerExternalModules(true)).toEqual([]);
+  });
+
+  it('gives the worker the key prefix and the size cap', () => {
+    const { template } = synth({ largePayloads: { keyPrefix: 'big/', maxBytes: 1_000_000 } });
+    expect(variables(template).LEASEQ_PAYLOAD_PREFIX).toBe('big/');
+    expect(variables(template).LEASEQ_PAYLOAD_MAX_BYTES).toBe('1000000');
   });
 
   it('refuses an expiration shorter than a message can live (4 + 14 days)', () => {
