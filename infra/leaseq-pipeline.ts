@@ -8,6 +8,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { DEFAULTS } from '../shared/core/contract/defaults.ts';
+import { DEFAULT_PAYLOAD_PREFIX } from '../shared/core/contract/payload-store.ts';
 import { JobRegistry, type JobSource } from '../shared/core/model/registry.ts';
 import { type TableDefinition, tableOutputKey, tablePhysicalName } from '../shared/core/model/table.ts';
 import { ConfigError } from '../shared/errors.ts';
@@ -369,6 +370,7 @@ export class LeaseqPipeline extends Construct {
       ...(props.memorySize === undefined ? {} : { memorySize: props.memorySize }),
       ...(props.logLevel === undefined ? {} : { logLevel: props.logLevel }),
       ...(props.testHooks === undefined ? {} : { testHooks: props.testHooks }),
+      largePayloads: Boolean(props.largePayloads),
       ...(props.environment === undefined && props.tracing === undefined
         ? {}
         : { environment: { ...tracingEnvironment(props.tracing), ...props.environment } }),
@@ -505,10 +507,20 @@ export class LeaseqPipeline extends Construct {
         'Objects are job payloads written once by the producer and read by the worker, expiring after the ' +
         'lifecycle period; access is audited with CloudTrail data events where needed, not server access logs.',
     });
-    // GetObject on the objects only: no listing, no writes, no deletes (the lifecycle rule expires objects).
+    const prefix = options.keyPrefix ?? DEFAULT_PAYLOAD_PREFIX;
+    // GetObject on the objects, no writes, no deletes (the lifecycle rule expires objects). ListBucket
+    // under the producer's prefix is there for one answer: without it S3 answers GetObject of a missing
+    // key 403 AccessDenied (it does not tell a role that may not list whether a key exists), so an expired
+    // payload would look like a missing permission, be retried, and reach the DLQ with no reason. With
+    // it, S3 answers 404 NoSuchKey and the job is dead-lettered `invalid-payload-missing` at once.
     const reads = new iam.Policy(this, 'PayloadReads', {
       statements: [
         new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [bucket.arnForObjects('*')] }),
+        new iam.PolicyStatement({
+          actions: ['s3:ListBucket'],
+          resources: [bucket.bucketArn],
+          conditions: { StringLike: { 's3:prefix': `${prefix}*` } },
+        }),
       ],
     });
     const role = this.worker.function.role;
@@ -517,6 +529,9 @@ export class LeaseqPipeline extends Construct {
     this.worker.function.node.addDependency(reads);
     acknowledgeObjectWildcard(reads, bucket, 'read');
     this.worker.function.addEnvironment(WORKER_ENV.payloadBucket, bucket.bucketName);
+    this.worker.function.addEnvironment(WORKER_ENV.payloadPrefix, prefix);
+    if (options.maxBytes !== undefined)
+      this.worker.function.addEnvironment(WORKER_ENV.payloadMaxBytes, String(options.maxBytes));
     return bucket;
   }
 
@@ -566,6 +581,16 @@ export interface LeaseqLargePayloadsProps {
    * dead-lettered `invalid-payload-missing`. At least 19 days. @default Duration.days(21)
    */
   readonly expiration?: Duration;
+  /**
+   * Start of every object key: the producers' `largePayloads.keyPrefix` (the same value). The worker lists
+   * under it only and follows pointers to keys under it only. @default 'payloads/'
+   */
+  readonly keyPrefix?: string;
+  /**
+   * The largest payload the worker reads (`LEASEQ_PAYLOAD_MAX_BYTES`; a larger pointer is dead-lettered
+   * `invalid-too-large`). Give producers the same `largePayloads.maxBytes`. @default 64 MiB
+   */
+  readonly maxBytes?: number;
 }
 
 /** Acknowledges the `<bucket>/*` resource of a grant on payload objects (one object per job, keys unknown). */

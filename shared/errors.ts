@@ -25,6 +25,8 @@ export const ENVELOPE_PROBLEMS = [
   // The envelope points to a claim-checked payload (payloadRef) this worker cannot have: the object is
   // gone (expired, deleted), or the worker has no payload bucket or another one.
   'payload-missing',
+  // The claim-checked object is not the payload that was sent: its sha256 differs from the pointer's.
+  'payload-changed',
 ] as const;
 export type EnvelopeProblem = (typeof ENVELOPE_PROBLEMS)[number];
 

@@ -104,6 +104,8 @@ export const WORKER_ENV = {
   workerId: 'LEASEQ_WORKER_ID',
   maxBodyBytes: 'LEASEQ_MAX_BODY_BYTES',
   payloadBucket: 'LEASEQ_PAYLOAD_BUCKET',
+  payloadPrefix: 'LEASEQ_PAYLOAD_PREFIX',
+  payloadMaxBytes: 'LEASEQ_PAYLOAD_MAX_BYTES',
 } as const;
 
 /** Names of one copy of leaseq's resources. */

@@ -5,7 +5,11 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { awsConfigFromEnv } from '../aws/clients.ts';
 import { S3PayloadStore } from '../core/adapters/s3-payload-store.ts';
 import { bodySizeProblem, claimCheckedEnvelope, type JobEnvelope } from '../core/contract/envelope.ts';
-import type { PayloadStore } from '../core/contract/payload-store.ts';
+import {
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  DEFAULT_PAYLOAD_PREFIX,
+  type PayloadStore,
+} from '../core/contract/payload-store.ts';
 
 /** The claim check of a {@link JobProducer} (option `largePayloads`). */
 export interface LargePayloadsOptions {
@@ -15,14 +19,21 @@ export interface LargePayloadsOptions {
   readonly client?: S3Client;
   /** Start of every object key; the rest is `<yyyy-mm-dd>/<random UUID>.json`. @default 'payloads/' */
   readonly keyPrefix?: string;
+  /** The largest payload put (the worker's `largePayloads.maxBytes`: give both the same). @default 64 MiB */
+  readonly maxBytes?: number;
 }
 
 /** Puts over-limit payloads into the bucket and turns their envelopes into pointers. */
 export class ClaimCheck {
   readonly #store: PayloadStore;
   readonly #prefix: string;
+  readonly #maxBytes: number;
 
-  constructor(options: LargePayloadsOptions | { readonly store: PayloadStore; readonly keyPrefix?: string }) {
+  constructor(
+    options:
+      | LargePayloadsOptions
+      | { readonly store: PayloadStore; readonly keyPrefix?: string; readonly maxBytes?: number },
+  ) {
     this.#store =
       'store' in options
         ? options.store
@@ -31,7 +42,8 @@ export class ClaimCheck {
             config: awsConfigFromEnv(),
             ...(options.client ? { client: options.client } : {}),
           });
-    this.#prefix = options.keyPrefix ?? 'payloads/';
+    this.#prefix = options.keyPrefix ?? DEFAULT_PAYLOAD_PREFIX;
+    this.#maxBytes = options.maxBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
   }
 
   /**
@@ -46,7 +58,13 @@ export class ClaimCheck {
       envelopes.map(async (envelope) => {
         if (!bodySizeProblem(JSON.stringify(envelope), maxBytes)) return envelope;
         const key = `${this.#prefix}${envelope.createdAt.slice(0, 10)}/${randomUUID()}.json`;
-        const ref = await this.#store.put(key, JSON.stringify(envelope.payload ?? null));
+        const text = JSON.stringify(envelope.payload ?? null);
+        const bytes = Buffer.byteLength(text, 'utf8');
+        if (bytes > this.#maxBytes)
+          throw new Error(
+            `payload is ${bytes} bytes, above the ${this.#maxBytes} byte limit of large payloads (largePayloads.maxBytes)`,
+          );
+        const ref = await this.#store.put(key, text);
         const pointer = claimCheckedEnvelope(envelope, ref);
         const tooLarge = bodySizeProblem(JSON.stringify(pointer), maxBytes);
         if (tooLarge) throw new Error(`even the claim check's pointer is too large: ${tooLarge}`);

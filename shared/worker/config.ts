@@ -75,6 +75,14 @@ const namesSchema = z.object({
     .min(1, `${WORKER_ENV.leasesTable} is empty`),
   /** The claim-check bucket (`largePayloads`): a job whose payload was put there is read from it. */
   payloadBucket: z.string().min(3, `${WORKER_ENV.payloadBucket} is not a bucket name`).optional(),
+  /** Start of the keys a pointer may name (the producers' `largePayloads.keyPrefix`). */
+  payloadPrefix: z.string().min(1, `${WORKER_ENV.payloadPrefix} is empty`).optional(),
+  /** The largest claim-checked payload read. */
+  payloadMaxBytes: z.coerce
+    .number()
+    .int(`${WORKER_ENV.payloadMaxBytes} is not a whole number`)
+    .positive(`${WORKER_ENV.payloadMaxBytes} is not above 0`)
+    .optional(),
 });
 
 /** A worker's tunable settings (everything but the resource names). */
@@ -209,6 +217,8 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
     jobsTable: env[WORKER_ENV.jobsTable],
     leasesTable: env[WORKER_ENV.leasesTable],
     payloadBucket: env[WORKER_ENV.payloadBucket] || undefined,
+    payloadPrefix: env[WORKER_ENV.payloadPrefix] || undefined,
+    payloadMaxBytes: env[WORKER_ENV.payloadMaxBytes] || undefined,
   });
   const { settings, problems } = parseSettings(env, {});
   const all = [...(names.success ? [] : names.error.issues.map((i) => i.message)), ...problems];
@@ -243,6 +253,8 @@ export function workerEnv(config: WorkerEnvInput): Record<string, string> {
   set(WORKER_ENV.workerId, config.workerId);
   set(WORKER_ENV.maxBodyBytes, config.maxBodyBytes);
   set(WORKER_ENV.payloadBucket, config.payloadBucket);
+  set(WORKER_ENV.payloadPrefix, config.payloadPrefix);
+  set(WORKER_ENV.payloadMaxBytes, config.payloadMaxBytes);
   // Always explicit, so a LEASEQ_TEST_HOOKS exported in the shell never switches hooks on unasked.
   env[WORKER_ENV.testHooks] = config.testHooks ? '1' : '0';
   for (const [name, physical] of Object.entries(config.tables ?? {})) env[tableEnvVar(name)] = physical;

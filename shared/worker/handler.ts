@@ -117,7 +117,14 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
     leases: new DynamoDbLeaseStore({ client: clients.doc, tableName: config.leasesTable }),
     // The S3 client is loaded on the first claim-checked job only.
     ...(config.payloadBucket
-      ? { payloads: new S3PayloadStore({ bucket: config.payloadBucket, config: awsConfigFromEnv(env) }) }
+      ? {
+          payloads: new S3PayloadStore({
+            bucket: config.payloadBucket,
+            config: awsConfigFromEnv(env),
+            ...(config.payloadPrefix ? { keyPrefix: config.payloadPrefix } : {}),
+            ...(config.payloadMaxBytes ? { maxBytes: config.payloadMaxBytes } : {}),
+          }),
+        }
       : {}),
     testHooks: config.testHooks,
     worker,

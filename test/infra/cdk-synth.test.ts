@@ -56,6 +56,9 @@ describe('App: infra/app.ts via cdk synth', () => {
     expect(existsSync(bundle)).toBe(true);
     expect(existsSync(`${bundle}.map`)).toBe(true);
     expect(stderr).not.toMatch(/docker/i);
+    // No largePayloads in this app: the S3 client is not bundled, only its lazy import is left.
+    expect(readFileSync(bundle, 'utf8')).toMatch(/import\(\s*["'`]@aws-sdk\/client-s3["'`]\s*\)/);
+    expect(readFileSync(bundle, 'utf8')).not.toMatch(/s3-object-lambda/);
 
     // Assess: the bundle is a working ESM handler on plain Node, given the environment the stack sets
     // (CloudFormation references replaced by placeholders; an empty batch makes no AWS call).

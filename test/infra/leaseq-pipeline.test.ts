@@ -5,7 +5,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { WORKER_TABLE_ACTIONS } from '../../infra/constructs/worker-function.ts';
+import { WORKER_TABLE_ACTIONS, workerExternalModules } from '../../infra/constructs/worker-function.ts';
 import { cdkJsonContext, stackPropsFromContext } from '../../infra/leaseq-app.ts';
 import {
   InvalidLeaseqPropsError,
@@ -319,7 +319,7 @@ describe('Prop: largePayloads (the claim check, issue 20 item 5)', () => {
     expect(variables(template).LEASEQ_PAYLOAD_BUCKET).toEqual({
       Ref: expect.stringMatching(/^JobsPayloadBucket/),
     });
-    expect(s3Actions(template, 'JobsWorkerRole')).toEqual(['s3:GetObject']);
+    expect(s3Actions(template, 'JobsWorkerRole')).toContain('s3:GetObject');
   });
 
   it('takes the expiration, and grantProducer gives SendMessage on the queue and PutObject on the bucket only', () => {
@@ -337,6 +337,30 @@ describe('Prop: largePayloads (the claim check, issue 20 item 5)', () => {
     });
     const producer = statements(template).filter((st) => JSON.stringify(st.roles).includes('Producer'));
     expect(producer.flatMap((st) => [st.Action].flat()).sort()).toEqual(['s3:PutObject', 'sqs:SendMessage']);
+  });
+
+  it('lets the worker list the payload prefix only, so an expired object answers 404 NoSuchKey, not 403', () => {
+    // Without s3:ListBucket, S3 answers GetObject of a missing key 403 AccessDenied (it will not say
+    // whether a key exists to a role that may not list): the expired payload would look like a missing
+    // permission and be retried until the redrive policy moved it, with no reason.
+    const { template } = synth({ largePayloads: true });
+    const worker = statements(template).filter((st) => JSON.stringify(st.roles).includes('JobsWorkerRole'));
+    const list = worker.filter((st) => [st.Action].flat().includes('s3:ListBucket'));
+    expect(list).toHaveLength(1);
+    expect(list[0]?.Resource).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^JobsPayloadBucket/), 'Arn'] });
+    expect(list[0]?.Condition).toEqual({ StringLike: { 's3:prefix': 'payloads/*' } });
+    expect(s3Actions(template, 'JobsWorkerRole').sort()).toEqual(['s3:GetObject', 's3:ListBucket']);
+  });
+
+  it('bundles @aws-sdk/client-s3 into the worker only with largePayloads', () => {
+    expect(workerExternalModules(false)).toEqual(['@aws-sdk/client-s3']);
+    expect(workerExternalModules(true)).toEqual([]);
+  });
+
+  it('gives the worker the key prefix and the size cap', () => {
+    const { template } = synth({ largePayloads: { keyPrefix: 'big/', maxBytes: 1_000_000 } });
+    expect(variables(template).LEASEQ_PAYLOAD_PREFIX).toBe('big/');
+    expect(variables(template).LEASEQ_PAYLOAD_MAX_BYTES).toBe('1000000');
   });
 
   it('refuses an expiration shorter than a message can live (4 + 14 days)', () => {

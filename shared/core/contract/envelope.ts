@@ -92,6 +92,7 @@ const envelopeFields = z.object({
         .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'payloadRef.bucket must be an S3 bucket name'),
       key: z.string().min(1).max(1024),
       bytes: z.number().int().nonnegative(),
+      sha256: z.string().regex(/^[0-9a-f]{64}$/, 'payloadRef.sha256 must be 64 lower-case hex digits'),
     })
     .optional(),
   // Validated apart (isValidTraceparent): a bad trace is dropped, not a reason to refuse the job.
@@ -175,7 +176,7 @@ export function parseEnvelope(
  */
 export function claimCheckedEnvelope(envelope: JobEnvelope, ref: PayloadRef): JobEnvelope {
   const { payload: _stored, ...rest } = envelope;
-  return { ...rest, payloadRef: { bucket: ref.bucket, key: ref.key, bytes: ref.bytes } };
+  return { ...rest, payloadRef: { bucket: ref.bucket, key: ref.key, bytes: ref.bytes, sha256: ref.sha256 } };
 }
 
 /** Builds a v1 envelope (producers and the CLI use this, so every message has the same shape). */

@@ -1,8 +1,14 @@
 // The worker's side of the claim check: a pointer envelope (`payloadRef`) gets its payload from the
 // payload store before the payload is checked, claimed or run.
+import { createHash } from 'node:crypto';
 import { InvalidEnvelopeError, PayloadMissingError } from '../../errors.ts';
 import type { JobEnvelope } from '../contract/envelope.ts';
-import type { PayloadStore } from '../contract/payload-store.ts';
+import {
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  DEFAULT_PAYLOAD_PREFIX,
+  isPayloadKey,
+  type PayloadStore,
+} from '../contract/payload-store.ts';
 
 /**
  * `envelope` with its payload in place: as it is when it carries one, else read from `payloads`.
@@ -25,6 +31,20 @@ export async function withPayload(
         : `the payload is in ${where}, and this worker reads payloads from bucket ${payloads.bucket} only`,
     );
   }
+  const prefix = payloads.keyPrefix ?? DEFAULT_PAYLOAD_PREFIX;
+  if (!isPayloadKey(ref.key, prefix)) {
+    throw new InvalidEnvelopeError(
+      'bad-schema',
+      `payloadRef.key is not a key the producer writes (${prefix}<yyyy-mm-dd>/<uuid>.json): not followed`,
+    );
+  }
+  const maxBytes = payloads.maxBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
+  if (ref.bytes > maxBytes) {
+    throw new InvalidEnvelopeError(
+      'too-large',
+      `the payload in ${where} is ${ref.bytes} bytes, above the ${maxBytes} byte limit of large payloads (largePayloads.maxBytes)`,
+    );
+  }
   let text: string;
   try {
     text = await payloads.get(ref);
@@ -32,6 +52,20 @@ export async function withPayload(
     if (error instanceof PayloadMissingError)
       throw new InvalidEnvelopeError('payload-missing', error.message, error);
     throw error;
+  }
+  // Again on the text: a store that could not tell the size before reading (no ContentLength) is held to it.
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes !== ref.bytes) {
+    throw new InvalidEnvelopeError(
+      'too-large',
+      `the payload in ${where} is ${bytes} bytes, the pointer says ${ref.bytes}`,
+    );
+  }
+  if (createHash('sha256').update(text, 'utf8').digest('hex') !== ref.sha256) {
+    throw new InvalidEnvelopeError(
+      'payload-changed',
+      `the payload in ${where} is not the one sent: its sha256 differs from the pointer's (written over after the send)`,
+    );
   }
   let payload: unknown;
   try {

@@ -20,6 +20,8 @@ import { testRegistry } from '../../../support/test-jobs.ts';
 let env: CoreEnv;
 let s3: S3Client;
 let bucket: string;
+/** A key the producer could have written, that nobody put (as after the lifecycle rule expired it). */
+const GONE_KEY = 'big/2020-01-01/0b6c2c3e-8f7e-4f3b-9a43-0c8e5a7a2f10.json';
 
 beforeAll(async () => {
   env = await coreEnv('bigbody');
@@ -130,7 +132,9 @@ describe('Claim check: bodies over the limit (issue 20 item 5)', () => {
   it('runs a 2 MB payload: producer puts it into the bucket, the queue carries a pointer, the worker reads it', async () => {
     // Prepare: producer and worker on the same bucket.
     const { registry } = testRegistry(env);
-    const worker = makeWorker(env, registry, { payloads: new S3PayloadStore({ bucket, client: s3 }) });
+    const worker = makeWorker(env, registry, {
+      payloads: new S3PayloadStore({ bucket, client: s3, keyPrefix: 'big/' }),
+    });
     const producer = new JobProducer({
       queueUrl: env.queueUrl,
       client: env.clients.sqs,
@@ -165,7 +169,9 @@ describe('Claim check: bodies over the limit (issue 20 item 5)', () => {
   it('dead-letters a pointer whose object is gone, naming it, without retrying', async () => {
     // Prepare: a pointer envelope to a key nobody put (as after the lifecycle rule expired it).
     const { registry } = testRegistry(env);
-    const worker = makeWorker(env, registry, { payloads: new S3PayloadStore({ bucket, client: s3 }) });
+    const worker = makeWorker(env, registry, {
+      payloads: new S3PayloadStore({ bucket, client: s3, keyPrefix: 'big/' }),
+    });
     const dedupKey = uniqueName('kgone');
     const { payload: _none, ...pointer } = makeEnvelope({
       id: 'gone',
@@ -175,7 +181,7 @@ describe('Claim check: bodies over the limit (issue 20 item 5)', () => {
     });
     const id = await sendRaw(
       env,
-      JSON.stringify({ ...pointer, payloadRef: { bucket, key: 'big/expired.json', bytes: 9 } }),
+      JSON.stringify({ ...pointer, payloadRef: { bucket, key: GONE_KEY, bytes: 9, sha256: '0'.repeat(64) } }),
     );
 
     // Act
@@ -193,7 +199,9 @@ describe('Claim check: bodies over the limit (issue 20 item 5)', () => {
     const attributes = readDeadLetterAttributes(letters[0]?.MessageAttributes);
     expect(attributes.originalMessageId).toBe(id);
     expect(attributes.reason).toBe('invalid-payload-missing');
-    expect(attributes.errorMessage).toMatch(new RegExp(`s3://${bucket}/big/expired\\.json does not exist`));
+    expect(attributes.errorMessage).toMatch(
+      new RegExp(`s3://${bucket}/big/2020-01-01/.*\\.json does not exist`),
+    );
     expect(await worker.store.get(dedupKey)).toBeUndefined();
   }, 180_000);
 });
