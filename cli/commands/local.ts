@@ -11,6 +11,7 @@ import {
   DeployError,
   deployLocal,
   destroyLocal,
+  emulatorStacks,
   LOCAL_ACCOUNT,
   localCloudFormation,
 } from '../../shared/local/deploy.ts';
@@ -344,12 +345,21 @@ export function register(program: Command): void {
           );
           return;
         }
+        // Which stacks are there now, so the question names them (which of them are this app's, only cdk's
+        // synth knows; a destroy leaves the others).
+        const present = await emulatorStacks(target.common.cloudFormation);
+        if (present.length === 0) {
+          progress(`no stack on ${target.common.endpoint}: nothing destroyed`);
+          return;
+        }
         const confirmed = await confirmChange(
           {
             verb: 'destroy',
             // What a person types to confirm off this machine: the names, or `all`.
             name: target.local || flags.stack.length > 0 ? flags.stack.join(' ') || which : 'all',
-            what: `cdk destroy of ${which} on ${target.common.endpoint}: their queues, tables (with their items) and functions`,
+            what:
+              `cdk destroy of ${which} on ${target.common.endpoint} (stacks there now: ${present.join(', ')}): ` +
+              'their queues, tables (with their items) and functions',
             local: target.local,
           },
           flags.yes,

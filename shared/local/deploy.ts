@@ -101,7 +101,7 @@ export async function deployLocal(options: LocalDeployOptions): Promise<LocalDep
   const started = Date.now();
   const env = cdkEnv(options);
   let bootstrapped = false;
-  if (!(await stackExists(options.cloudFormation, 'CDKToolkit'))) {
+  if (!(await stackExists(options.cloudFormation, BOOTSTRAP_STACK))) {
     options.log(`cdk bootstrap aws://${LOCAL_ACCOUNT}/${options.region} (first deploy on this emulator)`);
     const code = await runCdk(['bootstrap', `aws://${LOCAL_ACCOUNT}/${options.region}`], options, env);
     if (code !== 0) throw new DeployError(`cdk bootstrap failed (exit ${code}); see the lines above`);
@@ -172,14 +172,13 @@ export interface LocalDestroyResult {
 export async function destroyLocal(options: LocalDestroyOptions): Promise<LocalDestroyResult> {
   const started = Date.now();
   const named = options.stacks ?? [];
-  if (named.length > 0) {
-    const present = await Promise.all(named.map((name) => stackExists(options.cloudFormation, name)));
-    if (!present.some(Boolean)) {
-      options.log(`no stack ${named.join(', ')} on ${options.endpoint}: nothing to destroy`);
-      return { destroyed: [], stoppedWorkers: 0, seconds: 0 };
-    }
-  }
+  // `--stack` takes what cdk takes (ids, `Stage/*` patterns), not CloudFormation stack names, so it is
+  // not looked up here: cdk says when nothing matches. Only an emulator with no stack at all is skipped.
   const before = await stackFunctions(options.cloudFormation);
+  if ([...before.keys()].every((stack) => stack === BOOTSTRAP_STACK)) {
+    options.log(`no stack on ${options.endpoint}: nothing to destroy`);
+    return { destroyed: [], stoppedWorkers: 0, seconds: 0 };
+  }
   options.log(
     `cdk destroy ${named.length > 0 ? named.join(', ') : 'every stack of the app'} on ${options.endpoint}`,
   );
@@ -206,6 +205,14 @@ export async function destroyLocal(options: LocalDestroyOptions): Promise<LocalD
       `stopped ${stoppedWorkers} function process(es) the emulator left running, and removed their folders`,
     );
   return { destroyed, stoppedWorkers, seconds: (Date.now() - started) / 1000 };
+}
+
+/** The stack `cdk bootstrap` makes; never the user's to destroy. */
+const BOOTSTRAP_STACK = 'CDKToolkit';
+
+/** The stacks on the emulator now (but the bootstrap stack), for a destroy's confirmation to name. */
+export async function emulatorStacks(cfn: CloudFormationClient): Promise<string[]> {
+  return [...(await stackFunctions(cfn)).keys()].filter((stack) => stack !== BOOTSTRAP_STACK).sort();
 }
 
 /** The Lambda functions of every stack on the emulator, by stack name. */
