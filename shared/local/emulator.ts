@@ -263,11 +263,22 @@ export async function stopEmulator(
   });
 }
 
+/** Waits until nothing listens on `port`, at most `timeoutMs` (then a start reports the port as in use). */
+async function portReleased(port: number, timeoutMs: number): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
+    if (await isPortFree(port)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** Stops the recorded emulator and removes its record; runs under the lock. */
 async function stopLocked(cfg: ResolvedOptions, state: EmulatorState, graceMs: number): Promise<StopResult> {
   // Its function processes die with its process group, but the folders they ran in stay behind.
   const workers = functionWorkers(state.port);
   const { killed } = await stopProcessGroup(state.pid, graceMs);
+  // The recorded process is the guard; the server it started may hold the port a moment longer. A stop
+  // returns once the port is free, so `down` then `up` on the same port does not meet PortInUseError.
+  await portReleased(state.port, 5000);
   removeWorkerFolders(workers);
   removeEmulatorState(cfg.stateFile);
   return { stopped: true, pid: state.pid, port: state.port, killed };

@@ -5,6 +5,7 @@
 
 export type { JobStore } from '../core/contract/job-store.ts';
 export type { LeaseStore, NamedLease } from '../core/contract/lease-store.ts';
+export { keyFingerprint } from '../core/model/conflict.ts';
 export { InMemoryMetrics, type MetricsSink, type MetricsSnapshot } from '../core/observe/metrics.ts';
 export { type EffectApplier, InMemoryEffectApplier, type NamedLeaseHolder } from './in-memory-effects.ts';
 export { InMemoryJobStore, type InMemoryJobStoreOptions } from './in-memory-job-store.ts';

@@ -1,9 +1,10 @@
-// What an optimistic conflict that outlasted its tries was about: the table, the key, the version the job
-// expected and the one found. Only a job that is about to give its attempt up pays for it (one strongly
+// What an optimistic conflict that outlasted its tries was about: the table, the key (its fingerprint), the
+// version the job expected and the one found. Only a job that is about to give its attempt up pays for it (one strongly
 // consistent read of the refused item); a commit that succeeds, or a conflict a re-run resolves, reads
 // nothing extra. The transaction's own answer cannot carry it without asking every effect to return its
 // old item (ReturnValuesOnConditionCheckFailure), which would grow every commit's request.
 
+import { createHash } from 'node:crypto';
 import type { Effect } from '../contract/job-store.ts';
 import type { EffectTable, Item } from './effect-table.ts';
 import { keyName } from './table.ts';
@@ -15,8 +16,8 @@ const READ_BACK_MS = 2000;
 export const NO_VERSION_HINT = 'row has no version attribute: seed rows with version 0 or use put';
 
 /**
- * One sentence on the effect at `index` of a refused write (`versionedPut to table T key {...}: expected
- * version 3, found version 4`), reading the item back through the job's table handles; undefined when the
+ * One sentence on the effect at `index` of a refused write (`versionedPut to table T key sku=#1b4f0e98:
+ * expected version 3, found version 4`), reading the item back through the job's table handles; undefined when the
  * refusal was not one of `effects` (the job item itself, or a named-lease fence past them). The read
  * stops when `signal` (the attempt's time) aborts, and is skipped once it has: the detail must not cost
  * the attempt its time, or turn a counted conflict into a deadline.
@@ -43,7 +44,7 @@ export async function describeConflict(
         : effect.Delete
           ? 'delete'
           : 'condition check';
-  const what = `${kind} to table ${tableName}${key ? ` key ${jsonText(key)}` : ''}`;
+  const what = `${kind} to table ${tableName}${key ? ` key ${keyFingerprint(key)}` : ''}`;
   if (refusal.busy) return `${what}: the item was busy (another write to it was in flight)`;
   const found = handle && key ? await readBack(handle, key, signal) : { unread: true as const };
   if (versioned) {
@@ -66,6 +67,20 @@ function foundVersion(found: { item?: Item } | { unread: true }, attribute: stri
   const version = found.item[attribute];
   if (version === undefined) return `found an item without a ${attribute} attribute: ${NO_VERSION_HINT}`;
   return `found version ${jsonText(version)}`;
+}
+
+/**
+ * A key as its attribute names and a fingerprint of each value (`account=#3fa2c1d0`: the first 8 hex
+ * digits of SHA-256 of the value's JSON text). The error text lands in logs, the job item and the letter,
+ * which carry no payload contents by default, and a key value is the job's data (an account, an email).
+ * The fingerprint still tells two rows apart, and a person holding the key can compute it.
+ */
+export function keyFingerprint(key: Readonly<Record<string, unknown>>): string {
+  return Object.entries(key)
+    .map(
+      ([name, value]) => `${name}=#${createHash('sha256').update(jsonText(value)).digest('hex').slice(0, 8)}`,
+    )
+    .join(', ');
 }
 
 /**

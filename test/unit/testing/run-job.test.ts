@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { keyFingerprint } from '../../../shared/core/model/conflict.ts';
 import { defineTable } from '../../../shared/core/model/table.ts';
 import { PermanentJobError, TransientJobError } from '../../../shared/errors.ts';
 import { defineJob } from '../../../shared/jobs/define-job.ts';
@@ -158,7 +159,7 @@ describe('Optimistic conflicts say what conflicted', () => {
     expect(run).toMatchObject({ status: 'dead-lettered', reason: 'max-attempts' });
     if (run.status !== 'dead-lettered') return;
     expect(run.error.message).toBe(
-      'optimistic write on completion conflicted 3 times: versionedPut to table stock key {"sku":"a"}: ' +
+      `optimistic write on completion conflicted 3 times: versionedPut to table stock key ${keyFingerprint({ sku: 'a' })}: ` +
         'expected no item (seenVersion undefined), found an item without a version attribute: ' +
         'row has no version attribute: seed rows with version 0 or use put',
     );
@@ -185,7 +186,7 @@ describe('Optimistic conflicts say what conflicted', () => {
     expect(run).toMatchObject({ status: 'retried', error: { name: 'OptimisticConflictError' } });
     if (run.status !== 'retried') return;
     expect(run.error.message).toBe(
-      'optimistic write on step take conflicted 3 times: versionedPut to table stock key {"sku":"b"}: ' +
+      `optimistic write on step take conflicted 3 times: versionedPut to table stock key ${keyFingerprint({ sku: 'b' })}: ` +
         'expected version 3, found version 4',
     );
   });
@@ -200,7 +201,9 @@ describe('Optimistic conflicts say what conflicted', () => {
 
     expect(run).toMatchObject({ status: 'dead-lettered', reason: 'max-attempts' });
     if (run.status === 'dead-lettered')
-      expect(run.error.message).toContain(': versionedPut to table stock key {"sku":"a"}: expected no item');
+      expect(run.error.message).toContain(
+        `: versionedPut to table stock key ${keyFingerprint({ sku: 'a' })}: expected no item`,
+      );
   });
 
   it('names the condition of a conditional put or update that kept failing', async () => {
@@ -228,7 +231,7 @@ describe('Optimistic conflicts say what conflicted', () => {
 
     if (run.status !== 'retried') throw new Error(`expected a retry, got ${run.status}`);
     expect(run.error.message).toBe(
-      'optimistic write on completion conflicted 3 times: update to table stock key {"sku":"c"}: ' +
+      `optimistic write on completion conflicted 3 times: update to table stock key ${keyFingerprint({ sku: 'c' })}: ` +
         'its condition qty >= :min failed (the item exists)',
     );
   });
@@ -259,7 +262,7 @@ describe('Optimistic conflicts say what conflicted, whatever the key', () => {
     expect(run.error).toMatchObject({ name: 'OptimisticConflictError' });
     expect(run.error.message).toBe(
       'optimistic write on completion conflicted 3 times: versionedPut to table counters key ' +
-        '{"id":1152921504606846976}: expected version 1, found version 1152921504606846976',
+        `${keyFingerprint({ id: 2n ** 60n })}: expected version 1, found version 1152921504606846976`,
     );
   });
 });
