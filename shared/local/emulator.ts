@@ -22,7 +22,7 @@ import { EMULATORS } from './emulators.ts';
 import { functionWorkers, removeWorkerFolders } from './function-workers.ts';
 import { withFileLock } from './lock.ts';
 import { isPortFree, probeHttp } from './net.ts';
-import { processRssBytes } from './process.ts';
+import { processRssBytes, sleep } from './process.ts';
 import { type EmulatorState, readEmulatorState, removeEmulatorState, writeEmulatorState } from './state.ts';
 import { installEmulator } from './venv.ts';
 
@@ -267,7 +267,7 @@ export async function stopEmulator(
 async function portReleased(port: number, timeoutMs: number): Promise<void> {
   for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
     if (await isPortFree(port)) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
   }
 }
 
