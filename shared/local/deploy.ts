@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import {
@@ -282,8 +282,8 @@ function runCdk(
   return new Promise((resolve, reject) => {
     // An emulator with TLS and its own certificate: the CDK CLI trusts it only through --ca-bundle-path
     // (NODE_EXTRA_CA_CERTS, which this process honours, does not reach the CLI's HTTP agent).
-    const bundle = caBundle(env, options.projectDir);
-    const extra = ['--no-notices', '--ci', ...(bundle ? ['--ca-bundle-path', bundle] : [])];
+    const bundle = cdkCaBundle(env, options.projectDir);
+    const extra = ['--no-notices', '--ci', ...(bundle ? ['--ca-bundle-path', bundle.file] : [])];
     const child = spawn(bin, [...args, ...extra], {
       cwd: options.projectDir,
       env,
@@ -295,24 +295,37 @@ function runCdk(
     };
     child.stdout.on('data', forward);
     child.stderr.on('data', forward);
-    child.on('error', reject);
-    child.on('close', (code) => resolve(code ?? 1));
+    child.on('error', (error) => {
+      bundle?.remove();
+      reject(error);
+    });
+    child.on('close', (code) => {
+      bundle?.remove();
+      resolve(code ?? 1);
+    });
   });
 }
 
 /**
  * The CA bundle the CDK CLI should trust: AWS_CA_BUNDLE plus NODE_EXTRA_CA_CERTS (an emulator's own
- * certificate) in one file, since the CLI takes a single bundle. Undefined when neither is set.
+ * certificate) in one file, since the CLI takes a single bundle. A file of its own per run (two deploys
+ * of one project at once must not swap bundles between the write and the CLI reading it), removed by
+ * `remove()` once the CLI has exited. Undefined when neither variable is set.
  */
-function caBundle(env: NodeJS.ProcessEnv, projectDir: string): string | undefined {
+export function cdkCaBundle(
+  env: NodeJS.ProcessEnv,
+  projectDir: string,
+): { readonly file: string; remove(): void } | undefined {
   const extra = env.NODE_EXTRA_CA_CERTS;
   const base = env.AWS_CA_BUNDLE;
-  if (!extra) return base || undefined;
+  if (!extra) return base ? { file: base, remove: () => {} } : undefined;
   const parts = [base, extra].filter((f): f is string => Boolean(f) && existsSync(f as string));
-  const file = join(projectDir, '.leaseq', 'tmp', 'cdk-ca-bundle.pem');
-  mkdirSync(dirname(file), { recursive: true });
+  const tmp = join(projectDir, '.leaseq', 'tmp');
+  mkdirSync(tmp, { recursive: true });
+  const dir = mkdtempSync(join(tmp, 'cdk-ca-'));
+  const file = join(dir, 'bundle.pem');
   writeFileSync(file, parts.map((f) => readFileSync(f, 'utf8')).join('\n'));
-  return file;
+  return { file, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 async function stackExists(cfn: CloudFormationClient, stackName: string): Promise<boolean> {
