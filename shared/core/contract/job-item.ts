@@ -1,3 +1,4 @@
+import type { HistoryEvent } from './job-history.ts';
 import type { JobStatus } from './statuses.ts';
 
 /** Progress a job stored so a retry or takeover resumes from the last safe point. */
@@ -44,6 +45,16 @@ export interface JobItem {
   readonly claimedAt?: number;
   readonly updatedAt?: number;
   readonly completedAt?: number;
+  /** When it was marked DEAD (epoch ms); a dead key runs again after its type's `deadKeyTtl`. */
+  readonly deadAt?: number;
+  /** The rare events of its life, oldest first, at most HISTORY_MAX (job-history.ts). Absent until the first. */
+  readonly history?: readonly HistoryEvent[];
+  /** Events dropped from the front of `history` to keep it bounded. */
+  readonly historyDropped?: number;
+  /** Key of the sparse `problems` index: set by the first problem event, never by a first-time success. */
+  readonly problemShard?: string;
+  /** Sort key of the `problems` index: the last problem event (epoch ms). */
+  readonly problemAt?: number;
   /** TTL attribute, epoch seconds. */
   readonly expiresAt?: number;
 }
