@@ -1,13 +1,14 @@
 // Reads of the sparse `problems` index (job-history.ts) for the operator's listings. Only jobs that had a
 // problem are in it, so a listing reads those and never the table's completed-first-time majority.
 
+import type { AttributeDefinition, CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import {
   PROBLEM_AT_ATTRIBUTE,
   PROBLEM_SHARD_ATTRIBUTE,
   PROBLEMS_INDEX,
-  type PROBLEMS_PROJECTION,
+  PROBLEMS_PROJECTION,
 } from '../contract/job-history.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type { JobStatus } from '../contract/statuses.ts';
@@ -94,5 +95,31 @@ export async function queryProblemShard(
     ...(out.LastEvaluatedKey ? { lastKey: out.LastEvaluatedKey as ProblemShardKey } : {}),
     readUnits: out.ConsumedCapacity?.CapacityUnits ?? 0,
     scanned: out.ScannedCount ?? out.Count ?? 0,
+  };
+}
+
+/**
+ * The `problems` index as CreateTable takes it, for code that makes a `jobs` table without the stack (the
+ * stack's construct, infra/constructs/state-tables.ts, is the source local provisioning copies).
+ */
+export function problemsIndexOfJobsTable(): Pick<
+  CreateTableCommandInput,
+  'AttributeDefinitions' | 'GlobalSecondaryIndexes'
+> & { AttributeDefinitions: AttributeDefinition[] } {
+  return {
+    AttributeDefinitions: [
+      { AttributeName: PROBLEM_SHARD_ATTRIBUTE, AttributeType: 'S' },
+      { AttributeName: PROBLEM_AT_ATTRIBUTE, AttributeType: 'N' },
+    ],
+    GlobalSecondaryIndexes: [
+      {
+        IndexName: PROBLEMS_INDEX,
+        KeySchema: [
+          { AttributeName: PROBLEM_SHARD_ATTRIBUTE, KeyType: 'HASH' },
+          { AttributeName: PROBLEM_AT_ATTRIBUTE, KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [...PROBLEMS_PROJECTION] },
+      },
+    ],
   };
 }
