@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import * as dlq from './commands/dlq.ts';
 import * as inspect from './commands/inspect.ts';
+import * as jobs from './commands/jobs.ts';
 import * as leases from './commands/leases.ts';
 import * as local from './commands/local.ts';
 import * as send from './commands/send.ts';
@@ -13,7 +14,7 @@ import { packageVersion } from './version.ts';
 /**
  * Command modules, each exporting `register(program)`. To add one: import it and list it here.
  */
-const modules: readonly CommandModule[] = [local, start, workers, send, status, inspect, leases, dlq];
+const modules: readonly CommandModule[] = [local, start, workers, send, status, inspect, jobs, leases, dlq];
 
 // The project supports Node >= 20 (package.json engines); the SDK's multi-line notice about its own
 // future Node 22 requirement would precede every command's output.
