@@ -1,8 +1,12 @@
+import { readFileSync } from 'node:fs';
+import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
+import { DEFAULT_MAX_BODY_BYTES } from '../../shared/core/contract/envelope.ts';
 import { findDeadLetter, purgeDlq, surveyDeadLetters } from '../../shared/ops/dlq.ts';
 import { shortfall } from '../../shared/ops/dlq-browse.ts';
 import { assertKnownReason, type DeadLetter, type DeadLetterSummary } from '../../shared/ops/dlq-letters.ts';
 import { type RedriveReport, redrive } from '../../shared/ops/dlq-redrive.ts';
+import { OpsError } from '../../shared/ops/ops-errors.ts';
 import { queueStats, totalDepth } from '../../shared/ops/queue-stats.ts';
 import { confirmChange } from '../confirm.ts';
 import {
@@ -214,10 +218,16 @@ export function register(program: Command): void {
       )
       .option('--rate <rate>', 'at most this many messages per second (5, 5/s, 300/min)', rateArg)
       .option('--limit <n>', 'redrive at most this many', integerArg(1, 1_000_000))
+      .option(
+        '--payload-file <file>',
+        'edit and retry: send the job with the JSON payload in this file instead of the dead one (same dedup key and type; needs --dedup-key)',
+      )
       .option('--json', 'print the report as JSON on stdout')
       .option('--yes', 'do not ask (scripts, CI); without a terminal a redrive refuses without it'),
-  ).action(async (flags: RedriveFlags) => {
+  ).action(async (flags: RedriveFlags & { payloadFile?: string }) => {
     if (flags.reason !== undefined) assertKnownReason(flags.reason);
+    const payload =
+      flags.payloadFile === undefined ? undefined : readPayloadFile(flags.payloadFile, flags.dedupKey);
     const target = await resolveTarget(flags);
     try {
       // A redrive resets dead jobs and runs them again: it says where and asks (a dry run changes nothing).
@@ -245,6 +255,8 @@ export function register(program: Command): void {
         },
         dryRun: flags.dryRun ?? false,
         includeHopeless: flags.includeInvalid ?? false,
+        by: operatorIdentity(),
+        ...(payload ? { payload } : {}),
         ...(flags.rate === undefined ? {} : { ratePerSecond: flags.rate }),
         ...(flags.limit === undefined ? {} : { limit: flags.limit }),
         ...(flags.json || !process.stderr.isTTY
@@ -295,4 +307,43 @@ export function register(program: Command): void {
       target.close();
     }
   });
+}
+
+/**
+ * Reads and checks an edit-and-retry payload file before anything is touched: one job (a dedup key), a
+ * readable file, JSON, and not above the body limit on its own. The per-letter check (the whole envelope)
+ * is the redrive's.
+ */
+export function readPayloadFile(file: string, dedupKey: string | undefined): { value: unknown } {
+  if (dedupKey === undefined) {
+    throw new OpsError('--payload-file corrects one job: pass its --dedup-key too');
+  }
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new OpsError(`cannot read --payload-file ${file}: ${(error as Error).message}`);
+  }
+  const size = Buffer.byteLength(text, 'utf8');
+  if (size > DEFAULT_MAX_BODY_BYTES) {
+    throw new OpsError(
+      `--payload-file ${file} is ${size} bytes, above the ${DEFAULT_MAX_BODY_BYTES} byte body limit; nothing was sent`,
+    );
+  }
+  try {
+    return { value: JSON.parse(text) as unknown };
+  } catch (error) {
+    throw new OpsError(`--payload-file ${file} is not JSON: ${(error as Error).message}`);
+  }
+}
+
+/** Who runs this redrive, for the job's history: user@host. */
+export function operatorIdentity(): string {
+  let user = process.env.USER ?? 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // No passwd entry (a container's arbitrary uid): keep $USER.
+  }
+  return `${user}@${hostname()}`;
 }

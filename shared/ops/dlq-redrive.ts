@@ -8,6 +8,13 @@ import { DeleteMessageCommand, type Message, SendMessageCommand } from '@aws-sdk
 import { groupIdForKey } from '../aws/message-group.ts';
 import { isFifoQueue } from '../aws/queue-url.ts';
 import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
+import {
+  bodySizeProblem,
+  DEFAULT_MAX_BODY_BYTES,
+  type JobEnvelope,
+  parseEnvelope,
+  SQS_MAX_MESSAGE_BYTES,
+} from '../core/contract/envelope.ts';
 import type { JobItem } from '../core/contract/job-item.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 import { leaseOver } from '../core/decisions/lease-arithmetic.ts';
@@ -20,6 +27,7 @@ import {
   matchesFilter,
   toDeadLetter,
 } from './dlq-letters.ts';
+import { OpsError } from './ops-errors.ts';
 import type { OpsTarget } from './target.ts';
 
 /**
@@ -117,6 +125,37 @@ export interface RedriveOptions {
   readonly includeHopeless?: boolean;
   /** @default Date.now */
   readonly now?: () => number;
+  /** Who redrives, for the job's `redrive` history event (user@host, or the caller's identity). @default 'unknown' */
+  readonly by?: string;
+  /**
+   * Edit and retry: send this payload instead of the letter's, in the letter's envelope (its id, dedup key,
+   * type, createdAt and trace kept). Only with `filter.dedupKey` (one job).
+   */
+  readonly payload?: { readonly value: unknown };
+  /** Largest body the jobs queue's workers take. @default DEFAULT_MAX_BODY_BYTES */
+  readonly maxBodyBytes?: number;
+}
+
+/**
+ * The letter's envelope with its payload replaced by `payload`: id, dedup key, type, createdAt and trace
+ * kept (a claim-check pointer is dropped: the payload is inline now). Throws OpsError when the letter's body
+ * is not an envelope, or the new body is above `maxBytes`.
+ */
+export function editedBody(letterBody: string, payload: unknown, maxBytes = DEFAULT_MAX_BODY_BYTES): string {
+  let envelope: JobEnvelope;
+  try {
+    envelope = parseEnvelope(letterBody, { maxBytes: SQS_MAX_MESSAGE_BYTES });
+  } catch (error) {
+    throw new OpsError(
+      `the dead letter's body is not a leaseq envelope (${messageOf(error)}); send the job anew with \`leaseq send\``,
+      error,
+    );
+  }
+  const { payloadRef: _pointer, ...rest } = envelope as JobEnvelope & { payloadRef?: unknown };
+  const body = JSON.stringify({ ...rest, payload });
+  const tooLarge = bodySizeProblem(body, maxBytes);
+  if (tooLarge) throw new OpsError(`the corrected job's ${tooLarge}; nothing was sent`);
+  return body;
 }
 
 export interface RedriveItem {
@@ -264,12 +303,26 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
     run.taken += 1;
     return { stop: run.taken >= run.limit };
   }
+  let body = letter.body;
+  if (run.options.payload) {
+    try {
+      body = editedBody(letter.body, run.options.payload.value, run.options.maxBodyBytes);
+    } catch (error) {
+      record(run, { ...fields, outcome: 'failed', reset: false, detail: messageOf(error) });
+      return KEEP;
+    }
+  }
   const now = run.now();
+  const by = {
+    by: run.options.by ?? 'unknown',
+    letter: letter.messageId,
+    ...(run.options.payload ? { edited: true } : {}),
+  };
   // The store checks the lease again, with the same margin: a worker may have claimed it since the read.
   if (
     reset &&
     letter.dedupKey &&
-    !(await run.store.resetForRedrive(letter.dedupKey, now, now - REDRIVE_CLOCK_MARGIN_MS))
+    !(await run.store.resetForRedrive(letter.dedupKey, now, now - REDRIVE_CLOCK_MARGIN_MS, by))
   ) {
     record(run, {
       ...fields,
@@ -282,7 +335,7 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
   // The reset moves the version by one; if the item moved between the read and the reset, this
   // guess is off and a later letter is judged by its age alone (it stays in the DLQ either way).
   const earlier: EarlierSend = reset && item ? { versionAfter: item.version + 1, at: now } : { at: now };
-  return sendBack(run, message, letter, reset, note, earlier);
+  return sendBack(run, message, { ...letter, body }, reset, note, earlier);
 }
 
 /** What this run did for one job: the version its reset left on the item, and when. */

@@ -6,6 +6,7 @@ import {
   isMinimalCause,
 } from '../core/adapters/dynamodb-limits.ts';
 import { storeRefusal } from '../core/adapters/store-errors.ts';
+import { HISTORY_MAX, problemShard } from '../core/contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../core/contract/job-item.ts';
 import type {
   ClaimRequest,
@@ -16,9 +17,11 @@ import type {
   FencedWriteResult,
   JobLease,
   JobStore,
+  RedriveBy,
   RenewOptions,
   StoreCallOptions,
 } from '../core/contract/job-store.ts';
+import { redriveEvent } from '../core/contract/job-store.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 import { classifyClaim, collides } from '../core/decisions/claim-decision.ts';
 import { fenceRefusal, holdsFence } from '../core/decisions/fence-decision.ts';
@@ -337,7 +340,12 @@ export class InMemoryJobStore implements JobStore {
     );
   }
 
-  async resetForRedrive(dedupKey: string, now: number, leaseEndedBefore = now): Promise<boolean> {
+  async resetForRedrive(
+    dedupKey: string,
+    now: number,
+    leaseEndedBefore = now,
+    by: RedriveBy = { by: 'unknown' },
+  ): Promise<boolean> {
     return this.faults.run('reset-for-redrive', () => {
       const item = this.#items.get(dedupKey);
       if (!item || item.status === JobStatus.Completed) return false;
@@ -350,7 +358,14 @@ export class InMemoryJobStore implements JobStore {
         version: item.version + 1,
         updatedAt: now,
         expiresAt: this.#expiresAt(now),
+        problemShard: problemShard(dedupKey),
+        problemAt: now,
       };
+      const history = [...(item.history ?? []), redriveEvent(now, by)];
+      next.history = history.slice(-HISTORY_MAX);
+      if (history.length > HISTORY_MAX) {
+        next.historyDropped = (item.historyDropped ?? 0) + history.length - HISTORY_MAX;
+      }
       delete next.owner;
       delete next.deadReason;
       delete next.refunds;

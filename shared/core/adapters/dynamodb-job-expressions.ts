@@ -4,6 +4,13 @@
 
 import type { ScanCommandInput } from '@aws-sdk/lib-dynamodb';
 import { ERROR_CLASS_MAX, storableText } from '../../errors.ts';
+import {
+  HISTORY_MAX,
+  type HistoryEvent,
+  PROBLEM_AT_ATTRIBUTE,
+  PROBLEM_SHARD_ATTRIBUTE,
+  problemShard,
+} from '../contract/job-history.ts';
 import type { Checkpoint } from '../contract/job-item.ts';
 import type { ClaimRequest, DeadLetterCause, Effect, JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
@@ -249,17 +256,34 @@ export function redriveUpdate(
   now: number,
   expiresAt: number,
   leaseEndedBefore = now,
+  history: RedriveHistory = { event: { e: 'redrive', at: now, by: 'unknown' } },
 ): JobItemUpdate {
+  // The event is appended while the history has room; a full one is replaced by the caller's trimmed
+  // copy under a version condition (the caller read it), so the bound holds without a read on every redrive.
+  const appendOrReplace =
+    'replace' in history
+      ? '#history = :history, #historyDropped = if_not_exists(#historyDropped, :zero) + :dropped'
+      : '#history = list_append(if_not_exists(#history, :emptyList), :event)';
+  const historyCondition =
+    'replace' in history
+      ? ' AND #version = :readVersion'
+      : ' AND (attribute_not_exists(#history) OR size(#history) < :historyMax)';
   return {
     TableName: tableName,
     Key: { dedupKey },
     UpdateExpression:
       'SET #status = :retryWait, #leaseUntil = :zero, #attempts = :zero, #version = #version + :one, ' +
-      '#updatedAt = :now, #expiresAt = :expiresAt REMOVE #owner, #deadReason, #refunds',
+      `#updatedAt = :now, #expiresAt = :expiresAt, ${appendOrReplace}, ` +
+      '#problemShard = :problemShard, #problemAt = :now REMOVE #owner, #deadReason, #refunds',
     // Not finished, and no live lease: DEAD, RETRY_WAIT, or IN_PROGRESS whose lease has ended.
     ConditionExpression:
-      'attribute_exists(#status) AND #status <> :completed AND (#status <> :inProgress OR #leaseUntil < :endedBefore)',
+      'attribute_exists(#status) AND #status <> :completed AND (#status <> :inProgress OR #leaseUntil < :endedBefore)' +
+      historyCondition,
     ExpressionAttributeNames: {
+      '#history': 'history',
+      '#problemShard': PROBLEM_SHARD_ATTRIBUTE,
+      '#problemAt': PROBLEM_AT_ATTRIBUTE,
+      ...('replace' in history ? { '#historyDropped': 'historyDropped' } : {}),
       '#status': 'status',
       '#leaseUntil': 'leaseUntil',
       '#attempts': 'attempts',
@@ -279,9 +303,18 @@ export function redriveUpdate(
       ':now': now,
       ':endedBefore': leaseEndedBefore,
       ':expiresAt': expiresAt,
+      ':problemShard': problemShard(dedupKey),
+      ...('replace' in history
+        ? { ':history': history.replace, ':dropped': history.dropped, ':readVersion': history.readVersion }
+        : { ':event': [history.event], ':emptyList': [], ':historyMax': HISTORY_MAX }),
     },
   };
 }
+
+/** The redrive's history write: append `event`, or (history full) replace it with a trimmed copy read at `readVersion`. */
+export type RedriveHistory =
+  | { readonly event: HistoryEvent & { readonly e: 'redrive' } }
+  | { readonly replace: readonly HistoryEvent[]; readonly dropped: number; readonly readVersion: number };
 
 /** An update of this lease's item under the {@link FENCE} (and `ConditionSuffix`, `' AND ...'`). */
 function fencedUpdate(

@@ -10,6 +10,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../../resources.ts';
+import { HISTORY_MAX } from '../contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../contract/job-item.ts';
 import type {
   ClaimRequest,
@@ -20,9 +21,11 @@ import type {
   FencedWriteResult,
   JobLease,
   JobStore,
+  RedriveBy,
   RenewOptions,
   StoreCallOptions,
 } from '../contract/job-store.ts';
+import { redriveEvent } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { classifyClaim } from '../decisions/claim-decision.ts';
 import { holdsFence } from '../decisions/fence-decision.ts';
@@ -33,6 +36,7 @@ import {
   completeUpdate,
   giveUpUpdate,
   type JobItemUpdate,
+  type RedriveHistory,
   redriveUpdate,
   renewUpdate,
 } from './dynamodb-job-expressions.ts';
@@ -263,15 +267,38 @@ export class DynamoDbJobStore implements JobStore {
     return out.Item as JobItem | undefined;
   }
 
-  async resetForRedrive(dedupKey: string, now: number, leaseEndedBefore = now): Promise<boolean> {
-    try {
-      await guardStore('reset-for-redrive', () =>
+  async resetForRedrive(
+    dedupKey: string,
+    now: number,
+    leaseEndedBefore = now,
+    by: RedriveBy = { by: 'unknown' },
+  ): Promise<boolean> {
+    const event = redriveEvent(now, by);
+    const attempt = (history: RedriveHistory) =>
+      guardStore('reset-for-redrive', () =>
         this.#doc.send(
           new UpdateCommand(
-            redriveUpdate(this.#table, dedupKey, now, this.#expiresAt(now), leaseEndedBefore),
+            redriveUpdate(this.#table, dedupKey, now, this.#expiresAt(now), leaseEndedBefore, history),
           ),
         ),
       );
+    try {
+      await attempt({ event });
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+    // Refused: finished, under a live lease, absent, or its history is full. Only the last is retried,
+    // with the oldest events dropped, at the version read (a change in between refuses it again).
+    const item = await this.get(dedupKey);
+    if (!item || (item.history?.length ?? 0) < HISTORY_MAX) return false;
+    const history = [...(item.history ?? []), event];
+    try {
+      await attempt({
+        replace: history.slice(-HISTORY_MAX),
+        dropped: history.length - HISTORY_MAX,
+        readVersion: item.version,
+      });
       return true;
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return false;

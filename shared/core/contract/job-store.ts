@@ -1,4 +1,5 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { HistoryEvent } from './job-history.ts';
 import type { Checkpoint, JobItem } from './job-item.ts';
 
 /** One DynamoDB write a job wants committed atomically with its checkpoint or completion. */
@@ -178,7 +179,29 @@ export interface JobStore {
    * RETRY_WAIT, or IN_PROGRESS whose lease ended before `leaseEndedBefore` (default `now`; a worker
    * died, or its dead marking failed) becomes RETRY_WAIT with attempts 0, no owner, no `deadReason`; the
    * checkpoint is kept. False when refused or absent. An operator's clock may run ahead of the workers',
-   * so redrive passes a `leaseEndedBefore` well before its `now`.
+   * so redrive passes a `leaseEndedBefore` well before its `now`. Appends a `redrive` history event
+   * (`by`; default `unknown`) and sets the `problems` index keys (job-history.ts).
    */
-  resetForRedrive(dedupKey: string, now: number, leaseEndedBefore?: number): Promise<boolean>;
+  resetForRedrive(dedupKey: string, now: number, leaseEndedBefore?: number, by?: RedriveBy): Promise<boolean>;
+}
+
+/** Who redrove a job, and how: the `redrive` history event's fields (job-history.ts). */
+export interface RedriveBy {
+  /** user@host, or the caller's identity. */
+  readonly by: string;
+  /** The dead letter's message id. */
+  readonly letter?: string;
+  /** The payload was replaced by a corrected one. */
+  readonly edited?: boolean;
+}
+
+/** The `redrive` history event of a redrive at `now`. */
+export function redriveEvent(now: number, by: RedriveBy): HistoryEvent & { readonly e: 'redrive' } {
+  return {
+    e: 'redrive',
+    at: now,
+    by: by.by,
+    ...(by.letter ? { letter: by.letter } : {}),
+    ...(by.edited ? { edited: true as const } : {}),
+  };
 }
