@@ -330,11 +330,21 @@ export function readPayloadFile(file: string, dedupKey: string | undefined): { v
       `--payload-file ${file} is ${size} bytes, above the ${DEFAULT_MAX_BODY_BYTES} byte body limit; nothing was sent`,
     );
   }
+  // An editor's UTF-8 byte order mark is not part of the JSON.
+  const json = text.startsWith('\uFEFF') ? text.slice(1) : text;
   try {
-    return { value: JSON.parse(text) as unknown };
+    return { value: JSON.parse(json) as unknown };
   } catch (error) {
-    throw new OpsError(`--payload-file ${file} is not JSON: ${(error as Error).message}`);
+    // V8's message quotes the text around the fault: a payload's secret would reach the terminal and CI
+    // logs. The position alone finds it.
+    throw new OpsError(`--payload-file ${file} is not JSON (at ${jsonFaultPosition(error)})`);
   }
+}
+
+/** Where JSON.parse stopped, when V8 says (`position N (line L column C)`); never the text around it. */
+function jsonFaultPosition(error: unknown): string {
+  const at = /position \d+(?: \(line \d+ column \d+\))?/.exec((error as Error).message ?? '');
+  return at ? at[0] : 'an unexpected token';
 }
 
 /** Who runs this redrive, for the job's history: user@host. */

@@ -8,7 +8,7 @@ import {
   type ProblemShardKey,
   queryProblemShard,
 } from '../core/adapters/dynamodb-problems.ts';
-import { PROBLEM_SHARDS, PROBLEMS_INDEX } from '../core/contract/job-history.ts';
+import { PROBLEM_SHARDS, PROBLEMS_INDEX, problemShard } from '../core/contract/job-history.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 import { DEFAULT_STUCK_AFTER_MS, type StuckReason, stuckReason } from './jobs.ts';
 import { OpsError } from './ops-errors.ts';
@@ -117,7 +117,8 @@ export async function listProblemJobs(
   if (!Number.isInteger(limit) || limit < 1 || limit > PROBLEM_JOBS_MAX_LIMIT) {
     throw new ProblemJobsFilterError(`limit must be a whole number from 1 to ${PROBLEM_JOBS_MAX_LIMIT}`);
   }
-  if (filter.since !== undefined && !Number.isFinite(filter.since)) {
+  // DynamoDB's numbers hold more, but the document client refuses to marshal an unsafe integer.
+  if (filter.since !== undefined && !(Math.abs(filter.since) <= Number.MAX_SAFE_INTEGER)) {
     throw new ProblemJobsFilterError('since must be a time (epoch ms)');
   }
   const wanted = statusSet(filter.status);
@@ -128,10 +129,10 @@ export async function listProblemJobs(
   const serverStatuses = wanted
     ? [...new Set([...wanted.plain, ...(wanted.stuck ? [JobStatus.InProgress, JobStatus.RetryWait] : [])])]
     : undefined;
-  const matches = (item: ProblemIndexItem, view: ProblemJobView): boolean => {
-    if (wanted && !wanted.plain.has(item.status) && !(wanted.stuck && view.stuck)) return false;
+  const matches = (view: ProblemJobView): boolean => {
+    if (wanted && !wanted.plain.has(view.status) && !(wanted.stuck && view.stuck)) return false;
     if (needle !== undefined) {
-      const text = `${item.lastErrorClass ?? ''}: ${item.lastError ?? ''}`.toLowerCase();
+      const text = `${view.lastErrorClass ?? ''}: ${view.lastError ?? ''}`.toLowerCase();
       if (!text.includes(needle)) return false;
     }
     return true;
@@ -143,6 +144,11 @@ export async function listProblemJobs(
       const start = positions[shard];
       const read = { shard, found: [] as ProblemJobView[], readUnits: 0, scanned: 0, queries: 0 };
       if (start === 'done') return { ...read, end: 'done' as const };
+      // A cursor's position older than `since` (a page of a listing without it): the rest of the shard is
+      // older still, and DynamoDB refuses a start key outside the key condition.
+      if (start && filter.since !== undefined && (start.problemAt as number) < filter.since) {
+        return { ...read, end: 'done' as const };
+      }
       let key: ProblemShardKey | undefined = start;
       do {
         const page = await queryShard(target, {
@@ -158,7 +164,7 @@ export async function listProblemJobs(
         read.scanned += page.scanned;
         for (const item of page.items) {
           const view = problemJobView(item, now, stuckAfterMs);
-          if (matches(item, view)) read.found.push(view);
+          if (matches(view)) read.found.push(view);
         }
         key = page.lastKey;
       } while (key && read.found.length < limit);
@@ -191,41 +197,61 @@ export async function listProblemJobs(
   };
 }
 
-/** The view of one index entry. */
-export function problemJobView(item: ProblemIndexItem, now: number, stuckAfterMs: number): ProblemJobView {
-  const created = item.createdAt ? Date.parse(item.createdAt) : Number.NaN;
+/**
+ * The view of one index entry. The index holds whatever the item holds: an entry whose attribute is
+ * missing or of another type (an item edited by hand or another tool) shows without it rather than
+ * failing the listing of every other job.
+ */
+export function problemJobView(entry: ProblemIndexItem, now: number, stuckAfterMs: number): ProblemJobView {
+  const item = entry as unknown as Record<string, unknown>;
+  const text = (name: string): string | undefined =>
+    typeof item[name] === 'string' ? (item[name] as string) : undefined;
+  const time = (name: string): number | undefined =>
+    typeof item[name] === 'number' && Number.isFinite(item[name]) ? (item[name] as number) : undefined;
+  const status = (text('status') ?? 'UNKNOWN') as JobStatus;
+  const leaseUntil = time('leaseUntil') ?? 0;
+  const attempts = time('attempts') ?? 0;
+  const claimedAt = time('claimedAt');
+  const updatedAt = time('updatedAt');
+  const createdAt = text('createdAt');
+  const created = createdAt ? Date.parse(createdAt) : Number.NaN;
   // The index projects no checkpoint: `updatedAt` (bumped by a claim, a checkpoint, a release, never by a
   // lease renewal) stands for the last progress, which is what the stuck rule asks of claim and checkpoint.
   const stuck = stuckReason(
     {
-      dedupKey: item.dedupKey,
-      status: item.status,
-      leaseUntil: item.leaseUntil,
+      dedupKey: entry.dedupKey,
+      status,
+      leaseUntil,
       token: 0,
-      attempts: item.attempts,
-      ...(item.claimedAt === undefined ? {} : { claimedAt: item.claimedAt }),
-      ...(item.updatedAt === undefined
-        ? {}
-        : { updatedAt: item.updatedAt, checkpoint: { at: item.updatedAt } }),
+      attempts,
+      ...(claimedAt === undefined ? {} : { claimedAt }),
+      ...(updatedAt === undefined ? {} : { updatedAt, checkpoint: { at: updatedAt } }),
     },
     now,
     stuckAfterMs,
   );
+  const optional = {
+    type: text('type'),
+    lastError: text('lastError'),
+    lastErrorClass: text('lastErrorClass'),
+    deadReason: text('deadReason'),
+    owner: text('owner'),
+  };
   return {
-    dedupKey: item.dedupKey,
-    status: item.status,
-    ...(item.type === undefined ? {} : { type: item.type }),
-    attempts: item.attempts,
-    ...(item.lastError === undefined ? {} : { lastError: item.lastError }),
-    ...(item.lastErrorClass === undefined ? {} : { lastErrorClass: item.lastErrorClass }),
-    ...(item.deadReason === undefined ? {} : { deadReason: item.deadReason }),
-    ...(item.owner === undefined ? {} : { owner: item.owner }),
-    leaseUntil: item.leaseUntil,
-    problemAt: item.problemAt,
-    ...(item.createdAt === undefined ? {} : { createdAt: item.createdAt }),
+    dedupKey: entry.dedupKey,
+    status,
+    ...(optional.type === undefined ? {} : { type: optional.type }),
+    attempts,
+    ...(optional.lastError === undefined ? {} : { lastError: optional.lastError }),
+    ...(optional.lastErrorClass === undefined ? {} : { lastErrorClass: optional.lastErrorClass }),
+    ...(optional.deadReason === undefined ? {} : { deadReason: optional.deadReason }),
+    ...(optional.owner === undefined ? {} : { owner: optional.owner }),
+    leaseUntil,
+    problemAt: entry.problemAt,
+    ...(createdAt === undefined ? {} : { createdAt }),
     ...(Number.isFinite(created) ? { ageMs: Math.max(0, now - created) } : {}),
-    ...(item.deadAt === undefined ? {} : { deadAt: item.deadAt }),
-    ...(item.completedAt === undefined ? {} : { completedAt: item.completedAt }),
+    ...(time('deadAt') === undefined ? {} : { deadAt: time('deadAt') as number }),
+    ...(time('completedAt') === undefined ? {} : { completedAt: time('completedAt') as number }),
     ...(stuck ? { stuck } : {}),
   };
 }
@@ -235,7 +261,13 @@ async function queryShard(target: OpsTarget, q: Parameters<typeof queryProblemSh
     return await queryProblemShard(target.clients.doc, target.names.jobsTable, q);
   } catch (error) {
     if (isMissingIndex(error)) throw new ProblemsIndexMissingError(target.names.jobsTable, error);
-    throw error;
+    // The SDK has retried already; one shard's failure fails the listing (a merge without it would skip
+    // its jobs silently), and says which and that a listing writes nothing.
+    const e = error as { name?: string; message?: string };
+    throw new OpsError(
+      `could not read shard ${q.shard} of the ${PROBLEMS_INDEX} index (${e?.name ?? 'Error'}: ${e?.message ?? String(error)}); nothing was changed, run the listing again`,
+      error,
+    );
   }
 }
 
@@ -286,9 +318,27 @@ function parseCursor(cursor: string): ShardPositions {
   for (const [shard, p] of Object.entries(parsed)) {
     if (!PROBLEM_SHARD_VALUES.includes(shard)) throw bad();
     if (p === 0) positions[shard] = 'done';
-    else if (Array.isArray(p) && typeof p[0] === 'string' && typeof p[1] === 'number') {
+    else if (Array.isArray(p) && p.length === 2 && isShardPosition(shard, p[0], p[1])) {
       positions[shard] = { dedupKey: p[0], problemShard: shard, problemAt: p[1] };
     } else throw bad();
   }
   return positions;
 }
+
+/**
+ * A position a listing could have written for `shard`: a key of that shard (a foreign or edited one would
+ * reach DynamoDB as a start key it refuses, or resume another listing's place) and an epoch-ms time.
+ */
+function isShardPosition(shard: string, dedupKey: unknown, problemAt: unknown): boolean {
+  return (
+    typeof dedupKey === 'string' &&
+    dedupKey !== '' &&
+    Buffer.byteLength(dedupKey, 'utf8') <= DYNAMODB_PARTITION_KEY_MAX_BYTES &&
+    problemShard(dedupKey) === shard &&
+    Number.isSafeInteger(problemAt) &&
+    (problemAt as number) >= 0
+  );
+}
+
+/** DynamoDB's largest partition key value. */
+const DYNAMODB_PARTITION_KEY_MAX_BYTES = 2048;
