@@ -23,6 +23,49 @@ export function note(line: string): void {
   process.stderr.write(`leaseq: ${safeLines(line)}\n`);
 }
 
+let stdoutGuarded = false;
+
+/**
+ * Makes a closed stdout a clean exit: `leaseq dlq show ... | head -1` closes the pipe after one line and
+ * the next write fails with EPIPE, which Node would report as an unhandled error with a stack trace.
+ * The reader has what it wanted, so the CLI exits with its exit code so far (0 unless a command set one).
+ * main.ts calls it once for every command (some write to stdout directly); calling it again does nothing.
+ */
+export function exitCleanlyOnClosedStdout(): void {
+  if (stdoutGuarded) return;
+  stdoutGuarded = true;
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+  });
+}
+
+/** On a terminal, cuts each line to its width (a table whose last column is long); elsewhere, as is. */
+export function fitToTerminal(text: string): string {
+  const width = process.stdout.isTTY ? process.stdout.columns : undefined;
+  if (!width) return text;
+  return text
+    .split('\n')
+    .map((line) => truncate(line, width))
+    .join('\n');
+}
+
+/**
+ * The first `maxBytes` bytes of `text` (UTF-8; never half a character), and how many bytes were left out
+ * of how many: 0 left out when it fits.
+ */
+export function cutBytes(
+  text: string,
+  maxBytes: number,
+): { text: string; shownBytes: number; totalBytes: number } {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= maxBytes) return { text, shownBytes: bytes.length, totalBytes: bytes.length };
+  let end = maxBytes;
+  // Back off continuation bytes (10xxxxxx) so the cut lands on a character boundary.
+  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end -= 1;
+  return { text: bytes.subarray(0, end).toString('utf8'), shownBytes: end, totalBytes: bytes.length };
+}
+
 export interface Column {
   readonly header: string;
   /** @default 'left' */

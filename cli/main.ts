@@ -9,6 +9,7 @@ import * as start from './commands/start.ts';
 import * as status from './commands/status.ts';
 import * as workers from './commands/workers.ts';
 import { type CommandModule, runCli } from './errors.ts';
+import { exitCleanlyOnClosedStdout } from './format.ts';
 import { packageVersion } from './version.ts';
 
 /**
@@ -26,4 +27,5 @@ const program = new Command('leaseq')
   .showHelpAfterError(false);
 for (const module of modules) module.register(program);
 
+exitCleanlyOnClosedStdout();
 process.exitCode = await runCli(program, process.argv);

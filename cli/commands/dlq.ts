@@ -4,12 +4,16 @@ import type { Command } from 'commander';
 import { DEFAULT_MAX_BODY_BYTES } from '../../shared/core/contract/envelope.ts';
 import { findDeadLetter, purgeDlq, surveyDeadLetters } from '../../shared/ops/dlq.ts';
 import { shortfall } from '../../shared/ops/dlq-browse.ts';
+import { type DeadJobSummary, type DeadJobsResult, listDeadJobs } from '../../shared/ops/dlq-jobs.ts';
 import { assertKnownReason, type DeadLetter, type DeadLetterSummary } from '../../shared/ops/dlq-letters.ts';
 import { type RedriveReport, redrive } from '../../shared/ops/dlq-redrive.ts';
 import { OpsError } from '../../shared/ops/ops-errors.ts';
+import { PROBLEM_JOBS_MAX_LIMIT, ProblemsIndexMissingError } from '../../shared/ops/problem-jobs.ts';
 import { queueStats, totalDepth } from '../../shared/ops/queue-stats.ts';
 import { confirmChange } from '../confirm.ts';
 import {
+  cutBytes,
+  fitToTerminal,
   formatErrorText,
   formatInstant,
   integerArg,
@@ -26,8 +30,21 @@ import { queueName } from './status.ts';
 
 interface ListFlags extends TargetFlags {
   readonly limit?: number;
+  readonly cursor?: string;
+  readonly letters?: boolean;
   readonly json?: boolean;
 }
+
+interface ShowFlags extends TargetFlags {
+  readonly full?: boolean;
+  readonly json?: boolean;
+}
+
+/** What `dlq show` prints of a body unless `--full`: enough to recognise it, not a screenful of payload. */
+export const SHOW_BODY_BYTES = 2048;
+
+/** Widest error cell off a terminal (on one, the line is cut to the terminal's width). */
+const ERROR_COLUMN_MAX = 100;
 
 interface RedriveFlags extends TargetFlags {
   readonly type?: string;
@@ -62,35 +79,83 @@ export function describeDeadLetters(letters: readonly DeadLetterSummary[], now: 
       { header: 'DEDUP KEY', max: 40 },
       { header: 'TYPE' },
       { header: 'REASON' },
-      { header: 'ERROR CLASS' },
       { header: 'ATTEMPTS', align: 'right' },
       { header: 'WORKER', max: 30 },
       { header: 'DEAD AT' },
+      { header: 'ERROR', max: ERROR_COLUMN_MAX },
     ],
     letters.map((l) => [
       l.messageId,
       hintText(l, 'dedupKey') ?? '',
       hintText(l, 'type') ?? '',
       l.reason,
-      l.errorClass ?? '',
       l.attempts === undefined ? '' : String(l.attempts),
       l.worker ?? '',
       formatInstant(l.deadAt, now) ?? '',
+      formatErrorText(l.errorClass, l.errorMessage) ?? '',
     ]),
   );
+}
+
+/** The human table of dead jobs (from the problems index): the error last, so it can take the rest. */
+export function describeDeadJobs(jobs: readonly DeadJobSummary[], now: number): string {
+  if (jobs.length === 0) return 'no dead jobs';
+  return renderTable(
+    [
+      { header: 'DEDUP KEY', max: 40 },
+      { header: 'TYPE' },
+      { header: 'REASON' },
+      { header: 'ATTEMPTS', align: 'right' },
+      { header: 'DEAD AT' },
+      { header: 'ERROR', max: ERROR_COLUMN_MAX },
+    ],
+    jobs.map((j) => [
+      j.dedupKey,
+      j.type ?? '',
+      j.reason,
+      String(j.attempts),
+      formatInstant(j.deadAt, now) ?? '',
+      formatErrorText(j.errorClass, j.errorMessage) ?? '',
+    ]),
+  );
+}
+
+/**
+ * What the dead jobs listing leaves out, next to the DLQ's depth (read without receiving a letter): a
+ * letter of a body that never became a job, or a dead job whose letter was purged, is in one only.
+ */
+function deadJobsNotes(result: DeadJobsResult, limit: number, dlqDepth: number): string[] {
+  if (result.next) {
+    return [`showing the newest ${limit} dead jobs; more: leaseq dlq list --cursor ${result.next}`];
+  }
+  if (dlqDepth === result.jobs.length) return [];
+  return [
+    `${result.jobs.length} dead job${result.jobs.length === 1 ? '' : 's'} in the jobs table, ${dlqDepth} letter${dlqDepth === 1 ? '' : 's'} in the DLQ: ` +
+      'a letter whose body never became a job (invalid-*, dedup-key-collision, sqs-max-receives) has no DEAD item, ' +
+      'and a purged letter leaves its job DEAD; `leaseq dlq list --letters` lists the letters',
+  ];
 }
 
 /**
  * The human view of one dead letter: its reason, then its body (pretty-printed when it is JSON). Every
  * value is escaped (safe-text.ts); a non-JSON body keeps its newlines, nothing else raw.
  */
-export function describeDeadLetter(letter: DeadLetter, now: number): string {
-  let body: string;
+export function describeDeadLetter(letter: DeadLetter, now: number, full = true): string {
+  let shown: string;
   try {
-    body = safeJson(JSON.parse(letter.body), 2);
+    shown = safeJson(JSON.parse(letter.body), 2);
   } catch {
     // Not JSON (that may be why it is here): show it as it is, escaped.
-    body = safeLines(letter.body);
+    shown = safeLines(letter.body);
+  }
+  let body = shown;
+  if (!full) {
+    const cut = cutBytes(shown, SHOW_BODY_BYTES);
+    if (cut.shownBytes < cut.totalBytes) {
+      body =
+        `${cut.text}\n… ${cut.totalBytes - cut.shownBytes} more bytes of the body not shown ` +
+        `(${cut.shownBytes} of ${cut.totalBytes} shown); --full shows all`;
+    }
   }
   const fields = renderFields([
     ['message id', letter.messageId],
@@ -160,19 +225,54 @@ export function register(program: Command): void {
     dlq
       .command('list')
       .description(
-        'list dead letters with their reasons (no bodies). SQS cannot peek: the listed messages are received, ' +
-          'hidden while the list runs, then made visible again at once; each listing adds one to their receive count',
+        "list the dead jobs with their reason and error (no bodies), newest first, from the jobs table's " +
+          'problems index: no letter is received. --letters lists the letters themselves instead',
       )
-      .option('--limit <n>', `list at most this many (default ${DEFAULT_LIST_LIMIT})`, integerArg(1, 100_000))
-      .option('--json', 'print the dead letters as JSON on stdout'),
+      .option(
+        '--limit <n>',
+        `list at most this many (default ${DEFAULT_LIST_LIMIT}; above ${PROBLEM_JOBS_MAX_LIMIT} with --letters only)`,
+        integerArg(1, 100_000),
+      )
+      .option('--cursor <cursor>', 'continue a listing of dead jobs where it stopped (printed as `more:`)')
+      .option(
+        '--letters',
+        'list the DLQ letters (message id, worker, receive count; also letters with no job item). SQS cannot ' +
+          'peek: they are received, hidden while the list runs, then made visible again at once; each listing ' +
+          'adds one to their receive count',
+      )
+      .option('--json', 'print the dead jobs (or letters) as a JSON array on stdout'),
   ).action(async (flags: ListFlags) => {
+    const limit = flags.limit ?? DEFAULT_LIST_LIMIT;
+    if (flags.letters && flags.cursor !== undefined) {
+      throw new OpsError('--cursor continues a listing of dead jobs; --letters has none (raise --limit)');
+    }
+    if (!flags.letters && limit > PROBLEM_JOBS_MAX_LIMIT) {
+      throw new OpsError(
+        `--limit above ${PROBLEM_JOBS_MAX_LIMIT} lists letters only: pass --letters, or page with --cursor`,
+      );
+    }
     const target = await resolveTarget(flags);
     try {
-      const limit = flags.limit ?? DEFAULT_LIST_LIMIT;
+      if (!flags.letters) {
+        try {
+          const result = await listDeadJobs(target, {
+            limit,
+            ...(flags.cursor === undefined ? {} : { cursor: flags.cursor }),
+          });
+          const depth = totalDepth(await queueStats(target.clients.sqs, target.names.dlqUrl));
+          if (flags.json) printJson(result.jobs);
+          else print(fitToTerminal(describeDeadJobs(result.jobs, Date.now())));
+          for (const line of deadJobsNotes(result, limit, depth)) note(line);
+          return;
+        } catch (error) {
+          if (!(error instanceof ProblemsIndexMissingError)) throw error;
+          note(`${error.message}; listing by receiving the letters instead`);
+        }
+      }
       const survey = await surveyDeadLetters(target.clients.sqs, target.names.dlqUrl, { limit });
       const { letters } = survey;
       if (flags.json) printJson(letters);
-      else print(describeDeadLetters(letters, Date.now()));
+      else print(fitToTerminal(describeDeadLetters(letters, Date.now())));
       // On stderr in both modes, so the JSON stays an array of letters and a script still hears it.
       if (letters.length >= limit) note(`showing the first ${limit}; pass --limit to see more`);
       else {
@@ -187,15 +287,18 @@ export function register(program: Command): void {
   targetOptions(
     dlq
       .command('show')
-      .description('one dead letter: its reason attributes and its full body (which holds the job payload)')
-      .argument('<id>', 'the DLQ message id (from `leaseq dlq list`), or a dedup key')
-      .option('--json', 'print the dead letter as JSON on stdout'),
-  ).action(async (id: string, flags: { json?: boolean } & TargetFlags) => {
+      .description(
+        `one dead letter: its reason attributes and its body (which holds the job payload; the first ${SHOW_BODY_BYTES} bytes unless --full)`,
+      )
+      .argument('<id>', 'the DLQ message id (from `leaseq dlq list --letters`), or a dedup key')
+      .option('--full', 'print the whole body')
+      .option('--json', 'print the dead letter, whole body included, as JSON on stdout'),
+  ).action(async (id: string, flags: ShowFlags) => {
     const target = await resolveTarget(flags);
     try {
       const letter = await findDeadLetter(target.clients.sqs, target.names.dlqUrl, id);
       if (flags.json) printJson(letter);
-      else print(describeDeadLetter(letter, Date.now()));
+      else print(describeDeadLetter(letter, Date.now(), flags.full ?? false));
     } finally {
       target.close();
     }

@@ -86,8 +86,8 @@ describe('Command: leaseq dlq, on a FIFO DLQ holding one group of 25 letters', (
     const twentieth = keys[19] ?? '';
 
     // Act
-    const table = await fifoCli(['dlq', 'list', '--limit', '100']);
-    const listed = await fifoCli(['dlq', 'list', '--limit', '100', '--json']);
+    const table = await fifoCli(['dlq', 'list', '--letters', '--limit', '100']);
+    const listed = await fifoCli(['dlq', 'list', '--letters', '--limit', '100', '--json']);
     const shown = await fifoCli(['dlq', 'show', twentieth]);
     const dry = await fifoJson<RedriveReport>(['dlq', 'redrive', '--dedup-key', twentieth, '--dry-run']);
 

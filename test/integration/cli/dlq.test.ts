@@ -67,7 +67,7 @@ describe('Command: leaseq dlq', () => {
     expect((await queueCounts(env, env.dlqUrl)).visible).toBe(2);
 
     // dlq list: both, with reasons, no bodies
-    const listed = await leaseqJson<DeadLetterSummary[]>(['dlq', 'list', '--prefix', prefix]);
+    const listed = await leaseqJson<DeadLetterSummary[]>(['dlq', 'list', '--letters', '--prefix', prefix]);
     const byKey = new Map(listed.map((l) => [l.dedupKey, l]));
     expect(listed).toHaveLength(2);
     expect(byKey.get(poison)).toMatchObject({
@@ -81,9 +81,11 @@ describe('Command: leaseq dlq', () => {
     expect(JSON.stringify(listed)).not.toContain(account);
     // Listing released the messages at once: they are visible again, not held for the browse visibility.
     expect(await queueCounts(env, env.dlqUrl)).toMatchObject({ visible: 2, inFlight: 0 });
-    const table = await leaseq(['dlq', 'list', '--prefix', prefix]);
+    const table = await leaseq(['dlq', 'list', '--letters', '--prefix', prefix]);
     expect(table.stdout).toMatch(
-      new RegExp(`${poison}\\s+ledger\\.credit\\s+permanent-error\\s+PermanentJobError\\s+1\\s+w-strict`),
+      new RegExp(
+        `${poison}\\s+ledger\\.credit\\s+permanent-error\\s+1\\s+w-strict\\s+.*\\s+PermanentJobError: simulated permanent failure`,
+      ),
     );
 
     // dlq show: full body and attributes, by message id
@@ -170,7 +172,9 @@ describe('Command: leaseq dlq', () => {
     const purged = await leaseqJson<PurgeReport>(['dlq', 'purge', '--yes', '--prefix', prefix]);
     expect(purged).toEqual({ deleted: 1, remaining: 0 });
     expect(await queueCounts(env, env.dlqUrl)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
-    expect(await leaseqJson<DeadLetterSummary[]>(['dlq', 'list', '--prefix', prefix])).toEqual([]);
+    expect(await leaseqJson<DeadLetterSummary[]>(['dlq', 'list', '--letters', '--prefix', prefix])).toEqual(
+      [],
+    );
   });
 
   it('skips a dead letter whose job completed since, and a redriven poison job dead-letters again', async () => {
@@ -197,7 +201,7 @@ describe('Command: leaseq dlq', () => {
     ]);
     expect(first).toMatchObject({ redriven: 1 });
     await drain(worker);
-    const listed = await leaseqJson<DeadLetterSummary[]>(['dlq', 'list', '--prefix', prefix]);
+    const listed = await leaseqJson<DeadLetterSummary[]>(['dlq', 'list', '--letters', '--prefix', prefix]);
     expect(listed.map((l) => [l.dedupKey, l.reason])).toEqual([[poison, 'permanent-error']]);
     expect(listed[0]?.originalMessageId).toBe(first.items[0]?.newMessageId);
 

@@ -147,10 +147,10 @@ describe('Command: leaseq dlq list / dlq show / inspect against hostile producer
     );
 
     // Act + Assess: dlq list, text and JSON.
-    const table = await safeRun(['dlq', 'list']);
+    const table = await safeRun(['dlq', 'list', '--letters']);
     expect(table).toContain('(unreadable)');
     expect(table).toContain('Boom\\u009b2J\\u007f \\u202eevil\\u202c');
-    const listed = JSON.parse(await safeRun(['dlq', 'list', '--json'])) as DeadLetterSummary[];
+    const listed = JSON.parse(await safeRun(['dlq', 'list', '--letters', '--json'])) as DeadLetterSummary[];
     const byId = new Map(listed.map((l) => [l.messageId, l]));
     expect(listed).toHaveLength(escId ? 4 : 3);
     expect(byId.get(jsonId)).not.toHaveProperty('dedupKey');

@@ -188,7 +188,7 @@ describe('The stack deployed to the emulator (cdk deploy, event source mapping, 
       }),
     );
     expect(crashed.Item).toMatchObject({ attempts: 2, checkpoint: { done: ['debit'] } });
-    const dlq = await leaseq(['dlq', 'list', '--outputs', outputsFile, '--json']);
+    const dlq = await leaseq(['dlq', 'list', '--letters', '--outputs', outputsFile, '--json']);
     const letters = JSON.parse(dlq.stdout) as { dedupKey?: string; reason: string; errorClass?: string }[];
     expect(letters.filter((l) => l.dedupKey === key('poison'))).toEqual([
       expect.objectContaining({ reason: 'permanent-error', errorClass: 'PermanentJobError' }),

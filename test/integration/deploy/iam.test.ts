@@ -152,7 +152,7 @@ describe('IAM enforced (AUTH=true, TLS): the worker role', () => {
       1000,
     );
     expect(done, `jobs unfinished; emulator log: ${readFileSync(logFile, 'utf8').slice(-3000)}`).toBe(true);
-    const dlq = await leaseq(['dlq', 'list', '--outputs', outputsFile, '--json'], cliEnv);
+    const dlq = await leaseq(['dlq', 'list', '--letters', '--outputs', outputsFile, '--json'], cliEnv);
     const letters = JSON.parse(dlq.stdout) as { dedupKey?: string; reason: string }[];
     expect(letters.find((l) => l.dedupKey === key('p1'))?.reason).toBe('permanent-error');
     ddb.destroy();

@@ -52,7 +52,7 @@ describe('Command: leaseq start', () => {
     // The summary browsed the DLQ without hiding it: an operator sees the letters right away.
     const listed = await run(
       process.execPath,
-      ['bin/leaseq.mjs', 'dlq', 'list', '--prefix', prefix, '--json'],
+      ['bin/leaseq.mjs', 'dlq', 'list', '--letters', '--prefix', prefix, '--json'],
       {
         env: { ...process.env, AWS_ENDPOINT_URL: testEndpoint() },
       },
