@@ -49,7 +49,9 @@ const HEADERS: Record<string, string> = {
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'X-Frame-Options': 'DENY',
   'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
+  // Not no-referrer: with it Chromium sends `Origin: null` on the pages' own form posts, which the gate
+  // refuses; same-origin still sends no URL (with its query) to another site.
+  'Referrer-Policy': 'same-origin',
   'Cache-Control': 'no-store',
 };
 
@@ -277,7 +279,6 @@ export function createUiApp(config: UiConfig): Hono {
       );
     }
     const { job, lease, retryInMs, ownerLeases } = report.value;
-    const now = Date.now();
     const fields: [string, string][] = [
       ['status', statusBadge(job.status)],
       ['type', esc(job.type ?? '-')],
@@ -317,7 +318,7 @@ export function createUiApp(config: UiConfig): Hono {
         : `<p><a class="button" href="/jobs/${encodeURIComponent(key)}?show=data">Show checkpoint data and result</a></p>`;
     const body = `<h1>Job ${esc(key)}</h1><table><tbody>${fields.map(([k, v]) => `<tr><th scope="row">${esc(k)}</th><td>${v}</td></tr>`).join('')}</tbody></table>
 <h2>Timeline</h2>${list}<h2>Checkpoint</h2>${checkpoint}<h2>Traces</h2>${waterfall(spans, config.spans.received)}${data}
-<p class="muted">Read ${esc(human(Date.now() - now))} after the page was asked for.</p>`;
+`;
     return c.html(frame(`Job ${key}`, body));
   });
 
@@ -546,14 +547,14 @@ export function waterfall(spans: readonly UiSpan[], received: number): string {
       const x = label + (width * (s.start - start)) / total;
       const w = Math.max(2, (width * (s.end - s.start)) / total);
       const y = i * row + 4;
-      const colour = s.status === 'error' ? '#b3261e' : '#0b57d0';
+      const colour = s.status === 'error' ? '#b3261e' : s.outcome === 'retry' ? '#8a6100' : '#0b57d0';
       const name = `${'  '.repeat(Math.min(depth(s), 6))}${s.name}`;
-      return `<g class="span"><title>${esc(`${s.name} (${s.service}): ${(s.end - s.start).toFixed(1)} ms${s.outcome ? `, ${s.outcome}` : ''}`)}</title><text x="${4 + Math.min(depth(s), 6) * 12}" y="${y + 13}">${esc(name.trim().slice(0, 40))}</text><rect x="${x.toFixed(1)}" y="${y}" width="${w.toFixed(1)}" height="${row - 8}" fill="${colour}"></rect><text x="${Math.min(x + w + 4, label + width + 4).toFixed(1)}" y="${y + 13}">${esc(`${(s.end - s.start).toFixed(1)} ms`)}</text></g>`;
+      return `<g class="span"><title>${esc(`${s.name} (${s.service}): ${(s.end - s.start).toFixed(1)} ms${s.outcome ? `, ${s.outcome}` : ''}`)}</title><text x="${4 + Math.min(depth(s), 6) * 12}" y="${y + 13}">${esc(name.trim().slice(0, 40))}</text><rect x="${x.toFixed(1)}" y="${y}" width="${w.toFixed(1)}" height="${row - 8}" fill="${colour}"></rect><text x="${Math.min(x + w + 4, label + width + 4).toFixed(1)}" y="${y + 13}">${esc(`${(s.end - s.start).toFixed(1)} ms${s.outcome ? ` · ${s.outcome}` : ''}`)}</text></g>`;
     })
     .join('');
   const height = spans.length * row + 8;
-  return `<svg id="waterfall" role="img" aria-label="${spans.length} spans of this job over ${esc(human(total))}" width="${label + width + 80}" height="${height}" viewBox="0 0 ${label + width + 80} ${height}">${bars}</svg>
-<p class="muted">${spans.length} spans from ${esc(iso(start))}, over ${esc(human(total))}; red: failed.</p>`;
+  return `<svg id="waterfall" role="img" aria-label="${spans.length} spans of this job over ${esc(human(total))}" width="${label + width + 180}" height="${height}" viewBox="0 0 ${label + width + 180} ${height}">${bars}</svg>
+<p class="muted">${spans.length} spans from ${esc(iso(start))}, over ${esc(human(total))}; red: failed, amber: released for a retry.</p>`;
 }
 
 /** The overview's live chart: polls /api/overview and redraws the SVG (no library). */
