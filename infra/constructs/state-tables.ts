@@ -1,6 +1,12 @@
 import type { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
+import {
+  PROBLEM_AT_ATTRIBUTE,
+  PROBLEM_SHARD_ATTRIBUTE,
+  PROBLEMS_INDEX,
+  PROBLEMS_PROJECTION,
+} from '../../shared/core/contract/job-history.ts';
 import { type KeyAttribute, keyName, keyType } from '../../shared/core/model/table.ts';
 import type { ResourceNames } from '../../shared/resources.ts';
 
@@ -18,8 +24,8 @@ export interface StateTablesProps {
 }
 
 /**
- * leaseq's own DynamoDB state: the `jobs` table (dedup + job lease + checkpoint) and the `leases` table
- * (named locks), both with a TTL attribute that only tidies old items.
+ * leaseq's own DynamoDB state: the `jobs` table (dedup + job lease + checkpoint) with its sparse `problems`
+ * index, and the `leases` table (named locks), both with a TTL attribute that only tidies old items.
  */
 export class StateTables extends Construct {
   readonly jobs: dynamodb.Table;
@@ -33,6 +39,7 @@ export class StateTables extends Construct {
       deletionProtection: props.deletionProtection ?? false,
     };
     this.jobs = leaseqTable(this, 'JobsTable', { ...common, ...names.jobs });
+    addProblemsIndex(this.jobs);
     this.leases = leaseqTable(this, 'LeasesTable', { ...common, ...names.leases });
   }
 }
@@ -72,5 +79,20 @@ export function leaseqTable(scope: Construct, id: string, props: LeaseqTableProp
     removalPolicy: props.removalPolicy,
     deletionProtection: props.deletionProtection,
     ...(props.ttlAttribute ? { timeToLiveAttribute: props.ttlAttribute } : {}),
+  });
+}
+
+/**
+ * The sparse `problems` index (job-history.ts) on a `jobs` table: only items with a problem carry its keys,
+ * so a first-time success writes nothing to it. Added to a deployed table, CloudFormation updates the table
+ * in place (no replacement): DynamoDB backfills the index while the table keeps serving.
+ */
+export function addProblemsIndex(table: dynamodb.Table): void {
+  table.addGlobalSecondaryIndex({
+    indexName: PROBLEMS_INDEX,
+    partitionKey: { name: PROBLEM_SHARD_ATTRIBUTE, type: dynamodb.AttributeType.STRING },
+    sortKey: { name: PROBLEM_AT_ATTRIBUTE, type: dynamodb.AttributeType.NUMBER },
+    projectionType: dynamodb.ProjectionType.INCLUDE,
+    nonKeyAttributes: [...PROBLEMS_PROJECTION],
   });
 }

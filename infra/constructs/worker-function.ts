@@ -202,7 +202,13 @@ export class WorkerFunction extends Construct {
     // The queues are SQS-managed SSE (no KMS key to grant); see WORKER_QUEUE_ACTIONS.
     props.jobsQueue.grant(this.function, ...WORKER_QUEUE_ACTIONS.jobs);
     props.deadLetterQueue.grant(this.function, ...WORKER_QUEUE_ACTIONS.deadLetter);
-    props.jobsTable.grant(this.function, ...WORKER_TABLE_ACTIONS.jobs);
+    // On the table's ARN alone: `Table.grant` would add `<table>/index/*` for the problems index, which the
+    // worker never reads (item actions do not apply to an index; listings are the operator's).
+    iam.Grant.addToPrincipal({
+      grantee: this.function,
+      actions: [...WORKER_TABLE_ACTIONS.jobs],
+      resourceArns: [props.jobsTable.tableArn],
+    });
     props.leasesTable.grant(this.function, ...WORKER_TABLE_ACTIONS.leases);
     for (const table of Object.values(props.effectTables ?? {})) this.grantEffects(table);
   }

@@ -12,6 +12,7 @@ import {
   ResourceInUseException,
   ResourceNotFoundException,
   UpdateContinuousBackupsCommand,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
   waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb';
@@ -26,6 +27,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
 import { LocalProvisionError } from './emulator-errors.ts';
+import { sleep } from './process.ts';
 import type { QueuePlan, TablePlan } from './provision-plan.ts';
 
 /** What provisioning did to a resource: made it, found it as the template wants it, or corrected it. */
@@ -178,7 +180,10 @@ export async function provisionTable(
   }
   if (description === undefined)
     throw new LocalProvisionError(`table ${plan.name} vanished while provisioning`);
-  if (action === 'existing') assertSameKeys(plan, description);
+  if (action === 'existing') {
+    assertSameKeys(plan, description);
+    if (await ensureIndexes(ddb, plan, description, notes, waitSeconds)) action = 'updated';
+  }
 
   if (
     plan.ttlAttribute !== undefined &&
@@ -238,6 +243,75 @@ function assertSameKeys(plan: TablePlan, table: TableDescription): void {
         `table ${plan.name} exists, but its key attribute ${name} has type ${found}; leaseq needs ${needed}: ${fix}`,
       );
     }
+  }
+}
+
+/**
+ * Adds each global secondary index of the template that an existing table lacks (a table made before the
+ * index was), one at a time as DynamoDB requires, and waits until it is ACTIVE (its backfill done). An
+ * index of the same name with another key is refused: DynamoDB cannot change an index's key in place.
+ * Returns true if it added one.
+ */
+async function ensureIndexes(
+  ddb: DynamoDBClient,
+  plan: TablePlan,
+  table: TableDescription,
+  notes: string[],
+  waitSeconds: number,
+): Promise<boolean> {
+  let added = false;
+  const key = (schema: readonly { AttributeName?: string; KeyType?: string }[] | undefined) =>
+    (schema ?? []).map((k) => `${k.AttributeName}:${k.KeyType}`).join(',');
+  for (const index of plan.create.GlobalSecondaryIndexes ?? []) {
+    const found = table.GlobalSecondaryIndexes?.find((i) => i.IndexName === index.IndexName);
+    if (found) {
+      if (key(found.KeySchema) !== key(index.KeySchema)) {
+        throw new LocalProvisionError(
+          `table ${plan.name} has index ${index.IndexName} with key ${key(found.KeySchema)}; the template wants ` +
+            `${key(index.KeySchema)}: delete the index or the table`,
+        );
+      }
+      continue;
+    }
+    const names = new Set((index.KeySchema ?? []).map((k) => k.AttributeName));
+    await ddb.send(
+      new UpdateTableCommand({
+        TableName: plan.name,
+        AttributeDefinitions: (plan.create.AttributeDefinitions ?? []).filter((d) =>
+          names.has(d.AttributeName),
+        ),
+        GlobalSecondaryIndexUpdates: [
+          {
+            Create: {
+              IndexName: index.IndexName,
+              KeySchema: index.KeySchema,
+              Projection: index.Projection,
+              ...(index.ProvisionedThroughput ? { ProvisionedThroughput: index.ProvisionedThroughput } : {}),
+            },
+          },
+        ],
+      }),
+    );
+    await waitForIndex(ddb, plan.name, index.IndexName ?? '', waitSeconds);
+    notes.push(`table ${plan.name}: added index ${index.IndexName} (the table predates it)`);
+    added = true;
+  }
+  return added;
+}
+
+async function waitForIndex(ddb: DynamoDBClient, table: string, index: string, waitSeconds: number) {
+  const deadline = Date.now() + waitSeconds * 1000;
+  for (;;) {
+    const found = (await describeTable(ddb, table))?.GlobalSecondaryIndexes?.find(
+      (i) => i.IndexName === index,
+    );
+    if (found?.IndexStatus === 'ACTIVE') return;
+    if (Date.now() > deadline) {
+      throw new LocalProvisionError(
+        `index ${index} of table ${table} is not ACTIVE after ${waitSeconds} s (status ${found?.IndexStatus ?? 'absent'})`,
+      );
+    }
+    await sleep(1000);
   }
 }
 

@@ -75,9 +75,18 @@ const queuePropsSchema = z.strictObject({
 });
 
 const keySchema = z.array(z.strictObject({ AttributeName: z.string(), KeyType: z.enum(['HASH', 'RANGE']) }));
+const indexSchema = z.strictObject({
+  IndexName: z.string(),
+  KeySchema: keySchema,
+  Projection: z.strictObject({
+    ProjectionType: z.enum(['ALL', 'KEYS_ONLY', 'INCLUDE']),
+    NonKeyAttributes: z.array(z.string()).optional(),
+  }),
+});
 const tablePropsSchema = z.strictObject({
   TableName: z.string(),
   KeySchema: keySchema,
+  GlobalSecondaryIndexes: z.array(indexSchema).optional(),
   AttributeDefinitions: z.array(
     z.strictObject({ AttributeName: z.string(), AttributeType: z.enum(['S', 'N', 'B']) }),
   ),
@@ -180,6 +189,7 @@ function planTable(logicalId: string, props: z.infer<typeof tablePropsSchema>): 
     TableName: props.TableName,
     KeySchema: props.KeySchema,
     AttributeDefinitions: props.AttributeDefinitions,
+    ...(props.GlobalSecondaryIndexes ? { GlobalSecondaryIndexes: props.GlobalSecondaryIndexes } : {}),
     BillingMode: props.BillingMode ?? 'PROVISIONED',
     ...(props.ProvisionedThroughput ? { ProvisionedThroughput: props.ProvisionedThroughput } : {}),
     ...(sse

@@ -10,6 +10,12 @@ import {
   type LeaseqStackProps,
 } from '../../infra/leaseq-stack.ts';
 import { deadLetterAttributes } from '../../shared/core/adapters/sqs-job-queue.ts';
+import {
+  PROBLEM_AT_ATTRIBUTE,
+  PROBLEM_SHARD_ATTRIBUTE,
+  PROBLEMS_INDEX,
+  PROBLEMS_PROJECTION,
+} from '../../shared/core/contract/job-history.ts';
 import { REDRIVE_MARGIN, STACK_OUTPUT_KEYS, TTL_ATTRIBUTE, WORKER_ENV } from '../../shared/resources.ts';
 
 interface CfnResource {
@@ -276,7 +282,30 @@ describe('Class: LeaseqStack', () => {
     it.each(tables)('$name: string partition key $key, no sort key', ({ name, key }) => {
       const [, t] = table(synth().template, name);
       expect(t.Properties.KeySchema).toEqual([{ AttributeName: key, KeyType: 'HASH' }]);
-      expect(t.Properties.AttributeDefinitions).toEqual([{ AttributeName: key, AttributeType: 'S' }]);
+      expect(t.Properties.AttributeDefinitions).toContainEqual({ AttributeName: key, AttributeType: 'S' });
+    });
+
+    it('leaseq-dev-jobs: the sparse problems index, keyed by shard and last problem, with the contract projection', () => {
+      const [, t] = table(synth().template, 'leaseq-dev-jobs');
+      expect(t.Properties.AttributeDefinitions).toEqual(
+        expect.arrayContaining([
+          { AttributeName: PROBLEM_SHARD_ATTRIBUTE, AttributeType: 'S' },
+          { AttributeName: PROBLEM_AT_ATTRIBUTE, AttributeType: 'N' },
+        ]),
+      );
+      expect(t.Properties.GlobalSecondaryIndexes).toEqual([
+        {
+          IndexName: PROBLEMS_INDEX,
+          KeySchema: [
+            { AttributeName: PROBLEM_SHARD_ATTRIBUTE, KeyType: 'HASH' },
+            { AttributeName: PROBLEM_AT_ATTRIBUTE, KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [...PROBLEMS_PROJECTION] },
+        },
+      ]);
+      for (const other of ['leaseq-dev-leases', 'leaseq-dev-ledger']) {
+        expect(table(synth().template, other)[1].Properties.GlobalSecondaryIndexes).toBeUndefined();
+      }
     });
 
     it.each(tables)('$name: on demand, PITR, AWS-managed encryption', ({ name }) => {

@@ -1,4 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import {
+  PROBLEM_AT_ATTRIBUTE,
+  PROBLEM_SHARD_ATTRIBUTE,
+  PROBLEMS_INDEX,
+  PROBLEMS_PROJECTION,
+} from '../../shared/core/contract/job-history.ts';
 import { tablePhysicalName } from '../../shared/core/model/table.ts';
 import { LocalProvisionError } from '../../shared/local/emulator-errors.ts';
 import { driftedQueueAttributes } from '../../shared/local/provision-apply.ts';
@@ -69,10 +75,25 @@ describe('Function: planFromTemplate', () => {
     );
     expect(tables[names.tables.jobs.name]?.create).toMatchObject({
       KeySchema: [{ AttributeName: 'dedupKey', KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: 'dedupKey', AttributeType: 'S' }],
+      AttributeDefinitions: [
+        { AttributeName: 'dedupKey', AttributeType: 'S' },
+        { AttributeName: PROBLEM_SHARD_ATTRIBUTE, AttributeType: 'S' },
+        { AttributeName: PROBLEM_AT_ATTRIBUTE, AttributeType: 'N' },
+      ],
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: PROBLEMS_INDEX,
+          KeySchema: [
+            { AttributeName: PROBLEM_SHARD_ATTRIBUTE, KeyType: 'HASH' },
+            { AttributeName: PROBLEM_AT_ATTRIBUTE, KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [...PROBLEMS_PROJECTION] },
+        },
+      ],
       BillingMode: 'PAY_PER_REQUEST',
       SSESpecification: { Enabled: true },
     });
+    expect(tables[names.tables.leases.name]?.create.GlobalSecondaryIndexes).toBeUndefined();
     expect(tables[names.tables.jobs.name]?.ttlAttribute).toBe(TTL_ATTRIBUTE);
     expect(tables[names.tables.leases.name]?.ttlAttribute).toBe(TTL_ATTRIBUTE);
     expect(tables[ledgerName]?.ttlAttribute).toBeUndefined();
@@ -111,11 +132,11 @@ describe('Function: planFromTemplate', () => {
         TableName: 'x',
         KeySchema: [{ AttributeName: 'k', KeyType: 'HASH' }],
         AttributeDefinitions: [{ AttributeName: 'k', AttributeType: 'S' }],
-        GlobalSecondaryIndexes: [],
+        LocalSecondaryIndexes: [],
       },
     });
     expect(() => planFromTemplate(queue)).toThrow(/Extra \(AWS::SQS::Queue\).*KmsMasterKeyId/s);
-    expect(() => planFromTemplate(table)).toThrow(/Extra \(AWS::DynamoDB::Table\).*GlobalSecondaryIndexes/s);
+    expect(() => planFromTemplate(table)).toThrow(/Extra \(AWS::DynamoDB::Table\).*LocalSecondaryIndexes/s);
   });
 
   it('refuses a redrive target that is not a queue of the template', async () => {

@@ -3,6 +3,8 @@ import {
   DescribeContinuousBackupsCommand,
   DescribeTableCommand,
   DescribeTimeToLiveCommand,
+  GetItemCommand,
+  PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import {
   GetQueueAttributesCommand,
@@ -12,6 +14,12 @@ import {
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
+import {
+  PROBLEM_AT_ATTRIBUTE,
+  PROBLEM_SHARD_ATTRIBUTE,
+  PROBLEMS_INDEX,
+  PROBLEMS_PROJECTION,
+} from '../../shared/core/contract/job-history.ts';
 import { tablePhysicalName } from '../../shared/core/model/table.ts';
 import { LocalProvisionError } from '../../shared/local/emulator-errors.ts';
 import { type ProvisionResult, provisionLocal } from '../../shared/local/provision.ts';
@@ -222,6 +230,55 @@ describe('Function: provisionLocal', () => {
     for (const name of [names.queues.jobs, names.queues.dlq]) {
       expect((await queueAttributes(clients, name)).FifoQueue, name).toBe('true');
     }
+  });
+
+  it('gives the jobs table the sparse problems index with the contract key and projection', async () => {
+    const { Table } = await clients.ddb.send(
+      new DescribeTableCommand({ TableName: resourceNames(prefix).tables.jobs.name }),
+    );
+    const index = Table?.GlobalSecondaryIndexes?.find((i) => i.IndexName === PROBLEMS_INDEX);
+
+    expect(index?.KeySchema).toEqual([
+      { AttributeName: PROBLEM_SHARD_ATTRIBUTE, KeyType: 'HASH' },
+      { AttributeName: PROBLEM_AT_ATTRIBUTE, KeyType: 'RANGE' },
+    ]);
+    expect(index?.Projection?.ProjectionType).toBe('INCLUDE');
+    expect([...(index?.Projection?.NonKeyAttributes ?? [])].sort()).toEqual([...PROBLEMS_PROJECTION].sort());
+    expect(index?.IndexStatus).toBe('ACTIVE');
+  });
+
+  it('adds the problems index to a jobs table made before it, and keeps the items', async () => {
+    // Prepare: the jobs table as provisioning made it before the index existed, with an item in it.
+    const oldPrefix = uniqueName('prov-gsi');
+    const table = resourceNames(oldPrefix).tables.jobs.name;
+    await clients.ddb.send(
+      new CreateTableCommand({
+        TableName: table,
+        KeySchema: [{ AttributeName: 'dedupKey', KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: 'dedupKey', AttributeType: 'S' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+    await clients.ddb.send(
+      new PutItemCommand({ TableName: table, Item: { dedupKey: { S: 'kept' }, status: { S: 'COMPLETED' } } }),
+    );
+
+    // Act
+    const result = await provisionLocal({ clients, prefix: oldPrefix });
+
+    // Assess
+    expect(result.tables.find((t) => t.name === table)?.action).toBe('updated');
+    const { Table } = await clients.ddb.send(new DescribeTableCommand({ TableName: table }));
+    expect(Table?.GlobalSecondaryIndexes?.map((i) => [i.IndexName, i.IndexStatus])).toEqual([
+      [PROBLEMS_INDEX, 'ACTIVE'],
+    ]);
+    const kept = await clients.ddb.send(
+      new GetItemCommand({ TableName: table, Key: { dedupKey: { S: 'kept' } } }),
+    );
+    expect(kept.Item?.status?.S).toBe('COMPLETED');
+    // A second run finds the index and changes nothing.
+    const again = await provisionLocal({ clients, prefix: oldPrefix });
+    expect(again.tables.find((t) => t.name === table)?.action).toBe('existing');
   });
 
   it('refuses an existing table whose key differs from the template', async () => {
