@@ -16,7 +16,7 @@ import { listLeases } from '../../shared/ops/leases.ts';
 import { queueStats, totalDepth } from '../../shared/ops/queue-stats.ts';
 import type { OpsTarget } from '../../shared/ops/target.ts';
 import { jobTimeline } from '../../shared/ops/timeline.ts';
-import { type Bounded, bounded, filterProblems, type ProblemFilter, problemJobs } from './data.ts';
+import { type Bounded, bounded, listProblems, type ProblemFilter } from './data.ts';
 import { gate, requestToken, tokenCookie } from './guard.ts';
 import { esc, human, iso, page } from './html.ts';
 import { OtlpFormatError, parseOtlpJson, type SpanBuffer, type UiSpan } from './spans.ts';
@@ -228,9 +228,12 @@ export function createUiApp(config: UiConfig): Hono {
       ...(error ? { error } : {}),
       ...(age && ages[age] ? { maxAgeMs: ages[age] } : {}),
     };
-    const rows = await bounded('DynamoDB', 'scan of the jobs table', readMs, () => problemJobs(target, now));
-    const all = rows.ok ? rows.value : [];
-    const shown = filterProblems(all, filter, now);
+    const listing = await bounded('DynamoDB', 'query of the problems index', readMs, () =>
+      listProblems(target, filter, now),
+    );
+    const rows = listing;
+    const shown = listing.ok ? listing.value.rows : [];
+    const all = shown;
     const types = [...new Set(all.map((r) => r.type).filter((t): t is string => !!t))].sort();
     const option = (value: string, label: string, selected: string | undefined) =>
       `<option value="${esc(value)}"${value === (selected ?? '') ? ' selected' : ''}>${esc(label)}</option>`;
@@ -259,7 +262,12 @@ export function createUiApp(config: UiConfig): Hono {
             '',
           )}</tbody></table>${shown.length > 500 ? `<p class="muted">First 500 of ${shown.length}.</p>` : ''}`
       : `<p class="muted">${rows.ok ? 'No job matches.' : 'Jobs unavailable (see above).'}</p>`;
-    const body = `<h1>Problem jobs</h1><p class="muted">Jobs that were retried, wait for a retry, are dead or stuck.</p>${form}${table}`;
+    const source = listing.ok
+      ? listing.value.source.kind === 'index'
+        ? `Read from the problems index (${listing.value.source.readUnits} read units).`
+        : 'This jobs table has no problems index (made before it): read with a scan.'
+      : '';
+    const body = `<h1>Problem jobs</h1><p class="muted">Jobs that were retried, waited for a retry, lost a lease, are dead or stuck, newest problem first. ${esc(source)}</p>${form}${table}`;
     return c.html(frame('Problem jobs', body, { problems: problemsOf(rows) }));
   });
 

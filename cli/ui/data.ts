@@ -5,6 +5,7 @@
 import { scanJobSummaries } from '../../shared/core/adapters/dynamodb-scans.ts';
 import { JobStatus } from '../../shared/core/contract/statuses.ts';
 import { collect, DEFAULT_STUCK_AFTER_MS, stuckReason } from '../../shared/ops/jobs.ts';
+import { listProblemJobs, ProblemsIndexMissingError } from '../../shared/ops/problem-jobs.ts';
 import type { OpsTarget } from '../../shared/ops/target.ts';
 
 /** A call's answer, or why there is none (one line, no payload: the SDK's error name and message). */
@@ -60,19 +61,65 @@ export interface ProblemRow {
 
 /** The filters of the problem-jobs page; every given one must match. */
 export interface ProblemFilter {
-  readonly status?: JobStatus;
+  /** A status, or `stuck` (the stuck rule of `leaseq leases`). */
+  readonly status?: JobStatus | 'stuck';
   readonly type?: string;
-  /** A substring of the error class or dead reason. */
+  /** A substring of the error (class and message with the index, class or stuck reason with a scan). */
   readonly error?: string;
   /** Only jobs whose last problem is at most this old (ms). */
   readonly maxAgeMs?: number;
+}
+
+/** The problem jobs a page shows, and where they were read from. */
+export interface ProblemListing {
+  readonly rows: ProblemRow[];
+  /** `index`: the sparse problems index (its read units); `scan`: a table made before the index. */
+  readonly source: { readonly kind: 'index'; readonly readUnits: number } | { readonly kind: 'scan' };
+}
+
+/**
+ * The problem jobs matching `filter`, newest problem first (at most 500): from the sparse `problems`
+ * index (listProblemJobs), or, on a jobs table made before the index, from the operator scan.
+ */
+export async function listProblems(
+  target: OpsTarget,
+  filter: ProblemFilter,
+  now: number,
+): Promise<ProblemListing> {
+  try {
+    const listed = await listProblemJobs(
+      target,
+      {
+        ...(filter.status ? { status: filter.status } : {}),
+        ...(filter.type ? { type: filter.type } : {}),
+        ...(filter.error ? { errorContains: filter.error } : {}),
+        ...(filter.maxAgeMs === undefined ? {} : { since: now - filter.maxAgeMs }),
+        limit: 500,
+      },
+      now,
+    );
+    const rows = listed.jobs.map((j) => ({
+      dedupKey: j.dedupKey,
+      status: j.status,
+      ...(j.type ? { type: j.type } : {}),
+      attempts: j.attempts,
+      ...(j.owner ? { owner: j.owner } : {}),
+      ...(j.deadReason || j.lastErrorClass ? { error: j.deadReason ?? j.lastErrorClass } : {}),
+      at: j.problemAt,
+      ...(j.stuck ? { stuck: j.stuck } : {}),
+    }));
+    return { rows, source: { kind: 'index', readUnits: listed.readUnits } };
+  } catch (error) {
+    if (!(error instanceof ProblemsIndexMissingError)) throw error;
+    return { rows: filterProblems(await scanProblems(target, now), filter, now), source: { kind: 'scan' } };
+  }
 }
 
 /**
  * Jobs that had a problem: retried (attempts > 1), waiting for a retry, dead, or stuck. Read with the
  * operator scan of the jobs table (a projection, no payloads; fine at local and demo sizes).
  */
-export async function problemJobs(target: OpsTarget, now: number): Promise<ProblemRow[]> {
+export async function scanProblems(target: OpsTarget, now: number): Promise<ProblemRow[]> {
   const items = await collect(scanJobSummaries(target.clients.doc, target.names.jobsTable));
   const rows: ProblemRow[] = [];
   for (const item of items) {
@@ -102,7 +149,8 @@ export function filterProblems(
   const error = filter.error?.toLowerCase();
   return rows.filter(
     (r) =>
-      (filter.status === undefined || r.status === filter.status) &&
+      (filter.status === undefined ||
+        (filter.status === 'stuck' ? r.stuck !== undefined : r.status === filter.status)) &&
       (filter.type === undefined || r.type === filter.type) &&
       (error === undefined || (r.error ?? r.stuck ?? '').toLowerCase().includes(error)) &&
       (filter.maxAgeMs === undefined || (r.at !== undefined && now - r.at <= filter.maxAgeMs)),
