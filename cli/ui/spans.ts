@@ -24,6 +24,14 @@ export interface UiSpan {
 /** Attributes kept: none of them carries a payload or a dedup key (shared/core/observe/spans.ts). */
 const KEPT = new Set(['messaging.message.id', 'leaseq.outcome']);
 
+/**
+ * `value` cut to `max` characters, as a string of its own: V8 keeps a slice's parent alive, so a kept
+ * slice of a 4 MB name would hold all 4 MB (anyone on the machine may post spans).
+ */
+function short(value: string, max: number): string {
+  return Buffer.from(value.slice(0, max), 'utf8').toString('utf8');
+}
+
 /** A request body that is not OTLP JSON. */
 export class OtlpFormatError extends Error {
   constructor(message: string) {
@@ -111,8 +119,8 @@ export function parseOtlpJson(body: unknown): UiSpan[] {
           traceId,
           spanId,
           ...(parent ? { parentSpanId: parent } : {}),
-          name: typeof s.name === 'string' ? s.name.slice(0, 200) : '(unnamed)',
-          service: service.slice(0, 100),
+          name: typeof s.name === 'string' ? short(s.name, 200) : '(unnamed)',
+          service: short(service, 100),
           start,
           end: Math.max(start, end),
           status:
@@ -121,8 +129,9 @@ export function parseOtlpJson(body: unknown): UiSpan[] {
               : code === 1 || code === 'STATUS_CODE_OK'
                 ? 'ok'
                 : 'unset',
-          ...(kept['messaging.message.id'] ? { messageId: kept['messaging.message.id'] } : {}),
-          ...(kept['leaseq.outcome'] ? { outcome: kept['leaseq.outcome'] } : {}),
+          // An SQS message id is 100 characters at most; an outcome is one short word.
+          ...(kept['messaging.message.id'] ? { messageId: short(kept['messaging.message.id'], 100) } : {}),
+          ...(kept['leaseq.outcome'] ? { outcome: short(kept['leaseq.outcome'], 40) } : {}),
         });
       }
     }

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { OtlpFormatError, parseOtlpJson, SpanBuffer } from '../../../cli/ui/spans.ts';
 
@@ -88,5 +90,36 @@ describe('leaseq ui trace intake (OTLP JSON)', () => {
     expect(buffer.forMessages(['m-old'])).toEqual([]);
     // The whole trace of a matching span, by start: the producer's send (no message id here) first.
     expect(buffer.forMessages(['m-job']).map((s) => s.name)).toEqual(['c', 'b']);
+  });
+
+  it('bounds the memory of the kept spans, not only their count: huge names and attributes are cut and not held', () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const heap = () => {
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const buffer = new SpanBuffer(40);
+    const before = heap();
+    // Anyone on the machine may POST spans: 40 kept spans of 3 MB of strings each must not keep 120 MB.
+    for (let i = 0; i < 40; i += 1) {
+      const big = (c: string) => `${c}${i}`.repeat(250_000);
+      const body = JSON.stringify(
+        request(
+          [
+            span({
+              spanId: i.toString(16).padStart(16, '0'),
+              name: big('n'),
+              attributes: [attr('messaging.message.id', big('m')), attr('leaseq.outcome', big('o'))],
+            }),
+          ],
+          big('s'),
+        ),
+      );
+      buffer.add(parseOtlpJson(JSON.parse(body)));
+    }
+    const kept = heap() - before;
+    expect(buffer.size).toBe(40);
+    expect(kept).toBeLessThan(8 * 1024 * 1024);
   });
 });
