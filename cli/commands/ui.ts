@@ -64,9 +64,9 @@ export function register(program: Command): void {
     ).catch((error: unknown) => {
       target.close();
       if (error instanceof Error && 'code' in error && error.code === 'EADDRINUSE') {
-        throw new InvalidArgumentError(
-          `port ${flags.port} on ${UI_HOST} is in use: pass --port <other> (0: any)`,
-        );
+        // A plain Error: runCli prints an action's error in one line, but takes a CommanderError
+        // (InvalidArgumentError is one) as already printed and says nothing.
+        throw new Error(`port ${flags.port} on ${UI_HOST} is in use: pass --port <other> (0: any)`);
       }
       throw error;
     });
