@@ -8,7 +8,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { scanJobSummaries } from '../../shared/core/adapters/dynamodb-scans.ts';
 import { JobStatus } from '../../shared/core/contract/statuses.ts';
 import { findDeadLetter, purgeDlq, surveyDeadLetters } from '../../shared/ops/dlq.ts';
-import type { DeadLetterSummary } from '../../shared/ops/dlq-letters.ts';
+import { DEAD_LETTER_REASONS, type DeadLetterSummary } from '../../shared/ops/dlq-letters.ts';
 import { type RedriveItem, redrive } from '../../shared/ops/dlq-redrive.ts';
 import { inspectJob } from '../../shared/ops/inspect.ts';
 import { collect, summariseJobs } from '../../shared/ops/jobs.ts';
@@ -349,6 +349,7 @@ export function createUiApp(config: UiConfig): Hono {
           .map(([r, k]) => `<tr><td>${esc(r)}</td><td class="num">${k}</td></tr>`)
           .join('')}</tbody></table>`
       : '';
+    const byReason = [...reasons.keys()].filter((r) => DEAD_LETTER_REASONS.includes(r));
     const selectable = !config.readOnly;
     const rows = letters
       .map((l) => {
@@ -371,7 +372,7 @@ export function createUiApp(config: UiConfig): Hono {
     const actions = config.readOnly
       ? '<p class="muted">Read-only: redrive and purge are off (started with --read-only).</p>'
       : `<form method="post" action="/dlq/redrive" aria-label="redrive selected letters">${table}<button type="submit">Redrive selected…</button></form>
-<form method="post" action="/dlq/redrive" class="filters" aria-label="redrive by reason"><label for="r-reason">reason<select id="r-reason" name="reason">${[...reasons.keys()].map((r) => `<option>${esc(r)}</option>`).join('')}</select></label><button type="submit"${reasons.size ? '' : ' disabled'}>Redrive all with this reason…</button></form>
+<form method="post" action="/dlq/redrive" class="filters" aria-label="redrive by reason"><label for="r-reason">reason<select id="r-reason" name="reason">${byReason.map((r) => `<option value="${esc(r)}">${esc(r)}</option>`).join('')}</select></label><button type="submit"${byReason.length ? '' : ' disabled'}>Redrive all with this reason…</button></form>
 <form method="post" action="/dlq/purge" aria-label="purge the DLQ"><button type="submit" class="danger"${letters.length ? '' : ' disabled'}>Purge the DLQ…</button></form>`;
     const body = `<h1>Dead letters</h1>${reasonTable}${unseen}${config.readOnly ? table : ''}${actions}`;
     return c.html(frame('Dead letters', body, { problems: problemsOf(result) }));
@@ -419,6 +420,17 @@ export function createUiApp(config: UiConfig): Hono {
     const form = await c.req.parseBody({ all: true });
     const ids = [form.letter ?? []].flat().filter((v): v is string => typeof v === 'string');
     const reason = typeof form.reason === 'string' && form.reason ? form.reason : undefined;
+    // Only leaseq's own reasons, matched exactly: redrive's filter reads a trailing `*` as a prefix, and a
+    // letter's reason is whatever its sender wrote (a reason `*` would redrive every letter).
+    if (reason && !DEAD_LETTER_REASONS.includes(reason)) {
+      return c.html(
+        frame(
+          'Redrive',
+          `<h1>Redrive</h1><p>${esc(reason)} is not a reason leaseq gives: select its letters instead.</p><p><a href="/dlq">Back to the dead letters</a></p>`,
+        ),
+        400,
+      );
+    }
     if (ids.length === 0 && !reason) {
       return c.html(
         frame(
