@@ -168,7 +168,7 @@ export function createUiApp(config: UiConfig): Hono {
     const leaseRows = (leases?.jobLeases ?? [])
       .map(
         (l) =>
-          `<tr><td><a href="/jobs/${encodeURIComponent(l.dedupKey)}">${esc(l.dedupKey)}</a></td><td>${esc(l.type ?? '')}</td><td>${esc(l.owner ?? '')}</td><td class="num">${l.attempts}</td><td>${l.remainingMs >= 0 ? `${human(l.remainingMs)} left` : `ended ${human(-l.remainingMs)} ago`}</td><td>${l.stuck ? `<span class="badge bad">${esc(l.stuck)}</span>` : '<span class="badge good">live</span>'}</td></tr>`,
+          `<tr><td><a href="/jobs/${encodeURIComponent(l.dedupKey)}">${esc(l.dedupKey)}</a></td><td>${esc(l.type ?? '')}</td><td>${esc(l.owner ?? '')}</td><td class="num">${esc(l.attempts)}</td><td>${l.remainingMs >= 0 ? `${human(l.remainingMs)} left` : `ended ${human(-l.remainingMs)} ago`}</td><td>${l.stuck ? `<span class="badge bad">${esc(l.stuck)}</span>` : '<span class="badge good">live</span>'}</td></tr>`,
       )
       .join('');
     const leaseTable = leases
@@ -194,7 +194,7 @@ export function createUiApp(config: UiConfig): Hono {
     const localLine = local
       ? `<p class="muted">Local worker pools right now (jobs per live worker): ${
           Object.entries(local)
-            .map(([w, k]) => `${esc(w)} ${k}`)
+            .map(([w, k]) => `${esc(w)} ${esc(k)}`)
             .join(', ') || '–'
         }</p>`
       : '';
@@ -256,7 +256,7 @@ export function createUiApp(config: UiConfig): Hono {
           .slice(0, 500)
           .map(
             (r) =>
-              `<tr><td><a href="/jobs/${encodeURIComponent(r.dedupKey)}">${esc(r.dedupKey)}</a></td><td>${statusBadge(r.status)}</td><td>${esc(r.type ?? '')}</td><td class="num">${r.attempts}</td><td>${esc(r.owner ?? '')}</td><td>${esc(r.error ?? r.stuck ?? (r.attempts > 1 ? 'retried' : ''))}</td><td>${r.at === undefined ? '-' : `${human(now - r.at)} ago`}</td></tr>`,
+              `<tr><td><a href="/jobs/${encodeURIComponent(r.dedupKey)}">${esc(r.dedupKey)}</a></td><td>${statusBadge(r.status)}</td><td>${esc(r.type ?? '')}</td><td class="num">${esc(r.attempts)}</td><td>${esc(r.owner ?? '')}</td><td>${esc(r.error ?? r.stuck ?? (r.attempts > 1 ? 'retried' : ''))}</td><td>${r.at === undefined ? '-' : `${human(now - r.at)} ago`}</td></tr>`,
           )
           .join(
             '',
@@ -290,9 +290,9 @@ export function createUiApp(config: UiConfig): Hono {
     const fields: [string, string][] = [
       ['status', statusBadge(job.status)],
       ['type', esc(job.type ?? '-')],
-      ['attempts', `${job.attempts}${job.refunds ? ` (${job.refunds} given back)` : ''}`],
+      ['attempts', esc(`${job.attempts}${job.refunds ? ` (${job.refunds} given back)` : ''}`)],
       ['worker', esc(job.owner ?? '-')],
-      ['fencing token', String(job.token)],
+      ['fencing token', esc(job.token)],
       ['message id', esc(job.messageId)],
       ['created', esc(job.createdAt ?? '-')],
       ['last error', job.lastError ? esc(`${job.lastErrorClass ?? 'Error'}: ${job.lastError}`) : '-'],
@@ -314,11 +314,11 @@ export function createUiApp(config: UiConfig): Hono {
     const list = `<ol class="timeline" aria-label="timeline">${timeline
       .map(
         (e) =>
-          `<li class="${esc(e.kind)}"><span class="when">${esc(iso(e.at))}</span><strong>${esc(e.title)}</strong>${e.owner ? ` <span class="muted">by ${esc(e.owner)}${e.token === undefined ? '' : `, token ${e.token}`}</span>` : ''}${e.detail ? `<div class="muted">${esc(e.detail)}</div>` : ''}</li>`,
+          `<li class="${esc(e.kind)}"><span class="when">${esc(iso(e.at))}</span><strong>${esc(e.title)}</strong>${e.owner ? ` <span class="muted">by ${esc(e.owner)}${e.token === undefined ? '' : `, token ${esc(e.token)}`}</span>` : ''}${e.detail ? `<div class="muted">${esc(e.detail)}</div>` : ''}</li>`,
       )
       .join(
         '',
-      )}</ol>${job.historyDropped ? `<p class="muted">${job.historyDropped} older events dropped.</p>` : ''}`;
+      )}</ol>${job.historyDropped ? `<p class="muted">${esc(job.historyDropped)} older events dropped.</p>` : ''}`;
     const spans = config.spans.forMessages([job.messageId]);
     const data =
       show === 'data'

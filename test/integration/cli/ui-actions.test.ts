@@ -3,6 +3,7 @@
  * browser passes it: own Host, the token cookie): a redrive does only what its confirmation showed.
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUiApp } from '../../../cli/ui/app.ts';
 import { TOKEN_COOKIE } from '../../../cli/ui/guard.ts';
@@ -85,5 +86,36 @@ describe('leaseq ui DLQ actions', () => {
     const done = await confirmed.text();
     expect(shown + done).not.toMatch(/Redrive done[\s\S]*[1-9]\d* redriven/);
     expect(await dlqDepth()).toBe(2);
+  });
+
+  it('escapes every field of a job item, numbers included: a hand-written item cannot inject markup', async () => {
+    // The pages allow inline scripts (the chart), so one unescaped field would run in the inspector's
+    // origin, with its cookie: the item is read as stored, not checked against its type.
+    const dedupKey = uniqueName('xss');
+    const mark = '<img src=x onerror=alert(1)>';
+    await env.clients.doc.send(
+      new PutCommand({
+        TableName: env.jobsTable,
+        Item: {
+          dedupKey,
+          status: 'DEAD',
+          type: 'ledger.credit',
+          messageId: 'm-1',
+          attempts: mark,
+          refunds: mark,
+          token: mark,
+          owner: 'w-1',
+          history: [{ e: 'lease-lost', at: 1, owner: 'w-1', token: mark, why: 'x' }],
+          version: 1,
+        },
+      }),
+    );
+    const page = await (
+      await app.request(`http://127.0.0.1:${PORT}/jobs/${dedupKey}`, {
+        headers: { host: `127.0.0.1:${PORT}`, cookie: `${TOKEN_COOKIE}=${token}` },
+      })
+    ).text();
+    expect(page).toContain(dedupKey);
+    expect(page).not.toContain('<img');
   });
 });
