@@ -221,8 +221,8 @@ export function createUiApp(config: UiConfig): Hono {
       '7d': 604_800_000,
     };
     const filter: ProblemFilter = {
-      ...(status && (Object.values(JobStatus) as string[]).includes(status)
-        ? { status: status as JobStatus }
+      ...(status && (STATUS_FILTERS as string[]).includes(status)
+        ? { status: status as JobStatus | 'stuck' }
         : {}),
       ...(type ? { type } : {}),
       ...(error ? { error } : {}),
@@ -238,11 +238,9 @@ export function createUiApp(config: UiConfig): Hono {
     const option = (value: string, label: string, selected: string | undefined) =>
       `<option value="${esc(value)}"${value === (selected ?? '') ? ' selected' : ''}>${esc(label)}</option>`;
     const form = `<form class="filters" method="get" action="/jobs" role="search" aria-label="filter problem jobs">
-<label for="f-status">status<select id="f-status" name="status">${option('', 'any', status)}${Object.values(
-      JobStatus,
-    )
-      .map((s) => option(s, s, status))
-      .join('')}</select></label>
+<label for="f-status">status<select id="f-status" name="status">${option('', 'any', status)}${STATUS_FILTERS.map(
+      (s) => option(s, s, status),
+    ).join('')}</select></label>
 <label for="f-type">type<select id="f-type" name="type">${option('', 'any', type)}${types.map((t) => option(t, t, type)).join('')}</select></label>
 <label for="f-error">error or stuck reason contains<input id="f-error" name="error" value="${esc(error ?? '')}"></label>
 <label for="f-age">last change within<select id="f-age" name="age">${option('', 'any time', age)}${Object.keys(
@@ -526,6 +524,9 @@ ${letterTable(chosen)}
 
   return app;
 }
+
+/** The problem jobs' status filter: a status, or `stuck` (the stuck rule of `leaseq leases`). */
+const STATUS_FILTERS: string[] = [...Object.values(JobStatus), 'stuck'];
 
 function statusBadge(status: JobStatus): string {
   const kind = status === JobStatus.Completed ? 'good' : status === JobStatus.Dead ? 'bad' : 'warn';

@@ -204,4 +204,9 @@ describe('leaseq ui server', () => {
       ).status,
     ).toBe(403);
   });
+
+  it("offers and keeps the problem jobs' 'stuck' status filter", async () => {
+    const answer = await call(ui, '/jobs?status=stuck');
+    expect(answer.body).toContain('<option value="stuck" selected>');
+  });
 });
