@@ -7,6 +7,7 @@ import * as local from './commands/local.ts';
 import * as send from './commands/send.ts';
 import * as start from './commands/start.ts';
 import * as status from './commands/status.ts';
+import * as ui from './commands/ui.ts';
 import * as workers from './commands/workers.ts';
 import { type CommandModule, runCli } from './errors.ts';
 import { exitCleanlyOnClosedStdout } from './format.ts';
@@ -15,7 +16,7 @@ import { packageVersion } from './version.ts';
 /**
  * Command modules, each exporting `register(program)`. To add one: import it and list it here.
  */
-const modules: readonly CommandModule[] = [local, start, workers, send, status, inspect, jobs, leases, dlq];
+const modules: readonly CommandModule[] = [local, start, workers, send, status, inspect, jobs, leases, dlq, ui];
 
 // The project supports Node >= 20 (package.json engines); the SDK's multi-line notice about its own
 // future Node 22 requirement would precede every command's output.

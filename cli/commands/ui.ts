@@ -1,0 +1,90 @@
+import type { Command } from 'commander';
+import { InvalidArgumentError } from 'commander';
+import { operationalSmells, poolMetricsDir, poolsOf, readPoolMetrics } from '../../shared/ops/smells.ts';
+import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
+import { newToken } from '../ui/guard.ts';
+import { startUi, UI_HOST } from '../ui/server.ts';
+import { SpanBuffer } from '../ui/spans.ts';
+
+interface UiFlags extends TargetFlags {
+  readonly port: number;
+  readonly readOnly?: boolean;
+  readonly maxSpans: number;
+}
+
+/** The default port: free on most machines, easy to type. */
+export const DEFAULT_UI_PORT = 8686;
+
+function portArg(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n > 65_535)
+    throw new InvalidArgumentError('expected a port 0-65535 (0: any free port)');
+  return n;
+}
+
+function countArg(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1) throw new InvalidArgumentError('expected a positive whole number');
+  return n;
+}
+
+/** Adds `leaseq ui`. */
+export function register(program: Command): void {
+  targetOptions(
+    program
+      .command('ui')
+      .description(
+        `a local web inspector on ${UI_HOST} only: queue and DLQ depth over time, live and stuck leases, problem jobs, ` +
+          "one job's timeline and traces, the DLQ with redrive and purge (behind the printed token and a confirmation). " +
+          'Also takes OTLP/HTTP JSON traces at /v1/traces (point OTEL_EXPORTER_OTLP_ENDPOINT at it). Ctrl-C stops it',
+      )
+      .option('--port <port>', `port on ${UI_HOST} (0: any free port)`, portArg, DEFAULT_UI_PORT)
+      .option('--read-only', 'no actions: redrive and purge are off')
+      .option('--max-spans <n>', 'spans kept in memory (the oldest go first)', countArg, 5000),
+  ).action(async (flags: UiFlags) => {
+    const target = await resolveTarget(flags);
+    const token = newToken();
+    const ui = await startUi(
+      {
+        target,
+        targetLine: target.line.replace(/^target: /, ''),
+        token,
+        readOnly: flags.readOnly === true,
+        spans: new SpanBuffer(flags.maxSpans),
+        localWorkers: () =>
+          operationalSmells(
+            poolsOf(readPoolMetrics(poolMetricsDir()), {
+              endpoint: target.endpoint ?? null,
+              queueArn: target.names.queueArn,
+            }),
+          )?.starvation.jobsPerWorker,
+        log: (line) => process.stderr.write(`leaseq ui: ${line}\n`),
+      },
+      flags.port,
+    ).catch((error: unknown) => {
+      target.close();
+      if (error instanceof Error && 'code' in error && error.code === 'EADDRINUSE') {
+        // A plain Error: runCli prints an action's error in one line, but takes a CommanderError
+        // (InvalidArgumentError is one) as already printed and says nothing.
+        throw new Error(`port ${flags.port} on ${UI_HOST} is in use: pass --port <other> (0: any)`);
+      }
+      throw error;
+    });
+    // stdout carries only the URL (a script reads it); notes go to stderr.
+    process.stdout.write(`${ui.url}\n`);
+    process.stderr.write(
+      `leaseq ui: listening on ${ui.address}:${ui.port}${flags.readOnly ? ' (read-only)' : ''}; traces: OTEL_EXPORTER_OTLP_ENDPOINT=${ui.origin.replace(/\/$/, '')}; Ctrl-C stops it\n`,
+    );
+    await new Promise<void>((resolve) => {
+      const stop = () => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        resolve();
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+    await ui.close();
+    target.close();
+  });
+}

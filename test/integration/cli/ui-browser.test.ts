@@ -1,0 +1,236 @@
+/**
+ * `leaseq ui` in a real browser (Debian's chromium driven by playwright-core) against the emulator, after
+ * a run with a retry, a dead letter and a stuck lease: the pages, the token, the redrive, the bound
+ * address, keyboard reach and labels. Screenshots go to docs/ (ui-overview.png, ui-job.png).
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { connect } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import ledgerJobs from '../../../examples/ledger/jobs.ts';
+import { DynamoDbJobStore } from '../../../shared/core/adapters/dynamodb-job-store.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
+import { startTracingFromEnv, type WorkerTracing } from '../../../shared/worker/tracing.ts';
+import {
+  type CoreEnv,
+  coreEnv,
+  eventually,
+  makeWorker,
+  queueCounts,
+  sendJob,
+} from '../../support/core-fixture.ts';
+import { testEndpoint, uniqueName } from '../../support/env.ts';
+
+const BIN = fileURLToPath(new URL('../../../bin/leaseq.mjs', import.meta.url));
+const DOCS = fileURLToPath(new URL('../../../docs/', import.meta.url));
+
+/** The browser: CHROMIUM_PATH, else `chromium` on PATH (.ci/run installs Debian's). */
+function chromiumPath(): string {
+  if (process.env.CHROMIUM_PATH) return process.env.CHROMIUM_PATH;
+  try {
+    return execFileSync('which', ['chromium'], { encoding: 'utf8' }).trim();
+  } catch {
+    throw new Error('no chromium: install it (apt-get install -y chromium) or set CHROMIUM_PATH');
+  }
+}
+
+let env: CoreEnv;
+let prefix: string;
+let ui: ChildProcess;
+let url: string;
+let origin: string;
+let stderr = '';
+let browser: Browser;
+let tracing: WorkerTracing | undefined;
+
+async function drain(worker: ReturnType<typeof makeWorker>): Promise<void> {
+  const done = await eventually(
+    async () => {
+      await worker.poll();
+      const q = await queueCounts(env);
+      return q.visible + q.inFlight + q.delayed === 0;
+    },
+    30_000,
+    100,
+  );
+  expect(done).toBe(true);
+}
+
+beforeAll(async () => {
+  env = await coreEnv('cliui');
+  prefix = env.jobsTable.replace(/-jobs$/, '');
+  ui = spawn(process.execPath, [BIN, 'ui', '--prefix', prefix, '--port', '0'], {
+    env: { ...process.env, AWS_ENDPOINT_URL: testEndpoint(), LEASEQ_PREFIX: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  ui.stderr?.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    ui.stdout?.on('data', (chunk) => {
+      out += chunk;
+      const line = out.split('\n')[0];
+      if (out.includes('\n') && line) resolve(line.trim());
+    });
+    ui.once('exit', (code) => reject(new Error(`leaseq ui exited ${code}: ${stderr}`)));
+  });
+  origin = new URL(url).origin;
+  // This process's workers export their spans to the inspector, as a worker pointed at it would.
+  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = origin;
+  process.env.OTEL_SERVICE_NAME = 'ui-test-worker';
+  tracing = startTracingFromEnv();
+  browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await tracing?.shutdown();
+  if (ui && ui.exitCode === null) {
+    const exited = new Promise((resolve) => ui.once('exit', resolve));
+    ui.kill('SIGTERM');
+    await exited;
+  }
+  env?.close();
+});
+
+describe('leaseq ui in a browser', () => {
+  it('shows a retried job, a dead letter and a stuck lease; redrives with the token after a confirmation', async () => {
+    const started = Date.now();
+    // Prepare: a job dead-lettered after one failure (a worker allowing one attempt), a job retried once
+    // and completed, and a claim whose lease ended an hour ago (its worker "died").
+    const account = uniqueName('acct');
+    const deadKey = uniqueName('dead');
+    const retriedKey = uniqueName('retried');
+    const stuckKey = uniqueName('stuck');
+    await sendJob(env, {
+      dedupKey: deadKey,
+      type: 'ledger.credit',
+      payload: { account, amount: 5, simulate: { failTimes: 1 } },
+    });
+    await drain(makeWorker(env, ledgerJobs, { worker: 'w-strict', maxAttempts: 1 }));
+    await sendJob(env, {
+      dedupKey: retriedKey,
+      type: 'ledger.credit',
+      payload: { account, amount: 3, simulate: { failTimes: 1 } },
+    });
+    await drain(makeWorker(env, ledgerJobs, { worker: 'w-retry', maxAttempts: 3 }));
+    const store = new DynamoDbJobStore({ client: env.clients.doc, tableName: env.jobsTable });
+    const past = Date.now() - 3_600_000;
+    const claim = await store.claim({
+      dedupKey: stuckKey,
+      owner: 'w-gone',
+      messageId: uniqueName('m'),
+      type: 'ledger.credit',
+      createdAt: new Date(past).toISOString(),
+      leaseMs: 1000,
+      now: past,
+    });
+    expect(claim.claimed).toBe(true);
+    await tracing?.flush();
+
+    const page: Page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    // The printed URL: its token becomes the cookie and leaves the address bar.
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{43}$/);
+    await page.goto(url);
+    expect(new URL(page.url()).search).toBe('');
+    await expect(page.locator('h1').textContent()).resolves.toBe('Overview');
+    // The stuck lease, named with its reason.
+    const stuckRow = page.locator('tr', { hasText: stuckKey });
+    await expect(stuckRow.textContent()).resolves.toContain('lease-expired');
+    await expect(page.locator('#c-dlq').textContent()).resolves.toBe('1');
+    // Let the live chart take a few samples before the screenshot.
+    // (Browser-side code as strings: this project's TypeScript has no DOM types.)
+    await page.waitForFunction("document.querySelectorAll('#chart polyline').length > 0", undefined, {
+      timeout: 15_000,
+    });
+    await page.waitForTimeout(4500);
+    await page.screenshot({ path: `${DOCS}ui-overview.png`, fullPage: true });
+
+    // Problem jobs: the page reads the problems index and filters by status. The index's keys are written
+    // by the history writers (issue 24, branch history), not on this branch yet: until they land, the
+    // retried job is opened by its URL. (Then: click its link in the filtered list.)
+    await page.goto(`${origin}/jobs`);
+    await page.selectOption('#f-status', JobStatus.Completed);
+    await page.getByRole('button', { name: 'Filter' }).click();
+    expect(new URL(page.url()).searchParams.get('status')).toBe(JobStatus.Completed);
+    await expect(page.locator('main').textContent()).resolves.toContain('Read from the problems index');
+    await page.goto(`${origin}/jobs/${encodeURIComponent(retriedKey)}`);
+    await expect(page.locator('h1').textContent()).resolves.toBe(`Job ${retriedKey}`);
+    const timeline = (await page.locator('ol.timeline').textContent()) ?? '';
+    expect(timeline).toContain('sent');
+    expect(timeline).toContain('completed on attempt 2');
+    // Its spans, exported by the workers above, drawn under the timeline; no payload on the page.
+    await expect(page.locator('#waterfall g.span').count()).resolves.toBeGreaterThanOrEqual(2);
+    await expect(page.locator('#waterfall').textContent()).resolves.toContain('leaseq.process ledger.credit');
+    expect(await page.content()).not.toContain(account);
+    await page.screenshot({ path: `${DOCS}ui-job.png`, fullPage: true });
+
+    // Dead letters: every form control has a label; the keyboard reaches the redrive button.
+    await page.goto(`${origin}/dlq`);
+    await expect(page.locator('tr', { hasText: deadKey }).textContent()).resolves.toContain('max-attempts');
+    const unlabelled = await page.evaluate<
+      string[]
+    >(`[...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
+      .filter((el) => el.labels.length === 0 && !el.getAttribute('aria-label'))
+      .map((el) => el.outerHTML)`);
+    expect(unlabelled).toEqual([]);
+    let reached = false;
+    for (let i = 0; i < 30 && !reached; i++) {
+      await page.keyboard.press('Tab');
+      reached = await page.evaluate<boolean>("document.activeElement?.textContent === 'Redrive selected…'");
+    }
+    expect(reached).toBe(true);
+    // Select the letter with the keyboard, redrive, confirm.
+    await page.getByLabel(`select the letter of ${deadKey}`).check();
+    await page.getByRole('button', { name: 'Redrive selected…' }).click();
+    await expect(page.locator('h1').textContent()).resolves.toBe('Redrive 1 letter?');
+    await page.locator('#confirm').focus();
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#outcome');
+    await expect(page.locator('#outcome').textContent()).resolves.toBe('1 redriven, 0 not.');
+    // The job runs again and completes.
+    await drain(makeWorker(env, ledgerJobs, { worker: 'w-after', maxAttempts: 3 }));
+    await page.goto(`${origin}/jobs/${encodeURIComponent(deadKey)}`);
+    await expect(page.locator('tr', { hasText: 'status' }).first().textContent()).resolves.toContain(
+      'COMPLETED',
+    );
+
+    // The same action without the token (no cookie) is refused, and does nothing.
+    const refused = await fetch(`${origin}/dlq/purge`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'confirmed=yes',
+    });
+    expect(refused.status).toBe(403);
+    expect((await fetch(`${origin}/`)).status).toBe(403);
+    await page.close();
+    process.stderr.write(`ui browser test: ${Date.now() - started} ms\n`);
+  });
+
+  it("listens on 127.0.0.1 only: the machine's other addresses refuse the port", async () => {
+    expect(stderr).toMatch(/listening on 127\.0\.0\.1:\d+/);
+    const port = Number(new URL(origin).port);
+    const others = Object.values(networkInterfaces())
+      .flat()
+      .filter((a) => a && !a.internal && a.family === 'IPv4')
+      .map((a) => a?.address as string);
+    for (const address of others) {
+      const outcome = await new Promise<string>((resolve) => {
+        const socket = connect({ host: address, port, timeout: 3000 });
+        socket.once('connect', () => {
+          socket.destroy();
+          resolve('connected');
+        });
+        socket.once('timeout', () => {
+          socket.destroy();
+          resolve('timeout');
+        });
+        socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+      });
+      expect(outcome, address).not.toBe('connected');
+    }
+  });
+});
