@@ -79,6 +79,8 @@ export interface RunResult {
   readonly batchItemFailures: number;
   readonly batchErrors: number;
   readonly deadLetters: number;
+  /** The batch handler's time, as Lambda would bill it: invocations, ms inside, ms billed (1 ms steps). */
+  readonly lambda: { readonly invocations: number; readonly handlerMs: number; readonly billedMs: number };
   /** Messages still in the queue when the run ended. */
   readonly leftInQueue: number;
 }
@@ -214,6 +216,8 @@ export async function runOnce(spec: RunSpec, say: (line: string) => void): Promi
         visibilitySeconds: spec.timeoutSeconds,
         killKeys: workload.killKeys,
         markerDir: join(spec.scratchDir, tag, 'kills'),
+        ...(scenario.latency ? { latency: scenario.latency } : {}),
+        shape: scenario.shape ?? 'effect',
       },
       spec.workers,
       (ids, at) => {
@@ -308,6 +312,11 @@ export async function runOnce(spec: RunSpec, say: (line: string) => void): Promi
       batchItemFailures: states.reduce((n, s) => n + s.failed, 0),
       batchErrors: states.reduce((n, s) => n + s.batchErrors, 0),
       deadLetters,
+      lambda: {
+        invocations: states.reduce((n, s) => n + s.batches, 0),
+        handlerMs: states.reduce((n, s) => n + s.handlerMs, 0),
+        billedMs: states.reduce((n, s) => n + s.billedMs, 0),
+      },
       leftInQueue: depth,
     };
   } finally {

@@ -170,6 +170,7 @@ function run(partial: Partial<RunResult> & Pick<RunResult, 'consumer' | 'scenari
     stats: {},
     effects: { applied: 100, doubles: 0, missing: 0, jobsWithDoubles: 0 },
     kills: { planned: 0, happened: 0 },
+    lambda: { invocations: 10, handlerMs: 500, billedMs: 505 },
     deaths: [],
     workersStarted: 2,
     batchItemFailures: 0,
