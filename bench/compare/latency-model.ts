@@ -105,26 +105,46 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * not drawn again): the emulator's own time counts as part of it, as the service's work does on AWS, so
  * only an emulator slower than the draw (a loaded machine) adds to the model.
  */
-export function attachLatency(clients: AwsClients, model: LatencyModel): void {
-  add(clients.sqs.middlewareStack, 'SQS', model);
-  add(clients.ddb.middlewareStack, 'DynamoDB', model);
+export function attachLatency(clients: AwsClients, model: LatencyModel): LatencyTally {
+  const tally: LatencyTally = { calls: 0, overDraw: 0, emulatorMs: 0, drawnMs: 0 };
+  add(clients.sqs.middlewareStack, 'SQS', model, tally);
+  add(clients.ddb.middlewareStack, 'DynamoDB', model, tally);
+  return tally;
+}
+
+/** How the emulator's own time compared with the draws: why a consumer stays above its floor. */
+export interface LatencyTally {
+  /** Delayed calls. */
+  calls: number;
+  /** Calls whose emulator time alone outlasted their draw (the model then adds nothing). */
+  overDraw: number;
+  /** The emulator's time, summed, ms. */
+  emulatorMs: number;
+  /** The draws, summed, ms. */
+  drawnMs: number;
 }
 
 function add<I extends object, O extends object>(
   stack: MiddlewareStack<I, O>,
   service: 'SQS' | 'DynamoDB',
   model: LatencyModel,
+  tally: LatencyTally,
 ): void {
   const middleware: InitializeMiddleware<I, O> = (next, context) => async (args) => {
     const command = String(context.commandName ?? '').replace(/Command$/, '');
     const p = callLatency(model, service, command, args.input);
     if (!p) return next(args);
-    const until = performance.now() + draw(p);
+    const drawn = draw(p);
+    const start = performance.now();
     try {
       return await next(args);
     } finally {
-      const left = until - performance.now();
-      if (left >= 1) await sleep(left);
+      const took = performance.now() - start;
+      tally.calls += 1;
+      tally.emulatorMs += took;
+      tally.drawnMs += drawn;
+      if (took > drawn) tally.overDraw += 1;
+      else if (drawn - took >= 1) await sleep(drawn - took);
     }
   };
   stack.add(middleware, { step: 'initialize', name: `benchLatency${service}`, override: true });

@@ -4,7 +4,7 @@
  */
 import type { CapacityTotals } from './capacity.ts';
 import type { ConsumerNames } from './consumers.ts';
-import type { LatencyVariant } from './latency-model.ts';
+import type { LatencyTally, LatencyVariant } from './latency-model.ts';
 import type { EffectSample } from './probe.ts';
 import type { ConsumerId, JobShape } from './scenarios.ts';
 
@@ -60,6 +60,8 @@ export interface WorkerState {
   readonly handlerMs: number;
   /** The same, each batch rounded up to the millisecond as Lambda bills it. */
   readonly billedMs: number;
+  /** Under a latency model: the emulator's time against the draws. */
+  readonly latency?: LatencyTally;
 }
 
 /** Messages a worker sends to its parent. */

@@ -42,6 +42,13 @@ export interface ConsumerSummary {
   readonly roundTrips: number;
   /** The most jobs/s per slot the design's round trips allow under the scenario's latency model. */
   readonly floorJobsPerSlot: number | undefined;
+  /**
+   * Under a latency model: the emulator's mean time per call against the mean draw, and the share of
+   * calls it outlasted its draw (medians over runs): where the gap to the floor comes from.
+   */
+  readonly emulator:
+    | { readonly msPerCall: number; readonly drawnPerCall: number; readonly overDraw: number }
+    | undefined;
   /** Effects beyond one per job, summed over the runs, and per run. */
   readonly doubleEffects: { readonly total: number; readonly perRun: readonly number[] };
   /** Double effects per 1,000 unique jobs, per run. */
@@ -169,6 +176,19 @@ export function summarize(
         slotVsPowertools: spread(ratios(runs, results, 'powertools', jobsPerSlot)),
         batchSize,
         roundTrips: design.length,
+        emulator: runs.some((r) => r.latencyTally)
+          ? {
+              msPerCall: spread(
+                runs.map((r) => (r.latencyTally?.emulatorMs ?? 0) / Math.max(1, r.latencyTally?.calls ?? 0)),
+              ).median,
+              drawnPerCall: spread(
+                runs.map((r) => (r.latencyTally?.drawnMs ?? 0) / Math.max(1, r.latencyTally?.calls ?? 0)),
+              ).median,
+              overDraw: spread(
+                runs.map((r) => (r.latencyTally?.overDraw ?? 0) / Math.max(1, r.latencyTally?.calls ?? 0)),
+              ).median,
+            }
+          : undefined,
         floorJobsPerSlot:
           scenarioSpec?.latency && Number.isFinite(batchSize)
             ? floorJobsPerSlot(latencyModel(scenarioSpec.latency), design, batchSize)

@@ -145,6 +145,9 @@ export function reportText(
             'DDB calls/job',
             'p50 ms',
             'p99 ms',
+            'emulator ms/call',
+            'drawn ms/call',
+            'calls over draw',
           ],
           rows.map((s) => [
             `  ${CONSUMER_LABELS[s.consumer]}`,
@@ -156,8 +159,11 @@ export function reportText(
             s.dynamodbRequestsPerJob.median.toFixed(2),
             n0(s.latencyMs.p50.median),
             n0(s.latencyMs.p99.median),
+            s.emulator ? s.emulator.msPerCall.toFixed(1) : '-',
+            s.emulator ? s.emulator.drawnPerCall.toFixed(1) : '-',
+            s.emulator ? `${(100 * s.emulator.overDraw).toFixed(0)} %` : '-',
           ]),
-          [false, true, true, true, true, true, true, true, true],
+          [false, true, true, true, true, true, true, true, true, true, true, true],
         ),
       );
     }

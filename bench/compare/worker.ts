@@ -35,7 +35,7 @@ async function serve(run: RunAssignment, stop: AbortSignal): Promise<void> {
   const requests = new RequestCounter().attach(clients);
   const capacity = new CapacityMeter().attach(clients);
   // Every call waits its AWS latency before it is sent (the effect probe's time includes it).
-  if (run.latency) attachLatency(clients, latencyModel(run.latency));
+  const latency = run.latency ? attachLatency(clients, latencyModel(run.latency)) : undefined;
   const counts = {
     batches: 0,
     received: 0,
@@ -52,6 +52,7 @@ async function serve(run: RunAssignment, stop: AbortSignal): Promise<void> {
     capacity: capacity.snapshot(),
     stats: stats(),
     ...counts,
+    ...(latency ? { latency: { ...latency } } : {}),
   });
   const probe = new EffectProbe({
     countersTable: run.names.countersTable,
