@@ -180,13 +180,15 @@ export class JobProcessor {
     let failure: { readonly error: unknown } | undefined;
     if (definition.fastPath === true && message.record.attributes.ApproximateReceiveCount === '1') {
       const copy = (isCopy: boolean) => this.#copies.note(isCopy);
-      const read = this.#copies.readFirst ? await readBeforeFast(s, job, copy) : undefined;
+      const readFirst = this.#copies.readFirst;
+      const read = readFirst ? await readBeforeFast(s, job, copy) : undefined;
       if (read && 'action' in read) return read.action;
       // An item the read found unfinished goes straight to the claim: nothing ran, nothing fell back.
       if (read === undefined) {
         const fast = await runFast(s, job, definition, leaseMs, now);
         if ('action' in fast) {
-          noteFastAction(fast.action, copy);
+          // A message that was read first is noted once, by its read.
+          if (!readFirst) noteFastAction(fast.action, copy);
           return fast.action;
         }
         if ('error' in fast) failure = fast;

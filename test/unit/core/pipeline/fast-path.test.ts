@@ -211,6 +211,32 @@ describe('The one-write fast path (in memory, fake timers)', () => {
     expect(queue.size).toBe(0);
   });
 
+  it('counts a message read first once: read-first lasts until the copies leave the window of 20', async () => {
+    const { queue, calls, processor, body } = setup();
+    queue.send(body);
+    const first = receiveOne(queue);
+    const worker = processor('w-b');
+    await settle(queue, worker.process(first), first);
+    for (let i = 0; i < 4; i++) {
+      queue.send(body);
+      const copy = receiveOne(queue);
+      await settle(queue, worker.process(copy), copy);
+    }
+    // Fresh jobs now: each one read first while 4 of the last 20 messages were copies. The 5 messages
+    // so far take 5 places; the 17th fresh job's note pushes the first copy out.
+    for (let i = 0; i < 20; i++) {
+      queue.send(
+        JSON.stringify(
+          makeEnvelope({ id: `f-${i}`, type: 'test.credit', dedupKey: `fresh-${i}`, payload: { amount: 1 } }),
+        ),
+      );
+      const fresh = receiveOne(queue);
+      expect((await settle(queue, worker.process(fresh), fresh)).action).toBe('completed');
+    }
+
+    expect(calls.filter((c) => c === 'get')).toHaveLength(17);
+  });
+
   it('in read-first mode sends a job the read finds unfinished straight to the claim, without a fast run', async () => {
     const { queue, calls, processor, body, store, runs } = setup();
     queue.send(body);
