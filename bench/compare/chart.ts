@@ -39,6 +39,8 @@ interface PanelSpec {
   readonly unit: string;
   readonly value: (s: ConsumerSummary) => Spread;
   readonly digits: number;
+  /** More for the hover text. */
+  readonly detail?: (s: ConsumerSummary) => string;
 }
 
 function panel(
@@ -79,7 +81,7 @@ function panel(
       const x = x0 + c * bar;
       const h = Math.max(0, plotTop + plotHeight - y(v.median));
       out.push(
-        `<rect x="${x.toFixed(1)}" y="${y(v.median).toFixed(1)}" width="${(bar - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLOURS[consumer]}"><title>${esc(`${CONSUMER_LABELS[consumer]}, ${scenario}: ${v.median.toFixed(spec.digits)} (${v.min.toFixed(spec.digits)}-${v.max.toFixed(spec.digits)})`)}</title></rect>`,
+        `<rect x="${x.toFixed(1)}" y="${y(v.median).toFixed(1)}" width="${(bar - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLOURS[consumer]}"><title>${esc(`${CONSUMER_LABELS[consumer]}, ${scenario}: ${v.median.toFixed(spec.digits)} (${v.min.toFixed(spec.digits)}-${v.max.toFixed(spec.digits)})${spec.detail ? `; ${spec.detail(s)}` : ''}`)}</title></rect>`,
       );
       const cx = (x + (bar - 2) / 2).toFixed(1);
       if (v.n > 1 && v.max > v.min) {
@@ -130,9 +132,11 @@ export function chartSvg(summaries: readonly ConsumerSummary[], title: string, f
     ...panel(
       60 + PANEL_HEIGHT,
       {
-        title: `Cost per million jobs (USD, DynamoDB on-demand + SQS at ${PRICES.region} prices as of ${PRICES.asOf}; lower is better)`,
+        title: `Cost per million jobs (USD: Lambda arm64 ${PRICES.lambdaMemoryMb} MB + DynamoDB on-demand + SQS, ${PRICES.region} prices as of ${PRICES.asOf}; lower is better)`,
         unit: 'USD / M jobs',
-        value: (s) => s.costPerMillionJobs,
+        value: (s) => s.cost.total,
+        detail: (s) =>
+          `Lambda ${s.cost.lambda.median.toFixed(2)} (${s.lambdaMsPerJob.median.toFixed(2)} ms/job), DynamoDB ${s.cost.dynamodb.median.toFixed(2)}, SQS ${s.cost.sqs.median.toFixed(2)}`,
         digits: 2,
       },
       summaries,

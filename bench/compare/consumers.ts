@@ -15,8 +15,8 @@ import type { AwsClients } from '../../shared/aws/clients.ts';
 import { InMemoryMetrics } from '../../shared/core/observe/metrics.ts';
 import { workerConfigFromEnv, workerEnv } from '../../shared/worker/config.ts';
 import { createWorkerHandler } from '../../shared/worker/handler.ts';
-import { COUNTER_UPDATE, fastJobs, leasedJobs } from './jobs.ts';
-import type { ConsumerId } from './scenarios.ts';
+import { COUNTER_UPDATE, fastJobs, leasedJobs, noEffectJobs } from './jobs.ts';
+import type { ConsumerId, JobShape } from './scenarios.ts';
 
 /** A consumer: the batch handler, and counters of what it decided (for the report's notes). */
 export interface Consumer {
@@ -125,7 +125,7 @@ function powertools(deps: ConsumerDeps): Consumer {
  * same job with `fastPath: true`), its defaults (local completed-job cache, Powertools logger at INFO to
  * the worker's log file, 30 s lease capped by the invocation deadline).
  */
-function leaseq(deps: ConsumerDeps, fast: boolean): Consumer {
+function leaseq(deps: ConsumerDeps, fast: boolean, shape: JobShape): Consumer {
   const tables = { counters: deps.names.countersTable };
   const config = workerConfigFromEnv({
     ...process.env,
@@ -140,7 +140,12 @@ function leaseq(deps: ConsumerDeps, fast: boolean): Consumer {
   });
   const metrics = new InMemoryMetrics();
   const handler = createWorkerHandler({
-    jobs: fast ? fastJobs : leasedJobs,
+    jobs:
+      shape === 'no-effect'
+        ? noEffectJobs((key) => applyEffect(deps, key), fast)
+        : fast
+          ? fastJobs
+          : leasedJobs,
     config,
     clients: deps.clients,
     tableNames: tables,
@@ -158,15 +163,15 @@ function leaseq(deps: ConsumerDeps, fast: boolean): Consumer {
 }
 
 /** Builds one consumer. */
-export function createConsumer(id: ConsumerId, deps: ConsumerDeps): Consumer {
+export function createConsumer(id: ConsumerId, deps: ConsumerDeps, shape: JobShape = 'effect'): Consumer {
   switch (id) {
     case 'bare':
       return bare(deps);
     case 'powertools':
       return powertools(deps);
     case 'leased':
-      return leaseq(deps, false);
+      return leaseq(deps, false, shape);
     case 'fast':
-      return leaseq(deps, true);
+      return leaseq(deps, true, shape);
   }
 }

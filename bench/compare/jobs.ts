@@ -51,6 +51,24 @@ export const countJob = defineJob({
  */
 export const fastCountJob = defineJob({ ...countJob, fastPath: true });
 
+/**
+ * The job with no DynamoDB effects (a webhook or e-mail job): it makes its effect itself, through
+ * `apply` (the counter update, standing in for the outside call, so doubles stay countable), and returns
+ * nothing to commit. Its completion is one single-item write on either path.
+ */
+export function noEffectJobs(apply: (dedupKey: string) => Promise<unknown>, fastPath: boolean) {
+  return defineJobs([
+    defineJob({
+      type: BENCH_JOB_TYPE,
+      payload: benchPayload,
+      ...(fastPath ? { fastPath: true } : {}),
+      async run(ctx) {
+        await apply(ctx.dedupKey);
+      },
+    }),
+  ]);
+}
+
 /** The leased job set (also what local provisioning reads to create the counter table). */
 export const leasedJobs = defineJobs([countJob]);
 /** The fast-path job set. */

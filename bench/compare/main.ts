@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { awsConfigFromEnv, createAwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
 import { ensureEmulator } from '../../shared/local/emulator.ts';
+import { type ColdStart, coldStart, coldStartText } from '../cold-start.ts';
 import { percentile } from '../report.ts';
 import { chartSvg } from './chart.ts';
 import { correctnessProblems, type RunError } from './checks.ts';
@@ -157,7 +158,28 @@ async function main(options: BenchOptions): Promise<number> {
     repeats: options.repeats,
     timeoutSeconds: options.timeoutSeconds,
   };
-  const text = reportText(summaries, targets, facts);
+  // Cold start: the worker bundle's size and init time (not in the CI variant, which checks facts only).
+  let cold: ColdStart | undefined;
+  if (!options.ci) {
+    say('measuring the worker bundle and its cold init');
+    cold = await coldStart().catch((error: unknown) => {
+      say(`cold start not measured: ${error instanceof Error ? error.message : String(error)}`);
+      return undefined;
+    });
+    if (cold) {
+      targets.push({
+        target: `cold init <= ${cold.targetInitMs} ms (fresh Node process on this machine)`,
+        measured: `${cold.initMs.median.toFixed(0)} ms`,
+        met: cold.initMs.median <= cold.targetInitMs,
+      });
+      targets.push({
+        target: 'nothing of the tracing SDK evaluated at init without OTEL_* set',
+        measured: cold.tracingAtInit.length === 0 ? 'nothing' : cold.tracingAtInit.join(', '),
+        met: cold.tracingAtInit.length === 0,
+      });
+    }
+  }
+  const text = `${reportText(summaries, targets, facts)}${cold ? `${coldStartText(cold)}\n` : ''}`;
   process.stdout.write(text);
 
   const problems = correctnessProblems(results, errors, leftovers);
@@ -207,6 +229,7 @@ async function main(options: BenchOptions): Promise<number> {
       awsSdkClientSqs: packageVersion('@aws-sdk/client-sqs'),
     },
     prices: PRICES,
+    coldStart: cold,
     targets,
     problems,
     errors,

@@ -4,8 +4,9 @@
  */
 import type { CapacityTotals } from './capacity.ts';
 import type { ConsumerNames } from './consumers.ts';
+import type { LatencyTally, LatencyVariant } from './latency-model.ts';
 import type { EffectSample } from './probe.ts';
-import type { ConsumerId } from './scenarios.ts';
+import type { ConsumerId, JobShape } from './scenarios.ts';
 
 /** Environment variable carrying the worker process's id. */
 export const WORKER_ID_ENV = 'BENCH_WORKER_ID';
@@ -28,6 +29,9 @@ export interface RunAssignment {
   readonly visibilitySeconds: number;
   readonly killKeys: readonly string[];
   readonly markerDir: string;
+  /** AWS latency added to every call of the worker's clients; none when absent. */
+  readonly latency?: LatencyVariant;
+  readonly shape: JobShape;
 }
 
 /** What the parent tells a worker process. */
@@ -52,6 +56,12 @@ export interface WorkerState {
   /** Receives that failed (the loop backed off). */
   readonly pollErrors: number;
   readonly deleteFailed: number;
+  /** Time inside the batch handler (what Lambda bills), summed over batches, ms. */
+  readonly handlerMs: number;
+  /** The same, each batch rounded up to the millisecond as Lambda bills it. */
+  readonly billedMs: number;
+  /** Under a latency model: the emulator's time against the draws. */
+  readonly latency?: LatencyTally;
 }
 
 /** Messages a worker sends to its parent. */

@@ -14,6 +14,7 @@ import { queueStats, totalDepth } from '../../shared/ops/queue-stats.ts';
 import type { CapacityTotals } from './capacity.ts';
 import type { Death, Fleet } from './fleet.ts';
 import { leasedJobs } from './jobs.ts';
+import type { LatencyTally } from './latency-model.ts';
 import { Producer } from './producer.ts';
 import type { ConsumerId, Scenario } from './scenarios.ts';
 import { planWorkload } from './workload.ts';
@@ -79,6 +80,10 @@ export interface RunResult {
   readonly batchItemFailures: number;
   readonly batchErrors: number;
   readonly deadLetters: number;
+  /** The batch handler's time, as Lambda would bill it: invocations, ms inside, ms billed (1 ms steps). */
+  readonly lambda: { readonly invocations: number; readonly handlerMs: number; readonly billedMs: number };
+  /** Under a latency model: the emulator's time against the draws, summed over the workers. */
+  readonly latencyTally?: LatencyTally;
   /** Messages still in the queue when the run ended. */
   readonly leftInQueue: number;
 }
@@ -214,6 +219,8 @@ export async function runOnce(spec: RunSpec, say: (line: string) => void): Promi
         visibilitySeconds: spec.timeoutSeconds,
         killKeys: workload.killKeys,
         markerDir: join(spec.scratchDir, tag, 'kills'),
+        ...(scenario.latency ? { latency: scenario.latency } : {}),
+        shape: scenario.shape ?? 'effect',
       },
       spec.workers,
       (ids, at) => {
@@ -308,6 +315,24 @@ export async function runOnce(spec: RunSpec, say: (line: string) => void): Promi
       batchItemFailures: states.reduce((n, s) => n + s.failed, 0),
       batchErrors: states.reduce((n, s) => n + s.batchErrors, 0),
       deadLetters,
+      lambda: {
+        invocations: states.reduce((n, s) => n + s.batches, 0),
+        handlerMs: states.reduce((n, s) => n + s.handlerMs, 0),
+        billedMs: states.reduce((n, s) => n + s.billedMs, 0),
+      },
+      ...(scenario.latency
+        ? {
+            latencyTally: states.reduce<LatencyTally>(
+              (t, s) => ({
+                calls: t.calls + (s.latency?.calls ?? 0),
+                overDraw: t.overDraw + (s.latency?.overDraw ?? 0),
+                emulatorMs: t.emulatorMs + (s.latency?.emulatorMs ?? 0),
+                drawnMs: t.drawnMs + (s.latency?.drawnMs ?? 0),
+              }),
+              { calls: 0, overDraw: 0, emulatorMs: 0, drawnMs: 0 },
+            ),
+          }
+        : {}),
       leftInQueue: depth,
     };
   } finally {

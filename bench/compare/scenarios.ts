@@ -1,3 +1,5 @@
+import type { LatencyVariant } from './latency-model.ts';
+
 /**
  * The consumers and scenarios of the side-by-side benchmark. Every consumer runs the same workload of a
  * scenario with the same worker count, under the same poll loop (bench/compare/worker.ts).
@@ -33,7 +35,17 @@ export interface Scenario {
   readonly workers?: number;
   /** Worker processes SIGKILLed right after a job's effect, before the consumer records completion. */
   readonly kill: boolean;
+  /** AWS latency added to every worker call (latency-model.ts); none: the emulator's own time only. */
+  readonly latency?: LatencyVariant;
+  /**
+   * The job: `effect` returns its counter update as a DynamoDB effect (the default); `no-effect` makes
+   * it itself, as a webhook or e-mail job makes its call, and returns nothing to commit.
+   */
+  readonly shape?: JobShape;
 }
+
+/** Whether the job returns its effect for the commit or makes it itself. */
+export type JobShape = 'effect' | 'no-effect';
 
 /** Every scenario, in report order. */
 export const SCENARIOS: readonly Scenario[] = [
@@ -71,6 +83,47 @@ export const SCENARIOS: readonly Scenario[] = [
     timing: 'after',
     workers: 4,
     kill: false,
+  },
+  {
+    id: 'noeffect',
+    label: '10 % duplicates, a job with no DynamoDB effects',
+    duplicates: 0.1,
+    timing: 'after',
+    kill: false,
+    shape: 'no-effect',
+  },
+  {
+    id: 'aws',
+    label: '10 % duplicates, AWS latency model (published figures)',
+    duplicates: 0.1,
+    timing: 'after',
+    kill: false,
+    latency: 'aws',
+  },
+  {
+    id: 'aws-tx2x',
+    label: '10 % duplicates, AWS latency model, a 2-item transaction at 2x a write',
+    duplicates: 0.1,
+    timing: 'after',
+    kill: false,
+    latency: 'tx2x',
+  },
+  {
+    id: 'aws-tx3x',
+    label: '10 % duplicates, AWS latency model, a 2-item transaction at 3x a write',
+    duplicates: 0.1,
+    timing: 'after',
+    kill: false,
+    latency: 'tx3x',
+  },
+  {
+    id: 'aws-noeffect',
+    label: '10 % duplicates, AWS latency model, a job with no DynamoDB effects',
+    duplicates: 0.1,
+    timing: 'after',
+    kill: false,
+    latency: 'aws',
+    shape: 'no-effect',
   },
 ];
 

@@ -81,7 +81,7 @@ export function reportText(
     'WRU/job',
     'RRU/job',
     'SQS/job',
-    '$/M jobs',
+    '$/M total',
     'doubles',
     'missing',
   ];
@@ -102,13 +102,71 @@ export function reportText(
           s.wruPerJob.median.toFixed(2),
           s.rruPerJob.median.toFixed(2),
           s.sqsRequestsPerJob.median.toFixed(3),
-          s.costPerMillionJobs.median.toFixed(2),
+          s.cost.total.median.toFixed(2),
           String(s.doubleEffects.total),
           String(s.missingEffects),
         ]),
         header.map((_, i) => i > 0),
       ),
     );
+    lines.push(
+      renderTable(
+        [
+          '  cost and Lambda time',
+          'Lambda ms/job',
+          'invocations/job',
+          '$ Lambda',
+          '$ DynamoDB',
+          '$ SQS',
+          '$ total /M',
+        ],
+        rows.map((s) => [
+          `  ${CONSUMER_LABELS[s.consumer]}`,
+          s.lambdaMsPerJob.median.toFixed(2),
+          s.invocationsPerJob.median.toFixed(3),
+          s.cost.lambda.median.toFixed(2),
+          s.cost.dynamodb.median.toFixed(2),
+          s.cost.sqs.median.toFixed(2),
+          s.cost.total.median.toFixed(2),
+        ]),
+        [false, true, true, true, true, true, true],
+      ),
+    );
+    if (rows.some((s) => s.floorJobsPerSlot !== undefined)) {
+      lines.push(
+        renderTable(
+          [
+            '  latency model',
+            'jobs/s/slot',
+            'vs PT',
+            'round trips',
+            'floor',
+            '% of floor',
+            'DDB calls/job',
+            'p50 ms',
+            'p99 ms',
+            'emulator ms/call',
+            'drawn ms/call',
+            'calls over draw',
+          ],
+          rows.map((s) => [
+            `  ${CONSUMER_LABELS[s.consumer]}`,
+            n0(s.jobsPerSlot.median),
+            formatRatio(s.slotVsPowertools.median),
+            String(s.roundTrips),
+            n0(s.floorJobsPerSlot ?? Number.NaN),
+            n0((100 * s.jobsPerSlot.median) / (s.floorJobsPerSlot ?? Number.NaN)),
+            s.dynamodbRequestsPerJob.median.toFixed(2),
+            n0(s.latencyMs.p50.median),
+            n0(s.latencyMs.p99.median),
+            s.emulator ? s.emulator.msPerCall.toFixed(1) : '-',
+            s.emulator ? s.emulator.drawnPerCall.toFixed(1) : '-',
+            s.emulator ? `${(100 * s.emulator.overDraw).toFixed(0)} %` : '-',
+          ]),
+          [false, true, true, true, true, true, true, true, true, true, true, true],
+        ),
+      );
+    }
     lines.push('  requests per job by API:', ...rows.map(requestsLine));
     const noted = rows.map(notes).filter((l): l is string => l !== undefined);
     if (noted.length > 0) lines.push('  notes:', ...noted);
@@ -122,7 +180,11 @@ export function reportText(
     `sizes items by DynamoDB's rules) for ${reported} requests; refused conditional writes report none and were`,
     `computed by DynamoDB's rules (1 WRU per started KB of the item, 2x in a transaction): ${computed} requests, ${computedWru} WRU.`,
     `Prices: ${PRICES.region} on-demand as of ${PRICES.asOf}: DynamoDB $${PRICES.dynamodbPerMillionWru}/M WRU, ` +
-      `$${PRICES.dynamodbPerMillionRru}/M RRU; SQS $${PRICES.sqsPerMillionRequests}/M requests. ${PRICES.note}`,
+      `$${PRICES.dynamodbPerMillionRru}/M RRU; SQS $${PRICES.sqsPerMillionRequests}/M requests; Lambda arm64 ` +
+      `$${PRICES.lambdaArmPerGbSecond}/GB-s at ${PRICES.lambdaMemoryMb} MB, $${PRICES.lambdaPerMillionRequests}/M requests. ${PRICES.note}`,
+    `Latency model (scenarios aws*): per-call AWS latency drawn from log-normals (bench/README.md, "The latency`,
+    `model"); jobs/s/slot = messages per second of batch-handler time; floor = the most the design's sequential`,
+    `DynamoDB round trips allow for that batch size (Monte Carlo over the same model); ratios in-run.`,
   );
   const fastNote = fastPathNote(summaries);
   if (fastNote) lines.push(fastNote);

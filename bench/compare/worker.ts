@@ -10,6 +10,7 @@ import { localContext } from '../../shared/runner/local-context.ts';
 import { pollOnce } from '../../shared/runner/poll.ts';
 import { CapacityMeter } from './capacity.ts';
 import { createConsumer } from './consumers.ts';
+import { attachLatency, latencyModel } from './latency-model.ts';
 import { EffectProbe } from './probe.ts';
 import {
   type RunAssignment,
@@ -33,13 +34,25 @@ async function serve(run: RunAssignment, stop: AbortSignal): Promise<void> {
   const clients = createAwsClients({ endpoint: run.endpoint, region: run.region });
   const requests = new RequestCounter().attach(clients);
   const capacity = new CapacityMeter().attach(clients);
-  const counts = { batches: 0, received: 0, failed: 0, batchErrors: 0, pollErrors: 0, deleteFailed: 0 };
+  // Every call waits its AWS latency before it is sent (the effect probe's time includes it).
+  const latency = run.latency ? attachLatency(clients, latencyModel(run.latency)) : undefined;
+  const counts = {
+    batches: 0,
+    received: 0,
+    failed: 0,
+    batchErrors: 0,
+    pollErrors: 0,
+    deleteFailed: 0,
+    handlerMs: 0,
+    billedMs: 0,
+  };
   let stats = (): Record<string, number> => ({});
   const state = (): WorkerState => ({
     requests: requests.snapshot(),
     capacity: capacity.snapshot(),
     stats: stats(),
     ...counts,
+    ...(latency ? { latency: { ...latency } } : {}),
   });
   const probe = new EffectProbe({
     countersTable: run.names.countersTable,
@@ -48,7 +61,7 @@ async function serve(run: RunAssignment, stop: AbortSignal): Promise<void> {
     worker: id,
     lastWords: state,
   }).attach(clients);
-  const consumer = createConsumer(run.consumer, { clients, names: run.names, worker: id });
+  const consumer = createConsumer(run.consumer, { clients, names: run.names, worker: id }, run.shape);
   stats = () => consumer.stats();
   await send({ type: 'started', id, run: run.run });
 
@@ -68,9 +81,17 @@ async function serve(run: RunAssignment, stop: AbortSignal): Promise<void> {
         abortSignal: stop,
         handle: async (batch) => {
           records = batch;
-          const response = await consumer.handle(batch, localContext(id, run.timeoutMs));
-          for (const failure of response.batchItemFailures) failedIds.add(failure.itemIdentifier);
-          return response;
+          // The handler's own time is what Lambda bills (the event source's receive and delete are not).
+          const t0 = performance.now();
+          try {
+            const response = await consumer.handle(batch, localContext(id, run.timeoutMs));
+            for (const failure of response.batchItemFailures) failedIds.add(failure.itemIdentifier);
+            return response;
+          } finally {
+            const ms = performance.now() - t0;
+            counts.handlerMs += ms;
+            counts.billedMs += Math.ceil(ms);
+          }
         },
       });
       if (result.received === 0) continue;

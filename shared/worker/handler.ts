@@ -140,6 +140,8 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
   const tracing = startTracingFromEnv(env);
   const handle = async (event: SQSEvent, context: Pick<Context, 'getRemainingTimeInMillis'>) => {
     if ('awsRequestId' in context) logger.addContext(context as Context);
+    // The SDK loads on the first invocation (tracing.ts); its spans must reach the exporter.
+    if (tracing) await tracing.ready();
     try {
       const deadline = Date.now() + context.getRemainingTimeInMillis() - config.deadlineMarginMs;
       const { response, outcomes } = await processBatch(event.Records, processor, {

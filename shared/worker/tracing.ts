@@ -1,10 +1,7 @@
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-
 /** A registered trace pipeline: flush it before an invocation returns (Lambda freezes the process). */
 export interface WorkerTracing {
+  /** Resolves once the SDK is loaded and registered (spans before it go to the no-op tracer). */
+  ready(): Promise<void>;
   flush(): Promise<void>;
   shutdown(): Promise<void>;
 }
@@ -21,13 +18,15 @@ export function startTracingFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
   if (started) return started;
   const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
   if (!endpoint || env.OTEL_SDK_DISABLED === 'true' || env.OTEL_TRACES_EXPORTER === 'none') return undefined;
-  const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME?.trim() || 'leaseq-worker' }),
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
-  });
-  // The global tracer provider, the AsyncLocalStorage context manager (spans follow awaits) and the W3C
-  // propagator: leaseq's spans, and the job's own, go to this exporter.
-  provider.register();
-  started = { flush: () => provider.forceFlush(), shutdown: () => provider.shutdown() };
+  // Loaded on demand: the SDK and exporter are most of the bundle's tracing code, and a worker without
+  // tracing must not pay for evaluating them at init.
+  const registered = import('./tracing-sdk.ts').then((sdk) =>
+    sdk.registerTracing(env.OTEL_SERVICE_NAME?.trim() || 'leaseq-worker'),
+  );
+  started = {
+    ready: () => registered.then(() => undefined),
+    flush: () => registered.then((t) => t.flush()),
+    shutdown: () => registered.then((t) => t.shutdown()),
+  };
   return started;
 }

@@ -14,8 +14,9 @@ import { MetricName } from '../observe/metric-names.ts';
 import { contextFromTraceparent, inSpan, SpanKind } from '../observe/spans.ts';
 import { byType, type Job } from './attempt.ts';
 import { claim, startAttempt } from './claim.ts';
+import { CopyShare } from './copy-share.ts';
 import { DeadLetterer, letterRefusedJob } from './dead-letterer.ts';
-import { runFast } from './fast-path.ts';
+import { readBeforeFast, runFast } from './fast-path.ts';
 import { checkedPayload } from './job-run.ts';
 import { runLeased } from './leased-run.ts';
 import { outcomeOf, type RecordAction, type RecordOutcome } from './outcome.ts';
@@ -47,6 +48,7 @@ const MIN_LEASE_MS = DEFAULTS.minLeaseMs;
 export class JobProcessor {
   readonly #s: Settings;
   readonly #deadLetterer: DeadLetterer;
+  readonly #copies = new CopyShare();
 
   /** @throws RangeError for settings out of range (settings.ts). */
   constructor(options: JobProcessorOptions) {
@@ -177,10 +179,21 @@ export class JobProcessor {
     // budget) runs leased, with the heartbeat, checkpoints and the attempt count.
     let failure: { readonly error: unknown } | undefined;
     if (definition.fastPath === true && message.record.attributes.ApproximateReceiveCount === '1') {
-      const fast = await runFast(s, job, definition, leaseMs, now);
-      if ('action' in fast) return fast.action;
-      if ('error' in fast) failure = fast;
-      s.metrics.count(MetricName.FastPathFallback, 1, byType(envelope));
+      const copy = (isCopy: boolean) => this.#copies.note(isCopy);
+      const readFirst = this.#copies.readFirst;
+      const read = readFirst ? await readBeforeFast(s, job, copy) : undefined;
+      if (read && 'action' in read) return read.action;
+      // An item the read found unfinished goes straight to the claim: nothing ran, nothing fell back.
+      if (read === undefined) {
+        const fast = await runFast(s, job, definition, leaseMs, now);
+        if ('action' in fast) {
+          // A message that was read first is noted once, by its read.
+          if (!readFirst) noteFastAction(fast.action, copy);
+          return fast.action;
+        }
+        if ('error' in fast) failure = fast;
+        s.metrics.count(MetricName.FastPathFallback, 1, byType(envelope));
+      }
       // The claim below starts now, and its lease is capped to the deadline from now.
       now = s.now();
       leaseMs = capLeaseToDeadline(s.leaseMs, now, deadline);
@@ -223,4 +236,10 @@ export class JobProcessor {
     await job.message.giveBack(0, 'too close to the invocation deadline to start');
     return 'deadline';
   }
+}
+
+/** What a fast attempt's end tells the copy share: committed, or refused as a copy; else nothing. */
+function noteFastAction(action: RecordAction, copy: (isCopy: boolean) => void): void {
+  if (action === 'completed') copy(false);
+  else if (action === 'duplicate' || action === 'dead-copy') copy(true);
 }

@@ -2,8 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { itemSizeBytes, refusedWriteUnits, writeUnits } from '../../../bench/compare/capacity.ts';
 import { niceMax } from '../../../bench/compare/chart.ts';
 import { correctnessProblems } from '../../../bench/compare/checks.ts';
+import {
+  callLatency,
+  designOf,
+  draw,
+  floorJobsPerSlot,
+  latencyModel,
+} from '../../../bench/compare/latency-model.ts';
 import { BenchUsageError, parseBenchOptions } from '../../../bench/compare/options.ts';
-import { costPerMillionJobs } from '../../../bench/compare/pricing.ts';
+import { costPerMillionJobs, costSplit } from '../../../bench/compare/pricing.ts';
 import { counterKeys } from '../../../bench/compare/probe.ts';
 import type { RunResult } from '../../../bench/compare/run.ts';
 import { checkTargets, summarize } from '../../../bench/compare/summary.ts';
@@ -140,6 +147,57 @@ describe('bench capacity rules', () => {
     ).toEqual(['k3']);
   });
 
+  it("draws latencies whose p50 and p99 are the model's", () => {
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 48271) % 2147483647;
+      return seed / 2147483647;
+    };
+    const model = latencyModel('aws');
+    const draws = Array.from({ length: 20000 }, () => draw(model.write, random)).sort((a, b) => a - b);
+    expect(draws[10000]).toBeGreaterThan(7.6 * 0.95);
+    expect(draws[10000]).toBeLessThan(7.6 * 1.05);
+    expect(draws[19800]).toBeGreaterThan(16.2 * 0.9);
+    expect(draws[19800]).toBeLessThan(16.2 * 1.1);
+  });
+
+  it('sizes a transaction by its items, and the sensitivity variants by a write', () => {
+    const aws = latencyModel('aws');
+    expect(aws.transaction(5).p50).toBeCloseTo(25.3, 6);
+    expect(aws.transaction(5).p99).toBeCloseTo(92.5, 6);
+    expect(aws.transaction(1)).toEqual(aws.write);
+    expect(latencyModel('tx2x').transaction(2).p50).toBeCloseTo(15.2, 6);
+    expect(latencyModel('tx3x').transaction(2).p99).toBeCloseTo(48.6, 6);
+    expect(
+      callLatency(aws, 'DynamoDB', 'TransactWriteItems', { TransactItems: [{}, {}, {}, {}, {}] }),
+    ).toEqual(aws.transaction(5));
+    expect(callLatency(aws, 'DynamoDB', 'DescribeTable', {})).toBeUndefined();
+  });
+
+  it('puts each design under the floor its sequential round trips allow', () => {
+    const model = latencyModel('aws');
+    const one = floorJobsPerSlot(model, designOf('bare', 'effect'), 10);
+    const three = floorJobsPerSlot(model, designOf('powertools', 'effect'), 10);
+    const fast = floorJobsPerSlot(model, designOf('fast', 'effect'), 10);
+    const leased = floorJobsPerSlot(model, designOf('leased', 'effect'), 10);
+    expect(one).toBeGreaterThan(fast);
+    expect(fast).toBeGreaterThan(leased);
+    expect(fast).toBeGreaterThan(three);
+    // Not leased > Powertools: the slowest of 10 records decides a batch, and a transaction's p99 (35 ms
+    // at 2 items) weighs more there than a third write's.
+    // 10 records in parallel: the batch lasts as long as the slowest, above a single p50.
+    expect(one).toBeLessThan(10_000 / 7.6);
+  });
+
+  it("splits a job's cost into Lambda, DynamoDB and SQS", () => {
+    const split = costSplit({ wru: 4, rru: 0, sqsRequests: 0.2 }, { billedMs: 10, invocations: 0.1 });
+    // 10 ms at 256 MB = 0.0025 GB-s per job; a tenth of an invocation.
+    expect(split.lambda).toBeCloseTo(1e6 * 0.0025 * 0.0000133334 + 0.1 * 0.2, 6);
+    expect(split.dynamodb).toBeCloseTo(2.5, 6);
+    expect(split.sqs).toBeCloseTo(0.08, 6);
+    expect(split.total).toBeCloseTo(split.lambda + 2.58, 6);
+  });
+
   it('prices a job', () => {
     expect(costPerMillionJobs({ wru: 4, rru: 0, sqsRequests: 0.2 })).toBeCloseTo(2.58, 6);
   });
@@ -170,6 +228,7 @@ function run(partial: Partial<RunResult> & Pick<RunResult, 'consumer' | 'scenari
     stats: {},
     effects: { applied: 100, doubles: 0, missing: 0, jobsWithDoubles: 0 },
     kills: { planned: 0, happened: 0 },
+    lambda: { invocations: 10, handlerMs: 500, billedMs: 505 },
     deaths: [],
     workersStarted: 2,
     batchItemFailures: 0,

@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { CapacityMeter } from '../../../../bench/compare/capacity.ts';
 import { createAwsClients, destroyAwsClients } from '../../../../shared/aws/clients.ts';
 import { FaultInjector } from '../../../../shared/aws/fault-injector.ts';
 import { RequestCounter } from '../../../../shared/aws/request-counter.ts';
 import { DynamoDbJobStore } from '../../../../shared/core/adapters/dynamodb-job-store.ts';
 import { readDeadLetterAttributes, SqsJobQueue } from '../../../../shared/core/adapters/sqs-job-queue.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
+import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { MetricName } from '../../../../shared/core/observe/metric-names.ts';
 import { InMemoryMetrics } from '../../../../shared/core/observe/metrics.ts';
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
@@ -22,7 +25,7 @@ import {
   sendJob,
 } from '../../../support/core-fixture.ts';
 import { testEndpoint, uniqueName } from '../../../support/env.ts';
-import { testRegistry } from '../../../support/test-jobs.ts';
+import { RunLog, testRegistry } from '../../../support/test-jobs.ts';
 
 // The one-write fast path against the emulator's real DynamoDB transactions and SQS: what a job costs,
 // racing copies on competing workers, and the ways a fast attempt ends.
@@ -39,11 +42,12 @@ beforeEach(async () => {
 });
 
 /** A worker whose own clients count (and may fail) its requests. Call `close()` when done. */
-function countedWorker(fastPath: boolean) {
+function countedWorker(fastPath: boolean, jobs = testRegistry(env, undefined, { fastPath })) {
   const clients = createAwsClients({ endpoint: testEndpoint(), region: env.region });
   const counter = new RequestCounter().attach(clients);
+  const capacity = new CapacityMeter().attach(clients);
   const faults = new FaultInjector().attach(clients);
-  const { registry, log } = testRegistry(env, undefined, { fastPath });
+  const { registry, log } = jobs;
   const metrics = new InMemoryMetrics();
   const processor = new JobProcessor({
     store: new DynamoDbJobStore({ client: clients.doc, tableName: env.jobsTable }),
@@ -56,7 +60,7 @@ function countedWorker(fastPath: boolean) {
     leaseMs: 3000,
     backoff: { baseSeconds: 1, capSeconds: 1 },
   });
-  return { processor, counter, faults, metrics, log, close: () => destroyAwsClients(clients) };
+  return { processor, counter, capacity, faults, metrics, log, close: () => destroyAwsClients(clients) };
 }
 
 /** Receives what is visible (up to 50 messages), hidden for 30 s, as the event source hands them over. */
@@ -92,6 +96,79 @@ describe('The one-write fast path (against the emulator)', () => {
       'DynamoDB.UpdateItem': 4,
     });
     expect((await getBalance(env, account))?.balance).toBe(8);
+  });
+
+  it('completes a job with no DynamoDB effects in one UpdateItem of 1 WRU, on both paths', async () => {
+    // A job whose effect is outside DynamoDB (a webhook, an e-mail): it returns nothing to commit.
+    const notifyJobs = (fastPath: boolean) => {
+      const log = new RunLog();
+      const registry = new JobRegistry();
+      registry.register({
+        type: 'test.notify',
+        ...(fastPath ? { fastPath: true } : {}),
+        payload: z.object({ to: z.string() }),
+        run: async (ctx) => {
+          log.record(ctx.dedupKey);
+        },
+      });
+      return { registry, log };
+    };
+    const fast = countedWorker(true, notifyJobs(true));
+    const leased = countedWorker(false, notifyJobs(false));
+    for (const worker of [fast, leased]) {
+      for (let i = 0; i < 3; i++) {
+        await sendJob(env, { dedupKey: uniqueName('mail'), type: 'test.notify', payload: { to: 'x' } });
+      }
+      for (const record of await receiveRecords()) {
+        expect((await worker.processor.process(record)).action).toBe('completed');
+      }
+    }
+    fast.close();
+    leased.close();
+
+    expect(fast.log.total).toBe(3);
+    expect(fast.counter.snapshot()).toEqual({ 'DynamoDB.UpdateItem': 3 });
+    expect(fast.capacity.snapshot()).toMatchObject({ wru: 3, rru: 0 });
+    // Leased: the claim and the completion, each a single-item write of 1 WRU.
+    expect(leased.counter.snapshot()).toEqual({ 'DynamoDB.UpdateItem': 6 });
+    expect(leased.capacity.snapshot()).toMatchObject({ wru: 6, rru: 0 });
+  });
+
+  it('drops a copy of a completed job without running it for one read (1 RRU) once copies are common', async () => {
+    const worker = countedWorker(true);
+    const account = uniqueName('acct');
+    const key = uniqueName('order');
+    const copy = { dedupKey: key, type: 'test.credit', payload: { account, amount: 2 } };
+    await sendJob(env, copy);
+    for (const record of await receiveRecords()) await worker.processor.process(record);
+    // Four copies that miss the (absent) local cache run and are refused at the one write: 4 of the
+    // worker's last 20 fast-path messages were copies, enough for the read to pay.
+    for (let i = 0; i < 4; i++) {
+      await sendJob(env, copy);
+      for (const record of await receiveRecords()) {
+        expect((await worker.processor.process(record)).action).toBe('duplicate');
+      }
+    }
+    const refused = worker.capacity.snapshot();
+    expect(worker.log.count(key)).toBe(5);
+    // Each refused copy: a cancelled two-item transaction, billed 2 WRU per item.
+    expect(refused.byCommand.TransactWriteItems?.wru).toBe(4 + 4 * 4);
+
+    await sendJob(env, copy);
+    const [record] = await receiveRecords();
+    if (!record) throw new Error('no message');
+    const before = worker.counter.snapshot();
+    expect((await worker.processor.process(record)).action).toBe('duplicate');
+    worker.close();
+
+    expect(worker.log.count(key)).toBe(5);
+    const after = worker.counter.snapshot();
+    expect(after['DynamoDB.GetItem']).toBe(1);
+    expect(after['DynamoDB.TransactWriteItems']).toBe(before['DynamoDB.TransactWriteItems']);
+    const spent = worker.capacity.snapshot();
+    expect(spent.wru - refused.wru).toBe(0);
+    expect(spent.rru - refused.rru).toBe(1);
+    expect((await getBalance(env, account))?.balance).toBe(2);
   });
 
   it('applies each effect once when racing copies run on competing workers at the same time', async () => {

@@ -177,6 +177,95 @@ describe('The one-write fast path (in memory, fake timers)', () => {
     expect(balance()).toBe(5);
   });
 
+  it('reads first once a fifth of recent messages were copies: a copy then costs one read and does not run', async () => {
+    const { queue, calls, processor, body, balance, runs } = setup();
+    queue.send(body);
+    const first = receiveOne(queue);
+    await settle(queue, processor('w-a').process(first), first);
+    // One worker (no local cache here) meets copy after copy of the finished job.
+    const worker = processor('w-b');
+    const copies: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      queue.send(body);
+      const copy = receiveOne(queue);
+      copies.push((await settle(queue, worker.process(copy), copy)).action);
+    }
+
+    expect(copies).toEqual(['duplicate', 'duplicate', 'duplicate', 'duplicate', 'duplicate']);
+    // Four copies ran and were refused at the commit (4 of the last 20: the break-even's margin); the
+    // fifth was read first and dropped without a run or a write.
+    expect(calls).toEqual([...Array<string>(5).fill('claimAndComplete'), 'get']);
+    expect(runs()).toBe(5);
+    expect(balance()).toBe(5);
+
+    // A new job in that mode: the read finds nothing, the job runs fast and commits in one write.
+    queue.send(
+      JSON.stringify(
+        makeEnvelope({ id: 'e-2', type: 'test.credit', dedupKey: 'job-2', payload: { amount: 2 } }),
+      ),
+    );
+    const fresh = receiveOne(queue);
+    expect((await settle(queue, worker.process(fresh), fresh)).action).toBe('completed');
+    expect(calls.slice(6)).toEqual(['get', 'claimAndComplete']);
+    expect(balance()).toBe(7);
+    expect(queue.size).toBe(0);
+  });
+
+  it('counts a message read first once: read-first lasts until the copies leave the window of 20', async () => {
+    const { queue, calls, processor, body } = setup();
+    queue.send(body);
+    const first = receiveOne(queue);
+    const worker = processor('w-b');
+    await settle(queue, worker.process(first), first);
+    for (let i = 0; i < 4; i++) {
+      queue.send(body);
+      const copy = receiveOne(queue);
+      await settle(queue, worker.process(copy), copy);
+    }
+    // Fresh jobs now: each one read first while 4 of the last 20 messages were copies. The 5 messages
+    // so far take 5 places; the 17th fresh job's note pushes the first copy out.
+    for (let i = 0; i < 20; i++) {
+      queue.send(
+        JSON.stringify(
+          makeEnvelope({ id: `f-${i}`, type: 'test.credit', dedupKey: `fresh-${i}`, payload: { amount: 1 } }),
+        ),
+      );
+      const fresh = receiveOne(queue);
+      expect((await settle(queue, worker.process(fresh), fresh)).action).toBe('completed');
+    }
+
+    expect(calls.filter((c) => c === 'get')).toHaveLength(17);
+  });
+
+  it('in read-first mode sends a job the read finds unfinished straight to the claim, without a fast run', async () => {
+    const { queue, calls, processor, body, store, runs } = setup();
+    queue.send(body);
+    const first = receiveOne(queue);
+    await settle(queue, processor('w-a').process(first), first);
+    const worker = processor('w-b');
+    for (let i = 0; i < 4; i++) {
+      queue.send(body);
+      const copy = receiveOne(queue);
+      await settle(queue, worker.process(copy), copy);
+    }
+    // Another job, claimed by a leased attempt that is still running (its lease live).
+    const other = { dedupKey: 'job-3', owner: 'w-x', messageId: 'm-x', type: 'test.credit' };
+    await store.claim({ ...other, createdAt: new Date().toISOString(), now: Date.now(), leaseMs: LEASE_MS });
+    queue.send(
+      JSON.stringify(
+        makeEnvelope({ id: 'e-3', type: 'test.credit', dedupKey: 'job-3', payload: { amount: 1 } }),
+      ),
+    );
+    const copy = receiveOne(queue);
+    const before = runs();
+
+    const outcome = await settle(queue, worker.process(copy), copy);
+
+    expect(outcome.action).toBe('duplicate');
+    expect(calls.slice(5)).toEqual(['get', 'claim']);
+    expect(runs()).toBe(before);
+  });
+
   it('records a failed fast attempt under a lease, backs off, and runs the redelivery leased', async () => {
     const { queue, store, metrics, calls, processor, body, balance } = setup('transient');
     queue.send(body);
