@@ -37,6 +37,7 @@ import {
   droppedCopyEvent,
   eventMessage,
   giveUpEvents,
+  historyUpperBytes,
   historyWrite,
   STEP_EVENTS,
 } from '../core/decisions/history.ts';
@@ -533,12 +534,9 @@ export class InMemoryJobStore implements JobStore {
     leaseLost: string | undefined,
   ): Promise<void> {
     const now = Date.now();
-    const capped = giveUpError(lease, error);
-    const carried = carryHistory(
-      lease,
-      giveUpEvents(lease, status, leaseUntil, error, refundAttempt, leaseLost, now),
-      now,
-    );
+    const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt, leaseLost, now);
+    const capped = giveUpError(lease, error, historyUpperBytes(lease.history, lease.pendingHistory, events));
+    const carried = carryHistory(lease, events, now);
     let applied = false;
     await this.faults
       .run(

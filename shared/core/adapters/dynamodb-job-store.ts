@@ -40,6 +40,7 @@ import {
   droppedCopyEvent,
   eventMessage,
   giveUpEvents,
+  historyUpperBytes,
   historyWrite,
   STEP_EVENTS,
 } from '../decisions/history.ts';
@@ -394,17 +395,16 @@ export class DynamoDbJobStore implements JobStore {
   ): Promise<void> {
     const now = Date.now();
     const dead = status === JobStatus.Dead;
-    const carried = this.#carry(
-      lease,
-      giveUpEvents(lease, status, leaseUntil, error, refundAttempt, leaseLost, now),
-      now,
-    );
+    const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt, leaseLost, now);
+    // The error text keeps clear of the room the history takes (near 400 KB the give-up must still fit).
+    const reserved = historyUpperBytes(lease.history, lease.pendingHistory, events);
+    const carried = this.#carry(lease, events, now);
     const update = withHistory(
       giveUpUpdate(this.#table, lease, {
         status,
         leaseUntil,
         now,
-        error: giveUpError(lease, error),
+        error: giveUpError(lease, error, reserved),
         refundAttempt,
         expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
         ...(dead ? { dead: deadKeyUntilOf(now, error.deadKeyTtlSeconds) } : {}),

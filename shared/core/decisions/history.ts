@@ -255,3 +255,11 @@ export function applyHistory<T extends JobItem>(item: T, write: HistoryWrite | u
       : {}),
   };
 }
+
+/**
+ * An upper bound of the bytes a history holds (3 bytes a character, as dynamodb-limits.ts counts): the
+ * room a release or dead marking keeps for the list and its events when it shortens the error text.
+ */
+export function historyUpperBytes(...lists: readonly (readonly HistoryEvent[] | undefined)[]): number {
+  return lists.reduce((n, list) => n + (list?.length ? 3 * JSON.stringify(list).length : 0), 0);
+}
