@@ -561,6 +561,7 @@ export class InMemoryJobStore implements JobStore {
             carried.write,
           );
           delete next.owner;
+          if (status === JobStatus.Dead && error.deadKeyTtlSeconds === undefined) delete next.deadKeyUntil;
           checkItemSize(next, operation);
           this.#items.set(lease.dedupKey, next);
           applied = true;

@@ -226,11 +226,14 @@ export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWr
         : '') +
       (write.dead ? ', #deadAt = :now' : '') +
       (write.dead?.deadKeyUntil !== undefined ? ', #deadKeyUntil = :deadKeyUntil' : '') +
-      ' REMOVE #owner',
+      // A type without deadKeyTtl (now) keeps its copies dropped: no earlier death's deadKeyUntil stays.
+      (write.dead && write.dead.deadKeyUntil === undefined
+        ? ' REMOVE #owner, #deadKeyUntil'
+        : ' REMOVE #owner'),
     ExpressionAttributeNames: {
       ...(write.refundAttempt ? { '#attempts': 'attempts', '#refunds': 'refunds' } : {}),
       ...(write.dead ? { '#deadAt': 'deadAt' } : {}),
-      ...(write.dead?.deadKeyUntil !== undefined ? { '#deadKeyUntil': 'deadKeyUntil' } : {}),
+      ...(write.dead ? { '#deadKeyUntil': 'deadKeyUntil' } : {}),
       '#leaseUntil': 'leaseUntil',
       '#version': 'version',
       '#updatedAt': 'updatedAt',

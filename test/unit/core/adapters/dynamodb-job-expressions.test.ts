@@ -207,7 +207,9 @@ describe('Module: dynamodb-job-expressions', () => {
 
     it('marks DEAD with deadAt, and deadKeyUntil only for a type with a deadKeyTtl', () => {
       expect(apply(updates.markDead as JobItemUpdate, held)).toMatchObject({ status: 'DEAD', deadAt: 2_000 });
-      expect(apply(updates.markDead as JobItemUpdate, held)?.deadKeyUntil).toBeUndefined();
+      expect(
+        apply(updates.markDead as JobItemUpdate, { ...held, deadKeyUntil: 1 })?.deadKeyUntil,
+      ).toBeUndefined();
       expect(apply(updates.markDeadWithTtl as JobItemUpdate, held)).toMatchObject({ deadKeyUntil: 9_000 });
     });
 
