@@ -2,7 +2,7 @@ import {
   checkItemSize,
   checkJobWrite,
   fenceCause,
-  giveUpError,
+  giveUpWithHistory,
   isMinimalCause,
 } from '../core/adapters/dynamodb-limits.ts';
 import { storeRefusal } from '../core/adapters/store-errors.ts';
@@ -37,8 +37,8 @@ import {
   droppedCopyEvent,
   eventMessage,
   giveUpEvents,
-  historyUpperBytes,
   historyWrite,
+  NO_HISTORY,
   STEP_EVENTS,
 } from '../core/decisions/history.ts';
 import {
@@ -535,8 +535,9 @@ export class InMemoryJobStore implements JobStore {
   ): Promise<void> {
     const now = Date.now();
     const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt, leaseLost, now);
-    const capped = giveUpError(lease, error, historyUpperBytes(lease.history, lease.pendingHistory, events));
-    const carried = carryHistory(lease, events, now);
+    const fit = giveUpWithHistory(lease, error, events);
+    const capped = fit.error;
+    const carried = fit.withEvents ? carryHistory(lease, events, now) : NO_HISTORY;
     let applied = false;
     await this.faults
       .run(

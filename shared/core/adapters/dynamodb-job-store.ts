@@ -40,8 +40,8 @@ import {
   droppedCopyEvent,
   eventMessage,
   giveUpEvents,
-  historyUpperBytes,
   historyWrite,
+  NO_HISTORY,
   STEP_EVENTS,
 } from '../decisions/history.ts';
 import { claimCounters, expiresAtSeconds, leaseEnd } from '../decisions/lease-arithmetic.ts';
@@ -58,7 +58,7 @@ import {
   resetClaimUpdate,
   withHistory,
 } from './dynamodb-job-expressions.ts';
-import { checkJobWrite, giveUpError, type JobWrite } from './dynamodb-limits.ts';
+import { checkJobWrite, giveUpWithHistory, type JobWrite } from './dynamodb-limits.ts';
 import {
   cancelledFastCommit,
   cancelledFencedWrite,
@@ -396,15 +396,15 @@ export class DynamoDbJobStore implements JobStore {
     const now = Date.now();
     const dead = status === JobStatus.Dead;
     const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt, leaseLost, now);
-    // The error text keeps clear of the room the history takes (near 400 KB the give-up must still fit).
-    const reserved = historyUpperBytes(lease.history, lease.pendingHistory, events);
-    const carried = this.#carry(lease, events, now);
+    // Near 400 KB the give-up must still fit: the history's new events are then left out.
+    const fit = giveUpWithHistory(lease, error, events);
+    const carried = fit.withEvents ? this.#carry(lease, events, now) : NO_HISTORY;
     const update = withHistory(
       giveUpUpdate(this.#table, lease, {
         status,
         leaseUntil,
         now,
-        error: giveUpError(lease, error, reserved),
+        error: fit.error,
         refundAttempt,
         expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
         ...(dead ? { dead: deadKeyUntilOf(now, error.deadKeyTtlSeconds) } : {}),

@@ -226,6 +226,9 @@ export interface CarriedHistory {
   undo(): void;
 }
 
+/** A write that carries no history (and takes no pending events). */
+export const NO_HISTORY: CarriedHistory = { write: undefined, done: () => {}, undo: () => {} };
+
 /** The history a write of `lease` carries: its pending events (taken now), then the write's own `events`. */
 export function carryHistory(lease: JobLease, events: readonly HistoryEvent[], now: number): CarriedHistory {
   const pending = takePending(lease);
