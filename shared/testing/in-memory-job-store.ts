@@ -117,7 +117,7 @@ export class InMemoryJobStore implements JobStore {
       (): ClaimResult => {
         const old = this.#items.get(req.dedupKey);
         // A DEAD key past its deadKeyUntil: reset and claimed (the adapter's second write, resetClaimUpdate).
-        if (old !== undefined && !collides(old, req.type) && deadKeyExpired(old, req.now)) {
+        if (old !== undefined && !collides(old, req.type) && deadKeyExpired(old, req.now, req.messageId)) {
           return this.#resetClaim(req, old);
         }
         // `#type = :type` in the adapter's condition: a job of another type is never taken.

@@ -423,7 +423,10 @@ export function resetClaimUpdate(
       '#attempts = :one, #version = :newVersion, #messageId = :messageId, #createdAt = :createdAt, ' +
       '#claimedAt = :now, #updatedAt = :now, #expiresAt = :expiresAt ' +
       'REMOVE #checkpoint, #deadReason, #deadAt, #deadKeyUntil, #lastError, #lastErrorClass, #refunds, #completedAt',
-    ConditionExpression: '#status = :dead AND #deadKeyUntil < :now AND #token = :deadToken AND #type = :type',
+    // The dead job's own message back (its delete failed) is a copy, not a fresh send.
+    ConditionExpression:
+      '#status = :dead AND #deadKeyUntil < :now AND #token = :deadToken AND #type = :type ' +
+      'AND #messageId <> :messageId',
     ExpressionAttributeNames: {
       '#status': 'status',
       '#owner': 'owner',

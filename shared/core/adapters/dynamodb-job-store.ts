@@ -137,7 +137,7 @@ export class DynamoDbJobStore implements JobStore {
         if (
           !refused.claimed &&
           refused.existing.type === req.type &&
-          deadKeyExpired(refused.existing, req.now)
+          deadKeyExpired(refused.existing, req.now, req.messageId)
         ) {
           return this.#resetClaim(req, refused.existing, options);
         }

@@ -82,9 +82,14 @@ export function classifyClaim(old: JobItem | undefined): ClaimKind {
  * `deadKeyUntil` passed (the leased claim resets it). The fast commit's
  * condition refuses exactly these besides the usual claim refusals (docs/protocol.md, edge E12).
  */
-export function needsLeasedClaim(old: JobItem, maxAttempts: number, now: number): boolean {
+export function needsLeasedClaim(
+  old: JobItem,
+  maxAttempts: number,
+  now: number,
+  messageId?: string,
+): boolean {
   // A DEAD key past its deadKeyUntil runs again, but only leased: its reset is the leased claim's.
-  return (leasedRunOnly(old, maxAttempts) && isClaimable(old, now)) || deadKeyExpired(old, now);
+  return (leasedRunOnly(old, maxAttempts) && isClaimable(old, now)) || deadKeyExpired(old, now, messageId);
 }
 
 /**

@@ -150,12 +150,21 @@ export function returnPending(lease: JobLease, pending: readonly HistoryEvent[])
   lease.pendingHistory = [...pending, ...(lease.pendingHistory ?? [])];
 }
 
-/** True when `item` is a DEAD job whose key has been dead for its type's `deadKeyTtl` (a fresh send runs). */
+/**
+ * True when `item` is a DEAD job whose key has been dead for its type's `deadKeyTtl`, so a fresh send
+ * (`messageId`) runs. The dead job's own message (its delete failed and it came back) is never one.
+ */
 export function deadKeyExpired(
-  item: Pick<JobItem, 'status' | 'deadKeyUntil'> | undefined,
+  item: Pick<JobItem, 'status' | 'deadKeyUntil' | 'messageId'> | undefined,
   now: number,
+  messageId?: string,
 ): boolean {
-  return item?.status === JobStatus.Dead && item.deadKeyUntil !== undefined && item.deadKeyUntil < now;
+  return (
+    item?.status === JobStatus.Dead &&
+    item.deadKeyUntil !== undefined &&
+    item.deadKeyUntil < now &&
+    item.messageId !== messageId
+  );
 }
 
 /**

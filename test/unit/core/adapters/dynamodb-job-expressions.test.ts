@@ -246,6 +246,8 @@ describe('Module: dynamodb-job-expressions', () => {
       expect(apply(update, { ...dead, token: 8 })).toBeUndefined();
       expect(apply(update, { ...dead, type: 'other' })).toBeUndefined();
       expect(apply(update, { ...dead, status: JobStatus.Completed })).toBeUndefined();
+      // The dead job's own message, back because its delete failed, is a copy: never a reset.
+      expect(apply(update, { ...dead, messageId: claim.messageId })).toBeUndefined();
     });
 
     it('appends a lost lease only to an existing item with room, changing no protocol field', () => {
