@@ -16,7 +16,18 @@ import { packageVersion } from './version.ts';
 /**
  * Command modules, each exporting `register(program)`. To add one: import it and list it here.
  */
-const modules: readonly CommandModule[] = [local, start, workers, send, status, inspect, jobs, leases, dlq, ui];
+const modules: readonly CommandModule[] = [
+  local,
+  start,
+  workers,
+  send,
+  status,
+  inspect,
+  jobs,
+  leases,
+  dlq,
+  ui,
+];
 
 // The project supports Node >= 20 (package.json engines); the SDK's multi-line notice about its own
 // future Node 22 requirement would precede every command's output.

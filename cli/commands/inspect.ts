@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { type InspectReport, inspectJob } from '../../shared/ops/inspect.ts';
+import type { TimelineEntry } from '../../shared/ops/timeline.ts';
 import {
   durationArg,
   formatErrorText,
@@ -60,9 +61,16 @@ export function describeJob(report: InspectReport, now: number): string {
     ['completed', formatInstant(job.completedAt, now)],
     ['expires (TTL)', job.expiresAt === undefined ? undefined : formatInstant(job.expiresAt * 1000, now)],
   ]);
+  const deadKey = report.deadKey
+    ? report.deadKey.droppedUntil === 'ttl'
+      ? '; copies sent under its key are dropped until TTL removes the item'
+      : report.deadKey.droppedUntil > now
+        ? `; copies sent under its key are dropped until ${formatInstant(report.deadKey.droppedUntil, now)} (deadKeyTtl), a send after that runs as a new job`
+        : `; its deadKeyTtl ended ${formatInstant(report.deadKey.droppedUntil, now)}: a send under its key runs as a new job`
+    : '';
   const hint =
     job.status === 'DEAD'
-      ? `\n\nthe job is dead-lettered: \`leaseq dlq show ${key}\` shows why; \`leaseq dlq redrive --dedup-key ${key}\` runs it again`
+      ? `\n\nthe job is dead-lettered: \`leaseq dlq show ${key}\` shows why; \`leaseq dlq redrive --dedup-key ${key}\` runs it again${deadKey}`
       : '';
   const leases =
     report.ownerLeases.length === 0
@@ -76,7 +84,31 @@ export function describeJob(report: InspectReport, now: number): string {
           ],
           report.ownerLeases.map((l) => [l.leaseKey, String(l.token), l.state, formatLease(l.remainingMs)]),
         )}`;
-  return `${fields}${leases}${hint}`;
+  const history = job.historyDropped ? ` (${job.historyDropped} older events dropped)` : '';
+  const timeline =
+    report.timeline.length === 0
+      ? ''
+      : `\n\nTIMELINE${history}\n${report.timeline.map((entry) => describeEntry(entry)).join('\n')}`;
+  return `${fields}${leases}${timeline}${hint}`;
+}
+
+/** One timeline line: time, kind, attempt/owner/token, title and detail (escaped: errors are the job's text). */
+export function describeEntry(entry: TimelineEntry): string {
+  const who = [
+    entry.attempt === undefined ? undefined : `attempt ${entry.attempt}`,
+    entry.owner === undefined ? undefined : `owner ${entry.owner}`,
+    entry.token === undefined ? undefined : `token ${entry.token}`,
+  ]
+    .filter((part) => part !== undefined)
+    .join(', ');
+  const line = [
+    new Date(entry.at).toISOString(),
+    entry.kind.padEnd(10),
+    who === '' ? '-' : who,
+    entry.title,
+    ...(entry.detail === undefined ? [] : [entry.detail]),
+  ].join('  ');
+  return safeText(line);
 }
 
 /** Adds `leaseq inspect <dedupKey>`. */
@@ -86,7 +118,8 @@ export function register(program: Command): void {
       .command('inspect')
       .description(
         'one job item by dedup key: status, owner, lease, fencing token, attempts, checkpoint, last error, ' +
-          'result, timestamps, and the named leases its owner holds (exit 1 when there is no such item)',
+          'result, timestamps, the named leases its owner holds, and its timeline (retries, takeovers, lost ' +
+          'leases, dead-lettering; exit 1 when there is no such item)',
       )
       .argument('<dedupKey>', 'the dedup key of the job')
       .option(
@@ -94,7 +127,7 @@ export function register(program: Command): void {
         'a live job lease with no claim or checkpoint for this long counts as stuck (default 10m)',
         durationArg,
       )
-      .option('--json', 'print the item as JSON on stdout'),
+      .option('--json', 'print the item and its timeline as JSON on stdout'),
   ).action(async (dedupKey: string, flags: InspectFlags) => {
     const target = await resolveTarget(flags);
     try {

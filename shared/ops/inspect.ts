@@ -12,6 +12,7 @@ import {
   stuckReason,
 } from './jobs.ts';
 import type { OpsTarget } from './target.ts';
+import { jobTimeline, type TimelineEntry } from './timeline.ts';
 
 export interface InspectOptions {
   /** @default DEFAULT_STUCK_AFTER_MS */
@@ -35,6 +36,13 @@ export interface InspectReport {
   readonly retryInMs?: number;
   /** Named leases (the `leases` table) currently held by the job's owner, if it has one. */
   readonly ownerLeases: readonly NamedLeaseView[];
+  /** The job's events, oldest first: stored ones merged with those its fields tell (timeline.ts). */
+  readonly timeline: readonly TimelineEntry[];
+  /**
+   * For a DEAD job: until when copies sent under its key are dropped (epoch ms; its type's `deadKeyTtl`
+   * after it died), or `ttl` when that is until TTL removes the item (no `deadKeyTtl`).
+   */
+  readonly deadKey?: { readonly droppedUntil: number | 'ttl' };
 }
 
 /**
@@ -66,5 +74,7 @@ export async function inspectJob(
       : {}),
     ...(job.status === JobStatus.RetryWait ? { retryInMs: job.leaseUntil - now } : {}),
     ownerLeases: ownerLeases.map((item) => namedLeaseView(item, now)).filter((v) => v.state !== 'free'),
+    timeline: jobTimeline(job),
+    ...(job.status === JobStatus.Dead ? { deadKey: { droppedUntil: job.deadKeyUntil ?? 'ttl' } } : {}),
   };
 }

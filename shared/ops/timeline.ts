@@ -7,7 +7,14 @@ export interface TimelineEntry {
   /** Epoch ms. */
   readonly at: number;
   /** The event kind: a stored history event's `e`, or one told by the item's fields. */
-  readonly kind: HistoryEvent['e'] | 'created' | 'claimed' | 'checkpoint' | 'completed' | 'retry-due';
+  readonly kind:
+    | HistoryEvent['e']
+    | 'other'
+    | 'created'
+    | 'claimed'
+    | 'checkpoint'
+    | 'completed'
+    | 'retry-due';
   /** One line saying what happened. */
   readonly title: string;
   readonly owner?: string;
@@ -26,7 +33,15 @@ export function jobTimeline(job: JobItem): TimelineEntry[] {
   const entries: TimelineEntry[] = [];
   const created = job.createdAt ? Date.parse(job.createdAt) : Number.NaN;
   if (Number.isFinite(created)) entries.push({ at: created, kind: 'created', title: 'sent' });
-  for (const event of job.history ?? []) entries.push(fromEvent(event));
+  // A renewal whose answer was lost and that the SDK sent again appends what it carried twice: an event
+  // equal to the one before it (same kind, time and token) is that, and shown once.
+  let before: HistoryEvent | undefined;
+  for (const event of job.history ?? []) {
+    // An event without a time is not one this version can place (the item was edited by hand).
+    if (typeof event?.at !== 'number' || !Number.isFinite(event.at)) continue;
+    if (!(before && sameEvent(before, event))) entries.push(fromEvent(event));
+    before = event;
+  }
   const stored = new Set((job.history ?? []).map((e) => `${e.e}:${e.token ?? ''}`));
   // The current claim: stored only when it took a lease over; otherwise told by claimedAt and token.
   if (job.claimedAt !== undefined && !stored.has(`takeover:${job.token}`)) {
@@ -83,7 +98,13 @@ function fromEvent(event: HistoryEvent): TimelineEntry {
         at: event.at,
         kind: 'takeover',
         title: `attempt ${event.attempt ?? '?'} took over the lease of ${event.fromOwner ?? 'a worker'}`,
-        detail: `its lease (token ${event.fromToken}) ended ${seconds(event.at - event.leaseEndedAt)} before`,
+        detail:
+          `its lease (token ${event.fromToken}` +
+          (event.fromAttempt === undefined ? '' : `, attempt ${event.fromAttempt}`) +
+          (event.fromClaimedAt === undefined
+            ? ''
+            : `, claimed ${new Date(event.fromClaimedAt).toISOString()}`) +
+          `) ended ${seconds(event.at - event.leaseEndedAt)} before`,
         ...who,
       };
     case 'lease-lost':
@@ -119,9 +140,25 @@ function fromEvent(event: HistoryEvent): TimelineEntry {
         title: 'a fresh send ran the dead key again',
         detail: `dead since ${new Date(event.wasDeadAt).toISOString()}`,
       };
+    default: {
+      // A kind a newer leaseq writes (this one does not know it): shown by its name, never an error.
+      const other = event as { e?: unknown; at: number; owner?: unknown; attempt?: unknown; token?: unknown };
+      return {
+        at: other.at,
+        kind: 'other',
+        title: String(other.e ?? 'event'),
+        ...(typeof other.owner === 'string' ? { owner: other.owner } : {}),
+        ...(typeof other.attempt === 'number' ? { attempt: other.attempt } : {}),
+        ...(typeof other.token === 'number' ? { token: other.token } : {}),
+      };
+    }
   }
 }
 
 function seconds(ms: number): string {
   return ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.max(0, Math.round(ms))} ms`;
+}
+
+function sameEvent(a: HistoryEvent, b: HistoryEvent): boolean {
+  return a.e === b.e && a.at === b.at && a.token === b.token && a.owner === b.owner;
 }

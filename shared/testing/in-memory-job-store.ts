@@ -2,19 +2,21 @@ import {
   checkItemSize,
   checkJobWrite,
   fenceCause,
-  giveUpError,
+  giveUpWithHistory,
   isMinimalCause,
 } from '../core/adapters/dynamodb-limits.ts';
 import { storeRefusal } from '../core/adapters/store-errors.ts';
-import { HISTORY_MAX, problemShard } from '../core/contract/job-history.ts';
+import { HISTORY_MAX, type HistoryEvent, problemShard } from '../core/contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../core/contract/job-item.ts';
 import type {
   ClaimRequest,
   ClaimResult,
+  DeadMarking,
   Effect,
   FastCommitRequest,
   FastCommitResult,
   FencedWriteResult,
+  GiveUpOptions,
   JobLease,
   JobStore,
   RedriveBy,
@@ -25,6 +27,22 @@ import { redriveEvent } from '../core/contract/job-store.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 import { classifyClaim, collides } from '../core/decisions/claim-decision.ts';
 import { fenceRefusal, holdsFence } from '../core/decisions/fence-decision.ts';
+import {
+  afterHistoryWrite,
+  applyHistory,
+  attemptOf,
+  type CarriedHistory,
+  carryHistory,
+  claimHistory,
+  deadKeyExpired,
+  deadKeyUntilOf,
+  droppedCopyEvent,
+  eventMessage,
+  giveUpEvents,
+  historyWrite,
+  NO_HISTORY,
+  STEP_EVENTS,
+} from '../core/decisions/history.ts';
 import {
   claimCounters,
   expiresAtSeconds,
@@ -61,7 +79,9 @@ export type JobStoreOperation =
   | 'release'
   | 'mark-dead'
   | 'get'
-  | 'reset-for-redrive';
+  | 'reset-for-redrive'
+  | 'record-lease-lost'
+  | 'record-dropped-copy';
 
 export interface InMemoryJobStoreOptions {
   /**
@@ -98,6 +118,10 @@ export class InMemoryJobStore implements JobStore {
       'claim',
       (): ClaimResult => {
         const old = this.#items.get(req.dedupKey);
+        // A DEAD key past its deadKeyUntil: reset and claimed (the adapter's second write, resetClaimUpdate).
+        if (old !== undefined && !collides(old, req.type) && deadKeyExpired(old, req.now, req.messageId)) {
+          return this.#resetClaim(req, old);
+        }
         // `#type = :type` in the adapter's condition: a job of another type is never taken.
         if (!isClaimable(old, req.now) || collides(old, req.type)) {
           return { claimed: false, existing: structuredClone(old as JobItem) };
@@ -116,8 +140,10 @@ export class InMemoryJobStore implements JobStore {
           ...(old?.refunds ? { refunds: old.refunds } : {}),
           ...(old?.checkpoint ? { checkpoint: structuredClone(old.checkpoint) } : {}),
         };
+        const kind = classifyClaim(old);
+        Object.assign(lease, claimHistory(structuredClone(old), lease, kind === 'takeover', req.now));
         return old
-          ? { claimed: true, lease, kind: classifyClaim(old), previous: structuredClone(old) }
+          ? { claimed: true, lease, kind, previous: structuredClone(old) }
           : { claimed: true, lease, kind: 'fresh' };
       },
       options.signal,
@@ -169,6 +195,55 @@ export class InMemoryJobStore implements JobStore {
     );
   }
 
+  /** A fresh send of a DEAD key past its `deadKeyUntil`: reset and claimed (see resetClaimUpdate). */
+  #resetClaim(req: ClaimRequest, dead: JobItem): ClaimResult {
+    const leaseUntil = leaseEnd(req.now, req.leaseMs);
+    const lease: JobLease = {
+      dedupKey: req.dedupKey,
+      owner: req.owner,
+      token: dead.token + 1,
+      attempts: 1,
+      messageId: req.messageId,
+      version: dead.version + 1,
+      leaseUntil,
+    };
+    const reset: HistoryEvent = { e: 'reset', at: req.now, ...attemptOf(lease), wasDeadAt: dead.deadAt ?? 0 };
+    const history = historyWrite(req.dedupKey, dead.history, [reset], req.now);
+    const next: MutableJobItem = applyHistory(
+      {
+        ...structuredClone(dead),
+        status: JobStatus.InProgress,
+        owner: req.owner,
+        leaseUntil,
+        token: lease.token,
+        attempts: 1,
+        version: lease.version,
+        messageId: req.messageId,
+        createdAt: req.createdAt,
+        claimedAt: req.now,
+        updatedAt: req.now,
+        expiresAt: this.#expiresAt(leaseUntil),
+      },
+      history,
+    );
+    for (const gone of [
+      'checkpoint',
+      'deadReason',
+      'deadAt',
+      'deadKeyUntil',
+      'lastError',
+      'lastErrorClass',
+      'refunds',
+      'completedAt',
+    ] as const) {
+      delete next[gone];
+    }
+    this.#items.set(req.dedupKey, next);
+    const known = afterHistoryWrite(dead.history, history);
+    if (known?.length) lease.history = known;
+    return { claimed: true, lease, kind: 'fresh', wasDeadAt: dead.deadAt ?? 0 };
+  }
+
   /** The item a claim (IN_PROGRESS) or a fast commit (COMPLETED) writes over `old`: the token rule. */
   #claimed(
     old: JobItem | undefined,
@@ -195,35 +270,47 @@ export class InMemoryJobStore implements JobStore {
   async renew(lease: JobLease, leaseMs: number, now: number, options: RenewOptions = {}): Promise<void> {
     const leaseUntil = leaseEnd(now, leaseMs);
     const cause = options.deadLetter;
-    const stored = await this.faults.run(
-      'renew',
-      () => {
-        const item = this.#fenced(lease, 'renew');
-        if (cause !== undefined) {
-          // The dead-letter fence: records the cause, and sets the lease end as given (see RenewOptions).
-          const stored = fenceCause(lease, cause);
-          const next: MutableJobItem = {
-            ...item,
-            leaseUntil,
-            expiresAt: this.#expiresAt(leaseUntil),
-            deadReason: stored.reason,
-            ...(isMinimalCause(stored)
-              ? {}
-              : { lastError: stored.errorMessage, lastErrorClass: stored.errorClass }),
-          };
+    const carried = carryHistory(lease, [], now);
+    let applied = false;
+    const stored = await this.faults
+      .run(
+        'renew',
+        () => {
+          const item = applyHistory(this.#fenced(lease, 'renew'), carried.write);
+          applied = true;
+          if (cause !== undefined) {
+            // The dead-letter fence: records the cause, and sets the lease end as given (see RenewOptions).
+            const stored = fenceCause(lease, cause);
+            const next: MutableJobItem = {
+              ...item,
+              leaseUntil,
+              expiresAt: this.#expiresAt(leaseUntil),
+              deadReason: stored.reason,
+              ...(isMinimalCause(stored)
+                ? {}
+                : { lastError: stored.errorMessage, lastErrorClass: stored.errorClass }),
+            };
+            checkItemSize(next, 'renew');
+            this.#items.set(lease.dedupKey, next);
+            return leaseUntil;
+          }
+          // Never backwards: a renewal that lands after a later one of the same lease changes nothing.
+          if (item.leaseUntil > leaseUntil) {
+            applied = false;
+            return item.leaseUntil;
+          }
+          const next = { ...item, leaseUntil, expiresAt: this.#expiresAt(leaseUntil) };
           checkItemSize(next, 'renew');
           this.#items.set(lease.dedupKey, next);
           return leaseUntil;
-        }
-        // Never backwards: a renewal that lands after a later one of the same lease changes nothing.
-        if (item.leaseUntil > leaseUntil) return item.leaseUntil;
-        const next = { ...item, leaseUntil, expiresAt: this.#expiresAt(leaseUntil) };
-        checkItemSize(next, 'renew');
-        this.#items.set(lease.dedupKey, next);
-        return leaseUntil;
-      },
-      options.signal,
-    );
+        },
+        options.signal,
+      )
+      .catch((error: unknown) => {
+        applied = false;
+        throw error;
+      })
+      .finally(() => (applied ? carried.done() : carried.undo()));
     lease.leaseUntil = stored;
   }
 
@@ -235,19 +322,31 @@ export class InMemoryJobStore implements JobStore {
   ): Promise<FencedWriteResult> {
     checkJobWrite({ operation: 'checkpoint', jobValues: { checkpoint }, effects });
     const stored = structuredClone(checkpoint);
-    const result = await refusedAsDynamoDb(
-      'checkpoint',
-      this.faults.run(
+    const carried = carryHistory(
+      lease,
+      STEP_EVENTS ? [{ e: 'step', at: checkpoint.at, ...attemptOf(lease), step: checkpoint.step }] : [],
+      checkpoint.at,
+    );
+    const result = await carriedWrite(
+      carried,
+      refusedAsDynamoDb(
         'checkpoint',
-        () =>
-          this.#writeWithEffects(
-            lease,
-            'checkpoint',
-            (item) => item.version === lease.version,
-            (item) => ({ ...item, checkpoint: stored, version: item.version + 1, updatedAt: checkpoint.at }),
-            effects,
-          ),
-        options.signal,
+        this.faults.run(
+          'checkpoint',
+          () =>
+            this.#writeWithEffects(
+              lease,
+              'checkpoint',
+              (item) => item.version === lease.version,
+              (item) =>
+                applyHistory(
+                  { ...item, checkpoint: stored, version: item.version + 1, updatedAt: checkpoint.at },
+                  carried.write,
+                ),
+              effects,
+            ),
+          options.signal,
+        ),
       ),
     );
     if (result.ok) {
@@ -270,34 +369,38 @@ export class InMemoryJobStore implements JobStore {
     });
     const now = Date.now();
     const stored: unknown = structuredClone(result ?? null);
-    const out = await refusedAsDynamoDb(
-      'complete',
-      this.faults.run(
+    const carried = carryHistory(lease, [], now);
+    const out = await carriedWrite(
+      carried,
+      refusedAsDynamoDb(
         'complete',
-        () =>
-          checkJobItemSize(stored) ??
-          this.#writeWithEffects(
-            lease,
-            'complete',
-            () => true,
-            (item) => {
-              const next: MutableJobItem = {
-                ...item,
-                status: JobStatus.Completed,
-                version: item.version + 1,
-                updatedAt: now,
-                completedAt: now,
-                result: stored,
-                expiresAt: this.#expiresAt(now),
-              };
-              delete next.lastError;
-              delete next.lastErrorClass;
-              delete next.deadReason;
-              return next;
-            },
-            effects,
-          ),
-        options.signal,
+        this.faults.run(
+          'complete',
+          () =>
+            checkJobItemSize(stored) ??
+            this.#writeWithEffects(
+              lease,
+              'complete',
+              () => true,
+              (item) => {
+                const next: MutableJobItem = {
+                  ...item,
+                  status: JobStatus.Completed,
+                  version: item.version + 1,
+                  updatedAt: now,
+                  completedAt: now,
+                  result: stored,
+                  expiresAt: this.#expiresAt(now),
+                };
+                delete next.lastError;
+                delete next.lastErrorClass;
+                delete next.deadReason;
+                return applyHistory(next, carried.write);
+              },
+              effects,
+            ),
+          options.signal,
+        ),
       ),
     );
     if (out.ok) lease.version += 1;
@@ -308,7 +411,7 @@ export class InMemoryJobStore implements JobStore {
     lease: JobLease,
     retryAt: number,
     error: { message: string; errorClass: string },
-    options: StoreCallOptions & { refundAttempt?: boolean } = {},
+    options: GiveUpOptions & { refundAttempt?: boolean } = {},
   ): Promise<void> {
     await this.#giveUp(
       lease,
@@ -318,15 +421,70 @@ export class InMemoryJobStore implements JobStore {
       error,
       options.refundAttempt ?? false,
       options.signal,
+      options.leaseLost,
     );
   }
 
-  async markDead(
+  async markDead(lease: JobLease, error: DeadMarking, options: GiveUpOptions = {}): Promise<void> {
+    await this.#giveUp(
+      lease,
+      'mark-dead',
+      JobStatus.Dead,
+      0,
+      error,
+      false,
+      options.signal,
+      options.leaseLost,
+    );
+  }
+
+  async recordLeaseLost(
     lease: JobLease,
-    error: { message: string; errorClass: string },
+    why: string,
+    now: number,
     options: StoreCallOptions = {},
   ): Promise<void> {
-    await this.#giveUp(lease, 'mark-dead', JobStatus.Dead, 0, error, false, options.signal);
+    await this.faults.run(
+      'record-lease-lost',
+      () => {
+        const item = this.#items.get(lease.dedupKey);
+        if (item === undefined || (item.history?.length ?? 0) >= HISTORY_MAX) return;
+        const event: HistoryEvent = { e: 'lease-lost', at: now, ...attemptOf(lease), why: eventMessage(why) };
+        this.#items.set(lease.dedupKey, {
+          ...item,
+          history: [...(item.history ?? []), event],
+          problemShard: problemShard(lease.dedupKey),
+          problemAt: now,
+        });
+      },
+      options.signal,
+    );
+  }
+
+  async recordDroppedCopy(
+    existing: JobItem,
+    messageId: string,
+    now: number,
+    options: StoreCallOptions = {},
+  ): Promise<void> {
+    await this.faults.run(
+      'record-dropped-copy',
+      () => {
+        const item = this.#items.get(existing.dedupKey);
+        if (item?.status !== JobStatus.Dead || item.token !== existing.token) return;
+        const dropped = droppedCopyEvent(existing.history, messageId, now);
+        const history = [...(item.history ?? [])];
+        if (dropped.index !== undefined) {
+          if (history.length !== (existing.history ?? []).length) return;
+          history[dropped.index] = dropped.event;
+        } else {
+          if (history.length >= HISTORY_MAX) return;
+          history.push(dropped.event);
+        }
+        this.#items.set(existing.dedupKey, { ...item, history });
+      },
+      options.signal,
+    );
   }
 
   async get(dedupKey: string, options: StoreCallOptions = {}): Promise<JobItem | undefined> {
@@ -369,6 +527,8 @@ export class InMemoryJobStore implements JobStore {
       delete next.owner;
       delete next.deadReason;
       delete next.refunds;
+      delete next.deadAt;
+      delete next.deadKeyUntil;
       this.#items.set(dedupKey, next);
       return true;
     });
@@ -384,33 +544,48 @@ export class InMemoryJobStore implements JobStore {
     operation: 'release' | 'mark-dead',
     status: JobStatus,
     leaseUntil: number,
-    error: { message: string; errorClass: string },
+    error: { message: string; errorClass: string; reason?: string; deadKeyTtlSeconds?: number },
     refundAttempt: boolean,
     signal: AbortSignal | undefined,
+    leaseLost: string | undefined,
   ): Promise<void> {
     const now = Date.now();
-    const capped = giveUpError(lease, error);
-    await this.faults.run(
-      operation,
-      () => {
-        const item = this.#fenced(lease, operation);
-        const next: MutableJobItem = {
-          ...item,
-          status,
-          leaseUntil,
-          version: item.version + 1,
-          updatedAt: now,
-          lastError: capped.message,
-          lastErrorClass: capped.errorClass,
-          expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
-          ...(refundAttempt ? { attempts: item.attempts - 1, refunds: (item.refunds ?? 0) + 1 } : {}),
-        };
-        delete next.owner;
-        checkItemSize(next, operation);
-        this.#items.set(lease.dedupKey, next);
-      },
-      signal,
-    );
+    const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt, leaseLost, now);
+    const fit = giveUpWithHistory(lease, error, events);
+    const capped = fit.error;
+    const carried = fit.withEvents ? carryHistory(lease, events, now) : NO_HISTORY;
+    let applied = false;
+    await this.faults
+      .run(
+        operation,
+        () => {
+          const item = this.#fenced(lease, operation);
+          const next: MutableJobItem = applyHistory(
+            {
+              ...item,
+              status,
+              leaseUntil,
+              version: item.version + 1,
+              updatedAt: now,
+              lastError: capped.message,
+              lastErrorClass: capped.errorClass,
+              expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
+              ...(refundAttempt ? { attempts: item.attempts - 1, refunds: (item.refunds ?? 0) + 1 } : {}),
+              ...(status === JobStatus.Dead
+                ? { deadAt: now, ...deadKeyUntilOf(now, error.deadKeyTtlSeconds) }
+                : {}),
+            } as MutableJobItem,
+            carried.write,
+          );
+          delete next.owner;
+          if (status === JobStatus.Dead && error.deadKeyTtlSeconds === undefined) delete next.deadKeyUntil;
+          checkItemSize(next, operation);
+          this.#items.set(lease.dedupKey, next);
+          applied = true;
+        },
+        signal,
+      )
+      .finally(() => (applied ? carried.done() : carried.undo()));
     lease.version += 1;
   }
 
@@ -448,6 +623,23 @@ export class InMemoryJobStore implements JobStore {
   #expiresAt(fromMs: number): number {
     return expiresAtSeconds(fromMs, this.#ttlSeconds);
   }
+}
+
+/** A fenced write carrying history: done when it applied, undone when not (or it threw). */
+async function carriedWrite(
+  carried: CarriedHistory,
+  write: Promise<FencedWriteResult>,
+): Promise<FencedWriteResult> {
+  let out: FencedWriteResult;
+  try {
+    out = await write;
+  } catch (error) {
+    carried.undo();
+    throw error;
+  }
+  if (out.ok) carried.done();
+  else carried.undo();
+  return out;
 }
 
 /**

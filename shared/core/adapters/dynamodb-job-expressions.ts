@@ -11,9 +11,10 @@ import {
   PROBLEM_SHARD_ATTRIBUTE,
   problemShard,
 } from '../contract/job-history.ts';
-import type { Checkpoint } from '../contract/job-item.ts';
+import type { Checkpoint, JobItem } from '../contract/job-item.ts';
 import type { ClaimRequest, DeadLetterCause, Effect, JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
+import type { HistoryWrite } from '../decisions/history.ts';
 import { fenceCause, isMinimalCause } from './dynamodb-limits.ts';
 
 /** An UpdateItem of one job item: sent alone, or as the first item of a transaction with effects. */
@@ -215,6 +216,8 @@ export interface GiveUpWrite {
   /** The attempt was not the job's failure (a store outage): count it back, and count the refund. */
   readonly refundAttempt: boolean;
   readonly expiresAt: number;
+  /** A DEAD marking: `deadAt` is `now`, and copies are dropped until `deadKeyUntil` (absent: until TTL). */
+  readonly dead?: { readonly deadKeyUntil?: number };
 }
 
 /** Fenced end of an attempt that did not complete: new status, lease end, last error; owner removed. */
@@ -226,9 +229,16 @@ export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWr
       (write.refundAttempt
         ? ', #attempts = #attempts - :one, #refunds = if_not_exists(#refunds, :zero) + :one'
         : '') +
-      ' REMOVE #owner',
+      (write.dead ? ', #deadAt = :now' : '') +
+      (write.dead?.deadKeyUntil !== undefined ? ', #deadKeyUntil = :deadKeyUntil' : '') +
+      // A type without deadKeyTtl (now) keeps its copies dropped: no earlier death's deadKeyUntil stays.
+      (write.dead && write.dead.deadKeyUntil === undefined
+        ? ' REMOVE #owner, #deadKeyUntil'
+        : ' REMOVE #owner'),
     ExpressionAttributeNames: {
       ...(write.refundAttempt ? { '#attempts': 'attempts', '#refunds': 'refunds' } : {}),
+      ...(write.dead ? { '#deadAt': 'deadAt' } : {}),
+      ...(write.dead ? { '#deadKeyUntil': 'deadKeyUntil' } : {}),
       '#leaseUntil': 'leaseUntil',
       '#version': 'version',
       '#updatedAt': 'updatedAt',
@@ -245,6 +255,7 @@ export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWr
       ':lastErrorClass': storableText(write.error.errorClass, ERROR_CLASS_MAX),
       ':expiresAt': write.expiresAt,
       ...(write.refundAttempt ? { ':zero': 0 } : {}),
+      ...(write.dead?.deadKeyUntil !== undefined ? { ':deadKeyUntil': write.dead.deadKeyUntil } : {}),
     },
   });
 }
@@ -274,7 +285,9 @@ export function redriveUpdate(
     UpdateExpression:
       'SET #status = :retryWait, #leaseUntil = :zero, #attempts = :zero, #version = #version + :one, ' +
       `#updatedAt = :now, #expiresAt = :expiresAt, ${appendOrReplace}, ` +
-      '#problemShard = :problemShard, #problemAt = :now REMOVE #owner, #deadReason, #refunds',
+      '#problemShard = :problemShard, #problemAt = :now ' +
+      // A redriven job is no longer dead: a later dead marking sets both again (or leaves them unset).
+      'REMOVE #owner, #deadReason, #refunds, #deadAt, #deadKeyUntil',
     // Not finished, and no live lease: DEAD, RETRY_WAIT, or IN_PROGRESS whose lease has ended.
     ConditionExpression:
       'attribute_exists(#status) AND #status <> :completed AND (#status <> :inProgress OR #leaseUntil < :endedBefore)' +
@@ -293,6 +306,8 @@ export function redriveUpdate(
       '#owner': 'owner',
       '#deadReason': 'deadReason',
       '#refunds': 'refunds',
+      '#deadAt': 'deadAt',
+      '#deadKeyUntil': 'deadKeyUntil',
     },
     ExpressionAttributeValues: {
       ':retryWait': JobStatus.RetryWait,
@@ -375,5 +390,179 @@ export function jobSummaryScan(tableName: string, status?: JobStatus): ScanComma
     ...(status
       ? { FilterExpression: '#status = :status', ExpressionAttributeValues: { ':status': status } }
       : {}),
+  };
+}
+
+/**
+ * `update` with a history write added to the same request (docs/protocol.md, "History"): the events cost
+ * item bytes, never a request. Appends with `list_append(if_not_exists(...))`, or replaces the list and
+ * ADDs the dropped count when the writer's known list would pass HISTORY_MAX; a problem event also sets
+ * the `problems` index keys. Without `history`, `update` unchanged.
+ */
+export function withHistory(update: JobItemUpdate, history: HistoryWrite | undefined): JobItemUpdate {
+  if (history === undefined) return update;
+  const sets =
+    history.mode === 'append'
+      ? ['#history = list_append(if_not_exists(#history, :noEvents), :events)']
+      : ['#history = :events'];
+  const names: Record<string, string> = { '#history': 'history' };
+  const values: Record<string, unknown> =
+    history.mode === 'append' ? { ':noEvents': [], ':events': history.events } : { ':events': history.list };
+  if (history.problemShard !== undefined && history.problemAt !== undefined) {
+    sets.push('#problemShard = :problemShard', '#problemAt = :problemAt');
+    names['#problemShard'] = 'problemShard';
+    names['#problemAt'] = 'problemAt';
+    values[':problemShard'] = history.problemShard;
+    values[':problemAt'] = history.problemAt;
+  }
+  let expression = addSets(update.UpdateExpression ?? '', sets.join(', '));
+  if (history.mode === 'replace') {
+    expression += ' ADD #historyDropped :historyDropped';
+    names['#historyDropped'] = 'historyDropped';
+    values[':historyDropped'] = history.dropped;
+  }
+  return {
+    ...update,
+    UpdateExpression: expression,
+    ExpressionAttributeNames: { ...update.ExpressionAttributeNames, ...names },
+    ExpressionAttributeValues: { ...update.ExpressionAttributeValues, ...values },
+  };
+}
+
+/** `sets` added to the SET clause of `expression` (which starts with one). */
+function addSets(expression: string, sets: string): string {
+  if (!expression.startsWith('SET ')) throw new Error(`unreachable: no SET clause in ${expression}`);
+  const remove = expression.indexOf(' REMOVE ');
+  return remove < 0
+    ? `${expression}, ${sets}`
+    : `${expression.slice(0, remove)}, ${sets}${expression.slice(remove)}`;
+}
+
+/**
+ * The claim of a DEAD key whose `deadKeyUntil` passed (a fresh send runs it): the item as `dead` (the
+ * refused claim's old item) is reset and claimed in one write: attempts 1, a new token, no checkpoint,
+ * dead-letter cause, last error or refunds; its history is kept, with a `reset` event (in `history`).
+ * Only over that very item: still DEAD with the same token, so two copies cannot both reset it.
+ */
+export function resetClaimUpdate(
+  tableName: string,
+  req: Omit<ClaimRequest, 'leaseMs'>,
+  dead: Pick<JobItem, 'token' | 'version'>,
+  lease: { readonly leaseUntil: number; readonly expiresAt: number },
+): JobItemUpdate {
+  return {
+    TableName: tableName,
+    Key: { dedupKey: req.dedupKey },
+    UpdateExpression:
+      'SET #status = :inProgress, #owner = :owner, #leaseUntil = :leaseUntil, #token = :newToken, ' +
+      '#attempts = :one, #version = :newVersion, #messageId = :messageId, #createdAt = :createdAt, ' +
+      '#claimedAt = :now, #updatedAt = :now, #expiresAt = :expiresAt ' +
+      'REMOVE #checkpoint, #deadReason, #deadAt, #deadKeyUntil, #lastError, #lastErrorClass, #refunds, #completedAt',
+    // The dead job's own message back (its delete failed) is a copy, not a fresh send.
+    ConditionExpression:
+      '#status = :dead AND #deadKeyUntil < :now AND #token = :deadToken AND #type = :type ' +
+      'AND #messageId <> :messageId',
+    ExpressionAttributeNames: {
+      '#status': 'status',
+      '#owner': 'owner',
+      '#leaseUntil': 'leaseUntil',
+      '#token': 'token',
+      '#attempts': 'attempts',
+      '#version': 'version',
+      '#messageId': 'messageId',
+      '#createdAt': 'createdAt',
+      '#claimedAt': 'claimedAt',
+      '#updatedAt': 'updatedAt',
+      '#expiresAt': 'expiresAt',
+      '#checkpoint': 'checkpoint',
+      '#deadReason': 'deadReason',
+      '#deadAt': 'deadAt',
+      '#deadKeyUntil': 'deadKeyUntil',
+      '#lastError': 'lastError',
+      '#lastErrorClass': 'lastErrorClass',
+      '#refunds': 'refunds',
+      '#completedAt': 'completedAt',
+      '#type': 'type',
+    },
+    ExpressionAttributeValues: {
+      ':inProgress': JobStatus.InProgress,
+      ':dead': JobStatus.Dead,
+      ':owner': req.owner,
+      ':leaseUntil': lease.leaseUntil,
+      ':newToken': dead.token + 1,
+      ':deadToken': dead.token,
+      ':one': 1,
+      ':newVersion': dead.version + 1,
+      ':messageId': req.messageId,
+      ':createdAt': req.createdAt,
+      ':now': req.now,
+      ':expiresAt': lease.expiresAt,
+      ':type': req.type,
+    },
+  };
+}
+
+/**
+ * Best effort, unfenced: a `lease-lost` event appended to the item if it exists and its history has room
+ * (this write knows no list to cut, so it never passes HISTORY_MAX). No protocol field changes.
+ */
+export function leaseLostUpdate(
+  tableName: string,
+  dedupKey: string,
+  event: HistoryEvent,
+  problem: { readonly problemShard: string; readonly problemAt: number },
+): JobItemUpdate {
+  return {
+    TableName: tableName,
+    Key: { dedupKey },
+    UpdateExpression:
+      'SET #history = list_append(if_not_exists(#history, :noEvents), :events), ' +
+      '#problemShard = :problemShard, #problemAt = :problemAt',
+    ConditionExpression:
+      'attribute_exists(#dedupKey) AND (attribute_not_exists(#history) OR size(#history) < :historyMax)',
+    ExpressionAttributeNames: {
+      '#dedupKey': 'dedupKey',
+      '#history': 'history',
+      '#problemShard': 'problemShard',
+      '#problemAt': 'problemAt',
+    },
+    ExpressionAttributeValues: {
+      ':noEvents': [],
+      ':events': [event],
+      ':historyMax': HISTORY_MAX,
+      ':problemShard': problem.problemShard,
+      ':problemAt': problem.problemAt,
+    },
+  };
+}
+
+/**
+ * Best effort: one more dropped copy of the DEAD item `dead`: the last event (at `index`) replaced by the
+ * grown `dropped` event when it is one, else the event appended (room permitting). Only while the item is
+ * that DEAD item (same token) and, in place, its list is the one read (same length).
+ */
+export function droppedCopyUpdate(
+  tableName: string,
+  dead: Pick<JobItem, 'dedupKey' | 'token' | 'history'>,
+  dropped: { readonly event: HistoryEvent; readonly index?: number },
+): JobItemUpdate {
+  const inPlace = dropped.index !== undefined;
+  return {
+    TableName: tableName,
+    Key: { dedupKey: dead.dedupKey },
+    UpdateExpression: inPlace
+      ? `SET #history[${dropped.index}] = :event`
+      : 'SET #history = list_append(if_not_exists(#history, :noEvents), :events)',
+    ConditionExpression: inPlace
+      ? '#status = :dead AND #token = :token AND size(#history) = :length'
+      : '#status = :dead AND #token = :token AND (attribute_not_exists(#history) OR size(#history) < :length)',
+    ExpressionAttributeNames: { '#status': 'status', '#token': 'token', '#history': 'history' },
+    ExpressionAttributeValues: {
+      ':dead': JobStatus.Dead,
+      ':token': dead.token,
+      ...(inPlace
+        ? { ':event': dropped.event, ':length': (dead.history ?? []).length }
+        : { ':noEvents': [], ':events': [dropped.event], ':length': HISTORY_MAX }),
+    },
   };
 }

@@ -10,15 +10,17 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../../resources.ts';
-import { HISTORY_MAX } from '../contract/job-history.ts';
+import { HISTORY_MAX, type HistoryEvent, problemShard } from '../contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../contract/job-item.ts';
 import type {
   ClaimRequest,
   ClaimResult,
+  DeadMarking,
   Effect,
   FastCommitRequest,
   FastCommitResult,
   FencedWriteResult,
+  GiveUpOptions,
   JobLease,
   JobStore,
   RedriveBy,
@@ -29,18 +31,37 @@ import { redriveEvent } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { classifyClaim } from '../decisions/claim-decision.ts';
 import { holdsFence } from '../decisions/fence-decision.ts';
+import {
+  afterHistoryWrite,
+  attemptOf,
+  type CarriedHistory,
+  carryHistory,
+  claimHistory,
+  deadKeyExpired,
+  deadKeyUntilOf,
+  droppedCopyEvent,
+  eventMessage,
+  giveUpEvents,
+  historyWrite,
+  NO_HISTORY,
+  STEP_EVENTS,
+} from '../decisions/history.ts';
 import { claimCounters, expiresAtSeconds, leaseEnd } from '../decisions/lease-arithmetic.ts';
 import {
   checkpointUpdate,
   claimUpdate,
   completeUpdate,
+  droppedCopyUpdate,
   giveUpUpdate,
   type JobItemUpdate,
+  leaseLostUpdate,
   type RedriveHistory,
   redriveUpdate,
   renewUpdate,
+  resetClaimUpdate,
+  withHistory,
 } from './dynamodb-job-expressions.ts';
-import { checkJobWrite, giveUpError, type JobWrite } from './dynamodb-limits.ts';
+import { checkJobWrite, giveUpWithHistory, type JobWrite } from './dynamodb-limits.ts';
 import {
   cancelledFastCommit,
   cancelledFencedWrite,
@@ -96,6 +117,7 @@ export class DynamoDbJobStore implements JobStore {
       );
       const previous = out.Attributes as JobItem | undefined;
       const counted = claimCounters(previous, req.now);
+      const kind = classifyClaim(previous);
       const lease: JobLease = {
         dedupKey: req.dedupKey,
         owner: req.owner,
@@ -107,15 +129,60 @@ export class DynamoDbJobStore implements JobStore {
         ...(previous?.refunds ? { refunds: previous.refunds } : {}),
         ...(previous?.checkpoint ? { checkpoint: previous.checkpoint } : {}),
       };
-      return previous
-        ? { claimed: true, lease, kind: classifyClaim(previous), previous }
-        : { claimed: true, lease, kind: 'fresh' };
+      Object.assign(
+        lease,
+        claimHistory(previous, { owner: req.owner, ...counted }, kind === 'takeover', req.now),
+      );
+      return previous ? { claimed: true, lease, kind, previous } : { claimed: true, lease, kind: 'fresh' };
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException && error.Item) {
-        return refusedClaim(error.Item, req);
+        const refused = refusedClaim(error.Item, req);
+        if (
+          !refused.claimed &&
+          refused.existing.type === req.type &&
+          deadKeyExpired(refused.existing, req.now, req.messageId)
+        ) {
+          return this.#resetClaim(req, refused.existing, options);
+        }
+        return refused;
       }
       throw error;
     }
+  }
+
+  /**
+   * A fresh send of a DEAD key whose `deadKeyUntil` passed: the item reset and claimed in one write (a
+   * second request, after the refused claim). Refused (another copy reset it first): that refusal.
+   */
+  async #resetClaim(req: ClaimRequest, dead: JobItem, options: StoreCallOptions): Promise<ClaimResult> {
+    const leaseUntil = leaseEnd(req.now, req.leaseMs);
+    const lease: JobLease = {
+      dedupKey: req.dedupKey,
+      owner: req.owner,
+      token: dead.token + 1,
+      attempts: 1,
+      messageId: req.messageId,
+      version: dead.version + 1,
+      leaseUntil,
+    };
+    const reset: HistoryEvent = { e: 'reset', at: req.now, ...attemptOf(lease), wasDeadAt: dead.deadAt ?? 0 };
+    const history = historyWrite(req.dedupKey, dead.history, [reset], req.now);
+    const update = withHistory(
+      resetClaimUpdate(this.#table, req, dead, { leaseUntil, expiresAt: this.#expiresAt(leaseUntil) }),
+      history,
+    );
+    try {
+      await guardStore('claim', options.signal, (http) =>
+        this.#doc.send(new UpdateCommand({ ...update, ReturnValuesOnConditionCheckFailure: ALL_OLD }), http),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException && error.Item)
+        return refusedClaim(error.Item, req);
+      throw error;
+    }
+    const known = afterHistoryWrite(dead.history, history);
+    if (known?.length) lease.history = known;
+    return { claimed: true, lease, kind: 'fresh', wasDeadAt: dead.deadAt ?? 0 };
   }
 
   async claimAndComplete(
@@ -159,21 +226,30 @@ export class DynamoDbJobStore implements JobStore {
   async renew(lease: JobLease, leaseMs: number, now: number, options: RenewOptions = {}): Promise<void> {
     const leaseUntil = leaseEnd(now, leaseMs);
     let later: number | undefined;
-    const update = renewUpdate(
-      this.#table,
-      lease,
-      leaseUntil,
-      this.#expiresAt(leaseUntil),
-      options.deadLetter,
+    const carried = this.#carry(lease, [], now);
+    const update = withHistory(
+      renewUpdate(this.#table, lease, leaseUntil, this.#expiresAt(leaseUntil), options.deadLetter),
+      carried.write,
     );
-    await this.#writeWithEffects(lease, 'renew', update, [], options.signal, (old) => {
-      // Refused because a later renewal of this same lease already landed: nothing lost. (The
-      // dead-letter fence has no such condition: its refusal is always the fence's.)
-      if (options.deadLetter || !holdsFence(old, lease) || old.leaseUntil <= leaseUntil) return false;
-      later = old.leaseUntil;
-      return true;
-    });
+    try {
+      await this.#writeWithEffects(lease, 'renew', update, [], options.signal, (old) => {
+        // Refused because a later renewal of this same lease already landed: nothing lost. (The
+        // dead-letter fence has no such condition: its refusal is always the fence's.)
+        if (options.deadLetter || !holdsFence(old, lease) || old.leaseUntil <= leaseUntil) return false;
+        later = old.leaseUntil;
+        return true;
+      });
+    } catch (error) {
+      carried.undo();
+      throw error;
+    }
+    if (later === undefined) carried.done();
+    else carried.undo();
     lease.leaseUntil = later ?? leaseUntil;
+  }
+
+  #carry(lease: JobLease, events: readonly HistoryEvent[], now: number): CarriedHistory {
+    return carryHistory(lease, events, now);
   }
 
   async checkpoint(
@@ -183,8 +259,14 @@ export class DynamoDbJobStore implements JobStore {
     options: StoreCallOptions = {},
   ): Promise<FencedWriteResult> {
     this.#check('checkpoint', lease.dedupKey, { checkpoint }, effects);
-    const update = checkpointUpdate(this.#table, lease, checkpoint);
-    const result = await this.#writeWithEffects(lease, 'checkpoint', update, effects, options.signal);
+    const step: HistoryEvent[] = STEP_EVENTS
+      ? [{ e: 'step', at: checkpoint.at, ...attemptOf(lease), step: checkpoint.step }]
+      : [];
+    const carried = this.#carry(lease, step, checkpoint.at);
+    const update = withHistory(checkpointUpdate(this.#table, lease, checkpoint), carried.write);
+    const result = await this.#carried(carried, () =>
+      this.#writeWithEffects(lease, 'checkpoint', update, effects, options.signal),
+    );
     if (result.ok) {
       lease.version += 1;
       lease.checkpoint = checkpoint;
@@ -206,9 +288,33 @@ export class DynamoDbJobStore implements JobStore {
       effects,
     );
     const now = Date.now();
-    const update = completeUpdate(this.#table, lease, { result, now, expiresAt: this.#expiresAt(now) });
-    const out = await this.#writeWithEffects(lease, 'complete', update, effects, options.signal);
+    // A first-time success carries nothing: no history, no index keys.
+    const carried = this.#carry(lease, [], now);
+    const update = withHistory(
+      completeUpdate(this.#table, lease, { result, now, expiresAt: this.#expiresAt(now) }),
+      carried.write,
+    );
+    const out = await this.#carried(carried, () =>
+      this.#writeWithEffects(lease, 'complete', update, effects, options.signal),
+    );
     if (out.ok) lease.version += 1;
+    return out;
+  }
+
+  /** Runs a fenced write that carries history: done when it applied, undone when not (or it threw). */
+  async #carried(
+    carried: { done(): void; undo(): void },
+    write: () => Promise<FencedWriteResult>,
+  ): Promise<FencedWriteResult> {
+    let out: FencedWriteResult;
+    try {
+      out = await write();
+    } catch (error) {
+      carried.undo();
+      throw error;
+    }
+    if (out.ok) carried.done();
+    else carried.undo();
     return out;
   }
 
@@ -216,23 +322,65 @@ export class DynamoDbJobStore implements JobStore {
     lease: JobLease,
     retryAt: number,
     error: { message: string; errorClass: string },
-    options: StoreCallOptions & { refundAttempt?: boolean } = {},
+    options: GiveUpOptions & { refundAttempt?: boolean } = {},
   ): Promise<void> {
     await this.#giveUp(lease, 'release', JobStatus.RetryWait, retryAt, error, {
       refundAttempt: options.refundAttempt ?? false,
       signal: options.signal,
+      leaseLost: options.leaseLost,
     });
   }
 
-  async markDead(
-    lease: JobLease,
-    error: { message: string; errorClass: string },
-    options: StoreCallOptions = {},
-  ): Promise<void> {
+  async markDead(lease: JobLease, error: DeadMarking, options: GiveUpOptions = {}): Promise<void> {
     await this.#giveUp(lease, 'mark-dead', JobStatus.Dead, 0, error, {
       refundAttempt: false,
       signal: options.signal,
+      leaseLost: options.leaseLost,
     });
+  }
+
+  async recordLeaseLost(
+    lease: JobLease,
+    why: string,
+    now: number,
+    options: StoreCallOptions = {},
+  ): Promise<void> {
+    const event: HistoryEvent = { e: 'lease-lost', at: now, ...attemptOf(lease), why: eventMessage(why) };
+    const update = leaseLostUpdate(this.#table, lease.dedupKey, event, {
+      problemShard: problemShard(lease.dedupKey),
+      problemAt: now,
+    });
+    try {
+      await guardStore('record-lease-lost', options.signal, (http) =>
+        this.#doc.send(new UpdateCommand(update), http),
+      );
+    } catch (error) {
+      // Gone, or its history full: nothing to record it on.
+      if (error instanceof ConditionalCheckFailedException) return;
+      throw error;
+    }
+  }
+
+  async recordDroppedCopy(
+    existing: JobItem,
+    messageId: string,
+    now: number,
+    options: StoreCallOptions = {},
+  ): Promise<void> {
+    const update = droppedCopyUpdate(
+      this.#table,
+      existing,
+      droppedCopyEvent(existing.history, messageId, now),
+    );
+    try {
+      await guardStore('record-dropped-copy', options.signal, (http) =>
+        this.#doc.send(new UpdateCommand(update), http),
+      );
+    } catch (error) {
+      // The item changed since the refusal read it (a redrive, another copy counted): not counted here.
+      if (error instanceof ConditionalCheckFailedException) return;
+      throw error;
+    }
   }
 
   /** Fenced end of an attempt that did not complete: new status, lease end, last error; owner removed. */
@@ -241,19 +389,32 @@ export class DynamoDbJobStore implements JobStore {
     operation: string,
     status: JobStatus,
     leaseUntil: number,
-    error: { message: string; errorClass: string },
-    { refundAttempt, signal }: { refundAttempt: boolean; signal: AbortSignal | undefined },
+    error: { message: string; errorClass: string; reason?: string; deadKeyTtlSeconds?: number },
+    {
+      refundAttempt,
+      signal,
+      leaseLost,
+    }: { refundAttempt: boolean; signal: AbortSignal | undefined; leaseLost: string | undefined },
   ): Promise<void> {
     const now = Date.now();
-    const update = giveUpUpdate(this.#table, lease, {
-      status,
-      leaseUntil,
-      now,
-      error: giveUpError(lease, error),
-      refundAttempt,
-      expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
-    });
-    await this.#writeWithEffects(lease, operation, update, [], signal);
+    const dead = status === JobStatus.Dead;
+    const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt, leaseLost, now);
+    // Near 400 KB the give-up must still fit: the history's new events are then left out.
+    const fit = giveUpWithHistory(lease, error, events);
+    const carried = fit.withEvents ? this.#carry(lease, events, now) : NO_HISTORY;
+    const update = withHistory(
+      giveUpUpdate(this.#table, lease, {
+        status,
+        leaseUntil,
+        now,
+        error: fit.error,
+        refundAttempt,
+        expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
+        ...(dead ? { dead: deadKeyUntilOf(now, error.deadKeyTtlSeconds) } : {}),
+      }),
+      carried.write,
+    );
+    await this.#carried(carried, () => this.#writeWithEffects(lease, operation, update, [], signal));
     lease.version += 1;
   }
 

@@ -6,8 +6,10 @@
 
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
 import { ERROR_CLASS_MAX, ERROR_TEXT_MAX, StoreRefusedError, storableText } from '../../errors.ts';
+import type { HistoryEvent } from '../contract/job-history.ts';
 import type { Checkpoint } from '../contract/job-item.ts';
 import type { DeadLetterCause, Effect, JobLease } from '../contract/job-store.ts';
+import { historyUpperBytes } from '../decisions/history.ts';
 
 /** Items in one TransactWriteItems call, the job item and named-lease fences included. */
 export const MAX_TRANSACTION_ITEMS = 100;
@@ -83,6 +85,25 @@ export function checkJobWrite(write: JobWrite): void {
       `${twice[0]} and ${twice[1]} write the same item; a DynamoDB transaction touches each item once`,
     );
   }
+}
+
+/**
+ * The error a release or dead marking stores and the history events it can carry (the release's or
+ * marking's own, after the lease's pending ones): the stored list counts against the error's room
+ * always; the new events only when the error keeps all the text it would have without them. Near
+ * 400 KB they are left out (the lease keeps its pending ones) rather than cut the error or make the
+ * write too large: the write that ends the attempt must fit.
+ */
+export function giveUpWithHistory(
+  lease: JobLease,
+  error: { readonly message: string; readonly errorClass: string },
+  events: readonly HistoryEvent[],
+): { readonly error: { message: string; errorClass: string }; readonly withEvents: boolean } {
+  const stored = historyUpperBytes(lease.history);
+  const plain = giveUpError(lease, error, stored);
+  const carried = giveUpError(lease, error, stored + historyUpperBytes(lease.pendingHistory, events));
+  const fits = carried.message === plain.message && carried.errorClass === plain.errorClass;
+  return fits ? { error: carried, withEvents: true } : { error: plain, withEvents: false };
 }
 
 /**

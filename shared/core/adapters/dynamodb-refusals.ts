@@ -36,6 +36,8 @@ export function refusedClaim(item: RawItem, req: ClaimRequest): ClaimResult {
     leaseUntil: existing.leaseUntil,
     ...(existing.refunds ? { refunds: existing.refunds } : {}),
     ...(existing.checkpoint ? { checkpoint: existing.checkpoint } : {}),
+    // The claim wrote no event: the list is the item's, so this lease's appends keep within the bound.
+    ...(existing.history?.length ? { history: [...existing.history] } : {}),
   };
   // `previous` is the item as the claim left it: what the claim does not write (a recorded dead-letter
   // cause, the last error) is as it was before, and the processor must see it (a recorded cause is

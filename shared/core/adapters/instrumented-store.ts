@@ -14,6 +14,8 @@ const OPERATIONS = [
   'markDead',
   'get',
   'resetForRedrive',
+  'recordLeaseLost',
+  'recordDroppedCopy',
 ] as const;
 
 /**
@@ -28,7 +30,10 @@ export function instrumentJobStore(
 ): JobStore {
   const wrapped: Record<string, unknown> = {};
   for (const operation of OPERATIONS) {
-    const call = store[operation].bind(store) as (...args: unknown[]) => Promise<unknown>;
+    // The history's best-effort writes are optional in the port.
+    const method = store[operation];
+    if (method === undefined) continue;
+    const call = method.bind(store) as (...args: unknown[]) => Promise<unknown>;
     // Built once per operation, not per call.
     const dimensions = Object.freeze({ operation });
     wrapped[operation] = async (...args: unknown[]) => {

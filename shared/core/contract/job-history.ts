@@ -41,6 +41,12 @@ export type HistoryEvent =
       readonly fromToken: number;
       /** When the taken-over lease ended (epoch ms). */
       readonly leaseEndedAt: number;
+      /**
+       * When the taken-over claim was made (epoch ms), and its attempt: a holder that died before its
+       * first write stored no event of its own, so this is all the history keeps of its claim.
+       */
+      readonly fromClaimedAt?: number;
+      readonly fromAttempt?: number;
     })
   /** The holder found its lease gone (fenced out, or it ran out), and why. */
   | (EventBase & { readonly e: 'lease-lost'; readonly why: string })

@@ -47,6 +47,12 @@ export interface JobItem {
   readonly completedAt?: number;
   /** When it was marked DEAD (epoch ms); a dead key runs again after its type's `deadKeyTtl`. */
   readonly deadAt?: number;
+  /**
+   * Until when (epoch ms) copies of this DEAD job are dropped: `deadAt` + its type's `deadKeyTtl`, written
+   * with DEAD. After it a fresh send under the key runs (the item is reset). Absent: dropped until TTL
+   * removes the item (the default). Stored rather than looked up, so an operator's tool can tell it.
+   */
+  readonly deadKeyUntil?: number;
   /** The rare events of its life, oldest first, at most HISTORY_MAX (job-history.ts). Absent until the first. */
   readonly history?: readonly HistoryEvent[];
   /** Events dropped from the front of `history` to keep it bounded. */

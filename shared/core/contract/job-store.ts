@@ -17,6 +17,16 @@ export interface JobLease {
   version: number;
   leaseUntil: number;
   checkpoint?: Checkpoint;
+  /**
+   * The item's history as this lease knows it (the claim's old item, plus what this lease appended):
+   * how a writer knows when an append would pass HISTORY_MAX. Absent: none.
+   */
+  history?: HistoryEvent[];
+  /**
+   * Events the claim could not write itself (a takeover: the claim cannot know it is one), written by
+   * this lease's next write of the job (renew, checkpoint, complete, release, markDead) and then cleared.
+   */
+  pendingHistory?: HistoryEvent[];
 }
 
 export interface ClaimRequest {
@@ -42,6 +52,11 @@ export type ClaimResult =
        * the claim left it, whose recorded cause and last error are still those from before.
        */
       readonly previous?: JobItem;
+      /**
+       * Set when the claim reset a DEAD item whose `deadKeyUntil` had passed (a fresh send of a dead key):
+       * when it had been marked DEAD. `previous` is then absent: nothing of the dead run carries over.
+       */
+      readonly wasDeadAt?: number;
     }
   | { readonly claimed: false; readonly existing: JobItem };
 
@@ -117,6 +132,25 @@ export interface RenewOptions extends StoreCallOptions {
   readonly deadLetter?: DeadLetterCause;
 }
 
+/** Options of {@link JobStore.release} and {@link JobStore.markDead}. */
+export interface GiveUpOptions extends StoreCallOptions {
+  /**
+   * The attempt ended because its lease ran out (a renewal failed or starved): the write also records a
+   * `lease-lost` event with this text, so the history tells it without a request of its own.
+   */
+  readonly leaseLost?: string;
+}
+
+/** What a DEAD marking records: the error, the dead-letter reason, and how long the key stays dead. */
+export interface DeadMarking {
+  readonly message: string;
+  readonly errorClass: string;
+  /** The dead letter's reason (`max-attempts`, `permanent-error`, ...). @default 'unknown' */
+  readonly reason?: string;
+  /** The job type's `deadKeyTtl` in seconds: sets `deadKeyUntil`. Absent: copies dropped until TTL. */
+  readonly deadKeyTtlSeconds?: number;
+}
+
 /**
  * The port for the `jobs` table. Every write after the claim is fenced: it only applies while the item
  * still names this owner and token, and refusals come back as {@link LeaseLostError}.
@@ -164,12 +198,25 @@ export interface JobStore {
     lease: JobLease,
     retryAt: number,
     error: { message: string; errorClass: string },
-    options?: StoreCallOptions & { refundAttempt?: boolean },
+    options?: GiveUpOptions & { refundAttempt?: boolean },
   ): Promise<void>;
-  /** Marks the job DEAD (it has been sent to the DLQ). */
-  markDead(
-    lease: JobLease,
-    error: { message: string; errorClass: string },
+  /** Marks the job DEAD (it has been sent to the DLQ), with `deadAt` and a `dead` history event. */
+  markDead(lease: JobLease, error: DeadMarking, options?: GiveUpOptions): Promise<void>;
+  /**
+   * Best effort, unfenced: appends a `lease-lost` event (`why`) to the item if it exists, changing no
+   * protocol field. Costs a request of its own (a lost lease is rare); its failure is the caller's to
+   * swallow.
+   */
+  recordLeaseLost?(lease: JobLease, why: string, now: number, options?: StoreCallOptions): Promise<void>;
+  /**
+   * Best effort: counts a dropped copy of the DEAD job `existing` (as a refused claim returned it) in a
+   * `dropped` event: the last event's count grows when it is one, else one is appended. Applies only
+   * while the item is still that DEAD item (same token).
+   */
+  recordDroppedCopy?(
+    existing: JobItem,
+    messageId: string,
+    now: number,
     options?: StoreCallOptions,
   ): Promise<void>;
   /** Reads one item (strongly consistent). */

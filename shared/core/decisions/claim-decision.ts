@@ -1,6 +1,7 @@
 import type { JobItem } from '../contract/job-item.ts';
 import type { ClaimKind, DeadLetterCause } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
+import { deadKeyExpired } from './history.ts';
 import { isClaimable, leasedRunOnly } from './lease-arithmetic.ts';
 
 /** What a worker does with a message whose claim was refused. */
@@ -77,11 +78,18 @@ export function classifyClaim(old: JobItem | undefined): ClaimKind {
 /**
  * True when a refused fast commit found a job only a leased claim may take, and whose lease is over so
  * a claim can take it now: one with a checkpoint (its steps' effects are committed; a leased run resumes
- * from them), or one whose attempts are used up (the claim then dead-letters it). The fast commit's
+ * from them), or one whose attempts are used up (the claim then dead-letters it); or a DEAD one whose
+ * `deadKeyUntil` passed (the leased claim resets it). The fast commit's
  * condition refuses exactly these besides the usual claim refusals (docs/protocol.md, edge E12).
  */
-export function needsLeasedClaim(old: JobItem, maxAttempts: number, now: number): boolean {
-  return leasedRunOnly(old, maxAttempts) && isClaimable(old, now);
+export function needsLeasedClaim(
+  old: JobItem,
+  maxAttempts: number,
+  now: number,
+  messageId?: string,
+): boolean {
+  // A DEAD key past its deadKeyUntil runs again, but only leased: its reset is the leased claim's.
+  return (leasedRunOnly(old, maxAttempts) && isClaimable(old, now)) || deadKeyExpired(old, now, messageId);
 }
 
 /**

@@ -31,6 +31,14 @@ export interface JobDefinition<P = unknown, T extends TableMap = TableMap> {
    */
   readonly fastPath?: boolean;
   /**
+   * Seconds a dead-lettered job's key stays dead: until then a fresh send under the key is dropped (and
+   * counted on the item), after it the send runs as a new job (attempts from 1, no checkpoint; the
+   * history is kept). Unset: dropped until the record's TTL removes it, so only a redrive runs it again
+   * (docs/protocol.md, "History").
+   * @default unset
+   */
+  readonly deadKeyTtl?: number;
+  /**
    * Runs the job. It may be called again in the same attempt when its final effects hit an optimistic
    * conflict, and again on a later attempt: steps already checkpointed are skipped by `ctx.step`.
    */

@@ -1,4 +1,8 @@
 import { ConfigError } from '../../errors.ts';
+
+/** Longest `deadKeyTtl` (seconds): ten years, past any record's TTL. */
+const MAX_DEAD_KEY_TTL = 10 * 365 * 24 * 3600;
+
 import type { AnyJobDefinition, JobDefinition } from './job-definition.ts';
 import { isPayloadSchema } from './standard-schema.ts';
 import { assertTableDefinition, sameTableSpec, type TableDefinition, type TableMap } from './table.ts';
@@ -104,6 +108,15 @@ function assertDefinition(definition: AnyJobDefinition): void {
   if (definition.fastPath !== undefined && typeof definition.fastPath !== 'boolean') {
     throw new ConfigError(
       `job type ${definition.type}: fastPath must be true or false, received ${typeof definition.fastPath}`,
+    );
+  }
+  const ttl: unknown = definition.deadKeyTtl;
+  if (
+    ttl !== undefined &&
+    (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1 || ttl > MAX_DEAD_KEY_TTL)
+  ) {
+    throw new ConfigError(
+      `job type ${definition.type}: deadKeyTtl must be a whole number of seconds from 1 to ${MAX_DEAD_KEY_TTL} (10 years), received ${typeof ttl === 'number' ? ttl : typeof ttl}`,
     );
   }
   if (typeof definition.run !== 'function') {

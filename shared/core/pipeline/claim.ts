@@ -81,6 +81,11 @@ export function startAttempt(
   const { log } = job;
   log.setKeys({ attempt: lease.attempts, token: lease.token });
   trace.getActiveSpan()?.setAttributes({ 'leaseq.attempt': lease.attempts, 'leaseq.token': lease.token });
+  if (claimed.wasDeadAt !== undefined) {
+    log.info('a fresh send of a dead-lettered key after its deadKeyTtl: running it as a new job', {
+      deadAt: claimed.wasDeadAt,
+    });
+  }
   if (claimed.kind === 'takeover') {
     s.metrics.count(MetricName.LeaseExpired);
     log.warn('took over a job whose lease expired; resuming from its checkpoint', {

@@ -15,6 +15,7 @@ import { MetricName } from '../observe/metric-names.ts';
 import type { MetricsSink } from '../observe/metrics.ts';
 import { inSpan } from '../observe/spans.ts';
 import { type Attempt, byType, type Job } from './attempt.ts';
+import { noteLeaseLost } from './history.ts';
 import type { RecordMessage } from './record-message.ts';
 
 /**
@@ -38,8 +39,12 @@ export interface DeadLettererOptions {
   readonly errorText?: (error: unknown) => string;
 }
 
-/** What dead-lettering a claimed job needs of its attempt (pipeline/attempt.ts). */
-export type ClaimedJob = Pick<Attempt, 'message' | 'envelope' | 'lease' | 'renewer' | 'log'>;
+/**
+ * What dead-lettering a claimed job needs of its attempt (pipeline/attempt.ts); its definition, when
+ * given, says how long the dead key stays dead (`deadKeyTtl`).
+ */
+export type ClaimedJob = Pick<Attempt, 'message' | 'envelope' | 'lease' | 'renewer' | 'log'> &
+  Partial<Pick<Attempt, 'definition'>>;
 
 /**
  * The one way a job reaches the DLQ (protocol edge E9). A claimed job: fence (a fenced renewal),
@@ -73,9 +78,10 @@ export class DeadLetterer {
       messageId: record.messageId,
       type: envelope.type,
     };
-    const lost = (error: unknown, line: string): DeadLetterOutcome => {
+    const lost = async (error: unknown, line: string): Promise<DeadLetterOutcome> => {
       this.#o.metrics.count(MetricName.LeaseLost);
       log.warn(line, { error: this.#o.errorText(error) });
+      await noteLeaseLost(this.#o.store, lease, this.#o.errorText(error), Date.now(), log);
       return { action: 'lease-lost' };
     };
     const keep = async (error: unknown, line: string, action: DeadLetterOutcome['action']) => {
@@ -113,7 +119,14 @@ export class DeadLetterer {
       await this.#bounded((signal) =>
         this.#o.store.markDead(
           lease,
-          { message: cause.errorMessage, errorClass: cause.errorClass },
+          {
+            message: cause.errorMessage,
+            errorClass: cause.errorClass,
+            reason: cause.reason,
+            ...(attempt.definition?.deadKeyTtl === undefined
+              ? {}
+              : { deadKeyTtlSeconds: attempt.definition.deadKeyTtl }),
+          },
           { signal },
         ),
       );

@@ -70,7 +70,10 @@ export async function runFast(
   if (result.ok) return { action: jobCompleted(s, envelope, started, log) };
   // Refused: claim it now rather than hand M back to come round again.
   const { existing } = result;
-  if (!collides(existing, envelope.type) && needsLeasedClaim(existing, s.maxAttempts, s.now())) {
+  if (
+    !collides(existing, envelope.type) &&
+    needsLeasedClaim(existing, s.maxAttempts, s.now(), message.record.messageId)
+  ) {
     return { leased: true };
   }
   return { action: await actOnRefusal(s, job, existing) };

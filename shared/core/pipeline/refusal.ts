@@ -9,6 +9,7 @@ import { visibilityForLease } from '../decisions/lease-timing.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { byType, type Job } from './attempt.ts';
 import { letterRefusedJob } from './dead-letterer.ts';
+import { noteDroppedCopy } from './history.ts';
 import type { RecordAction } from './outcome.ts';
 import type { Settings } from './settings.ts';
 
@@ -52,7 +53,17 @@ export async function actOnRefusal(s: Settings, job: Job, existing: JobItem): Pr
     }
     case 'dead-copy':
       s.metrics.count(MetricName.DeadCopyDropped, 1, byType(envelope));
-      log.warn('copy of a dead-lettered job: deleting it (redrive from the DLQ to run it again)', refusal);
+      log.warn(
+        existing.deadKeyUntil === undefined
+          ? 'copy of a dead-lettered job: deleting it (redrive from the DLQ to run it again)'
+          : 'copy of a dead-lettered job: deleting it (redrive from the DLQ to run it again; a send after deadKeyUntil runs)',
+        {
+          ...refusal,
+          ...(existing.deadKeyUntil === undefined ? {} : { deadKeyUntil: existing.deadKeyUntil }),
+        },
+      );
+      // Counted on the item too, so `leaseq inspect` tells how many copies came after the job died.
+      await noteDroppedCopy(s.store, existing, message.record.messageId, s.now(), log);
       return 'dead-copy';
     case 'own-message-early': {
       s.metrics.count(MetricName.OwnMessageEarly);

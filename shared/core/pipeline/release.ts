@@ -10,6 +10,7 @@ import { MetricName } from '../observe/metric-names.ts';
 import { type Attempt, byType } from './attempt.ts';
 import { completedEarlier } from './commit.ts';
 import type { DeadLetterer } from './dead-letterer.ts';
+import { noteLeaseLost } from './history.ts';
 import type { RecordAction } from './outcome.ts';
 import type { Settings } from './settings.ts';
 
@@ -38,6 +39,7 @@ export async function settleFailure(
       // stale, so we neither delete nor touch the message; our writes were refused by the fence.
       s.metrics.count(MetricName.LeaseLost);
       attempt.log.warn('lease lost; leaving the job to its new owner', { error: s.errorText(error) });
+      await noteLeaseLost(s.store, attempt.lease, s.errorText(error), s.now(), attempt.log);
       return 'lease-lost';
     case 'dead-letter':
       return (await deadLetterer.claimed(attempt, decision.cause)).action;
@@ -74,6 +76,7 @@ async function release(
       log.warn('lease lost while releasing; leaving the job to its new owner', {
         error: s.errorText(releaseError),
       });
+      await noteLeaseLost(s.store, lease, s.errorText(releaseError), s.now(), log);
       return 'lease-lost';
     }
     // The lease will simply expire; the message comes back after the backoff and takes it over.
@@ -116,7 +119,12 @@ async function releaseWithRefund(
         attempt.lease,
         s.now() + decision.delaySeconds * 1000,
         { message: s.errorText(error), errorClass: errorClass(error) },
-        { refundAttempt: decision.refundAttempt, signal },
+        {
+          refundAttempt: decision.refundAttempt,
+          signal,
+          // A run-out ends the attempt: the release tells it in the history, in the same write.
+          ...(error instanceof LeaseRanOutError ? { leaseLost: s.errorText(error) } : {}),
+        },
       );
       return;
     } catch (releaseError) {

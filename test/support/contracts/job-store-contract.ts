@@ -167,6 +167,21 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
           version: a.version + 1,
           leaseUntil: after + LEASE_MS,
           checkpoint: debit,
+          // The claim cannot know it takes over; the lease's next write records it (docs/protocol.md, "History").
+          pendingHistory: [
+            {
+              e: 'takeover',
+              at: after,
+              owner: 'worker-b',
+              token: a.token + 1,
+              attempt: 2,
+              fromOwner: 'worker-a',
+              fromToken: a.token,
+              leaseEndedAt: beforeTakeover?.leaseUntil,
+              fromClaimedAt: beforeTakeover?.claimedAt,
+              fromAttempt: 1,
+            },
+          ],
         });
         expect(await f.store.get(key)).toMatchObject({
           status: JobStatus.InProgress,

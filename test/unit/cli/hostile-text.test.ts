@@ -13,6 +13,7 @@ import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { summarise, toDeadLetter } from '../../../shared/ops/dlq-letters.ts';
 import type { InspectReport } from '../../../shared/ops/inspect.ts';
 import type { LeasesReport } from '../../../shared/ops/leases.ts';
+import { jobTimeline } from '../../../shared/ops/timeline.ts';
 import { asciiJson, C1_AND_BIDI, CLEAR_SCREEN, RETITLE, rawControls } from '../../support/hostile-text.ts';
 
 const NOW = Date.parse('2026-05-01T12:00:00Z');
@@ -112,23 +113,37 @@ describe('Renderers: producer text is never printed raw', () => {
 
   it('inspect: last error, result, checkpoint data and owner are escaped', () => {
     // Prepare
+    const job: InspectReport['job'] = {
+      dedupKey: 'order-1',
+      status: JobStatus.InProgress,
+      owner: `w-1${RETITLE}`,
+      leaseUntil: NOW + 5000,
+      token: 3,
+      attempts: 2,
+      version: 4,
+      messageId: 'm-1',
+      type: 'ledger.credit',
+      lastError: `no\n${CLEAR_SCREEN}`,
+      lastErrorClass: `E${C1_AND_BIDI}`,
+      checkpoint: { step: `s${RETITLE}`, done: [CLEAR_SCREEN], data: { x: C1_AND_BIDI }, at: NOW },
+      result: { note: HOSTILE },
+      history: [
+        {
+          e: 'failed',
+          at: NOW - 1000,
+          owner: `w-0${RETITLE}`,
+          token: 2,
+          attempt: 1,
+          errorClass: `E${C1_AND_BIDI}`,
+          message: `boom${CLEAR_SCREEN}`,
+          retryAt: NOW,
+        },
+      ],
+    };
     const report: InspectReport = {
       at: new Date(NOW).toISOString(),
-      job: {
-        dedupKey: 'order-1',
-        status: JobStatus.InProgress,
-        owner: `w-1${RETITLE}`,
-        leaseUntil: NOW + 5000,
-        token: 3,
-        attempts: 2,
-        version: 4,
-        messageId: 'm-1',
-        type: 'ledger.credit',
-        lastError: `no\n${CLEAR_SCREEN}`,
-        lastErrorClass: `E${C1_AND_BIDI}`,
-        checkpoint: { step: `s${RETITLE}`, done: [CLEAR_SCREEN], data: { x: C1_AND_BIDI }, at: NOW },
-        result: { note: HOSTILE },
-      },
+      job,
+      timeline: jobTimeline(job),
       lease: { remainingMs: 5000 },
       ownerLeases: [
         {
@@ -146,6 +161,7 @@ describe('Renderers: producer text is never printed raw', () => {
     // Assess
     expect(rawControls(text)).toEqual([]);
     expect(text).toMatch(/^last error: +E\\u009b2J.* no \\u001b\[2J\\u001b\[H ALL JOBS OK$/m);
+    expect(text).toMatch(/^\S+ +failed +attempt 1, owner w-0\\u001b\]0;.*boom\\u001b\[2J/m);
   });
 
   it('leases: every cell is escaped', () => {

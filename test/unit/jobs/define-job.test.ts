@@ -65,6 +65,24 @@ describe('Function: defineJobs', () => {
     expect(() =>
       defineJobs([{ type: 'a.fast', payload: z.object({}), fastPath: 'yes', run: noop } as never]),
     ).toThrow('job type a.fast: fastPath must be true or false, received string');
+    for (const [bad, said] of [
+      [0, '0'],
+      [1.5, '1.5'],
+      [-3, '-3'],
+      [Number.NaN, 'NaN'],
+      ['1h', 'string'],
+    ] as const) {
+      expect(() =>
+        defineJobs([{ type: 'a.dead', payload: z.object({}), deadKeyTtl: bad, run: noop } as never]),
+      ).toThrow(
+        `job type a.dead: deadKeyTtl must be a whole number of seconds from 1 to 315360000 (10 years), received ${said}`,
+      );
+    }
+    expect(
+      defineJobs([defineJob({ type: 'a.dead', payload: z.object({}), deadKeyTtl: 86_400, run: noop })]).get(
+        'a.dead',
+      )?.deadKeyTtl,
+    ).toBe(86_400);
   });
 });
 

@@ -3,15 +3,22 @@ import {
   checkpointUpdate,
   claimUpdate,
   completeUpdate,
+  droppedCopyUpdate,
   FENCE,
   giveUpUpdate,
   type JobItemUpdate,
   jobSummaryScan,
+  leaseLostUpdate,
   redriveUpdate,
   renewUpdate,
+  resetClaimUpdate,
+  withHistory,
 } from '../../../../shared/core/adapters/dynamodb-job-expressions.ts';
+import { HISTORY_MAX, type HistoryEvent } from '../../../../shared/core/contract/job-history.ts';
 import type { JobLease } from '../../../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
+import { historyWrite } from '../../../../shared/core/decisions/history.ts';
+import { parseCondition, parseUpdate } from '../../../../shared/testing/dynamodb-expressions.ts';
 
 const lease: JobLease = {
   dedupKey: 'k',
@@ -50,9 +57,67 @@ const updates: Record<string, JobItemUpdate> = {
     error: { message: 'bad', errorClass: 'Error' },
     refundAttempt: false,
     expiresAt: 99,
+    dead: {},
   }),
   redrive: redriveUpdate('jobs', 'k', 2_000, 99),
+  markDeadWithTtl: giveUpUpdate('jobs', lease, {
+    status: JobStatus.Dead,
+    leaseUntil: 0,
+    now: 2_000,
+    error: { message: 'bad', errorClass: 'Error' },
+    refundAttempt: false,
+    expiresAt: 99,
+    dead: { deadKeyUntil: 9_000 },
+  }),
+  releaseWithHistory: withHistory(
+    giveUpUpdate('jobs', lease, {
+      status: JobStatus.RetryWait,
+      leaseUntil: 9_000,
+      now: 2_000,
+      error: { message: 'bad', errorClass: 'Error' },
+      refundAttempt: false,
+      expiresAt: 99,
+    }),
+    historyWrite('k', [], [{ e: 'failed', at: 2_000, errorClass: 'E', message: 'm', retryAt: 9_000 }], 2_000),
+  ),
+  checkpointReplacingHistory: withHistory(
+    checkpointUpdate('jobs', lease, { step: 's', done: ['s'], at: 2_000 }),
+    historyWrite('k', events(HISTORY_MAX), [{ e: 'step', at: 2_000, step: 's' }], 2_000),
+  ),
+  resetClaim: resetClaimUpdate(
+    'jobs',
+    claim,
+    { token: 7, version: 3 },
+    { leaseUntil: 31_000, expiresAt: 99 },
+  ),
+  leaseLost: leaseLostUpdate(
+    'jobs',
+    'k',
+    { e: 'lease-lost', at: 1, why: 'w' },
+    { problemShard: 'p01', problemAt: 1 },
+  ),
+  droppedAppend: droppedCopyUpdate('jobs', { dedupKey: 'k', token: 7 }, { event: dropped(1) }),
+  droppedInPlace: droppedCopyUpdate(
+    'jobs',
+    { dedupKey: 'k', token: 7, history: [dropped(1)] },
+    { event: dropped(2), index: 0 },
+  ),
 };
+
+function events(n: number): HistoryEvent[] {
+  return Array.from({ length: n }, (_, i) => ({ e: 'step', at: i, step: `s${i}` }));
+}
+
+function dropped(count: number): HistoryEvent {
+  return { e: 'dropped', at: count, count, messageId: `m${count}` };
+}
+
+/** The update applied to `item` if its condition holds, by the in-memory DynamoDB evaluator; else undefined. */
+function apply(update: JobItemUpdate, item: Record<string, unknown>): Record<string, unknown> | undefined {
+  const p = { names: update.ExpressionAttributeNames, values: update.ExpressionAttributeValues };
+  if (update.ConditionExpression && !parseCondition(update.ConditionExpression, p)(item)) return undefined;
+  return parseUpdate(update.UpdateExpression ?? '', p)(item);
+}
 
 /** The `#name` and `:value` placeholders an expression uses. */
 function placeholders(update: JobItemUpdate, sigil: '#' | ':'): Set<string> {
@@ -97,6 +162,118 @@ describe('Module: dynamodb-job-expressions', () => {
     expect(String(updates.release?.ExpressionAttributeValues[':lastError'])).toHaveLength(1000);
     expect(updates.release?.UpdateExpression).toContain('#attempts = #attempts - :one');
     expect(updates.markDead?.UpdateExpression).not.toContain('#attempts');
+  });
+
+  describe('the history (docs/protocol.md, "History")', () => {
+    const held = {
+      dedupKey: 'k',
+      status: JobStatus.InProgress,
+      owner: 'w1',
+      token: 7,
+      version: 3,
+      attempts: 2,
+    };
+
+    it('appends to the list in the same write, creating it when absent, and sets the problems keys', () => {
+      const first = apply(updates.releaseWithHistory as JobItemUpdate, held);
+      expect(first).toMatchObject({
+        history: [{ e: 'failed' }],
+        problemShard: expect.stringMatching(/^p\d\d$/),
+        problemAt: 2_000,
+      });
+      const again = apply(updates.releaseWithHistory as JobItemUpdate, { ...held, history: [dropped(1)] });
+      expect((again?.history as HistoryEvent[] | undefined)?.map((e) => e.e)).toEqual(['dropped', 'failed']);
+    });
+
+    it('replaces a list that would pass HISTORY_MAX with its newest events and counts the dropped ones', () => {
+      const out = apply(updates.checkpointReplacingHistory as JobItemUpdate, {
+        ...held,
+        history: events(HISTORY_MAX),
+        historyDropped: 4,
+      });
+      const history = (out?.history ?? []) as HistoryEvent[];
+      expect(history).toHaveLength(HISTORY_MAX);
+      expect(history[0]).toMatchObject({ step: 's1' });
+      expect(history.at(-1)).toMatchObject({ e: 'step', step: 's' });
+      expect(out?.historyDropped).toBe(5);
+      // A step is no problem: it sets no problems index keys.
+      expect(out?.problemShard).toBeUndefined();
+    });
+
+    it('writes nothing of the history for a write without events', () => {
+      expect(withHistory(updates.complete as JobItemUpdate, undefined)).toBe(updates.complete);
+      expect(historyWrite('k', undefined, [], 1)).toBeUndefined();
+    });
+
+    it('marks DEAD with deadAt, and deadKeyUntil only for a type with a deadKeyTtl', () => {
+      expect(apply(updates.markDead as JobItemUpdate, held)).toMatchObject({ status: 'DEAD', deadAt: 2_000 });
+      expect(
+        apply(updates.markDead as JobItemUpdate, { ...held, deadKeyUntil: 1 })?.deadKeyUntil,
+      ).toBeUndefined();
+      expect(apply(updates.markDeadWithTtl as JobItemUpdate, held)).toMatchObject({ deadKeyUntil: 9_000 });
+    });
+
+    it('resets a DEAD key only past its deadKeyUntil, of the same type and token, keeping its history', () => {
+      const dead = {
+        dedupKey: 'k',
+        status: JobStatus.Dead,
+        type: 't',
+        token: 7,
+        version: 3,
+        attempts: 5,
+        deadAt: 500,
+        deadKeyUntil: 999,
+        deadReason: 'max-attempts',
+        checkpoint: { step: 's' },
+        lastError: 'e',
+        history: [dropped(1)],
+      };
+      const update = updates.resetClaim as JobItemUpdate;
+      expect(apply(update, dead)).toMatchObject({
+        status: JobStatus.InProgress,
+        attempts: 1,
+        token: 8,
+        version: 4,
+        owner: 'w1',
+        history: [dropped(1)],
+      });
+      const reset = apply(update, dead) ?? {};
+      for (const gone of ['deadAt', 'deadKeyUntil', 'deadReason', 'checkpoint', 'lastError']) {
+        expect(reset[gone]).toBeUndefined();
+      }
+      expect(apply(update, { ...dead, deadKeyUntil: 1_000 })).toBeUndefined();
+      expect(apply(update, { ...dead, deadKeyUntil: undefined })).toBeUndefined();
+      expect(apply(update, { ...dead, token: 8 })).toBeUndefined();
+      expect(apply(update, { ...dead, type: 'other' })).toBeUndefined();
+      expect(apply(update, { ...dead, status: JobStatus.Completed })).toBeUndefined();
+      // The dead job's own message, back because its delete failed, is a copy: never a reset.
+      expect(apply(update, { ...dead, messageId: claim.messageId })).toBeUndefined();
+    });
+
+    it('appends a lost lease only to an existing item with room, changing no protocol field', () => {
+      const update = updates.leaseLost as JobItemUpdate;
+      expect(apply(update, held)).toEqual({
+        ...held,
+        history: [{ e: 'lease-lost', at: 1, why: 'w' }],
+        problemShard: 'p01',
+        problemAt: 1,
+      });
+      expect(apply(update, {})).toBeUndefined();
+      expect(apply(update, { ...held, history: events(HISTORY_MAX) })).toBeUndefined();
+    });
+
+    it('counts a dropped copy in place when the last event is one, only over the DEAD item it read', () => {
+      const dead = { dedupKey: 'k', status: JobStatus.Dead, token: 7 };
+      expect(apply(updates.droppedAppend as JobItemUpdate, dead)?.history).toEqual([dropped(1)]);
+      expect(
+        apply(updates.droppedInPlace as JobItemUpdate, { ...dead, history: [dropped(1)] })?.history,
+      ).toEqual([dropped(2)]);
+      // Another copy counted first (the list changed), or the item was reset: not counted here.
+      expect(
+        apply(updates.droppedInPlace as JobItemUpdate, { ...dead, history: [dropped(1), dropped(2)] }),
+      ).toBeUndefined();
+      expect(apply(updates.droppedAppend as JobItemUpdate, { ...dead, token: 8 })).toBeUndefined();
+    });
   });
 
   it('scans the jobs table through a projection, filtered by status when asked', () => {

@@ -2,10 +2,12 @@ import { describe, expect, it } from 'vitest';
 import {
   checkJobWrite,
   giveUpError,
+  giveUpWithHistory,
   itemBytes,
   type JobWrite,
   MAX_ITEM_BYTES,
 } from '../../../../shared/core/adapters/dynamodb-limits.ts';
+import type { HistoryEvent } from '../../../../shared/core/contract/job-history.ts';
 import type { Effect, JobLease } from '../../../../shared/core/contract/job-store.ts';
 import { StoreRefusedError } from '../../../../shared/errors.ts';
 
@@ -158,5 +160,35 @@ describe('Function: giveUpError', () => {
     expect(near.message.length).toBeLessThan(300);
     const full = giveUpError(lease('c'.repeat(MAX_ITEM_BYTES - 200)), error);
     expect(full).toEqual({ message: '', errorClass: '' });
+  });
+});
+
+describe('Function: giveUpWithHistory', () => {
+  const lease = (data: string): JobLease => ({
+    dedupKey: 'k',
+    owner: 'w',
+    token: 1,
+    attempts: 1,
+    messageId: 'm',
+    version: 1,
+    leaseUntil: 0,
+    checkpoint: { step: 's', done: ['s'], at: 1, data },
+  });
+  const error = { message: `E: ${'e'.repeat(3000)}`, errorClass: 'TransientJobError' };
+  const failed: HistoryEvent = { e: 'failed', at: 1, errorClass: 'E', message: 'e'.repeat(240), retryAt: 2 };
+
+  it('carries the events, and the error as usual, when the item has room', () => {
+    expect(giveUpWithHistory(lease('small'), error, [failed])).toEqual({
+      error: giveUpError(lease('small'), error),
+      withEvents: true,
+    });
+  });
+
+  it('leaves the events out near 400 KB rather than cut the error text for them', () => {
+    const near = lease('c'.repeat(MAX_ITEM_BYTES - 1500));
+    const out = giveUpWithHistory(near, error, [failed]);
+    expect(out.withEvents).toBe(false);
+    expect(out.error).toEqual(giveUpError(near, error));
+    expect(out.error.message.length).toBeGreaterThan(0);
   });
 });

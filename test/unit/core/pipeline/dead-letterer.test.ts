@@ -17,8 +17,10 @@ import { InMemoryMetrics } from '../../../../shared/core/observe/metrics.ts';
 import { DeadLetterer } from '../../../../shared/core/pipeline/dead-letterer.ts';
 import { RecordMessage } from '../../../../shared/core/pipeline/record-message.ts';
 import { TransientJobError } from '../../../../shared/errors.ts';
+import { parseCondition, parseUpdate } from '../../../../shared/testing/dynamodb-expressions.ts';
 import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { expectOnlyLeaseLostNoted } from '../../../support/history.ts';
 
 // DeadLetterer on the in-memory job store and queue (with its DLQ) under fake timers: protocol edge E9
 // and the bad-body path. Every test reads the state afterwards: the item in the store, the letters in the
@@ -395,7 +397,7 @@ describe('Class: DeadLetterer', () => {
       // Assess: nothing left this worker; the new owner's item is untouched; both messages are as they were.
       expect(outcome).toEqual({ action: 'lease-lost' });
       expect(w.queue.deadLetters).toEqual([]);
-      expect(await w.store.get(KEY)).toEqual(itemBefore);
+      expectOnlyLeaseLostNoted(await w.store.get(KEY), itemBefore, 'w-a');
       expect(itemBefore).toMatchObject({
         status: JobStatus.InProgress,
         owner: 'w-b',
@@ -748,9 +750,9 @@ type Item = Record<string, unknown>;
 
 /**
  * A one-table DynamoDB double for the DynamoDB job store's fenced updates (the renewal and the DEAD
- * marking): it evaluates `#a = :b` / `#a <= :b` conditions joined by AND, and `SET #a = :b`,
- * `SET #a = #a + :b` and `REMOVE #a` updates; anything else throws, so a test never passes on semantics
- * it only guessed. A refused condition answers ConditionalCheckFailedException with the item (ALL_OLD).
+ * marking): conditions and updates are evaluated by the in-memory DynamoDB expression evaluator
+ * (shared/testing/dynamodb-expressions.ts, which also knows `list_append` and `if_not_exists` of the
+ * history), so a test never passes on semantics it only guessed. A refused condition answers ConditionalCheckFailedException with the item (ALL_OLD).
  * `loseAnswerOfNext` models a lost answer the way the SDK meets one: the write is applied, the answer
  * lost, and the same request sent again (its retry), whose answer the caller gets.
  */
@@ -806,13 +808,7 @@ class FencedUpdateTable {
     names: Record<string, string>,
     values: Record<string, unknown>,
   ): boolean {
-    return condition.split(' AND ').every((term) => {
-      const match = /^(#\w+) (=|<=) (:\w+)$/.exec(term);
-      if (!match?.[1] || !match[3]) throw new Error(`FencedUpdateTable: unsupported condition term ${term}`);
-      const actual = item[resolve(names, match[1])];
-      const expected = values[match[3]];
-      return match[2] === '=' ? actual === expected : Number(actual) <= Number(expected);
-    });
+    return parseCondition(condition, { names, values })(item);
   }
 
   #update(
@@ -821,23 +817,6 @@ class FencedUpdateTable {
     names: Record<string, string>,
     values: Record<string, unknown>,
   ): Item {
-    const parts = /^SET (.+?)(?: REMOVE (.+))?$/.exec(expression);
-    if (!parts?.[1]) throw new Error(`FencedUpdateTable: unsupported update ${expression}`);
-    const next: Item = { ...item };
-    for (const clause of parts[1].split(', ')) {
-      const set = /^(#\w+) = (?:(:\w+)|(#\w+) \+ (:\w+))$/.exec(clause);
-      if (!set?.[1]) throw new Error(`FencedUpdateTable: unsupported SET clause ${clause}`);
-      next[resolve(names, set[1])] = set[2]
-        ? values[set[2]]
-        : Number(item[resolve(names, set[3] ?? '')]) + Number(values[set[4] ?? '']);
-    }
-    for (const name of parts[2]?.split(', ') ?? []) delete next[resolve(names, name)];
-    return next;
+    return parseUpdate(expression, { names, values })(item);
   }
-}
-
-function resolve(names: Record<string, string>, placeholder: string): string {
-  const name = names[placeholder];
-  if (name === undefined) throw new Error(`FencedUpdateTable: no attribute name for ${placeholder}`);
-  return name;
 }

@@ -30,6 +30,7 @@ import {
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { expectOnlyLeaseLostNoted } from '../../../support/history.ts';
 
 // settleFailure on the in-memory job store and queue under fake timers: what a failed attempt leads to
 // (decideFailure), carried out. Protocol edges E7 (release with a backoff), E8 (the same with the attempt
@@ -439,7 +440,7 @@ describe('Function: settleFailure', () => {
       expect(action).toBe('lease-lost');
       expect(w.metrics.get(MetricName.LeaseLost)).toBe(1);
       expect(w.metrics.get(MetricName.JobRetried)).toBe(0);
-      expect(await w.item()).toEqual(before);
+      expectOnlyLeaseLostNoted(await w.item(), before, 'w-a');
       expect(before).toMatchObject({
         status: JobStatus.InProgress,
         owner: 'w-b',
@@ -675,7 +676,7 @@ describe('Function: settleFailure', () => {
       // Assess
       expect(action).toBe('lease-lost');
       expect(w.queue.deadLetters).toEqual([]);
-      expect(await w.item()).toEqual(before);
+      expectOnlyLeaseLostNoted(await w.item(), before, 'w-a');
       expect(w.metrics.get(MetricName.LeaseLost)).toBe(1);
     });
   });
@@ -699,7 +700,7 @@ describe('Function: settleFailure', () => {
       // Assess: no store call was even tried; the new owner's item and both messages are as they were.
       expect(action).toBe('lease-lost');
       expect(writes()).toEqual([]);
-      expect(await w.item()).toEqual(before);
+      expectOnlyLeaseLostNoted(await w.item(), before, 'w-a');
       expect(before).toMatchObject({ owner: 'w-b', status: JobStatus.InProgress });
       expect(w.original(mine.record)).toEqual(mineBefore);
       expect(w.original(theirs.record)).toEqual(theirsBefore);
@@ -723,7 +724,7 @@ describe('Function: settleFailure', () => {
       expect(action).toBe('lease-lost');
       expect(writes()).toEqual([]);
       expect(w.queue.deadLetters).toEqual([]);
-      expect(await w.item()).toEqual(before);
+      expectOnlyLeaseLostNoted(await w.item(), before, 'w-a');
     });
 
     it('takes a refusal that shows the job COMPLETED by this very lease as done: completed, nothing written', async () => {
@@ -765,7 +766,7 @@ describe('Function: settleFailure', () => {
 
       // Assess: the new owner's item (its attempt not refunded, no lastError) and M are as they were.
       expect(action).toBe('lease-lost');
-      expect(await w.item()).toEqual(before);
+      expectOnlyLeaseLostNoted(await w.item(), before, 'w-a');
       expect(before).toMatchObject({ owner: 'w-b', token: theirs.attempt.lease.token, attempts: 2 });
       expect(before?.lastError).toBeUndefined();
       expect(w.original(mine.record)).toEqual(mineBefore);

@@ -1,0 +1,277 @@
+// A job's history (contract/job-history.ts, docs/protocol.md "History"): which events a write appends,
+// and how a writer that knows the list keeps it within HISTORY_MAX. Pure; both job stores use it, the
+// DynamoDB adapter turns a HistoryWrite into expression clauses (dynamodb-job-expressions.ts).
+
+import { storableText } from '../../errors.ts';
+import {
+  HISTORY_MAX,
+  HISTORY_MESSAGE_MAX,
+  type HistoryEvent,
+  problemShard,
+} from '../contract/job-history.ts';
+import type { JobItem } from '../contract/job-item.ts';
+import type { JobLease } from '../contract/job-store.ts';
+import { JobStatus } from '../contract/statuses.ts';
+
+/**
+ * Whether a checkpoint appends a `step` event. Off: the checkpoint's `done` list already tells every
+ * step, and the event would only add item bytes to every step of every job (docs/protocol.md, "History").
+ */
+export const STEP_EVENTS = false;
+
+/** The events that put a job into the `problems` index (a step, a dropped copy or a reset do not). */
+const PROBLEM_EVENTS: ReadonlySet<HistoryEvent['e']> = new Set([
+  'failed',
+  'takeover',
+  'lease-lost',
+  'dead',
+  'redrive',
+]);
+
+/**
+ * What a write does to the item's history: append `events`, or (when the list it knows would pass
+ * HISTORY_MAX) replace it with `list`, the newest events, adding `dropped` to `historyDropped`. With
+ * `problemAt`, it also sets the `problems` index keys (`problemShard`, `problemAt`).
+ */
+export type HistoryWrite =
+  | {
+      readonly mode: 'append';
+      readonly events: readonly HistoryEvent[];
+      readonly problemShard?: string;
+      readonly problemAt?: number;
+    }
+  | {
+      readonly mode: 'replace';
+      readonly list: readonly HistoryEvent[];
+      readonly dropped: number;
+      readonly problemShard?: string;
+      readonly problemAt?: number;
+    };
+
+/** Who wrote an event: the lease's owner, token and attempt. */
+export function attemptOf(lease: Pick<JobLease, 'owner' | 'token' | 'attempts'>): {
+  owner: string;
+  token: number;
+  attempt: number;
+} {
+  return { owner: lease.owner, token: lease.token, attempt: lease.attempts };
+}
+
+/** An error message as an event keeps it: valid text, at most HISTORY_MESSAGE_MAX characters. */
+export function eventMessage(message: string): string {
+  return storableText(message, HISTORY_MESSAGE_MAX);
+}
+
+/**
+ * The event a claim that took over an ended lease owes (written by the lease's next write): whose lease
+ * it took, from `previous`, the item as the claim found it.
+ */
+export function takeoverEvent(
+  previous: JobItem,
+  lease: Pick<JobLease, 'owner' | 'token' | 'attempts'>,
+  now: number,
+): HistoryEvent {
+  return {
+    e: 'takeover',
+    at: now,
+    ...attemptOf(lease),
+    ...(previous.owner === undefined ? {} : { fromOwner: previous.owner }),
+    fromToken: previous.token,
+    leaseEndedAt: previous.leaseUntil,
+    ...(previous.claimedAt === undefined ? {} : { fromClaimedAt: previous.claimedAt }),
+    fromAttempt: previous.attempts,
+  };
+}
+
+/**
+ * The history fields a claim's lease starts with: the item's events, and a takeover's pending event.
+ * A first-time claim or a retry owes nothing.
+ */
+export function claimHistory(
+  previous: JobItem | undefined,
+  lease: Pick<JobLease, 'owner' | 'token' | 'attempts'>,
+  takeover: boolean,
+  now: number,
+): Pick<JobLease, 'history' | 'pendingHistory'> {
+  return {
+    ...(previous?.history?.length ? { history: [...previous.history] } : {}),
+    ...(takeover && previous ? { pendingHistory: [takeoverEvent(previous, lease, now)] } : {}),
+  };
+}
+
+/**
+ * The history write of `events` over the list `known` (the events the writer knows the item holds), or
+ * undefined when there is nothing to write. A problem event among them sets the index keys of `dedupKey`.
+ */
+export function historyWrite(
+  dedupKey: string,
+  known: readonly HistoryEvent[] | undefined,
+  events: readonly HistoryEvent[],
+  now: number,
+): HistoryWrite | undefined {
+  if (events.length === 0) return undefined;
+  const problem = events.some((e) => PROBLEM_EVENTS.has(e.e))
+    ? { problemShard: problemShard(dedupKey), problemAt: now }
+    : {};
+  const old = known ?? [];
+  if (old.length + events.length <= HISTORY_MAX) return { mode: 'append', events, ...problem };
+  const all = [...old, ...events];
+  return {
+    mode: 'replace',
+    list: all.slice(all.length - HISTORY_MAX),
+    dropped: all.length - HISTORY_MAX,
+    ...problem,
+  };
+}
+
+/** The list after a history write applied over `known`, as the lease keeps knowing it. */
+export function afterHistoryWrite(
+  known: readonly HistoryEvent[] | undefined,
+  write: HistoryWrite | undefined,
+): HistoryEvent[] | undefined {
+  if (write === undefined) return known === undefined ? undefined : [...known];
+  return write.mode === 'append' ? [...(known ?? []), ...write.events] : [...write.list];
+}
+
+/**
+ * Takes the lease's pending events for a write: taken at once so that two writes in flight (a renewal
+ * and a checkpoint) never both carry them. Give them back with {@link returnPending} when the write did
+ * not apply.
+ */
+export function takePending(lease: JobLease): HistoryEvent[] {
+  const pending = lease.pendingHistory ?? [];
+  lease.pendingHistory = undefined;
+  return pending;
+}
+
+/** Puts back pending events a write took but did not write (it failed, or was refused). */
+export function returnPending(lease: JobLease, pending: readonly HistoryEvent[]): void {
+  if (pending.length === 0) return;
+  lease.pendingHistory = [...pending, ...(lease.pendingHistory ?? [])];
+}
+
+/**
+ * True when `item` is a DEAD job whose key has been dead for its type's `deadKeyTtl`, so a fresh send
+ * (`messageId`) runs. The dead job's own message (its delete failed and it came back) is never one.
+ */
+export function deadKeyExpired(
+  item: Pick<JobItem, 'status' | 'deadKeyUntil' | 'messageId'> | undefined,
+  now: number,
+  messageId?: string,
+): boolean {
+  return (
+    item?.status === JobStatus.Dead &&
+    item.deadKeyUntil !== undefined &&
+    item.deadKeyUntil < now &&
+    item.messageId !== messageId
+  );
+}
+
+/**
+ * The `dropped` event counting one more dropped copy: the last event grown when it is a `dropped` one
+ * (`index` is its position, to update in place), else a new one to append.
+ */
+export function droppedCopyEvent(
+  history: readonly HistoryEvent[] | undefined,
+  messageId: string,
+  now: number,
+): { readonly event: HistoryEvent; readonly index?: number } {
+  const events = history ?? [];
+  const last = events[events.length - 1];
+  if (last?.e === 'dropped') {
+    return { event: { e: 'dropped', at: now, count: last.count + 1, messageId }, index: events.length - 1 };
+  }
+  return { event: { e: 'dropped', at: now, count: 1, messageId } };
+}
+
+/**
+ * The events a release (`failed`) or a DEAD marking (`dead`) appends, after a `lease-lost` one when the
+ * attempt ended because its lease ran out (`leaseLost`: why).
+ */
+export function giveUpEvents(
+  lease: Pick<JobLease, 'owner' | 'token' | 'attempts'>,
+  status: JobStatus,
+  retryAt: number,
+  error: { readonly message: string; readonly errorClass: string; readonly reason?: string },
+  refunded: boolean,
+  leaseLost: string | undefined,
+  now: number,
+): HistoryEvent[] {
+  const who = attemptOf(lease);
+  const errorClass = storableText(error.errorClass, HISTORY_MESSAGE_MAX);
+  const message = eventMessage(error.message);
+  const events: HistoryEvent[] =
+    leaseLost === undefined ? [] : [{ e: 'lease-lost', at: now, ...who, why: eventMessage(leaseLost) }];
+  events.push(
+    status === JobStatus.Dead
+      ? { e: 'dead', at: now, ...who, reason: error.reason ?? 'unknown', errorClass, message }
+      : {
+          e: 'failed',
+          at: now,
+          ...who,
+          errorClass,
+          message,
+          retryAt,
+          ...(refunded ? { refunded: true } : {}),
+        },
+  );
+  return events;
+}
+
+/** What a DEAD marking at `now` records of the type's `deadKeyTtl` (seconds; absent: nothing). */
+export function deadKeyUntilOf(
+  now: number,
+  deadKeyTtlSeconds: number | undefined,
+): { deadKeyUntil?: number } {
+  return deadKeyTtlSeconds === undefined ? {} : { deadKeyUntil: now + deadKeyTtlSeconds * 1000 };
+}
+
+/** What a write of a lease carries of its history (see {@link carryHistory}). */
+export interface CarriedHistory {
+  readonly write: HistoryWrite | undefined;
+  /** The write applied: the lease now knows the list as written. */
+  done(): void;
+  /** The write did not apply: the pending events go back for the lease's next write. */
+  undo(): void;
+}
+
+/** A write that carries no history (and takes no pending events). */
+export const NO_HISTORY: CarriedHistory = { write: undefined, done: () => {}, undo: () => {} };
+
+/** The history a write of `lease` carries: its pending events (taken now), then the write's own `events`. */
+export function carryHistory(lease: JobLease, events: readonly HistoryEvent[], now: number): CarriedHistory {
+  const pending = takePending(lease);
+  const write = historyWrite(lease.dedupKey, lease.history, [...pending, ...events], now);
+  return {
+    write,
+    done: () => {
+      const known = afterHistoryWrite(lease.history, write);
+      if (known?.length) lease.history = known;
+    },
+    undo: () => returnPending(lease, pending),
+  };
+}
+
+/** `item` with a history write applied, as DynamoDB applies withHistory's clauses (for the in-memory store). */
+export function applyHistory<T extends JobItem>(item: T, write: HistoryWrite | undefined): T {
+  if (write === undefined) return item;
+  return {
+    ...item,
+    history:
+      write.mode === 'append'
+        ? [...(item.history ?? []), ...structuredClone(write.events)]
+        : structuredClone([...write.list]),
+    ...(write.mode === 'replace' ? { historyDropped: (item.historyDropped ?? 0) + write.dropped } : {}),
+    ...(write.problemShard !== undefined && write.problemAt !== undefined
+      ? { problemShard: write.problemShard, problemAt: write.problemAt }
+      : {}),
+  };
+}
+
+/**
+ * An upper bound of the bytes a history holds (3 bytes a character, as dynamodb-limits.ts counts): the
+ * room a release or dead marking keeps for the list and its events when it shortens the error text.
+ */
+export function historyUpperBytes(...lists: readonly (readonly HistoryEvent[] | undefined)[]): number {
+  return lists.reduce((n, list) => n + (list?.length ? 3 * JSON.stringify(list).length : 0), 0);
+}
