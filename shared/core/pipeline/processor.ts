@@ -185,6 +185,12 @@ export class JobProcessor {
       if (read && 'action' in read) return read.action;
       // An item the read found unfinished goes straight to the claim: nothing ran, nothing fell back.
       if (read === undefined) {
+        if (readFirst) {
+          // The read took some of the time: the fast run's budget counts from after it, within the deadline.
+          now = s.now();
+          leaseMs = capLeaseToDeadline(s.leaseMs, now, deadline);
+          if (leaseMs < MIN_LEASE_MS) return this.#tooLate(job);
+        }
         const fast = await runFast(s, job, definition, leaseMs, now);
         if ('action' in fast) {
           // A message that was read first is noted once, by its read.
