@@ -48,11 +48,12 @@ const MIN_LEASE_MS = DEFAULTS.minLeaseMs;
 export class JobProcessor {
   readonly #s: Settings;
   readonly #deadLetterer: DeadLetterer;
-  readonly #copies = new CopyShare();
+  readonly #copies: CopyShare;
 
   /** @throws RangeError for settings out of range (settings.ts). */
   constructor(options: JobProcessorOptions) {
     this.#s = resolveSettings(options);
+    this.#copies = new CopyShare(options.fastPathReadFirst === true);
     this.#deadLetterer = new DeadLetterer({
       store: this.#s.store,
       queue: this.#s.queue,
