@@ -137,7 +137,9 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
     metrics,
     ...(options.redactError ? { redactError: options.redactError } : {}),
   });
-  const tracing = startTracingFromEnv(env);
+  const tracing = startTracingFromEnv(env, (error) =>
+    logger.warn('tracing is off: the OpenTelemetry SDK could not be loaded', { error: describe(error) }),
+  );
   const handle = async (event: SQSEvent, context: Pick<Context, 'getRemainingTimeInMillis'>) => {
     if ('awsRequestId' in context) logger.addContext(context as Context);
     // The SDK loads on the first invocation (tracing.ts); its spans must reach the exporter.

@@ -146,6 +146,8 @@ export interface RunStats {
   fastFallbacks: number;
   /** Injected faults (outages, lost answers, slow calls) that hit a fast commit. */
   fastFaults: number;
+  /** Job-item reads by workers: read-first's before fast runs (Scenario.readFirst) and settling reads. */
+  reads: number;
   /** The most receives of one job's messages in the run. */
   maxReceives: number;
   /** Named leases taken (acquires that applied). */
@@ -185,6 +187,7 @@ export function emptyStats(): RunStats {
     fastUnknown: 0,
     fastFallbacks: 0,
     fastFaults: 0,
+    reads: 0,
     maxReceives: 0,
     namedLeases: 0,
     refusedLetters: 0,
@@ -1123,6 +1126,7 @@ class ModelWorker {
       random: world.rng,
       leases: this.ports.leases,
       ...(s.cache ? { cache: new CompletedCache() } : {}),
+      ...(s.readFirst ? { fastPathReadFirst: true } : {}),
     });
   }
 
@@ -1420,6 +1424,7 @@ class AuditStore implements JobStore {
     return this.#inner.markDead(lease, error, options);
   }
   get(dedupKey: string, options?: StoreCallOptions): Promise<JobItem | undefined> {
+    this.#world.stats.reads += 1;
     return this.#inner.get(dedupKey, options);
   }
   resetForRedrive(dedupKey: string, now: number): Promise<boolean> {

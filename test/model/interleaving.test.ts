@@ -57,6 +57,8 @@ import { kindsOf, REVIEW_KINDS, type ReviewKind, type Scenario, scenarioArb } fr
  *     a fast commit (`claimAndComplete`) comes only
  *     from a `fastPath` type on its message's first receive. A fast job's credit is covered by 1-3 like any
  *     other: applied exactly once when it ends COMPLETED, never when DEAD; a fast poison ends DEAD.
+ *     In about half the schedules workers read the job item before every fast run (Scenario.readFirst,
+ *     the fast path's read-first mode), so 1-7 cover that mode too, with faults on the read ('get').
  *
  * The self-tests at the end check the harness: a scenario replays to the same trace, and the invariants
  * catch a store with an unfenced checkpoint (1), renewals that do not renew (5), a fast commit that
@@ -169,7 +171,7 @@ afterAll(() => {
       `jobs: ${t.completed} COMPLETED, ${t.dead} DEAD, ${t.letters} letters (${t.extraLetters} extra); ` +
       `fast path: ${t.fastCommits} one-write commits, ${t.fastRefused} refused, ${t.fastConflicts} effect conflicts, ` +
       `${t.fastFaults} faults injected into them, ` +
-      `${t.fastUnknown} answers unknown, ${t.fastFallbacks} fallbacks to a lease; ` +
+      `${t.fastUnknown} answers unknown, ${t.fastFallbacks} fallbacks to a lease, ${t.reads} item reads (read-first on in about half the schedules); ` +
       `review kinds: ${t.namedLeases} named leases taken, ${t.refusedLetters} letters refused for content, ` +
       `${t.limitRefusals} commits refused at a DynamoDB limit, ${t.blockedRuns} runs blocking the loop; ` +
       `most receives of one job ${t.maxReceives}`,

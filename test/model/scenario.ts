@@ -181,6 +181,8 @@ export interface Scenario {
   readonly maxAttempts: number;
   /** Workers keep a local completed-cache. */
   readonly cache: boolean;
+  /** Workers read the job item before every fast run (JobProcessorOptions.fastPathReadFirst). */
+  readonly readFirst?: boolean;
   readonly jobs: readonly JobSpec[];
   readonly duplicates: readonly DuplicateSpec[];
   readonly faults: readonly FaultSpec[];
@@ -370,6 +372,7 @@ export const scenarioArb = (
       batchSize: fc.integer({ min: 1, max: 3 }),
       maxAttempts: fc.integer({ min: 3, max: 6 }),
       cache: fc.boolean(),
+      readFirst: fc.boolean(),
       jobs: fc.array(job, { minLength: 2, maxLength: 6 }),
       review,
       poison,

@@ -11,6 +11,12 @@ export class CopyShare {
   readonly #recent: boolean[] = new Array<boolean>(WINDOW).fill(false);
   #next = 0;
   #copies = 0;
+  readonly #always: boolean;
+
+  /** @param always read first whatever the share (JobProcessorOptions.fastPathReadFirst) */
+  constructor(always = false) {
+    this.#always = always;
+  }
 
   /** Records whether a message that reached the fast path was a copy of a finished job. */
   note(copy: boolean): void {
@@ -23,7 +29,7 @@ export class CopyShare {
 
   /** True when enough recent messages were copies that a read before each fast run pays for itself. */
   get readFirst(): boolean {
-    return this.#copies >= READ_FIRST_COPIES;
+    return this.#always || this.#copies >= READ_FIRST_COPIES;
   }
 }
 

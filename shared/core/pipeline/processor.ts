@@ -48,11 +48,12 @@ const MIN_LEASE_MS = DEFAULTS.minLeaseMs;
 export class JobProcessor {
   readonly #s: Settings;
   readonly #deadLetterer: DeadLetterer;
-  readonly #copies = new CopyShare();
+  readonly #copies: CopyShare;
 
   /** @throws RangeError for settings out of range (settings.ts). */
   constructor(options: JobProcessorOptions) {
     this.#s = resolveSettings(options);
+    this.#copies = new CopyShare(options.fastPathReadFirst === true);
     this.#deadLetterer = new DeadLetterer({
       store: this.#s.store,
       queue: this.#s.queue,
@@ -185,6 +186,12 @@ export class JobProcessor {
       if (read && 'action' in read) return read.action;
       // An item the read found unfinished goes straight to the claim: nothing ran, nothing fell back.
       if (read === undefined) {
+        if (readFirst) {
+          // The read took some of the time: the fast run's budget counts from after it, within the deadline.
+          now = s.now();
+          leaseMs = capLeaseToDeadline(s.leaseMs, now, deadline);
+          if (leaseMs < MIN_LEASE_MS) return this.#tooLate(job);
+        }
         const fast = await runFast(s, job, definition, leaseMs, now);
         if ('action' in fast) {
           // A message that was read first is noted once, by its read.

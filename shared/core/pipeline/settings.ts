@@ -38,6 +38,11 @@ export interface JobProcessorOptions {
   readonly testHooks?: boolean;
   /** @default undefined (no local cache) */
   readonly cache?: CompletedCache;
+  /**
+   * Read the job item before every fast run, not only once recent messages were mostly copies
+   * (copy-share.ts): the interleaving model turns it on so its invariants cover that mode. @default false
+   */
+  readonly fastPathReadFirst?: boolean;
   /** Job lease length, at least DEFAULTS.minLeaseMs (1000). @default DEFAULTS.leaseMs (30000) */
   readonly leaseMs?: number;
   /** Heartbeat period. @default leaseMs / 3 */

@@ -266,6 +266,141 @@ describe('The one-write fast path (in memory, fake timers)', () => {
     expect(runs()).toBe(before);
   });
 
+  describe('read-first mode: what the read finds', () => {
+    /** A worker that met 4 copies of job-1 (of its last 20 fast-path messages) and so reads first. */
+    async function readingFirst(t: ReturnType<typeof setup>) {
+      t.queue.send(t.body);
+      const first = receiveOne(t.queue);
+      await settle(t.queue, t.processor('w-a').process(first), first);
+      const worker = t.processor('w-b');
+      for (let i = 0; i < 4; i++) {
+        t.queue.send(t.body);
+        const copy = receiveOne(t.queue);
+        expect((await settle(t.queue, worker.process(copy), copy)).action).toBe('duplicate');
+      }
+      t.calls.length = 0;
+      return worker;
+    }
+    const job = (dedupKey: string, type = 'test.credit') =>
+      JSON.stringify(makeEnvelope({ id: `e-${dedupKey}`, type, dedupKey, payload: { amount: 1 } }));
+    const request = (dedupKey: string, type = 'test.credit') => ({
+      dedupKey,
+      owner: 'w-x',
+      messageId: `m-${dedupKey}`,
+      type,
+      createdAt: new Date().toISOString(),
+      now: Date.now(),
+      leaseMs: LEASE_MS,
+    });
+
+    it('runs the job fast when the read fails, without counting a failed attempt', async () => {
+      const t = setup();
+      const worker = await readingFirst(t);
+      t.store.faults.failNext('get');
+      t.queue.send(job('job-r'));
+      const record = receiveOne(t.queue);
+
+      const outcome = await settle(t.queue, worker.process(record), record);
+
+      expect(outcome.action).toBe('completed');
+      expect(t.calls).toEqual(['get', 'claimAndComplete']);
+      expect(await t.store.get('job-r')).toMatchObject({ status: JobStatus.Completed, attempts: 1 });
+      expect(t.queue.size).toBe(0);
+    });
+
+    it('hands the job back unrun when its read leaves less than a minimum lease before the deadline', async () => {
+      const t = setup();
+      const worker = await readingFirst(t);
+      const before = t.runs();
+      // 1.8 s left: a lease of 1.8 s at the start; the read then takes 0.9 s of it.
+      t.store.faults.delayNext('get', 900);
+      t.queue.send(job('job-d'));
+      const record = receiveOne(t.queue);
+
+      const processing = worker.process(record, { deadline: Date.now() + 1800 });
+      await vi.advanceTimersByTimeAsync(900);
+      const outcome = await processing;
+
+      expect(outcome.action).toBe('deadline');
+      expect(t.runs()).toBe(before);
+      expect(t.calls).toEqual(['get']);
+      expect(await t.store.get('job-d')).toBeUndefined();
+    });
+
+    it('dead-letters a message whose key a COMPLETED job of another type holds, as a collision', async () => {
+      const t = setup();
+      const worker = await readingFirst(t);
+      const claimed = await t.store.claim(request('job-c', 'test.other'));
+      if (!claimed.claimed) throw new Error('expected a claim');
+      await t.store.complete(claimed.lease, 'theirs');
+      const before = t.runs();
+      t.queue.send(job('job-c'));
+      const record = receiveOne(t.queue);
+
+      const outcome = await settle(t.queue, worker.process(record), record);
+
+      expect(outcome.action).toBe('dead-lettered');
+      expect(t.runs()).toBe(before);
+      expect(await t.store.get('job-c')).toMatchObject({ status: JobStatus.Completed, type: 'test.other' });
+    });
+
+    it('drops a copy of a DEAD job without running it', async () => {
+      const t = setup();
+      const worker = await readingFirst(t);
+      const claimed = await t.store.claim(request('job-x'));
+      if (!claimed.claimed) throw new Error('expected a claim');
+      await t.store.markDead(claimed.lease, { message: 'gone', errorClass: 'PermanentJobError' });
+      const before = t.runs();
+      t.queue.send(job('job-x'));
+      const record = receiveOne(t.queue);
+
+      const outcome = await settle(t.queue, worker.process(record), record);
+
+      expect(outcome.action).toBe('dead-copy');
+      expect(t.runs()).toBe(before);
+    });
+
+    it('drops a copy of a job waiting for its retry without running it or counting an attempt', async () => {
+      const t = setup();
+      const worker = await readingFirst(t);
+      const claimed = await t.store.claim(request('job-w'));
+      if (!claimed.claimed) throw new Error('expected a claim');
+      await t.store.release(claimed.lease, Date.now() + 60_000, { message: 'flaky', errorClass: 'E' });
+      const before = t.runs();
+      t.queue.send(job('job-w'));
+      const record = receiveOne(t.queue);
+
+      const outcome = await settle(t.queue, worker.process(record), record);
+
+      expect(outcome.action).toBe('duplicate');
+      expect(t.runs()).toBe(before);
+      expect(await t.store.get('job-w')).toMatchObject({ status: JobStatus.RetryWait, attempts: 1 });
+    });
+
+    it('finishes a dead-lettering recorded on the item (deadReason) instead of running the job', async () => {
+      const t = setup();
+      const worker = await readingFirst(t);
+      const claimed = await t.store.claim(request('job-f'));
+      if (!claimed.claimed) throw new Error('expected a claim');
+      const cause = {
+        reason: 'permanent-error',
+        errorClass: 'PermanentJobError',
+        errorMessage: 'never',
+      } as const;
+      await t.store.renew(claimed.lease, 100, Date.now(), { deadLetter: cause });
+      vi.advanceTimersByTime(200);
+      const before = t.runs();
+      t.queue.send(job('job-f'));
+      const record = receiveOne(t.queue);
+
+      const outcome = await settle(t.queue, worker.process(record), record);
+
+      expect(outcome.action).toBe('dead-lettered');
+      expect(t.runs()).toBe(before);
+      expect(await t.store.get('job-f')).toMatchObject({ status: JobStatus.Dead });
+    });
+  });
+
   it('records a failed fast attempt under a lease, backs off, and runs the redelivery leased', async () => {
     const { queue, store, metrics, calls, processor, body, balance } = setup('transient');
     queue.send(body);
