@@ -16,6 +16,7 @@ import { listLeases } from '../../shared/ops/leases.ts';
 import { queueStats, totalDepth } from '../../shared/ops/queue-stats.ts';
 import type { OpsTarget } from '../../shared/ops/target.ts';
 import { jobTimeline } from '../../shared/ops/timeline.ts';
+import { formatErrorText } from '../format.ts';
 import { type Bounded, bounded, listProblems, type ProblemFilter } from './data.ts';
 import { gate, requestToken, tokenCookie } from './guard.ts';
 import { esc, human, iso, page } from './html.ts';
@@ -293,7 +294,7 @@ export function createUiApp(config: UiConfig): Hono {
       ['fencing token', esc(job.token)],
       ['message id', esc(job.messageId)],
       ['created', esc(job.createdAt ?? '-')],
-      ['last error', job.lastError ? esc(`${job.lastErrorClass ?? 'Error'}: ${job.lastError}`) : '-'],
+      ['last error', job.lastError ? esc(formatErrorText(job.lastErrorClass, job.lastError)) : '-'],
     ];
     if (job.deadReason) fields.push(['dead reason', esc(job.deadReason)]);
     if (lease)
@@ -543,10 +544,11 @@ function letterTable(letters: readonly DeadLetterSummary[]): string {
 }
 
 /** A job's spans as an inline SVG waterfall: one bar per span, indented by depth, on one time axis. */
-export function waterfall(spans: readonly UiSpan[], received: number): string {
-  if (spans.length === 0) {
+export function waterfall(unordered: readonly UiSpan[], received: number): string {
+  if (unordered.length === 0) {
     return `<p class="muted">No spans of this job in memory (${received} received since the start). Point the workers' OTEL_EXPORTER_OTLP_ENDPOINT at this server to see them.</p>`;
   }
+  const spans = treeOrder(unordered);
   const start = Math.min(...spans.map((s) => s.start));
   const end = Math.max(...spans.map((s) => s.end));
   const total = Math.max(end - start, 1);
@@ -576,6 +578,33 @@ export function waterfall(spans: readonly UiSpan[], received: number): string {
   const height = spans.length * row + 8;
   return `<svg id="waterfall" role="img" aria-label="${spans.length} spans of this job over ${esc(human(total))}" width="${label + width + 180}" height="${height}" viewBox="0 0 ${label + width + 180} ${height}">${bars}</svg>
 <p class="muted">${spans.length} spans from ${esc(iso(start))}, over ${esc(human(total))}; red: failed, amber: released for a retry.</p>`;
+}
+
+/**
+ * Spans depth first, each under its parent, siblings by start. Start order alone is not enough: a child
+ * can start a fraction of a millisecond before its parent (clocks read apart), and was then drawn above
+ * it, indented under the span before.
+ */
+function treeOrder(spans: readonly UiSpan[]): UiSpan[] {
+  const ids = new Set(spans.map((s) => s.spanId));
+  const children = new Map<string | undefined, UiSpan[]>();
+  for (const s of [...spans].sort((a, b) => a.start - b.start)) {
+    const parent =
+      s.parentSpanId && ids.has(s.parentSpanId) && s.parentSpanId !== s.spanId ? s.parentSpanId : undefined;
+    children.set(parent, [...(children.get(parent) ?? []), s]);
+  }
+  const out: UiSpan[] = [];
+  const seen = new Set<string>();
+  const visit = (s: UiSpan) => {
+    if (seen.has(s.spanId)) return;
+    seen.add(s.spanId);
+    out.push(s);
+    for (const child of children.get(s.spanId) ?? []) visit(child);
+  };
+  for (const root of children.get(undefined) ?? []) visit(root);
+  // Spans in a parent cycle (posted by anyone on the machine) have no root: kept, by start.
+  for (const s of spans) visit(s);
+  return out;
 }
 
 /** The overview's live chart: polls /api/overview and redraws the SVG (no library). */

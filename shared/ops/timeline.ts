@@ -90,7 +90,7 @@ function fromEvent(event: HistoryEvent): TimelineEntry {
         at: event.at,
         kind: 'failed',
         title: `attempt ${event.attempt ?? '?'} failed${event.refunded ? ' (attempt given back)' : ''}`,
-        detail: `${event.errorClass}: ${event.message}; retry in ${seconds(event.retryAt - event.at)}`,
+        detail: `${classed(event.errorClass, event.message)}; retry in ${seconds(event.retryAt - event.at)}`,
         ...who,
       };
     case 'takeover':
@@ -116,7 +116,7 @@ function fromEvent(event: HistoryEvent): TimelineEntry {
         at: event.at,
         kind: 'dead',
         title: `dead-lettered: ${event.reason}`,
-        detail: `${event.errorClass}: ${event.message}`,
+        detail: classed(event.errorClass, event.message),
         ...who,
       };
     case 'redrive':
@@ -153,6 +153,11 @@ function fromEvent(event: HistoryEvent): TimelineEntry {
       };
     }
   }
+}
+
+/** `Class: message`; the worker stores `Name: message` already (errors.ts errorText), so the class once. */
+function classed(errorClass: string, message: string): string {
+  return !errorClass || message.startsWith(`${errorClass}:`) ? message : `${errorClass}: ${message}`;
 }
 
 function seconds(ms: number): string {

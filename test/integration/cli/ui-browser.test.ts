@@ -149,24 +149,41 @@ describe('leaseq ui in a browser', () => {
     await page.waitForTimeout(4500);
     await page.screenshot({ path: `${DOCS}ui-overview.png`, fullPage: true });
 
-    // Problem jobs: the page reads the problems index and filters by status. The index's keys are written
-    // by the history writers (issue 24, branch history), not on this branch yet: until they land, the
-    // retried job is opened by its URL. (Then: click its link in the filtered list.)
-    await page.goto(`${origin}/jobs`);
+    // Problem jobs: the page reads the problems index and filters by status; the retried job is found
+    // there, as a person would, and opened by its link.
+    await page.getByRole('link', { name: 'Problem jobs' }).click();
     await page.selectOption('#f-status', JobStatus.Completed);
     await page.getByRole('button', { name: 'Filter' }).click();
     expect(new URL(page.url()).searchParams.get('status')).toBe(JobStatus.Completed);
     await expect(page.locator('main').textContent()).resolves.toContain('Read from the problems index');
-    await page.goto(`${origin}/jobs/${encodeURIComponent(retriedKey)}`);
+    const retriedRow = page.locator('tr', { hasText: retriedKey });
+    await expect(retriedRow.textContent()).resolves.toContain('retried');
+    await retriedRow.getByRole('link', { name: retriedKey }).click();
+    expect(new URL(page.url()).pathname).toBe(`/jobs/${encodeURIComponent(retriedKey)}`);
     await expect(page.locator('h1').textContent()).resolves.toBe(`Job ${retriedKey}`);
-    const timeline = (await page.locator('ol.timeline').textContent()) ?? '';
-    expect(timeline).toContain('sent');
-    expect(timeline).toContain('completed on attempt 2');
+    // Its timeline: sent, attempt 1 failed (with its error class, named once), then completed on attempt 2.
+    const entries = await page.locator('ol.timeline li').allTextContents();
+    const failedAt = entries.findIndex((e) => e.includes('attempt 1 failed'));
+    const completedAt = entries.findIndex((e) => e.includes('completed on attempt 2'));
+    expect(entries[0]).toContain('sent');
+    expect(failedAt, entries.join('\n')).toBeGreaterThan(0);
+    expect(entries[failedAt]).toMatch(/by w-retry.*TransientJobError: simulated transient failure/);
+    expect(entries[failedAt]).not.toContain('TransientJobError: TransientJobError');
+    expect(completedAt).toBeGreaterThan(failedAt);
+    await expect(page.locator('tr', { hasText: 'last error' }).textContent()).resolves.not.toContain(
+      'TransientJobError: TransientJobError',
+    );
     // Its spans, exported by the workers above, drawn under the timeline; no payload on the page.
     await expect(page.locator('#waterfall g.span').count()).resolves.toBeGreaterThanOrEqual(2);
     await expect(page.locator('#waterfall').textContent()).resolves.toContain('leaseq.process ledger.credit');
     expect(await page.content()).not.toContain(account);
     await page.screenshot({ path: `${DOCS}ui-job.png`, fullPage: true });
+
+    // The dead job's page names its error class once (the worker stores `Name: message`).
+    await page.goto(`${origin}/jobs/${encodeURIComponent(deadKey)}`);
+    const lastError = (await page.locator('tr', { hasText: 'last error' }).textContent()) ?? '';
+    expect(lastError).toMatch(/TransientJobError: simulated transient failure/);
+    expect(lastError).not.toContain('TransientJobError: TransientJobError');
 
     // Dead letters: every form control has a label; the keyboard reaches the redrive button.
     await page.goto(`${origin}/dlq`);

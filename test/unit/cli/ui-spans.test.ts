@@ -1,7 +1,8 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { OtlpFormatError, parseOtlpJson, SpanBuffer } from '../../../cli/ui/spans.ts';
+import { waterfall } from '../../../cli/ui/app.ts';
+import { OtlpFormatError, parseOtlpJson, SpanBuffer, type UiSpan } from '../../../cli/ui/spans.ts';
 
 const attr = (key: string, value: string) => ({ key, value: { stringValue: value } });
 
@@ -121,5 +122,38 @@ describe('leaseq ui trace intake (OTLP JSON)', () => {
     const kept = heap() - before;
     expect(buffer.size).toBe(40);
     expect(kept).toBeLessThan(8 * 1024 * 1024);
+  });
+});
+
+describe('leaseq ui trace waterfall', () => {
+  it("draws a span under its parent even when it started a fraction of a millisecond before it (the second attempt's claim)", () => {
+    // Found in docs/ui-job.png: attempt 2's leaseq.claim, sorted by start, was drawn above its own
+    // leaseq.process, indented as if it were a child of attempt 1's.
+    const s = (spanId: string, name: string, start: number, end: number, parentSpanId?: string): UiSpan => ({
+      traceId: 't',
+      spanId,
+      name,
+      service: 'w',
+      start,
+      end,
+      status: 'ok',
+      ...(parentSpanId ? { parentSpanId } : {}),
+    });
+    const spans = [
+      s('p1', 'process 1', 0, 30),
+      s('c1', 'claim 1', 1, 12, 'p1'),
+      s('c2', 'claim 2', 99.8, 108, 'p2'),
+      s('p2', 'process 2', 100, 128),
+      s('k2', 'commit 2', 110, 121, 'p2'),
+    ];
+
+    // Act
+    const svg = waterfall(spans, spans.length);
+
+    // Assess: rows in tree order, children indented under their own parent.
+    const rows = [...svg.matchAll(/<text x="(\d+)" y="\d+">([a-z]+ \d)<\/text>/g)].map(
+      (m) => `${m[1]} ${m[2]}`,
+    );
+    expect(rows).toEqual(['4 process 1', '16 claim 1', '4 process 2', '16 claim 2', '16 commit 2']);
   });
 });

@@ -50,6 +50,42 @@ describe('Function: jobTimeline', () => {
     );
   });
 
+  it('names the error class once: the worker stores the message as `Name: message` already', () => {
+    // Found by test/integration/cli/inspect-history.test.ts: real workers' events read
+    // "TransientJobError: TransientJobError: first run fails".
+    const failed: HistoryEvent = {
+      e: 'failed',
+      at: T0 + 1000,
+      owner: 'w-a',
+      token: 10,
+      attempt: 1,
+      errorClass: 'TransientJobError',
+      message: 'TransientJobError: first run fails',
+      retryAt: T0 + 2000,
+    };
+    const dead: HistoryEvent = {
+      e: 'dead',
+      at: T0 + 3000,
+      owner: 'w-c',
+      token: 12,
+      attempt: 3,
+      reason: 'permanent-error',
+      errorClass: 'PermanentJobError',
+      // A message that does not start with its class (a redactError hook's text) still gets it.
+      message: 'redacted',
+    };
+
+    // Act
+    const timeline = jobTimeline(item([failed, dead], { status: JobStatus.Dead, claimedAt: undefined }));
+
+    // Assess
+    expect(timeline.map((e) => e.detail)).toEqual([
+      undefined,
+      'TransientJobError: first run fails; retry in 1.0 s',
+      'PermanentJobError: redacted',
+    ]);
+  });
+
   it('keeps two events of one kind that differ (two failures of two attempts)', () => {
     // Prepare
     const failed = (token: number, attempt: number): HistoryEvent => ({
