@@ -9,6 +9,7 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { StoreRefusedError } from '../../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../../resources.ts';
 import { HISTORY_MAX, type HistoryEvent, problemShard } from '../contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../contract/job-item.ts';
@@ -450,7 +451,7 @@ export class DynamoDbJobStore implements JobStore {
     by: RedriveBy = { by: 'unknown' },
   ): Promise<boolean> {
     const event = redriveEvent(now, by);
-    const attempt = (history: RedriveHistory) =>
+    const send = (history: RedriveHistory) =>
       guardStore('reset-for-redrive', () =>
         this.#doc.send(
           new UpdateCommand(
@@ -458,6 +459,14 @@ export class DynamoDbJobStore implements JobStore {
           ),
         ),
       );
+    // No room in the item for the event: redriven without it (the redrive must never fail for it).
+    const attempt = (history: RedriveHistory) =>
+      send(history).catch((error: unknown) => {
+        if (error instanceof StoreRefusedError && error.problem === 'item-too-large') {
+          return send({ leaveOut: true });
+        }
+        throw error;
+      });
     try {
       await attempt({ event });
       return true;

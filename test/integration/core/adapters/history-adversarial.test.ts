@@ -93,3 +93,25 @@ describe('History events on an item near 400 KB', () => {
     },
   );
 });
+
+describe('A redrive of a dead job on an item near 400 KB', () => {
+  it('makes the job runnable again (the redrive event is left out when it does not fit)', async () => {
+    // Prepare: the job fills its item to 60 B under 400 KB, then is marked DEAD (~30 B more: its error
+    // text gives way, deadAt). A redrive before the history never grew the item.
+    const key = uniqueName('full-dead');
+    const a = await claimed(request(key, 'w-a', 30_000));
+    await fillTo(a, 60);
+    await store.markDead(a, { message: 'x', errorClass: 'Error', reason: 'permanent' });
+    expect((await store.get(key))?.status).toBe(JobStatus.Dead);
+
+    // Act
+    const redriven = await store.resetForRedrive(key, Date.now(), Date.now(), { by: 'ops@host' });
+
+    // Assess: runnable, its checkpoint kept, its problems index keys set.
+    expect(redriven).toBe(true);
+    const item = await store.get(key);
+    expect(item).toMatchObject({ status: JobStatus.RetryWait, attempts: 0 });
+    expect(item?.checkpoint?.step).toBe('s');
+    expect(item?.deadAt).toBeUndefined();
+  });
+});
