@@ -42,6 +42,7 @@ import {
   historyWrite,
   NO_HISTORY,
   STEP_EVENTS,
+  sendFitting,
 } from '../core/decisions/history.ts';
 import {
   claimCounters,
@@ -272,8 +273,8 @@ export class InMemoryJobStore implements JobStore {
     const cause = options.deadLetter;
     const carried = carryHistory(lease, [], now);
     let applied = false;
-    const stored = await this.faults
-      .run(
+    const stored = await sendFitting(carried, () =>
+      this.faults.run(
         'renew',
         () => {
           const item = applyHistory(this.#fenced(lease, 'renew'), carried.write);
@@ -305,7 +306,8 @@ export class InMemoryJobStore implements JobStore {
           return leaseUntil;
         },
         options.signal,
-      )
+      ),
+    )
       .catch((error: unknown) => {
         applied = false;
         throw error;
@@ -327,8 +329,7 @@ export class InMemoryJobStore implements JobStore {
       STEP_EVENTS ? [{ e: 'step', at: checkpoint.at, ...attemptOf(lease), step: checkpoint.step }] : [],
       checkpoint.at,
     );
-    const result = await carriedWrite(
-      carried,
+    const result = await carriedWrite(carried, () =>
       refusedAsDynamoDb(
         'checkpoint',
         this.faults.run(
@@ -370,8 +371,7 @@ export class InMemoryJobStore implements JobStore {
     const now = Date.now();
     const stored: unknown = structuredClone(result ?? null);
     const carried = carryHistory(lease, [], now);
-    const out = await carriedWrite(
-      carried,
+    const out = await carriedWrite(carried, () =>
       refusedAsDynamoDb(
         'complete',
         this.faults.run(
@@ -555,8 +555,8 @@ export class InMemoryJobStore implements JobStore {
     const capped = fit.error;
     const carried = fit.withEvents ? carryHistory(lease, events, now) : NO_HISTORY;
     let applied = false;
-    await this.faults
-      .run(
+    await sendFitting(carried, () =>
+      this.faults.run(
         operation,
         () => {
           const item = this.#fenced(lease, operation);
@@ -584,8 +584,8 @@ export class InMemoryJobStore implements JobStore {
           applied = true;
         },
         signal,
-      )
-      .finally(() => (applied ? carried.done() : carried.undo()));
+      ),
+    ).finally(() => (applied ? carried.done() : carried.undo()));
     lease.version += 1;
   }
 
@@ -628,11 +628,11 @@ export class InMemoryJobStore implements JobStore {
 /** A fenced write carrying history: done when it applied, undone when not (or it threw). */
 async function carriedWrite(
   carried: CarriedHistory,
-  write: Promise<FencedWriteResult>,
+  write: () => Promise<FencedWriteResult>,
 ): Promise<FencedWriteResult> {
   let out: FencedWriteResult;
   try {
-    out = await write;
+    out = await sendFitting(carried, write);
   } catch (error) {
     carried.undo();
     throw error;

@@ -271,12 +271,17 @@ export function redriveUpdate(
 ): JobItemUpdate {
   // The event is appended while the history has room; a full one is replaced by the caller's trimmed
   // copy under a version condition (the caller read it), so the bound holds without a read on every redrive.
-  const appendOrReplace =
-    'replace' in history
-      ? '#history = :history, #historyDropped = if_not_exists(#historyDropped, :zero) + :dropped'
-      : '#history = list_append(if_not_exists(#history, :emptyList), :event)';
-  const historyCondition =
-    'replace' in history
+  // An item with no room for the event (refused for size) is redriven without it or the index keys: the
+  // redrive the history came after, which never grew an item.
+  const none = 'leaveOut' in history;
+  const appendOrReplace = none
+    ? ''
+    : 'replace' in history
+      ? ', #history = :history, #historyDropped = if_not_exists(#historyDropped, :zero) + :dropped'
+      : ', #history = list_append(if_not_exists(#history, :emptyList), :event)';
+  const historyCondition = none
+    ? ''
+    : 'replace' in history
       ? ' AND #version = :readVersion'
       : ' AND (attribute_not_exists(#history) OR size(#history) < :historyMax)';
   return {
@@ -284,8 +289,8 @@ export function redriveUpdate(
     Key: { dedupKey },
     UpdateExpression:
       'SET #status = :retryWait, #leaseUntil = :zero, #attempts = :zero, #version = #version + :one, ' +
-      `#updatedAt = :now, #expiresAt = :expiresAt, ${appendOrReplace}, ` +
-      '#problemShard = :problemShard, #problemAt = :now ' +
+      `#updatedAt = :now, #expiresAt = :expiresAt${appendOrReplace}` +
+      (none ? ' ' : ', #problemShard = :problemShard, #problemAt = :now ') +
       // A redriven job is no longer dead: a later dead marking sets both again (or leaves them unset).
       'REMOVE #owner, #deadReason, #refunds, #deadAt, #deadKeyUntil',
     // Not finished, and no live lease: DEAD, RETRY_WAIT, or IN_PROGRESS whose lease has ended.
@@ -293,9 +298,13 @@ export function redriveUpdate(
       'attribute_exists(#status) AND #status <> :completed AND (#status <> :inProgress OR #leaseUntil < :endedBefore)' +
       historyCondition,
     ExpressionAttributeNames: {
-      '#history': 'history',
-      '#problemShard': PROBLEM_SHARD_ATTRIBUTE,
-      '#problemAt': PROBLEM_AT_ATTRIBUTE,
+      ...(none
+        ? {}
+        : {
+            '#history': 'history',
+            '#problemShard': PROBLEM_SHARD_ATTRIBUTE,
+            '#problemAt': PROBLEM_AT_ATTRIBUTE,
+          }),
       ...('replace' in history ? { '#historyDropped': 'historyDropped' } : {}),
       '#status': 'status',
       '#leaseUntil': 'leaseUntil',
@@ -318,10 +327,12 @@ export function redriveUpdate(
       ':now': now,
       ':endedBefore': leaseEndedBefore,
       ':expiresAt': expiresAt,
-      ':problemShard': problemShard(dedupKey),
+      ...(none ? {} : { ':problemShard': problemShard(dedupKey) }),
       ...('replace' in history
         ? { ':history': history.replace, ':dropped': history.dropped, ':readVersion': history.readVersion }
-        : { ':event': [history.event], ':emptyList': [], ':historyMax': HISTORY_MAX }),
+        : 'event' in history
+          ? { ':event': [history.event], ':emptyList': [], ':historyMax': HISTORY_MAX }
+          : {}),
     },
   };
 }
@@ -329,7 +340,8 @@ export function redriveUpdate(
 /** The redrive's history write: append `event`, or (history full) replace it with a trimmed copy read at `readVersion`. */
 export type RedriveHistory =
   | { readonly event: HistoryEvent & { readonly e: 'redrive' } }
-  | { readonly replace: readonly HistoryEvent[]; readonly dropped: number; readonly readVersion: number };
+  | { readonly replace: readonly HistoryEvent[]; readonly dropped: number; readonly readVersion: number }
+  | { readonly leaveOut: true };
 
 /** An update of this lease's item under the {@link FENCE} (and `ConditionSuffix`, `' AND ...'`). */
 function fencedUpdate(

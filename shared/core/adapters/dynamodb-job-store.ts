@@ -9,6 +9,7 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { StoreRefusedError } from '../../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../../resources.ts';
 import { HISTORY_MAX, type HistoryEvent, problemShard } from '../contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../contract/job-item.ts';
@@ -45,6 +46,7 @@ import {
   historyWrite,
   NO_HISTORY,
   STEP_EVENTS,
+  sendFitting,
 } from '../decisions/history.ts';
 import { claimCounters, expiresAtSeconds, leaseEnd } from '../decisions/lease-arithmetic.ts';
 import {
@@ -227,18 +229,30 @@ export class DynamoDbJobStore implements JobStore {
     const leaseUntil = leaseEnd(now, leaseMs);
     let later: number | undefined;
     const carried = this.#carry(lease, [], now);
-    const update = withHistory(
-      renewUpdate(this.#table, lease, leaseUntil, this.#expiresAt(leaseUntil), options.deadLetter),
-      carried.write,
+    const update = renewUpdate(
+      this.#table,
+      lease,
+      leaseUntil,
+      this.#expiresAt(leaseUntil),
+      options.deadLetter,
     );
     try {
-      await this.#writeWithEffects(lease, 'renew', update, [], options.signal, (old) => {
-        // Refused because a later renewal of this same lease already landed: nothing lost. (The
-        // dead-letter fence has no such condition: its refusal is always the fence's.)
-        if (options.deadLetter || !holdsFence(old, lease) || old.leaseUntil <= leaseUntil) return false;
-        later = old.leaseUntil;
-        return true;
-      });
+      await sendFitting(carried, () =>
+        this.#writeWithEffects(
+          lease,
+          'renew',
+          withHistory(update, carried.write),
+          [],
+          options.signal,
+          (old) => {
+            // Refused because a later renewal of this same lease already landed: nothing lost. (The
+            // dead-letter fence has no such condition: its refusal is always the fence's.)
+            if (options.deadLetter || !holdsFence(old, lease) || old.leaseUntil <= leaseUntil) return false;
+            later = old.leaseUntil;
+            return true;
+          },
+        ),
+      );
     } catch (error) {
       carried.undo();
       throw error;
@@ -263,9 +277,15 @@ export class DynamoDbJobStore implements JobStore {
       ? [{ e: 'step', at: checkpoint.at, ...attemptOf(lease), step: checkpoint.step }]
       : [];
     const carried = this.#carry(lease, step, checkpoint.at);
-    const update = withHistory(checkpointUpdate(this.#table, lease, checkpoint), carried.write);
+    const update = checkpointUpdate(this.#table, lease, checkpoint);
     const result = await this.#carried(carried, () =>
-      this.#writeWithEffects(lease, 'checkpoint', update, effects, options.signal),
+      this.#writeWithEffects(
+        lease,
+        'checkpoint',
+        withHistory(update, carried.write),
+        effects,
+        options.signal,
+      ),
     );
     if (result.ok) {
       lease.version += 1;
@@ -290,12 +310,9 @@ export class DynamoDbJobStore implements JobStore {
     const now = Date.now();
     // A first-time success carries nothing: no history, no index keys.
     const carried = this.#carry(lease, [], now);
-    const update = withHistory(
-      completeUpdate(this.#table, lease, { result, now, expiresAt: this.#expiresAt(now) }),
-      carried.write,
-    );
+    const update = completeUpdate(this.#table, lease, { result, now, expiresAt: this.#expiresAt(now) });
     const out = await this.#carried(carried, () =>
-      this.#writeWithEffects(lease, 'complete', update, effects, options.signal),
+      this.#writeWithEffects(lease, 'complete', withHistory(update, carried.write), effects, options.signal),
     );
     if (out.ok) lease.version += 1;
     return out;
@@ -303,12 +320,12 @@ export class DynamoDbJobStore implements JobStore {
 
   /** Runs a fenced write that carries history: done when it applied, undone when not (or it threw). */
   async #carried(
-    carried: { done(): void; undo(): void },
+    carried: CarriedHistory,
     write: () => Promise<FencedWriteResult>,
   ): Promise<FencedWriteResult> {
     let out: FencedWriteResult;
     try {
-      out = await write();
+      out = await sendFitting(carried, write);
     } catch (error) {
       carried.undo();
       throw error;
@@ -402,19 +419,18 @@ export class DynamoDbJobStore implements JobStore {
     // Near 400 KB the give-up must still fit: the history's new events are then left out.
     const fit = giveUpWithHistory(lease, error, events);
     const carried = fit.withEvents ? this.#carry(lease, events, now) : NO_HISTORY;
-    const update = withHistory(
-      giveUpUpdate(this.#table, lease, {
-        status,
-        leaseUntil,
-        now,
-        error: fit.error,
-        refundAttempt,
-        expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
-        ...(dead ? { dead: deadKeyUntilOf(now, error.deadKeyTtlSeconds) } : {}),
-      }),
-      carried.write,
+    const update = giveUpUpdate(this.#table, lease, {
+      status,
+      leaseUntil,
+      now,
+      error: fit.error,
+      refundAttempt,
+      expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
+      ...(dead ? { dead: deadKeyUntilOf(now, error.deadKeyTtlSeconds) } : {}),
+    });
+    await this.#carried(carried, () =>
+      this.#writeWithEffects(lease, operation, withHistory(update, carried.write), [], signal),
     );
-    await this.#carried(carried, () => this.#writeWithEffects(lease, operation, update, [], signal));
     lease.version += 1;
   }
 
@@ -435,7 +451,7 @@ export class DynamoDbJobStore implements JobStore {
     by: RedriveBy = { by: 'unknown' },
   ): Promise<boolean> {
     const event = redriveEvent(now, by);
-    const attempt = (history: RedriveHistory) =>
+    const send = (history: RedriveHistory) =>
       guardStore('reset-for-redrive', () =>
         this.#doc.send(
           new UpdateCommand(
@@ -443,6 +459,14 @@ export class DynamoDbJobStore implements JobStore {
           ),
         ),
       );
+    // No room in the item for the event: redriven without it (the redrive must never fail for it).
+    const attempt = (history: RedriveHistory) =>
+      send(history).catch((error: unknown) => {
+        if (error instanceof StoreRefusedError && error.problem === 'item-too-large') {
+          return send({ leaveOut: true });
+        }
+        throw error;
+      });
     try {
       await attempt({ event });
       return true;

@@ -2,7 +2,7 @@
 // and how a writer that knows the list keeps it within HISTORY_MAX. Pure; both job stores use it, the
 // DynamoDB adapter turns a HistoryWrite into expression clauses (dynamodb-job-expressions.ts).
 
-import { storableText } from '../../errors.ts';
+import { StoreRefusedError, storableText } from '../../errors.ts';
 import {
   HISTORY_MAX,
   HISTORY_MESSAGE_MAX,
@@ -233,23 +233,60 @@ export interface CarriedHistory {
   done(): void;
   /** The write did not apply: the pending events go back for the lease's next write. */
   undo(): void;
+  /**
+   * The item has no room for the events (the write was refused for size): they are dropped, and the
+   * write goes again without them (`write` undefined, done and undo do nothing).
+   */
+  leaveOut(): void;
 }
 
 /** A write that carries no history (and takes no pending events). */
-export const NO_HISTORY: CarriedHistory = { write: undefined, done: () => {}, undo: () => {} };
+export const NO_HISTORY: CarriedHistory = {
+  write: undefined,
+  done: () => {},
+  undo: () => {},
+  leaveOut: () => {},
+};
 
 /** The history a write of `lease` carries: its pending events (taken now), then the write's own `events`. */
 export function carryHistory(lease: JobLease, events: readonly HistoryEvent[], now: number): CarriedHistory {
   const pending = takePending(lease);
-  const write = historyWrite(lease.dedupKey, lease.history, [...pending, ...events], now);
+  let write = historyWrite(lease.dedupKey, lease.history, [...pending, ...events], now);
+  let left = false;
   return {
-    write,
+    get write() {
+      return write;
+    },
     done: () => {
+      if (left) return;
       const known = afterHistoryWrite(lease.history, write);
       if (known?.length) lease.history = known;
     },
-    undo: () => returnPending(lease, pending),
+    undo: () => {
+      if (!left) returnPending(lease, pending);
+    },
+    leaveOut: () => {
+      left = true;
+      write = undefined;
+    },
   };
+}
+
+/**
+ * Sends `write` (which reads `carried.write`); refused for size with history events in it, sends it
+ * again without them: the item has no room for them, and a write that fits without its events must
+ * never fail for them (a renewal, checkpoint or completion of a full item did not before the history).
+ * The events are dropped, not kept for the next write, which would be refused the same way.
+ */
+export async function sendFitting<T>(carried: CarriedHistory, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (carried.write === undefined || !(error instanceof StoreRefusedError)) throw error;
+    if (error.problem !== 'item-too-large') throw error;
+  }
+  carried.leaveOut();
+  return write();
 }
 
 /** `item` with a history write applied, as DynamoDB applies withHistory's clauses (for the in-memory store). */

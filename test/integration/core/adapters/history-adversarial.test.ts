@@ -1,0 +1,117 @@
+// The job history's writes against the emulator's DynamoDB, where they could break the protocol: an item
+// near 400 KB (an event must never make a write fail that fit without it), and the best-effort writes.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoDbJobStore } from '../../../../shared/core/adapters/dynamodb-job-store.ts';
+import type { Checkpoint } from '../../../../shared/core/contract/job-item.ts';
+import type { ClaimRequest, JobLease } from '../../../../shared/core/contract/job-store.ts';
+import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
+import { StoreRefusedError } from '../../../../shared/errors.ts';
+import { type CoreEnv, coreEnv, sleep } from '../../../support/core-fixture.ts';
+import { uniqueName } from '../../../support/env.ts';
+
+let env: CoreEnv;
+let store: DynamoDbJobStore;
+
+beforeAll(async () => {
+  env = await coreEnv('hist-adv');
+  store = new DynamoDbJobStore({ client: env.clients.doc, tableName: env.jobsTable });
+});
+afterAll(() => env?.close());
+
+let messages = 0;
+function request(dedupKey: string, owner: string, leaseMs: number): ClaimRequest {
+  // Message ids of one length: a claim must not change the item's size.
+  messages += 1;
+  return {
+    dedupKey,
+    owner,
+    messageId: `m-${String(messages).padStart(8, '0')}`,
+    type: 'test.history',
+    createdAt: new Date().toISOString(),
+    leaseMs,
+    now: Date.now(),
+  };
+}
+
+async function claimed(req: ClaimRequest): Promise<JobLease> {
+  const result = await store.claim(req);
+  if (!result.claimed) throw new Error(`expected a claim, item is ${JSON.stringify(result.existing)}`);
+  return result.lease;
+}
+
+const cp = (n: number): Checkpoint => ({ step: 's', done: ['s'], at: Date.now(), data: 'c'.repeat(n) });
+
+/**
+ * Fills the lease's item with a checkpoint to `slack` bytes under what DynamoDB takes (found by trying:
+ * only the store knows its count), so a write adding more than `slack` bytes is refused for size.
+ */
+async function fillTo(lease: JobLease, slack: number): Promise<void> {
+  let lo = 390 * 1024; // fits
+  let hi = 400 * 1024; // does not
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    try {
+      await store.checkpoint(lease, cp(mid));
+      lo = mid;
+    } catch (error) {
+      if (!(error instanceof StoreRefusedError)) throw error;
+      hi = mid;
+    }
+  }
+  await store.checkpoint(lease, cp(lo - slack));
+}
+
+describe('History events on an item near 400 KB', () => {
+  // A takeover's event waits in the lease for its next write; on a full item it must not make that
+  // write fail for size, where it fit before the history (a renewal adds nothing, the completion ~25 B).
+  const firstWrites: [string, (b: JobLease) => Promise<unknown>][] = [
+    ['renew', (b) => store.renew(b, 30_000, Date.now())],
+    ['checkpoint', (b) => store.checkpoint(b, { ...(b.checkpoint as Checkpoint), at: Date.now() })],
+    ['complete', (b) => store.complete(b, null)],
+  ];
+  it.each(firstWrites)(
+    'a takeover of a full item: its %s fits, the pending event is left out',
+    async (name, write) => {
+      // Prepare: w-a fills the item to 100 B under 400 KB and dies; w-b takes over (a takeover event pending).
+      const key = uniqueName('full-take');
+      const a = await claimed(request(key, 'w-a', 1500));
+      await fillTo(a, 100);
+      await sleep(Math.max(0, a.leaseUntil - Date.now() + 50));
+      const b = await claimed(request(key, 'w-b', 30_000));
+      expect(b.pendingHistory?.map((e) => e.e)).toEqual(['takeover']);
+
+      // Act
+      const first = await write(b);
+      const done = name === 'complete' ? first : await store.complete(b, null);
+
+      // Assess: the job completes; the event that did not fit is gone, not carried to every later write.
+      expect(done).toEqual({ ok: true });
+      const item = await store.get(key);
+      expect(item?.status).toBe(JobStatus.Completed);
+      expect(item?.history).toBeUndefined();
+      expect(b.pendingHistory ?? []).toEqual([]);
+    },
+  );
+});
+
+describe('A redrive of a dead job on an item near 400 KB', () => {
+  it('makes the job runnable again (the redrive event is left out when it does not fit)', async () => {
+    // Prepare: the job fills its item to 60 B under 400 KB, then is marked DEAD (~30 B more: its error
+    // text gives way, deadAt). A redrive before the history never grew the item.
+    const key = uniqueName('full-dead');
+    const a = await claimed(request(key, 'w-a', 30_000));
+    await fillTo(a, 60);
+    await store.markDead(a, { message: 'x', errorClass: 'Error', reason: 'permanent' });
+    expect((await store.get(key))?.status).toBe(JobStatus.Dead);
+
+    // Act
+    const redriven = await store.resetForRedrive(key, Date.now(), Date.now(), { by: 'ops@host' });
+
+    // Assess: runnable, its checkpoint kept, its problems index keys set.
+    expect(redriven).toBe(true);
+    const item = await store.get(key);
+    expect(item).toMatchObject({ status: JobStatus.RetryWait, attempts: 0 });
+    expect(item?.checkpoint?.step).toBe('s');
+    expect(item?.deadAt).toBeUndefined();
+  });
+});
