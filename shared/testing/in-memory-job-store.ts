@@ -534,6 +534,12 @@ export class InMemoryJobStore implements JobStore {
     });
   }
 
+  /** Test hook: the item as stored, past any injected fault (an audit's read must not spend one). */
+  peek(dedupKey: string): JobItem | undefined {
+    const item = this.#items.get(dedupKey);
+    return item === undefined ? undefined : structuredClone(item);
+  }
+
   /** Test hook: removes an item the way TTL would. Returns whether there was one. */
   delete(dedupKey: string): boolean {
     return this.#items.delete(dedupKey);

@@ -3,6 +3,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { vi } from 'vitest';
 import { DEFAULTS } from '../../shared/core/contract/defaults.ts';
 import { makeEnvelope } from '../../shared/core/contract/envelope.ts';
+import { HISTORY_MAX } from '../../shared/core/contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../../shared/core/contract/job-item.ts';
 import type { DeadLetterReason, JobQueue } from '../../shared/core/contract/job-queue.ts';
 import type {
@@ -14,6 +15,7 @@ import type {
   FencedWriteResult,
   JobLease,
   JobStore,
+  RedriveBy,
   StoreCallOptions,
 } from '../../shared/core/contract/job-store.ts';
 import type {
@@ -158,6 +160,10 @@ export interface RunStats {
   limitRefusals: number;
   /** Runs that blocked the event loop past their lease. */
   blockedRuns: number;
+  /** History events in the jobs' final items: dead keys reset by a fresh send, lost leases, dropped copies. */
+  resets: number;
+  leaseLostEvents: number;
+  droppedCopies: number;
 }
 
 /** Every figure of {@link RunStats} at 0. */
@@ -193,6 +199,9 @@ export function emptyStats(): RunStats {
     refusedLetters: 0,
     limitRefusals: 0,
     blockedRuns: 0,
+    resets: 0,
+    leaseLostEvents: 0,
+    droppedCopies: 0,
   };
 }
 
@@ -290,6 +299,11 @@ class World {
   readonly receiveBound: number;
   /** Runs each job's handler started. */
   readonly runsStarted = new Map<string, number>();
+  /** The message each job was marked DEAD under (its lease's), and the dead keys sent a fresh copy. */
+  readonly deadMessages = new Map<string, string>();
+  readonly #freshSent = new Set<string>();
+  /** Per key, protocol writes in flight and started: a history append is audited only when none raced it. */
+  readonly #writes = new Map<string, { inFlight: number; started: number }>();
   /** Per job, the commits the store refused for a DynamoDB limit (ValidationException). */
   readonly limitRefusals = new Map<string, number>();
   /** Named leases taken, by token: who took it, and whether the answer reached the worker. */
@@ -625,6 +639,78 @@ class World {
     }
   }
 
+  /** A protocol write (one that may move status, owner, token, attempts, version) on `dedupKey`. */
+  async protocolWrite<T>(dedupKey: string, call: () => Promise<T>): Promise<T> {
+    const w = this.#writesOf(dedupKey);
+    w.inFlight += 1;
+    w.started += 1;
+    try {
+      return await call();
+    } finally {
+      w.inFlight -= 1;
+    }
+  }
+
+  #writesOf(dedupKey: string): { inFlight: number; started: number } {
+    let w = this.#writes.get(dedupKey);
+    if (w === undefined) {
+      w = { inFlight: 0, started: 0 };
+      this.#writes.set(dedupKey, w);
+    }
+    return w;
+  }
+
+  /**
+   * A best-effort history append (`what`): it never moves a protocol field, and no history passes
+   * HISTORY_MAX. Compared only when no protocol write on the key was in flight or started meanwhile.
+   */
+  async historyAppend(what: string, dedupKey: string, call: () => Promise<void>): Promise<void> {
+    const w = this.#writesOf(dedupKey);
+    const calm = w.inFlight === 0;
+    const started = w.started;
+    const before = this.store.peek(dedupKey);
+    try {
+      await call();
+    } finally {
+      const after = this.store.peek(dedupKey);
+      if (calm && w.started === started && before !== undefined && after !== undefined) {
+        for (const field of ['status', 'owner', 'token', 'attempts', 'version', 'leaseUntil'] as const) {
+          if (before[field] !== after[field]) {
+            this.violations.push(
+              `[history/protocol-field] ${what} on ${dedupKey} moved ${field} from ${before[field]} to ${after[field]}`,
+            );
+          }
+        }
+      }
+      if ((after?.history?.length ?? 0) > HISTORY_MAX) {
+        this.violations.push(
+          `[history/max] ${what} on ${dedupKey} left ${after?.history?.length} events (max ${HISTORY_MAX})`,
+        );
+      }
+    }
+  }
+
+  /** Job `dedupKey` is being marked DEAD under `messageId`: with a `deadKeyTtl`, a fresh copy follows it. */
+  markingDead(dedupKey: string, messageId: string): void {
+    this.deadMessages.set(dedupKey, messageId);
+    const ttl = this.scenario.deadKeyTtl;
+    if (ttl === undefined || this.#freshSent.has(dedupKey)) return;
+    this.#freshSent.add(dedupKey);
+    const index = Number(dedupKey.replace(/^job-/, ''));
+    if (!Number.isInteger(index) || this.scenario.jobs[index] === undefined) return;
+    // Just past the TTL (the dead marking may land a little after this call starts).
+    this.later(ttl * 1000 + 1000, () => this.send(index, 1000 + this.#freshSent.size));
+  }
+
+  /** A claim answered that it reset a DEAD key: never for the dead job's own message. */
+  resetClaimed(request: ClaimRequest): void {
+    if (this.deadMessages.get(request.dedupKey) === request.messageId) {
+      this.violations.push(
+        `[history/reset-own-message] ${request.dedupKey} was reset by the claim of ${request.messageId}, the message it died under`,
+      );
+    }
+  }
+
   /** A write answered that it completed the job: that may happen once per job. */
   completedBy(dedupKey: string, what: string): void {
     const all = [...(this.completions.get(dedupKey) ?? []), `${what} at t=${Date.now() - T0}`];
@@ -722,10 +808,33 @@ class World {
       const left = this.queue.messages().map((m) => `${m.messageId} (${this.keyOfMessage.get(m.messageId)})`);
       v.push(`nothing left behind: ${this.queue.size} message(s) still in the queue: ${left.join(', ')}`);
     }
-    // Every effect at most once; only known ops.
+    // A dead key reset by a fresh send (deadKeyTtl) is a new job: its steps run again, once per reset.
+    const resets = new Map<string, number>();
+    for (const index of s.jobs.keys()) {
+      const key = jobKey(index);
+      const history = this.store.peek(key)?.history ?? [];
+      if (history.length > HISTORY_MAX) v.push(`[history/max] ${key} ends with ${history.length} events`);
+      let n = 0;
+      for (const event of history) {
+        if (event.e === 'reset') n += 1;
+        else if (event.e === 'lease-lost') this.stats.leaseLostEvents += 1;
+        else if (event.e === 'dropped') this.stats.droppedCopies += event.count;
+      }
+      resets.set(key, n);
+      this.stats.resets += n;
+    }
+    const resetsOf = (op: string) => resets.get(op.split('#')[0] ?? '') ?? 0;
+    // Every effect at most once (a step once per reset more); only known ops.
     for (const [op, count] of this.applier.applied) {
       if (!this.ops.has(op)) v.push(`unknown effect ${op} applied`);
-      if (count > 1) v.push(`effect applied more than once: ${op} x${count}`);
+      const allowed = op.endsWith('#final') || op.endsWith('#other') ? 1 : 1 + resetsOf(op);
+      if (count > allowed) {
+        v.push(
+          allowed === 1
+            ? `effect applied more than once: ${op} x${count}`
+            : `[history/rerun-per-reset] effect ${op} applied ${count} times over ${allowed - 1} reset(s)`,
+        );
+      }
     }
     // Balances match the applications counted (no lost update through the optimistic check).
     for (const account of ACCOUNTS) {
@@ -769,7 +878,7 @@ class World {
       const where = `${key} (${jobType(spec)})`;
       if (spec.limit) {
         const refused = this.limitRefusals.get(key) ?? 0;
-        if (status !== JobStatus.Dead || refused > 2) {
+        if (status !== JobStatus.Dead || refused > 2 * (1 + (resets.get(key) ?? 0))) {
           v.push(
             `[limits/futile-runs] ${where} breaks DynamoDB's ${spec.limit} limit: ended ${status ?? 'absent'} ` +
               `after ${refused} refused commit(s) and ${this.runsStarted.get(key) ?? 0} run(s); expected DEAD within two`,
@@ -787,7 +896,7 @@ class World {
       if (status === JobStatus.Completed) {
         this.stats.completed += 1;
         for (const op of ops) {
-          if (applied(op) !== 1)
+          if (applied(op) < 1 || applied(op) > 1 + (op.endsWith('#final') ? 0 : (resets.get(key) ?? 0)))
             v.push(`${where} COMPLETED but its effect ${op} applied ${applied(op)} times`);
         }
         if (spec.poison) v.push(`${where}: the poison ended COMPLETED`);
@@ -810,7 +919,8 @@ class World {
       }
       // DEAD iff a letter with its reasons.
       if (status === JobStatus.Dead && letters.length === 0) v.push(`${where} is DEAD with no dead letter`);
-      if (status !== JobStatus.Dead && letters.length > 0) {
+      // A reset key's letters are those of its dead runs.
+      if (status !== JobStatus.Dead && letters.length > 0 && (resets.get(key) ?? 0) === 0) {
         v.push(
           `${where} is ${status ?? 'absent'} but has ${letters.length} dead letter(s): ` +
             letters.map((l) => `${l.reason.reason}/${l.reason.errorClass}`).join(', '),
@@ -1031,6 +1141,7 @@ function modelRegistry(world: World): JobRegistry {
         type,
         payload: modelPayload,
         fastPath,
+        ...(world.scenario.deadKeyTtl === undefined ? {} : { deadKeyTtl: world.scenario.deadKeyTtl }),
         async run(ctx, p: ModelPayload) {
           const spec = world.scenario.jobs[p.job] as JobSpec;
           const key = ctx.dedupKey;
@@ -1339,8 +1450,30 @@ class PortStore implements JobStore {
   get(dedupKey: string, options?: StoreCallOptions): Promise<JobItem | undefined> {
     return this.#ports.call(dedupKey, () => this.#inner.get(dedupKey, options));
   }
-  resetForRedrive(dedupKey: string, now: number): Promise<boolean> {
-    return this.#ports.call(dedupKey, () => this.#inner.resetForRedrive(dedupKey, now));
+  resetForRedrive(
+    dedupKey: string,
+    now: number,
+    leaseEndedBefore?: number,
+    by?: RedriveBy,
+  ): Promise<boolean> {
+    return this.#ports.call(dedupKey, () => this.#inner.resetForRedrive(dedupKey, now, leaseEndedBefore, by));
+  }
+  recordLeaseLost(lease: JobLease, why: string, now: number, options?: StoreCallOptions): Promise<void> {
+    return this.#ports.call(lease.dedupKey, () =>
+      this.#inner.recordLeaseLost ? this.#inner.recordLeaseLost(lease, why, now, options) : Promise.resolve(),
+    );
+  }
+  recordDroppedCopy(
+    existing: JobItem,
+    messageId: string,
+    now: number,
+    options?: StoreCallOptions,
+  ): Promise<void> {
+    return this.#ports.call(existing.dedupKey, () =>
+      this.#inner.recordDroppedCopy
+        ? this.#inner.recordDroppedCopy(existing, messageId, now, options)
+        : Promise.resolve(),
+    );
   }
 }
 
@@ -1370,7 +1503,9 @@ class AuditStore implements JobStore {
     const what = `${FAST_COMMIT} by ${request.owner}`;
     let answer: FastCommitResult;
     try {
-      answer = await this.#inner.claimAndComplete(request, result, effects, options);
+      answer = await world.protocolWrite(request.dedupKey, () =>
+        this.#inner.claimAndComplete(request, result, effects, options),
+      );
     } catch (error) {
       if (error instanceof StoreUnavailableError) world.stats.fastUnknown += 1;
       world.limitRefused(request.dedupKey, error);
@@ -1391,7 +1526,13 @@ class AuditStore implements JobStore {
     options?: StoreCallOptions,
   ): Promise<FencedWriteResult> {
     const what = `complete by ${lease.owner} (token ${lease.token})`;
-    return this.#fenced(lease, what, effects, this.#inner.complete(lease, result, effects, options), true);
+    return this.#fenced(
+      lease,
+      what,
+      effects,
+      () => this.#inner.complete(lease, result, effects, options),
+      true,
+    );
   }
   checkpoint(
     lease: JobLease,
@@ -1400,13 +1541,19 @@ class AuditStore implements JobStore {
     options?: StoreCallOptions,
   ): Promise<FencedWriteResult> {
     const what = `checkpoint ${checkpoint.step} by ${lease.owner} (token ${lease.token})`;
-    return this.#fenced(lease, what, effects, this.#inner.checkpoint(lease, checkpoint, effects, options));
+    return this.#fenced(lease, what, effects, () =>
+      this.#inner.checkpoint(lease, checkpoint, effects, options),
+    );
   }
-  claim(request: ClaimRequest, options?: StoreCallOptions): Promise<ClaimResult> {
-    return this.#inner.claim(request, options);
+  async claim(request: ClaimRequest, options?: StoreCallOptions): Promise<ClaimResult> {
+    const answer = await this.#world.protocolWrite(request.dedupKey, () =>
+      this.#inner.claim(request, options),
+    );
+    if (answer.claimed && answer.wasDeadAt !== undefined) this.#world.resetClaimed(request);
+    return answer;
   }
   renew(lease: JobLease, leaseMs: number, now: number, options?: StoreCallOptions): Promise<void> {
-    return this.#inner.renew(lease, leaseMs, now, options);
+    return this.#world.protocolWrite(lease.dedupKey, () => this.#inner.renew(lease, leaseMs, now, options));
   }
   release(
     lease: JobLease,
@@ -1414,21 +1561,53 @@ class AuditStore implements JobStore {
     error: { message: string; errorClass: string },
     options?: StoreCallOptions & { refundAttempt?: boolean },
   ): Promise<void> {
-    return this.#inner.release(lease, retryAt, error, options);
+    return this.#world.protocolWrite(lease.dedupKey, () =>
+      this.#inner.release(lease, retryAt, error, options),
+    );
   }
   markDead(
     lease: JobLease,
     error: { message: string; errorClass: string },
     options?: StoreCallOptions,
   ): Promise<void> {
-    return this.#inner.markDead(lease, error, options);
+    this.#world.markingDead(lease.dedupKey, lease.messageId);
+    return this.#world.protocolWrite(lease.dedupKey, () => this.#inner.markDead(lease, error, options));
+  }
+  recordLeaseLost(lease: JobLease, why: string, now: number, options?: StoreCallOptions): Promise<void> {
+    const inner = this.#inner;
+    if (!inner.recordLeaseLost) return Promise.resolve();
+    return this.#world.historyAppend(
+      `lease-lost by ${lease.owner} (token ${lease.token})`,
+      lease.dedupKey,
+      () => (inner.recordLeaseLost ? inner.recordLeaseLost(lease, why, now, options) : Promise.resolve()),
+    );
+  }
+  recordDroppedCopy(
+    existing: JobItem,
+    messageId: string,
+    now: number,
+    options?: StoreCallOptions,
+  ): Promise<void> {
+    const inner = this.#inner;
+    return this.#world.historyAppend(`dropped copy ${messageId}`, existing.dedupKey, () =>
+      inner.recordDroppedCopy
+        ? inner.recordDroppedCopy(existing, messageId, now, options)
+        : Promise.resolve(),
+    );
   }
   get(dedupKey: string, options?: StoreCallOptions): Promise<JobItem | undefined> {
     this.#world.stats.reads += 1;
     return this.#inner.get(dedupKey, options);
   }
-  resetForRedrive(dedupKey: string, now: number): Promise<boolean> {
-    return this.#inner.resetForRedrive(dedupKey, now);
+  resetForRedrive(
+    dedupKey: string,
+    now: number,
+    leaseEndedBefore?: number,
+    by?: RedriveBy,
+  ): Promise<boolean> {
+    return this.#world.protocolWrite(dedupKey, () =>
+      this.#inner.resetForRedrive(dedupKey, now, leaseEndedBefore, by),
+    );
   }
 
   /** A fenced write's answer: ok, an effect conflict, or refused by the fence (LeaseLostError). */
@@ -1436,12 +1615,12 @@ class AuditStore implements JobStore {
     lease: JobLease,
     what: string,
     effects: readonly Effect[],
-    call: Promise<FencedWriteResult>,
+    call: () => Promise<FencedWriteResult>,
     completes = false,
   ): Promise<FencedWriteResult> {
     let answer: FencedWriteResult;
     try {
-      answer = await call;
+      answer = await this.#world.protocolWrite(lease.dedupKey, call);
     } catch (error) {
       if (error instanceof LeaseLostError) this.#world.audited(what, lease.dedupKey, effects, false);
       this.#world.limitRefused(lease.dedupKey, error);
@@ -1623,6 +1802,8 @@ function receiveBound(s: Scenario): number {
     3 * s.crashes.length +
     3 * s.pauses.length +
     2 * s.duplicates.length +
+    // A reset runs a dead key again, with a fresh attempt budget.
+    (s.deadKeyTtl === undefined ? 0 : 4 * s.maxAttempts + 4) +
     10
   );
 }

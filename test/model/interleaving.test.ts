@@ -174,6 +174,8 @@ afterAll(() => {
       `${t.fastUnknown} answers unknown, ${t.fastFallbacks} fallbacks to a lease, ${t.reads} item reads (read-first on in about half the schedules); ` +
       `review kinds: ${t.namedLeases} named leases taken, ${t.refusedLetters} letters refused for content, ` +
       `${t.limitRefusals} commits refused at a DynamoDB limit, ${t.blockedRuns} runs blocking the loop; ` +
+      `history: ${t.resets} dead keys reset by a fresh send (deadKeyTtl in about a third of the schedules), ` +
+      `${t.leaseLostEvents} lease-lost events, ${t.droppedCopies} dropped copies counted; ` +
       `most receives of one job ${t.maxReceives}`,
   );
 });

@@ -108,6 +108,9 @@ export const STORE_OPS = [
   'lease-acquire',
   'lease-renew',
   'lease-release',
+  // The history's best-effort appends (docs/protocol.md, "History").
+  'record-lease-lost',
+  'record-dropped-copy',
 ] as const;
 export const QUEUE_OPS = ['change-visibility', 'delete', 'send-to-dead-letter'] as const;
 
@@ -188,6 +191,12 @@ export interface Scenario {
   readonly faults: readonly FaultSpec[];
   readonly crashes: readonly CrashSpec[];
   readonly pauses: readonly PauseSpec[];
+  /**
+   * The job types' `deadKeyTtl` (seconds, virtual; well inside a run's horizon): a fresh send under a
+   * DEAD key after it resets the item and runs. The harness sends one fresh copy of each job that died,
+   * just after its TTL. Absent: dead keys stay dead (copies are dropped).
+   */
+  readonly deadKeyTtl?: number;
 }
 
 const op: fc.Arbitrary<OpSpec> = fc.record({
@@ -380,6 +389,11 @@ export const scenarioArb = (
       faults: fc.array(fault, { maxLength: 10 }),
       crashes: fc.array(crash, { maxLength: 3 }),
       pauses: fc.array(pause, { maxLength: 2 }),
+      // In a third of the schedules.
+      deadKeyTtl: fc.oneof(
+        { weight: 2, arbitrary: fc.constant(undefined) },
+        { weight: 1, arbitrary: fc.integer({ min: 1, max: 8 }) },
+      ),
     })
     .map(({ poison: p, jobs, review: r, ...rest }) => ({ ...rest, jobs: [...jobs, ...r, p] }));
 };
