@@ -690,9 +690,8 @@ class World {
     }
   }
 
-  /** Job `dedupKey` is being marked DEAD under `messageId`: with a `deadKeyTtl`, a fresh copy follows it. */
-  markingDead(dedupKey: string, messageId: string): void {
-    this.deadMessages.set(dedupKey, messageId);
+  /** Job `dedupKey` is being marked DEAD: with a `deadKeyTtl`, a fresh copy follows it. */
+  markingDead(dedupKey: string): void {
     const ttl = this.scenario.deadKeyTtl;
     if (ttl === undefined || this.#freshSent.has(dedupKey)) return;
     this.#freshSent.add(dedupKey);
@@ -1570,8 +1569,19 @@ class AuditStore implements JobStore {
     error: { message: string; errorClass: string },
     options?: StoreCallOptions,
   ): Promise<void> {
-    this.#world.markingDead(lease.dedupKey, lease.messageId);
-    return this.#world.protocolWrite(lease.dedupKey, () => this.#inner.markDead(lease, error, options));
+    const world = this.#world;
+    world.markingDead(lease.dedupKey);
+    return world.protocolWrite(lease.dedupKey, async () => {
+      try {
+        await this.#inner.markDead(lease, error, options);
+      } finally {
+        // Refused (fenced out) or not applied, another claim's message is the one the job dies under.
+        const item = world.store.peek(lease.dedupKey);
+        if (item?.status === JobStatus.Dead && item.token === lease.token) {
+          world.deadMessages.set(lease.dedupKey, lease.messageId);
+        }
+      }
+    });
   }
   recordLeaseLost(lease: JobLease, why: string, now: number, options?: StoreCallOptions): Promise<void> {
     const inner = this.#inner;
