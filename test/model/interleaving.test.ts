@@ -59,6 +59,14 @@ import { kindsOf, REVIEW_KINDS, type ReviewKind, type Scenario, scenarioArb } fr
  *     other: applied exactly once when it ends COMPLETED, never when DEAD; a fast poison ends DEAD.
  *     In about half the schedules workers read the job item before every fast run (Scenario.readFirst,
  *     the fast path's read-first mode), so 1-7 cover that mode too, with faults on the read ('get').
+ *  8. the history (`[history/*]`): in about a third of the schedules the job types have a short
+ *     `deadKeyTtl` and each job that dies gets one fresh send just past it, so dead keys reset and run
+ *     again. A best-effort append (`recordLeaseLost`, `recordDroppedCopy`, faults armed on them like any
+ *     store call) never moves status, owner, token, attempts, version or leaseUntil (compared when no
+ *     protocol write on the key raced it); no history passes HISTORY_MAX; a reset key reruns each step
+ *     at most once per reset (its final credit still at most once; 1-3 allow its earlier letters); a
+ *     reset is never claimed by the message the job died under. The summary counts resets, lease-lost
+ *     events and dropped copies from the final items.
  *
  * The self-tests at the end check the harness: a scenario replays to the same trace, and the invariants
  * catch a store with an unfenced checkpoint (1), renewals that do not renew (5), a fast commit that
