@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import {
@@ -12,6 +14,7 @@ import {
 import { LeaseqError } from '../errors.ts';
 import { loadOptional } from '../optional-package.ts';
 import { functionWorkers, stopFunctionWorkers } from './function-workers.ts';
+import { withFileLock } from './lock.ts';
 
 type CloudFormationSdk = typeof import('@aws-sdk/client-cloudformation');
 
@@ -102,10 +105,16 @@ export async function deployLocal(options: LocalDeployOptions): Promise<LocalDep
   const env = cdkEnv(options);
   let bootstrapped = false;
   if (!(await stackExists(options.cloudFormation, BOOTSTRAP_STACK))) {
-    options.log(`cdk bootstrap aws://${LOCAL_ACCOUNT}/${options.region} (first deploy on this emulator)`);
-    const code = await runCdk(['bootstrap', `aws://${LOCAL_ACCOUNT}/${options.region}`], options, env);
-    if (code !== 0) throw new DeployError(`cdk bootstrap failed (exit ${code}); see the lines above`);
-    bootstrapped = true;
+    // Two deploys starting together on a fresh emulator (two terminals, parallel test files) would both
+    // create the toolkit stack, and one fails: one bootstraps under a lock per emulator, the other finds
+    // the stack there once it holds the lock.
+    bootstrapped = await withFileLock(bootstrapLockFile(options), BOOTSTRAP_LOCK_MS, async () => {
+      if (await stackExists(options.cloudFormation, BOOTSTRAP_STACK)) return false;
+      options.log(`cdk bootstrap aws://${LOCAL_ACCOUNT}/${options.region} (first deploy on this emulator)`);
+      const code = await runCdk(['bootstrap', `aws://${LOCAL_ACCOUNT}/${options.region}`], options, env);
+      if (code !== 0) throw new DeployError(`cdk bootstrap failed (exit ${code}); see the lines above`);
+      return true;
+    });
   }
   mkdirSync(dirname(resolve(options.projectDir, options.outputsFile)), { recursive: true });
   const which = options.stacks?.length ? options.stacks.join(', ') : 'every stack of the app';
@@ -205,6 +214,15 @@ export async function destroyLocal(options: LocalDestroyOptions): Promise<LocalD
       `stopped ${stoppedWorkers} function process(es) the emulator left running, and removed their folders`,
     );
   return { destroyed, stoppedWorkers, seconds: (Date.now() - started) / 1000 };
+}
+
+/** How long a deploy waits for another one's bootstrap of the same emulator. */
+const BOOTSTRAP_LOCK_MS = 10 * 60_000;
+
+/** One lock file per emulator and region, shared by every project that deploys to it. */
+function bootstrapLockFile(options: Pick<LocalDeployOptions, 'endpoint' | 'region'>): string {
+  const id = createHash('sha256').update(`${options.endpoint} ${options.region}`).digest('hex').slice(0, 16);
+  return join(tmpdir(), `leaseq-bootstrap-${id}.lock`);
 }
 
 /** The stack `cdk bootstrap` makes; never the user's to destroy. */
