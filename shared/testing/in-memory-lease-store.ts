@@ -98,6 +98,15 @@ export class InMemoryLeaseStore implements LeaseStore {
     });
   }
 
+  async getMany(keys: readonly string[]): Promise<LeaseItem[]> {
+    return this.faults.run('lease-get', () =>
+      keys.flatMap((key) => {
+        const item = this.#items.get(key);
+        return item === undefined ? [] : [structuredClone(item)];
+      }),
+    );
+  }
+
   /**
    * The same ConditionCheck as the DynamoDB adapter's; an `InMemoryEffectApplier` given this store (its
    * `leases` option) evaluates it inside a commit, all or nothing with the other effects.

@@ -111,6 +111,14 @@ export class InMemoryQueue implements JobQueue {
     return messageId;
   }
 
+  /** The {@link JobQueue} port's re-send: a new message, as a producer's send (attributes are not modelled). */
+  async resend(body: string, options: { delaySeconds: number; groupId?: string }): Promise<void> {
+    this.send(body, {
+      delaySeconds: options.delaySeconds,
+      ...(options.groupId === undefined ? {} : { groupId: options.groupId }),
+    });
+  }
+
   /**
    * Receives up to `max` visible messages as Lambda would hand them over, hiding each for the visibility
    * timeout. Which visible messages come first is up to `pick` (random order in the model).

@@ -8,7 +8,7 @@ import {
 import { groupIdForKey } from '../../aws/message-group.ts';
 import { isFifoQueue } from '../../aws/queue-url.ts';
 import { LetterRefusedError, storableText } from '../../errors.ts';
-import type { DeadLetterReason, JobQueue } from '../contract/job-queue.ts';
+import type { DeadLetterReason, JobQueue, ResendOptions } from '../contract/job-queue.ts';
 
 export interface SqsJobQueueOptions {
   readonly client: SQSClient;
@@ -44,6 +44,27 @@ export class SqsJobQueue implements JobQueue {
   async delete(receiptHandle: string): Promise<void> {
     await this.#sqs.send(
       new DeleteMessageCommand({ QueueUrl: this.#queueUrl, ReceiptHandle: receiptHandle }),
+    );
+  }
+
+  /** One SendMessage to the jobs queue (never called for a FIFO queue: it takes no per-message delay). */
+  async resend(body: string, options: ResendOptions): Promise<void> {
+    const attributes: Record<string, MessageAttributeValue> = {};
+    for (const [name, value] of Object.entries(options.attributes ?? {})) {
+      attributes[name] = {
+        DataType: value.dataType,
+        ...(value.stringValue === undefined ? {} : { StringValue: value.stringValue }),
+        ...(value.binaryValue === undefined ? {} : { BinaryValue: Buffer.from(value.binaryValue, 'base64') }),
+      };
+    }
+    await this.#sqs.send(
+      new SendMessageCommand({
+        QueueUrl: this.#queueUrl,
+        MessageBody: body,
+        DelaySeconds: Math.max(0, Math.min(900, Math.ceil(options.delaySeconds))),
+        ...(Object.keys(attributes).length > 0 ? { MessageAttributes: attributes } : {}),
+        ...(options.groupId === undefined ? {} : { MessageGroupId: options.groupId }),
+      }),
     );
   }
 

@@ -10,6 +10,21 @@ export interface DeadLetterReason {
   readonly type?: string;
 }
 
+/** A message attribute as a record carries it (Lambda's shape: binary values base64). */
+export interface ResendAttribute {
+  readonly dataType: string;
+  readonly stringValue?: string;
+  readonly binaryValue?: string;
+}
+
+/** What a re-sent message carries besides its body (standard queues only: FIFO takes no per-message delay). */
+export interface ResendOptions {
+  readonly delaySeconds: number;
+  readonly attributes?: Readonly<Record<string, ResendAttribute>>;
+  /** A standard fair queue's tenant, kept so the copy stays in its tenant's share. */
+  readonly groupId?: string;
+}
+
 /**
  * The port for the message side of a job: visibility is the SQS half of the lease. The SQS adapter
  * implements it; tests may pass a plain object.
@@ -19,6 +34,12 @@ export interface JobQueue {
   changeVisibility(receiptHandle: string, seconds: number): Promise<void>;
   /** Deletes the message. */
   delete(receiptHandle: string): Promise<void>;
+  /**
+   * Sends `body` again to the jobs queue as a new message (receive count 1), visible after
+   * `options.delaySeconds`. A limit's bounce uses it so receives that are not attempts do not add up to
+   * the queue's redrive safety net. Optional: without it the bounce keeps changing the visibility.
+   */
+  resend?(body: string, options: ResendOptions): Promise<void>;
   /** Sends the original body to the DLQ with the reason as message attributes. */
   sendToDeadLetter(body: string, reason: DeadLetterReason, groupId?: string): Promise<void>;
 }

@@ -48,6 +48,12 @@ export interface LeaseStore {
   release(lease: NamedLease): Promise<void>;
   get(key: string): Promise<LeaseItem | undefined>;
   /**
+   * The items of `keys` that exist, read together (eventually consistent: a hint of which are free, the
+   * acquire's condition decides). Concurrency slots read their scope with it when the first slot tried
+   * is busy; without it each slot is tried in turn.
+   */
+  getMany?(keys: readonly string[]): Promise<LeaseItem[]>;
+  /**
    * A ConditionCheck that passes only while `lease` is still held (owner + token), to put into a job's
    * commit transaction: a holder that lost the lock commits nothing.
    */

@@ -23,6 +23,12 @@ export interface StepOutcome<T> {
   readonly data?: T;
 }
 
+/** A lease the job holds from before its run (a concurrency slot) and the check that fences writes by it. */
+export interface FencedSlot {
+  readonly held: HeldLease;
+  readonly fence: Effect;
+}
+
 export interface JobContextOptions {
   readonly store: JobStore;
   readonly lease: JobLease;
@@ -43,6 +49,12 @@ export interface JobContextOptions {
    * job again under a claim. @default false
    */
   readonly fastPath?: boolean;
+  /**
+   * Concurrency slots the processor took for this job (pipeline/limits.ts): fenced into its writes with
+   * effects after its named leases, released by the processor, not by {@link JobContext.releaseLeases}.
+   * @default none
+   */
+  readonly slots?: readonly FencedSlot[];
   /** Whether this deployment runs test hooks (failure injection in payloads). @default false */
   readonly testHooks?: boolean;
   readonly random?: () => number;
@@ -146,21 +158,27 @@ export class JobContext<T extends TableMap = TableMap> {
     return held;
   }
 
-  /** Checks that every named lease this job holds is still its own (joined to writes with effects). */
+  /**
+   * Checks that every named lease this job holds, then every concurrency slot, is still its own (joined
+   * to writes with effects).
+   */
   leaseFences(): Effect[] {
     const store = this.#o.leases;
-    return store && this.#held.size > 0
-      ? [...this.#held.values()].map((held) => store.fence(held.lease))
-      : [];
+    const slots = this.#o.slots ?? [];
+    const named =
+      store && this.#held.size > 0 ? [...this.#held.values()].map((h) => store.fence(h.lease)) : [];
+    return slots.length === 0 ? named : [...named, ...slots.map((slot) => slot.fence)];
   }
 
   /**
-   * The named lease whose fence refused a write that carried `effectCount` effects of its own (the
+   * The named lease or slot whose fence refused a write that carried `effectCount` effects of its own (the
    * fences follow the effects); undefined for a refusal of one of those effects, or a busy item.
    */
   lostLeaseAt(refusal: { index: number; busy?: boolean }, effectCount: number): HeldLease | undefined {
     if (refusal.busy || refusal.index < effectCount) return undefined;
-    return [...this.#held.values()][refusal.index - effectCount];
+    const at = refusal.index - effectCount;
+    const named = this.#o.leases ? [...this.#held.values()] : [];
+    return at < named.length ? named[at] : this.#o.slots?.[at - named.length]?.held;
   }
 
   /** Releases the named leases this job holds (after its commit or failure). Never throws. */

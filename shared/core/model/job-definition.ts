@@ -12,6 +12,20 @@ export interface JobOutcome {
   readonly result?: unknown;
 }
 
+/**
+ * A cap on how many jobs run at once, enforced across all workers with slots on the `leases` table
+ * (docs/jobs.md, "Concurrency limits"). With `key`, one limit per key value computed from the checked
+ * payload (a tenant); without, one for the whole type.
+ */
+export interface ConcurrencyLimit<P = unknown> {
+  /** Jobs that may run at once in this scope: a whole number from 1 to MAX_CONCURRENCY_LIMIT (1000). */
+  readonly limit: number;
+  /** The scope's key (e.g. `p => p.tenantId`): a non-empty string of at most 200 characters. */
+  readonly key?: (payload: P) => string;
+  /** Replaces the type in the slots' names, so two types sharing a `name` share the limit. */
+  readonly name?: string;
+}
+
 /** One job type: its payload schema, the tables its effects write and the function that runs it. */
 export interface JobDefinition<P = unknown, T extends TableMap = TableMap> {
   /** The envelope `type` that selects this job: letters, digits and `. _ : -` (e.g. `email.send`). */
@@ -38,6 +52,12 @@ export interface JobDefinition<P = unknown, T extends TableMap = TableMap> {
    * @default unset
    */
   readonly deadKeyTtl?: number;
+  /**
+   * Caps how many jobs of this type (or of one key) run at once; several limits may apply together (a
+   * per-tenant one and a type-wide cap). A job that finds no free slot goes back to the queue with a short
+   * delay without using an attempt. Needs the leases table. @default none
+   */
+  readonly concurrency?: ConcurrencyLimit<P> | readonly ConcurrencyLimit<P>[];
   /**
    * Runs the job. It may be called again in the same attempt when its final effects hit an optimistic
    * conflict, and again on a later attempt: steps already checkpointed are skipped by `ctx.step`.

@@ -3,7 +3,7 @@ import { ConfigError } from '../../errors.ts';
 /** Longest `deadKeyTtl` (seconds): ten years, past any record's TTL. */
 const MAX_DEAD_KEY_TTL = 10 * 365 * 24 * 3600;
 
-import type { AnyJobDefinition, JobDefinition } from './job-definition.ts';
+import type { AnyJobDefinition, ConcurrencyLimit, JobDefinition } from './job-definition.ts';
 import { isPayloadSchema } from './standard-schema.ts';
 import { assertTableDefinition, sameTableSpec, type TableDefinition, type TableMap } from './table.ts';
 
@@ -119,7 +119,51 @@ function assertDefinition(definition: AnyJobDefinition): void {
       `job type ${definition.type}: deadKeyTtl must be a whole number of seconds from 1 to ${MAX_DEAD_KEY_TTL} (10 years), received ${typeof ttl === 'number' ? ttl : typeof ttl}`,
     );
   }
+  assertConcurrency(definition.type, definition.concurrency);
   if (typeof definition.run !== 'function') {
     throw new ConfigError(`job type ${definition.type}: run must be a function (ctx, payload) => outcome`);
+  }
+}
+
+/** Most slots one concurrency limit may have: each is an item, and a busy acquire reads them all. */
+export const MAX_CONCURRENCY_LIMIT = 1000;
+/** Most concurrency limits one type may declare: each costs an acquire and a release per job. */
+const MAX_CONCURRENCY_LIMITS = 4;
+
+/** The limits of a definition's `concurrency` option, as a list (none when unset). */
+export function concurrencyLimits(definition: AnyJobDefinition): readonly ConcurrencyLimit[] {
+  const option: unknown = definition.concurrency;
+  if (option === undefined) return [];
+  return Array.isArray(option) ? option : [option as ConcurrencyLimit];
+}
+
+function assertConcurrency(type: string, option: unknown): void {
+  if (option === undefined) return;
+  const limits: unknown[] = Array.isArray(option) ? option : [option];
+  const where = `job type ${type}: concurrency`;
+  if (limits.length === 0 || limits.length > MAX_CONCURRENCY_LIMITS) {
+    throw new ConfigError(
+      `${where} must be one limit or a list of 1 to ${MAX_CONCURRENCY_LIMITS}, received ${limits.length}`,
+    );
+  }
+  for (const [i, entry] of limits.entries()) {
+    const at = limits.length > 1 ? `${where}[${i}]` : where;
+    if (typeof entry !== 'object' || entry === null) {
+      throw new ConfigError(`${at} must be an object { limit, key?, name? }, received ${typeof entry}`);
+    }
+    const { limit, key, name } = entry as Record<string, unknown>;
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_CONCURRENCY_LIMIT) {
+      throw new ConfigError(
+        `${at}.limit must be a whole number from 1 to ${MAX_CONCURRENCY_LIMIT}, received ${typeof limit === 'number' ? limit : typeof limit}`,
+      );
+    }
+    if (key !== undefined && typeof key !== 'function') {
+      throw new ConfigError(`${at}.key must be a function (payload) => string, received ${typeof key}`);
+    }
+    if (name !== undefined && (typeof name !== 'string' || !JOB_TYPE.test(name))) {
+      throw new ConfigError(
+        `${at}.name ${JSON.stringify(name)} is not valid; expected 1-128 letters, digits or . _ : -`,
+      );
+    }
   }
 }

@@ -27,5 +27,10 @@ export const MetricName = {
   FastPathFallback: 'FastPathFallback',
   /** A message given back without running (own message early, contended, claim outage, deadline, FIFO). */
   HandBack: 'HandBack',
+  /**
+   * A job found its concurrency slot or rate permit taken and went back to the queue with a delay, no
+   * attempt used (dimension `kind`: concurrency or rate).
+   */
+  LimitWait: 'LimitWait',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];

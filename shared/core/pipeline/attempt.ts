@@ -5,6 +5,7 @@
 import type { JobEnvelope } from '../contract/envelope.ts';
 import type { JobLease } from '../contract/job-store.ts';
 import type { JobRenewer } from '../leases/renewer.ts';
+import type { FencedSlot } from '../model/job-context.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
 import type { JobLog } from '../observe/job-log.ts';
 import type { RecordMessage } from './record-message.ts';
@@ -16,6 +17,8 @@ export interface Job {
   /** The payload as the type's schema parsed it: what `run` gets. */
   readonly payload: unknown;
   readonly log: JobLog;
+  /** The concurrency slots taken for it (limits.ts), fenced into its writes with effects. */
+  readonly slots?: readonly FencedSlot[];
 }
 
 /** A claimed job: the lease it runs under and what renews it. */

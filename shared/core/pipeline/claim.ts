@@ -108,6 +108,7 @@ export function startAttempt(
     envelope: job.envelope,
     payload: job.payload,
     log,
+    ...(job.slots ? { slots: job.slots } : {}),
     definition,
     lease,
     renewer,

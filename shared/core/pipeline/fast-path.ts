@@ -9,6 +9,7 @@ import { collides, needsLeasedClaim } from '../decisions/claim-decision.ts';
 import { leaseSafetyMs } from '../decisions/lease-timing.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';
 import { describeConflict } from '../model/conflict.ts';
+import { namedLeaseLost } from '../model/job-context.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { inSpan } from '../observe/spans.ts';
@@ -135,13 +136,17 @@ async function runAndCommitOnce(
     version: 0,
     leaseUntil: until,
   };
-  const context = jobContext(s, definition, lease, signal, undefined);
+  const context = jobContext(s, definition, lease, signal, undefined, job.slots);
   let committed: readonly Effect[] = [];
+  let effectCount = 0;
   const answer = await runAndCommit(
     s,
     { definition, payload: job.payload, context, signal, log, what: 'fast commit' },
     (outcome) => {
-      committed = outcome?.effects ?? [];
+      const effects = outcome?.effects ?? [];
+      effectCount = effects.length;
+      // A concurrency slot lost during the run: its fence refuses the transaction, nothing applies.
+      committed = effectCount > 0 ? [...effects, ...context.leaseFences()] : effects;
       return inSpan(
         'leaseq.commit',
         { 'leaseq.fast_path': true },
@@ -163,9 +168,12 @@ async function runAndCommitOnce(
         { errorText: s.errorText },
       );
     },
-    (refused) => !refused.ok && refused.reason !== 'refused',
+    (refused) =>
+      !refused.ok && refused.reason !== 'refused' && context.lostLeaseAt(refused, effectCount) === undefined,
   );
   if (answer.ok || answer.reason === 'refused') return answer;
+  const lost = context.lostLeaseAt(answer, effectCount);
+  if (lost) throw namedLeaseLost(lost, 'fast commit');
   // Optimistic conflicts the re-runs did not resolve: recorded under a lease like any failed fast run.
   const detail = await describeConflict(committed, answer, context.tables, signal);
   throw new OptimisticConflictError('completion', s.optimisticTries, undefined, detail);

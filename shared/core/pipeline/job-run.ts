@@ -5,7 +5,7 @@ import { InvalidEnvelopeError } from '../../errors.ts';
 import type { JobEnvelope } from '../contract/envelope.ts';
 import type { JobLease } from '../contract/job-store.ts';
 import { conflictPause } from '../decisions/optimistic.ts';
-import { JobContext } from '../model/job-context.ts';
+import { type FencedSlot, JobContext } from '../model/job-context.ts';
 import type { AnyJobDefinition, JobOutcome } from '../model/job-definition.ts';
 import { validatePayload } from '../model/standard-schema.ts';
 import type { JobLog } from '../observe/job-log.ts';
@@ -23,6 +23,7 @@ export function jobContext(
   lease: JobLease,
   signal: AbortSignal,
   leaseSignal: AbortSignal | undefined,
+  slots: readonly FencedSlot[] | undefined,
 ): JobContext {
   const fastPath = leaseSignal === undefined;
   return new JobContext({
@@ -30,6 +31,7 @@ export function jobContext(
     fastPath,
     leaseSignal,
     leases: fastPath ? undefined : s.leases,
+    ...(slots ? { slots } : {}),
     testHooks: s.testHooks,
     store: s.store,
     lease,

@@ -64,7 +64,7 @@ export async function runLeased(
 async function runAndCommitFenced(s: Settings, attempt: Attempt, heartbeat: Heartbeat): Promise<void> {
   const { definition, lease, log } = attempt;
   const { signal, leaseSignal } = heartbeat;
-  const context = jobContext(s, definition, lease, signal, leaseSignal);
+  const context = jobContext(s, definition, lease, signal, leaseSignal, attempt.slots);
   let effectCount = 0;
   let committed: readonly Effect[] = [];
   try {

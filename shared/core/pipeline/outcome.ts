@@ -13,7 +13,9 @@ export type RecordAction =
   | 'lease-ran-out'
   | 'store-unavailable'
   | 'deadline'
-  | 'deferred';
+  | 'deferred'
+  /** No concurrency slot or rate permit: given back with a delay, no attempt used (limit-bounce.ts). */
+  | 'limited';
 
 /** What happened to one record; `retain` means the message stays in the queue (a batch item failure). */
 export interface RecordOutcome {

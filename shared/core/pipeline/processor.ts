@@ -9,6 +9,7 @@ import { DEFAULTS } from '../contract/defaults.ts';
 import { type JobEnvelope, parseEnvelope } from '../contract/envelope.ts';
 import { recordedDeadCause } from '../decisions/claim-decision.ts';
 import { capLeaseToDeadline } from '../decisions/lease-timing.ts';
+import type { AnyJobDefinition } from '../model/job-definition.ts';
 import { JobLog } from '../observe/job-log.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { contextFromTraceparent, inSpan, SpanKind } from '../observe/spans.ts';
@@ -19,6 +20,8 @@ import { DeadLetterer, letterRefusedJob } from './dead-letterer.ts';
 import { readBeforeFast, runFast } from './fast-path.ts';
 import { checkedPayload } from './job-run.ts';
 import { runLeased } from './leased-run.ts';
+import { bounceForLimit } from './limit-bounce.ts';
+import { concurrencyWaitMs, releaseSlots, takeSlots } from './limits.ts';
 import { outcomeOf, type RecordAction, type RecordOutcome } from './outcome.ts';
 import { withPayload } from './payload-ref.ts';
 import { RecordMessage } from './record-message.ts';
@@ -172,6 +175,36 @@ export class JobProcessor {
       }
       s.metrics.count(MetricName.CacheMiss);
     }
+
+    // Limits: after the payload check and the cache, before the fast path and the claim, so a job that
+    // finds its limit full writes nothing to its job item and uses no attempt (docs/protocol.md, "Limits").
+    const slots = await takeSlots(s, job, definition);
+    if ('invalid' in slots) {
+      return (await letterRefusedJob(s, job, 'invalid-limit-key', slots.invalid)).action;
+    }
+    if ('unavailable' in slots) return this.#limitUnavailable(job, slots.unavailable);
+    if ('busy' in slots) {
+      return bounceForLimit(s, job, {
+        kind: 'concurrency',
+        limitKey: slots.busy,
+        delayMs: concurrencyWaitMs(message.receives),
+      });
+    }
+    if (slots.held.length === 0) return this.#run(job, definition, deadline);
+    const store = s.leases;
+    const fenced = slots.held.map((held) => ({ held, fence: store?.fence(held.lease) ?? {} }));
+    try {
+      return await this.#run({ ...job, slots: fenced }, definition, deadline);
+    } finally {
+      // After the commit or the release: nothing this record acquired outlives its attempt.
+      await releaseSlots(slots.held);
+    }
+  }
+
+  /** The edges from the fast path on: fast path, claim or its refusal, run or failure. */
+  async #run(job: Job, definition: AnyJobDefinition, deadline: number | undefined): Promise<RecordAction> {
+    const s = this.#s;
+    const { envelope, message } = job;
     let now = s.now();
     let leaseMs = capLeaseToDeadline(s.leaseMs, now, deadline);
     if (leaseMs < MIN_LEASE_MS) return this.#tooLate(job);
@@ -235,6 +268,20 @@ export class JobProcessor {
     if (failure) return settleFailure(s, attempt, failure.error, this.#deadLetterer);
     // E4-E6, then E7/E8 or E9 on failure.
     return runLeased(s, attempt, this.#deadLetterer);
+  }
+
+  /** The leases table did not answer a slot's acquire: nothing was claimed, the message retries it. */
+  async #limitUnavailable(job: Job, error: unknown): Promise<'store-unavailable'> {
+    const s = this.#s;
+    const delay = s.backoffSeconds(job.message.receives);
+    s.metrics.count(MetricName.StoreUnavailable);
+    s.metrics.count(MetricName.HandBack);
+    job.log.warn('the leases table did not answer a concurrency slot acquire; giving the message back', {
+      delaySeconds: delay,
+      error: s.errorText(error),
+    });
+    await job.message.giveBack(delay, 'store unavailable');
+    return 'store-unavailable';
   }
 
   /** Gives the message back at once: too little of the invocation is left to start (or go on). */

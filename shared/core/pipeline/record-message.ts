@@ -32,6 +32,29 @@ export class RecordMessage {
     }
   }
 
+  /**
+   * Sends the body again as a new message visible after `seconds` (same message attributes, same fair
+   * queue group), then deletes this one; false when the queue cannot re-send (FIFO: no per-message delay;
+   * a port without `resend`) or the send failed, and nothing changed. A failed delete after the send
+   * leaves two messages of one job: the claim runs it once and drops the other as a copy.
+   */
+  async resend(seconds: number): Promise<boolean> {
+    const { record } = this;
+    if (!this.#queue.resend || record.attributes.SequenceNumber !== undefined) return false;
+    try {
+      await this.#queue.resend(record.body, {
+        delaySeconds: seconds,
+        attributes: record.messageAttributes,
+        ...(record.attributes.MessageGroupId ? { groupId: record.attributes.MessageGroupId } : {}),
+      });
+    } catch (error) {
+      this.#log.warn('could not re-send the message; giving it back instead', { error: describe(error) });
+      return false;
+    }
+    await this.delete();
+    return true;
+  }
+
   /** Hides the message for `seconds`; false when that failed (the message may show again sooner). */
   async hide(seconds: number): Promise<boolean> {
     try {

@@ -1,7 +1,7 @@
 // The processor's options, their defaults (from contract/defaults.ts) and their validation, resolved
 // once per worker into the one value every pipeline step reads.
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { errorText, type RedactError } from '../../errors.ts';
+import { ConfigError, errorText, type RedactError } from '../../errors.ts';
 import { DEFAULTS } from '../contract/defaults.ts';
 import { checkMaxBodyBytes } from '../contract/envelope.ts';
 import type { JobQueue } from '../contract/job-queue.ts';
@@ -11,7 +11,7 @@ import type { PayloadStore } from '../contract/payload-store.ts';
 import { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from '../decisions/backoff.ts';
 import { leaseTiming } from '../decisions/lease-timing.ts';
 import type { TableHandleSource } from '../model/job-definition.ts';
-import type { JobRegistry } from '../model/registry.ts';
+import { concurrencyLimits, type JobRegistry } from '../model/registry.ts';
 import { type MetricsSink, noMetrics } from '../observe/metrics.ts';
 import type { CompletedCache } from './completed-cache.ts';
 
@@ -101,7 +101,7 @@ export interface Settings {
   readonly errorText: (error: unknown) => string;
 }
 
-/** Applies the defaults and validates. @throws RangeError for a lease, heartbeat, attempt or try count or a body limit out of range; TypeError for a redactError that is not a function. */
+/** Applies the defaults and validates. @throws ConfigError for a type with concurrency limits and no leases store; RangeError for a lease, heartbeat, attempt or try count or a body limit out of range; TypeError for a redactError that is not a function. */
 export function resolveSettings(options: JobProcessorOptions): Settings {
   const timing = leaseTiming(options.leaseMs ?? DEFAULTS.leaseMs, options.heartbeatMs);
   for (const [name, value] of [
@@ -118,6 +118,17 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
     throw new RangeError(`maxRefunds must be an integer >= 0, received ${maxRefunds}`);
   }
   const registry = options.registry;
+  if (options.leases === undefined) {
+    const limited = registry.types().find((type) => {
+      const definition = registry.get(type);
+      return definition !== undefined && concurrencyLimits(definition).length > 0;
+    });
+    if (limited !== undefined) {
+      throw new ConfigError(
+        `job type ${limited} has concurrency limits, whose slots live on the leases table: set LEASEQ_LEASES_TABLE on the worker (the processor's leases option)`,
+      );
+    }
+  }
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
   const random = options.random ?? Math.random;
   const redact = options.redactError;

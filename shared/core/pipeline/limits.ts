@@ -1,0 +1,190 @@
+// Concurrency limits (docs/jobs.md, "Concurrency limits"; docs/protocol.md, "Limits"): before the fast
+// path and the claim, a job takes one slot of each limit of its type, a named lease on the leases table
+// (`slot:<type or name>:<* or k:key>#<i>`), heartbeated like ctx.withLease's and fenced into the job's
+// writes that carry effects. No free slot: the message is bounced (limit-bounce.ts), no attempt used.
+// The processor releases the slots after the attempt's commit or release, in a finally.
+import { errorClass, LeaseBusyError, StoreUnavailableError } from '../../errors.ts';
+import type { LeaseItem, LeaseStore } from '../contract/lease-store.ts';
+import { type HeldLease, holdLease } from '../leases/named-lease.ts';
+import type { AnyJobDefinition, ConcurrencyLimit } from '../model/job-definition.ts';
+import { concurrencyLimits } from '../model/registry.ts';
+import type { Job } from './attempt.ts';
+import type { Settings } from './settings.ts';
+
+/** Longest key value a limit's `key` function may return (it becomes part of a lease key). */
+export const LIMIT_KEY_MAX = 200;
+
+/** Free slots tried after a busy first one and a read of the scope, before the job is bounced. */
+const FREE_SLOT_TRIES = 3;
+
+/** A limit's `key` function threw or returned no usable key: the message is dead-lettered `invalid-limit-key`. */
+export class InvalidLimitKeyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidLimitKeyError';
+  }
+}
+
+/**
+ * The scope of `limit` for `payload`: `slot:<name or type>:*` for a type-wide limit,
+ * `slot:<name or type>:k:<key>` for a keyed one. Slot i is `<scope>#<i>`.
+ * @throws InvalidLimitKeyError when the key function throws or returns anything but a non-empty string of
+ * at most LIMIT_KEY_MAX characters (the text names the limit and the problem, never the payload).
+ */
+export function slotScope(type: string, limit: ConcurrencyLimit, payload: unknown): string {
+  const owner = limit.name ?? type;
+  if (limit.key === undefined) return `slot:${owner}:*`;
+  let value: unknown;
+  try {
+    value = limit.key(payload);
+  } catch (error) {
+    throw new InvalidLimitKeyError(`the key of concurrency limit ${owner} threw ${errorClass(error)}`);
+  }
+  if (typeof value !== 'string' || value.length === 0 || value.length > LIMIT_KEY_MAX) {
+    const got = typeof value === 'string' ? `a string of ${value.length} characters` : typeof value;
+    throw new InvalidLimitKeyError(
+      `the key of concurrency limit ${owner} must return a string of 1-${LIMIT_KEY_MAX} characters, returned ${got}`,
+    );
+  }
+  return `slot:${owner}:k:${value}`;
+}
+
+/** The lease key of slot `i` of `scope`. */
+export function slotKey(scope: string, i: number): string {
+  return `${scope}#${i}`;
+}
+
+/**
+ * The order in which to try the free slots a read found: `free` (slot numbers) rotated by `random`, so
+ * jobs that read the same busy scope spread over its free slots rather than all racing for the first.
+ */
+export function freeSlotOrder(
+  limit: number,
+  items: readonly LeaseItem[],
+  scope: string,
+  now: number,
+  skip: number,
+  random: () => number,
+): number[] {
+  const busy = new Set(
+    items.filter((item) => item.owner !== undefined && item.leaseUntil >= now).map((item) => item.leaseKey),
+  );
+  const free: number[] = [];
+  for (let i = 0; i < limit; i++) if (i !== skip && !busy.has(slotKey(scope, i))) free.push(i);
+  const start = Math.floor(random() * free.length);
+  return [...free.slice(start), ...free.slice(0, start)];
+}
+
+/**
+ * How long a job that found its limit full waits before its next try: a second per receive, up to five
+ * (limit-bounce.ts re-sends the message by then, which starts its count again). Short, since a slot
+ * usually frees within a job's run; never long enough to leave free slots idle for many seconds.
+ */
+export function concurrencyWaitMs(receives: number): number {
+  return 1000 * Math.max(1, Math.min(receives, 5));
+}
+
+/** What taking a job's slots came to. */
+export type SlotsTaken =
+  | { readonly held: readonly HeldLease[] }
+  | { readonly busy: string }
+  | { readonly invalid: InvalidLimitKeyError }
+  | { readonly unavailable: StoreUnavailableError };
+
+/** Nothing held: a type without concurrency limits. */
+const NONE: SlotsTaken = { held: [] };
+
+/**
+ * Takes one slot of every concurrency limit of `definition` for `job`, or none: on a busy limit (or an
+ * outage) the slots already taken are released before it returns. Never waits for a slot.
+ */
+export async function takeSlots(s: Settings, job: Job, definition: AnyJobDefinition): Promise<SlotsTaken> {
+  const limits = concurrencyLimits(definition);
+  if (limits.length === 0) return NONE;
+  const store = s.leases;
+  if (!store) throw new Error(`unreachable: ${definition.type} has concurrency limits but no leases store`);
+  const scopes: { scope: string; limit: number }[] = [];
+  try {
+    for (const limit of limits) {
+      scopes.push({ scope: slotScope(definition.type, limit, job.payload), limit: limit.limit });
+    }
+  } catch (error) {
+    if (error instanceof InvalidLimitKeyError) return { invalid: error };
+    throw error;
+  }
+  // One record's own owner: two copies of a job on one worker must not pass for each other's acquire.
+  const owner = `${s.worker}/${job.envelope.dedupKey}/${job.message.record.messageId}`;
+  const held: HeldLease[] = [];
+  // A failed release leaves the slot to expire after one slot lease: worth a line, never a failure.
+  const onReleaseError = (error: unknown) =>
+    job.log.warn('could not release a concurrency slot; it expires instead', { error: s.errorText(error) });
+  try {
+    for (const { scope, limit } of scopes) {
+      const slot = await takeSlot(s, store, owner, scope, limit, onReleaseError);
+      if (slot === undefined) {
+        await releaseSlots(held);
+        return { busy: scope };
+      }
+      held.push(slot);
+    }
+  } catch (error) {
+    await releaseSlots(held);
+    if (error instanceof StoreUnavailableError) return { unavailable: error };
+    throw error;
+  }
+  return { held };
+}
+
+/**
+ * One slot of `scope`: a random one first (an uncontended job pays one conditional write); busy, a read
+ * of the scope's slots (one BatchGetItem) and up to FREE_SLOT_TRIES of those it shows free. Undefined
+ * when none was taken.
+ */
+async function takeSlot(
+  s: Settings,
+  store: LeaseStore,
+  owner: string,
+  scope: string,
+  limit: number,
+  onReleaseError: (error: unknown) => void,
+): Promise<HeldLease | undefined> {
+  const first = Math.floor(s.random() * limit);
+  const attempt = (i: number) => trySlot(s, store, owner, slotKey(scope, i), onReleaseError);
+  const taken = await attempt(first);
+  if (taken || limit === 1) return taken;
+  // Without a batch read every other slot counts as free, and the tries are the read.
+  const items = store.getMany
+    ? await store.getMany(Array.from({ length: limit }, (_, i) => slotKey(scope, i)))
+    : [];
+  const order = freeSlotOrder(limit, items, scope, s.now(), first, s.random);
+  for (const i of order.slice(0, FREE_SLOT_TRIES)) {
+    const slot = await attempt(i);
+    if (slot) return slot;
+  }
+  return undefined;
+}
+
+/** One acquire of one slot, no waiting: held (and heartbeated), or undefined when busy. */
+async function trySlot(
+  s: Settings,
+  store: LeaseStore,
+  owner: string,
+  key: string,
+  onReleaseError: (error: unknown) => void,
+): Promise<HeldLease | undefined> {
+  try {
+    return await holdLease(key, { store, owner, leaseMs: s.leaseMs, waitMs: 0, now: s.now, onReleaseError });
+  } catch (error) {
+    if (error instanceof LeaseBusyError) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Gives the slots up (after the attempt's commit or release). Never throws: a failed release is logged
+ * (holdLease's onReleaseError) and leaves the slot to expire after one slot lease (the job's lease length).
+ */
+export async function releaseSlots(held: readonly HeldLease[]): Promise<void> {
+  if (held.length === 0) return;
+  await Promise.all(held.map((slot) => slot.release()));
+}

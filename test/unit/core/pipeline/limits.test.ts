@@ -1,0 +1,194 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { makeEnvelope } from '../../../../shared/core/contract/envelope.ts';
+import { JobRegistry } from '../../../../shared/core/model/registry.ts';
+import { bounceSeconds, RESEND_AT_RECEIVES } from '../../../../shared/core/pipeline/limit-bounce.ts';
+import {
+  concurrencyWaitMs,
+  freeSlotOrder,
+  InvalidLimitKeyError,
+  LIMIT_KEY_MAX,
+  slotKey,
+  slotScope,
+} from '../../../../shared/core/pipeline/limits.ts';
+import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
+import { resolveSettings } from '../../../../shared/core/pipeline/settings.ts';
+import { defineJob } from '../../../../shared/jobs/define-job.ts';
+import { REDRIVE_MARGIN } from '../../../../shared/resources.ts';
+import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
+import { InMemoryLeaseStore } from '../../../../shared/testing/in-memory-lease-store.ts';
+import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+
+const schema = z.object({ tenant: z.unknown() });
+const run = async () => ({ result: 'ok' });
+
+describe('Function: slotScope / slotKey', () => {
+  it('names a type-wide slot, a keyed slot and a shared (named) one as the spec says', () => {
+    expect(slotKey(slotScope('mail.send', { limit: 3 }, {}), 0)).toBe('slot:mail.send:*#0');
+    const byTenant = { limit: 3, key: (p: { tenant: string }) => p.tenant };
+    expect(slotKey(slotScope('mail.send', byTenant as never, { tenant: 'acme' }), 2)).toBe(
+      'slot:mail.send:k:acme#2',
+    );
+    expect(slotScope('mail.send', { limit: 1, name: 'smtp' }, {})).toBe('slot:smtp:*');
+  });
+
+  it.each([
+    [
+      'throws',
+      () => {
+        throw new TypeError('secret-payload-value');
+      },
+      /threw TypeError/,
+    ],
+    ['returns a number', () => 42, /returned number/],
+    ['returns an empty string', () => '', /returned a string of 0 characters/],
+    [
+      'returns an over-long string',
+      () => 'x'.repeat(LIMIT_KEY_MAX + 1),
+      /returned a string of 201 characters/,
+    ],
+  ])('refuses a key function that %s, naming the limit and never the payload', (_, key, problem) => {
+    const call = () =>
+      slotScope('mail.send', { limit: 1, key: key as never }, { tenant: 'secret-payload-value' });
+    expect(call).toThrow(InvalidLimitKeyError);
+    expect(call).toThrow(problem);
+    expect(call).toThrow(/concurrency limit mail\.send/);
+    expect(call).not.toThrow(/secret-payload-value/);
+  });
+});
+
+describe('Function: freeSlotOrder', () => {
+  it('lists the slots a read shows free (absent, released or expired), never the one already tried', () => {
+    const scope = 'slot:t:*';
+    const items = [
+      { leaseKey: slotKey(scope, 0), owner: 'a', leaseUntil: 2000, token: 1 },
+      { leaseKey: slotKey(scope, 1), leaseUntil: 0, token: 1 },
+      { leaseKey: slotKey(scope, 2), owner: 'b', leaseUntil: 999, token: 1 },
+    ];
+    const order = freeSlotOrder(5, items, scope, 1000, 3, () => 0);
+    expect(order).toEqual([1, 2, 4]);
+    // Rotated by the randomness, so readers of one busy scope spread over its free slots.
+    expect(freeSlotOrder(5, items, scope, 1000, 3, () => 0.7)).toEqual([4, 1, 2]);
+  });
+});
+
+describe('Function: bounceSeconds / concurrencyWaitMs', () => {
+  it('jitters the delay up by at most half, in whole seconds from 1 to 900', () => {
+    expect(bounceSeconds(1000, () => 0)).toBe(1);
+    expect(bounceSeconds(2000, () => 0.99)).toBe(3);
+    expect(bounceSeconds(0, () => 0.5)).toBe(1);
+    expect(bounceSeconds(10_000_000, () => 0.5)).toBe(900);
+    expect(concurrencyWaitMs(1)).toBe(1000);
+    expect(concurrencyWaitMs(50)).toBe(5000);
+    // Re-sent before the redrive safety net could count bounces.
+    expect(RESEND_AT_RECEIVES).toBeLessThan(REDRIVE_MARGIN);
+  });
+});
+
+describe('Registry: concurrency option', () => {
+  const job = (concurrency: unknown) =>
+    defineJob({ type: 't.limited', payload: schema, run, concurrency: concurrency as never });
+
+  it('accepts one limit or a list (a per-key limit and a type-wide cap)', () => {
+    expect(() => JobRegistry.of([job({ limit: 3 })])).not.toThrow();
+    expect(() =>
+      JobRegistry.of([
+        job([
+          { limit: 3, key: () => 'k' },
+          { limit: 10, name: 'smtp' },
+        ]),
+      ]),
+    ).not.toThrow();
+  });
+
+  it.each([
+    [{ limit: 0 }, /concurrency\.limit must be a whole number from 1 to 1000, received 0/],
+    [{ limit: 1.5 }, /received 1\.5/],
+    [{ limit: '3' }, /received string/],
+    [{ limit: 3, key: 'tenant' }, /concurrency\.key must be a function/],
+    [{ limit: 3, name: 'has space' }, /concurrency\.name "has space" is not valid/],
+    [[], /one limit or a list of 1 to 4, received 0/],
+    [[{ limit: 1 }, null], /concurrency\[1\] must be an object/],
+  ])('refuses %j with a clear ConfigError', (concurrency, message) => {
+    expect(() => JobRegistry.of([job(concurrency)])).toThrow(message);
+  });
+
+  it('refuses at start a worker with a limited type and no leases table', () => {
+    const options = {
+      store: new InMemoryJobStore(),
+      queue: new InMemoryQueue(),
+      registry: JobRegistry.of([job({ limit: 3 })]),
+      worker: 'w1',
+      logger: new Logger({ logLevel: 'SILENT' }),
+    };
+    expect(() => resolveSettings(options)).toThrow(
+      /job type t\.limited has concurrency limits.*LEASEQ_LEASES_TABLE/,
+    );
+    expect(() => resolveSettings({ ...options, leases: new InMemoryLeaseStore() })).not.toThrow();
+  });
+});
+
+describe('Processor: concurrency limits (in-memory stores)', () => {
+  function setup(key: (p: { tenant: unknown }) => string) {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((done) => {
+      release = done;
+    });
+    const limited = defineJob({
+      type: 't.limited',
+      payload: schema,
+      concurrency: { limit: 1, key },
+      async run() {
+        await gate;
+        return { result: 'ok' };
+      },
+    });
+    const store = new InMemoryJobStore();
+    const queue = new InMemoryQueue();
+    const leases = new InMemoryLeaseStore();
+    const processor = new JobProcessor({
+      store,
+      queue,
+      leases,
+      registry: JobRegistry.of([limited]),
+      worker: 'w1',
+      logger: new Logger({ logLevel: 'SILENT' }),
+      leaseMs: 3000,
+    });
+    const send = (dedupKey: string, tenant: unknown) =>
+      queue.send(
+        JSON.stringify(makeEnvelope({ id: dedupKey, type: 't.limited', dedupKey, payload: { tenant } })),
+      );
+    return { processor, store, queue, leases, send, release: () => release() };
+  }
+
+  it('bounces a job whose key has no free slot: no job item written, no attempt, slot freed after the first ends', async () => {
+    const t = setup((p) => String(p.tenant));
+    t.send('a1', 'A');
+    t.send('a2', 'A');
+    const [r1, r2] = t.queue.receive(2);
+    const first = t.processor.process(r1 as never);
+    // Let the first take its slot.
+    await new Promise((done) => setTimeout(done, 20));
+    const second = await t.processor.process(r2 as never);
+    expect(second.action).toBe('limited');
+    expect(second.disposition).toBe('retain');
+    expect(await t.store.get('a2')).toBeUndefined();
+    t.release();
+    expect((await first).action).toBe('completed');
+    // Released after the commit: nobody holds the slot.
+    const item = await t.leases.get('slot:t.limited:k:A#0');
+    expect(item?.owner).toBeUndefined();
+  });
+
+  it('dead-letters a job whose key function returns no key (invalid-limit-key), never claiming it', async () => {
+    const t = setup(() => 7 as never);
+    t.send('bad', 'A');
+    const [record] = t.queue.receive(1);
+    const outcome = await t.processor.process(record as never);
+    expect(outcome.action).toBe('dead-lettered');
+    expect(t.queue.deadLetters[0]?.reason.reason).toBe('invalid-limit-key');
+    expect(await t.store.get('bad')).toBeUndefined();
+  });
+});
