@@ -76,12 +76,14 @@ export function freeSlotOrder(
 }
 
 /**
- * How long a job that found its limit full waits before its next try: a second per receive, up to five
- * (limit-bounce.ts re-sends the message by then, which starts its count again). Short, since a slot
- * usually frees within a job's run; never long enough to leave free slots idle for many seconds.
+ * How long a job that found its limit full waits before its next try: 1 s after its first receive,
+ * doubling per receive up to 16 s (limit-bounce.ts re-sends the message by then, which starts again at
+ * 1 s). A slot usually frees within a job's run, so the first tries come soon; a long backlog of one key
+ * hides itself longer and longer, so the queue's visible messages are not all that key's and other keys'
+ * jobs are received (and run) among them.
  */
 export function concurrencyWaitMs(receives: number): number {
-  return 1000 * Math.max(1, Math.min(receives, 5));
+  return 1000 * 2 ** (Math.max(1, Math.min(receives, 5)) - 1);
 }
 
 /** What taking a job's slots came to. */
