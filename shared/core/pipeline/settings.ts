@@ -118,7 +118,8 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
     throw new RangeError(`maxRefunds must be an integer >= 0, received ${maxRefunds}`);
   }
   const registry = options.registry;
-  if (options.leases === undefined) {
+  // A registry may be absent where a test builds a processor it never runs a record through.
+  if (options.leases === undefined && registry !== undefined) {
     const limited = registry.types().find((type) => {
       const definition = registry.get(type);
       return definition !== undefined && concurrencyLimits(definition).length > 0;
