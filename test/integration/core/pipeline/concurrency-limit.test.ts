@@ -207,6 +207,14 @@ describe('concurrency limits (against the emulator)', () => {
     const item = await worker.store.get(dedupKey);
     expect(item?.status).not.toBe(JobStatus.Completed);
     expect(item?.lastErrorClass).toBe('NamedLeaseLostError');
+    // The retry, once the thief's lease ended, holds the slot and commits.
+    for (let turn = 0; turn < 15 && runsSeen < 2; turn++) await worker.poll(1);
+    await worker.poll(1);
+    expect((await worker.store.get(dedupKey))?.status).toBe(JobStatus.Completed);
+    const final = await env.clients.doc.send(
+      new GetCommand({ TableName: env.ledgerTable, Key: { account }, ConsistentRead: true }),
+    );
+    expect(final.Item?.balance).toBe(2);
   }, 60_000);
 
   it('costs an uncontended limited job one acquire and one release more than an unlimited one', async () => {
