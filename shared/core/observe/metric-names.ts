@@ -27,5 +27,9 @@ export const MetricName = {
   FastPathFallback: 'FastPathFallback',
   /** A message given back without running (own message early, contended, claim outage, deadline, FIFO). */
   HandBack: 'HandBack',
+  /** A running (or retrying) job stopped because it was cancelled; its message deleted (dimension `jobType`). */
+  JobCancelled: 'JobCancelled',
+  /** A copy of a cancelled job (or one sent after a cancel's tombstone) dropped (dimension `jobType`). */
+  CancelledCopyDropped: 'CancelledCopyDropped',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
