@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import * as cancel from './commands/cancel.ts';
 import * as dlq from './commands/dlq.ts';
 import * as inspect from './commands/inspect.ts';
 import * as jobs from './commands/jobs.ts';
@@ -26,6 +27,7 @@ const modules: readonly CommandModule[] = [
   jobs,
   leases,
   dlq,
+  cancel,
   ui,
 ];
 

@@ -182,6 +182,19 @@ export class LeaseRanOutError extends LeaseLostError {
 }
 
 /**
+ * The job was cancelled (`leaseq cancel`, `JobProducer.cancel`): a fenced write of its holder (a renewal,
+ * a checkpoint, the commit) found the item CANCELLED. The job's signal aborts with it; the worker deletes
+ * its message (no retry, no dead letter). A LeaseLostError, so every fence that stops a lost lease stops
+ * a cancelled job too.
+ */
+export class JobCancelledError extends LeaseLostError {
+  constructor(key: string, token: number, detail: string, cause?: unknown) {
+    super(key, token, detail, cause);
+    this.name = 'JobCancelledError';
+  }
+}
+
+/**
  * Optimistic write kept conflicting after the in-process retries: give the job back with a delay.
  * `detail` says what conflicted (table, key, the version expected and found; core/model/conflict.ts).
  */

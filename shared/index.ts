@@ -32,6 +32,7 @@ export {
   ConfigError,
   DeadlineError,
   InvalidEnvelopeError,
+  JobCancelledError,
   LeaseBusyError,
   LeaseLostError,
   LeaseqError,

@@ -45,7 +45,10 @@ export function describeJob(report: InspectReport, now: number): string {
     ['dedup key', job.dedupKey],
     ['type', job.type],
     ['status', job.status],
-    ['owner', job.owner ?? (job.status === 'COMPLETED' || job.status === 'DEAD' ? undefined : '(none)')],
+    [
+      'owner',
+      job.owner ?? (job.status === 'IN_PROGRESS' || job.status === 'RETRY_WAIT' ? '(none)' : undefined),
+    ],
     ['lease', lease],
     ['token', String(job.token)],
     ['attempts', String(job.attempts)],
@@ -71,7 +74,9 @@ export function describeJob(report: InspectReport, now: number): string {
   const hint =
     job.status === 'DEAD'
       ? `\n\nthe job is dead-lettered: \`leaseq dlq show ${key}\` shows why; \`leaseq dlq redrive --dedup-key ${key}\` runs it again${deadKey}`
-      : '';
+      : job.status === 'CANCELLED'
+        ? `\n\nthe job is cancelled${job.type === undefined ? ' (before its message came: a tombstone)' : ''}: it never runs again, and copies sent under its key are dropped until TTL removes the item`
+        : '';
   const leases =
     report.ownerLeases.length === 0
       ? ''
@@ -119,7 +124,7 @@ export function register(program: Command): void {
       .description(
         'one job item by dedup key: status, owner, lease, fencing token, attempts, checkpoint, last error, ' +
           'result, timestamps, the named leases its owner holds, and its timeline (retries, takeovers, lost ' +
-          'leases, dead-lettering; exit 1 when there is no such item)',
+          'leases, dead-lettering, a cancel; exit 1 when there is no such item)',
       )
       .argument('<dedupKey>', 'the dedup key of the job')
       .option(

@@ -36,6 +36,7 @@ const STATUS_CHOICES: readonly ProblemStatusFilter[] = [
   JobStatus.Dead,
   JobStatus.InProgress,
   JobStatus.Completed,
+  JobStatus.Cancelled,
   'stuck',
 ];
 
@@ -100,7 +101,7 @@ export function register(program: Command): void {
       .option(
         '--status <list>',
         'comma-separated: RETRY_WAIT, DEAD, IN_PROGRESS, stuck (as `leaseq leases --stuck` decides it), ' +
-          'COMPLETED (jobs that completed after a problem: retried)',
+          'COMPLETED (jobs that completed after a problem: retried), CANCELLED',
         statusArg,
       )
       .option('--type <type>', 'only jobs of this type')

@@ -1,12 +1,13 @@
 /**
  * `leaseq ui`: the routes of the local inspector. Pages are rendered on the server; every store call is
- * bounded (data.ts), every request passes the gate (guard.ts), and the two actions (redrive, purge) ask
- * for a confirmation first and are absent in read-only mode.
+ * bounded (data.ts), every request passes the gate (guard.ts), and the actions (redrive, purge, cancel)
+ * ask for a confirmation first and are absent in read-only mode.
  */
 import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { scanJobSummaries } from '../../shared/core/adapters/dynamodb-scans.ts';
 import { JobStatus } from '../../shared/core/contract/statuses.ts';
+import { cancelJob, describeCancel } from '../../shared/ops/cancel.ts';
 import { findDeadLetter, purgeDlq, surveyDeadLetters } from '../../shared/ops/dlq.ts';
 import { DEAD_LETTER_REASONS, type DeadLetterSummary } from '../../shared/ops/dlq-letters.ts';
 import { type RedriveItem, redrive } from '../../shared/ops/dlq-redrive.ts';
@@ -16,6 +17,7 @@ import { listLeases } from '../../shared/ops/leases.ts';
 import { queueStats, totalDepth } from '../../shared/ops/queue-stats.ts';
 import type { OpsTarget } from '../../shared/ops/target.ts';
 import { jobTimeline } from '../../shared/ops/timeline.ts';
+import { operatorIdentity } from '../commands/dlq.ts';
 import { formatErrorText } from '../format.ts';
 import { type Bounded, bounded, listProblems, type ProblemFilter } from './data.ts';
 import { gate, requestToken, tokenCookie } from './guard.ts';
@@ -323,7 +325,13 @@ export function createUiApp(config: UiConfig): Hono {
       show === 'data'
         ? `<h2>Checkpoint data and result</h2><pre>${esc(JSON.stringify({ checkpointData: job.checkpoint?.data, result: job.result }, null, 2))}</pre>`
         : `<p><a class="button" href="/jobs/${encodeURIComponent(key)}?show=data">Show checkpoint data and result</a></p>`;
-    const body = `<h1>Job ${esc(key)}</h1><table><tbody>${fields.map(([k, v]) => `<tr><th scope="row">${esc(k)}</th><td>${v}</td></tr>`).join('')}</tbody></table>
+    // Only an unfinished job can be cancelled; a read-only inspector shows no action.
+    const cancellable = job.status === JobStatus.InProgress || job.status === JobStatus.RetryWait;
+    const cancel =
+      cancellable && !config.readOnly
+        ? `<form method="post" action="/jobs/${encodeURIComponent(key)}/cancel" aria-label="cancel this job"><button type="submit" class="danger">Cancel this job…</button></form>`
+        : '';
+    const body = `<h1>Job ${esc(key)}</h1><table><tbody>${fields.map(([k, v]) => `<tr><th scope="row">${esc(k)}</th><td>${v}</td></tr>`).join('')}</tbody></table>${cancel}
 <h2>Timeline</h2>${list}<h2>Checkpoint</h2>${checkpoint}<h2>Traces</h2>${waterfall(spans, config.spans.received)}${data}
 `;
     return c.html(frame(`Job ${key}`, body));
@@ -473,6 +481,28 @@ ${letterTable(chosen)}
       )
       .join('')}</tbody></table><p><a href="/dlq">Back to the dead letters</a></p>`;
     return c.html(frame('Redrive', body, { problems: problemsOf(...runs) }));
+  });
+
+  app.post('/jobs/:key/cancel', async (c) => {
+    const refused = refuseIfReadOnly(c);
+    if (refused) return refused;
+    const key = c.req.param('key');
+    const form = await c.req.parseBody();
+    const reason = typeof form.reason === 'string' && form.reason.trim() ? form.reason.trim() : undefined;
+    const back = `<p><a href="/jobs/${encodeURIComponent(key)}">Back to the job</a></p>`;
+    if (form.confirmed !== 'yes') {
+      const body = `<h1>Cancel job ${esc(key)}?</h1><p>The job never runs again: if it runs now, it stops at its next heartbeat and commits nothing; a retry it waits for does not run; copies sent under its key are dropped. This cannot be undone.</p>
+<form method="post" action="/jobs/${encodeURIComponent(key)}/cancel"><input type="hidden" name="confirmed" value="yes"><label for="c-reason">reason <input id="c-reason" name="reason" maxlength="240"></label> <button type="submit" class="danger" id="confirm">Confirm cancel</button> <a href="/jobs/${encodeURIComponent(key)}">Back</a></form>`;
+      return c.html(frame('Confirm cancel', body));
+    }
+    const done = await bounded('DynamoDB', `cancel of ${key}`, actionMs, () =>
+      cancelJob(target, key, { by: operatorIdentity(), ...(reason ? { reason } : {}) }),
+    );
+    if (done.ok) log(`cancel from the inspector: ${done.value.outcome}`);
+    const body = done.ok
+      ? `<h1>Cancel</h1><p id="outcome">${esc(describeCancel(key, done.value))}</p>${back}`
+      : `<h1>Cancel</h1>${back}`;
+    return c.html(frame('Cancel', body, { problems: problemsOf(done) }));
   });
 
   app.post('/dlq/purge', async (c) => {

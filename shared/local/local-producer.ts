@@ -39,16 +39,20 @@ export async function localJobProducer(options: LocalJobProducerOptions = {}): P
     );
   }
   const config = { ...awsConfigFromEnv(env), endpoint: status.endpoint };
-  const client = createAwsClients(config).sqs;
+  const clients = createAwsClients(config);
+  const client = clients.sqs;
+  const resourcePrefix = prefix ?? env.LEASEQ_PREFIX ?? defaultResourcePrefix(DEFAULT_LOCAL_STAGE);
   const url =
     queueUrl ??
-    (await jobsQueueUrl(
-      client,
-      prefix ?? env.LEASEQ_PREFIX ?? defaultResourcePrefix(DEFAULT_LOCAL_STAGE),
-      fifo ?? env.LEASEQ_FIFO === 'true',
-      status.endpoint,
-    ));
-  return new JobProducer({ ...producerOptions, queueUrl: url, client });
+    (await jobsQueueUrl(client, resourcePrefix, fifo ?? env.LEASEQ_FIFO === 'true', status.endpoint));
+  // The local deployment's jobs table, so `cancel` works as it does against a deployed stack.
+  return new JobProducer({
+    jobsTable: resourceNames(resourcePrefix).tables.jobs.name,
+    dynamoDb: clients.doc,
+    ...producerOptions,
+    queueUrl: url,
+    client,
+  });
 }
 
 async function jobsQueueUrl(

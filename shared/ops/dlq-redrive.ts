@@ -65,7 +65,7 @@ export type RedrivePlan =
  * - RETRY_WAIT (an earlier redrive reset it, or the worker could not mark it DEAD), IN_PROGRESS whose
  *   lease was over {@link REDRIVE_CLOCK_MARGIN_MS} before `now` (its worker died, or its dead marking
  *   failed): reset, then send.
- * - COMPLETED: skip; the job ran, the dead letter is stale (purge it).
+ * - COMPLETED: skip; the job ran, the dead letter is stale (purge it). CANCELLED: skip, likewise.
  * - IN_PROGRESS with a live lease, or one over less than the margin ago: skip; a copy may be running now.
  */
 export function planRedrive(
@@ -95,6 +95,8 @@ export function planRedrive(
       return { action: 'reset-and-send', why: 'job item was waiting for a retry; attempts start again' };
     case JobStatus.Completed:
       return { action: 'skip', why: 'job already completed; this dead letter is stale (purge it)' };
+    case JobStatus.Cancelled:
+      return { action: 'skip', why: 'job was cancelled; this dead letter is stale (purge it)' };
     case JobStatus.InProgress:
       if (!leaseOver(item.leaseUntil, now)) {
         return { action: 'skip', why: `job is running now (lease held by ${item.owner ?? 'unknown'})` };

@@ -145,6 +145,7 @@ export function summariseJobs(
     [JobStatus.RetryWait]: 0,
     [JobStatus.Completed]: 0,
     [JobStatus.Dead]: 0,
+    [JobStatus.Cancelled]: 0,
   };
   const stuckByReason: Record<StuckReason, number> = {
     'lease-expired': 0,

@@ -140,6 +140,13 @@ function fromEvent(event: HistoryEvent): TimelineEntry {
         title: 'a fresh send ran the dead key again',
         detail: `dead since ${new Date(event.wasDeadAt).toISOString()}`,
       };
+    case 'cancelled':
+      return {
+        at: event.at,
+        kind: 'cancelled',
+        title: `cancelled by ${event.by}`,
+        ...(event.reason ? { detail: event.reason } : {}),
+      };
     default: {
       // A kind a newer leaseq writes (this one does not know it): shown by its name, never an error.
       const other = event as { e?: unknown; at: number; owner?: unknown; attempt?: unknown; token?: unknown };

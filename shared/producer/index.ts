@@ -2,9 +2,11 @@
 
 // For senders of their own on a FIFO queue: the group leaseq gives a job, and SQS's rule for group ids.
 export { groupIdForKey, isValidGroupId } from '../aws/message-group.ts';
+export type { CancelResult } from '../core/contract/job-store.ts';
 // The producer for the local deployment, found as the CLI finds it (the embedded emulator's state file).
 export { type LocalJobProducerOptions, localJobProducer } from '../local/local-producer.ts';
 export {
+  type CancelOptions,
   type FailedJob,
   InvalidJobError,
   type JobInput,

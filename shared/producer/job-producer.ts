@@ -1,15 +1,19 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ROOT_CONTEXT } from '@opentelemetry/api';
 import { awsConfigFromEnv, createAwsClients, isLocalEndpoint } from '../aws/clients.ts';
 import { groupIdProblem } from '../aws/message-group.ts';
+import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
 import {
   checkMaxBodyBytes,
+  isEnvelopeDedupKey,
   isValidTraceparent,
   type JobEnvelope,
   makeEnvelope,
   parseEnvelope,
 } from '../core/contract/envelope.ts';
+import type { CancelResult } from '../core/contract/job-store.ts';
 import { JobRegistry, type JobSource } from '../core/model/registry.ts';
 import { payloadProblem } from '../core/model/standard-schema.ts';
 import {
@@ -99,6 +103,21 @@ export interface JobProducerOptions {
    * @default none (a body over the limit is an InvalidJobError)
    */
   readonly largePayloads?: LargePayloadsOptions;
+  /** The `jobs` table (stack output `JobsTableName`): only {@link JobProducer.cancel} needs it. */
+  readonly jobsTable?: string;
+  /**
+   * The DynamoDB document client {@link JobProducer.cancel} writes with.
+   * @default one from the environment, with the same endpoint rule as the SQS client's
+   */
+  readonly dynamoDb?: DynamoDBDocumentClient;
+}
+
+/** Options of {@link JobProducer.cancel}. */
+export interface CancelOptions {
+  /** Why: kept (capped to 240 characters) in the job's history, shown by `leaseq inspect`. */
+  readonly reason?: string;
+  /** Who: kept in the history. @default 'producer' */
+  readonly by?: string;
 }
 
 /** A job SQS accepted. */
@@ -184,6 +203,8 @@ export class JobProducer {
   readonly #groupId: (job: JobInput) => string | undefined;
   readonly #maxBodyBytes: number | undefined;
   readonly #claimCheck: ClaimCheck | undefined;
+  readonly #options: JobProducerOptions;
+  #cancelStore: DynamoDbJobStore | undefined;
 
   constructor(options: JobProducerOptions) {
     if (!options.queueUrl)
@@ -196,6 +217,41 @@ export class JobProducer {
     this.#groupId = options.groupId ?? (() => undefined);
     this.#maxBodyBytes = checkedBodyLimit(options.maxBodyBytes);
     this.#claimCheck = options.largePayloads ? new ClaimCheck(options.largePayloads) : undefined;
+    this.#options = options;
+  }
+
+  /**
+   * Cancels the job sent under `dedupKey` (docs/jobs.md, "Cancelling a job"): one conditional write of
+   * its job item. A job not yet run or waiting for a retry never runs; a running one stops at its next
+   * heartbeat and commits nothing; a cancel before the job's message leaves a tombstone that drops it.
+   * A COMPLETED or DEAD job answers `finished` and is left alone.
+   * @throws LeaseqError (not retryable) without the `jobsTable` option, or for a key no envelope can carry
+   */
+  async cancel(dedupKey: string, options: CancelOptions = {}): Promise<CancelResult> {
+    if (!isEnvelopeDedupKey(dedupKey)) {
+      throw new LeaseqError(`cancel: not a dedupKey (${dedupKey.length} characters; 1-256 printable)`, {
+        retryable: false,
+      });
+    }
+    return this.#jobsStore().cancel(dedupKey, {
+      now: Date.now(),
+      by: options.by ?? 'producer',
+      ...(options.reason === undefined ? {} : { reason: options.reason }),
+    });
+  }
+
+  #jobsStore(): DynamoDbJobStore {
+    const { jobsTable } = this.#options;
+    if (!jobsTable) {
+      throw new LeaseqError('JobProducer.cancel needs the jobsTable option (stack output JobsTableName)', {
+        retryable: false,
+      });
+    }
+    this.#cancelStore ??= new DynamoDbJobStore({
+      client: this.#options.dynamoDb ?? defaultClients(this.#options).doc,
+      tableName: jobsTable,
+    });
+    return this.#cancelStore;
   }
 
   /**
@@ -388,6 +444,10 @@ export class JobProducer {
  * (send to sqs.<region>.amazonaws.com, naming a queue on 127.0.0.1) fails on every call.
  */
 function defaultClient(options: JobProducerOptions): SQSClient {
+  return defaultClients(options).sqs;
+}
+
+function defaultClients(options: JobProducerOptions): ReturnType<typeof createAwsClients> {
   const config = awsConfigFromEnv();
   // A loopback queue URL is its own endpoint only when nothing else names one: AWS_ENDPOINT_URL_SQS (a
   // docker-compose setup whose queue URLs name the port published elsewhere) is the SDK's to apply.
@@ -395,7 +455,7 @@ function defaultClient(options: JobProducerOptions): SQSClient {
     options.endpoint ??
     config.endpoint ??
     (process.env.AWS_ENDPOINT_URL_SQS ? undefined : loopbackOrigin(options.queueUrl));
-  return createAwsClients({ ...config, ...(endpoint ? { endpoint } : {}) }).sqs;
+  return createAwsClients({ ...config, ...(endpoint ? { endpoint } : {}) });
 }
 
 /** The origin (`http://127.0.0.1:4566`) of a URL naming this machine, else undefined. */

@@ -9,6 +9,8 @@ import { storeRefusal } from '../core/adapters/store-errors.ts';
 import { HISTORY_MAX, type HistoryEvent, problemShard } from '../core/contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../core/contract/job-item.ts';
 import type {
+  CancelRequest,
+  CancelResult,
   ClaimRequest,
   ClaimResult,
   DeadMarking,
@@ -23,7 +25,7 @@ import type {
   RenewOptions,
   StoreCallOptions,
 } from '../core/contract/job-store.ts';
-import { redriveEvent } from '../core/contract/job-store.ts';
+import { cancelledEvent, redriveEvent } from '../core/contract/job-store.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 import { classifyClaim, collides } from '../core/decisions/claim-decision.ts';
 import { fenceRefusal, holdsFence } from '../core/decisions/fence-decision.ts';
@@ -82,7 +84,8 @@ export type JobStoreOperation =
   | 'get'
   | 'reset-for-redrive'
   | 'record-lease-lost'
-  | 'record-dropped-copy';
+  | 'record-dropped-copy'
+  | 'cancel';
 
 export interface InMemoryJobStoreOptions {
   /**
@@ -506,7 +509,7 @@ export class InMemoryJobStore implements JobStore {
   ): Promise<boolean> {
     return this.faults.run('reset-for-redrive', () => {
       const item = this.#items.get(dedupKey);
-      if (!item || item.status === JobStatus.Completed) return false;
+      if (!item || item.status === JobStatus.Completed || item.status === JobStatus.Cancelled) return false;
       if (item.status === JobStatus.InProgress && !leaseOver(item.leaseUntil, leaseEndedBefore)) return false;
       const next: MutableJobItem = {
         ...item,
@@ -531,6 +534,34 @@ export class InMemoryJobStore implements JobStore {
       delete next.deadKeyUntil;
       this.#items.set(dedupKey, next);
       return true;
+    });
+  }
+
+  async cancel(dedupKey: string, request: CancelRequest): Promise<CancelResult> {
+    return this.faults.run('cancel', (): CancelResult => {
+      const item = this.#items.get(dedupKey);
+      if (item?.status === JobStatus.Completed) return { outcome: 'finished', status: 'COMPLETED' };
+      if (item?.status === JobStatus.Dead) return { outcome: 'finished', status: 'DEAD' };
+      if (item?.status === JobStatus.Cancelled) return { outcome: 'already-cancelled', status: 'CANCELLED' };
+      const history = [...(item?.history ?? []), cancelledEvent(request)];
+      // A tombstone: the counters a claim would start from, no type, owner or message (cancelUpdate).
+      const next: MutableJobItem = {
+        ...(item ?? { dedupKey, token: request.now, attempts: 0, leaseUntil: 0 }),
+        status: JobStatus.Cancelled,
+        version: (item?.version ?? 0) + 1,
+        updatedAt: request.now,
+        expiresAt: this.#expiresAt(request.now),
+        history: history.slice(-HISTORY_MAX),
+        problemShard: problemShard(dedupKey),
+        problemAt: request.now,
+      } as MutableJobItem;
+      if (history.length > HISTORY_MAX) {
+        next.historyDropped = (item?.historyDropped ?? 0) + history.length - HISTORY_MAX;
+      }
+      this.#items.set(dedupKey, next);
+      if (item === undefined) return { outcome: 'tombstone' };
+      const running = item.status === JobStatus.InProgress;
+      return { outcome: 'cancelled', status: running ? 'IN_PROGRESS' : 'RETRY_WAIT', wasRunning: running };
     });
   }
 

@@ -65,10 +65,10 @@ export function claimUpdate(
     // one whose attempts are used up, and one whose dead-lettering is unfinished (a leased claim
     // dead-letters those).
     ConditionExpression: completes
-      ? 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead) AND #leaseUntil < :now ' +
+      ? 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
         'AND #type = :type AND attribute_not_exists(#checkpoint) AND #attempts < :maxAttempts ' +
         'AND attribute_not_exists(#deadReason))'
-      : 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead) AND #leaseUntil < :now ' +
+      : 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
         'AND #type = :type)',
     ExpressionAttributeNames: {
       '#dedupKey': 'dedupKey',
@@ -99,6 +99,7 @@ export function claimUpdate(
       ':status': completes ? JobStatus.Completed : JobStatus.InProgress,
       ':completed': JobStatus.Completed,
       ':dead': JobStatus.Dead,
+      ':cancelled': JobStatus.Cancelled,
       ':owner': req.owner,
       ':leaseUntil': lease.leaseUntil,
       ':now': req.now,
@@ -293,9 +294,11 @@ export function redriveUpdate(
       (none ? ' ' : ', #problemShard = :problemShard, #problemAt = :now ') +
       // A redriven job is no longer dead: a later dead marking sets both again (or leaves them unset).
       'REMOVE #owner, #deadReason, #refunds, #deadAt, #deadKeyUntil',
-    // Not finished, and no live lease: DEAD, RETRY_WAIT, or IN_PROGRESS whose lease has ended.
+    // Not finished, and no live lease: DEAD, RETRY_WAIT, or IN_PROGRESS whose lease has ended. A cancelled
+    // job stays cancelled (its letter, if the queue's own redrive made one, is stale).
     ConditionExpression:
-      'attribute_exists(#status) AND #status <> :completed AND (#status <> :inProgress OR #leaseUntil < :endedBefore)' +
+      'attribute_exists(#status) AND NOT #status IN (:completed, :cancelled) AND ' +
+      '(#status <> :inProgress OR #leaseUntil < :endedBefore)' +
       historyCondition,
     ExpressionAttributeNames: {
       ...(none
@@ -321,6 +324,7 @@ export function redriveUpdate(
     ExpressionAttributeValues: {
       ':retryWait': JobStatus.RetryWait,
       ':completed': JobStatus.Completed,
+      ':cancelled': JobStatus.Cancelled,
       ':inProgress': JobStatus.InProgress,
       ':zero': 0,
       ':one': 1,
@@ -575,6 +579,68 @@ export function droppedCopyUpdate(
       ...(inPlace
         ? { ':event': dropped.event, ':length': (dead.history ?? []).length }
         : { ':noEvents': [], ':events': [dropped.event], ':length': HISTORY_MAX }),
+    },
+  };
+}
+
+/** The cancel's history write: append `event`, or (history full) replace it with a trimmed copy read at `readVersion`. */
+export type CancelHistory =
+  | { readonly event: HistoryEvent }
+  | { readonly replace: readonly HistoryEvent[]; readonly dropped: number; readonly readVersion: number };
+
+/**
+ * A cancel (docs/protocol.md, C1/C2): an unfinished job becomes CANCELLED in place (owner and token stay,
+ * so its holder's fence refuses it as cancelled), no item becomes a tombstone. One write, whose refusal
+ * (ALL_OLD) tells a finished job, one cancelled before, or a full history (then `replace`, at the version
+ * read). `version` counts the change; `token` starts from the clock on a tombstone like a claim's.
+ */
+export function cancelUpdate(
+  tableName: string,
+  dedupKey: string,
+  write: { readonly now: number; readonly expiresAt: number; readonly history: CancelHistory },
+): JobItemUpdate {
+  const { history } = write;
+  const replace = 'replace' in history;
+  return {
+    TableName: tableName,
+    Key: { dedupKey },
+    UpdateExpression:
+      'SET #status = :cancelled, #token = if_not_exists(#token, :now), ' +
+      '#version = if_not_exists(#version, :zero) + :one, #attempts = if_not_exists(#attempts, :zero), ' +
+      '#leaseUntil = if_not_exists(#leaseUntil, :zero), #updatedAt = :now, #expiresAt = :expiresAt, ' +
+      (replace
+        ? '#history = :history, #historyDropped = if_not_exists(#historyDropped, :zero) + :dropped, '
+        : '#history = list_append(if_not_exists(#history, :noEvents), :events), ') +
+      '#problemShard = :problemShard, #problemAt = :now',
+    ConditionExpression: replace
+      ? '#status IN (:inProgress, :retryWait) AND #version = :readVersion'
+      : '(attribute_not_exists(#dedupKey) OR #status IN (:inProgress, :retryWait)) ' +
+        'AND (attribute_not_exists(#history) OR size(#history) < :historyMax)',
+    ExpressionAttributeNames: {
+      '#status': 'status',
+      '#token': 'token',
+      '#version': 'version',
+      '#attempts': 'attempts',
+      '#leaseUntil': 'leaseUntil',
+      '#updatedAt': 'updatedAt',
+      '#expiresAt': 'expiresAt',
+      '#history': 'history',
+      '#problemShard': PROBLEM_SHARD_ATTRIBUTE,
+      '#problemAt': PROBLEM_AT_ATTRIBUTE,
+      ...(replace ? { '#historyDropped': 'historyDropped' } : { '#dedupKey': 'dedupKey' }),
+    },
+    ExpressionAttributeValues: {
+      ':cancelled': JobStatus.Cancelled,
+      ':inProgress': JobStatus.InProgress,
+      ':retryWait': JobStatus.RetryWait,
+      ':now': write.now,
+      ':zero': 0,
+      ':one': 1,
+      ':expiresAt': write.expiresAt,
+      ':problemShard': problemShard(dedupKey),
+      ...(replace
+        ? { ':history': history.replace, ':dropped': history.dropped, ':readVersion': history.readVersion }
+        : { ':noEvents': [], ':events': [history.event], ':historyMax': HISTORY_MAX }),
     },
   };
 }

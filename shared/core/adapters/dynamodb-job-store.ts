@@ -14,6 +14,8 @@ import { DEFAULT_DEDUP_TTL_SECONDS } from '../../resources.ts';
 import { HISTORY_MAX, type HistoryEvent, problemShard } from '../contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../contract/job-item.ts';
 import type {
+  CancelRequest,
+  CancelResult,
   ClaimRequest,
   ClaimResult,
   DeadMarking,
@@ -28,7 +30,7 @@ import type {
   RenewOptions,
   StoreCallOptions,
 } from '../contract/job-store.ts';
-import { redriveEvent } from '../contract/job-store.ts';
+import { cancelledEvent, redriveEvent } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { classifyClaim } from '../decisions/claim-decision.ts';
 import { holdsFence } from '../decisions/fence-decision.ts';
@@ -50,6 +52,8 @@ import {
 } from '../decisions/history.ts';
 import { claimCounters, expiresAtSeconds, leaseEnd } from '../decisions/lease-arithmetic.ts';
 import {
+  type CancelHistory,
+  cancelUpdate,
   checkpointUpdate,
   claimUpdate,
   completeUpdate,
@@ -65,8 +69,10 @@ import {
 } from './dynamodb-job-expressions.ts';
 import { checkJobWrite, giveUpWithHistory, type JobWrite } from './dynamodb-limits.ts';
 import {
+  cancelAnswer,
   cancelledFastCommit,
   cancelledFencedWrite,
+  refusedCancel,
   refusedClaim,
   refusedFastCommit,
   refusedFencedWrite,
@@ -488,6 +494,39 @@ export class DynamoDbJobStore implements JobStore {
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return false;
       throw error;
+    }
+  }
+
+  async cancel(dedupKey: string, request: CancelRequest): Promise<CancelResult> {
+    const expiresAt = this.#expiresAt(request.now);
+    let history: CancelHistory = { event: cancelledEvent(request) };
+    // One write on every path but a full history, which is replaced at the version its refusal returned
+    // (a change in between refuses it again, and it is decided afresh).
+    for (let tries = 0; ; tries++) {
+      try {
+        const out = await guardStore('cancel', (http) =>
+          this.#doc.send(
+            new UpdateCommand({
+              ...cancelUpdate(this.#table, dedupKey, { now: request.now, expiresAt, history }),
+              ReturnValues: 'ALL_OLD',
+              ReturnValuesOnConditionCheckFailure: ALL_OLD,
+            }),
+            http,
+          ),
+        );
+        return cancelAnswer(out.Attributes as JobItem | undefined);
+      } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+        const refused = refusedCancel(error.Item);
+        if ('outcome' in refused) return refused;
+        if (tries >= 3) throw error;
+        const list = [...(refused.item.history ?? []), cancelledEvent(request)];
+        history = {
+          replace: list.slice(-HISTORY_MAX),
+          dropped: list.length - HISTORY_MAX,
+          readVersion: refused.item.version,
+        };
+      }
     }
   }
 

@@ -7,6 +7,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { type LeaseLostError, StoreUnavailableError } from '../../errors.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type {
+  CancelResult,
   ClaimRequest,
   ClaimResult,
   FastCommitRequest,
@@ -133,7 +134,13 @@ function isOwnFastCommit(old: JobItem, req: FastCommitRequest): boolean {
 function isOwnWrite(item: RawItem | undefined, lease: JobLease, writtenAt: unknown): boolean {
   if (!item || typeof writtenAt !== 'number') return false;
   const old = unmarshallItem(item);
-  return old.token === lease.token && old.version === lease.version + 1 && old.updatedAt === writtenAt;
+  // A cancel keeps the token and counts the version too: its item is never this lease's own write.
+  return (
+    old.status !== JobStatus.Cancelled &&
+    old.token === lease.token &&
+    old.version === lease.version + 1 &&
+    old.updatedAt === writtenAt
+  );
 }
 
 /** The lost lease a refused fenced write means (done after all, if this lease completed the job). */
@@ -144,6 +151,32 @@ function refusalError(
   cause: unknown,
 ): LeaseLostError {
   return fenceRefusal(lease, operation, item === undefined ? undefined : unmarshallItem(item), cause);
+}
+
+/** A cancel's answer from the item it replaced (ALL_OLD; undefined: there was none, a tombstone now). */
+export function cancelAnswer(old: JobItem | undefined): CancelResult {
+  if (old === undefined) return { outcome: 'tombstone' };
+  const running = old.status === JobStatus.InProgress;
+  return { outcome: 'cancelled', status: running ? 'IN_PROGRESS' : 'RETRY_WAIT', wasRunning: running };
+}
+
+/**
+ * A refused cancel: the job was finished, or cancelled before (the answer); or it is unfinished and only
+ * its full history refused the append (`item`: the caller replaces the list at its version).
+ */
+export function refusedCancel(raw: RawItem | undefined): CancelResult | { readonly item: JobItem } {
+  if (raw === undefined) throw new Error('unreachable: a refused cancel without its item');
+  const item = unmarshallItem(raw);
+  switch (item.status) {
+    case JobStatus.Completed:
+      return { outcome: 'finished', status: 'COMPLETED' };
+    case JobStatus.Dead:
+      return { outcome: 'finished', status: 'DEAD' };
+    case JobStatus.Cancelled:
+      return { outcome: 'already-cancelled', status: 'CANCELLED' };
+    default:
+      return { item };
+  }
 }
 
 function unmarshallItem(item: RawItem): JobItem {

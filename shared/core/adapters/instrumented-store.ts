@@ -16,6 +16,7 @@ const OPERATIONS = [
   'resetForRedrive',
   'recordLeaseLost',
   'recordDroppedCopy',
+  'cancel',
 ] as const;
 
 /**

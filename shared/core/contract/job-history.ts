@@ -72,15 +72,22 @@ export type HistoryEvent =
   /** Copies of a dead job were dropped (counted: one event per run of drops, `count` grows). */
   | (EventBase & { readonly e: 'dropped'; readonly count: number; readonly messageId: string })
   /** A fresh send under a dead job's key ran after the type's `deadKeyTtl`: the item was reset. */
-  | (EventBase & { readonly e: 'reset'; readonly wasDeadAt: number });
+  | (EventBase & { readonly e: 'reset'; readonly wasDeadAt: number })
+  /** The job was cancelled (`JobStore.cancel`): it never runs again. */
+  | (EventBase & {
+      readonly e: 'cancelled';
+      /** Who: user@host as the CLI or UI knows it, or what the producer passed. */
+      readonly by: string;
+      readonly reason?: string;
+    });
 
 export type HistoryEventKind = HistoryEvent['e'];
 
 /**
  * The `problems` index: a sparse global secondary index of the `jobs` table that only jobs which ever
- * had a problem enter (a failure, a takeover, a lost lease, dead-lettering, a redrive). Its keys are set
- * by those rare writes and never by a first-time success, so the happy path makes no index write; they
- * are not removed on completion (the index also answers "which jobs were retried").
+ * had a problem enter (a failure, a takeover, a lost lease, dead-lettering, a redrive, a cancel). Its
+ * keys are set by those rare writes and never by a first-time success, so the happy path makes no index
+ * write; they are not removed on completion (the index also answers "which jobs were retried").
  */
 export const PROBLEMS_INDEX = 'problems';
 /** Partition key of the index: one of PROBLEM_SHARDS values, from the dedup key's hash. */

@@ -1,4 +1,5 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { storableText } from '../../errors.ts';
 import type { HistoryEvent } from './job-history.ts';
 import type { Checkpoint, JobItem } from './job-item.ts';
 
@@ -230,7 +231,55 @@ export interface JobStore {
    * (`by`; default `unknown`) and sets the `problems` index keys (job-history.ts).
    */
   resetForRedrive(dedupKey: string, now: number, leaseEndedBefore?: number, by?: RedriveBy): Promise<boolean>;
+  /**
+   * Cancels a job (docs/protocol.md, edge C1-C3): one conditional write. A job not finished (IN_PROGRESS,
+   * live lease or not, or RETRY_WAIT) becomes CANCELLED in place: owner and token stay, so its holder's
+   * next fenced write (renewal, checkpoint, commit, release) is refused with a JobCancelledError; no claim
+   * or fast commit takes it again. No item: a tombstone (CANCELLED, no type) is written, so the job's
+   * message, when it comes, is dropped. COMPLETED or DEAD: nothing written, answered `finished` with the
+   * status. Appends a `cancelled` history event and sets the `problems` index keys. Optional: an operator's
+   * and producer's write, which no worker makes (wrappers of the worker's store need not pass it on).
+   */
+  cancel?(dedupKey: string, request: CancelRequest): Promise<CancelResult>;
 }
+
+/** Who cancels a job, why, and when: the `cancelled` history event's fields. */
+export interface CancelRequest {
+  /** user@host, or the caller's identity. @default 'unknown' */
+  readonly by?: string;
+  /** Free text, kept (capped) in the history event. */
+  readonly reason?: string;
+  /** Epoch ms of the cancel. */
+  readonly now: number;
+}
+
+/** What a cancel found and did. */
+export type CancelResult =
+  /** The job was unfinished and is CANCELLED now; `wasRunning`: it was IN_PROGRESS (a live lease or not). */
+  | {
+      readonly outcome: 'cancelled';
+      readonly status: 'IN_PROGRESS' | 'RETRY_WAIT';
+      readonly wasRunning: boolean;
+    }
+  /** No item under the key: a tombstone now stops the job's message when it comes. */
+  | { readonly outcome: 'tombstone' }
+  /** Finished before the cancel: nothing written. */
+  | { readonly outcome: 'finished'; readonly status: 'COMPLETED' | 'DEAD' }
+  /** Cancelled earlier: nothing written. */
+  | { readonly outcome: 'already-cancelled'; readonly status: 'CANCELLED' };
+
+/** The `cancelled` history event of a cancel at `request.now`. */
+export function cancelledEvent(request: CancelRequest): HistoryEvent & { readonly e: 'cancelled' } {
+  return {
+    e: 'cancelled',
+    at: request.now,
+    by: storableText(request.by ?? 'unknown', CANCEL_TEXT_MAX),
+    ...(request.reason ? { reason: storableText(request.reason, CANCEL_TEXT_MAX) } : {}),
+  };
+}
+
+/** Longest `by` or `reason` a `cancelled` event keeps. */
+export const CANCEL_TEXT_MAX = 240;
 
 /** Who redrove a job, and how: the `redrive` history event's fields (job-history.ts). */
 export interface RedriveBy {

@@ -8,5 +8,10 @@ export const JobStatus = {
   Completed: 'COMPLETED',
   /** Dead-lettered: the message sits in the DLQ; copies are dropped until an operator redrives it. */
   Dead: 'DEAD',
+  /**
+   * Cancelled by an operator or producer (`JobStore.cancel`): terminal. No claim or fast commit takes it,
+   * a running holder's next fenced write is refused (its job is aborted), copies are dropped until TTL.
+   */
+  Cancelled: 'CANCELLED',
 } as const;
 export type JobStatus = (typeof JobStatus)[keyof typeof JobStatus];

@@ -14,6 +14,8 @@ export type RefusalDecision =
   | { readonly kind: 'own-message-early'; readonly hideForMs: number }
   /** The job is dead-lettered and sits in the DLQ: delete this copy; redrive is how it runs again. */
   | { readonly kind: 'dead-copy' }
+  /** The job was cancelled (or a cancel left a tombstone before it came): delete this copy, never run it. */
+  | { readonly kind: 'cancelled-copy' }
   /** The refusal is stale (lease ended between the write and now): give it back for a quick retry. */
   | { readonly kind: 'contended' };
 
@@ -27,6 +29,8 @@ export function decideRefusal(old: JobItem, messageId: string, now: number): Ref
       return { kind: 'duplicate-completed' };
     case JobStatus.Dead:
       return { kind: 'dead-copy' };
+    case JobStatus.Cancelled:
+      return { kind: 'cancelled-copy' };
     case JobStatus.InProgress:
     case JobStatus.RetryWait: {
       if (old.leaseUntil < now) return { kind: 'contended' };
@@ -43,9 +47,12 @@ export function decideRefusal(old: JobItem, messageId: string, now: number): Ref
 /**
  * True when the job item records another type than `type` (or none): the dedupKey belongs to another
  * job. The claim's and the fast commit's conditions (`#type = :type`) refuse such an item in every state,
- * so a message of another type never runs on it; it is dead-lettered as `dedup-key-collision`.
+ * so a message of another type never runs on it; it is dead-lettered as `dedup-key-collision`. A cancel's
+ * tombstone (CANCELLED, no type yet) collides with nothing: every message under it is a cancelled copy.
  */
 export function collides(old: JobItem | undefined, type: string): boolean {
+  // A cancel's tombstone has no type: it stops whichever job comes under its key.
+  if (old?.status === JobStatus.Cancelled && old.type === undefined) return false;
   return old !== undefined && old.type !== type;
 }
 

@@ -3,6 +3,7 @@ import {
   describe,
   errorClass,
   InvalidEnvelopeError,
+  JobCancelledError,
   LeaseLostError,
   LeaseRanOutError,
   StoreRefusedError,
@@ -20,6 +21,8 @@ export type FailureDecision =
   | { readonly kind: 'completed-earlier' }
   /** Another worker holds the job now: write nothing more and leave the message alone. */
   | { readonly kind: 'lease-lost' }
+  /** The job was cancelled: write nothing more, delete the message (no retry, no dead letter). */
+  | { readonly kind: 'cancelled' }
   /** Permanent error or the last attempt failed: letter, DEAD item, delete the original. */
   | { readonly kind: 'dead-letter'; readonly cause: DeadLetterCause }
   /**
@@ -56,6 +59,7 @@ export interface FailureFacts {
  */
 export function decideFailure(error: unknown, facts: FailureFacts): FailureDecision {
   const text = facts.errorText ?? describe;
+  if (error instanceof JobCancelledError) return { kind: 'cancelled' };
   if (error instanceof LeaseLostError && !(error instanceof LeaseRanOutError)) {
     return error.completedByThisLease ? { kind: 'completed-earlier' } : { kind: 'lease-lost' };
   }

@@ -2,7 +2,7 @@
 // store holds it or returned it with a refusal: does this lease still hold the job, and if not, which
 // error says so. Both job stores answer a refused fenced write with the same error.
 
-import { LeaseLostError } from '../../errors.ts';
+import { JobCancelledError, LeaseLostError } from '../../errors.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type { JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
@@ -15,7 +15,8 @@ export function holdsFence(item: JobItem, lease: JobLease): boolean {
 /**
  * The error for a refused fenced write, from the item as it is (undefined: gone). When the item shows the
  * job COMPLETED under this very lease (an earlier commit went through but its answer was lost), the error
- * says so, and the caller treats the job as done instead of lost.
+ * says so, and the caller treats the job as done instead of lost; when it shows the job CANCELLED, the
+ * error is a JobCancelledError.
  */
 export function fenceRefusal(
   lease: JobLease,
@@ -28,6 +29,15 @@ export function fenceRefusal(
       lease.dedupKey,
       lease.token,
       `${operation} refused: the job item is gone`,
+      cause,
+    );
+  }
+  // Cancelled: the holder must stop and give its message up, not leave it to a new owner (there is none).
+  if (item.status === JobStatus.Cancelled) {
+    return new JobCancelledError(
+      lease.dedupKey,
+      lease.token,
+      `${operation} refused: the job was cancelled`,
       cause,
     );
   }

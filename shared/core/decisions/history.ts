@@ -26,6 +26,7 @@ const PROBLEM_EVENTS: ReadonlySet<HistoryEvent['e']> = new Set([
   'lease-lost',
   'dead',
   'redrive',
+  'cancelled',
 ]);
 
 /**

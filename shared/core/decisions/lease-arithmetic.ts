@@ -22,7 +22,10 @@ export function leaseOver(leaseUntil: number, now: number): boolean {
 export function isClaimable(old: JobItem | undefined, now: number): boolean {
   return (
     old === undefined ||
-    (old.status !== JobStatus.Completed && old.status !== JobStatus.Dead && leaseOver(old.leaseUntil, now))
+    (old.status !== JobStatus.Completed &&
+      old.status !== JobStatus.Dead &&
+      old.status !== JobStatus.Cancelled &&
+      leaseOver(old.leaseUntil, now))
   );
 }
 

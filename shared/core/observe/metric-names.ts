@@ -32,5 +32,9 @@ export const MetricName = {
    * attempt used (dimension `kind`: concurrency or rate).
    */
   LimitWait: 'LimitWait',
+  /** A running (or retrying) job stopped because it was cancelled; its message deleted (dimension `jobType`). */
+  JobCancelled: 'JobCancelled',
+  /** A copy of a cancelled job (or one sent after a cancel's tombstone) dropped (dimension `jobType`). */
+  CancelledCopyDropped: 'CancelledCopyDropped',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];

@@ -2,6 +2,7 @@ import {
   describe,
   errorClass,
   InvalidEnvelopeError,
+  JobCancelledError,
   LeaseLostError,
   LetterRefusedError,
   StoreUnavailableError,
@@ -15,6 +16,7 @@ import { MetricName } from '../observe/metric-names.ts';
 import type { MetricsSink } from '../observe/metrics.ts';
 import { inSpan } from '../observe/spans.ts';
 import { type Attempt, byType, type Job } from './attempt.ts';
+import { stopCancelled } from './cancelled.ts';
 import { noteLeaseLost } from './history.ts';
 import type { RecordMessage } from './record-message.ts';
 
@@ -23,7 +25,7 @@ import type { RecordMessage } from './record-message.ts';
  * (outcome.ts decides what each means for the message).
  */
 export interface DeadLetterOutcome {
-  readonly action: 'dead-lettered' | 'lease-lost' | 'store-unavailable' | 'retry';
+  readonly action: 'dead-lettered' | 'lease-lost' | 'cancelled' | 'store-unavailable' | 'retry';
 }
 
 export interface DeadLettererOptions {
@@ -79,6 +81,11 @@ export class DeadLetterer {
       type: envelope.type,
     };
     const lost = async (error: unknown, line: string): Promise<DeadLetterOutcome> => {
+      // Cancelled before the letter (or the DEAD marking): no job to dead-letter; a letter already sent
+      // is stale, and redrive skips a cancelled job.
+      if (error instanceof JobCancelledError) {
+        return { action: await stopCancelled(attempt, this.#o.metrics, this.#o.errorText(error)) };
+      }
       this.#o.metrics.count(MetricName.LeaseLost);
       log.warn(line, { error: this.#o.errorText(error) });
       await noteLeaseLost(this.#o.store, lease, this.#o.errorText(error), Date.now(), log);

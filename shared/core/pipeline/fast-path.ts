@@ -106,6 +106,7 @@ export async function readBeforeFast(
     copy(false);
     return undefined;
   }
+  if (item.status === JobStatus.Cancelled) return { action: await actOnRefusal(s, job, item) };
   if (item.status !== JobStatus.Completed) return { leased: true };
   copy(true);
   return { action: await actOnRefusal(s, job, item) };

@@ -1,6 +1,6 @@
 // E4-E6, the leased run: the job runs under its heartbeat (E4 renewals; E5 checkpoints are the job's
 // own ctx.step writes), then commits fenced (E6, commit.ts); a failure goes to release.ts.
-import { LeaseLostError, OptimisticConflictError } from '../../errors.ts';
+import { JobCancelledError, LeaseLostError, OptimisticConflictError } from '../../errors.ts';
 import type { Effect } from '../contract/job-store.ts';
 import { leaseSafetyMs } from '../decisions/lease-timing.ts';
 import { Heartbeat } from '../leases/heartbeat.ts';
@@ -39,7 +39,13 @@ export async function runLeased(
     onRenewFailed: (error) =>
       log.warn('lease renewal failed; will retry before the lease ends', { error: s.errorText(error) }),
     // Counted once, where the failure is handled.
-    onLost: (error) => log.warn('lease lost: aborting the job', { error: s.errorText(error) }),
+    onLost: (error) =>
+      log.warn(
+        error instanceof JobCancelledError ? 'job cancelled: aborting it' : 'lease lost: aborting the job',
+        {
+          error: s.errorText(error),
+        },
+      ),
   }).start();
   const signal = heartbeat.signal;
   let failure: unknown;

@@ -5,6 +5,8 @@ export type RecordAction =
   | 'completed'
   | 'duplicate'
   | 'dead-copy'
+  | 'cancelled'
+  | 'cancelled-copy'
   | 'own-message-early'
   | 'contended'
   | 'retry'
@@ -26,14 +28,16 @@ export interface RecordOutcome {
 }
 
 /**
- * Whether a record's message is deleted (the job is settled: done, dead-lettered, or this is a copy of
- * one that is) or stays in the queue, where it is what brings the job back.
+ * Whether a record's message is deleted (the job is settled: done, dead-lettered, cancelled, or this is a
+ * copy of one that is) or stays in the queue, where it is what brings the job back.
  */
 export function dispositionOf(action: RecordAction): RecordOutcome['disposition'] {
   return action === 'completed' ||
     action === 'dead-lettered' ||
     action === 'duplicate' ||
-    action === 'dead-copy'
+    action === 'dead-copy' ||
+    action === 'cancelled' ||
+    action === 'cancelled-copy'
     ? 'delete'
     : 'retain';
 }

@@ -1,6 +1,6 @@
 // What a refused claim (E1-E3) or a refused fast commit (E12) does with its message, as decided by
 // decisions/claim-decision.ts: dead-letter a message whose dedupKey belongs to a job of another type,
-// drop a copy of a finished, running or dead job, hide our own message while its lease runs, or hand a
+// drop a copy of a finished, running, dead or cancelled job, hide our own message while its lease runs, or hand a
 // contended one back.
 import { DEDUP_KEY_COLLISION, DedupKeyCollisionError } from '../../errors.ts';
 import type { JobItem } from '../contract/job-item.ts';
@@ -65,6 +65,12 @@ export async function actOnRefusal(s: Settings, job: Job, existing: JobItem): Pr
       // Counted on the item too, so `leaseq inspect` tells how many copies came after the job died.
       await noteDroppedCopy(s.store, existing, message.record.messageId, s.now(), log);
       return 'dead-copy';
+    case 'cancelled-copy':
+      // Before the job ever ran (a tombstone) or after its cancel: never run. Deleted as the batch ends
+      // (outcome.ts); a failed delete leaves a copy that comes back and is dropped again.
+      s.metrics.count(MetricName.CancelledCopyDropped, 1, byType(envelope));
+      log.info('copy of a cancelled job: deleting it', refusal);
+      return 'cancelled-copy';
     case 'own-message-early': {
       s.metrics.count(MetricName.OwnMessageEarly);
       const seconds = Math.ceil(decision.hideForMs / 1000) + 1;

@@ -2,12 +2,13 @@
 // job to the owner that took it, dead-letter it (E9, dead-letterer.ts), or release the lease with a
 // backoff (E7; E8 refunds the attempt when the cause was outside the job) and give the message back.
 import { trace } from '@opentelemetry/api';
-import { errorClass, LeaseLostError, LeaseRanOutError } from '../../errors.ts';
+import { errorClass, JobCancelledError, LeaseLostError, LeaseRanOutError } from '../../errors.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { decideFailure, type FailureDecision } from '../decisions/failure-decision.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { type Attempt, byType } from './attempt.ts';
+import { stopCancelled } from './cancelled.ts';
 import { completedEarlier } from './commit.ts';
 import type { DeadLetterer } from './dead-letterer.ts';
 import { noteLeaseLost } from './history.ts';
@@ -34,6 +35,8 @@ export async function settleFailure(
   switch (decision.kind) {
     case 'completed-earlier':
       return completedEarlier(s, attempt, COMMITTED_EARLIER);
+    case 'cancelled':
+      return stopCancelled(attempt, s.metrics, s.errorText(error));
     case 'lease-lost':
       // Another worker owns the job now (or will, once the lease ends). Our receipt handle may be
       // stale, so we neither delete nor touch the message; our writes were refused by the fence.
@@ -70,6 +73,10 @@ async function release(
   } catch (releaseError) {
     if (releaseError instanceof LeaseLostError && releaseError.completedByThisLease) {
       return completedEarlier(s, attempt, COMMITTED_EARLIER);
+    }
+    // Cancelled while the attempt failed: the retry must not come.
+    if (releaseError instanceof JobCancelledError) {
+      return stopCancelled(attempt, s.metrics, s.errorText(releaseError));
     }
     if (releaseError instanceof LeaseLostError) {
       s.metrics.count(MetricName.LeaseLost);

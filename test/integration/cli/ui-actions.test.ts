@@ -8,7 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUiApp } from '../../../cli/ui/app.ts';
 import { TOKEN_COOKIE } from '../../../cli/ui/guard.ts';
 import { SpanBuffer } from '../../../cli/ui/spans.ts';
+import { DynamoDbJobStore } from '../../../shared/core/adapters/dynamodb-job-store.ts';
 import { makeEnvelope } from '../../../shared/core/contract/envelope.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { type CoreEnv, coreEnv, eventually, queueCounts } from '../../support/core-fixture.ts';
 import { uniqueName } from '../../support/env.ts';
 
@@ -117,5 +119,73 @@ describe('leaseq ui DLQ actions', () => {
     ).text();
     expect(page).toContain(dedupKey);
     expect(page).not.toContain('<img');
+  });
+
+  it('cancels a job from its page only after the confirmation; a read-only inspector has no button and refuses', async () => {
+    // Prepare: a job waiting for its retry.
+    const store = new DynamoDbJobStore({ client: env.clients.doc, tableName: env.jobsTable });
+    const dedupKey = uniqueName('cancel');
+    const now = Date.now();
+    const claimed = await store.claim({
+      dedupKey,
+      owner: 'w-1',
+      messageId: 'm-1',
+      type: 'ledger.credit',
+      createdAt: new Date(now).toISOString(),
+      leaseMs: 10_000,
+      now,
+    });
+    if (!claimed.claimed) throw new Error('not claimed');
+    await store.release(claimed.lease, now + 60_000, { message: 'boom', errorClass: 'Error' });
+    const get = (a: typeof app) =>
+      a.request(`http://127.0.0.1:${PORT}/jobs/${dedupKey}`, {
+        headers: { host: `127.0.0.1:${PORT}`, cookie: `${TOKEN_COOKIE}=${token}` },
+      });
+    const readOnly = createUiApp({
+      target: {
+        clients: env.clients,
+        names: {
+          queueUrl: env.queueUrl,
+          dlqUrl: env.dlqUrl,
+          jobsTable: env.jobsTable,
+          leasesTable: env.leasesTable,
+        },
+      } as never,
+      targetLine: 'test',
+      token,
+      port: () => PORT,
+      readOnly: true,
+      spans: new SpanBuffer(10),
+    });
+
+    // Act
+    const page = await (await get(app)).text();
+    const readOnlyPage = await (await get(readOnly)).text();
+    const readOnlyPost = await readOnly.request(`http://127.0.0.1:${PORT}/jobs/${dedupKey}/cancel`, {
+      method: 'POST',
+      headers: {
+        host: `127.0.0.1:${PORT}`,
+        origin: `http://127.0.0.1:${PORT}`,
+        cookie: `${TOKEN_COOKIE}=${token}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({ confirmed: 'yes' }).toString(),
+    });
+    const ask = await (await post(`/jobs/${dedupKey}/cancel`, {})).text();
+    const statusAfterAsk = (await store.get(dedupKey))?.status;
+    const done = await (
+      await post(`/jobs/${dedupKey}/cancel`, { confirmed: 'yes', reason: 'sent twice' })
+    ).text();
+
+    // Assess
+    expect(page).toContain('Cancel this job');
+    expect(readOnlyPage).not.toContain('Cancel this job');
+    expect(readOnlyPost.status).toBe(403);
+    expect(ask).toContain('Confirm cancel');
+    expect(statusAfterAsk).toBe(JobStatus.RetryWait);
+    expect(done).toContain('it was waiting for a retry; the retry will not run');
+    const item = await store.get(dedupKey);
+    expect(item?.status).toBe(JobStatus.Cancelled);
+    expect(item?.history?.at(-1)).toMatchObject({ e: 'cancelled', reason: 'sent twice' });
   });
 });

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HISTORY_MAX } from '../../../shared/core/contract/job-history.ts';
 import type { Checkpoint } from '../../../shared/core/contract/job-item.ts';
 import type { ClaimRequest, Effect, JobLease, JobStore } from '../../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
-import { LeaseLostError, StoreRefusedError } from '../../../shared/errors.ts';
+import { JobCancelledError, LeaseLostError, StoreRefusedError } from '../../../shared/errors.ts';
 
 /** What a backend gives the job store contract. */
 export interface JobStoreFixture {
@@ -973,6 +974,152 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         // Assess
         expect(answers).toEqual([false, false, false]);
         expect(await Promise.all([running, done].map((k) => f.store.get(k)))).toEqual(before);
+      });
+    });
+
+    describe('Method: cancel', () => {
+      const by = { by: 'ops@host', reason: 'sent by mistake' };
+      const cancel = (key: string, now: number) => {
+        if (!f.store.cancel) throw new Error('this store has no cancel');
+        return f.store.cancel(key, { ...by, now });
+      };
+      async function cancelledError(write: Promise<unknown>): Promise<void> {
+        const error = await write.then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(JobCancelledError);
+        expect((error as LeaseLostError).completedByThisLease).toBe(false);
+      }
+
+      it('leaves a tombstone for a key never seen: no claim, fast commit or redrive takes it', async () => {
+        // Prepare
+        const key = fresh('tomb');
+        const t0 = Date.now();
+
+        // Act
+        const answer = await cancel(key, t0);
+
+        // Assess: CANCELLED without a type (any job under the key stops), event and index keys set.
+        expect(answer).toEqual({ outcome: 'tombstone' });
+        const item = await f.store.get(key);
+        expect(item).toMatchObject({ status: JobStatus.Cancelled, updatedAt: t0, problemAt: t0 });
+        expect(item?.type).toBeUndefined();
+        expect(item?.owner).toBeUndefined();
+        expect(item?.problemShard).toMatch(/^p\d\d$/);
+        expect(item?.history).toEqual([
+          { e: 'cancelled', at: t0, by: 'ops@host', reason: 'sent by mistake' },
+        ]);
+        const claimed = await f.store.claim(request(key, 'worker-a', t0 + 1));
+        expect(claimed.claimed).toBe(false);
+        const fast = await f.store.claimAndComplete(
+          { ...request(key, 'worker-b', t0 + 2), maxAttempts: 3 },
+          'ok',
+        );
+        expect(fast).toMatchObject({
+          ok: false,
+          reason: 'refused',
+          existing: { status: JobStatus.Cancelled },
+        });
+        expect(await f.store.resetForRedrive(key, t0 + 3)).toBe(false);
+        expect(await f.store.get(key)).toEqual(item);
+      });
+
+      it('cancels a running job in place: its renewal, checkpoint, commit and release are refused as cancelled', async () => {
+        // Prepare
+        const key = fresh('running');
+        const account = fresh('acct');
+        const t0 = Date.now();
+        const a = await claim(request(key, 'worker-a', t0));
+
+        // Act
+        const answer = await cancel(key, t0 + 1);
+
+        // Assess: owner and token stay (the holder's fence names it), every fenced write is refused.
+        expect(answer).toEqual({ outcome: 'cancelled', status: 'IN_PROGRESS', wasRunning: true });
+        const item = await f.store.get(key);
+        expect(item).toMatchObject({
+          status: JobStatus.Cancelled,
+          owner: 'worker-a',
+          token: a.token,
+          attempts: 1,
+        });
+        await cancelledError(f.store.renew(a, LEASE_MS, t0 + 2));
+        await cancelledError(f.store.checkpoint(a, step('one', ['one'], t0 + 3)));
+        await cancelledError(f.store.complete(a, 'ok', [f.ledgerPut(account, undefined, 1)]));
+        await cancelledError(f.store.complete(a, 'ok'));
+        await cancelledError(f.store.release(a, t0 + 5000, boom));
+        await cancelledError(f.store.markDead(a, boom));
+        expect(await f.ledgerGet(account)).toBeUndefined();
+        expect(await f.store.get(key)).toEqual(item);
+        // Nobody takes it after the lease would have ended.
+        const later = await f.store.claim(request(key, 'worker-b', a.leaseUntil + 1));
+        expect(later.claimed).toBe(false);
+      });
+
+      it('cancels a job waiting for its retry: the retry is never claimed', async () => {
+        // Prepare
+        const key = fresh('waiting');
+        const t0 = Date.now();
+        const a = await claim(request(key, 'worker-a', t0));
+        await f.store.release(a, t0 + 100, boom);
+
+        // Act
+        const answer = await cancel(key, t0 + 1);
+
+        // Assess
+        expect(answer).toEqual({ outcome: 'cancelled', status: 'RETRY_WAIT', wasRunning: false });
+        const retry = await f.store.claim(request(key, 'worker-b', t0 + 1000));
+        expect(retry.claimed).toBe(false);
+        if (!retry.claimed) expect(retry.existing.status).toBe(JobStatus.Cancelled);
+        const events = (await f.store.get(key))?.history?.map((e) => e.e);
+        expect(events).toEqual(['failed', 'cancelled']);
+      });
+
+      it('answers finished for COMPLETED and DEAD, already-cancelled after a cancel, and writes nothing', async () => {
+        // Prepare
+        const t0 = Date.now();
+        const done = fresh('done');
+        await f.store.complete(await claim(request(done, 'worker-a', t0)), 'ok');
+        const dead = fresh('dead');
+        await f.store.markDead(await claim(request(dead, 'worker-a', t0)), boom);
+        const twice = fresh('twice');
+        await cancel(twice, t0);
+        const before = await Promise.all([done, dead, twice].map((k) => f.store.get(k)));
+
+        // Act
+        const answers = await Promise.all([done, dead, twice].map((k) => cancel(k, t0 + 1)));
+
+        // Assess
+        expect(answers).toEqual([
+          { outcome: 'finished', status: 'COMPLETED' },
+          { outcome: 'finished', status: 'DEAD' },
+          { outcome: 'already-cancelled', status: 'CANCELLED' },
+        ]);
+        expect(await Promise.all([done, dead, twice].map((k) => f.store.get(k)))).toEqual(before);
+      });
+
+      it('cancels a job whose history is full: the oldest event goes, the bound holds', async () => {
+        // Prepare: HISTORY_MAX failed attempts.
+        const key = fresh('full');
+        let t = Date.now();
+        for (let i = 0; i < HISTORY_MAX; i++) {
+          const lease = await claim(request(key, `worker-${i}`, t));
+          await f.store.release(lease, t + 1, boom);
+          t += 2;
+        }
+        expect((await f.store.get(key))?.history).toHaveLength(HISTORY_MAX);
+
+        // Act
+        const answer = await cancel(key, t);
+
+        // Assess
+        expect(answer).toEqual({ outcome: 'cancelled', status: 'RETRY_WAIT', wasRunning: false });
+        const item = await f.store.get(key);
+        expect(item?.status).toBe(JobStatus.Cancelled);
+        expect(item?.history).toHaveLength(HISTORY_MAX);
+        expect(item?.history?.at(-1)).toMatchObject({ e: 'cancelled', at: t });
+        expect(item?.historyDropped).toBe(1);
       });
     });
 

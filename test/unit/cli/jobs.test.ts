@@ -124,7 +124,7 @@ describe('Function: summariseJobs', () => {
     const summary = summariseJobs(items, now);
     expect(summary).toEqual({
       total: 9,
-      byStatus: { IN_PROGRESS: 3, RETRY_WAIT: 1, COMPLETED: 4, DEAD: 1 },
+      byStatus: { IN_PROGRESS: 3, RETRY_WAIT: 1, COMPLETED: 4, DEAD: 1, CANCELLED: 0 },
       live: 1,
       stuck: 2,
       stuckByReason: { 'lease-expired': 1, 'no-progress': 1, 'retry-overdue': 0 },
