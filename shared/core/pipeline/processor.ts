@@ -21,6 +21,7 @@ import { checkedPayload } from './job-run.ts';
 import { runLeased } from './leased-run.ts';
 import { outcomeOf, type RecordAction, type RecordOutcome } from './outcome.ts';
 import { withPayload } from './payload-ref.ts';
+import { takeRatePermits } from './rate-limit.ts';
 import { RecordMessage } from './record-message.ts';
 import { actOnRefusal } from './refusal.ts';
 import { settleFailure } from './release.ts';
@@ -172,6 +173,10 @@ export class JobProcessor {
       }
       s.metrics.count(MetricName.CacheMiss);
     }
+    // Limits: before the fast path and the claim, so a job that must wait writes nothing and uses no
+    // attempt. Rate permits first (a permit is never given back, so nothing to undo).
+    const limited = await takeRatePermits(s, job, definition, deadline);
+    if (limited !== undefined) return limited;
     let now = s.now();
     let leaseMs = capLeaseToDeadline(s.leaseMs, now, deadline);
     if (leaseMs < MIN_LEASE_MS) return this.#tooLate(job);
