@@ -30,6 +30,8 @@ export class DynamoDbRateStore implements RateStore {
   readonly #table: string;
   readonly #ttl: number;
   readonly #seen = new Map<string, RateLog | undefined>();
+  /** The take in flight per key: this worker's takes of one key go one at a time (see `take`). */
+  readonly #inFlight = new Map<string, Promise<unknown>>();
 
   constructor(options: DynamoDbRateStoreOptions) {
     this.#doc = options.client;
@@ -37,7 +39,28 @@ export class DynamoDbRateStore implements RateStore {
     this.#ttl = options.idleTtlSeconds ?? 3600;
   }
 
-  async take(key: string, limit: number, perSeconds: number, now: number): Promise<RateTake> {
+  /**
+   * One at a time per key in this worker: each take starts from what the one before it learned, so the
+   * records of one batch do not race each other's conditional writes (each lost race is a refused,
+   * billed write); only takes of other workers can still race it.
+   */
+  take(key: string, limit: number, perSeconds: number, now: number): Promise<RateTake> {
+    const before = this.#inFlight.get(key) ?? Promise.resolve();
+    // `now` was read by the caller before it queued: a take that waited here uses the later clock.
+    const queuedAt = Date.now();
+    const mine = before.then(
+      () => this.#take(key, limit, perSeconds, now + Math.max(0, Date.now() - queuedAt)),
+      () => this.#take(key, limit, perSeconds, now + Math.max(0, Date.now() - queuedAt)),
+    );
+    this.#inFlight.set(key, mine);
+    const settled = () => {
+      if (this.#inFlight.get(key) === mine) this.#inFlight.delete(key);
+    };
+    mine.then(settled, settled);
+    return mine;
+  }
+
+  async #take(key: string, limit: number, perSeconds: number, now: number): Promise<RateTake> {
     let known = this.#seen.get(key);
     for (let i = 0; i < MAX_TRIES; i++) {
       const decision = decideRate(known, limit, perSeconds, now);
