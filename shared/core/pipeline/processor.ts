@@ -25,7 +25,7 @@ import { takeRatePermits } from './rate-limit.ts';
 import { RecordMessage } from './record-message.ts';
 import { actOnRefusal } from './refusal.ts';
 import { settleFailure } from './release.ts';
-import { type JobProcessorOptions, resolveSettings, type Settings } from './settings.ts';
+import { checkCollaborators, type JobProcessorOptions, resolveSettings, type Settings } from './settings.ts';
 
 export type { RecordAction, RecordOutcome } from './outcome.ts';
 export type { JobProcessorOptions } from './settings.ts';
@@ -51,9 +51,10 @@ export class JobProcessor {
   readonly #deadLetterer: DeadLetterer;
   readonly #copies: CopyShare;
 
-  /** @throws RangeError for settings out of range (settings.ts). */
+  /** @throws RangeError for settings out of range, ConfigError for a store a job type needs missing (settings.ts). */
   constructor(options: JobProcessorOptions) {
     this.#s = resolveSettings(options);
+    checkCollaborators(this.#s);
     this.#copies = new CopyShare(options.fastPathReadFirst === true);
     this.#deadLetterer = new DeadLetterer({
       store: this.#s.store,

@@ -1,7 +1,7 @@
 // The processor's options, their defaults (from contract/defaults.ts) and their validation, resolved
 // once per worker into the one value every pipeline step reads.
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { errorText, type RedactError } from '../../errors.ts';
+import { ConfigError, errorText, type RedactError } from '../../errors.ts';
 import { DEFAULTS } from '../contract/defaults.ts';
 import { checkMaxBodyBytes } from '../contract/envelope.ts';
 import type { JobQueue } from '../contract/job-queue.ts';
@@ -106,7 +106,7 @@ export interface Settings {
   readonly errorText: (error: unknown) => string;
 }
 
-/** Applies the defaults and validates. @throws RangeError for a lease, heartbeat, attempt or try count or a body limit out of range, or a rate-limited type without a rate store; TypeError for a redactError that is not a function. */
+/** Applies the defaults and validates. @throws RangeError for a lease, heartbeat, attempt or try count or a body limit out of range; TypeError for a redactError that is not a function. */
 export function resolveSettings(options: JobProcessorOptions): Settings {
   const timing = leaseTiming(options.leaseMs ?? DEFAULTS.leaseMs, options.heartbeatMs);
   for (const [name, value] of [
@@ -123,17 +123,6 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
     throw new RangeError(`maxRefunds must be an integer >= 0, received ${maxRefunds}`);
   }
   const registry = options.registry;
-  if (options.rates === undefined) {
-    const limited = registry.types().find((type) => {
-      const definition = registry.get(type);
-      return definition !== undefined && rateLimits(definition).length > 0;
-    });
-    if (limited !== undefined) {
-      throw new RangeError(
-        `job type ${limited} has a rateLimit, but the processor has no rate store (option rates)`,
-      );
-    }
-  }
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
   const random = options.random ?? Math.random;
   const redact = options.redactError;
@@ -167,4 +156,21 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
     backoffSeconds: (attempts) => backoffSeconds(attempts, backoff, random),
     errorText: (error) => errorText(error, redact),
   };
+}
+
+/**
+ * The collaborators the registry's types need (not part of {@link resolveSettings}, which the worker's
+ * config check also runs without any). @throws ConfigError for a rate-limited type without a rate store.
+ */
+export function checkCollaborators(s: Settings): void {
+  if (s.rates !== undefined) return;
+  const limited = s.registry.types().find((type) => {
+    const definition = s.registry.get(type);
+    return definition !== undefined && rateLimits(definition).length > 0;
+  });
+  if (limited !== undefined) {
+    throw new ConfigError(
+      `job type ${limited} has a rateLimit, but the processor has no rate store (option rates)`,
+    );
+  }
 }
