@@ -45,19 +45,21 @@ export class DynamoDbRateStore implements RateStore {
    * billed write); only takes of other workers can still race it.
    */
   take(key: string, limit: number, perSeconds: number, now: number): Promise<RateTake> {
-    const before = this.#inFlight.get(key) ?? Promise.resolve();
-    // `now` was read by the caller before it queued: a take that waited here uses the later clock.
+    const before = this.#inFlight.get(key);
+    if (before === undefined) return this.#track(key, this.#take(key, limit, perSeconds, now));
+    // `now` was read before this take queued: one that waited here goes on with the later clock.
     const queuedAt = Date.now();
-    const mine = before.then(
-      () => this.#take(key, limit, perSeconds, now + Math.max(0, Date.now() - queuedAt)),
-      () => this.#take(key, limit, perSeconds, now + Math.max(0, Date.now() - queuedAt)),
-    );
-    this.#inFlight.set(key, mine);
+    const next = () => this.#take(key, limit, perSeconds, now + Math.max(0, Date.now() - queuedAt));
+    return this.#track(key, before.then(next, next));
+  }
+
+  #track(key: string, take: Promise<RateTake>): Promise<RateTake> {
+    this.#inFlight.set(key, take);
     const settled = () => {
-      if (this.#inFlight.get(key) === mine) this.#inFlight.delete(key);
+      if (this.#inFlight.get(key) === take) this.#inFlight.delete(key);
     };
-    mine.then(settled, settled);
-    return mine;
+    take.then(settled, settled);
+    return take;
   }
 
   async #take(key: string, limit: number, perSeconds: number, now: number): Promise<RateTake> {
