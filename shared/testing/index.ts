@@ -5,6 +5,7 @@
 
 export type { JobStore } from '../core/contract/job-store.ts';
 export type { LeaseStore, NamedLease } from '../core/contract/lease-store.ts';
+export type { RateStore, RateTake } from '../core/contract/rate-store.ts';
 export { keyFingerprint } from '../core/model/conflict.ts';
 export { InMemoryMetrics, type MetricsSink, type MetricsSnapshot } from '../core/observe/metrics.ts';
 export { type EffectApplier, InMemoryEffectApplier, type NamedLeaseHolder } from './in-memory-effects.ts';
@@ -17,6 +18,7 @@ export {
   type QueuedMessage,
   type QueueOperation,
 } from './in-memory-queue.ts';
+export { InMemoryRateStore, type RateStoreOperation } from './in-memory-rate-store.ts';
 export {
   type AttemptReport,
   type InjectedFailure,

@@ -20,6 +20,7 @@ import { InMemoryEffectApplier } from './in-memory-effects.ts';
 import { InMemoryJobStore } from './in-memory-job-store.ts';
 import { InMemoryLeaseStore } from './in-memory-lease-store.ts';
 import { InMemoryQueue } from './in-memory-queue.ts';
+import { InMemoryRateStore } from './in-memory-rate-store.ts';
 
 /** An item of an application table, in document form. */
 export type TableRow = Record<string, unknown>;
@@ -168,6 +169,7 @@ export async function runJob<P, T extends TableMap>(
       Object.fromEntries(Object.values(declared).map((t) => [t.name, t.name])),
     ),
     leases,
+    rates: new InMemoryRateStore(),
     testHooks: options.testHooks ?? false,
     worker: 'run-job',
     logger: new Logger({ serviceName: 'leaseq-run-job', logLevel: options.logs ? 'DEBUG' : 'SILENT' }),

@@ -4,6 +4,7 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { type AwsClients, awsConfigFromEnv, createAwsClients } from '../aws/clients.ts';
 import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
 import { DynamoDbLeaseStore } from '../core/adapters/dynamodb-lease-store.ts';
+import { DynamoDbRateStore } from '../core/adapters/dynamodb-rate-store.ts';
 import { instrumentJobStore } from '../core/adapters/instrumented-store.ts';
 import { S3PayloadStore } from '../core/adapters/s3-payload-store.ts';
 import { SqsJobQueue } from '../core/adapters/sqs-job-queue.ts';
@@ -115,6 +116,7 @@ export function createWorkerHandler(options: WorkerHandlerOptions): WorkerHandle
     registry,
     tables: new EffectTables(clients.doc, tableNames),
     leases: new DynamoDbLeaseStore({ client: clients.doc, tableName: config.leasesTable }),
+    rates: new DynamoDbRateStore({ client: clients.doc, tableName: config.leasesTable }),
     // The S3 client is loaded on the first claim-checked job only.
     ...(config.payloadBucket
       ? {

@@ -12,6 +12,7 @@ import type { LeaseqStackProps } from '../../infra/leaseq-stack.ts';
 import { type AwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
 import { DynamoDbJobStore } from '../../shared/core/adapters/dynamodb-job-store.ts';
 import { DynamoDbLeaseStore } from '../../shared/core/adapters/dynamodb-lease-store.ts';
+import { DynamoDbRateStore } from '../../shared/core/adapters/dynamodb-rate-store.ts';
 import { SqsJobQueue } from '../../shared/core/adapters/sqs-job-queue.ts';
 import { makeEnvelope } from '../../shared/core/contract/envelope.ts';
 import type { JobRegistry } from '../../shared/core/model/registry.ts';
@@ -93,6 +94,8 @@ export function makeWorker(
     // The ledger example's table, and its payload test hooks on (tests inject failures through them).
     tables: new EffectTables(env.clients.doc, { ledger: env.ledgerTable }),
     leases: leaseStore(env),
+    // Its own store, as each worker has: its view of the permits is its own.
+    rates: new DynamoDbRateStore({ client: env.clients.doc, tableName: env.leasesTable }),
     testHooks: true,
     worker: overrides.worker ?? uniqueName('w'),
     logger: quietLogger(),

@@ -45,6 +45,13 @@ export interface JobDefinition<P = unknown, T extends TableMap = TableMap> {
    */
   readonly fastPath?: boolean;
   /**
+   * Caps how often jobs of this type (or of one key) start, across all workers: at most `limit` starts
+   * in any window of `perSeconds` (docs/jobs.md, "Rate limits"); several limits may apply together (per
+   * second and per hour). A job over the rate waits for its permit without using an attempt. Needs the
+   * leases table. @default none
+   */
+  readonly rateLimit?: RateLimit<P> | readonly RateLimit<P>[];
+  /**
    * Seconds a dead-lettered job's key stays dead: until then a fresh send under the key is dropped (and
    * counted on the item), after it the send runs as a new job (attempts from 1, no checkpoint; the
    * history is kept). Unset: dropped until the record's TTL removes it, so only a redrive runs it again
@@ -76,4 +83,20 @@ export type AnyJobDefinition = JobDefinition<any, any>;
  */
 export interface TableHandleSource {
   for(job: AnyJobDefinition): Readonly<Record<string, EffectTable>>;
+}
+
+/**
+ * A cap on job starts per window, shared by all workers through the `leases` table (docs/jobs.md, "Rate
+ * limits"). With `key`, one limit per key value computed from the checked payload (a tenant, an API
+ * account); without, one for the whole type.
+ */
+export interface RateLimit<P = unknown> {
+  /** Starts allowed in any window of `perSeconds`: a whole number from 1 to MAX_RATE_LIMIT (1000). */
+  readonly limit: number;
+  /** The window's length in seconds, > 0 (fractions allowed) and at most a day. */
+  readonly perSeconds: number;
+  /** The scope's key (e.g. `p => p.tenantId`): a non-empty string of at most 200 characters. */
+  readonly key?: (payload: P) => string;
+  /** Replaces the type in the permit item's name, so types sharing a `name` share the limit. */
+  readonly name?: string;
 }

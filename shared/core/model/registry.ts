@@ -4,6 +4,7 @@ import { ConfigError } from '../../errors.ts';
 const MAX_DEAD_KEY_TTL = 10 * 365 * 24 * 3600;
 
 import type { AnyJobDefinition, ConcurrencyLimit, JobDefinition } from './job-definition.ts';
+import { assertRateLimit } from './rate-limit.ts';
 import { isPayloadSchema } from './standard-schema.ts';
 import { assertTableDefinition, sameTableSpec, type TableDefinition, type TableMap } from './table.ts';
 
@@ -33,6 +34,8 @@ export function isRegistryLike(value: unknown): value is JobRegistryLike {
 export class JobRegistry {
   readonly #definitions = new Map<string, AnyJobDefinition>();
   readonly #tables = new Map<string, TableDefinition>();
+  /** Rate limit name -> "limit per perSeconds": a name shared by types must mean one limit. */
+  readonly #rates = new Map<string, string>();
 
   /**
    * The registry of any job source: a registry (also one made by another installed copy of leaseq, as in
@@ -51,12 +54,13 @@ export class JobRegistry {
     return registry;
   }
 
-  /** Adds a job type. @throws ConfigError for a duplicate or malformed type, or a table declared two ways. */
+  /** Adds a job type. @throws ConfigError for a duplicate or malformed type, a table declared two ways, or a bad rate limit. */
   register<P, T extends TableMap>(definition: JobDefinition<P, T>): this {
     assertDefinition(definition);
     if (this.#definitions.has(definition.type)) {
       throw new ConfigError(`job type ${definition.type} is already registered`);
     }
+    assertRateLimit(definition.type, definition.rateLimit, this.#rates);
     for (const table of Object.values(definition.tables ?? {})) {
       assertTableDefinition(table);
       const known = this.#tables.get(table.name);

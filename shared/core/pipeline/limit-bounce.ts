@@ -10,7 +10,10 @@ import type { Settings } from './settings.ts';
 export interface LimitWait {
   readonly kind: 'concurrency' | 'rate';
   readonly limitKey: string;
-  /** How long to wait before trying again: jittered up to 1.5x, in whole seconds from 1 to 900. */
+  /**
+   * How long to wait before trying again, in whole seconds from 1 to 900: a concurrency wait jittered up
+   * to 1.5x (bounced copies spread out), a rate wait as given (the time to the next permit).
+   */
   readonly delayMs: number;
 }
 
@@ -37,7 +40,12 @@ export function bounceSeconds(delayMs: number, random: () => number): number {
  */
 export async function bounceForLimit(s: Settings, job: Job, what: LimitWait): Promise<'limited'> {
   const { message, log } = job;
-  const seconds = bounceSeconds(what.delayMs, s.random);
+  // A rate wait is already the time to the next permit (jittered by the rate step); waiting half as long
+  // again would only waste the permit's window.
+  const seconds =
+    what.kind === 'rate'
+      ? Math.max(1, Math.min(900, Math.ceil(what.delayMs / 1000)))
+      : bounceSeconds(what.delayMs, s.random);
   s.metrics.count(MetricName.LimitWait, 1, { kind: what.kind });
   const resent = message.receives >= RESEND_AT_RECEIVES && (await message.resend(seconds));
   log.info(`${what.kind} limit reached; trying again later without using an attempt`, {

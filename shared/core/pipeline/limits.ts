@@ -34,19 +34,33 @@ export class InvalidLimitKeyError extends Error {
 export function slotScope(type: string, limit: ConcurrencyLimit, payload: unknown): string {
   const owner = limit.name ?? type;
   if (limit.key === undefined) return `slot:${owner}:*`;
+  return `slot:${owner}:k:${limitKeyValue(`concurrency limit ${owner}`, limit.key, payload)}`;
+}
+
+/**
+ * The value of a limit's key function (`what` names the limit), shared by concurrency and rate limits.
+ * @throws InvalidLimitKeyError when it throws or returns anything but a non-empty string of at most
+ * LIMIT_KEY_MAX characters (the text names the limit and the problem, never the payload).
+ */
+export function limitKeyValue(what: string, key: (payload: never) => unknown, payload: unknown): string {
   let value: unknown;
   try {
-    value = limit.key(payload);
+    value = key(payload as never);
   } catch (error) {
-    throw new InvalidLimitKeyError(`the key of concurrency limit ${owner} threw ${errorClass(error)}`);
+    throw new InvalidLimitKeyError(`the key of ${what} threw ${errorClass(error)}`);
   }
   if (typeof value !== 'string' || value.length === 0 || value.length > LIMIT_KEY_MAX) {
-    const got = typeof value === 'string' ? `a string of ${value.length} characters` : typeof value;
+    const got =
+      typeof value === 'string'
+        ? `a string of ${value.length} characters`
+        : value === null
+          ? 'null'
+          : typeof value;
     throw new InvalidLimitKeyError(
-      `the key of concurrency limit ${owner} must return a string of 1-${LIMIT_KEY_MAX} characters, returned ${got}`,
+      `the key of ${what} must return a string of 1-${LIMIT_KEY_MAX} characters, returned ${got}`,
     );
   }
-  return `slot:${owner}:k:${value}`;
+  return value;
 }
 
 /** The lease key of slot `i` of `scope`. */

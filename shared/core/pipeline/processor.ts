@@ -24,10 +24,11 @@ import { bounceForLimit } from './limit-bounce.ts';
 import { concurrencyWaitMs, releaseSlots, takeSlots } from './limits.ts';
 import { outcomeOf, type RecordAction, type RecordOutcome } from './outcome.ts';
 import { withPayload } from './payload-ref.ts';
+import { takeRatePermits } from './rate-limit.ts';
 import { RecordMessage } from './record-message.ts';
 import { actOnRefusal } from './refusal.ts';
 import { settleFailure } from './release.ts';
-import { type JobProcessorOptions, resolveSettings, type Settings } from './settings.ts';
+import { checkCollaborators, type JobProcessorOptions, resolveSettings, type Settings } from './settings.ts';
 
 export type { RecordAction, RecordOutcome } from './outcome.ts';
 export type { JobProcessorOptions } from './settings.ts';
@@ -53,9 +54,10 @@ export class JobProcessor {
   readonly #deadLetterer: DeadLetterer;
   readonly #copies: CopyShare;
 
-  /** @throws RangeError for settings out of range (settings.ts). */
+  /** @throws RangeError for settings out of range, ConfigError for a store a job type needs missing (settings.ts). */
   constructor(options: JobProcessorOptions) {
     this.#s = resolveSettings(options);
+    checkCollaborators(this.#s);
     this.#copies = new CopyShare(options.fastPathReadFirst === true);
     this.#deadLetterer = new DeadLetterer({
       store: this.#s.store,
@@ -178,6 +180,9 @@ export class JobProcessor {
 
     // Limits: after the payload check and the cache, before the fast path and the claim, so a job that
     // finds its limit full writes nothing to its job item and uses no attempt (docs/protocol.md, "Limits").
+    // Rate permits first: a permit is never given back, so a refusal there has nothing to undo.
+    const limited = await takeRatePermits(s, job, definition, deadline);
+    if (limited !== undefined) return limited;
     const slots = await takeSlots(s, job, definition);
     if ('invalid' in slots) {
       return (await letterRefusedJob(s, job, 'invalid-limit-key', slots.invalid)).action;

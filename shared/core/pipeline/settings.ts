@@ -8,9 +8,11 @@ import type { JobQueue } from '../contract/job-queue.ts';
 import type { JobStore } from '../contract/job-store.ts';
 import type { LeaseStore } from '../contract/lease-store.ts';
 import type { PayloadStore } from '../contract/payload-store.ts';
+import type { RateStore } from '../contract/rate-store.ts';
 import { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from '../decisions/backoff.ts';
 import { leaseTiming } from '../decisions/lease-timing.ts';
 import type { TableHandleSource } from '../model/job-definition.ts';
+import { rateLimits } from '../model/rate-limit.ts';
 import { concurrencyLimits, type JobRegistry } from '../model/registry.ts';
 import { type MetricsSink, noMetrics } from '../observe/metrics.ts';
 import type { CompletedCache } from './completed-cache.ts';
@@ -29,6 +31,8 @@ export interface JobProcessorOptions {
   readonly tables?: TableHandleSource;
   /** Store of named leases behind `ctx.withLease`. @default none */
   readonly leases?: LeaseStore;
+  /** Where rate-limited types take their permits (the leases table). @default none (such a type is refused) */
+  readonly rates?: RateStore;
   /**
    * Where claim-checked payloads are read (`payloadRef` envelopes, construct prop `largePayloads`).
    * @default none (such a job is dead-lettered `invalid-payload-missing`)
@@ -83,6 +87,7 @@ export interface Settings {
   readonly metrics: MetricsSink;
   readonly tables: TableHandleSource | undefined;
   readonly leases: LeaseStore | undefined;
+  readonly rates: RateStore | undefined;
   readonly payloads: PayloadStore | undefined;
   readonly testHooks: boolean;
   readonly cache: CompletedCache | undefined;
@@ -145,6 +150,7 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
     metrics: options.metrics ?? noMetrics,
     tables: options.tables,
     leases: options.leases,
+    rates: options.rates,
     payloads: options.payloads,
     testHooks: options.testHooks ?? false,
     cache: options.cache,
@@ -162,4 +168,21 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
     backoffSeconds: (attempts) => backoffSeconds(attempts, backoff, random),
     errorText: (error) => errorText(error, redact),
   };
+}
+
+/**
+ * The collaborators the registry's types need (not part of {@link resolveSettings}, which the worker's
+ * config check also runs without any). @throws ConfigError for a rate-limited type without a rate store.
+ */
+export function checkCollaborators(s: Settings): void {
+  if (s.rates !== undefined) return;
+  const limited = s.registry.types().find((type) => {
+    const definition = s.registry.get(type);
+    return definition !== undefined && rateLimits(definition).length > 0;
+  });
+  if (limited !== undefined) {
+    throw new ConfigError(
+      `job type ${limited} has a rateLimit, but the processor has no rate store (option rates)`,
+    );
+  }
 }

@@ -8,8 +8,10 @@ import { parseCondition, parseUpdate } from '../../../shared/testing/dynamodb-ex
 import { InMemoryEffectApplier } from '../../../shared/testing/in-memory-effects.ts';
 import { InMemoryJobStore } from '../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryLeaseStore } from '../../../shared/testing/in-memory-lease-store.ts';
+import { InMemoryRateStore } from '../../../shared/testing/in-memory-rate-store.ts';
 import { jobStoreContract } from '../../support/contracts/job-store-contract.ts';
 import { leaseStoreContract } from '../../support/contracts/lease-store-contract.ts';
+import { rateStoreContract } from '../../support/contracts/rate-store-contract.ts';
 
 const LEDGER = 'ledger';
 
@@ -39,6 +41,16 @@ leaseStoreContract('InMemoryLeaseStore', async () => {
     deleteItem: async (key) => {
       store.delete(key);
     },
+    cleanup: () => {},
+  };
+});
+
+rateStoreContract('InMemoryRateStore', async () => {
+  const store = new InMemoryRateStore();
+  return {
+    // One store in one process: every client is the same store.
+    clients: (n) => Array.from({ length: n }, () => store),
+    storedGrants: async (key) => (store.grants(key).length > 0 ? store.grants(key) : undefined),
     cleanup: () => {},
   };
 });

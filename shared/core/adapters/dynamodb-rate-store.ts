@@ -1,0 +1,135 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { RateStore, RateTake } from '../contract/rate-store.ts';
+import { contendedWaitMs, decideRate, type RateLog } from '../decisions/rate.ts';
+import { guardStore } from './store-errors.ts';
+
+export interface DynamoDbRateStoreOptions {
+  readonly client: DynamoDBDocumentClient;
+  /** The `leases` table (pk `leaseKey`); rate items are `rate:<type>:<scope>`. */
+  readonly tableName: string;
+  /** Seconds an idle rate item lingers past its window before TTL may delete it. @default 3600 */
+  readonly idleTtlSeconds?: number;
+}
+
+/** Conditional writes one take may try before it answers "wait" (each refusal returns the item). */
+const MAX_TRIES = 8;
+/** Keys whose last seen log this worker remembers (a tenant key each): the oldest is forgotten first. */
+const MAX_REMEMBERED = 1000;
+
+/**
+ * Rate items on the `leases` table: `{ leaseKey, v, g, expiresAt }`, `g` the grant times within the
+ * window (decisions/rate.ts), `v` a version every write is conditioned on. There is no read: a take
+ * writes against the log this worker last saw (none: the item must not exist); a refusal returns the
+ * item as it is (ALL_OLD) and the next try decides on that. A remembered log that is already full
+ * answers "wait" with no request at all: other workers only ever add grants to it.
+ */
+export class DynamoDbRateStore implements RateStore {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #table: string;
+  readonly #ttl: number;
+  readonly #seen = new Map<string, RateLog | undefined>();
+  /** The take in flight per key: this worker's takes of one key go one at a time (see `take`). */
+  readonly #inFlight = new Map<string, Promise<unknown>>();
+
+  constructor(options: DynamoDbRateStoreOptions) {
+    this.#doc = options.client;
+    this.#table = options.tableName;
+    this.#ttl = options.idleTtlSeconds ?? 3600;
+  }
+
+  /**
+   * One at a time per key in this worker: each take starts from what the one before it learned, so the
+   * records of one batch do not race each other's conditional writes (each lost race is a refused,
+   * billed write); only takes of other workers can still race it.
+   */
+  take(key: string, limit: number, perSeconds: number, now: number): Promise<RateTake> {
+    const before = this.#inFlight.get(key);
+    if (before === undefined) return this.#track(key, this.#take(key, limit, perSeconds, now));
+    // `now` was read before this take queued: one that waited here goes on with the later clock.
+    const queuedAt = Date.now();
+    const next = () => this.#take(key, limit, perSeconds, now + Math.max(0, Date.now() - queuedAt));
+    return this.#track(key, before.then(next, next));
+  }
+
+  #track(key: string, take: Promise<RateTake>): Promise<RateTake> {
+    this.#inFlight.set(key, take);
+    const settled = () => {
+      if (this.#inFlight.get(key) === take) this.#inFlight.delete(key);
+    };
+    take.then(settled, settled);
+    return take;
+  }
+
+  async #take(key: string, limit: number, perSeconds: number, now: number): Promise<RateTake> {
+    let known = this.#seen.get(key);
+    for (let i = 0; i < MAX_TRIES; i++) {
+      const decision = decideRate(known, limit, perSeconds, now);
+      if (!decision.grant) {
+        this.#remember(key, known);
+        return { granted: false, waitMs: decision.waitMs };
+      }
+      const refused = await this.#write(key, known, decision.next, now + perSeconds * 1000);
+      if (refused === false) {
+        this.#remember(key, decision.next);
+        return { granted: true };
+      }
+      known = refused;
+    }
+    this.#remember(key, known);
+    return { granted: false, waitMs: contendedWaitMs(limit, perSeconds) };
+  }
+
+  /** false when written; else the log that refused it (undefined: there is no item). */
+  async #write(
+    key: string,
+    expected: RateLog | undefined,
+    next: RateLog,
+    windowEnd: number,
+  ): Promise<false | RateLog | undefined> {
+    try {
+      await guardStore('rate-take', () =>
+        this.#doc.send(
+          new UpdateCommand({
+            TableName: this.#table,
+            Key: { leaseKey: key },
+            UpdateExpression: 'SET #v = :v, #g = :g, #expiresAt = :expiresAt',
+            // Version 0 is an item without one (no item, or one this store did not write).
+            ConditionExpression: expected?.version ? '#v = :seen' : 'attribute_not_exists(#v)',
+            ExpressionAttributeNames: { '#v': 'v', '#g': 'g', '#expiresAt': 'expiresAt' },
+            ExpressionAttributeValues: {
+              ':v': next.version,
+              ':g': next.grants,
+              ':expiresAt': Math.ceil(windowEnd / 1000) + this.#ttl,
+              ...(expected?.version ? { ':seen': expected.version } : {}),
+            },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          }),
+        ),
+      );
+      return false;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        return error.Item ? logOf(unmarshall(error.Item)) : undefined;
+      }
+      throw error;
+    }
+  }
+
+  #remember(key: string, log: RateLog | undefined): void {
+    this.#seen.delete(key);
+    this.#seen.set(key, log);
+    if (this.#seen.size > MAX_REMEMBERED) {
+      const oldest = this.#seen.keys().next().value;
+      if (oldest !== undefined) this.#seen.delete(oldest);
+    }
+  }
+}
+
+/** The log of a stored rate item; an item written by something else counts as version 0, no grants. */
+function logOf(item: Record<string, unknown>): RateLog {
+  const version = typeof item.v === 'number' ? item.v : 0;
+  const grants = Array.isArray(item.g) ? item.g.filter((t): t is number => typeof t === 'number') : [];
+  return { version, grants };
+}

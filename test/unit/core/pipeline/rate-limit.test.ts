@@ -1,0 +1,111 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { makeEnvelope } from '../../../../shared/core/contract/envelope.ts';
+import { JobRegistry } from '../../../../shared/core/model/registry.ts';
+import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
+import { defineJob } from '../../../../shared/jobs/define-job.ts';
+import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
+import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { InMemoryRateStore } from '../../../../shared/testing/in-memory-rate-store.ts';
+
+// The pipeline's rate step on the in-memory stores (real timers: the waits are short).
+
+function setup(rateLimit: { limit: number; perSeconds: number }) {
+  const starts: number[] = [];
+  const job = defineJob({
+    type: 'test.paced',
+    payload: z.object({ n: z.number() }),
+    rateLimit,
+    run: async () => {
+      starts.push(Date.now());
+      return {};
+    },
+  });
+  const store = new InMemoryJobStore();
+  const queue = new InMemoryQueue();
+  const rates = new InMemoryRateStore();
+  const processor = new JobProcessor({
+    store,
+    queue,
+    registry: JobRegistry.of([job]),
+    rates,
+    worker: 'w',
+    logger: new Logger({ logLevel: 'SILENT' }),
+  });
+  const send = (n: number) =>
+    queue.send(
+      JSON.stringify(makeEnvelope({ id: `e-${n}`, type: 'test.paced', dedupKey: `k-${n}`, payload: { n } })),
+    );
+  return { starts, store, queue, rates, processor, send, job };
+}
+
+describe('Rate limits in the pipeline', () => {
+  it('refuses to build a processor for a rate-limited type without a rate store', () => {
+    const { job } = setup({ limit: 1, perSeconds: 1 });
+    expect(
+      () =>
+        new JobProcessor({
+          store: new InMemoryJobStore(),
+          queue: new InMemoryQueue(),
+          registry: JobRegistry.of([job]),
+          worker: 'w',
+          logger: new Logger({ logLevel: 'SILENT' }),
+        }),
+    ).toThrow('job type test.paced has a rateLimit, but the processor has no rate store (option rates)');
+  });
+
+  it('gives a job over the rate back until its permit, without touching its job item', async () => {
+    // Prepare
+    const { processor, queue, store, send } = setup({ limit: 1, perSeconds: 60 });
+    send(1);
+    send(2);
+    const [a, b] = queue.receive(2);
+    if (!a || !b) throw new Error('expected two records');
+
+    // Act
+    const first = await processor.process(a);
+    const before = Date.now();
+    const second = await processor.process(b);
+
+    // Assess
+    expect(first.action).toBe('completed');
+    expect(second).toMatchObject({ action: 'limited', disposition: 'retain' });
+    expect(await store.get('k-2')).toBeUndefined();
+    const back = queue.messages().find((m) => m.messageId === b.messageId);
+    expect(((back?.visibleAt ?? 0) - before) / 1000).toBeGreaterThanOrEqual(59);
+    expect(((back?.visibleAt ?? 0) - before) / 1000).toBeLessThanOrEqual(62);
+  });
+
+  it('waits in the worker for a permit due within a second, then runs the job', async () => {
+    // Prepare
+    const { processor, queue, store, send, starts } = setup({ limit: 1, perSeconds: 0.3 });
+    send(1);
+    send(2);
+    const records = queue.receive(2);
+
+    // Act
+    const outcomes = await Promise.all(records.map((r) => processor.process(r)));
+
+    // Assess
+    expect(outcomes.map((o) => o.action)).toEqual(['completed', 'completed']);
+    expect(Math.abs((starts[1] ?? 0) - (starts[0] ?? 0))).toBeGreaterThanOrEqual(290);
+    expect((await store.get('k-2'))?.attempts).toBe(1);
+  });
+
+  it('gives the message back when the rate store is out, and claims nothing', async () => {
+    // Prepare
+    const { processor, queue, store, send, rates } = setup({ limit: 5, perSeconds: 1 });
+    rates.faults.failNext('rate-take');
+    send(1);
+    const [record] = queue.receive(1);
+    if (!record) throw new Error('expected a record');
+
+    // Act
+    const outcome = await processor.process(record);
+
+    // Assess
+    expect(outcome).toMatchObject({ action: 'store-unavailable', disposition: 'retain' });
+    expect(await store.get('k-1')).toBeUndefined();
+  });
+});
