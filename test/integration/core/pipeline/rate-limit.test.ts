@@ -136,8 +136,8 @@ describe('Rate limits', () => {
     );
     for (const item of items.Items ?? []) expect((item.g as number[]).length).toBeLessThanOrEqual(LIMIT);
     // The waits were give-backs and in-process waits, not attempts.
-    const handBacks = workers.reduce((n, w) => n + w.metrics.get(MetricName.HandBack), 0);
-    expect(handBacks).toBeGreaterThan(0);
+    const waits = workers.reduce((n, w) => n + w.metrics.get(MetricName.LimitWait, { kind: 'rate' }), 0);
+    expect(waits).toBeGreaterThan(0);
   }, 90_000);
 
   it('dead-letters a job whose key function fails as invalid-limit-key, never claimed, payload not in the text', async () => {
