@@ -113,6 +113,24 @@ describe('Registry: concurrency option', () => {
     expect(() => JobRegistry.of([job(concurrency)])).toThrow(message);
   });
 
+  it('refuses two limits of one type that would share their slots (two keyed or two type-wide, one name)', () => {
+    // Tenant "42" and account "42" would name the same slots `slot:t.limited:k:42#<i>`: the two limits
+    // would count each other's jobs, and a job whose two keys are equal would wait for itself forever.
+    const twoKeyed = [
+      { limit: 1, key: (p: { tenant: string }) => p.tenant },
+      { limit: 1, key: (p: { account: string }) => p.account },
+    ];
+    expect(() => JobRegistry.of([job(twoKeyed)])).toThrow(
+      /concurrency\[1\] would share its slots with concurrency\[0\].*give one a distinct name/,
+    );
+    expect(() => JobRegistry.of([job([{ limit: 5 }, { limit: 2, name: 't.limited' }])])).toThrow(
+      /concurrency\[1\] would share its slots with concurrency\[0\]/,
+    );
+    expect(() =>
+      JobRegistry.of([job([twoKeyed[0], { ...twoKeyed[1], name: 'accounts' }, { limit: 9 }])]),
+    ).not.toThrow();
+  });
+
   it('refuses at start a worker with a limited type and no leases table', () => {
     const options = {
       store: new InMemoryJobStore(),
