@@ -21,7 +21,7 @@ import { readBeforeFast, runFast } from './fast-path.ts';
 import { checkedPayload } from './job-run.ts';
 import { runLeased } from './leased-run.ts';
 import { bounceForLimit } from './limit-bounce.ts';
-import { concurrencyWaitMs, releaseSlots, takeSlots } from './limits.ts';
+import { concurrencyWaitMs, releaseSlotsAfterRuns, takeSlots, trackingRuns } from './limits.ts';
 import { outcomeOf, type RecordAction, type RecordOutcome } from './outcome.ts';
 import { withPayload } from './payload-ref.ts';
 import { RecordMessage } from './record-message.ts';
@@ -193,11 +193,12 @@ export class JobProcessor {
     if (slots.held.length === 0) return this.#run(job, definition, deadline);
     const store = s.leases;
     const fenced = slots.held.map((held) => ({ held, fence: store?.fence(held.lease) ?? {} }));
+    const runs = new Set<Promise<unknown>>();
     try {
-      return await this.#run({ ...job, slots: fenced }, definition, deadline);
+      return await this.#run({ ...job, slots: fenced }, trackingRuns(definition, runs), deadline);
     } finally {
-      // After the commit or the release: nothing this record acquired outlives its attempt.
-      await releaseSlots(slots.held);
+      // After the commit or the release; a run left behind keeps its slots until it ends (or they expire).
+      await releaseSlotsAfterRuns(slots, runs);
     }
   }
 

@@ -209,3 +209,50 @@ describe('Processor: concurrency limits (in-memory stores)', () => {
     expect(await t.store.get('bad')).toBeUndefined();
   });
 });
+
+describe('Processor: a run left behind at its deadline keeps its slot', () => {
+  it('does not free the slot to another job while the abandoned run is still running', async () => {
+    let running = 0;
+    let most = 0;
+    const limited = defineJob({
+      type: 't.limited',
+      payload: schema,
+      concurrency: { limit: 1 },
+      async run() {
+        running++;
+        most = Math.max(most, running);
+        // Ignores its signal for a while after the deadline (well within one slot lease).
+        await new Promise((done) => setTimeout(done, 1500));
+        running--;
+        return { result: 'ok' };
+      },
+    });
+    const queue = new InMemoryQueue();
+    const processor = new JobProcessor({
+      store: new InMemoryJobStore(),
+      queue,
+      leases: new InMemoryLeaseStore(),
+      registry: JobRegistry.of([limited]),
+      worker: 'w1',
+      logger: new Logger({ logLevel: 'SILENT' }),
+      leaseMs: 5000,
+    });
+    for (const id of ['a', 'b']) {
+      queue.send(
+        JSON.stringify(makeEnvelope({ id, type: 't.limited', dedupKey: id, payload: { tenant: 'A' } })),
+      );
+    }
+    const [ra, rb] = queue.receive(2);
+    // The invocation's deadline comes 1.1 s in: a's run is abandoned, still running.
+    const a = await processor.process(ra as never, { deadline: Date.now() + 1100 });
+    expect(a.disposition).toBe('retain');
+    expect(running).toBe(1);
+    const b = await processor.process(rb as never);
+    expect(most).toBe(1);
+    expect(b.action).toBe('limited');
+    // Once the left-behind run ends, its slot is given back at once (not one lease later).
+    await new Promise((done) => setTimeout(done, 600));
+    expect(running).toBe(0);
+    expect((await processor.process(rb as never)).action).toBe('completed');
+  });
+});
