@@ -3,7 +3,7 @@
 // (`slot:<type or name>:<* or k:key>#<i>`), heartbeated like ctx.withLease's and fenced into the job's
 // writes that carry effects. No free slot: the message is bounced (limit-bounce.ts), no attempt used.
 // The processor releases the slots after the attempt's commit or release, in a finally.
-import { errorClass, LeaseBusyError, StoreUnavailableError } from '../../errors.ts';
+import { errorClass, LeaseBusyError } from '../../errors.ts';
 import type { LeaseItem, LeaseStore } from '../contract/lease-store.ts';
 import { type HeldLease, holdLease } from '../leases/named-lease.ts';
 import type { AnyJobDefinition, ConcurrencyLimit } from '../model/job-definition.ts';
@@ -91,7 +91,8 @@ export type SlotsTaken =
   | { readonly held: readonly HeldLease[]; readonly stopRenewing?: () => void }
   | { readonly busy: string }
   | { readonly invalid: InvalidLimitKeyError }
-  | { readonly unavailable: StoreUnavailableError };
+  /** The leases table did not answer, or refused (a permission, a table name): the record is given back. */
+  | { readonly unavailable: unknown };
 
 /** Nothing held: a type without concurrency limits. */
 const NONE: SlotsTaken = { held: [] };
@@ -133,8 +134,9 @@ export async function takeSlots(s: Settings, job: Job, definition: AnyJobDefinit
     }
   } catch (error) {
     await releaseSlots(held);
-    if (error instanceof StoreUnavailableError) return { unavailable: error };
-    throw error;
+    // Not only outages: a refusal (AccessDenied, a missing table) thrown out of the processor would fail
+    // the whole batch; given back, as the claim does, it is logged and retried.
+    return { unavailable: error };
   }
   return { held, stopRenewing: () => renewing.abort() };
 }

@@ -4,7 +4,7 @@
 // dead letter (E9, dead-letterer.ts). Each step lives in its own file; this one only sequences them.
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { SQSRecord } from 'aws-lambda';
-import { InvalidEnvelopeError } from '../../errors.ts';
+import { InvalidEnvelopeError, StoreUnavailableError } from '../../errors.ts';
 import { DEFAULTS } from '../contract/defaults.ts';
 import { type JobEnvelope, parseEnvelope } from '../contract/envelope.ts';
 import { recordedDeadCause } from '../decisions/claim-decision.ts';
@@ -271,16 +271,24 @@ export class JobProcessor {
     return runLeased(s, attempt, this.#deadLetterer);
   }
 
-  /** The leases table did not answer a slot's acquire: nothing was claimed, the message retries it. */
+  /** The leases table did not answer (or refused) a slot's acquire: nothing was claimed, the message retries it. */
   async #limitUnavailable(job: Job, error: unknown): Promise<'store-unavailable'> {
     const s = this.#s;
     const delay = s.backoffSeconds(job.message.receives);
-    s.metrics.count(MetricName.StoreUnavailable);
     s.metrics.count(MetricName.HandBack);
-    job.log.warn('the leases table did not answer a concurrency slot acquire; giving the message back', {
-      delaySeconds: delay,
-      error: s.errorText(error),
-    });
+    const fields = { delaySeconds: delay, error: s.errorText(error) };
+    if (error instanceof StoreUnavailableError) {
+      s.metrics.count(MetricName.StoreUnavailable);
+      job.log.warn(
+        'the leases table did not answer a concurrency slot acquire; giving the message back',
+        fields,
+      );
+    } else {
+      job.log.error(
+        'a concurrency slot acquire failed (not an outage: check permissions and the leases table); giving the message back',
+        fields,
+      );
+    }
     await job.message.giveBack(delay, 'store unavailable');
     return 'store-unavailable';
   }

@@ -256,3 +256,35 @@ describe('Processor: a run left behind at its deadline keeps its slot', () => {
     expect((await processor.process(rb as never)).action).toBe('completed');
   });
 });
+
+describe('Processor: a slot acquire the leases table refuses', () => {
+  it('never throws out of process: the record is given back with nothing held or claimed', async () => {
+    const limited = defineJob({ type: 't.limited', payload: schema, concurrency: { limit: 2 }, run });
+    const queue = new InMemoryQueue();
+    const leases = new InMemoryLeaseStore();
+    const processor = new JobProcessor({
+      store: new InMemoryJobStore(),
+      queue,
+      leases,
+      registry: JobRegistry.of([limited]),
+      worker: 'w1',
+      logger: new Logger({ logLevel: 'SILENT' }),
+    });
+    queue.send(
+      JSON.stringify(makeEnvelope({ id: 'r', type: 't.limited', dedupKey: 'r', payload: { tenant: 'A' } })),
+    );
+    const [record] = queue.receive(1);
+    // A permanent refusal, as DynamoDB answers a role without the action (AccessDeniedException, 400).
+    const denied = Object.assign(new Error('not authorized to perform: dynamodb:UpdateItem'), {
+      name: 'AccessDeniedException',
+      $metadata: { httpStatusCode: 400 },
+    });
+    leases.faults.failNext('lease-acquire', denied);
+    const outcome = await processor.process(record as never);
+    expect(outcome.disposition).toBe('retain');
+    expect(outcome.action).toBe('store-unavailable');
+    // Nothing held, nothing claimed: the next receive takes a slot and runs it once.
+    expect(await leases.getMany(['slot:t.limited:*#0', 'slot:t.limited:*#1'])).toEqual([]);
+    expect((await processor.process(record as never)).action).toBe('completed');
+  });
+});
