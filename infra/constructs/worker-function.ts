@@ -70,8 +70,11 @@ export interface WorkerFunctionProps {
 export const WORKER_TABLE_ACTIONS = {
   /** The job store only reads and updates job items (the claim is a conditional UpdateItem). */
   jobs: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
-  /** Named leases: conditional updates, and the ConditionCheck a fenced commit carries. */
-  leases: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
+  /**
+   * Named leases: conditional updates, and the ConditionCheck a fenced commit carries; a concurrency
+   * limit's busy acquire reads its scope's slots with one BatchGetItem.
+   */
+  leases: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
   /**
    * Application tables: reads (`ctx.tables.<name>.get`), and the writes the effect builders make (Put,
    * Update, Delete). No ConditionCheckItem: no effect builder makes a ConditionCheck on an application
@@ -88,9 +91,16 @@ export const WORKER_TABLE_ACTIONS = {
 export const WORKER_QUEUE_ACTIONS = {
   /**
    * The event source mapping polls with the role (ReceiveMessage, DeleteMessage, GetQueueAttributes);
-   * the worker extends and resets visibility (heartbeat, backoff) and deletes what it finished.
+   * the worker extends and resets visibility (heartbeat, backoff) and deletes what it finished; a
+   * concurrency limit's bounce re-sends a message received often (SendMessage), so waits are no receives.
    */
-  jobs: ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'],
+  jobs: [
+    'sqs:ReceiveMessage',
+    'sqs:DeleteMessage',
+    'sqs:ChangeMessageVisibility',
+    'sqs:GetQueueAttributes',
+    'sqs:SendMessage',
+  ],
   /** Explicit dead-lettering with the reason attributes: one SendMessage, nothing else. */
   deadLetter: ['sqs:SendMessage'],
 } as const;

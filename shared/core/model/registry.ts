@@ -150,6 +150,9 @@ function assertConcurrency(type: string, option: unknown): void {
       `${where} must be one limit or a list of 1 to ${MAX_CONCURRENCY_LIMITS}, received ${limits.length}`,
     );
   }
+  // Each limit's slots are named by its owner (name or type) and whether it is keyed only: two limits
+  // alike there would share slots, count each other's jobs, and a job with equal keys would wait for itself.
+  const scopes = new Map<string, number>();
   for (const [i, entry] of limits.entries()) {
     const at = limits.length > 1 ? `${where}[${i}]` : where;
     if (typeof entry !== 'object' || entry === null) {
@@ -169,5 +172,13 @@ function assertConcurrency(type: string, option: unknown): void {
         `${at}.name ${JSON.stringify(name)} is not valid; expected 1-128 letters, digits or . _ : -`,
       );
     }
+    const scope = `${name ?? type}:${key === undefined ? '*' : 'k'}`;
+    const other = scopes.get(scope);
+    if (other !== undefined) {
+      throw new ConfigError(
+        `${at} would share its slots with concurrency[${other}] (both ${key === undefined ? 'type-wide' : 'keyed'}, named ${JSON.stringify(name ?? type)}); give one a distinct name`,
+      );
+    }
+    scopes.set(scope, i);
   }
 }

@@ -3,7 +3,7 @@
 // (`slot:<type or name>:<* or k:key>#<i>`), heartbeated like ctx.withLease's and fenced into the job's
 // writes that carry effects. No free slot: the message is bounced (limit-bounce.ts), no attempt used.
 // The processor releases the slots after the attempt's commit or release, in a finally.
-import { errorClass, LeaseBusyError, StoreUnavailableError } from '../../errors.ts';
+import { errorClass, LeaseBusyError } from '../../errors.ts';
 import type { LeaseItem, LeaseStore } from '../contract/lease-store.ts';
 import { type HeldLease, holdLease } from '../leases/named-lease.ts';
 import type { AnyJobDefinition, ConcurrencyLimit } from '../model/job-definition.ts';
@@ -102,10 +102,11 @@ export function concurrencyWaitMs(receives: number): number {
 
 /** What taking a job's slots came to. */
 export type SlotsTaken =
-  | { readonly held: readonly HeldLease[] }
+  | { readonly held: readonly HeldLease[]; readonly stopRenewing?: () => void }
   | { readonly busy: string }
   | { readonly invalid: InvalidLimitKeyError }
-  | { readonly unavailable: StoreUnavailableError };
+  /** The leases table did not answer, or refused (a permission, a table name): the record is given back. */
+  | { readonly unavailable: unknown };
 
 /** Nothing held: a type without concurrency limits. */
 const NONE: SlotsTaken = { held: [] };
@@ -131,12 +132,14 @@ export async function takeSlots(s: Settings, job: Job, definition: AnyJobDefinit
   // One record's own owner: two copies of a job on one worker must not pass for each other's acquire.
   const owner = `${s.worker}/${job.envelope.dedupKey}/${job.message.record.messageId}`;
   const held: HeldLease[] = [];
+  // Aborted for a run left behind (releaseSlotsAfterRuns): its slots stop renewing and expire.
+  const renewing = new AbortController();
   // A failed release leaves the slot to expire after one slot lease: worth a line, never a failure.
   const onReleaseError = (error: unknown) =>
     job.log.warn('could not release a concurrency slot; it expires instead', { error: s.errorText(error) });
   try {
     for (const { scope, limit } of scopes) {
-      const slot = await takeSlot(s, store, owner, scope, limit, onReleaseError);
+      const slot = await takeSlot(s, store, owner, scope, limit, renewing.signal, onReleaseError);
       if (slot === undefined) {
         await releaseSlots(held);
         return { busy: scope };
@@ -145,10 +148,11 @@ export async function takeSlots(s: Settings, job: Job, definition: AnyJobDefinit
     }
   } catch (error) {
     await releaseSlots(held);
-    if (error instanceof StoreUnavailableError) return { unavailable: error };
-    throw error;
+    // Not only outages: a refusal (AccessDenied, a missing table) thrown out of the processor would fail
+    // the whole batch; given back, as the claim does, it is logged and retried.
+    return { unavailable: error };
   }
-  return { held };
+  return { held, stopRenewing: () => renewing.abort() };
 }
 
 /**
@@ -162,10 +166,11 @@ async function takeSlot(
   owner: string,
   scope: string,
   limit: number,
+  signal: AbortSignal,
   onReleaseError: (error: unknown) => void,
 ): Promise<HeldLease | undefined> {
   const first = Math.floor(s.random() * limit);
-  const attempt = (i: number) => trySlot(s, store, owner, slotKey(scope, i), onReleaseError);
+  const attempt = (i: number) => trySlot(s, store, owner, slotKey(scope, i), signal, onReleaseError);
   const taken = await attempt(first);
   if (taken || limit === 1) return taken;
   // Without a batch read every other slot counts as free, and the tries are the read.
@@ -186,10 +191,19 @@ async function trySlot(
   store: LeaseStore,
   owner: string,
   key: string,
+  signal: AbortSignal,
   onReleaseError: (error: unknown) => void,
 ): Promise<HeldLease | undefined> {
   try {
-    return await holdLease(key, { store, owner, leaseMs: s.leaseMs, waitMs: 0, now: s.now, onReleaseError });
+    return await holdLease(key, {
+      store,
+      owner,
+      leaseMs: s.leaseMs,
+      waitMs: 0,
+      now: s.now,
+      signal,
+      onReleaseError,
+    });
   } catch (error) {
     if (error instanceof LeaseBusyError) return undefined;
     throw error;
@@ -203,4 +217,38 @@ async function trySlot(
 export async function releaseSlots(held: readonly HeldLease[]): Promise<void> {
   if (held.length === 0) return;
   await Promise.all(held.map((slot) => slot.release()));
+}
+
+/**
+ * Gives the slots up once the job's runs have ended. The pipeline leaves a run behind when it stops
+ * waiting for it (the deadline, a lost job lease, the fast path's budget): that run goes on until it
+ * heeds its signal, and freeing its slot now would let another job of the scope run beside it. So its
+ * slots stop renewing and are released when it ends, or expire one slot lease later if it never does.
+ */
+export async function releaseSlotsAfterRuns(
+  taken: { readonly held: readonly HeldLease[]; readonly stopRenewing?: () => void },
+  runs: ReadonlySet<Promise<unknown>>,
+): Promise<void> {
+  if (runs.size === 0) return releaseSlots(taken.held);
+  taken.stopRenewing?.();
+  void Promise.allSettled([...runs]).then(() => releaseSlots(taken.held));
+}
+
+/**
+ * `definition` with its `run` noting each run in `runs` until it ends, so the slots of a run left behind
+ * outlive the attempt only as long as the run itself (see {@link releaseSlotsAfterRuns}).
+ */
+export function trackingRuns(definition: AnyJobDefinition, runs: Set<Promise<unknown>>): AnyJobDefinition {
+  return {
+    ...definition,
+    run(ctx, payload) {
+      const result = definition.run(ctx, payload);
+      const ended: Promise<unknown> = Promise.resolve(result).then(
+        () => runs.delete(ended),
+        () => runs.delete(ended),
+      );
+      runs.add(ended);
+      return result;
+    },
+  };
 }

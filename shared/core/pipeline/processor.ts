@@ -4,7 +4,7 @@
 // dead letter (E9, dead-letterer.ts). Each step lives in its own file; this one only sequences them.
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { SQSRecord } from 'aws-lambda';
-import { InvalidEnvelopeError } from '../../errors.ts';
+import { InvalidEnvelopeError, StoreUnavailableError } from '../../errors.ts';
 import { DEFAULTS } from '../contract/defaults.ts';
 import { type JobEnvelope, parseEnvelope } from '../contract/envelope.ts';
 import { recordedDeadCause } from '../decisions/claim-decision.ts';
@@ -21,7 +21,7 @@ import { readBeforeFast, runFast } from './fast-path.ts';
 import { checkedPayload } from './job-run.ts';
 import { runLeased } from './leased-run.ts';
 import { bounceForLimit } from './limit-bounce.ts';
-import { concurrencyWaitMs, releaseSlots, takeSlots } from './limits.ts';
+import { concurrencyWaitMs, releaseSlotsAfterRuns, takeSlots, trackingRuns } from './limits.ts';
 import { outcomeOf, type RecordAction, type RecordOutcome } from './outcome.ts';
 import { withPayload } from './payload-ref.ts';
 import { takeRatePermits } from './rate-limit.ts';
@@ -198,11 +198,12 @@ export class JobProcessor {
     if (slots.held.length === 0) return this.#run(job, definition, deadline);
     const store = s.leases;
     const fenced = slots.held.map((held) => ({ held, fence: store?.fence(held.lease) ?? {} }));
+    const runs = new Set<Promise<unknown>>();
     try {
-      return await this.#run({ ...job, slots: fenced }, definition, deadline);
+      return await this.#run({ ...job, slots: fenced }, trackingRuns(definition, runs), deadline);
     } finally {
-      // After the commit or the release: nothing this record acquired outlives its attempt.
-      await releaseSlots(slots.held);
+      // After the commit or the release; a run left behind keeps its slots until it ends (or they expire).
+      await releaseSlotsAfterRuns(slots, runs);
     }
   }
 
@@ -275,16 +276,24 @@ export class JobProcessor {
     return runLeased(s, attempt, this.#deadLetterer);
   }
 
-  /** The leases table did not answer a slot's acquire: nothing was claimed, the message retries it. */
+  /** The leases table did not answer (or refused) a slot's acquire: nothing was claimed, the message retries it. */
   async #limitUnavailable(job: Job, error: unknown): Promise<'store-unavailable'> {
     const s = this.#s;
     const delay = s.backoffSeconds(job.message.receives);
-    s.metrics.count(MetricName.StoreUnavailable);
     s.metrics.count(MetricName.HandBack);
-    job.log.warn('the leases table did not answer a concurrency slot acquire; giving the message back', {
-      delaySeconds: delay,
-      error: s.errorText(error),
-    });
+    const fields = { delaySeconds: delay, error: s.errorText(error) };
+    if (error instanceof StoreUnavailableError) {
+      s.metrics.count(MetricName.StoreUnavailable);
+      job.log.warn(
+        'the leases table did not answer a concurrency slot acquire; giving the message back',
+        fields,
+      );
+    } else {
+      job.log.error(
+        'a concurrency slot acquire failed (not an outage: check permissions and the leases table); giving the message back',
+        fields,
+      );
+    }
     await job.message.giveBack(delay, 'store unavailable');
     return 'store-unavailable';
   }

@@ -1,9 +1,12 @@
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { WORKER_QUEUE_ACTIONS, WORKER_TABLE_ACTIONS } from '../../../../infra/constructs/worker-function.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { MetricName } from '../../../../shared/core/observe/metric-names.ts';
+import { RESEND_AT_RECEIVES } from '../../../../shared/core/pipeline/limit-bounce.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import {
   type CoreEnv,
@@ -267,5 +270,58 @@ describe('concurrency limits (against the emulator)', () => {
       env.clients.doc.middlewareStack.remove('countDdb');
       env.clients.sqs.middlewareStack.remove('countSqs');
     }
+  }, 60_000);
+
+  it('makes only requests the deployed worker role may make when it bounces (BatchGet of a busy scope, re-send)', async () => {
+    // Arrange: both slots of a limit of 2 held elsewhere, and a job message already received
+    // RESEND_AT_RECEIVES - 1 times, so this receive's bounce reads the scope and re-sends the message.
+    const type = uniqueName('t_iam');
+    const registry = JobRegistry.of([tenantJob(type, [], 0, 2)]);
+    const worker = makeWorker(env, registry, { worker: 'iam' });
+    for (const i of [0, 1]) {
+      await leaseStore(env).tryAcquire(`slot:${type}:k:I#${i}`, `other/${i}`, 60_000, Date.now());
+    }
+    await sendJob(env, { dedupKey: uniqueName('iam'), type, payload: { tenant: 'I' } });
+    for (let seen = 0; seen < RESEND_AT_RECEIVES - 1; ) {
+      const out = await env.clients.sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: env.queueUrl, VisibilityTimeout: 0, WaitTimeSeconds: 1 }),
+      );
+      seen += out.Messages?.length ?? 0;
+    }
+    const calls: string[] = [];
+    const action = (service: string, command: string) => {
+      const name = command.replace(/Command$/, '');
+      return `${service}:${/Item$|Message|Queue/.test(name) ? name : `${name}Item`}`;
+    };
+    const record = (service: 'dynamodb' | 'sqs') =>
+      ((
+        next: (args: { input: Record<string, unknown> }) => Promise<unknown>,
+        context: { commandName?: string },
+      ) =>
+        async (args: { input: Record<string, unknown> }) => {
+          const { TableName, QueueUrl, RequestItems } = args.input;
+          const onLeases =
+            TableName === env.leasesTable ||
+            Object.keys((RequestItems as object | undefined) ?? {}).includes(env.leasesTable);
+          if (onLeases || QueueUrl === env.queueUrl) calls.push(action(service, context.commandName ?? ''));
+          return next(args);
+        }) as never;
+    env.clients.doc.middlewareStack.add(record('dynamodb'), { step: 'initialize', name: 'iamDdb' });
+    env.clients.sqs.middlewareStack.add(record('sqs'), { step: 'initialize', name: 'iamSqs' });
+    try {
+      // Act
+      await worker.poll(1);
+    } finally {
+      env.clients.doc.middlewareStack.remove('iamDdb');
+      env.clients.sqs.middlewareStack.remove('iamSqs');
+    }
+
+    // Assess: the bounce read the scope and re-sent, and the worker role (infra/constructs/worker-function.ts)
+    // grants every one of those requests on the leases table and the jobs queue.
+    expect(worker.metrics.get(MetricName.LimitWait)).toBe(1);
+    expect(calls).toContain('dynamodb:BatchGetItem');
+    expect(calls).toContain('sqs:SendMessage');
+    const granted = new Set<string>([...WORKER_TABLE_ACTIONS.leases, ...WORKER_QUEUE_ACTIONS.jobs]);
+    expect(calls.filter((call) => !granted.has(call))).toEqual([]);
   }, 60_000);
 });

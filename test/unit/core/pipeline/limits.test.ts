@@ -113,6 +113,24 @@ describe('Registry: concurrency option', () => {
     expect(() => JobRegistry.of([job(concurrency)])).toThrow(message);
   });
 
+  it('refuses two limits of one type that would share their slots (two keyed or two type-wide, one name)', () => {
+    // Tenant "42" and account "42" would name the same slots `slot:t.limited:k:42#<i>`: the two limits
+    // would count each other's jobs, and a job whose two keys are equal would wait for itself forever.
+    const twoKeyed = [
+      { limit: 1, key: (p: { tenant: string }) => p.tenant },
+      { limit: 1, key: (p: { account: string }) => p.account },
+    ];
+    expect(() => JobRegistry.of([job(twoKeyed)])).toThrow(
+      /concurrency\[1\] would share its slots with concurrency\[0\].*give one a distinct name/,
+    );
+    expect(() => JobRegistry.of([job([{ limit: 5 }, { limit: 2, name: 't.limited' }])])).toThrow(
+      /concurrency\[1\] would share its slots with concurrency\[0\]/,
+    );
+    expect(() =>
+      JobRegistry.of([job([twoKeyed[0], { ...twoKeyed[1], name: 'accounts' }, { limit: 9 }])]),
+    ).not.toThrow();
+  });
+
   it('refuses at start a worker with a limited type and no leases table', () => {
     const options = {
       store: new InMemoryJobStore(),
@@ -189,5 +207,84 @@ describe('Processor: concurrency limits (in-memory stores)', () => {
     expect(outcome.action).toBe('dead-lettered');
     expect(t.queue.deadLetters[0]?.reason.reason).toBe('invalid-limit-key');
     expect(await t.store.get('bad')).toBeUndefined();
+  });
+});
+
+describe('Processor: a run left behind at its deadline keeps its slot', () => {
+  it('does not free the slot to another job while the abandoned run is still running', async () => {
+    let running = 0;
+    let most = 0;
+    const limited = defineJob({
+      type: 't.limited',
+      payload: schema,
+      concurrency: { limit: 1 },
+      async run() {
+        running++;
+        most = Math.max(most, running);
+        // Ignores its signal for a while after the deadline (well within one slot lease).
+        await new Promise((done) => setTimeout(done, 1500));
+        running--;
+        return { result: 'ok' };
+      },
+    });
+    const queue = new InMemoryQueue();
+    const processor = new JobProcessor({
+      store: new InMemoryJobStore(),
+      queue,
+      leases: new InMemoryLeaseStore(),
+      registry: JobRegistry.of([limited]),
+      worker: 'w1',
+      logger: new Logger({ logLevel: 'SILENT' }),
+      leaseMs: 5000,
+    });
+    for (const id of ['a', 'b']) {
+      queue.send(
+        JSON.stringify(makeEnvelope({ id, type: 't.limited', dedupKey: id, payload: { tenant: 'A' } })),
+      );
+    }
+    const [ra, rb] = queue.receive(2);
+    // The invocation's deadline comes 1.1 s in: a's run is abandoned, still running.
+    const a = await processor.process(ra as never, { deadline: Date.now() + 1100 });
+    expect(a.disposition).toBe('retain');
+    expect(running).toBe(1);
+    const b = await processor.process(rb as never);
+    expect(most).toBe(1);
+    expect(b.action).toBe('limited');
+    // Once the left-behind run ends, its slot is given back at once (not one lease later).
+    await new Promise((done) => setTimeout(done, 600));
+    expect(running).toBe(0);
+    expect((await processor.process(rb as never)).action).toBe('completed');
+  });
+});
+
+describe('Processor: a slot acquire the leases table refuses', () => {
+  it('never throws out of process: the record is given back with nothing held or claimed', async () => {
+    const limited = defineJob({ type: 't.limited', payload: schema, concurrency: { limit: 2 }, run });
+    const queue = new InMemoryQueue();
+    const leases = new InMemoryLeaseStore();
+    const processor = new JobProcessor({
+      store: new InMemoryJobStore(),
+      queue,
+      leases,
+      registry: JobRegistry.of([limited]),
+      worker: 'w1',
+      logger: new Logger({ logLevel: 'SILENT' }),
+    });
+    queue.send(
+      JSON.stringify(makeEnvelope({ id: 'r', type: 't.limited', dedupKey: 'r', payload: { tenant: 'A' } })),
+    );
+    const [record] = queue.receive(1);
+    // A permanent refusal, as DynamoDB answers a role without the action (AccessDeniedException, 400).
+    const denied = Object.assign(new Error('not authorized to perform: dynamodb:UpdateItem'), {
+      name: 'AccessDeniedException',
+      $metadata: { httpStatusCode: 400 },
+    });
+    leases.faults.failNext('lease-acquire', denied);
+    const outcome = await processor.process(record as never);
+    expect(outcome.disposition).toBe('retain');
+    expect(outcome.action).toBe('store-unavailable');
+    // Nothing held, nothing claimed: the next receive takes a slot and runs it once.
+    expect(await leases.getMany(['slot:t.limited:*#0', 'slot:t.limited:*#1'])).toEqual([]);
+    expect((await processor.process(record as never)).action).toBe('completed');
   });
 });
