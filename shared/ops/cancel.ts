@@ -38,7 +38,7 @@ export function checkDedupKey(dedupKey: string): void {
   if (!isEnvelopeDedupKey(dedupKey)) {
     // Its length only: the key itself may hold what a terminal must not print.
     throw new OpsError(
-      `not a dedupKey (${dedupKey.length} characters): a job's dedupKey is 1-256 printable characters`,
+      `not a dedupKey (${typeof dedupKey === 'string' ? `${dedupKey.length} characters` : `a ${typeof dedupKey}`}): a job's dedupKey is 1-256 printable characters`,
     );
   }
 }

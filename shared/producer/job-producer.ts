@@ -229,7 +229,7 @@ export class JobProducer {
    */
   async cancel(dedupKey: string, options: CancelOptions = {}): Promise<CancelResult> {
     if (!isEnvelopeDedupKey(dedupKey)) {
-      throw new LeaseqError(`cancel: not a dedupKey (${dedupKey.length} characters; 1-256 printable)`, {
+      throw new LeaseqError(`cancel: not a dedupKey (${keyShape(dedupKey)}; 1-256 printable)`, {
         retryable: false,
       });
     }
@@ -456,6 +456,11 @@ function defaultClients(options: JobProducerOptions): ReturnType<typeof createAw
     config.endpoint ??
     (process.env.AWS_ENDPOINT_URL_SQS ? undefined : loopbackOrigin(options.queueUrl));
   return createAwsClients({ ...config, ...(endpoint ? { endpoint } : {}) });
+}
+
+/** What a refused key is, without the key itself (it may hold what a log or terminal must not show). */
+function keyShape(key: unknown): string {
+  return typeof key === 'string' ? `${key.length} characters` : `a ${key === null ? 'null' : typeof key}`;
 }
 
 /** The origin (`http://127.0.0.1:4566`) of a URL naming this machine, else undefined. */

@@ -108,7 +108,8 @@ export const ENVELOPE_SHAPE = `{v:${ENVELOPE_VERSION}, id, dedupKey, type, creat
 
 /** Whether `value` is a dedup key an envelope may carry (what a valid envelope's `dedupKey` matches). */
 export function isEnvelopeDedupKey(value: string): boolean {
-  return DEDUP_KEY.test(value);
+  // RegExp.test stringifies: a JS caller's 123, null or undefined would pass as "123", "null", "undefined".
+  return typeof value === 'string' && DEDUP_KEY.test(value);
 }
 
 /** Whether `value` is a job type an envelope may carry (what a valid envelope's `type` matches). */

@@ -160,6 +160,26 @@ describe('Class: JobProducer', () => {
     );
   });
 
+  describe('Method: cancel', () => {
+    it('refuses a dedupKey that is not a string (a JS caller) with a clear error, before any write', async () => {
+      // Arrange: a document client that records what it is asked to send.
+      const sent: unknown[] = [];
+      const dynamoDb = { send: async (command: unknown) => sent.push(command) };
+      const canceller = new JobProducer({
+        queueUrl: 'http://127.0.0.1:9/000000000000/q',
+        client,
+        jobsTable: 'jobs',
+        dynamoDb: dynamoDb as never,
+      });
+
+      // Act / Assess: numbers and null stringify to keys the pattern accepts; they must not reach DynamoDB.
+      for (const key of [123, null, undefined, { toString: () => 'abc' }]) {
+        await expect(canceller.cancel(key as unknown as string)).rejects.toThrow(/not a dedupKey/);
+      }
+      expect(sent).toEqual([]);
+    });
+  });
+
   describe('with an OpenTelemetry SDK registered', () => {
     const CALLER = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
     const exporter = new InMemorySpanExporter();
