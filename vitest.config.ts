@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LongestFirstSequencer } from './test/support/sequencer.ts';
 
 // Projects: `unit` and `model` need nothing running; `integration` talks to the AWS emulator that
 // test/support/global-setup.ts starts (or to AWS_ENDPOINT_URL when it is set, e.g. LocalStack).
@@ -16,6 +17,8 @@ export default defineConfig({
   test: {
     // The SDK warns once per process that Node 20 support ends in 2027; tests need not repeat it.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    // Longest file first across the projects, so the file workers finish together (test/support/sequencer.ts).
+    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {
         test: {
