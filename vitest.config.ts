@@ -6,6 +6,12 @@ import { LongestFirstSequencer } from './test/support/sequencer.ts';
 // The global setup runs in this process and uses the SDK too. `timing` holds the few unit files whose
 // real timers measure the event loop itself (a job blocking it): they run alone, after the others.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+// aws-cdk-lib's CloudFormation validation of each synthesized template (a WASM engine) costs about 8.6 s
+// of CPU in every process that synthesizes: each integration file's worker (local provisioning) and every
+// `leaseq local deploy|destroy|provision`. Off for the run (workers and their children inherit it); the
+// check itself runs once per stack variant in test/infra/cfn-validation.test.ts, and stays on in
+// test/infra/cdk-synth.test.ts and the tarball test (the adopter's own app). CDK_VALIDATION=true keeps it.
+process.env.CDK_VALIDATION ??= 'false';
 
 // Most integration files spend their time waiting (visibility timeouts, leases running out, workers
 // starting), not computing, so they run several at a time even on 2 cores. LEASEQ_TEST_WORKERS overrides.
