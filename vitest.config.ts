@@ -1,10 +1,17 @@
 import { defineConfig } from 'vitest/config';
+import { LongestFirstSequencer } from './test/support/sequencer.ts';
 
 // Projects: `unit` and `model` need nothing running; `integration` talks to the AWS emulator that
 // test/support/global-setup.ts starts (or to AWS_ENDPOINT_URL when it is set, e.g. LocalStack).
 // The global setup runs in this process and uses the SDK too. `timing` holds the few unit files whose
 // real timers measure the event loop itself (a job blocking it): they run alone, after the others.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+// aws-cdk-lib's CloudFormation validation of each synthesized template (a WASM engine) costs about 8.6 s
+// of CPU in every process that synthesizes: each integration file's worker (local provisioning) and every
+// `leaseq local deploy|destroy|provision`. Off for the run (workers and their children inherit it); the
+// check itself runs once per stack variant in test/infra/cfn-validation.test.ts, and stays on in
+// test/infra/cdk-synth.test.ts and the tarball test (the adopter's own app). CDK_VALIDATION=true keeps it.
+process.env.CDK_VALIDATION ??= 'false';
 
 // Most integration files spend their time waiting (visibility timeouts, leases running out, workers
 // starting), not computing, so they run several at a time even on 2 cores. LEASEQ_TEST_WORKERS overrides.
@@ -16,6 +23,8 @@ export default defineConfig({
   test: {
     // The SDK warns once per process that Node 20 support ends in 2027; tests need not repeat it.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    // Longest file first across the projects, so the file workers finish together (test/support/sequencer.ts).
+    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {
         test: {

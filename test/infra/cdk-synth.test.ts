@@ -34,6 +34,8 @@ describe('App: infra/app.ts via cdk synth', () => {
       AWS_CONFIG_FILE: join(outdir, 'no-aws-config'),
       AWS_SHARED_CREDENTIALS_FILE: join(outdir, 'no-aws-credentials'),
       AWS_EC2_METADATA_DISABLED: 'true',
+      // CloudFormation's validation of the template, which the rest of the test run turns off.
+      CDK_VALIDATION: 'true',
     };
 
     // Act
@@ -55,6 +57,8 @@ describe('App: infra/app.ts via cdk synth', () => {
     const bundle = join(outdir, String(assetPath), 'index.mjs');
     expect(existsSync(bundle)).toBe(true);
     expect(existsSync(`${bundle}.map`)).toBe(true);
+    // CloudFormation's validation ran (its report is written only then) and passed (synth exited 0).
+    expect(existsSync(join(outdir, 'validation-report.json'))).toBe(true);
     expect(stderr).not.toMatch(/docker/i);
     // No largePayloads in this app: the S3 client is not bundled, only its lazy import is left.
     expect(readFileSync(bundle, 'utf8')).toMatch(/import\(\s*["'`]@aws-sdk\/client-s3["'`]\s*\)/);

@@ -48,6 +48,9 @@ const env = () => ({
   AWS_ENDPOINT_URL: testEndpoint(),
   AWS_REGION: 'us-east-1',
   AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  // The adopter's synths and deploy validate their templates as they would for a user (the test run
+  // turns CloudFormation's validation off elsewhere: vitest.config.ts).
+  CDK_VALIDATION: undefined,
 });
 
 /**
