@@ -1072,11 +1072,16 @@ class World {
       const ownType = otherCreated ? OTHER_TYPE : jobType(spec);
       const letterType = (l: { body: string }) => (JSON.parse(l.body) as { type?: string }).type;
       const letters = allLetters.filter((l) => letterType(l) === ownType);
-      if (this.collided.has(key)) v.push(...this.#collisionProblems(key, spec, item, allLetters, ownType));
+      // A cancelled job stops where its cancel found it: its review kind's expected end does not apply.
+      const cancelTried = this.cancelAnswers.has(key);
+      const cancelled = status === JobStatus.Cancelled && cancelTried;
+      if (this.collided.has(key) && !cancelled) {
+        v.push(...this.#collisionProblems(key, spec, item, allLetters, ownType));
+      }
       if (otherCreated) continue;
       const ops = [...spec.steps.map((_, i) => `${key}#s${i + 1}`), ...(spec.poison ? [] : [`${key}#final`])];
       const where = `${key} (${jobType(spec)})`;
-      if (spec.limit) {
+      if (spec.limit && !cancelled) {
         const refused = this.limitRefusals.get(key) ?? 0;
         if (status !== JobStatus.Dead || refused > 2 * (1 + (resets.get(key) ?? 0))) {
           v.push(
@@ -1085,7 +1090,6 @@ class World {
           );
         }
       }
-      const cancelTried = this.cancelAnswers.has(key);
       if (cancelTried) v.push(...this.#cancelProblems(key, status, letters.length));
       if (status === JobStatus.Cancelled) this.stats.cancelled += 1;
       const settled =

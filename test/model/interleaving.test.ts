@@ -76,6 +76,11 @@ import {
  *     at most once per reset (its final credit still at most once; 1-3 allow its earlier letters); a
  *     reset is never claimed by the message the job died under. The summary counts resets, lease-lost
  *     events and dropped copies from the final items.
+ *  9. issue 21 (`[concurrency/*]`, `[cancel/*]`, `[rate/*]`, scenario.ts STEER_KINDS, in a share of these
+ *     same schedules): no more committed runs of a limit's scope at once than its limit, a killed worker's
+ *     slots end within one lease, a bounce claims nothing, no slot held after settling; nothing of a job
+ *     commits after its cancel is acknowledged and it ends CANCELLED with no later letter; at most `limit`
+ *     rate permits per window. defects.test.ts shows each able to fail.
  *
  * The self-tests at the end check the harness: a scenario replays to the same trace, and the invariants
  * catch a store with an unfenced checkpoint (1), renewals that do not renew (5), a fast commit that
