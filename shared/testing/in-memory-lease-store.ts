@@ -129,6 +129,12 @@ export class InMemoryLeaseStore implements LeaseStore {
     return item?.owner === owner && item.token === token;
   }
 
+  /** Test hook: the item as stored, past any injected fault (an audit's read must not spend one). */
+  peek(key: string): LeaseItem | undefined {
+    const item = this.#items.get(key);
+    return item === undefined ? undefined : structuredClone(item);
+  }
+
   /** Test hook: removes an item the way TTL would. Returns whether there was one. */
   delete(key: string): boolean {
     return this.#items.delete(key);

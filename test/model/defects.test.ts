@@ -1,7 +1,11 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSRecord } from 'aws-lambda';
+import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { makeEnvelope } from '../../shared/core/contract/envelope.ts';
+import type { JobStore } from '../../shared/core/contract/job-store.ts';
+import type { LeaseStore } from '../../shared/core/contract/lease-store.ts';
+import type { RateStore } from '../../shared/core/contract/rate-store.ts';
 import { JobStatus } from '../../shared/core/contract/statuses.ts';
 import { JobRegistry } from '../../shared/core/model/registry.ts';
 import type { PayloadSchema } from '../../shared/core/model/standard-schema.ts';
@@ -10,9 +14,40 @@ import { JobProcessor } from '../../shared/core/pipeline/processor.ts';
 import { TransientJobError } from '../../shared/errors.ts';
 import { defineJob } from '../../shared/jobs/define-job.ts';
 import { InMemoryJobStore } from '../../shared/testing/in-memory-job-store.ts';
+import type { InMemoryLeaseStore } from '../../shared/testing/in-memory-lease-store.ts';
 import { InMemoryQueue } from '../../shared/testing/in-memory-queue.ts';
-import { runScenario } from './harness.ts';
-import type { Scenario } from './scenario.ts';
+import { type RunOptions, runScenario } from './harness.ts';
+import { type Scenario, type SteerKind, scenarioArb } from './scenario.ts';
+
+/*
+ * A controlled break of the pipeline for one check of issue 21 (below): a job that finds its limit full
+ * is claimed before it is bounced, so the bounce uses an attempt. Off everywhere else in this file.
+ */
+const broken = vi.hoisted(() => ({ claimBeforeBounce: false }));
+vi.mock('../../shared/core/pipeline/limits.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../shared/core/pipeline/limits.ts')>();
+  return {
+    ...real,
+    takeSlots: async (...args: Parameters<typeof real.takeSlots>) => {
+      const out = await real.takeSlots(...args);
+      if (broken.claimBeforeBounce && 'busy' in out) {
+        const [s, job] = args;
+        await s.store
+          .claim({
+            dedupKey: job.envelope.dedupKey,
+            owner: s.worker,
+            messageId: job.message.record.messageId,
+            type: job.envelope.type,
+            createdAt: job.envelope.createdAt,
+            leaseMs: s.leaseMs,
+            now: s.now(),
+          })
+          .catch(() => undefined);
+      }
+      return out;
+    },
+  };
+});
 
 /*
  * Defects the interleaving model found, each as a focused reproduction that failed before its fix.
@@ -311,5 +346,145 @@ describe('Defect D2 (fixed): a fast commit ran a job past its attempt budget', (
     };
     const report = await runScenario(scenario);
     expect(report.violations).toEqual([]);
+  });
+});
+
+/**
+ * Issue 21's checks (harness.ts, steer kinds `concurrency`, `cancel`, `rate`) each shown able to fail: the
+ * code under test broken in a controlled way, on schedules that carry the kind, until the check fires.
+ */
+describe('Issue 21 checks catch what they are for', () => {
+  /** The `[kind/check]` tags found over up to `n` schedules of `kind` broken by `options`, stopping once `want` are all found. */
+  const found = async (kind: SteerKind, n: number, seed: number, options: RunOptions, want: string[]) => {
+    const tags = new Set<string>();
+    for (const scenario of fc.sample(scenarioArb({ steer: kind }), { numRuns: n, seed })) {
+      const report = await runScenario(scenario, options);
+      for (const v of report.violations) {
+        const tag = /^\[([a-z-]+\/[a-z-]+)\]/.exec(v)?.[1];
+        if (tag) tags.add(tag);
+      }
+      if (want.every((w) => tags.has(w))) break;
+    }
+    return [...tags].filter((t) => want.includes(t)).sort();
+  };
+  const leaseStore = (leases: InMemoryLeaseStore, overrides: Partial<LeaseStore>): LeaseStore => ({
+    tryAcquire: (key, owner, leaseMs, now) => leases.tryAcquire(key, owner, leaseMs, now),
+    renew: (lease, leaseMs, now) => leases.renew(lease, leaseMs, now),
+    release: (lease) => leases.release(lease),
+    get: (key) => leases.get(key),
+    getMany: (keys) => leases.getMany(keys),
+    fence: (lease) => leases.fence(lease),
+    ...overrides,
+  });
+
+  it('concurrency/over-limit: slots that never refuse (each job its own slot item) let more runs of a tenant commit at once', async () => {
+    // The slot's condition ignored: every owner gets an item of its own, so no acquire is refused, and
+    // each run's fence checks its own item and passes.
+    const own = (leases: InMemoryLeaseStore) =>
+      leaseStore(leases, {
+        tryAcquire: (key, owner, ms, now) => leases.tryAcquire(`${key}/${owner}`, owner, ms, now),
+      });
+    expect(await found('concurrency', 100, 21, { wrapLeases: own }, ['concurrency/over-limit'])).toEqual([
+      'concurrency/over-limit',
+    ]);
+  });
+
+  it("concurrency/slot-outlives-crash: a slot renewal that extends past one lease keeps a dead worker's slot", async () => {
+    const greedy = (leases: InMemoryLeaseStore) =>
+      leaseStore(leases, {
+        tryAcquire: (key, owner, ms, now) =>
+          leases.tryAcquire(key, owner, key.startsWith('slot:') ? 4 * ms : ms, now),
+      });
+    expect(
+      await found('concurrency', 200, 22, { wrapLeases: greedy }, ['concurrency/slot-outlives-crash']),
+    ).toEqual(['concurrency/slot-outlives-crash']);
+  });
+
+  it('concurrency/held-after-settle: a slot release that writes nothing leaves slots held', async () => {
+    const keeping = (leases: InMemoryLeaseStore) =>
+      leaseStore(leases, {
+        release: (lease) => (lease.key.startsWith('slot:') ? Promise.resolve() : leases.release(lease)),
+      });
+    expect(
+      await found('concurrency', 100, 23, { wrapLeases: keeping }, ['concurrency/held-after-settle']),
+    ).toEqual(['concurrency/held-after-settle']);
+  });
+
+  it('concurrency/bounce-used-attempt: a job claimed before its limit is checked', async () => {
+    broken.claimBeforeBounce = true;
+    try {
+      expect(await found('concurrency', 100, 24, {}, ['concurrency/bounce-used-attempt'])).toEqual([
+        'concurrency/bounce-used-attempt',
+      ]);
+    } finally {
+      broken.claimBeforeBounce = false;
+    }
+  });
+
+  it('cancel/*: claims and fast commits that ignore CANCELLED run and commit a cancelled job', async () => {
+    const ignoring = (store: InMemoryJobStore): JobStore => {
+      const bound = {
+        claim: store.claim.bind(store),
+        claimAndComplete: store.claimAndComplete.bind(store),
+        renew: store.renew.bind(store),
+        checkpoint: store.checkpoint.bind(store),
+        complete: store.complete.bind(store),
+        release: store.release.bind(store),
+        markDead: store.markDead.bind(store),
+        get: store.get.bind(store),
+        resetForRedrive: store.resetForRedrive.bind(store),
+        cancel: store.cancel.bind(store),
+      };
+      // A CANCELLED item is taken like a missing one.
+      const forget = (key: string) => {
+        if (store.peek(key)?.status === JobStatus.Cancelled) store.delete(key);
+      };
+      return {
+        ...bound,
+        claim: (request, options) => {
+          forget(request.dedupKey);
+          return store.claim(request, options);
+        },
+        claimAndComplete: (request, result, effects, options) => {
+          forget(request.dedupKey);
+          return store.claimAndComplete(request, result, effects, options);
+        },
+      };
+    };
+    const want = [
+      'cancel/commit-after-ack',
+      'cancel/ends-cancelled',
+      'cancel/letter-after-ack',
+      'cancel/status-moved',
+    ];
+    expect(await found('cancel', 100, 25, { wrapStore: ignoring }, want)).toEqual(want);
+  });
+
+  it('cancel/final-applied: a cancel that overwrites a COMPLETED job (instead of answering finished)', async () => {
+    const overwriting = (store: InMemoryJobStore): JobStore => ({
+      claim: store.claim.bind(store),
+      claimAndComplete: store.claimAndComplete.bind(store),
+      renew: store.renew.bind(store),
+      checkpoint: store.checkpoint.bind(store),
+      complete: store.complete.bind(store),
+      release: store.release.bind(store),
+      markDead: store.markDead.bind(store),
+      get: store.get.bind(store),
+      resetForRedrive: store.resetForRedrive.bind(store),
+      cancel: (key, request) => {
+        if (store.peek(key)?.status === JobStatus.Completed) store.delete(key);
+        return store.cancel(key, request);
+      },
+    });
+    expect(await found('cancel', 100, 27, { wrapStore: overwriting }, ['cancel/final-applied'])).toEqual([
+      'cancel/final-applied',
+    ]);
+  });
+
+  it('rate/over-limit: a rate store that grants every take lets more permits through than the window allows', async () => {
+    const lavish = (): RateStore => ({ take: async () => ({ granted: true }) });
+    expect(await found('rate', 100, 26, { wrapRates: lavish }, ['rate/over-limit'])).toEqual([
+      'rate/over-limit',
+    ]);
   });
 });

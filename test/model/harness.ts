@@ -5,8 +5,10 @@ import { DEFAULTS } from '../../shared/core/contract/defaults.ts';
 import { makeEnvelope } from '../../shared/core/contract/envelope.ts';
 import { HISTORY_MAX } from '../../shared/core/contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../../shared/core/contract/job-item.ts';
-import type { DeadLetterReason, JobQueue } from '../../shared/core/contract/job-queue.ts';
+import type { DeadLetterReason, JobQueue, ResendOptions } from '../../shared/core/contract/job-queue.ts';
 import type {
+  CancelRequest,
+  CancelResult,
   ClaimRequest,
   ClaimResult,
   Effect,
@@ -24,6 +26,7 @@ import type {
   LeaseStore,
   NamedLease,
 } from '../../shared/core/contract/lease-store.ts';
+import type { RateStore, RateTake } from '../../shared/core/contract/rate-store.ts';
 import { JobStatus } from '../../shared/core/contract/statuses.ts';
 import { visibilityForLease } from '../../shared/core/decisions/lease-timing.ts';
 import { versionedPut } from '../../shared/core/decisions/optimistic.ts';
@@ -52,6 +55,7 @@ import {
 import { InMemoryJobStore } from '../../shared/testing/in-memory-job-store.ts';
 import { InMemoryLeaseStore } from '../../shared/testing/in-memory-lease-store.ts';
 import { InMemoryQueue } from '../../shared/testing/in-memory-queue.ts';
+import { InMemoryRateStore } from '../../shared/testing/in-memory-rate-store.ts';
 import {
   ACCOUNTS,
   type CrashSpec,
@@ -164,6 +168,14 @@ export interface RunStats {
   resets: number;
   leaseLostEvents: number;
   droppedCopies: number;
+  /** Issue 21: bounces (a limit's wait), runs of limited types that committed, the most at once per scope. */
+  bounces: number;
+  limitedRuns: number;
+  maxOverlap: number;
+  /** Cancels acknowledged, jobs ending CANCELLED, rate permits granted. */
+  cancels: number;
+  cancelled: number;
+  permits: number;
 }
 
 /** Every figure of {@link RunStats} at 0. */
@@ -202,6 +214,12 @@ export function emptyStats(): RunStats {
     resets: 0,
     leaseLostEvents: 0,
     droppedCopies: 0,
+    bounces: 0,
+    limitedRuns: 0,
+    maxOverlap: 0,
+    cancels: 0,
+    cancelled: 0,
+    permits: 0,
   };
 }
 
@@ -215,6 +233,8 @@ export interface RunOptions {
   readonly wrapQueue?: (queue: InMemoryQueue) => JobQueue;
   /** What the workers see instead of the shared named-lease store (a self-test breaks it on purpose). */
   readonly wrapLeases?: (leases: InMemoryLeaseStore) => LeaseStore;
+  /** What the workers see instead of the shared rate store (a self-test breaks it on purpose). */
+  readonly wrapRates?: (rates: InMemoryRateStore) => RateStore;
 }
 
 export async function runScenario(scenario: Scenario, options: RunOptions = {}): Promise<RunReport> {
@@ -232,7 +252,7 @@ export async function runScenario(scenario: Scenario, options: RunOptions = {}):
   process.removeAllListeners('unhandledRejection');
   process.on('unhandledRejection', onRejection);
   try {
-    const world = new World(scenario, options.wrapStore, options.wrapQueue, options.wrapLeases);
+    const world = new World(scenario, options);
     world.start();
     await world.drive();
     await flush();
@@ -266,6 +286,39 @@ const hang = (): Promise<never> => new Promise<never>(() => {});
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const flush = (): Promise<void> => new Promise((resolve) => realSetImmediate(resolve));
 
+/** Bounces of one job after which it counts as starved (a limit that never lets it run). */
+const BOUNCE_BOUND = 300;
+
+/** One handler run of a limited type: its start, and its last commit the store accepted. */
+interface ModelRun {
+  readonly dedupKey: string;
+  readonly worker: string;
+  readonly tenant: number;
+  readonly start: number;
+  readonly startAt: number;
+  commit?: number;
+  commitAt?: number;
+}
+
+/** The shared queue: every message sent (a re-send by a bounce too) is known by its job. */
+class ModelQueue extends InMemoryQueue {
+  readonly #world: World;
+  constructor(world: World) {
+    super({ refuseInvalidContent: true });
+    this.#world = world;
+  }
+  override send(body: string, options: { delaySeconds?: number; groupId?: string } = {}): string {
+    const id = super.send(body, options);
+    try {
+      const key = (JSON.parse(body) as { dedupKey?: unknown }).dedupKey;
+      if (typeof key === 'string') this.#world.keyOfMessage.set(id, key);
+    } catch {
+      // Not an envelope: no job.
+    }
+    return id;
+  }
+}
+
 type TraceEntry = readonly [at: number, level: string, message: string, extra: Record<string, unknown>];
 
 class World {
@@ -277,7 +330,9 @@ class World {
   readonly applier: CountingApplier;
   readonly store: InMemoryJobStore;
   // The DLQ refuses what SQS refuses (text outside its character set, oversized letters).
-  readonly queue = new InMemoryQueue({ refuseInvalidContent: true });
+  readonly queue = new ModelQueue(this);
+  /** The rate permits of the `model.limited.*` types (steer kind `rate`). */
+  readonly rates = new InMemoryRateStore();
   readonly metrics = new InMemoryMetrics();
   readonly registry: JobRegistry;
   readonly logger: Logger;
@@ -318,6 +373,26 @@ class World {
   /** Jobs that get a message of another type under their dedupKey (review kind `collision`). */
   readonly collided = new Set<string>();
   readonly #trace: TraceEntry[] = [];
+  /** Orders the runs' starts and commits (several happen at one virtual instant). */
+  seq = 0;
+  /** Handler runs of the limited types (steer kind `concurrency`), with their last accepted commit. */
+  readonly runs: ModelRun[] = [];
+  /** The run each credit was made in (a commit that applies it counts for that run). */
+  readonly runOfEffect = new WeakMap<Effect, ModelRun>();
+  /** Per `worker messageId`, the claims and fast commits sent (a bounce sends none). */
+  readonly claimCalls = new Map<string, number>();
+  /** Per job, its bounces (outcome `limited`): receives that are no attempt. */
+  readonly bounces = new Map<string, number>();
+  /** Slot keys (`slot:*`) ever acquired. */
+  readonly slotKeys = new Set<string>();
+  /** Per job, the acknowledged cancel (steer kind `cancel`): when, and its letters then. */
+  readonly cancelAcked = new Map<string, { at: number; letters: number; outcome: string }>();
+  /** Per job, every cancel answer or error. */
+  readonly cancelAnswers = new Map<string, string[]>();
+  /** Per rate key, the grants answered (virtual ms). */
+  readonly rateGrants = new Map<string, number[]>();
+  /** The rate store as the workers see it. */
+  readonly workerRates: RateStore;
   #pending = 0;
   #stuck: string | undefined;
   stopped = false;
@@ -335,13 +410,10 @@ class World {
   /** The named-lease store as the workers see it (the shared one, unless a self-test wraps it). */
   readonly workerLeases: LeaseStore;
 
-  constructor(
-    scenario: Scenario,
-    wrapStore?: (store: InMemoryJobStore) => JobStore,
-    wrapQueue?: (queue: InMemoryQueue) => JobQueue,
-    wrapLeases?: (leases: InMemoryLeaseStore) => LeaseStore,
-  ) {
+  constructor(scenario: Scenario, options: RunOptions) {
+    const { wrapStore, wrapQueue, wrapLeases, wrapRates } = options;
     this.scenario = scenario;
+    this.workerRates = wrapRates ? wrapRates(this.rates) : this.rates;
     this.workerQueue = wrapQueue ? wrapQueue(this.queue) : this.queue;
     this.workerLeases = wrapLeases ? wrapLeases(this.leases) : this.leases;
     this.rng = prng(scenario.seed);
@@ -378,6 +450,9 @@ class World {
       });
     });
     for (const fault of s.faults) setTimeout(() => this.arm(fault), fault.atMs);
+    for (const cancel of s.cancels ?? []) {
+      this.later(cancel.atMs, () => void this.cancel(jobKey(cancel.job % s.jobs.length), 0));
+    }
     for (let slot = 0; slot < s.workers; slot++) this.spawn(slot, 0);
   }
 
@@ -419,7 +494,12 @@ class World {
       const n = (this.receives.get(key) ?? 0) + 1;
       this.receives.set(key, n);
       this.stats.maxReceives = Math.max(this.stats.maxReceives, n);
-      if (n > this.receiveBound && !this.#looping) {
+      // A bounce (a limit's wait) uses no attempt; its own bound catches a job that never gets a slot.
+      const bounced = this.bounces.get(key) ?? 0;
+      if (bounced > BOUNCE_BOUND && !this.#looping) {
+        this.#looping = `[concurrency/bounded-bounces] ${key} bounced ${bounced} times (bound ${BOUNCE_BOUND}) without running`;
+      }
+      if (n - bounced > this.receiveBound && !this.#looping) {
         this.#looping = `[bounded-receives] ${key} received ${n} times (bound ${this.receiveBound}) without ending COMPLETED or DEAD`;
       }
     }
@@ -474,6 +554,9 @@ class World {
     if (why === 'timeout') this.stats.timeouts += 1;
     else this.stats.crashes += 1;
     this.log('warn', `worker killed (${why})`, { worker: worker.id, calls: worker.ports.calls });
+    // Its slots free within one slot lease (the job lease): no renewal of its lands past that.
+    const diedAt = Date.now();
+    setTimeout(() => this.slotsFreed(worker.id, diedAt), this.scenario.leaseMs + 1);
     this.later(restartAfterMs, () => this.spawn(worker.slot, worker.generation + 1));
   }
 
@@ -490,13 +573,21 @@ class World {
     };
     if (fault.target === 'store') {
       const op = STORE_OPS[fault.op % STORE_OPS.length] ?? 'claim';
-      if (op.startsWith('lease-')) {
-        const leaseOp = op as 'lease-acquire' | 'lease-renew' | 'lease-release';
+      if (op === 'rate-take') {
+        if (fail) this.rates.faults.failNext(op, error, options);
+        else this.rates.faults.delayNext(op, fault.delayMs, options);
+      } else if (op.startsWith('lease-')) {
+        const leaseOp = op as 'lease-acquire' | 'lease-renew' | 'lease-release' | 'lease-get';
         if (fail) this.leases.faults.failNext(leaseOp, error, options);
         else this.leases.faults.delayNext(leaseOp, fault.delayMs, options);
       } else if (fail)
-        this.store.faults.failNext(op as Exclude<typeof op, `lease-${string}`>, error, options);
-      else this.store.faults.delayNext(op as Exclude<typeof op, `lease-${string}`>, fault.delayMs, options);
+        this.store.faults.failNext(op as Exclude<typeof op, `lease-${string}` | 'rate-take'>, error, options);
+      else
+        this.store.faults.delayNext(
+          op as Exclude<typeof op, `lease-${string}` | 'rate-take'>,
+          fault.delayMs,
+          options,
+        );
     } else {
       const op = QUEUE_OPS[fault.op % QUEUE_OPS.length] ?? 'delete';
       if (fail) this.queue.faults.failNext(op, error, options);
@@ -554,6 +645,18 @@ class World {
       dedupKey: key,
       messageId: record.messageId,
     });
+    if (outcome.action === 'limited') {
+      this.bounces.set(key, (this.bounces.get(key) ?? 0) + 1);
+      this.stats.bounces += 1;
+      const before = worker.claimsAtReceive.get(record.messageId) ?? 0;
+      const after = this.claimCalls.get(`${worker.id} ${record.messageId}`) ?? 0;
+      if (after !== before) {
+        this.violations.push(
+          `[concurrency/bounce-used-attempt] ${worker.id} bounced ${key} (message ${record.messageId}) at ` +
+            `t=${Date.now() - T0} ms after ${after - before} claim(s) of it: a wait for a limit must not use an attempt`,
+        );
+      }
+    }
     if (outcome.action === 'lease-lost' || outcome.action === 'lease-ran-out') {
       // Excused: a call about this job failed, was slow, or is still waiting (a slow call the heartbeat
       // gave up on before it returned).
@@ -594,8 +697,9 @@ class World {
     if (taken && taken.worker === worker && !taken.delivered) taken.delivered = true;
     if (this.processing(worker, dedupKey) || this.orphansSeen.has(lease.token)) return;
     this.orphansSeen.add(lease.token);
+    const kind = lease.key.startsWith('slot:') ? 'concurrency' : 'named-lease';
     this.violations.push(
-      `[named-lease/orphan-heartbeat] ${worker} renewed named lease ${lease.key} (token ${lease.token}) ` +
+      `[${kind}/orphan-heartbeat] ${worker} renewed named lease ${lease.key} (token ${lease.token}) ` +
         `for ${dedupKey} at t=${Date.now() - T0} ms, after its attempt of ${dedupKey} had ended`,
     );
   }
@@ -605,7 +709,7 @@ class World {
    * the same job that has ended (its worker alive and no longer on the job), or whose acquire answer was lost.
    */
   async leaseBusy(worker: string, dedupKey: string, name: string): Promise<void> {
-    const item: LeaseItem | undefined = await this.leases.get(name);
+    const item: LeaseItem | undefined = this.leases.peek(name);
     if (!item?.owner || !(item.leaseUntil >= Date.now())) return;
     const holder = this.acquisitions.get(item.token);
     if (!holder || holder.dedupKey !== dedupKey) return;
@@ -648,7 +752,89 @@ class World {
       return await call();
     } finally {
       w.inFlight -= 1;
+      this.stillCancelled(dedupKey);
     }
+  }
+
+  /** After an acknowledged cancel the job stays CANCELLED, whatever write comes. */
+  stillCancelled(dedupKey: string): void {
+    const acked = this.cancelAcked.get(dedupKey);
+    const status = this.store.peek(dedupKey)?.status;
+    if (acked && status !== JobStatus.Cancelled && !this.cancelAnswers.get(dedupKey)?.includes('moved')) {
+      this.cancelAnswers.get(dedupKey)?.push('moved');
+      this.violations.push(
+        `[cancel/status-moved] ${dedupKey} is ${status ?? 'absent'} at t=${Date.now() - T0} ms, after its cancel was acknowledged (${acked.outcome}) at t=${acked.at - T0} ms`,
+      );
+    }
+  }
+
+  /**
+   * Steer kind `cancel`: an operator cancels job `dedupKey` through the store (the wrapped one, so a
+   * self-test's broken store is the one asked). An error (an outage, a lost answer) is tried again once.
+   */
+  async cancel(dedupKey: string, retry: number): Promise<void> {
+    const store = this.workerStore;
+    if (!store.cancel) return;
+    this.#pending += 1;
+    const answers = this.cancelAnswers.get(dedupKey) ?? [];
+    this.cancelAnswers.set(dedupKey, answers);
+    try {
+      const answer: CancelResult = await store.cancel(dedupKey, {
+        now: Date.now(),
+        by: 'model',
+        reason: 'steer kind cancel',
+      });
+      answers.push(answer.outcome);
+      this.log('info', `cancel answered ${answer.outcome}`, { dedupKey });
+      if (answer.outcome !== 'finished' && !this.cancelAcked.has(dedupKey)) {
+        const letters = this.queue.deadLetters.filter((l) => l.reason.dedupKey === dedupKey).length;
+        this.cancelAcked.set(dedupKey, { at: Date.now(), letters, outcome: answer.outcome });
+        this.stats.cancels += 1;
+      }
+      this.stillCancelled(dedupKey);
+    } catch (error) {
+      answers.push('error');
+      this.log('info', 'cancel failed', { dedupKey, error: describeError(error) });
+      if (retry === 0) this.later(1000, () => void this.cancel(dedupKey, 1));
+    } finally {
+      this.#pending -= 1;
+    }
+  }
+
+  /** A run of a limited type starts (steer kind `concurrency`). */
+  runStarted(spec: JobSpec, dedupKey: string, worker: string): ModelRun | undefined {
+    if (spec.tenant === undefined || !this.scenario.concurrency) return undefined;
+    const run: ModelRun = {
+      dedupKey,
+      worker,
+      tenant: spec.tenant,
+      start: ++this.seq,
+      startAt: Date.now(),
+    };
+    this.runs.push(run);
+    return run;
+  }
+
+  /** A worker's slot leases, at one slot lease after its death: none may last past that. */
+  slotsFreed(worker: string, diedAt: number): void {
+    for (const key of this.slotKeys) {
+      const item = this.leases.peek(key);
+      if (!item?.owner?.startsWith(`${worker}/`)) continue;
+      if (item.leaseUntil > diedAt + this.scenario.leaseMs) {
+        this.violations.push(
+          `[concurrency/slot-outlives-crash] slot ${key} (token ${item.token}) of ${worker}, killed at ` +
+            `t=${diedAt - T0} ms, is held until t=${item.leaseUntil - T0} ms, past one slot lease (${this.scenario.leaseMs} ms)`,
+        );
+      }
+    }
+  }
+
+  /** A permit granted (steer kind `rate`). */
+  rateGranted(key: string, now: number): void {
+    const all = this.rateGrants.get(key) ?? [];
+    all.push(now);
+    this.rateGrants.set(key, all);
+    this.stats.permits += 1;
   }
 
   #writesOf(dedupKey: string): { inFlight: number; started: number } {
@@ -717,6 +903,12 @@ class World {
     if (all.length === 2) this.violations.push(`${dedupKey} completed twice: ${all.join(', ')}`);
   }
 
+  /** A claim or fast commit is sent by a worker for a message (a bounce sends none). */
+  claimSent(request: { owner: string; messageId: string }): void {
+    const key = `${request.owner} ${request.messageId}`;
+    this.claimCalls.set(key, (this.claimCalls.get(key) ?? 0) + 1);
+  }
+
   /** A fast commit is sent: only for a fast type, and only on its message's first receive. */
   fastCommitSent(request: FastCommitRequest): void {
     if (!request.type.startsWith(FAST_PREFIX)) {
@@ -766,7 +958,13 @@ class World {
   }
 
   /** An effect crediting `op`, read now and committed later (optimistic: conflicts are possible). */
-  async credit(opId: string, op: OpSpec): Promise<Effect> {
+  async credit(opId: string, op: OpSpec, run?: ModelRun): Promise<Effect> {
+    const effect = await this.#credit(opId, op);
+    if (run) this.runOfEffect.set(effect, run);
+    return effect;
+  }
+
+  async #credit(opId: string, op: OpSpec): Promise<Effect> {
     const seen = this.ledger.get(LEDGER, { account: op.account }) as
       | { balance: number; version: number }
       | undefined;
@@ -798,6 +996,8 @@ class World {
   async check(): Promise<string[]> {
     this.store.faults.clear();
     this.queue.faults.clear();
+    this.leases.faults.clear();
+    this.rates.faults.clear();
     const v = [...this.violations];
     const s = this.scenario;
     if (this.#stuck) v.push(`run did not finish: ${this.#stuck}`);
@@ -848,7 +1048,7 @@ class World {
     }
     // Named leases: none held, once every job has settled, by an attempt whose worker knew it took it.
     for (const name of LEASE_NAMES) {
-      const item = await this.leases.get(name);
+      const item = this.leases.peek(name);
       const holder = item ? this.acquisitions.get(item.token) : undefined;
       if (!item?.owner || !(item.leaseUntil >= Date.now()) || !holder?.delivered) continue;
       // A release refused by an outage cannot do better than let the lease expire (after one lease length,
@@ -859,6 +1059,7 @@ class World {
           `${holder.worker} for ${holder.dedupKey} until t=${item.leaseUntil - T0} ms after every job settled`,
       );
     }
+    v.push(...this.#steerProblems());
     this.stats.refusedLetters = this.queue.refusedLetters;
     for (const [index, spec] of s.jobs.entries()) {
       const key = jobKey(index);
@@ -871,11 +1072,16 @@ class World {
       const ownType = otherCreated ? OTHER_TYPE : jobType(spec);
       const letterType = (l: { body: string }) => (JSON.parse(l.body) as { type?: string }).type;
       const letters = allLetters.filter((l) => letterType(l) === ownType);
-      if (this.collided.has(key)) v.push(...this.#collisionProblems(key, spec, item, allLetters, ownType));
+      // A cancelled job stops where its cancel found it: its review kind's expected end does not apply.
+      const cancelTried = this.cancelAnswers.has(key);
+      const cancelled = status === JobStatus.Cancelled && cancelTried;
+      if (this.collided.has(key) && !cancelled) {
+        v.push(...this.#collisionProblems(key, spec, item, allLetters, ownType));
+      }
       if (otherCreated) continue;
       const ops = [...spec.steps.map((_, i) => `${key}#s${i + 1}`), ...(spec.poison ? [] : [`${key}#final`])];
       const where = `${key} (${jobType(spec)})`;
-      if (spec.limit) {
+      if (spec.limit && !cancelled) {
         const refused = this.limitRefusals.get(key) ?? 0;
         if (status !== JobStatus.Dead || refused > 2 * (1 + (resets.get(key) ?? 0))) {
           v.push(
@@ -884,7 +1090,13 @@ class World {
           );
         }
       }
-      if (status !== JobStatus.Completed && status !== JobStatus.Dead) {
+      if (cancelTried) v.push(...this.#cancelProblems(key, status, letters.length));
+      if (status === JobStatus.Cancelled) this.stats.cancelled += 1;
+      const settled =
+        status === JobStatus.Completed ||
+        status === JobStatus.Dead ||
+        (status === JobStatus.Cancelled && cancelTried);
+      if (!settled) {
         v.push(
           `job ended neither COMPLETED nor DEAD: ${where} is ${status ?? 'absent'} ` +
             `(owner ${item?.owner ?? '-'}, token ${item?.token}, attempts ${item?.attempts}, ` +
@@ -919,7 +1131,13 @@ class World {
       // DEAD iff a letter with its reasons.
       if (status === JobStatus.Dead && letters.length === 0) v.push(`${where} is DEAD with no dead letter`);
       // A reset key's letters are those of its dead runs.
-      if (status !== JobStatus.Dead && letters.length > 0 && (resets.get(key) ?? 0) === 0) {
+      // A cancelled job's letters are checked by its cancel (none after the acknowledgment).
+      if (
+        status !== JobStatus.Dead &&
+        status !== JobStatus.Cancelled &&
+        letters.length > 0 &&
+        (resets.get(key) ?? 0) === 0
+      ) {
         v.push(
           `${where} is ${status ?? 'absent'} but has ${letters.length} dead letter(s): ` +
             letters.map((l) => `${l.reason.reason}/${l.reason.errorClass}`).join(', '),
@@ -947,6 +1165,116 @@ class World {
       injected(this.store.faults) + injected(this.queue.faults) - this.stats.outages - this.stats.lostAnswers;
     this.stats.fastFaults = this.store.faults.injected.get('claim-and-complete') ?? 0;
     return v;
+  }
+
+  /**
+   * Steer kind `cancel`, job `key` (a cancel was sent): acknowledged, it ends CANCELLED with no letter
+   * after the acknowledgment; answered `finished`, it was and stays COMPLETED or DEAD; either way, a
+   * CANCELLED job never applied its final credit (a completed job answers `finished`).
+   */
+  #cancelProblems(key: string, status: string | undefined, letters: number): string[] {
+    const problems: string[] = [];
+    const answers = this.cancelAnswers.get(key) ?? [];
+    const acked = this.cancelAcked.get(key);
+    if (acked && status !== JobStatus.Cancelled) {
+      problems.push(
+        `[cancel/ends-cancelled] ${key} ends ${status ?? 'absent'} after its cancel was acknowledged (${acked.outcome}) at t=${acked.at - T0} ms`,
+      );
+    }
+    if (acked && letters > acked.letters) {
+      problems.push(
+        `[cancel/letter-after-ack] ${key} got ${letters - acked.letters} dead letter(s) after its cancel was acknowledged at t=${acked.at - T0} ms`,
+      );
+    }
+    if (
+      !acked &&
+      answers.includes('finished') &&
+      status !== JobStatus.Completed &&
+      status !== JobStatus.Dead
+    ) {
+      problems.push(`[cancel/ends-cancelled] ${key} was answered finished, yet ends ${status ?? 'absent'}`);
+    }
+    if (status === JobStatus.Cancelled && (this.applier.applied.get(`${key}#final`) ?? 0) > 0) {
+      problems.push(`[cancel/final-applied] ${key} ends CANCELLED, yet its final credit was applied`);
+    }
+    return problems;
+  }
+
+  /**
+   * Steer kinds `concurrency` and `rate`: at no point more runs of a scope at once than its limit
+   * (counting the runs that committed, from their start to their last commit the store accepted, in the
+   * order these happened); no slot still held once every job settled; no more permits than the limit in
+   * any window.
+   */
+  #steerProblems(): string[] {
+    const problems: string[] = [];
+    const s = this.scenario;
+    const committed = this.runs.filter((r) => r.commit !== undefined);
+    this.stats.limitedRuns = committed.length;
+    if (s.concurrency) {
+      const scopes: { name: string; limit: number; runs: ModelRun[] }[] = [];
+      for (const tenant of new Set(committed.map((r) => r.tenant))) {
+        scopes.push({
+          name: `tenant t${tenant}`,
+          limit: s.concurrency.perTenant,
+          runs: committed.filter((r) => r.tenant === tenant),
+        });
+      }
+      if (s.concurrency.cap !== undefined)
+        scopes.push({ name: 'cap', limit: s.concurrency.cap, runs: committed });
+      for (const scope of scopes) {
+        const events = scope.runs
+          .flatMap((r) => [
+            { seq: r.start, run: r, d: 1 },
+            { seq: r.commit as number, run: r, d: -1 },
+          ])
+          .sort((a, b) => a.seq - b.seq);
+        const open = new Set<ModelRun>();
+        let reported = false;
+        for (const e of events) {
+          if (e.d === 1) open.add(e.run);
+          else open.delete(e.run);
+          this.stats.maxOverlap = Math.max(this.stats.maxOverlap, open.size);
+          if (open.size > scope.limit && !reported) {
+            reported = true;
+            const who = [...open]
+              .map((r) => `${r.dedupKey} on ${r.worker} t=${r.startAt - T0}..${(r.commitAt ?? 0) - T0}`)
+              .join(', ');
+            problems.push(
+              `[concurrency/over-limit] ${open.size} runs of ${scope.name} at once (limit ${scope.limit}), each committed: ${who}`,
+            );
+          }
+        }
+      }
+      for (const key of this.slotKeys) {
+        const item = this.leases.peek(key);
+        const holder = item ? this.acquisitions.get(item.token) : undefined;
+        if (!item?.owner || !(item.leaseUntil >= Date.now()) || !holder?.delivered) continue;
+        if (this.workerDead(holder.worker) || this.releaseFailed.has(item.token)) continue;
+        problems.push(
+          `[concurrency/held-after-settle] slot ${key} (token ${item.token}) still held by ${holder.worker} for ` +
+            `${holder.dedupKey} until t=${item.leaseUntil - T0} ms after every job settled`,
+        );
+      }
+    }
+    if (s.rate) {
+      const windowMs = s.rate.perSeconds * 1000;
+      for (const [key, grants] of this.rateGrants) {
+        const sorted = [...grants].sort((a, b) => a - b);
+        for (let i = 0; i + s.rate.limit < sorted.length; i++) {
+          const first = sorted[i] as number;
+          const last = sorted[i + s.rate.limit] as number;
+          if (last - first < windowMs) {
+            problems.push(
+              `[rate/over-limit] ${s.rate.limit + 1} permits of ${key} within ${last - first} ms ` +
+                `(t=${first - T0}..${last - T0}; limit ${s.rate.limit} per ${windowMs} ms)`,
+            );
+            break;
+          }
+        }
+      }
+    }
+    return problems;
   }
 
   /**
@@ -1057,6 +1385,9 @@ function oneWrite(item: JobItem): boolean {
   );
 }
 
+/** What the types with issue 21's limits carry after `model.` (`model.limited.credit`, `model.fast.limited.slow`). */
+const LIMITED = 'limited.';
+
 /** Job types defined with `fastPath: true` start with this. */
 const FAST_PREFIX = 'model.fast.';
 
@@ -1073,7 +1404,8 @@ export function jobType(spec: JobSpec): string {
         : spec.sleepMs > 0
           ? 'slow'
           : 'credit';
-  return spec.fast ? `${FAST_PREFIX}${kind}` : `model.${kind}`;
+  const limited = spec.tenant === undefined ? '' : LIMITED;
+  return spec.fast ? `${FAST_PREFIX}${limited}${kind}` : `model.${limited}${kind}`;
 }
 
 /** Counts, per op (`dedupKey#step`, the `lastOp` the credit writes), the effects the store applied. */
@@ -1102,9 +1434,26 @@ class CountingApplier implements EffectApplier {
     }
     if (out.ok) {
       this.batches.add(effects);
+      const world = this.#world;
+      let seq: number | undefined;
       for (const effect of effects) {
         const op = (effect.Put?.Item as { lastOp?: unknown } | undefined)?.lastOp;
         if (typeof op === 'string') this.applied.set(op, (this.applied.get(op) ?? 0) + 1);
+        // A run of a limited type committed: its interval reaches this commit.
+        const run = world.runOfEffect.get(effect);
+        if (run) {
+          seq ??= ++world.seq;
+          run.commit = seq;
+          run.commitAt = Date.now();
+        }
+        // Nothing of a job commits after its cancel was acknowledged.
+        const key = typeof op === 'string' ? op.split('#')[0] : undefined;
+        const acked = key === undefined ? undefined : world.cancelAcked.get(key);
+        if (acked) {
+          world.violations.push(
+            `[cancel/commit-after-ack] ${op} applied at t=${Date.now() - T0} ms, after ${key}'s cancel was acknowledged (${acked.outcome}) at t=${acked.at - T0} ms`,
+          );
+        }
       }
     }
     return out;
@@ -1126,6 +1475,8 @@ const modelPayload: PayloadSchema<ModelPayload> = {
 
 /** One handler for every model job type, leased and fast; what it does comes from its JobSpec. */
 function modelRegistry(world: World): JobRegistry {
+  const s = world.scenario;
+  const limited = s.concurrency !== undefined || s.rate !== undefined;
   const types = [
     ...JOB_KINDS.map((kind) => ({ type: `model.${kind}`, fastPath: false })),
     { type: OTHER_TYPE, fastPath: false },
@@ -1134,12 +1485,38 @@ function modelRegistry(world: World): JobRegistry {
       fastPath: true,
     })),
   ];
+  const limitedTypes = limited
+    ? types
+        .filter(({ type }) => type !== OTHER_TYPE)
+        .map(({ type, fastPath }) => ({
+          type: fastPath
+            ? type.replace(FAST_PREFIX, `${FAST_PREFIX}${LIMITED}`)
+            : type.replace('model.', `model.${LIMITED}`),
+          fastPath,
+        }))
+    : [];
+  // One limit shared by every limited type (by its name): per tenant, and with `cap` over all of them.
+  const tenantOf = (p: ModelPayload) => `t${(s.jobs[p.job] as JobSpec).tenant ?? 'none'}`;
+  const concurrency = s.concurrency
+    ? [
+        { name: 'model.tenant', limit: s.concurrency.perTenant, key: tenantOf },
+        ...(s.concurrency.cap === undefined ? [] : [{ name: 'model.cap', limit: s.concurrency.cap }]),
+      ]
+    : undefined;
+  const rateLimit = s.rate
+    ? { name: 'model.tenant', limit: s.rate.limit, perSeconds: s.rate.perSeconds, key: tenantOf }
+    : undefined;
   return JobRegistry.of(
-    types.map(({ type, fastPath }) =>
+    [
+      ...types.map((t) => ({ ...t, limits: false })),
+      ...limitedTypes.map((t) => ({ ...t, limits: true })),
+    ].map(({ type, fastPath, limits }) =>
       defineJob({
         type,
         payload: modelPayload,
         fastPath,
+        ...(limits && concurrency ? { concurrency } : {}),
+        ...(limits && rateLimit ? { rateLimit } : {}),
         ...(world.scenario.deadKeyTtl === undefined ? {} : { deadKeyTtl: world.scenario.deadKeyTtl }),
         async run(ctx, p: ModelPayload) {
           const spec = world.scenario.jobs[p.job] as JobSpec;
@@ -1148,6 +1525,7 @@ function modelRegistry(world: World): JobRegistry {
           if (type === OTHER_TYPE) return { effects: [await world.credit(`${key}#other`, OTHER_OP)] };
           const started = (world.runsStarted.get(key) ?? 0) + 1;
           world.runsStarted.set(key, started);
+          const run = world.runStarted(spec, key, ctx.worker);
           if (spec.block && started <= spec.block.runs) {
             // After one microtask turn, so the pipeline already listens to this run's promise: a block in
             // the very first synchronous section, before the run returns its promise, aborts the job
@@ -1167,7 +1545,9 @@ function modelRegistry(world: World): JobRegistry {
             const nap = spec.sleepMs / (spec.steps.length + 1);
             const step = async (op: OpSpec, i: number) => {
               const name = `s${i + 1}`;
-              await ctx.step(name, async () => ({ effects: [await world.credit(`${key}#${name}`, op)] }));
+              await ctx.step(name, async () => ({
+                effects: [await world.credit(`${key}#${name}`, op, run)],
+              }));
             };
             if (spec.concurrentSteps) {
               // Review kind `concurrent-steps`: both steps at once under the one lease.
@@ -1186,7 +1566,7 @@ function modelRegistry(world: World): JobRegistry {
             if (spec.poison) throw new PermanentJobError(`poison pill${hostile}`);
             if (runs <= spec.failRuns)
               throw new TransientJobError(`flaky dependency (run ${runs})${hostile}`);
-            const final = await world.credit(`${key}#final`, spec.final as OpSpec);
+            const final = await world.credit(`${key}#final`, spec.final as OpSpec, run);
             return spec.limit
               ? overLimit(key, spec.limit, final, runs)
               : { effects: [final], result: { runs } };
@@ -1214,6 +1594,8 @@ class ModelWorker {
   busy = false;
   /** The batch in hand: receive count per message id. */
   batch: ReadonlyMap<string, number> = new Map();
+  /** Claims and fast commits sent per message of the batch, when it was received. */
+  claimsAtReceive: ReadonlyMap<string, number> = new Map();
   readonly #world: World;
 
   constructor(world: World, slot: number, generation: number, crash: CrashSpec | undefined) {
@@ -1235,6 +1617,7 @@ class ModelWorker {
       backoff: { baseSeconds: 1, capSeconds: 8 },
       random: world.rng,
       leases: this.ports.leases,
+      rates: this.ports.rates,
       ...(s.cache ? { cache: new CompletedCache() } : {}),
       ...(s.readFirst ? { fastPathReadFirst: true } : {}),
     });
@@ -1262,6 +1645,9 @@ class ModelWorker {
       }
       this.busy = true;
       this.batch = new Map(records.map((r) => [r.messageId, Number(r.attributes.ApproximateReceiveCount)]));
+      this.claimsAtReceive = new Map(
+        records.map((r) => [r.messageId, world.claimCalls.get(`${this.id} ${r.messageId}`) ?? 0]),
+      );
       world.onReceive(records);
       world.log('debug', 'received', { worker: this.id, messages: records.map((r) => r.messageId) });
       // The handler's deadline: the invocation's timeout less its 3 s margin (shared/worker/handler.ts).
@@ -1307,6 +1693,7 @@ class Ports {
   readonly store: JobStore;
   readonly queue: JobQueue;
   readonly leases: LeaseStore;
+  readonly rates: RateStore;
   readonly #world: World;
   readonly #worker: ModelWorker;
   readonly #crash: CrashSpec | undefined;
@@ -1318,6 +1705,7 @@ class Ports {
     this.store = new PortStore(world.workerStore, this);
     this.queue = new PortQueue(world.workerQueue, this, world);
     this.leases = new PortLeases(world.workerLeases, this, world, worker.id);
+    this.rates = new PortRates(world.workerRates, this, world);
   }
 
   async call<T>(dedupKey: string | undefined, run: () => Promise<T>): Promise<T> {
@@ -1457,6 +1845,13 @@ class PortStore implements JobStore {
   ): Promise<boolean> {
     return this.#ports.call(dedupKey, () => this.#inner.resetForRedrive(dedupKey, now, leaseEndedBefore, by));
   }
+  cancel(dedupKey: string, request: CancelRequest): Promise<CancelResult> {
+    const inner = this.#inner;
+    if (!inner.cancel) throw new Error('the model store has no cancel');
+    return this.#ports.call(dedupKey, () =>
+      (inner.cancel as NonNullable<JobStore['cancel']>)(dedupKey, request),
+    );
+  }
   recordLeaseLost(lease: JobLease, why: string, now: number, options?: StoreCallOptions): Promise<void> {
     return this.#ports.call(lease.dedupKey, () =>
       this.#inner.recordLeaseLost ? this.#inner.recordLeaseLost(lease, why, now, options) : Promise.resolve(),
@@ -1499,6 +1894,7 @@ class AuditStore implements JobStore {
   ): Promise<FastCommitResult> {
     const world = this.#world;
     world.fastCommitSent(request);
+    world.claimSent(request);
     const what = `${FAST_COMMIT} by ${request.owner}`;
     let answer: FastCommitResult;
     try {
@@ -1545,6 +1941,7 @@ class AuditStore implements JobStore {
     );
   }
   async claim(request: ClaimRequest, options?: StoreCallOptions): Promise<ClaimResult> {
+    this.#world.claimSent(request);
     const answer = await this.#world.protocolWrite(request.dedupKey, () =>
       this.#inner.claim(request, options),
     );
@@ -1603,6 +2000,13 @@ class AuditStore implements JobStore {
       inner.recordDroppedCopy
         ? inner.recordDroppedCopy(existing, messageId, now, options)
         : Promise.resolve(),
+    );
+  }
+  cancel(dedupKey: string, request: CancelRequest): Promise<CancelResult> {
+    const inner = this.#inner;
+    if (!inner.cancel) throw new Error('the model store has no cancel');
+    return this.#world.protocolWrite(dedupKey, () =>
+      (inner.cancel as NonNullable<JobStore['cancel']>)(dedupKey, request),
     );
   }
   get(dedupKey: string, options?: StoreCallOptions): Promise<JobItem | undefined> {
@@ -1667,6 +2071,33 @@ class PortQueue implements JobQueue {
   sendToDeadLetter(body: string, reason: DeadLetterReason, groupId?: string): Promise<void> {
     return this.#ports.call(reason.dedupKey, () => this.#inner.sendToDeadLetter(body, reason, groupId));
   }
+  resend(body: string, options: ResendOptions): Promise<void> {
+    const inner = this.#inner;
+    if (!inner.resend) throw new Error('the model queue has no resend');
+    const key = (JSON.parse(body) as { dedupKey?: string }).dedupKey;
+    return this.#ports.call(key, () => (inner.resend as NonNullable<JobQueue['resend']>)(body, options));
+  }
+}
+
+/** The rate store as one worker sees it: through its ports, noting every grant answered. */
+class PortRates implements RateStore {
+  readonly #inner: RateStore;
+  readonly #ports: Ports;
+  readonly #world: World;
+
+  constructor(inner: RateStore, ports: Ports, world: World) {
+    this.#inner = inner;
+    this.#ports = ports;
+    this.#world = world;
+  }
+
+  take(key: string, limit: number, perSeconds: number, now: number): Promise<RateTake> {
+    return this.#ports.call(undefined, async () => {
+      const answer = await this.#inner.take(key, limit, perSeconds, now);
+      if (answer.granted) this.#world.rateGranted(key, now);
+      return answer;
+    });
+  }
 }
 
 /**
@@ -1686,13 +2117,14 @@ class PortLeases implements LeaseStore {
     this.#worker = worker;
   }
 
-  /** The job of a lease owner (`worker/dedupKey`, jobLeaseOwner). */
+  /** The job of a lease owner (`worker/dedupKey`, jobLeaseOwner; a slot's `worker/dedupKey/messageId`). */
   #key(owner: string): string {
-    return owner.slice(owner.indexOf('/') + 1);
+    return owner.split('/')[1] ?? owner;
   }
 
   async tryAcquire(key: string, owner: string, leaseMs: number, now: number): Promise<AcquireResult> {
     const dedupKey = this.#key(owner);
+    if (key.startsWith('slot:')) this.#world.slotKeys.add(key);
     const taken = (token: number, delivered: boolean) => {
       this.#world.acquisitions.set(token, { worker: this.#worker, dedupKey, delivered });
       if (!delivered) this.#world.stats.namedLeases += 1;
@@ -1704,7 +2136,7 @@ class PortLeases implements LeaseStore {
         return answer;
       } catch (error) {
         // A lost answer: the write may have landed, leaving a lease nobody knows it holds.
-        const item = await this.#inner.get(key);
+        const item = this.#world.leases.peek(key);
         if (item?.owner === owner && item.acquiredAt === now) taken(item.token, false);
         this.#world.log('trace', `named lease ${key} acquire failed`, {
           worker: this.#worker,
@@ -1753,6 +2185,14 @@ class PortLeases implements LeaseStore {
   }
   get(key: string): Promise<LeaseItem | undefined> {
     return this.#ports.call(undefined, () => this.#inner.get(key));
+  }
+  getMany(keys: readonly string[]): Promise<LeaseItem[]> {
+    const inner = this.#inner;
+    return this.#ports.call(undefined, () =>
+      inner.getMany
+        ? inner.getMany(keys)
+        : Promise.all(keys.map((k) => inner.get(k))).then((all) => all.filter((i) => i !== undefined)),
+    );
   }
   fence(lease: NamedLease): Effect {
     return this.#inner.fence(lease);

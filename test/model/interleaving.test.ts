@@ -16,7 +16,16 @@ import {
   runScenario,
   violationKinds,
 } from './harness.ts';
-import { kindsOf, REVIEW_KINDS, type ReviewKind, type Scenario, scenarioArb } from './scenario.ts';
+import {
+  kindsOf,
+  REVIEW_KINDS,
+  type ReviewKind,
+  type Scenario,
+  STEER_KINDS,
+  type SteerKind,
+  scenarioArb,
+  steerKindsOf,
+} from './scenario.ts';
 
 /*
  * The interleaving model (see harness.ts for how time, interleavings and crashes are simulated).
@@ -67,6 +76,11 @@ import { kindsOf, REVIEW_KINDS, type ReviewKind, type Scenario, scenarioArb } fr
  *     at most once per reset (its final credit still at most once; 1-3 allow its earlier letters); a
  *     reset is never claimed by the message the job died under. The summary counts resets, lease-lost
  *     events and dropped copies from the final items.
+ *  9. issue 21 (`[concurrency/*]`, `[cancel/*]`, `[rate/*]`, scenario.ts STEER_KINDS, in a share of these
+ *     same schedules): no more committed runs of a limit's scope at once than its limit, a killed worker's
+ *     slots end within one lease, a bounce claims nothing, no slot held after settling; nothing of a job
+ *     commits after its cancel is acknowledged and it ends CANCELLED with no later letter; at most `limit`
+ *     rate permits per window. defects.test.ts shows each able to fail.
  *
  * The self-tests at the end check the harness: a scenario replays to the same trace, and the invariants
  * catch a store with an unfenced checkpoint (1), renewals that do not renew (5), a fast commit that
@@ -107,12 +121,15 @@ function isOpen(scenario: Scenario, violation: string): boolean {
 
 /** Per review kind: schedules that carried it, schedules with a violation laid to it, per check. */
 const byKind = new Map<
-  ReviewKind,
+  ReviewKind | SteerKind,
   { schedules: number; violating: number; checks: Map<string, number>; example?: string }
->(REVIEW_KINDS.map((k) => [k, { schedules: 0, violating: 0, checks: new Map() }]));
+>([...REVIEW_KINDS, ...STEER_KINDS].map((k) => [k, { schedules: 0, violating: 0, checks: new Map() }]));
 
-function scenarioKinds(scenario: Scenario): Set<ReviewKind> {
-  const kinds = new Set<ReviewKind>(scenario.jobs.flatMap(kindsOf));
+function scenarioKinds(scenario: Scenario): Set<ReviewKind | SteerKind> {
+  const kinds = new Set<ReviewKind | SteerKind>([
+    ...scenario.jobs.flatMap(kindsOf),
+    ...steerKindsOf(scenario),
+  ]);
   if (scenario.duplicates.some((d) => d.otherType)) kinds.add('collision');
   return kinds;
 }
@@ -122,7 +139,7 @@ function tally(scenario: Scenario, violations: readonly string[]): void {
     const entry = byKind.get(kind);
     if (!entry) continue;
     entry.schedules += 1;
-    const mine = violations.filter((v) => violationKinds(scenario, v).includes(kind));
+    const mine = violations.filter((v) => (violationKinds(scenario, v) as string[]).includes(kind));
     if (mine.length > 0) entry.violating += 1;
     for (const v of mine) {
       const check = /^\[([a-z-]+\/[a-z-]+)\]/.exec(v)?.[1] ?? v.replace(/job-\d+.*/, '').trim();
@@ -142,7 +159,7 @@ const totals: RunStats & { runs: number; ms: number } = { runs: 0, ms: 0, ...emp
 function add(report: RunReport): void {
   totals.runs += 1;
   for (const [k, value] of Object.entries(report.stats) as [keyof RunStats, number][]) {
-    totals[k] = k === 'maxReceives' ? Math.max(totals[k], value) : totals[k] + value;
+    totals[k] = k === 'maxReceives' || k === 'maxOverlap' ? Math.max(totals[k], value) : totals[k] + value;
   }
 }
 
@@ -184,6 +201,8 @@ afterAll(() => {
       `${t.limitRefusals} commits refused at a DynamoDB limit, ${t.blockedRuns} runs blocking the loop; ` +
       `history: ${t.resets} dead keys reset by a fresh send (deadKeyTtl in about a third of the schedules), ` +
       `${t.leaseLostEvents} lease-lost events, ${t.droppedCopies} dropped copies counted; ` +
+      `issue 21: ${t.bounces} limit bounces, ${t.limitedRuns} limited runs committed (most at once in one scope ${t.maxOverlap}), ` +
+      `${t.permits} rate permits, ${t.cancels} cancels acknowledged, ${t.cancelled} jobs ended CANCELLED; ` +
       `most receives of one job ${t.maxReceives}`,
   );
 });
@@ -262,6 +281,7 @@ function overriding(store: InMemoryJobStore, overrides: Partial<JobStore>): JobS
     markDead: store.markDead.bind(store),
     get: store.get.bind(store),
     resetForRedrive: store.resetForRedrive.bind(store),
+    cancel: store.cancel.bind(store),
   };
   return { ...bound, ...overrides };
 }

@@ -48,6 +48,11 @@ export interface JobSpec {
    * operations on one item, an effect item or the job item (its result) above 400 KB.
    */
   readonly limit?: 'items' | 'same-item' | 'size' | 'result';
+  /**
+   * Steer kinds `concurrency`/`rate` (issue 21): in a schedule with `concurrency` (or `rate`), the job's
+   * tenant (0-2); it then runs as a `model.limited.*` type, whose limits key on the tenant.
+   */
+  readonly tenant?: number;
 }
 
 /**
@@ -76,6 +81,24 @@ export interface NamedLeaseSpec {
   /** @default the library's (10 s) */
   readonly waitMs?: number;
   readonly acquire: 'ok' | 'slow' | 'lost';
+}
+
+/**
+ * Issue 21's kinds (cancel, concurrency limits, rate limits): features of a whole schedule, mixed into a
+ * share of the random property's schedules (no focused schedules of their own), each with its checks
+ * tagged `[kind/check]`.
+ */
+export const STEER_KINDS = ['concurrency', 'cancel', 'rate'] as const;
+export type SteerKind = (typeof STEER_KINDS)[number];
+
+/** The steer kinds a schedule carries. */
+export function steerKindsOf(s: Scenario): SteerKind[] {
+  const kinds: SteerKind[] = [];
+  const tenants = s.jobs.some((j) => j.tenant !== undefined);
+  if (s.concurrency && tenants) kinds.push('concurrency');
+  if ((s.cancels?.length ?? 0) > 0) kinds.push('cancel');
+  if (s.rate && tenants) kinds.push('rate');
+  return kinds;
 }
 
 /** The review kinds a job spec carries. */
@@ -111,6 +134,10 @@ export const STORE_OPS = [
   // The history's best-effort appends (docs/protocol.md, "History").
   'record-lease-lost',
   'record-dropped-copy',
+  // Issue 21: the slots' batch read, the operator's cancel, the rate permits.
+  'lease-get',
+  'cancel',
+  'rate-take',
 ] as const;
 export const QUEUE_OPS = ['change-visibility', 'delete', 'send-to-dead-letter'] as const;
 
@@ -197,6 +224,20 @@ export interface Scenario {
    * just after its TTL. Absent: dead keys stay dead (copies are dropped).
    */
   readonly deadKeyTtl?: number;
+  /**
+   * Steer kind `concurrency`: the `model.limited.*` types (the jobs with a `tenant`) take one slot of a
+   * per-tenant limit (`perTenant`) and, with `cap`, one of a limit shared by all of them.
+   */
+  readonly concurrency?: { readonly perTenant: number; readonly cap?: number };
+  /** Steer kind `rate`: the `model.limited.*` types take a per-tenant permit, `limit` per `perSeconds`. */
+  readonly rate?: { readonly limit: number; readonly perSeconds: number };
+  /** Steer kind `cancel`: job `job` (modulo) cancelled through the store's `cancel` at `atMs`. */
+  readonly cancels?: readonly CancelSpec[];
+}
+
+export interface CancelSpec {
+  readonly job: number;
+  readonly atMs: number;
 }
 
 const op: fc.Arbitrary<OpSpec> = fc.record({
@@ -342,13 +383,110 @@ const poller: fc.Arbitrary<EventSource> = fc.record({
   visibilitySeconds: fc.constantFrom(0, 1, 2, 5),
 });
 
+const cancels = (minLength: number): fc.Arbitrary<CancelSpec[]> =>
+  fc.array(
+    fc.record({
+      job: fc.nat({ max: 9 }),
+      // A quarter before most jobs' first run (a tombstone, or a cancel of a job not yet started).
+      atMs: fc.oneof(
+        { weight: 1, arbitrary: fc.integer({ min: 0, max: 100 }) },
+        { weight: 3, arbitrary: fc.integer({ min: 0, max: 30_000 }) },
+      ),
+    }),
+    { minLength, maxLength: 3 },
+  );
+
+interface Steer {
+  readonly concurrency?: Scenario['concurrency'];
+  readonly rate?: Scenario['rate'];
+  /** Tenant per job position (undefined: no tenant); cycled over the jobs. */
+  readonly tenants: readonly (number | undefined)[];
+  /** Extra jobs (a burst of one tenant) in a limited schedule. */
+  readonly burst: readonly JobSpec[];
+  readonly cancels: readonly CancelSpec[];
+}
+
+const NO_STEER: Steer = { tenants: [], burst: [], cancels: [] };
+
+/**
+ * Issue 21's share of the schedules: about a third limited (concurrency, a fifth of those also a rate),
+ * about a quarter with cancels; independent, so some carry both.
+ */
+const steerArb = (only?: SteerKind): fc.Arbitrary<Steer> =>
+  fc
+    .record({
+      limited:
+        only === 'cancel'
+          ? fc.constant(false)
+          : only
+            ? fc.constant(true)
+            : fc.oneof(
+                { weight: 2, arbitrary: fc.constant(false) },
+                { weight: 1, arbitrary: fc.constant(true) },
+              ),
+      perTenant: fc.integer({ min: 1, max: 3 }),
+      cap: fc.oneof(
+        { weight: 2, arbitrary: fc.constant(undefined) },
+        { weight: 1, arbitrary: fc.integer({ min: 1, max: 4 }) },
+      ),
+      concurrencyOn:
+        only === 'concurrency'
+          ? fc.constant(true)
+          : only === 'rate'
+            ? fc.constant(false)
+            : fc.oneof(
+                { weight: 4, arbitrary: fc.constant(true) },
+                { weight: 1, arbitrary: fc.constant(false) },
+              ),
+      rate:
+        only === 'concurrency'
+          ? fc.constant(undefined)
+          : fc.oneof(
+              { weight: 3, arbitrary: fc.constant(undefined) },
+              {
+                weight: 1,
+                arbitrary: fc.record({
+                  limit: fc.integer({ min: 1, max: 3 }),
+                  perSeconds: fc.integer({ min: 1, max: 10 }),
+                }),
+              },
+            ),
+      tenants: fc.array(fc.option(fc.nat({ max: 2 }), { freq: 5, nil: undefined }), {
+        minLength: 1,
+        maxLength: 6,
+      }),
+      burst: fc.array(job, { maxLength: 4 }),
+      burstTenant: fc.nat({ max: 2 }),
+      cancels:
+        only === 'cancel'
+          ? cancels(1)
+          : fc.oneof(
+              { weight: 3, arbitrary: fc.constant<CancelSpec[]>([]) },
+              { weight: 1, arbitrary: cancels(1) },
+            ),
+    })
+    .map((x): Steer => {
+      if (!x.limited) return { ...NO_STEER, cancels: x.cancels };
+      const rate = x.rate ?? (x.concurrencyOn ? undefined : { limit: 2, perSeconds: 5 });
+      return {
+        ...(x.concurrencyOn
+          ? { concurrency: { perTenant: x.perTenant, ...(x.cap === undefined ? {} : { cap: x.cap }) } }
+          : {}),
+        ...(rate ? { rate } : {}),
+        // The burst's jobs sit at the end of the plain jobs: their tenant is the burst's.
+        tenants: x.tenants,
+        burst: x.burst.map((j) => ({ ...j, tenant: x.burstTenant })),
+        cancels: x.cancels,
+      };
+    });
+
 /**
  * A schedule: 2-3 workers, 2-6 jobs plus one poison (last), a third of them on the fast path on average,
  * duplicates, faults and crashes; Lambda
  * invocations, or with `pollers` also the local runner's loop.
  */
 export const scenarioArb = (
-  options: { pollers?: boolean; kind?: ReviewKind } = {},
+  options: { pollers?: boolean; kind?: ReviewKind; steer?: SteerKind } = {},
 ): fc.Arbitrary<Scenario> => {
   const kind = options.kind;
   // Without a kind, a third of the schedules carry one review-kind job (and a tenth of duplicates are
@@ -394,6 +532,27 @@ export const scenarioArb = (
         { weight: 2, arbitrary: fc.constant(undefined) },
         { weight: 1, arbitrary: fc.integer({ min: 1, max: 8 }) },
       ),
+      // A review kind's focused schedules carry none of issue 21's features; a steer kind's, always its own.
+      steer: kind !== undefined ? fc.constant(NO_STEER) : steerArb(options.steer),
     })
-    .map(({ poison: p, jobs, review: r, ...rest }) => ({ ...rest, jobs: [...jobs, ...r, p] }));
+    .map(({ poison: p, jobs, review: r, steer: st, ...rest }) => {
+      // A limited schedule gives most of its plain jobs a tenant, and a burst of one tenant on top.
+      const limited = st.concurrency !== undefined || st.rate !== undefined;
+      const all = [...jobs, ...(limited ? st.burst : []), ...r, p];
+      const tenants = st.tenants;
+      const withTenants = limited
+        ? all.map((j, i) => {
+            const t = tenants[i % tenants.length];
+            if (j.poison || kindsOf(j).length > 0 || j.tenant !== undefined || t === undefined) return j;
+            return { ...j, tenant: t };
+          })
+        : all;
+      return {
+        ...rest,
+        jobs: withTenants,
+        ...(st.concurrency ? { concurrency: st.concurrency } : {}),
+        ...(st.rate ? { rate: st.rate } : {}),
+        ...(st.cancels.length > 0 ? { cancels: st.cancels } : {}),
+      };
+    });
 };
