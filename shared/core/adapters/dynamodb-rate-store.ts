@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -19,8 +20,10 @@ const MAX_TRIES = 8;
 const MAX_REMEMBERED = 1000;
 
 /**
- * Rate items on the `leases` table: `{ leaseKey, v, g, expiresAt }`, `g` the grant times within the
- * window (decisions/rate.ts), `v` a version every write is conditioned on. There is no read: a take
+ * Rate items on the `leases` table: `{ leaseKey, v, g, w, expiresAt }`, `g` the grant times within the
+ * window (decisions/rate.ts), `v` a version every write is conditioned on, `w` the token of the write
+ * that left it (a write the SDK retried after its answer was lost is refused by its own landing, and
+ * `w` tells that refusal apart from another worker's). There is no read: a take
  * writes against the log this worker last saw (none: the item must not exist); a refusal returns the
  * item as it is (ALL_OLD) and the next try decides on that. A remembered log that is already full
  * answers "wait" with no request at all: other workers only ever add grants to it.
@@ -88,19 +91,21 @@ export class DynamoDbRateStore implements RateStore {
     next: RateLog,
     windowEnd: number,
   ): Promise<false | RateLog | undefined> {
+    const token = randomBytes(6).toString('base64url');
     try {
       await guardStore('rate-take', () =>
         this.#doc.send(
           new UpdateCommand({
             TableName: this.#table,
             Key: { leaseKey: key },
-            UpdateExpression: 'SET #v = :v, #g = :g, #expiresAt = :expiresAt',
+            UpdateExpression: 'SET #v = :v, #g = :g, #w = :w, #expiresAt = :expiresAt',
             // Version 0 is an item without one (no item, or one this store did not write).
             ConditionExpression: expected?.version ? '#v = :seen' : 'attribute_not_exists(#v)',
-            ExpressionAttributeNames: { '#v': 'v', '#g': 'g', '#expiresAt': 'expiresAt' },
+            ExpressionAttributeNames: { '#v': 'v', '#g': 'g', '#w': 'w', '#expiresAt': 'expiresAt' },
             ExpressionAttributeValues: {
               ':v': next.version,
               ':g': next.grants,
+              ':w': token,
               ':expiresAt': Math.ceil(windowEnd / 1000) + this.#ttl,
               ...(expected?.version ? { ':seen': expected.version } : {}),
             },
@@ -111,7 +116,11 @@ export class DynamoDbRateStore implements RateStore {
       return false;
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
-        return error.Item ? logOf(unmarshall(error.Item)) : undefined;
+        if (!error.Item) return undefined;
+        const item = unmarshall(error.Item);
+        // This write's own earlier send landed (the SDK retried it): the permit is this take's.
+        if (item.w === token) return false;
+        return logOf(item);
       }
       throw error;
     }
