@@ -95,6 +95,7 @@ async function giveBackUnavailable(s: Settings, job: Job, error: unknown): Promi
       },
     );
   }
+  s.metrics.count(MetricName.HandBack);
   await job.message.giveBack(delay, 'rate permit failed');
   return 'store-unavailable';
 }

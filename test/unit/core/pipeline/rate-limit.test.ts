@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { makeEnvelope } from '../../../../shared/core/contract/envelope.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
+import { InMemoryMetrics } from '../../../../shared/core/observe/metrics.ts';
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
@@ -157,5 +158,36 @@ describe('Rate limits in the pipeline', () => {
     expect(bounced.map((o) => o.action)).toEqual(['limited', 'limited']);
     expect(retried.action).toBe('completed');
     expect(rates.grants('rate:test.both:*')).toHaveLength(2);
+  });
+
+  it('counts a rate store outage as a hand-back, as a claim outage is', async () => {
+    // Prepare
+    const { job } = setup({ limit: 5, perSeconds: 1 });
+    const queue = new InMemoryQueue();
+    const rates = new InMemoryRateStore();
+    const metrics = new InMemoryMetrics();
+    const processor = new JobProcessor({
+      store: new InMemoryJobStore(),
+      queue,
+      registry: JobRegistry.of([job]),
+      rates,
+      metrics,
+      worker: 'w',
+      logger: new Logger({ logLevel: 'SILENT' }),
+    });
+    rates.faults.failNext('rate-take');
+    queue.send(
+      JSON.stringify(makeEnvelope({ id: 'e', type: 'test.paced', dedupKey: 'k', payload: { n: 1 } })),
+    );
+    const [record] = queue.receive(1);
+    if (!record) throw new Error('expected a record');
+
+    // Act
+    const outcome = await processor.process(record);
+
+    // Assess
+    expect(outcome.action).toBe('store-unavailable');
+    expect(metrics.counters.get('StoreUnavailable')).toBe(1);
+    expect(metrics.counters.get('HandBack')).toBe(1);
   });
 });
