@@ -1,4 +1,4 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAwsClients, destroyAwsClients } from '../../../../shared/aws/clients.ts';
 import { FaultInjector } from '../../../../shared/aws/fault-injector.ts';
@@ -75,5 +75,24 @@ describe('DynamoDbRateStore and lost answers (real leases table)', () => {
     } finally {
       destroyAwsClients(lossy);
     }
+  });
+
+  it('is not fooled by an item TTL deleted and written again up to the version a worker remembers', async () => {
+    // Prepare: worker a wrote the key's item (version 1) long ago; TTL removed the idle item; worker b
+    // then took the one permit of the window, writing a new item, version 1 again.
+    const key = `rate:ttl:k:${uniqueName('key')}`;
+    const a = new DynamoDbRateStore({ client: env.clients.doc, tableName: env.leasesTable });
+    const b = new DynamoDbRateStore({ client: env.clients.doc, tableName: env.leasesTable });
+    const now = Date.now();
+    expect(await a.take(key, 1, 60, now - 2 * 3_600_000)).toEqual({ granted: true });
+    await env.clients.doc.send(new DeleteCommand({ TableName: env.leasesTable, Key: { leaseKey: key } }));
+    expect(await b.take(key, 1, 60, now)).toEqual({ granted: true });
+
+    // Act
+    const late = await a.take(key, 1, 60, now + 1);
+
+    // Assess: a's remembered version matches b's new item, but b's permit stands.
+    expect(late).toMatchObject({ granted: false });
+    expect(await storedGrants(key)).toEqual([now]);
   });
 });
