@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -13,14 +14,22 @@ export interface DynamoDbRateStoreOptions {
   readonly idleTtlSeconds?: number;
 }
 
+/** A log as this worker saw it, with the token `w` of the write that left it (none: an item without one). */
+type Seen = RateLog & { readonly w?: string };
+
 /** Conditional writes one take may try before it answers "wait" (each refusal returns the item). */
 const MAX_TRIES = 8;
 /** Keys whose last seen log this worker remembers (a tenant key each): the oldest is forgotten first. */
 const MAX_REMEMBERED = 1000;
 
 /**
- * Rate items on the `leases` table: `{ leaseKey, v, g, expiresAt }`, `g` the grant times within the
- * window (decisions/rate.ts), `v` a version every write is conditioned on. There is no read: a take
+ * Rate items on the `leases` table: `{ leaseKey, v, g, w, expiresAt }`, `g` the grant times within the
+ * window (decisions/rate.ts), `v` a version every write is conditioned on, `w` the token of the write
+ * that left it (a write the SDK retried after its answer was lost is refused by its own landing, and
+ * `w` tells that refusal apart from another worker's). Each write is conditioned on the version and the
+ * token it saw: versions restart at 1 when TTL (or an operator) removes an item, and a worker remembering
+ * version n of the old item would otherwise overwrite the new item's grants once it reached n. There is
+ * no read: a take
  * writes against the log this worker last saw (none: the item must not exist); a refusal returns the
  * item as it is (ALL_OLD) and the next try decides on that. A remembered log that is already full
  * answers "wait" with no request at all: other workers only ever add grants to it.
@@ -29,7 +38,7 @@ export class DynamoDbRateStore implements RateStore {
   readonly #doc: DynamoDBDocumentClient;
   readonly #table: string;
   readonly #ttl: number;
-  readonly #seen = new Map<string, RateLog | undefined>();
+  readonly #seen = new Map<string, Seen | undefined>();
   /** The take in flight per key: this worker's takes of one key go one at a time (see `take`). */
   readonly #inFlight = new Map<string, Promise<unknown>>();
 
@@ -71,8 +80,8 @@ export class DynamoDbRateStore implements RateStore {
         return { granted: false, waitMs: decision.waitMs };
       }
       const refused = await this.#write(key, known, decision.next, now + perSeconds * 1000);
-      if (refused === false) {
-        this.#remember(key, decision.next);
+      if (typeof refused === 'string') {
+        this.#remember(key, { ...decision.next, w: refused });
         return { granted: true };
       }
       known = refused;
@@ -81,43 +90,54 @@ export class DynamoDbRateStore implements RateStore {
     return { granted: false, waitMs: contendedWaitMs(limit, perSeconds) };
   }
 
-  /** false when written; else the log that refused it (undefined: there is no item). */
+  /** The write's token when written; else the log that refused it (undefined: there is no item). */
   async #write(
     key: string,
-    expected: RateLog | undefined,
+    expected: Seen | undefined,
     next: RateLog,
     windowEnd: number,
-  ): Promise<false | RateLog | undefined> {
+  ): Promise<string | Seen | undefined> {
+    const token = randomBytes(6).toString('base64url');
     try {
       await guardStore('rate-take', () =>
         this.#doc.send(
           new UpdateCommand({
             TableName: this.#table,
             Key: { leaseKey: key },
-            UpdateExpression: 'SET #v = :v, #g = :g, #expiresAt = :expiresAt',
+            UpdateExpression: 'SET #v = :v, #g = :g, #w = :w, #expiresAt = :expiresAt',
             // Version 0 is an item without one (no item, or one this store did not write).
-            ConditionExpression: expected?.version ? '#v = :seen' : 'attribute_not_exists(#v)',
-            ExpressionAttributeNames: { '#v': 'v', '#g': 'g', '#expiresAt': 'expiresAt' },
+            ConditionExpression: !expected?.version
+              ? 'attribute_not_exists(#v)'
+              : expected.w === undefined
+                ? '#v = :seen AND attribute_not_exists(#w)'
+                : '#v = :seen AND #w = :seenW',
+            ExpressionAttributeNames: { '#v': 'v', '#g': 'g', '#w': 'w', '#expiresAt': 'expiresAt' },
             ExpressionAttributeValues: {
               ':v': next.version,
               ':g': next.grants,
+              ':w': token,
               ':expiresAt': Math.ceil(windowEnd / 1000) + this.#ttl,
               ...(expected?.version ? { ':seen': expected.version } : {}),
+              ...(expected?.version && expected.w !== undefined ? { ':seenW': expected.w } : {}),
             },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
         ),
       );
-      return false;
+      return token;
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) {
-        return error.Item ? logOf(unmarshall(error.Item)) : undefined;
+        if (!error.Item) return undefined;
+        const item = unmarshall(error.Item);
+        // This write's own earlier send landed (the SDK retried it): the permit is this take's.
+        if (item.w === token) return token;
+        return logOf(item);
       }
       throw error;
     }
   }
 
-  #remember(key: string, log: RateLog | undefined): void {
+  #remember(key: string, log: Seen | undefined): void {
     this.#seen.delete(key);
     this.#seen.set(key, log);
     if (this.#seen.size > MAX_REMEMBERED) {
@@ -128,8 +148,8 @@ export class DynamoDbRateStore implements RateStore {
 }
 
 /** The log of a stored rate item; an item written by something else counts as version 0, no grants. */
-function logOf(item: Record<string, unknown>): RateLog {
+function logOf(item: Record<string, unknown>): Seen {
   const version = typeof item.v === 'number' ? item.v : 0;
   const grants = Array.isArray(item.g) ? item.g.filter((t): t is number => typeof t === 'number') : [];
-  return { version, grants };
+  return { version, grants, ...(typeof item.w === 'string' ? { w: item.w } : {}) };
 }

@@ -4,6 +4,7 @@
 import { type DynamoDBDocumentClient, paginateScan, type ScanCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { JobItem } from '../contract/job-item.ts';
 import type { LeaseItem } from '../contract/lease-store.ts';
+import { RATE_ITEM_PREFIX } from '../contract/rate-store.ts';
 import type { JobStatus } from '../contract/statuses.ts';
 import { jobSummaryScan } from './dynamodb-job-expressions.ts';
 
@@ -27,7 +28,11 @@ export async function* scanJobSummaries(
   }
 }
 
-/** Scans the `leases` table (small: one item per shared resource ever locked, until TTL tidies it). */
+/**
+ * Scans the `leases` table for its named leases (small: one item per shared resource ever locked, until
+ * TTL tidies it). Rate limits' permit items share the table but are no leases (no owner, token or
+ * `leaseUntil`): they are left out, or the overview would list each as a free lease.
+ */
 export async function* scanLeaseItems(
   doc: DynamoDBDocumentClient,
   tableName: string,
@@ -44,6 +49,9 @@ export async function* scanLeaseItems(
       : {}),
   };
   for await (const page of paginateScan({ client: doc }, input)) {
-    for (const item of page.Items ?? []) yield item as LeaseItem;
+    for (const item of page.Items ?? []) {
+      if (String(item.leaseKey).startsWith(RATE_ITEM_PREFIX)) continue;
+      yield item as LeaseItem;
+    }
   }
 }

@@ -1,3 +1,6 @@
+/** The start of every rate limit's item key on the leases table (`rate:<type or name>:<scope>`). */
+export const RATE_ITEM_PREFIX = 'rate:';
+
 /** What {@link RateStore.take} answers: a permit, or how long until the next one may be free. */
 export type RateTake =
   | { readonly granted: true }

@@ -71,6 +71,13 @@ export function assertRateLimit(type: string, option: unknown, known: Map<string
       );
     }
     const itemName = (name as string | undefined) ?? type;
+    // Items are `rate:<name>:*` and `rate:<name>:k:<key>`: with ":k:" in a name, a key value of another
+    // limit (`<rest>:*`, from a payload) would name this limit's item and spend its permits.
+    if (itemName.includes(':k:')) {
+      throw new ConfigError(
+        `${at}: the permits' name ${itemName} holds ":k:", which a key value of another limit could reach; give the limit a name without it`,
+      );
+    }
     if (names.has(itemName)) {
       throw new ConfigError(
         `${where}: two limits would share the permits named ${itemName}; give each limit its own name`,

@@ -180,9 +180,9 @@ export class JobProcessor {
 
     // Limits: after the payload check and the cache, before the fast path and the claim, so a job that
     // finds its limit full writes nothing to its job item and uses no attempt (docs/protocol.md, "Limits").
-    // Rate permits first: a permit is never given back, so a refusal there has nothing to undo.
-    const limited = await takeRatePermits(s, job, definition, deadline);
-    if (limited !== undefined) return limited;
+    // Slots first, then rate permits: a slot is given back (the finally below) but a permit never is, so
+    // a job its concurrency limit bounces must not have spent one (else a tenant's backlog, bounced every
+    // few seconds, would use up its rate budget with no start).
     const slots = await takeSlots(s, job, definition);
     if ('invalid' in slots) {
       return (await letterRefusedJob(s, job, 'invalid-limit-key', slots.invalid)).action;
@@ -195,11 +195,16 @@ export class JobProcessor {
         delayMs: concurrencyWaitMs(message.receives),
       });
     }
-    if (slots.held.length === 0) return this.#run(job, definition, deadline);
+    if (slots.held.length === 0) {
+      const limited = await takeRatePermits(s, job, definition, deadline);
+      return limited ?? this.#run(job, definition, deadline);
+    }
     const store = s.leases;
     const fenced = slots.held.map((held) => ({ held, fence: store?.fence(held.lease) ?? {} }));
     const runs = new Set<Promise<unknown>>();
     try {
+      const limited = await takeRatePermits(s, job, definition, deadline);
+      if (limited !== undefined) return limited;
       return await this.#run({ ...job, slots: fenced }, trackingRuns(definition, runs), deadline);
     } finally {
       // After the commit or the release; a run left behind keeps its slots until it ends (or they expire).

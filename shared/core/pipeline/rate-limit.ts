@@ -3,6 +3,7 @@
 // wait is short, else its message goes back with the wait as its delay. Either way nothing is written
 // to its job item, so no attempt is used. Permits are never given back: one stands for one start.
 import { StoreUnavailableError } from '../../errors.ts';
+import { RATE_ITEM_PREFIX } from '../contract/rate-store.ts';
 import type { AnyJobDefinition, RateLimit } from '../model/job-definition.ts';
 import { rateLimitName, rateLimits } from '../model/rate-limit.ts';
 import { MetricName } from '../observe/metric-names.ts';
@@ -73,8 +74,8 @@ export async function takeRatePermits(
 /** `rate:<name or type>:<scope>`, scope `*` (type-wide) or `k:<key value>`. @throws InvalidLimitKeyError */
 export function rateItemKey(type: string, limit: RateLimit, payload: unknown): string {
   const name = rateLimitName(type, limit);
-  if (limit.key === undefined) return `rate:${name}:*`;
-  return `rate:${name}:k:${limitKeyValue(`rate limit ${name}`, limit.key, payload)}`;
+  if (limit.key === undefined) return `${RATE_ITEM_PREFIX}${name}:*`;
+  return `${RATE_ITEM_PREFIX}${name}:k:${limitKeyValue(`rate limit ${name}`, limit.key, payload)}`;
 }
 
 async function giveBackUnavailable(s: Settings, job: Job, error: unknown): Promise<RecordAction> {
@@ -94,6 +95,7 @@ async function giveBackUnavailable(s: Settings, job: Job, error: unknown): Promi
       },
     );
   }
+  s.metrics.count(MetricName.HandBack);
   await job.message.giveBack(delay, 'rate permit failed');
   return 'store-unavailable';
 }

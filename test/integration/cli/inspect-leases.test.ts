@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import ledgerJobs from '../../../examples/ledger/jobs.ts';
 import { DynamoDbJobStore } from '../../../shared/core/adapters/dynamodb-job-store.ts';
+import { DynamoDbRateStore } from '../../../shared/core/adapters/dynamodb-rate-store.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { jobLeaseOwner } from '../../../shared/core/leases/named-lease.ts';
 import type { InspectReport } from '../../../shared/ops/inspect.ts';
@@ -116,6 +117,11 @@ describe('Command: leaseq leases / status (live and stuck)', () => {
       true,
     );
     expect((await leases.tryAcquire(abandonedKey, 'w-gone', 1000, now - 60_000)).acquired).toBe(true);
+    // A rate limit's permit item shares the leases table: it is no named lease, so none of these lists it.
+    const rates = new DynamoDbRateStore({ client: env.clients.doc, tableName: env.leasesTable });
+    expect(await rates.take(`rate:ledger.credit:k:${uniqueName('tenant')}`, 5, 60, now)).toEqual({
+      granted: true,
+    });
 
     // Act
     const all = await leaseqJson<LeasesReport>(['leases', '--prefix', prefix]);
@@ -161,6 +167,8 @@ describe('Command: leaseq leases / status (live and stuck)', () => {
     const inspect = await leaseqJson<InspectReport>(['inspect', live, '--prefix', prefix]);
     expect(inspect.lease?.remainingMs).toBeGreaterThan(60_000);
     expect(inspect.ownerLeases.map((l) => l.leaseKey)).toEqual([heldKey]);
+    const listed = await leaseq(['leases', '--prefix', prefix]);
+    expect(listed.stdout).not.toMatch(/rate:|undefined/);
     const human = await leaseq(['leases', '--stuck', '--prefix', prefix]);
     expect(human.stdout).toMatch(
       new RegExp(`${dead}\\s+ledger\\.credit\\s+w-gone\\s+\\d+\\s+1\\s+expired .* ago\\s+lease-expired`),

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { rateLimits } from '../../../../shared/core/model/rate-limit.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
+import { rateItemKey } from '../../../../shared/core/pipeline/rate-limit.ts';
 import { ConfigError } from '../../../../shared/errors.ts';
 
 const noop = async () => undefined;
@@ -77,5 +78,21 @@ describe('Option: rateLimit', () => {
     ).toThrow(
       'job type a.y: rateLimit: the rate limit named mail-api is 5 per 1 s elsewhere; a shared limit must be declared the same everywhere',
     );
+  });
+
+  it('refuses a permit name holding ":k:", with which a key value could name another limit\'s item', () => {
+    // Prepare: the collision such a name allows (a tenant "acme:*" would spend the other type's permits).
+    const keyed = { limit: 5, perSeconds: 1, key: (p: unknown) => (p as { t: string }).t };
+    const whole = { limit: 100, perSeconds: 1 };
+    expect(rateItemKey('crm', keyed, { t: 'acme:*' })).toBe(rateItemKey('crm:k:acme', whole, {}));
+
+    // Act and assess: whether the name is the type's or the limit's own.
+    for (const definitions of [
+      [job('crm', keyed), job('crm:k:acme', whole)],
+      [job('crm', keyed), job('other', { ...whole, name: 'crm:k:acme' })],
+    ]) {
+      expect(() => JobRegistry.of(definitions)).toThrow(ConfigError);
+      expect(() => JobRegistry.of(definitions)).toThrow('":k:"');
+    }
   });
 });

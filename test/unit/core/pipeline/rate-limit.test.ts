@@ -3,9 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { makeEnvelope } from '../../../../shared/core/contract/envelope.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
+import { InMemoryMetrics } from '../../../../shared/core/observe/metrics.ts';
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
+import { InMemoryLeaseStore } from '../../../../shared/testing/in-memory-lease-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
 import { InMemoryRateStore } from '../../../../shared/testing/in-memory-rate-store.ts';
 
@@ -107,5 +109,85 @@ describe('Rate limits in the pipeline', () => {
     // Assess
     expect(outcome).toMatchObject({ action: 'store-unavailable', disposition: 'retain' });
     expect(await store.get('k-1')).toBeUndefined();
+  });
+
+  it('spends no permit on a job its concurrency limit bounces: permits count starts', async () => {
+    // Prepare: one slot, 2 starts a minute; the first job holds the slot until released.
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((done) => {
+      release = done;
+    });
+    const job = defineJob({
+      type: 'test.both',
+      payload: z.object({ n: z.number() }),
+      concurrency: { limit: 1 },
+      rateLimit: { limit: 2, perSeconds: 60 },
+      run: async () => {
+        await gate;
+        return {};
+      },
+    });
+    const queue = new InMemoryQueue();
+    const rates = new InMemoryRateStore();
+    const processor = new JobProcessor({
+      store: new InMemoryJobStore(),
+      queue,
+      leases: new InMemoryLeaseStore(),
+      registry: JobRegistry.of([job]),
+      rates,
+      worker: 'w',
+      logger: new Logger({ logLevel: 'SILENT' }),
+    });
+    for (const n of [1, 2, 3]) {
+      queue.send(
+        JSON.stringify(makeEnvelope({ id: `e-${n}`, type: 'test.both', dedupKey: `k-${n}`, payload: { n } })),
+      );
+    }
+    const [r1, r2, r3] = queue.receive(3);
+    if (!r1 || !r2 || !r3) throw new Error('expected three records');
+    const first = processor.process(r1);
+    await new Promise((done) => setTimeout(done, 20));
+
+    // Act: two jobs find the slot busy while the first runs; then the first ends and the second retries.
+    const bounced = [await processor.process(r2), await processor.process(r3)];
+    release();
+    await first;
+    const retried = await processor.process(r2);
+
+    // Assess: the bounces took no permit, so the second start of the minute is allowed.
+    expect(bounced.map((o) => o.action)).toEqual(['limited', 'limited']);
+    expect(retried.action).toBe('completed');
+    expect(rates.grants('rate:test.both:*')).toHaveLength(2);
+  });
+
+  it('counts a rate store outage as a hand-back, as a claim outage is', async () => {
+    // Prepare
+    const { job } = setup({ limit: 5, perSeconds: 1 });
+    const queue = new InMemoryQueue();
+    const rates = new InMemoryRateStore();
+    const metrics = new InMemoryMetrics();
+    const processor = new JobProcessor({
+      store: new InMemoryJobStore(),
+      queue,
+      registry: JobRegistry.of([job]),
+      rates,
+      metrics,
+      worker: 'w',
+      logger: new Logger({ logLevel: 'SILENT' }),
+    });
+    rates.faults.failNext('rate-take');
+    queue.send(
+      JSON.stringify(makeEnvelope({ id: 'e', type: 'test.paced', dedupKey: 'k', payload: { n: 1 } })),
+    );
+    const [record] = queue.receive(1);
+    if (!record) throw new Error('expected a record');
+
+    // Act
+    const outcome = await processor.process(record);
+
+    // Assess
+    expect(outcome.action).toBe('store-unavailable');
+    expect(metrics.counters.get('StoreUnavailable')).toBe(1);
+    expect(metrics.counters.get('HandBack')).toBe(1);
   });
 });
