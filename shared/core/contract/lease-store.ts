@@ -1,5 +1,8 @@
 import type { Effect } from './job-store.ts';
 
+/** Leases-table keys of the concurrency limits' slots start with this; named leases may not. */
+export const SLOT_ITEM_PREFIX = 'slot:';
+
 /** A named lease held on a shared resource (`account#42`). */
 export interface NamedLease {
   readonly key: string;

@@ -7,7 +7,8 @@ import {
 import { DEFAULTS } from '../contract/defaults.ts';
 import type { Checkpoint } from '../contract/job-item.ts';
 import type { Effect, JobLease, JobStore } from '../contract/job-store.ts';
-import type { LeaseStore } from '../contract/lease-store.ts';
+import { type LeaseStore, SLOT_ITEM_PREFIX } from '../contract/lease-store.ts';
+import { RATE_ITEM_PREFIX } from '../contract/rate-store.ts';
 import { conflictPause } from '../decisions/optimistic.ts';
 import { type HeldLease, holdLease, jobLeaseOwner, type LeaseHandle } from '../leases/named-lease.ts';
 import { MetricName } from '../observe/metric-names.ts';
@@ -124,6 +125,13 @@ export class JobContext<T extends TableMap = TableMap> {
     this.#needsLease('withLease');
     if (!this.#o.leases) {
       throw new ConfigError('withLease needs the leases table: set LEASEQ_LEASES_TABLE on the worker');
+    }
+    // The limits' items share the table: a lease there would take a concurrency slot, or be refused for
+    // as long as a rate permit item exists.
+    if (key.startsWith(SLOT_ITEM_PREFIX) || key.startsWith(RATE_ITEM_PREFIX)) {
+      throw new ConfigError(
+        `withLease: keys starting with ${SLOT_ITEM_PREFIX} or ${RATE_ITEM_PREFIX} are reserved for concurrency and rate limits`,
+      );
     }
     let held = this.#held.get(key);
     if (!held) {

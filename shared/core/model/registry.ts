@@ -172,7 +172,15 @@ function assertConcurrency(type: string, option: unknown): void {
         `${at}.name ${JSON.stringify(name)} is not valid; expected 1-128 letters, digits or . _ : -`,
       );
     }
-    const scope = `${name ?? type}:${key === undefined ? '*' : 'k'}`;
+    // Slots are `slot:<owner>:*#i` and `slot:<owner>:k:<key>#i`: with ":k:" in the owner, a key value of
+    // another limit could name the same slots.
+    const owner = typeof name === 'string' ? name : type;
+    if (owner.includes(':k:')) {
+      throw new ConfigError(
+        `${at}: the slots' name ${owner} holds ":k:", which a key value of another limit could reach; give the limit a name without it`,
+      );
+    }
+    const scope = `${owner}:${key === undefined ? '*' : 'k'}`;
     const other = scopes.get(scope);
     if (other !== undefined) {
       throw new ConfigError(

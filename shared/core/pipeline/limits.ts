@@ -4,7 +4,7 @@
 // writes that carry effects. No free slot: the message is bounced (limit-bounce.ts), no attempt used.
 // The processor releases the slots after the attempt's commit or release, in a finally.
 import { errorClass, LeaseBusyError } from '../../errors.ts';
-import type { LeaseItem, LeaseStore } from '../contract/lease-store.ts';
+import { type LeaseItem, type LeaseStore, SLOT_ITEM_PREFIX } from '../contract/lease-store.ts';
 import { type HeldLease, holdLease } from '../leases/named-lease.ts';
 import type { AnyJobDefinition, ConcurrencyLimit } from '../model/job-definition.ts';
 import { concurrencyLimits } from '../model/registry.ts';
@@ -33,8 +33,8 @@ export class InvalidLimitKeyError extends Error {
  */
 export function slotScope(type: string, limit: ConcurrencyLimit, payload: unknown): string {
   const owner = limit.name ?? type;
-  if (limit.key === undefined) return `slot:${owner}:*`;
-  return `slot:${owner}:k:${limitKeyValue(`concurrency limit ${owner}`, limit.key, payload)}`;
+  if (limit.key === undefined) return `${SLOT_ITEM_PREFIX}${owner}:*`;
+  return `${SLOT_ITEM_PREFIX}${owner}:k:${limitKeyValue(`concurrency limit ${owner}`, limit.key, payload)}`;
 }
 
 /**

@@ -97,6 +97,24 @@ describe('Class: JobContext (in memory, fake timers)', () => {
     });
   });
 
+  it("refuses a named lease under the limits' prefixes (slot:, rate:): the job fails permanently, nothing taken", async () => {
+    // A lease on `slot:t:*#0` would take a concurrency slot; one on a rate item would be refused for as
+    // long as the permit item exists (its leaseUntil is absent, so `< :now` never holds).
+    for (const key of ['slot:test.grab:*#0', 'rate:test.grab:*']) {
+      const w = world();
+      const grab = defineJob({
+        type: 'test.grab',
+        payload: z.object({}),
+        run: (ctx) => ctx.withLease(key, async () => ({})),
+      });
+      send(w.queue, 'test.grab');
+      const outcome = await w.deliver(JobRegistry.of([grab]), 'w-a');
+      expect(outcome.action).toBe('dead-lettered');
+      expect((await w.store.get('job-1'))?.lastError).toMatch(/reserved/);
+      expect(await w.leases.get(key)).toBeUndefined();
+    }
+  });
+
   it('a holder that lost its named lease commits nothing; the retry takes the lease and commits once', async () => {
     const w = world();
     let runs = 0;

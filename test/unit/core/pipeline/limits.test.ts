@@ -131,6 +131,12 @@ describe('Registry: concurrency option', () => {
     ).not.toThrow();
   });
 
+  it('refuses a slot owner name holding ":k:" (a key value of another limit could name the same slots)', () => {
+    // Type-wide `slot:a:k:b:*#0` is also type `a` keyed with the value `b:*`.
+    expect(() => JobRegistry.of([job({ limit: 2, name: 'a:k:b' })])).toThrow(/holds ":k:"/);
+    expect(() => JobRegistry.of([job({ limit: 2, name: 'a:kb' })])).not.toThrow();
+  });
+
   it('refuses at start a worker with a limited type and no leases table', () => {
     const options = {
       store: new InMemoryJobStore(),
