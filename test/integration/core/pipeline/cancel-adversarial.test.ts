@@ -10,6 +10,7 @@ import { toSqsRecord } from '../../../../shared/runner/sqs-records.ts';
 import {
   type CoreEnv,
   coreEnv,
+  eventually,
   makeWorker,
   purge,
   queueCounts,
@@ -97,8 +98,10 @@ describe('Cancel interleavings (against the emulator)', () => {
     });
   }
 
-  it('a cancelled job gives back its concurrency slot and its named lease at once', async () => {
-    // Prepare: a type-wide limit of 1; the job holds a named lease while it runs.
+  it('a cancelled job that stops on its signal gives back its concurrency slot and its named lease', async () => {
+    // Prepare: a type-wide limit of 1; the job holds a named lease while it runs and stops when told.
+    // (One that ignores its signal keeps its slot until it ends: test "does not free the slot to another
+    // job while the abandoned run is still running".)
     const type = uniqueName('t_cslot');
     const named = uniqueName('named');
     let markStarted: () => void = () => {};
@@ -112,7 +115,13 @@ describe('Cancel interleavings (against the emulator)', () => {
       async run(ctx, p) {
         await ctx.withLease(named, async () => {
           markStarted();
-          await sleep(p.runMs);
+          await new Promise<void>((resolve, reject) => {
+            const timer = setTimeout(resolve, p.runMs);
+            ctx.signal.addEventListener('abort', () => {
+              clearTimeout(timer);
+              reject(ctx.signal.reason);
+            });
+          });
         });
       },
     });
@@ -126,15 +135,22 @@ describe('Cancel interleavings (against the emulator)', () => {
     await worker.store.cancel(key, { by: 'test@host', now: Date.now() });
     const outcome = await processing;
 
-    // Assess: both lease items are free (no owner, lease ended).
+    // Assess: both lease items are free (no owner, lease ended) well within one lease of the outcome.
     expect(outcome.action).toBe('cancelled');
-    for (const leaseKey of [`slot:${type}:*#0`, named]) {
-      const item = (
-        await env.clients.doc.send(new GetCommand({ TableName: env.leasesTable, Key: { leaseKey } }))
-      ).Item;
+    const read = async (leaseKey: string) =>
+      (await env.clients.doc.send(new GetCommand({ TableName: env.leasesTable, Key: { leaseKey } }))).Item;
+    const keys = [`slot:${type}:*#0`, named];
+    const freed = await eventually(
+      async () => (await Promise.all(keys.map(read))).every((item) => item?.owner === undefined),
+      LEASE_MS / 2,
+      50,
+    );
+    for (const leaseKey of keys) {
+      const item = await read(leaseKey);
       expect(item, leaseKey).toBeDefined();
       expect(item?.owner, leaseKey).toBeUndefined();
       expect(item?.leaseUntil, leaseKey).toBe(0);
     }
+    expect(freed).toBe(true);
   });
 });
