@@ -12,6 +12,11 @@ export interface ProducerOptions {
   readonly workload: Workload;
   /** Most messages sent and not yet done at any time (the queue's backlog). */
   readonly backlog: number;
+  /**
+   * The job type and payload fields (beside `sentAt`) of a key's messages; the benchmark job with no
+   * other field when absent.
+   */
+  readonly describe?: (key: string) => { readonly type: string; readonly fields: Record<string, unknown> };
 }
 
 /**
@@ -24,6 +29,8 @@ export class Producer {
   readonly #options: ProducerOptions;
   /** First send time of every key (epoch ms). */
   readonly firstSent = new Map<string, number>();
+  /** When each key's original message was reported done (epoch ms). */
+  readonly doneAt = new Map<string, number>();
   readonly #byMessage = new Map<string, PlannedMessage>();
   readonly #done = new Set<string>();
   readonly #early = new Set<string>();
@@ -70,6 +77,7 @@ export class Producer {
     this.#done.add(messageId);
     this.#lastDoneAt = at;
     if (planned.copy === 0) {
+      this.doneAt.set(planned.key, at);
       const copies = this.#options.workload.afterDone.get(planned.key) ?? 0;
       for (let copy = 1; copy <= copies; copy++) this.#ready.push({ key: planned.key, copy });
       this.#released += copies;
@@ -119,11 +127,12 @@ export class Producer {
     let entries = chunk.map((planned, i) => {
       const sentAt = Date.now();
       if (!this.firstSent.has(planned.key)) this.firstSent.set(planned.key, sentAt);
+      const described = this.#options.describe?.(planned.key);
       const body = makeEnvelope({
         id: randomUUID(),
         dedupKey: planned.key,
-        type: BENCH_JOB_TYPE,
-        payload: { sentAt },
+        type: described?.type ?? BENCH_JOB_TYPE,
+        payload: { ...described?.fields, sentAt },
       });
       return { Id: String(i), MessageBody: JSON.stringify(body), planned };
     });

@@ -61,7 +61,12 @@ async function serve(run: RunAssignment, stop: AbortSignal): Promise<void> {
     worker: id,
     lastWords: state,
   }).attach(clients);
-  const consumer = createConsumer(run.consumer, { clients, names: run.names, worker: id }, run.shape);
+  const consumer = createConsumer(
+    run.consumer,
+    { clients, names: run.names, worker: id },
+    run.shape,
+    run.limits,
+  );
   stats = () => consumer.stats();
   await send({ type: 'started', id, run: run.run });
 
