@@ -1,8 +1,8 @@
 import type { LimitVariantId } from './scenarios.ts';
 
 /**
- * What each variant of the `limits` scenario sends and limits. Every run is half tenant A, sent first as
- * one burst, then half tenant B. Tenant B's jobs are the plain benchmark job (no limit) in every variant;
+ * What each variant of the `limits` scenario sends and limits. Every run is half tenant A and half tenant
+ * B, interleaved and all sent at once (a burst of both). Tenant B's jobs are the plain benchmark job (no limit) in every variant;
  * tenant A's are a job type carrying the variant's limit. Uncontended variants spread A over
  * {@link SPREAD_TENANTS} tenant keys, so a job finds its key's slot or permit free at the first try;
  * contended ones send all of A under one key.
@@ -33,14 +33,13 @@ export const LIMITED_JOB_TYPE = 'bench.limited';
 /** The tenant groups of a limits run, in report order. */
 export type TenantGroup = 'A' | 'B';
 
-/** What message `index` of `total` of a limits run is: its group, limit key and job type. */
+/** What message `index` of a limits run is: its group, limit key and whether its type is limited. */
 export function limitMessage(
   variant: LimitVariantId,
   index: number,
-  total: number,
 ): { readonly group: TenantGroup; readonly tenant: string; readonly limited: boolean } {
-  if (index >= Math.ceil(total / 2)) return { group: 'B', tenant: 'b', limited: false };
-  const tenant = LIMIT_PLANS[variant].contended ? 'a' : `a${index % SPREAD_TENANTS}`;
+  if (index % 2 === 1) return { group: 'B', tenant: 'b', limited: false };
+  const tenant = LIMIT_PLANS[variant].contended ? 'a' : `a${(index / 2) % SPREAD_TENANTS}`;
   return { group: 'A', tenant, limited: true };
 }
 

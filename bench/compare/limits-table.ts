@@ -138,8 +138,8 @@ export function limitsText(
   if (summaries.length === 0) return '';
   const lines: string[] = [
     '',
-    `Limits: what they cost (${facts.messages} messages per run, half tenant A sent first as one burst, then`,
-    `half tenant B; ${facts.workers} workers). Tenant B is never limited. "per job" counts both tenants;`,
+    `Limits: what they cost (${facts.messages} messages per run, half tenant A and half tenant B, interleaved`,
+    `and all sent at once; ${facts.workers} workers). Tenant B is never limited. "per job" counts both tenants;`,
     `"+ per A job" is what the limit adds per tenant-A job against variant (a) of the same path and round,`,
     'bounces included. Medians over runs.',
     '',

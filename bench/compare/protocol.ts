@@ -78,6 +78,8 @@ export type WorkerReport =
       readonly run: string;
       /** Message ids deleted after this batch. */
       readonly finished: readonly string[];
+      /** The job key of each finished message (same order; undefined when its body had none). */
+      readonly finishedKeys?: readonly (string | undefined)[];
       readonly effects: readonly EffectSample[];
       readonly state: WorkerState;
     };

@@ -156,7 +156,7 @@ function groupResults(
 ): Partial<Record<TenantGroup, GroupResult>> {
   const out: Partial<Record<TenantGroup, GroupResult>> = {};
   for (const group of ['A', 'B'] as const) {
-    const mine = keys.filter((key) => limitMessage(variant, keyIndex(key), keys.length).group === group);
+    const mine = keys.filter((key) => limitMessage(variant, keyIndex(key)).group === group);
     const done = mine.map((key) => producer.doneAt.get(key)).filter((at) => at !== undefined);
     const wallMs = Math.max(1, (done.length > 0 ? Math.max(...done) : Date.now()) - started);
     out[group] = {
@@ -232,13 +232,14 @@ export async function runOnce(spec: RunSpec, say: (line: string) => void): Promi
       sqs: control.sqs,
       queueUrl: o.JobsQueueUrl,
       workload,
-      // A limits run sends tenant A's burst at once, then tenant B's: the queue holds A's backlog ahead
-      // of B's, as a noisy tenant's does.
+      // A limits run sends every message at once: tenant A's burst sits in the queue among tenant B's.
       backlog: variant ? Number.POSITIVE_INFINITY : 20 * (spec.workers + 1),
+      // A limit's bounce re-sends a message from its fifth receive: the new message's id is not ours.
+      resends: variant !== undefined,
       ...(variant
         ? {
             describe: (key: string) => {
-              const m = limitMessage(variant, keyIndex(key), workload.keys.length);
+              const m = limitMessage(variant, keyIndex(key));
               return { type: m.limited ? LIMITED_JOB_TYPE : BENCH_JOB_TYPE, fields: { tenant: m.tenant } };
             },
           }
@@ -268,8 +269,8 @@ export async function runOnce(spec: RunSpec, say: (line: string) => void): Promi
         ...(variant ? { limits: variant } : {}),
       },
       spec.workers,
-      (ids, at) => {
-        for (const id of ids) producer.finished(id, at);
+      (ids, at, keys) => {
+        for (const [i, id] of ids.entries()) producer.finished(id, at, keys?.[i]);
       },
     );
     let ended = false;
