@@ -124,10 +124,10 @@ export function summarizeLimits(
 const f = (v: number, digits = 2) => (Number.isFinite(v) ? v.toFixed(digits) : '-');
 const signed = (v: number, digits = 2) =>
   Number.isFinite(v) ? `${v >= 0 ? '+' : ''}${v.toFixed(digits)}` : '-';
-/** `DynamoDB.UpdateItem` -> `UpdateItem`, `SQS.ReceiveMessage` -> `SQS Receive...`: short column names. */
+/** `DynamoDB.UpdateItem` -> `UpdateItem`, `SQS.ChangeMessageVisibility` -> `sqs:ChangeVis`: short columns. */
 const shortOp = (op: string) =>
   op.startsWith('SQS.')
-    ? `sqs:${op.slice(4).replace(/Message(Batch)?$/, '$1')}`
+    ? `sqs:${op.slice(4).replace('Message', '').replace('Visibility', 'Vis')}`
     : op.replace(/^DynamoDB\./, '');
 
 /** The limits report: throughput and cost per variant, then requests per job by operation. */
