@@ -122,6 +122,7 @@ function sumCapacity(list: readonly CapacityTotals[]): CapacityTotals {
     reportedWru: n((c) => c.reportedWru),
     reportedRru: n((c) => c.reportedRru),
     computedWru: n((c) => c.computedWru),
+    computedRru: n((c) => c.computedRru ?? 0),
     reportedRequests: n((c) => c.reportedRequests),
     computedRequests: n((c) => c.computedRequests),
     byCommand,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { batchGetUnits } from '../../../bench/compare/capacity.ts';
 import { limitMessage } from '../../../bench/compare/limit-plan.ts';
 import { limitsText, summarizeLimits } from '../../../bench/compare/limits-table.ts';
 import { parseBenchOptions } from '../../../bench/compare/options.ts';
@@ -135,5 +136,14 @@ describe('bench limits summary', () => {
     );
     expect(text).toContain('+2.00');
     expect(text).toContain('sqs:ChangeVis');
+  });
+});
+
+describe('bench capacity of batch reads the emulator reports none for', () => {
+  it('bills 0.5 RRU per key asked for, 1 when consistent', () => {
+    expect(batchGetUnits({ RequestItems: { t: { Keys: [{}, {}, {}] } } })).toBe(1.5);
+    expect(
+      batchGetUnits({ RequestItems: { t: { Keys: [{}, {}], ConsistentRead: true }, u: { Keys: [{}] } } }),
+    ).toBe(2.5);
   });
 });
