@@ -262,17 +262,21 @@ async function main(options: BenchOptions): Promise<number> {
   };
   writeFileSync(jsonPath, `${JSON.stringify(document, null, 2)}\n`);
   const consumersShown = options.consumers.length;
-  writeFileSync(
-    svgPath,
-    chartSvg(
-      summaries,
-      `leaseq side-by-side benchmark, ${date} (${facts.emulator.split(' at ')[0]}, ${facts.cpus} cores)`,
-      `Bars: median of ${options.repeats} run${options.repeats === 1 ? '' : 's'} per cell (${consumersShown} consumers interleaved); ` +
-        `whiskers: min-max; ${options.messages} messages per run; details in ${base}.json.`,
-    ),
-  );
+  // The chart shows the side-by-side scenarios; a limits-only session has none to draw.
+  const chart = summaries.length > 0;
+  if (chart) {
+    writeFileSync(
+      svgPath,
+      chartSvg(
+        summaries,
+        `leaseq side-by-side benchmark, ${date} (${facts.emulator.split(' at ')[0]}, ${facts.cpus} cores)`,
+        `Bars: median of ${options.repeats} run${options.repeats === 1 ? '' : 's'} per cell (${consumersShown} consumers interleaved); ` +
+          `whiskers: min-max; ${options.messages} messages per run; details in ${base}.json.`,
+      ),
+    );
+  }
   writeFileSync(textPath, text);
-  say(`results: ${jsonPath}, ${svgPath} and ${textPath}`);
+  say(`results: ${jsonPath}, ${chart ? `${svgPath} and ` : ''}${textPath}`);
   if (problems.length > 0) {
     say(`worker logs kept in ${scratch}`);
     process.stderr.write(
