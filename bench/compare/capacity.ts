@@ -12,6 +12,11 @@ export interface CapacityTotals {
   readonly reportedRru: number;
   /** Units computed by DynamoDB's billing rules for refused writes, which report none. */
   readonly computedWru: number;
+  /**
+   * Read units computed for batch reads the emulator answers without capacity (MiniStack and
+   * BatchGetItem): 0.5 per key asked for (1 when consistent), each item under 4 KB. Included in `rru`.
+   */
+  readonly computedRru?: number;
   /** Requests that reported capacity, and refused writes that were computed. */
   readonly reportedRequests: number;
   readonly computedRequests: number;
@@ -83,6 +88,18 @@ export function refusedWriteUnits(command: string, input: Record<string, unknown
   return 0;
 }
 
+/**
+ * RRU of a BatchGetItem by DynamoDB's rules for items under 4 KB: 0.5 per key asked for, 1 when
+ * consistent (a key with no item is billed the same minimum). Unprocessed keys are asked again and counted then.
+ */
+export function batchGetUnits(input: Record<string, unknown>): number {
+  const tables = (input.RequestItems ?? {}) as Record<string, { Keys?: unknown[]; ConsistentRead?: boolean }>;
+  return Object.values(tables).reduce(
+    (n, t) => n + (t.Keys?.length ?? 0) * (t.ConsistentRead === true ? 1 : 0.5),
+    0,
+  );
+}
+
 interface Consumed {
   readonly CapacityUnits?: number;
   readonly ReadCapacityUnits?: number;
@@ -98,6 +115,7 @@ export class CapacityMeter {
   #reportedWru = 0;
   #reportedRru = 0;
   #computedWru = 0;
+  #computedRru = 0;
   #reportedRequests = 0;
   #computedRequests = 0;
   readonly #byCommand = new Map<string, { wru: number; rru: number }>();
@@ -114,11 +132,13 @@ export class CapacityMeter {
         if (measured) input.ReturnConsumedCapacity ??= 'TOTAL';
         try {
           const out = await next({ ...args, input: input as typeof args.input });
-          if (measured)
-            this.#reported(
-              command,
-              (out.output as { ConsumedCapacity?: Consumed | Consumed[] }).ConsumedCapacity,
-            );
+          const consumed = (out.output as { ConsumedCapacity?: Consumed | Consumed[] }).ConsumedCapacity;
+          if (measured && consumed === undefined && command === 'BatchGetItem') {
+            const units = batchGetUnits(input);
+            this.#computedRru += units;
+            this.#computedRequests += 1;
+            this.#add(command, 0, units);
+          } else if (measured) this.#reported(command, consumed);
           return out;
         } catch (error) {
           const units = refusedWriteUnits(command, input, error);
@@ -158,10 +178,11 @@ export class CapacityMeter {
   snapshot(): CapacityTotals {
     return {
       wru: this.#reportedWru + this.#computedWru,
-      rru: this.#reportedRru,
+      rru: this.#reportedRru + this.#computedRru,
       reportedWru: this.#reportedWru,
       reportedRru: this.#reportedRru,
       computedWru: this.#computedWru,
+      computedRru: this.#computedRru,
       reportedRequests: this.#reportedRequests,
       computedRequests: this.#computedRequests,
       byCommand: Object.fromEntries([...this.#byCommand].map(([k, v]) => [k, { ...v }])),

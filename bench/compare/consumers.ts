@@ -15,8 +15,8 @@ import type { AwsClients } from '../../shared/aws/clients.ts';
 import { InMemoryMetrics } from '../../shared/core/observe/metrics.ts';
 import { workerConfigFromEnv, workerEnv } from '../../shared/worker/config.ts';
 import { createWorkerHandler } from '../../shared/worker/handler.ts';
-import { COUNTER_UPDATE, fastJobs, leasedJobs, noEffectJobs } from './jobs.ts';
-import type { ConsumerId, JobShape } from './scenarios.ts';
+import { COUNTER_UPDATE, fastJobs, leasedJobs, limitJobs, noEffectJobs } from './jobs.ts';
+import type { ConsumerId, JobShape, LimitVariantId } from './scenarios.ts';
 
 /** A consumer: the batch handler, and counters of what it decided (for the report's notes). */
 export interface Consumer {
@@ -125,7 +125,12 @@ function powertools(deps: ConsumerDeps): Consumer {
  * same job with `fastPath: true`), its defaults (local completed-job cache, Powertools logger at INFO to
  * the worker's log file, 30 s lease capped by the invocation deadline).
  */
-function leaseq(deps: ConsumerDeps, fast: boolean, shape: JobShape): Consumer {
+function leaseq(
+  deps: ConsumerDeps,
+  fast: boolean,
+  shape: JobShape,
+  limits: LimitVariantId | undefined,
+): Consumer {
   const tables = { counters: deps.names.countersTable };
   const config = workerConfigFromEnv({
     ...process.env,
@@ -141,11 +146,13 @@ function leaseq(deps: ConsumerDeps, fast: boolean, shape: JobShape): Consumer {
   const metrics = new InMemoryMetrics();
   const handler = createWorkerHandler({
     jobs:
-      shape === 'no-effect'
-        ? noEffectJobs((key) => applyEffect(deps, key), fast)
-        : fast
-          ? fastJobs
-          : leasedJobs,
+      limits !== undefined
+        ? limitJobs(limits, fast)
+        : shape === 'no-effect'
+          ? noEffectJobs((key) => applyEffect(deps, key), fast)
+          : fast
+            ? fastJobs
+            : leasedJobs,
     config,
     clients: deps.clients,
     tableNames: tables,
@@ -163,15 +170,20 @@ function leaseq(deps: ConsumerDeps, fast: boolean, shape: JobShape): Consumer {
 }
 
 /** Builds one consumer. */
-export function createConsumer(id: ConsumerId, deps: ConsumerDeps, shape: JobShape = 'effect'): Consumer {
+export function createConsumer(
+  id: ConsumerId,
+  deps: ConsumerDeps,
+  shape: JobShape = 'effect',
+  limits?: LimitVariantId,
+): Consumer {
   switch (id) {
     case 'bare':
       return bare(deps);
     case 'powertools':
       return powertools(deps);
     case 'leased':
-      return leaseq(deps, false, shape);
+      return leaseq(deps, false, shape, limits);
     case 'fast':
-      return leaseq(deps, true, shape);
+      return leaseq(deps, true, shape, limits);
   }
 }

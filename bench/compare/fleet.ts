@@ -32,6 +32,13 @@ interface Proc {
   run: string | undefined;
 }
 
+/** Messages a worker deleted, when, and the job key of each (same order) when the worker knows it. */
+export type OnFinished = (
+  messageIds: readonly string[],
+  at: number,
+  keys?: readonly (string | undefined)[],
+) => void;
+
 /** One run being served by some of the fleet's processes. */
 export class ActiveRun {
   readonly assignment: RunAssignment;
@@ -43,11 +50,11 @@ export class ActiveRun {
   readonly started = new Set<string>();
   readonly done = new Set<string>();
   readonly #states = new Map<string, WorkerState>();
-  readonly onFinished: (messageIds: readonly string[], at: number) => void;
+  readonly onFinished: OnFinished;
   stopping = false;
   #changed: (() => void) | undefined;
 
-  constructor(assignment: RunAssignment, onFinished: (messageIds: readonly string[], at: number) => void) {
+  constructor(assignment: RunAssignment, onFinished: OnFinished) {
     this.assignment = assignment;
     this.onFinished = onFinished;
   }
@@ -60,7 +67,7 @@ export class ActiveRun {
   report(report: WorkerReport): void {
     if (report.type === 'started') this.started.add(report.id);
     if (report.type === 'batch' || report.type === 'done') {
-      this.onFinished(report.finished, Date.now());
+      this.onFinished(report.finished, Date.now(), report.finishedKeys);
       this.effects.push(...report.effects);
       this.#states.set(report.id, report.state);
       if (report.type === 'done') this.done.add(report.id);
@@ -118,11 +125,7 @@ export class Fleet {
   }
 
   /** Hands the run to `count` idle processes; resolves once they poll. */
-  async begin(
-    assignment: RunAssignment,
-    count: number,
-    onFinished: (messageIds: readonly string[], at: number) => void,
-  ): Promise<ActiveRun> {
+  async begin(assignment: RunAssignment, count: number, onFinished: OnFinished): Promise<ActiveRun> {
     if (this.#active) throw new Error('a run is already active');
     await this.ensure(count);
     const run = new ActiveRun(assignment, onFinished);

@@ -6,6 +6,8 @@
 import { z } from 'zod';
 import { defineTable } from '../../shared/core/model/table.ts';
 import { defineJob, defineJobs } from '../../shared/jobs/define-job.ts';
+import { LIMIT_PLANS, LIMITED_JOB_TYPE } from './limit-plan.ts';
+import type { LimitVariantId } from './scenarios.ts';
 
 /** The job type every benchmark message carries. */
 export const BENCH_JOB_TYPE = 'bench.count';
@@ -67,6 +69,43 @@ export function noEffectJobs(apply: (dedupKey: string) => Promise<unknown>, fast
       },
     }),
   ]);
+}
+
+/** Tenant A's payload in the limits scenario: the limit's key is `tenant`. */
+export const limitedPayload = z.object({ sentAt: z.number(), tenant: z.string() });
+type LimitedPayload = z.infer<typeof limitedPayload>;
+
+/**
+ * The limits scenario's job set: tenant B's plain counting job and tenant A's, the same job under the
+ * variant's limit (none in variant `none`, so the two differ only by the limit).
+ */
+export function limitJobs(variant: LimitVariantId, fastPath: boolean) {
+  const plan = LIMIT_PLANS[variant];
+  const limited = defineJob({
+    type: LIMITED_JOB_TYPE,
+    payload: limitedPayload,
+    tables: { counters: countersTable },
+    ...(fastPath ? { fastPath: true } : {}),
+    ...(plan.concurrency !== undefined
+      ? { concurrency: { key: (p: LimitedPayload) => p.tenant, limit: plan.concurrency } }
+      : {}),
+    ...(plan.rate !== undefined ? { rateLimit: { key: (p: LimitedPayload) => p.tenant, ...plan.rate } } : {}),
+    async run(ctx) {
+      return {
+        effects: [
+          ctx.tables.counters.update(
+            { id: ctx.dedupKey },
+            {
+              expression: COUNTER_UPDATE.expression,
+              names: COUNTER_UPDATE.names,
+              values: COUNTER_UPDATE.values,
+            },
+          ),
+        ],
+      };
+    },
+  });
+  return defineJobs([fastPath ? fastCountJob : countJob, limited]);
 }
 
 /** The leased job set (also what local provisioning reads to create the counter table). */

@@ -15,10 +15,11 @@ import { chartSvg } from './chart.ts';
 import { correctnessProblems, type RunError } from './checks.ts';
 import { Fleet } from './fleet.ts';
 import { type Leftovers, removeLeftovers } from './leftovers.ts';
+import { limitsText, summarizeLimits } from './limits-table.ts';
 import { type BenchOptions, BenchUsageError, parseBenchOptions, USAGE } from './options.ts';
 import { PRICES } from './pricing.ts';
 import { type RunResult, runOnce } from './run.ts';
-import { scenarioById, workersFor } from './scenarios.ts';
+import { LIMIT_CONSUMERS, type Scenario, scenarioById, workersFor } from './scenarios.ts';
 import { checkTargets, summarize } from './summary.ts';
 import { reportText } from './table.ts';
 
@@ -82,7 +83,9 @@ async function main(options: BenchOptions): Promise<number> {
   const errors: RunError[] = [];
   let leftovers: Leftovers = { queues: [], tables: [] };
   try {
-    const maxWorkers = Math.max(...options.scenarios.map((s) => workersFor(s, options.workers)));
+    const maxWorkers = Math.max(
+      ...[...options.scenarios, ...options.limits].map((s) => workersFor(s, options.workers)),
+    );
     say(
       `${emulator.emulator ?? emulator.mode} at ${endpoint}; session ${session}; starting ${maxWorkers} worker processes`,
     );
@@ -110,32 +113,42 @@ async function main(options: BenchOptions): Promise<number> {
       }
       say('warm-up done (not recorded)');
     }
-    const total = options.repeats * options.scenarios.length * options.consumers.length;
+    // Every round: each scenario x consumer, then the limits variants for the leaseq consumers.
+    const cells: { scenario: Scenario; consumer: (typeof options.consumers)[number] }[] = [
+      ...options.scenarios.flatMap((scenario) =>
+        options.consumers.map((consumer) => ({ scenario, consumer })),
+      ),
+      ...options.limits.flatMap((scenario) =>
+        options.consumers
+          .filter((c) => LIMIT_CONSUMERS.includes(c))
+          .map((consumer) => ({ scenario, consumer })),
+      ),
+    ];
+    const total = options.repeats * cells.length;
     let done = 0;
     let failuresInARow = 0;
     outer: for (let repeat = 0; repeat < options.repeats; repeat++) {
-      for (const scenario of options.scenarios) {
-        for (const consumer of options.consumers) {
-          if (interrupted) break outer;
-          done += 1;
-          const workers = workersFor(scenario, options.workers);
-          const t = Date.now();
-          try {
-            const r = await runOnce({ ...common, consumer, scenario, repeat, workers }, say);
-            results.push(r);
-            failuresInARow = 0;
-            say(
-              `[${done}/${total}] round ${repeat + 1} ${scenario.id} ${consumer}: ${r.jobsPerSecond.toFixed(0)} jobs/s, ` +
-                `p50 ${percentile(r.latencyMs, 50).toFixed(0)} ms, doubles ${r.effects.doubles}, missing ${r.effects.missing}` +
-                `${r.kills.planned ? `, kills ${r.kills.happened}/${r.kills.planned}` : ''}${r.timedOut ? ', TIMED OUT' : ''} ` +
-                `(${((Date.now() - t) / 1000).toFixed(1)} s)`,
-            );
-          } catch (error) {
-            const message = error instanceof Error ? error.message : String(error);
-            errors.push({ consumer, scenario: scenario.id, repeat, message });
-            say(`[${done}/${total}] round ${repeat + 1} ${scenario.id} ${consumer}: FAILED: ${message}`);
-            if (++failuresInARow >= 3) throw new Error(`three runs in a row failed; the last: ${message}`);
-          }
+      for (const { scenario, consumer } of cells) {
+        if (interrupted) break outer;
+        done += 1;
+        const workers = workersFor(scenario, options.workers);
+        const t = Date.now();
+        try {
+          const r = await runOnce({ ...common, consumer, scenario, repeat, workers }, say);
+          results.push(r);
+          failuresInARow = 0;
+          say(
+            `[${done}/${total}] round ${repeat + 1} ${scenario.id} ${consumer}: ${r.jobsPerSecond.toFixed(0)} jobs/s, ` +
+              `p50 ${percentile(r.latencyMs, 50).toFixed(0)} ms, doubles ${r.effects.doubles}, missing ${r.effects.missing}` +
+              `${r.kills.planned ? `, kills ${r.kills.happened}/${r.kills.planned}` : ''}${r.timedOut ? ', TIMED OUT' : ''} ` +
+              `${r.groups ? `(A ${r.groups.A?.jobsPerSecond.toFixed(1)}, B ${r.groups.B?.jobsPerSecond.toFixed(1)} jobs/s, waits ${r.stats.LimitWait ?? 0}) ` : ''}` +
+              `(${((Date.now() - t) / 1000).toFixed(1)} s)`,
+          );
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          errors.push({ consumer, scenario: scenario.id, repeat, message });
+          say(`[${done}/${total}] round ${repeat + 1} ${scenario.id} ${consumer}: FAILED: ${message}`);
+          if (++failuresInARow >= 3) throw new Error(`three runs in a row failed; the last: ${message}`);
         }
       }
     }
@@ -147,6 +160,11 @@ async function main(options: BenchOptions): Promise<number> {
 
   const scenarioIds = options.scenarios.map((s) => s.id);
   const summaries = summarize(results, scenarioIds, options.consumers);
+  const limitSummaries = summarizeLimits(
+    results,
+    options.limits.map((s) => s.id),
+    options.consumers,
+  );
   const targets = checkTargets(summaries);
   const date = new Date(started).toISOString().slice(0, 10);
   const facts = {
@@ -179,7 +197,10 @@ async function main(options: BenchOptions): Promise<number> {
       });
     }
   }
-  const text = `${reportText(summaries, targets, facts)}${cold ? `${coldStartText(cold)}\n` : ''}`;
+  const text =
+    `${options.scenarios.length > 0 ? reportText(summaries, targets, facts) : ''}` +
+    `${limitsText(limitSummaries, { messages: options.messages, workers: options.workers })}` +
+    `${cold ? `${coldStartText(cold)}\n` : ''}`;
   process.stdout.write(text);
 
   const problems = correctnessProblems(results, errors, leftovers);
@@ -200,8 +221,9 @@ async function main(options: BenchOptions): Promise<number> {
     options: {
       ...options,
       scenarios: options.scenarios.map((s) => s.id),
+      limits: options.limits.map((s) => s.id),
     },
-    scenarios: options.scenarios,
+    scenarios: [...options.scenarios, ...options.limits],
     method: {
       throughput: 'messages done (deleted) per second, from the first send to the last message done',
       latency:
@@ -235,21 +257,26 @@ async function main(options: BenchOptions): Promise<number> {
     errors,
     leftovers,
     summaries,
+    limits: limitSummaries,
     runs: results.map(jsonRun),
   };
   writeFileSync(jsonPath, `${JSON.stringify(document, null, 2)}\n`);
   const consumersShown = options.consumers.length;
-  writeFileSync(
-    svgPath,
-    chartSvg(
-      summaries,
-      `leaseq side-by-side benchmark, ${date} (${facts.emulator.split(' at ')[0]}, ${facts.cpus} cores)`,
-      `Bars: median of ${options.repeats} run${options.repeats === 1 ? '' : 's'} per cell (${consumersShown} consumers interleaved); ` +
-        `whiskers: min-max; ${options.messages} messages per run; details in ${base}.json.`,
-    ),
-  );
+  // The chart shows the side-by-side scenarios; a limits-only session has none to draw.
+  const chart = summaries.length > 0;
+  if (chart) {
+    writeFileSync(
+      svgPath,
+      chartSvg(
+        summaries,
+        `leaseq side-by-side benchmark, ${date} (${facts.emulator.split(' at ')[0]}, ${facts.cpus} cores)`,
+        `Bars: median of ${options.repeats} run${options.repeats === 1 ? '' : 's'} per cell (${consumersShown} consumers interleaved); ` +
+          `whiskers: min-max; ${options.messages} messages per run; details in ${base}.json.`,
+      ),
+    );
+  }
   writeFileSync(textPath, text);
-  say(`results: ${jsonPath}, ${svgPath} and ${textPath}`);
+  say(`results: ${jsonPath}, ${chart ? `${svgPath} and ` : ''}${textPath}`);
   if (problems.length > 0) {
     say(`worker logs kept in ${scratch}`);
     process.stderr.write(

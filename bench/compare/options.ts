@@ -3,6 +3,8 @@ import {
   CI_SCENARIOS,
   CONSUMERS,
   type ConsumerId,
+  LIMIT_SCENARIOS,
+  LIMITS_ID,
   SCENARIOS,
   type Scenario,
   scenarioById,
@@ -13,6 +15,8 @@ export interface BenchOptions {
   /** The short CI variant: fewer messages, one repeat, a race and a kill, correctness checks. */
   readonly ci: boolean;
   readonly scenarios: readonly Scenario[];
+  /** The opt-in limits variants (`--scenarios limits`), run by the leaseq consumers only; else empty. */
+  readonly limits: readonly Scenario[];
   readonly consumers: readonly ConsumerId[];
   readonly repeats: number;
   /** Messages per run, duplicates included. */
@@ -46,7 +50,9 @@ export class BenchUsageError extends Error {
 export const USAGE = `usage: npm run bench [-- options]      (npm run bench:ci is --ci)
   --ci                    short CI variant: ${CI_SCENARIOS.join(' + ')}, 160 messages, 1 repeat, 2 workers;
                           exits 1 with a one-line reason when a correctness fact fails (never on speed)
-  --scenarios a,b         ${SCENARIOS.map((s) => s.id).join(', ')} (default: all; CI: ${CI_SCENARIOS.join(',')})
+  --scenarios a,b         ${SCENARIOS.map((s) => s.id).join(', ')} (default: all; CI: ${CI_SCENARIOS.join(',')});
+                          and ${LIMITS_ID} (opt-in: the cost and throughput of concurrency and rate limits,
+                          ${LIMIT_SCENARIOS.length} variants, leaseq consumers only; bench/README.md "Limits")
   --consumers a,b         ${CONSUMERS.join(', ')} (default: all, interleaved in this order)
   --repeats N             rounds of every scenario x consumer (default 5; CI 1)
   --messages N            messages per run, duplicates included (default 1000; CI 160)
@@ -132,12 +138,13 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
   };
   const ci = values.ci === true;
   const ids = SCENARIOS.map((s) => s.id);
-  const scenarioIds = list('scenarios', str('scenarios'), ids, ci ? CI_SCENARIOS : ids);
+  const scenarioIds = list('scenarios', str('scenarios'), [...ids, LIMITS_ID], ci ? CI_SCENARIOS : ids);
   const out = str('out');
   if (out !== undefined && out.trim() === '') throw new BenchUsageError('--out needs a directory');
   return {
     ci,
-    scenarios: scenarioIds.map((id) => scenarioById(id) as Scenario),
+    scenarios: scenarioIds.filter((id) => id !== LIMITS_ID).map((id) => scenarioById(id) as Scenario),
+    limits: scenarioIds.includes(LIMITS_ID) ? LIMIT_SCENARIOS : [],
     consumers: list('consumers', str('consumers'), CONSUMERS, CONSUMERS),
     repeats: integer('repeats', str('repeats'), ci ? 1 : 5, 1, 50),
     messages: integer('messages', str('messages'), ci ? 160 : 1000, 20, 100_000),

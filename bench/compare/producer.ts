@@ -12,6 +12,17 @@ export interface ProducerOptions {
   readonly workload: Workload;
   /** Most messages sent and not yet done at any time (the queue's backlog). */
   readonly backlog: number;
+  /**
+   * The job type and payload fields (beside `sentAt`) of a key's messages; the benchmark job with no
+   * other field when absent.
+   */
+  /**
+   * Workers may re-send a message as a new one (a limit's bounce): a message id the producer never sent
+   * stands for the original of its job's key. Only for workloads without duplicates, where a key has one
+   * message of ours.
+   */
+  readonly resends?: boolean;
+  readonly describe?: (key: string) => { readonly type: string; readonly fields: Record<string, unknown> };
 }
 
 /**
@@ -24,7 +35,11 @@ export class Producer {
   readonly #options: ProducerOptions;
   /** First send time of every key (epoch ms). */
   readonly firstSent = new Map<string, number>();
+  /** When each key's original message was reported done (epoch ms). */
+  readonly doneAt = new Map<string, number>();
   readonly #byMessage = new Map<string, PlannedMessage>();
+  /** The id of each key's original message (copy 0). */
+  readonly #originalId = new Map<string, string>();
   readonly #done = new Set<string>();
   readonly #early = new Set<string>();
   readonly #ready: PlannedMessage[] = [];
@@ -58,9 +73,14 @@ export class Producer {
     return this.#sent === this.#options.workload.messages && this.#done.size === this.#sent;
   }
 
-  /** A worker deleted this message. */
-  finished(messageId: string, at = Date.now()): void {
-    const planned = this.#byMessage.get(messageId);
+  /** A worker deleted this message (of job `key`, when the worker read it). */
+  finished(messageId: string, at = Date.now(), key?: string): void {
+    let planned = this.#byMessage.get(messageId);
+    const original = key === undefined ? undefined : this.#originalId.get(key);
+    if (!planned && this.#options.resends && original !== undefined) {
+      messageId = original;
+      planned = this.#byMessage.get(original);
+    }
     if (!planned) {
       // Done before SendMessageBatch's answer reached us: counted when it does.
       this.#early.add(messageId);
@@ -70,6 +90,7 @@ export class Producer {
     this.#done.add(messageId);
     this.#lastDoneAt = at;
     if (planned.copy === 0) {
+      this.doneAt.set(planned.key, at);
       const copies = this.#options.workload.afterDone.get(planned.key) ?? 0;
       for (let copy = 1; copy <= copies; copy++) this.#ready.push({ key: planned.key, copy });
       this.#released += copies;
@@ -119,11 +140,12 @@ export class Producer {
     let entries = chunk.map((planned, i) => {
       const sentAt = Date.now();
       if (!this.firstSent.has(planned.key)) this.firstSent.set(planned.key, sentAt);
+      const described = this.#options.describe?.(planned.key);
       const body = makeEnvelope({
         id: randomUUID(),
         dedupKey: planned.key,
-        type: BENCH_JOB_TYPE,
-        payload: { sentAt },
+        type: described?.type ?? BENCH_JOB_TYPE,
+        payload: { ...described?.fields, sentAt },
       });
       return { Id: String(i), MessageBody: JSON.stringify(body), planned };
     });
@@ -138,6 +160,7 @@ export class Producer {
         const entry = entries.find((e) => e.Id === ok.Id);
         if (!entry || !ok.MessageId) continue;
         this.#byMessage.set(ok.MessageId, entry.planned);
+        if (entry.planned.copy === 0) this.#originalId.set(entry.planned.key, ok.MessageId);
         this.#sent += 1;
         if (this.#early.delete(ok.MessageId)) this.finished(ok.MessageId);
       }

@@ -6,7 +6,7 @@ import type { CapacityTotals } from './capacity.ts';
 import type { ConsumerNames } from './consumers.ts';
 import type { LatencyTally, LatencyVariant } from './latency-model.ts';
 import type { EffectSample } from './probe.ts';
-import type { ConsumerId, JobShape } from './scenarios.ts';
+import type { ConsumerId, JobShape, LimitVariantId } from './scenarios.ts';
 
 /** Environment variable carrying the worker process's id. */
 export const WORKER_ID_ENV = 'BENCH_WORKER_ID';
@@ -32,6 +32,8 @@ export interface RunAssignment {
   /** AWS latency added to every call of the worker's clients; none when absent. */
   readonly latency?: LatencyVariant;
   readonly shape: JobShape;
+  /** The limits scenario's variant: the leaseq consumers run its job set (jobs.ts limitJobs). */
+  readonly limits?: LimitVariantId;
 }
 
 /** What the parent tells a worker process. */
@@ -76,6 +78,8 @@ export type WorkerReport =
       readonly run: string;
       /** Message ids deleted after this batch. */
       readonly finished: readonly string[];
+      /** The job key of each finished message (same order; undefined when its body had none). */
+      readonly finishedKeys?: readonly (string | undefined)[];
       readonly effects: readonly EffectSample[];
       readonly state: WorkerState;
     };

@@ -13,8 +13,9 @@ import { provisionLocal } from '../../shared/local/provision.ts';
 import { queueStats, totalDepth } from '../../shared/ops/queue-stats.ts';
 import type { CapacityTotals } from './capacity.ts';
 import type { Death, Fleet } from './fleet.ts';
-import { leasedJobs } from './jobs.ts';
+import { BENCH_JOB_TYPE, leasedJobs } from './jobs.ts';
 import type { LatencyTally } from './latency-model.ts';
+import { keyIndex, LIMITED_JOB_TYPE, limitMessage, type TenantGroup } from './limit-plan.ts';
 import { Producer } from './producer.ts';
 import type { ConsumerId, Scenario } from './scenarios.ts';
 import { planWorkload } from './workload.ts';
@@ -86,6 +87,16 @@ export interface RunResult {
   readonly latencyTally?: LatencyTally;
   /** Messages still in the queue when the run ended. */
   readonly leftInQueue: number;
+  /** A limits run: each tenant group's jobs and jobs/s (its jobs over first send to its last done). */
+  readonly groups?: Readonly<Partial<Record<TenantGroup, GroupResult>>>;
+}
+
+/** One tenant group of a limits run. */
+export interface GroupResult {
+  readonly jobs: number;
+  readonly done: number;
+  readonly wallMs: number;
+  readonly jobsPerSecond: number;
 }
 
 function sum(states: readonly Record<string, number>[]): Record<string, number> {
@@ -111,6 +122,7 @@ function sumCapacity(list: readonly CapacityTotals[]): CapacityTotals {
     reportedWru: n((c) => c.reportedWru),
     reportedRru: n((c) => c.reportedRru),
     computedWru: n((c) => c.computedWru),
+    computedRru: n((c) => c.computedRru ?? 0),
     reportedRequests: n((c) => c.reportedRequests),
     computedRequests: n((c) => c.computedRequests),
     byCommand,
@@ -133,6 +145,28 @@ async function scanCounters(control: AwsClients, table: string): Promise<Map<str
     for (const item of page.Items ?? []) out.set(String(item.id), Number(item.n ?? 0));
     start = page.LastEvaluatedKey;
   } while (start);
+  return out;
+}
+
+/** Each tenant group's throughput: its jobs over the time from the run's start to its last job done. */
+function groupResults(
+  variant: NonNullable<Scenario['limits']>,
+  keys: readonly string[],
+  producer: Producer,
+  started: number,
+): Partial<Record<TenantGroup, GroupResult>> {
+  const out: Partial<Record<TenantGroup, GroupResult>> = {};
+  for (const group of ['A', 'B'] as const) {
+    const mine = keys.filter((key) => limitMessage(variant, keyIndex(key)).group === group);
+    const done = mine.map((key) => producer.doneAt.get(key)).filter((at) => at !== undefined);
+    const wallMs = Math.max(1, (done.length > 0 ? Math.max(...done) : Date.now()) - started);
+    out[group] = {
+      jobs: mine.length,
+      done: done.length,
+      wallMs,
+      jobsPerSecond: (done.length / wallMs) * 1000,
+    };
+  }
   return out;
 }
 
@@ -194,11 +228,23 @@ export async function runOnce(spec: RunSpec, say: (line: string) => void): Promi
       timing: scenario.timing,
       kills: scenario.kill ? spec.kills : 0,
     });
+    const variant = scenario.limits;
     const producer = new Producer({
       sqs: control.sqs,
       queueUrl: o.JobsQueueUrl,
       workload,
-      backlog: 20 * (spec.workers + 1),
+      // A limits run sends every message at once: tenant A's burst sits in the queue among tenant B's.
+      backlog: variant ? Number.POSITIVE_INFINITY : 20 * (spec.workers + 1),
+      // A limit's bounce re-sends a message from its fifth receive: the new message's id is not ours.
+      resends: variant !== undefined,
+      ...(variant
+        ? {
+            describe: (key: string) => {
+              const m = limitMessage(variant, keyIndex(key));
+              return { type: m.limited ? LIMITED_JOB_TYPE : BENCH_JOB_TYPE, fields: { tenant: m.tenant } };
+            },
+          }
+        : {}),
     });
     const run = await spec.fleet.begin(
       {
@@ -221,10 +267,11 @@ export async function runOnce(spec: RunSpec, say: (line: string) => void): Promi
         markerDir: join(spec.scratchDir, tag, 'kills'),
         ...(scenario.latency ? { latency: scenario.latency } : {}),
         shape: scenario.shape ?? 'effect',
+        ...(variant ? { limits: variant } : {}),
       },
       spec.workers,
-      (ids, at) => {
-        for (const id of ids) producer.finished(id, at);
+      (ids, at, keys) => {
+        for (const [i, id] of ids.entries()) producer.finished(id, at, keys?.[i]);
       },
     );
     let ended = false;
@@ -334,6 +381,7 @@ export async function runOnce(spec: RunSpec, say: (line: string) => void): Promi
           }
         : {}),
       leftInQueue: depth,
+      ...(variant ? { groups: groupResults(variant, workload.keys, producer, started) } : {}),
     };
   } finally {
     phase('cleanup');

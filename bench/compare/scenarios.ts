@@ -42,7 +42,37 @@ export interface Scenario {
    * it itself, as a webhook or e-mail job makes its call, and returns nothing to commit.
    */
   readonly shape?: JobShape;
+  /** A variant of the opt-in `limits` scenario (limits.ts): two tenants, leaseq consumers only. */
+  readonly limits?: LimitVariantId;
 }
+
+/** The variants of the `limits` scenario (`--scenarios limits`); limits.ts says what each one sends. */
+export const LIMIT_VARIANTS = ['none', 'slot', 'slot-busy', 'rate', 'rate-busy'] as const;
+export type LimitVariantId = (typeof LIMIT_VARIANTS)[number];
+
+/** The id that selects every limits variant on the command line (never in the default set). */
+export const LIMITS_ID = 'limits';
+
+/** The consumers a limits run takes (the others have no limits to measure). */
+export const LIMIT_CONSUMERS: readonly ConsumerId[] = ['leased', 'fast'];
+
+const LIMIT_LABELS: Readonly<Record<LimitVariantId, string>> = {
+  none: 'limits (a): no limit, tenant A burst next to tenant B',
+  slot: 'limits (b): concurrency limit 3 per tenant, not contended (A spread over 100 tenants)',
+  'slot-busy': 'limits (c): concurrency limit 2, tenant A burst next to unlimited tenant B',
+  rate: 'limits (d1): rate limit 100/s per tenant, not contended (A spread over 100 tenants)',
+  'rate-busy': 'limits (d2): rate limit 10/s, tenant A burst next to unlimited tenant B',
+};
+
+/** The limits variants as scenarios (no duplicates: every message is a unique job). */
+export const LIMIT_SCENARIOS: readonly Scenario[] = LIMIT_VARIANTS.map((variant) => ({
+  id: `limits-${variant}`,
+  label: LIMIT_LABELS[variant],
+  duplicates: 0,
+  timing: 'after',
+  kill: false,
+  limits: variant,
+}));
 
 /** Whether the job returns its effect for the commit or makes it itself. */
 export type JobShape = 'effect' | 'no-effect';
@@ -132,7 +162,7 @@ export const CI_SCENARIOS: readonly string[] = ['race', 'kill'];
 
 /** The scenario with this id. */
 export function scenarioById(id: string): Scenario | undefined {
-  return SCENARIOS.find((s) => s.id === id);
+  return SCENARIOS.find((s) => s.id === id) ?? LIMIT_SCENARIOS.find((s) => s.id === id);
 }
 
 /** The worker count a scenario runs with. */

@@ -61,7 +61,12 @@ async function serve(run: RunAssignment, stop: AbortSignal): Promise<void> {
     worker: id,
     lastWords: state,
   }).attach(clients);
-  const consumer = createConsumer(run.consumer, { clients, names: run.names, worker: id }, run.shape);
+  const consumer = createConsumer(
+    run.consumer,
+    { clients, names: run.names, worker: id },
+    run.shape,
+    run.limits,
+  );
   stats = () => consumer.stats();
   await send({ type: 'started', id, run: run.run });
 
@@ -69,6 +74,7 @@ async function serve(run: RunAssignment, stop: AbortSignal): Promise<void> {
     let records: SQSRecord[] = [];
     const failedIds = new Set<string>();
     let finished: string[] = [];
+    let finishedKeys: (string | undefined)[] = [];
     try {
       const result = await pollOnce({
         sqs: clients.sqs,
@@ -99,7 +105,9 @@ async function serve(run: RunAssignment, stop: AbortSignal): Promise<void> {
       counts.received += result.received;
       counts.failed += result.failed;
       counts.deleteFailed += result.deleteFailed;
-      finished = records.filter((r) => !failedIds.has(r.messageId)).map((r) => r.messageId);
+      const deleted = records.filter((r) => !failedIds.has(r.messageId));
+      finished = deleted.map((r) => r.messageId);
+      finishedKeys = deleted.map((r) => keyOf(r.body));
     } catch {
       if (records.length === 0) {
         if (stop.aborted) break;
@@ -111,10 +119,28 @@ async function serve(run: RunAssignment, stop: AbortSignal): Promise<void> {
       counts.received += records.length;
       counts.batchErrors += 1;
     }
-    void send({ type: 'batch', id, run: run.run, finished, effects: probe.drain(), state: state() });
+    void send({
+      type: 'batch',
+      id,
+      run: run.run,
+      finished,
+      finishedKeys,
+      effects: probe.drain(),
+      state: state(),
+    });
   }
   await send({ type: 'done', id, run: run.run, finished: [], effects: probe.drain(), state: state() });
   destroyAwsClients(clients);
+}
+
+/** The job key of a message body; undefined when it has none (never fails a batch). */
+function keyOf(body: string): string | undefined {
+  try {
+    const key = (JSON.parse(body) as { dedupKey?: unknown }).dedupKey;
+    return typeof key === 'string' ? key : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 let current: { run: string; stop: AbortController; served: Promise<void> } | undefined;
