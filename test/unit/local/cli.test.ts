@@ -127,7 +127,8 @@ describe('CLI: leaseq local (bad input)', () => {
     expect(result.stderr).toBe(
       `leaseq: AWS_ENDPOINT_URL http://127.0.0.1:${port} is not reachable (connection refused); start it (e.g. docker compose up -d) or unset AWS_ENDPOINT_URL to use the embedded emulator\n`,
     );
-    expect(Date.now() - started).toBeLessThan(8000);
+    // Not after the SDK's retries (tens of seconds); the CLI's own start takes 8-10 s on a loaded 2-core machine.
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   test('port taken by another program: one line, exit 1', async () => {
@@ -158,7 +159,8 @@ describe('CLI: leaseq local (bad input)', () => {
     expect(result.stderr).toMatch(
       /^leaseq: \/nonexistent\/python3 not found; install Python 3\.10\+ .*LEASEQ_PYTHON\n$/,
     );
-    expect(Date.now() - started).toBeLessThan(8000);
+    // Not after the SDK's retries (tens of seconds); the CLI's own start takes 8-10 s on a loaded 2-core machine.
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   test('failed pip install: one line pointing to the log, exit 1', async () => {
