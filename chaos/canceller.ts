@@ -1,6 +1,7 @@
 // Cancels during the run: a sample of the tenant jobs, picked by the state the harness last saw them in
 // (running, waiting for a retry, not yet started, finished), cancelled through the operators' API at random
 // times while the faults go on. The answers are what the checker judges the jobs by.
+import { refreshStates } from '../examples/ledger/demo/run-demo.ts';
 import type { CancelResult } from '../shared/core/contract/job-store.ts';
 import { JobStatus } from '../shared/core/contract/statuses.ts';
 import { cancelJob } from '../shared/ops/cancel.ts';
@@ -30,7 +31,9 @@ export const ACKNOWLEDGED: ReadonlySet<CancelAnswer> = new Set([
   'already-cancelled',
 ]);
 
-const AIMS: readonly CancelAim[] = ['running', 'not-started', 'finished', 'waiting'];
+// Running jobs are the cancels that matter most (stopped at a heartbeat, commit refused) and the hardest
+// to hit: a tenant run lasts a few hundred ms. Every other turn aims at one.
+const AIMS: readonly CancelAim[] = ['running', 'not-started', 'running', 'finished', 'running', 'waiting'];
 
 function aimOf(status: string | undefined): CancelAim {
   switch (status) {
@@ -52,8 +55,6 @@ export class Canceller {
     private readonly target: OpsTarget,
     /** The jobs that may be cancelled (the tenant jobs: their effects touch only their tenants' accounts). */
     private readonly candidates: readonly string[],
-    /** The harness's last view of each job's status (absent: no item yet). */
-    private readonly states: ReadonlyMap<string, string>,
     private readonly quota: number,
   ) {}
 
@@ -68,14 +69,19 @@ export class Canceller {
     log: (line: string) => void,
   ): Promise<void> {
     const done = new Set<string>();
+    // Read just before each pick (one BatchGetItem per 100 unfinished jobs), so a run of a few hundred ms
+    // can still be seen running.
+    const states = new Map<string, string>();
     let turn = 0;
     while (!signal.aborted && this.records.length < this.quota) {
       await sleep(idle[0] + random() * (idle[1] - idle[0]), signal);
       if (signal.aborted) break;
+      const { clients, names } = this.target;
+      await refreshStates(clients, names.jobsTable, this.candidates, states).catch(() => undefined);
       const byAim = new Map<CancelAim, string[]>();
       for (const key of this.candidates) {
         if (done.has(key)) continue;
-        const aim = aimOf(this.states.get(key));
+        const aim = aimOf(states.get(key));
         byAim.set(aim, [...(byAim.get(aim) ?? []), key]);
       }
       let aim: CancelAim | undefined;

@@ -207,7 +207,6 @@ async function main(options: ChaosOptions): Promise<number> {
     const canceller = new Canceller(
       { clients, names },
       tenantKeys,
-      states,
       tenantKeys.length === 0 ? 0 : Math.max(8, Math.round(tenantKeys.length / 10)),
     );
     const cancelling = canceller.run(chaos.signal, random, [1000, 3000], say);
