@@ -303,7 +303,10 @@ async function main(options: ChaosOptions): Promise<number> {
     };
     const jsonPath = options.json ?? join(stateDir, 'chaos', `${runId}.json`);
     mkdirSync(dirname(jsonPath), { recursive: true });
-    writeFileSync(jsonPath, `${JSON.stringify({ ...result, deaths: killer.deaths, windows }, null, 2)}\n`);
+    writeFileSync(
+      jsonPath,
+      `${JSON.stringify({ ...result, deaths: killer.deaths, windows, cancels: canceller.records }, null, 2)}\n`,
+    );
     process.stdout.write(reportTable(result));
     say(`JSON report: ${jsonPath}`);
     return violations.length === 0 ? 0 : 1;
