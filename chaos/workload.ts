@@ -19,7 +19,7 @@ export interface ChaosMix {
   readonly fastRate?: number;
   /**
    * Share of the jobs that are `chaos.tenantCredit` (per-tenant concurrency limit), taken from the
-   * ledger jobs so the run's size stays `jobs`; 0 leaves the tenant mix out. @default 0.15
+   * ledger jobs so the run's size stays `jobs`; 0 leaves the tenant mix out. @default 0.1
    */
   readonly tenantRate?: number;
 }
@@ -69,7 +69,7 @@ type Envelope = Record<string, unknown>;
  * duplicate is turned exactly as its original.
  */
 export function planChaosWorkload(runId: string, mix: ChaosMix): ChaosWorkload {
-  const tenantJobs = Math.round(mix.jobs * (mix.tenantRate ?? 0.15));
+  const tenantJobs = Math.round(mix.jobs * (mix.tenantRate ?? 0.1));
   const n = mix.jobs - tenantJobs;
   const random = seededRandom(mix.seed);
   const base = planWorkload(runId, {
@@ -119,7 +119,7 @@ export function planChaosWorkload(runId: string, mix: ChaosMix): ChaosWorkload {
 /**
  * `count` tenant jobs: BURST_SHARE of them for tenant `t0`, the rest spread over OTHER_TENANTS tenants,
  * each crediting its tenant's own account (outside the demo's accounts, so its balances stand). Most work
- * 100-400 ms; a few work past the lease (the slot's heartbeat must keep it), 5% fail once first, 20% are
+ * 50-250 ms (a limited tenant's jobs run two at a time: its burst is the run's tail, so they are short); a few work past the lease (the slot's heartbeat must keep it), 5% fail once first, 20% are
  * sent twice. `place` puts the burst in one block within the first third of the stream and the rest at
  * random places.
  */
@@ -144,7 +144,7 @@ function planTenants(runId: string, count: number, mix: ChaosMix, random: () => 
     };
     jobs.set(dedupKey, job);
     const workMs =
-      i % Math.ceil(count / long) === 0 ? Math.round(mix.leaseMs * 1.5) : 100 + Math.floor(random() * 300);
+      i % Math.ceil(count / long) === 0 ? Math.round(mix.leaseMs * 1.5) : 50 + Math.floor(random() * 200);
     const simulate = random() < 0.05 ? { simulate: { failTimes: 1 } } : {};
     const body = JSON.stringify(
       makeEnvelope({ id: dedupKey, dedupKey, type: TENANT_CREDIT, payload: { ...job, workMs, ...simulate } }),
