@@ -120,7 +120,7 @@ export function planChaosWorkload(runId: string, mix: ChaosMix): ChaosWorkload {
  * `count` tenant jobs: BURST_SHARE of them for tenant `t0`, the rest spread over OTHER_TENANTS tenants,
  * each crediting its tenant's own account (outside the demo's accounts, so its balances stand). Most work
  * 50-250 ms (a limited tenant's jobs run two at a time: its burst is the run's tail, so they are short); a few work past the lease (the slot's heartbeat must keep it), 5% fail once first, 20% are
- * sent twice. `place` puts the burst in one block within the first third of the stream and the rest at
+ * sent twice. `place` puts the burst in one block within the first 5% of the stream and the rest at
  * random places.
  */
 function planTenants(runId: string, count: number, mix: ChaosMix, random: () => number) {
@@ -159,7 +159,9 @@ function planTenants(runId: string, count: number, mix: ChaosMix, random: () => 
   const place = (messages: readonly OutgoingMessage[]): OutgoingMessage[] => {
     const out = [...messages];
     for (const message of spread) out.splice(Math.floor(random() * (out.length + 1)), 0, message);
-    out.splice(Math.floor(random() * (out.length / 3)), 0, ...burstMessages);
+    // Near the head of the stream: the queue is served roughly in order, so a burst placed later would
+    // only start once the workers reached it and, two runs at a time, become the run's tail.
+    out.splice(Math.floor(random() * (out.length / 20)), 0, ...burstMessages);
     return out;
   };
   const mixOut: TenantMix = { limit: TENANT_LIMIT, burstTenant, jobs, perTenant };
