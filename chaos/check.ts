@@ -3,6 +3,7 @@ import type { AwsClients } from '../shared/aws/clients.ts';
 import { JobStatus } from '../shared/core/contract/statuses.ts';
 import { listDeadLetters } from '../shared/ops/dlq.ts';
 import { queueStats, totalDepth } from '../shared/ops/queue-stats.ts';
+import { ACKNOWLEDGED, type CancelRecord } from './canceller.ts';
 import { FAST_TYPES, TALLY_PREFIX, tallyKey } from './jobs.ts';
 import type { Death } from './killer.ts';
 import type { WorkerLogEvents } from './logs.ts';
@@ -27,6 +28,8 @@ export interface RunEvents {
   /** The fast path's one-write commits the workers tried (a killed worker's count is its last report). */
   readonly fastCommitCalls: number;
   readonly leaseMs: number;
+  /** The cancels the harness made during the run, with their answers. */
+  readonly cancels: readonly CancelRecord[];
 }
 
 export interface CheckFigures {
@@ -58,6 +61,34 @@ export interface CheckFigures {
   readonly recoveredJobs: number;
   /** The fast path: jobs of a fast type, and how they ended (see {@link fastFigures}). */
   readonly fast: FastFigures;
+  /** The tenant mix: per tenant, its jobs and the most committed runs seen at once (see {@link tenantFigures}). */
+  readonly tenants: TenantFigures;
+  /** The cancels: how many got each answer, and how many jobs broke a cancel's promise. */
+  readonly cancels: CancelFigures;
+}
+
+export interface TenantFigures {
+  /** Each tenant's `concurrency` limit. */
+  readonly limit: number;
+  readonly burstTenant: string;
+  readonly perTenant: Readonly<Record<string, TenantFigure>>;
+}
+
+export interface TenantFigure {
+  readonly jobs: number;
+  /** Committed runs (COMPLETED jobs with their final tally and its start time). */
+  readonly committed: number;
+  /** The most committed runs whose [start, commit] intervals overlap at one instant. */
+  readonly maxConcurrent: number;
+}
+
+export interface CancelFigures {
+  /** Cancels by answer (`cancelled running`, `cancelled waiting`, `tombstone`, `finished`, ...). */
+  readonly byAnswer: Readonly<Record<string, number>>;
+  /** Acknowledged cancels (cancelled, tombstone, already-cancelled). */
+  readonly acknowledged: number;
+  /** Jobs breaking a cancel: acknowledged but not CANCELLED, an effect after it, in the DLQ; or cancelled unasked. */
+  readonly violations: number;
 }
 
 /** How the fast-path jobs ended, from their rows; the attempts from the workers' counters. */
@@ -93,6 +124,9 @@ interface JobRow {
   readonly claimedAt?: number;
   readonly leaseUntil?: number;
 }
+
+/** Concurrency violations name this (the report finds their evidence by it). */
+const OVER_LIMIT = 'committed runs of one tenant over its concurrency limit';
 
 const FAST = new Set<string>(Object.values(FAST_TYPES));
 
@@ -139,14 +173,23 @@ export async function checkRun(
     evidence[violation] = keys.slice(0, 20);
   };
 
+  // Cancelled jobs: acknowledged ones must end CANCELLED; one whose cancel failed may end either way.
+  const acked = new Set(events.cancels.filter((c) => ACKNOWLEDGED.has(c.answer)).map((c) => c.dedupKey));
+  const unsure = new Set(events.cancels.filter((c) => c.answer === 'error').map((c) => c.dedupKey));
+  const statusOf = (k: string) => byKey.get(k)?.status;
+  // Jobs that must complete: the workload's, less those cancelled; an unsure one by how it ended.
+  const mustComplete = workload.expectedDone.filter(
+    (k) => !acked.has(k) && (!unsure.has(k) || statusOf(k) !== JobStatus.Cancelled),
+  );
+  const mustCompleteSet = new Set(mustComplete);
   const expected = [...workload.expectedDone, ...workload.expectedDead];
   const lost = expected.filter((k) => !byKey.has(k));
   const stuck = expected.filter((k) => {
-    const s = byKey.get(k)?.status;
-    return s !== undefined && s !== JobStatus.Completed && s !== JobStatus.Dead;
+    const s = statusOf(k);
+    return s !== undefined && s !== JobStatus.Completed && s !== JobStatus.Dead && s !== JobStatus.Cancelled;
   });
-  const notCompleted = workload.expectedDone.filter((k) => {
-    const s = byKey.get(k)?.status;
+  const notCompleted = mustComplete.filter((k) => {
+    const s = statusOf(k);
     return s !== undefined && s !== JobStatus.Completed && !stuck.includes(k);
   });
   const poison = new Set(workload.expectedDead);
@@ -159,8 +202,11 @@ export async function checkRun(
     .filter((l) => l.dedupKey !== undefined && !poison.has(l.dedupKey))
     .map((l) => `${l.dedupKey} (${l.reason})`);
   note('lost jobs (no row in the jobs table)', lost);
-  note('stuck jobs (not COMPLETED or DEAD at the end)', stuck);
-  note('jobs that should have completed but ended DEAD', notCompleted);
+  note('stuck jobs (not COMPLETED, DEAD or CANCELLED at the end)', stuck);
+  note(
+    'jobs that should have completed but ended DEAD or CANCELLED',
+    notCompleted.map((k) => `${k} (${statusOf(k)})`),
+  );
   note('dead jobs outside the poison set', wrongDead);
   note('poison jobs not DEAD', poisonNotDead);
   note('poison jobs without a dead letter', poisonWithoutLetter);
@@ -174,7 +220,7 @@ export async function checkRun(
   }
   const doubles: string[] = [];
   const missing: string[] = [];
-  for (const key of workload.expectedDone) {
+  for (const key of mustComplete) {
     const steps = workload.transfers.has(key) ? ['debit', 'final'] : ['final'];
     for (const step of steps) {
       const applied = tallies.get(tallyKey(key, step)) ?? 0;
@@ -189,6 +235,33 @@ export async function checkRun(
     }
   }
   note('double effects', doubles);
+  // A cancelled job that had not completed when the cancel was written may keep the checkpoints it made
+  // before; its completion (the final tally, committed with it) must never come.
+  const cancelBroken: string[] = [];
+  const noteCancel = (violation: string, keys: readonly string[]) => {
+    cancelBroken.push(...keys);
+    note(violation, keys);
+  };
+  noteCancel(
+    'acknowledged cancels whose job did not end CANCELLED',
+    [...acked].filter((k) => statusOf(k) !== JobStatus.Cancelled).map((k) => `${k} (${statusOf(k)})`),
+  );
+  noteCancel(
+    'cancelled jobs with a completion committed (after the cancel)',
+    [...acked, ...[...unsure].filter((k) => statusOf(k) === JobStatus.Cancelled)].filter(
+      (k) => (tallies.get(tallyKey(k, 'final')) ?? 0) > 0,
+    ),
+  );
+  noteCancel(
+    'cancelled jobs in the DLQ',
+    [...acked, ...unsure].filter((k) => letterKeys.has(k)),
+  );
+  noteCancel(
+    'CANCELLED jobs nobody cancelled',
+    jobs
+      .filter((j) => j.status === JobStatus.Cancelled && !acked.has(j.dedupKey) && !unsure.has(j.dedupKey))
+      .map((j) => j.dedupKey),
+  );
   note('completed jobs missing an effect', missing);
   note(
     'one-write completions of a leased job type',
@@ -205,6 +278,27 @@ export async function checkRun(
   );
   if (moneyExpected !== moneyActual)
     violations.push(`money not conserved: expected ${moneyExpected}, got ${moneyActual}`);
+  // Tenant accounts: the credits of the tenant jobs that completed, each once.
+  const tenantExpected = new Map<string, number>();
+  for (const [key, job] of workload.tenants.jobs) {
+    const amount = statusOf(key) === JobStatus.Completed || mustCompleteSet.has(key) ? job.amount : 0;
+    tenantExpected.set(job.account, (tenantExpected.get(job.account) ?? 0) + amount);
+  }
+  note(
+    'tenant accounts with a wrong balance',
+    [...tenantExpected]
+      .filter(([account, amount]) => (balances.get(account) ?? 0) !== amount)
+      .map(([account, amount]) => `${account}: expected ${amount}, got ${balances.get(account) ?? 0}`),
+  );
+  const tenants = tenantFigures(workload, byKey, ledger);
+  note(
+    OVER_LIMIT,
+    Object.entries(tenants.figures.perTenant)
+      .filter(([, t]) => t.maxConcurrent > workload.tenants.limit)
+      .map(
+        ([tenant, t]) => `${tenant}: ${t.maxConcurrent} at once (${tenants.peaks.get(tenant)?.join(' ')})`,
+      ),
+  );
   // A message still visible or delayed is a job's way back that was never taken: a violation. One held in
   // flight once every job has finished is a racing copy hidden past its batch whose worker was killed
   // before deleting it (protocol.md, known gap 15): harmless, dropped when it shows again.
@@ -243,6 +337,12 @@ export async function checkRun(
       renewalRacedOwnCommit: events.logs.renewalRacedOwnCommit.length,
       ...recovery(events, byKey),
       fast: fastFigures(jobs, events),
+      tenants: tenants.figures,
+      cancels: {
+        byAnswer: cancelCounts(events.cancels),
+        acknowledged: acked.size,
+        violations: cancelBroken.length,
+      },
     },
     violations,
     evidence,
@@ -261,6 +361,79 @@ function fastFigures(jobs: readonly JobRow[], events: RunEvents): FastFigures {
     commitCalls: events.fastCommitCalls,
     fallbacks: events.counters.FastPathFallback ?? 0,
   };
+}
+
+/** Cancels by answer; `cancelled` split by whether the job was running. */
+export function cancelCounts(cancels: readonly CancelRecord[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const c of cancels) {
+    const name = c.answer === 'cancelled' ? `cancelled ${c.wasRunning ? 'running' : 'waiting'}` : c.answer;
+    counts[name] = (counts[name] ?? 0) + 1;
+  }
+  return counts;
+}
+
+/**
+ * Per tenant, the most committed runs at one instant. A committed run is a COMPLETED tenant job: its final
+ * tally holds the run's start (taken after its slot), its row the commit's time (`completedAt`); a run
+ * that did not commit left neither, so aborted and refused runs are not counted. Intervals are [start,
+ * commit); at one instant a commit ends before a start begins. `peaks`: the keys of the runs at each
+ * tenant's peak.
+ */
+export function tenantFigures(
+  workload: ChaosWorkload,
+  byKey: ReadonlyMap<string, JobRow>,
+  ledger: readonly Record<string, unknown>[],
+): { figures: TenantFigures; peaks: Map<string, string[]> } {
+  const starts = new Map<string, number>();
+  for (const row of ledger)
+    if (typeof row.startedAt === 'number') starts.set(String(row.account), row.startedAt);
+  const runs = new Map<string, { key: string; start: number; end: number }[]>();
+  const perTenant: Record<string, TenantFigure> = {};
+  for (const [tenant, jobs] of Object.entries(workload.tenants.perTenant)) {
+    perTenant[tenant] = { jobs, committed: 0, maxConcurrent: 0 };
+    runs.set(tenant, []);
+  }
+  for (const [key, job] of workload.tenants.jobs) {
+    const row = byKey.get(key);
+    const start = starts.get(tallyKey(key, 'final'));
+    if (row?.status !== JobStatus.Completed || row.completedAt === undefined || start === undefined) continue;
+    runs.get(job.tenant)?.push({ key, start, end: row.completedAt });
+  }
+  const peaks = new Map<string, string[]>();
+  for (const [tenant, list] of runs) {
+    const { max, at } = maxOverlap(list);
+    perTenant[tenant] = { jobs: perTenant[tenant]?.jobs ?? 0, committed: list.length, maxConcurrent: max };
+    peaks.set(tenant, at);
+  }
+  return {
+    figures: { limit: workload.tenants.limit, burstTenant: workload.tenants.burstTenant, perTenant },
+    peaks,
+  };
+}
+
+/** The most intervals [start, end) covering one instant, and the keys of one such set. */
+export function maxOverlap(runs: readonly { key: string; start: number; end: number }[]): {
+  max: number;
+  at: string[];
+} {
+  const points = runs.flatMap((r) => [
+    { t: r.start, d: 1, key: r.key },
+    { t: Math.max(r.start, r.end), d: -1, key: r.key },
+  ]);
+  points.sort((a, b) => a.t - b.t || a.d - b.d);
+  const open = new Set<string>();
+  let max = 0;
+  let at: string[] = [];
+  for (const p of points) {
+    if (p.d < 0) open.delete(p.key);
+    else open.add(p.key);
+    if (open.size > max) {
+      max = open.size;
+      at = [...open];
+    }
+  }
+  return { max, at };
 }
 
 /**

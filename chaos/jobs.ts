@@ -2,10 +2,11 @@
 // a transfer that holds a named lease on its source account, and the credit and the transfer again on the
 // one-write fast path. The tallies let the checker see a double effect per job and step, not only as a
 // wrong balance.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { credit, transfer } from '../examples/ledger/jobs.ts';
-import { ledgerTable } from '../examples/ledger/ledger.ts';
-import { simulateSchema } from '../examples/ledger/simulate.ts';
+import { changeBalance, ledgerTable } from '../examples/ledger/ledger.ts';
+import { beforeWork, simulateSchema } from '../examples/ledger/simulate.ts';
 import type { Effect } from '../shared/core/contract/job-store.ts';
 import type { EffectTable } from '../shared/core/model/effect-table.ts';
 import type { JobContext, StepOutcome } from '../shared/core/model/job-context.ts';
@@ -20,6 +21,12 @@ export const FAST_TYPES = {
   'ledger.credit': 'chaos.fastCredit',
   'ledger.transfer': 'chaos.fastTransfer',
 } as const;
+
+/** The job type of the tenant mix: a credit to the tenant's own account under a per-tenant concurrency limit. */
+export const TENANT_CREDIT = 'chaos.tenantCredit';
+
+/** Runs of one tenant's `chaos.tenantCredit` jobs allowed at once (its `concurrency` limit). */
+export const TENANT_LIMIT = 2;
 
 /** Environment variable: the named lease's length in ms (the harness sets it to the job lease). */
 export const NAMED_LEASE_ENV = 'CHAOS_NAMED_LEASE_MS';
@@ -125,9 +132,62 @@ export const lockedTransfer = defineJob({
   },
 });
 
+const tenantPayload = z
+  .object({
+    tenant: z.string().min(1).max(64),
+    account: z.string().min(1).max(128),
+    amount: z.number().int().positive().max(1_000_000_000),
+    /** How long the run works before its effects, so runs of one tenant overlap if the limit fails. */
+    workMs: z.number().int().min(0).max(60_000),
+    simulate: simulateSchema.optional(),
+  })
+  .strict();
+
 /**
- * The chaos jobs: `ledger.credit`, `ledger.transfer` (both tallied), `chaos.lockedTransfer`, and
- * `chaos.fastCredit`, `chaos.fastTransfer` (tallied, on the fast path).
+ * `chaos.tenantCredit`: credits the tenant's own account under a per-tenant concurrency limit of
+ * TENANT_LIMIT. Its final tally also records when the run started (`startedAt`, after its slot was taken);
+ * the job row's `completedAt` is the commit's time. Only a committed run leaves both, so the checker
+ * counts the overlap of committed runs, not log lines. The work sleeps on the job's signal, so a cancel
+ * seen by a heartbeat stops it.
  */
-const chaosJobs = defineJobs([talliedCredit, talliedTransfer, lockedTransfer, fastCredit, fastTransfer]);
+export const tenantCredit = defineJob({
+  type: TENANT_CREDIT,
+  payload: tenantPayload,
+  tables: { ledger: ledgerTable },
+  concurrency: { key: (p) => p.tenant, limit: TENANT_LIMIT },
+  async run(ctx, p) {
+    const startedAt = Date.now();
+    await beforeWork(ctx, p.simulate);
+    if (p.workMs > 0) await sleep(p.workMs, undefined, { signal: ctx.signal });
+    const table = ctx.tables.ledger;
+    return {
+      effects: [
+        await changeBalance(table, p.account, p.amount),
+        table.update(
+          { account: tallyKey(ctx.dedupKey, 'final') },
+          {
+            expression: 'ADD #applied :one SET #startedAt = :startedAt',
+            names: { '#applied': 'applied', '#startedAt': 'startedAt' },
+            values: { ':one': 1, ':startedAt': startedAt },
+          },
+        ),
+      ],
+      result: { credited: p.amount },
+    };
+  },
+});
+
+/**
+ * The chaos jobs: `ledger.credit`, `ledger.transfer` (both tallied), `chaos.lockedTransfer`,
+ * `chaos.fastCredit`, `chaos.fastTransfer` (tallied, on the fast path) and `chaos.tenantCredit` (tallied,
+ * per-tenant concurrency limit).
+ */
+const chaosJobs = defineJobs([
+  talliedCredit,
+  talliedTransfer,
+  lockedTransfer,
+  fastCredit,
+  fastTransfer,
+  tenantCredit,
+]);
 export default chaosJobs;

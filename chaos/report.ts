@@ -42,7 +42,7 @@ export function reportTable(r: ChaosReport): string {
     ['sent', `${f.sent} messages (${r.workload.duplicates} duplicates, 1 non-JSON body)`],
     [
       'unique',
-      `${f.unique} jobs: ${r.workload.flaky} flaky, ${r.workload.slow} slow, ${r.workload.crashes} crashing, ${r.workload.locked} named-lease, ${r.workload.fast} fast-path, ${r.workload.poison} poison`,
+      `${f.unique} jobs: ${r.workload.flaky} flaky, ${r.workload.slow} slow, ${r.workload.crashes} crashing, ${r.workload.locked} named-lease, ${r.workload.fast} fast-path, ${r.workload.tenant} tenant, ${r.workload.poison} poison`,
     ],
     ['completed', String(f.completed)],
     ['dead', `${f.dead} (poison set ${f.deadExpected}; ${f.dlqLetters} letters in the DLQ)`],
@@ -59,6 +59,27 @@ export function reportTable(r: ChaosReport): string {
       'fast path',
       `${f.fast.oneWrite} of ${f.fast.jobs} fast jobs completed in one write, ${f.fast.leased} leased; ` +
         `${f.fast.commitCalls} one-write commits tried, ${f.fast.fallbacks} failed fast attempts recorded under a lease`,
+    ],
+    [
+      'tenant limit',
+      `${f.tenants.limit} runs at once per tenant; most committed runs at once: ` +
+        Object.entries(f.tenants.perTenant)
+          .map(
+            ([tenant, t]) =>
+              `${tenant}${tenant === f.tenants.burstTenant ? ' (burst)' : ''} ${t.maxConcurrent}/${f.tenants.limit}` +
+              `${t.maxConcurrent > f.tenants.limit ? ' OVER' : ''} of ${t.committed} runs (${t.jobs} jobs)`,
+          )
+          .join(', ') +
+        `; ${r.counters.ConcurrencyWaits ?? 0} waits for a slot`,
+    ],
+    [
+      'cancels',
+      `${
+        Object.entries(f.cancels.byAnswer)
+          .map(([answer, n]) => `${answer} ${n}`)
+          .join(', ') || 'none'
+      }; ${f.cancels.acknowledged} acknowledged, ${f.cancels.violations} broken ` +
+        `(${r.counters.JobCancelled ?? 0} running jobs stopped, ${r.counters.CancelledCopyDropped ?? 0} copies dropped)`,
     ],
     ['takeovers', String(f.takeovers)],
     ['retries', String(f.retries)],

@@ -18,6 +18,7 @@ import { queueStats, totalDepth } from '../shared/ops/queue-stats.ts';
 import { sendMessages } from '../shared/producer/send-messages.ts';
 import { WorkerPool } from '../shared/runner/worker-pool.ts';
 import { workerEnv } from '../shared/worker/config.ts';
+import { Canceller } from './canceller.ts';
 import { checkRun } from './check.ts';
 import { FaultScheduler } from './faults.ts';
 import chaosJobs, { NAMED_LEASE_ENV } from './jobs.ts';
@@ -44,7 +45,11 @@ const COUNTERS = [
   'StoreUnavailable',
   'OptimisticConflict',
   'FastPathFallback',
+  'JobCancelled',
+  'CancelledCopyDropped',
 ];
+/** Bounces of a job that found its tenant's slots all taken. */
+const CONCURRENCY_WAITS = metricKey(MetricName.LimitWait, { kind: 'concurrency' });
 /** The fast path's one-write commits the workers tried (their store-latency observations of it). */
 const FAST_COMMIT_CALLS = metricKey(MetricName.StoreLatency, { operation: 'claimAndComplete' });
 
@@ -180,8 +185,9 @@ async function main(options: ChaosOptions): Promise<number> {
     const states = new Map<string, string>();
     const keys = [...workload.expectedDone, ...workload.expectedDead];
     const count = (status: string) => [...states.values()].filter((s) => s === status).length;
+    const finished = () => count(JobStatus.Completed) + count(JobStatus.Dead) + count(JobStatus.Cancelled);
     const progress = () =>
-      `sent ${sent}/${workload.messages.length} | done ${count(JobStatus.Completed)} dead ${count(JobStatus.Dead)} of ${keys.length} | ` +
+      `sent ${sent}/${workload.messages.length} | done ${count(JobStatus.Completed)} dead ${count(JobStatus.Dead)} cancelled ${count(JobStatus.Cancelled)} of ${keys.length} | ` +
       `kills ${killer.kills}+${killer.crashes}+${killer.exits} | faults ${faults.windows.length} | pauses ${pauser?.windows.length ?? 0} | ` +
       `takeovers ${pool.total('LeaseExpired')} retries ${pool.total('JobRetried')} | poll errors ${pollErrors} | workers ${pool.alive}`;
     const ticker = setInterval(() => say(progress()), 5000);
@@ -195,14 +201,24 @@ async function main(options: ChaosOptions): Promise<number> {
     if (report.failed > 0)
       throw new Error(`SQS refused ${report.failed} messages: ${report.failures[0]?.message}`);
 
+    // Cancels during the run, among the tenant jobs (their effects touch only their tenants' accounts, so
+    // the demo's balances stand): about one in ten, one every 1-3 s while the faults go on.
+    const tenantKeys = [...workload.tenants.jobs.keys()];
+    const canceller = new Canceller(
+      { clients, names },
+      tenantKeys,
+      tenantKeys.length === 0 ? 0 : Math.max(8, Math.round(tenantKeys.length / 10)),
+    );
+    const cancelling = canceller.run(chaos.signal, random, [1000, 3000], say);
+
     const deadline = started + options.timeoutSeconds * 1000;
     const chaosEnds = started + options.chaosSeconds * 1000;
     let timedOut = false;
     for (;;) {
       await refreshStates(clients, names.jobsTable, keys, states).catch(() => undefined);
-      if (count(JobStatus.Completed) + count(JobStatus.Dead) >= keys.length) break;
+      if (finished() >= keys.length) break;
       if (!chaos.signal.aborted && Date.now() > chaosEnds) {
-        const left = keys.length - count(JobStatus.Completed) - count(JobStatus.Dead);
+        const left = keys.length - finished();
         say(
           `chaos window of ${options.chaosSeconds} s over with ${left} jobs left: they finish without faults`,
         );
@@ -219,6 +235,7 @@ async function main(options: ChaosOptions): Promise<number> {
     say(`every job finished (${progress()}); stopping the chaos`);
     chaos.abort();
     await loops;
+    await cancelling;
     // Duplicates still in the queue run into completed jobs and are dropped; give them time to.
     const drainDeadline = Date.now() + 90_000;
     while (totalDepth(await queueStats(clients.sqs, names.queueUrl)) > 0 && Date.now() < drainDeadline)
@@ -226,7 +243,10 @@ async function main(options: ChaosOptions): Promise<number> {
     stopping = true;
     await pool.stop(10_000);
     proxy?.stop();
-    const counters = Object.fromEntries(COUNTERS.map((c) => [c, pool.total(c)]));
+    const counters = {
+      ...Object.fromEntries(COUNTERS.map((c) => [c, pool.total(c)])),
+      ConcurrencyWaits: pool.total(CONCURRENCY_WAITS),
+    };
 
     const windows = [...faults.windows, ...(pauser?.windows ?? [])];
     const check = await checkRun(clients, names, workload, {
@@ -236,8 +256,16 @@ async function main(options: ChaosOptions): Promise<number> {
       counters,
       fastCommitCalls: pool.observed(FAST_COMMIT_CALLS),
       leaseMs: options.leaseMs,
+      cancels: canceller.records,
     });
     const violations = [...check.violations];
+    const burst = check.figures.tenants.perTenant[workload.tenants.burstTenant];
+    if (burst && burst.maxConcurrent < workload.tenants.limit)
+      violations.push(
+        `chaos too thin: the burst tenant never had ${workload.tenants.limit} runs at once (its limit was never reached)`,
+      );
+    if (tenantKeys.length > 0 && check.figures.cancels.acknowledged === 0)
+      violations.push('chaos too thin: no cancel was acknowledged');
     if (timedOut) violations.push(`timed out after ${options.timeoutSeconds} s`);
     if (killer.kills === 0) violations.push('chaos too thin: no worker was killed');
     if (faults.windows.length === 0) violations.push('chaos too thin: no store fault was switched on');
@@ -255,6 +283,7 @@ async function main(options: ChaosOptions): Promise<number> {
         ...workload.counts,
         locked: workload.locked,
         fast: workload.fast,
+        tenant: workload.tenants.jobs.size,
         messages: workload.messages.length,
       },
       chaos: {
@@ -274,7 +303,10 @@ async function main(options: ChaosOptions): Promise<number> {
     };
     const jsonPath = options.json ?? join(stateDir, 'chaos', `${runId}.json`);
     mkdirSync(dirname(jsonPath), { recursive: true });
-    writeFileSync(jsonPath, `${JSON.stringify({ ...result, deaths: killer.deaths, windows }, null, 2)}\n`);
+    writeFileSync(
+      jsonPath,
+      `${JSON.stringify({ ...result, deaths: killer.deaths, windows, cancels: canceller.records }, null, 2)}\n`,
+    );
     process.stdout.write(reportTable(result));
     say(`JSON report: ${jsonPath}`);
     return violations.length === 0 ? 0 : 1;
