@@ -543,6 +543,8 @@ export class InMemoryJobStore implements JobStore {
       if (item?.status === JobStatus.Completed) return { outcome: 'finished', status: 'COMPLETED' };
       if (item?.status === JobStatus.Dead) return { outcome: 'finished', status: 'DEAD' };
       if (item?.status === JobStatus.Cancelled) return { outcome: 'already-cancelled', status: 'CANCELLED' };
+      // Its dead-lettering began (the fence recorded the cause): its end is decided, its letter may be on its way.
+      if (item?.deadReason !== undefined) return { outcome: 'finished', status: 'DEAD' };
       const history = [...(item?.history ?? []), cancelledEvent(request)];
       // A tombstone: the counters a claim would start from, no type, owner or message (cancelUpdate).
       const next: MutableJobItem = {

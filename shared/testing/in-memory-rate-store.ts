@@ -14,12 +14,15 @@ export class InMemoryRateStore implements RateStore {
   readonly #logs = new Map<string, RateLog>();
   /** Injects store outages (see {@link StoreFaults}). */
   readonly faults = new StoreFaults<RateStoreOperation>();
+  /** Test hook: told of every grant with the stamp it was logged at, when it is decided (answered or not). */
+  onGrant?: (key: string, at: number) => void;
 
   async take(key: string, limit: number, perSeconds: number, now: number): Promise<RateTake> {
     return this.faults.run('rate-take', (): RateTake => {
       const decision = decideRate(this.#logs.get(key), limit, perSeconds, now);
       if (!decision.grant) return { granted: false, waitMs: decision.waitMs };
       this.#logs.set(key, decision.next);
+      this.onGrant?.(key, decision.next.grants.at(-1) ?? now);
       return { granted: true };
     });
   }

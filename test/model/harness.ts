@@ -377,6 +377,8 @@ class World {
   seq = 0;
   /** Handler runs of the limited types (steer kind `concurrency`), with their last accepted commit. */
   readonly runs: ModelRun[] = [];
+  /** Handler runs still going, by `<worker>/<dedupKey>` (a run left behind at its deadline included). */
+  readonly liveRuns = new Map<string, number>();
   /** The run each credit was made in (a commit that applies it counts for that run). */
   readonly runOfEffect = new WeakMap<Effect, ModelRun>();
   /** Per `worker messageId`, the claims and fast commits sent (a bounce sends none). */
@@ -413,7 +415,10 @@ class World {
   constructor(scenario: Scenario, options: RunOptions) {
     const { wrapStore, wrapQueue, wrapLeases, wrapRates } = options;
     this.scenario = scenario;
-    this.workerRates = wrapRates ? wrapRates(this.rates) : this.rates;
+    // Grants are noted by the store itself, with the stamp it logged, when it decides (an answer delayed or
+    // lost after the write still counts). A store a test puts in its place is noted by its answers.
+    this.rates.onGrant = (key, at) => this.rateGranted(key, at);
+    this.workerRates = wrapRates ? answeredGrants(wrapRates(this.rates), this) : this.rates;
     this.workerQueue = wrapQueue ? wrapQueue(this.queue) : this.queue;
     this.workerLeases = wrapLeases ? wrapLeases(this.leases) : this.leases;
     this.rng = prng(scenario.seed);
@@ -1251,6 +1256,8 @@ class World {
         const holder = item ? this.acquisitions.get(item.token) : undefined;
         if (!item?.owner || !(item.leaseUntil >= Date.now()) || !holder?.delivered) continue;
         if (this.workerDead(holder.worker) || this.releaseFailed.has(item.token)) continue;
+        // A run left behind that is still going keeps its slot, unrenewed, until it ends (limits.ts).
+        if ((this.liveRuns.get(`${holder.worker}/${holder.dedupKey}`) ?? 0) > 0) continue;
         problems.push(
           `[concurrency/held-after-settle] slot ${key} (token ${item.token}) still held by ${holder.worker} for ` +
             `${holder.dedupKey} until t=${item.leaseUntil - T0} ms after every job settled`,
@@ -1526,52 +1533,60 @@ function modelRegistry(world: World): JobRegistry {
           const started = (world.runsStarted.get(key) ?? 0) + 1;
           world.runsStarted.set(key, started);
           const run = world.runStarted(spec, key, ctx.worker);
-          if (spec.block && started <= spec.block.runs) {
-            // After one microtask turn, so the pipeline already listens to this run's promise: a block in
-            // the very first synchronous section, before the run returns its promise, aborts the job
-            // before job-run.ts's `abortable` attaches to it, and the run's later rejection goes
-            // unhandled (a crash of a Node worker; reported separately, not modelled here).
-            await null;
-            // Review kind `blocking`: a synchronous section longer than the lease. Every timer due
-            // meanwhile fires at its end, in order, before any answer (a renewal's included) can arrive.
-            world.stats.blockedRuns += 1;
-            // Every lease in hand may run out meanwhile (the model's workers share one clock, so the block
-            // starves them all): that is the job's doing, not a healthy owner aborted.
-            world.touchAllInHand();
-            world.log('info', 'job blocks the event loop', { worker: ctx.worker, dedupKey: key });
-            vi.advanceTimersByTime(Math.round((world.scenario.leaseMs * spec.block.percent) / 100));
-          }
-          const work = async () => {
-            const nap = spec.sleepMs / (spec.steps.length + 1);
-            const step = async (op: OpSpec, i: number) => {
-              const name = `s${i + 1}`;
-              await ctx.step(name, async () => ({
-                effects: [await world.credit(`${key}#${name}`, op, run)],
-              }));
-            };
-            if (spec.concurrentSteps) {
-              // Review kind `concurrent-steps`: both steps at once under the one lease.
-              await Promise.all(spec.steps.map(step));
-              if (nap > 0) await sleep(nap * spec.steps.length);
-            } else {
-              for (const [i, op] of spec.steps.entries()) {
-                await step(op, i);
-                if (nap > 0) await sleep(nap);
-              }
+          // A run the pipeline left behind keeps its slots until it ends (limits.ts): the slot checks
+          // need to know which runs are still going.
+          const live = `${ctx.worker}/${key}`;
+          world.liveRuns.set(live, (world.liveRuns.get(live) ?? 0) + 1);
+          try {
+            if (spec.block && started <= spec.block.runs) {
+              // After one microtask turn, so the pipeline already listens to this run's promise: a block in
+              // the very first synchronous section, before the run returns its promise, aborts the job
+              // before job-run.ts's `abortable` attaches to it, and the run's later rejection goes
+              // unhandled (a crash of a Node worker; reported separately, not modelled here).
+              await null;
+              // Review kind `blocking`: a synchronous section longer than the lease. Every timer due
+              // meanwhile fires at its end, in order, before any answer (a renewal's included) can arrive.
+              world.stats.blockedRuns += 1;
+              // Every lease in hand may run out meanwhile (the model's workers share one clock, so the block
+              // starves them all): that is the job's doing, not a healthy owner aborted.
+              world.touchAllInHand();
+              world.log('info', 'job blocks the event loop', { worker: ctx.worker, dedupKey: key });
+              vi.advanceTimersByTime(Math.round((world.scenario.leaseMs * spec.block.percent) / 100));
             }
-            if (nap > 0) await sleep(nap);
-            const runs = (world.handlerRuns.get(key) ?? 0) + 1;
-            world.handlerRuns.set(key, runs);
-            const hostile = spec.hostileErrors ? HOSTILE_TEXT : '';
-            if (spec.poison) throw new PermanentJobError(`poison pill${hostile}`);
-            if (runs <= spec.failRuns)
-              throw new TransientJobError(`flaky dependency (run ${runs})${hostile}`);
-            const final = await world.credit(`${key}#final`, spec.final as OpSpec, run);
-            return spec.limit
-              ? overLimit(key, spec.limit, final, runs)
-              : { effects: [final], result: { runs } };
-          };
-          return spec.lease ? world.withNamedLease(ctx, spec, started, work) : work();
+            const work = async () => {
+              const nap = spec.sleepMs / (spec.steps.length + 1);
+              const step = async (op: OpSpec, i: number) => {
+                const name = `s${i + 1}`;
+                await ctx.step(name, async () => ({
+                  effects: [await world.credit(`${key}#${name}`, op, run)],
+                }));
+              };
+              if (spec.concurrentSteps) {
+                // Review kind `concurrent-steps`: both steps at once under the one lease.
+                await Promise.all(spec.steps.map(step));
+                if (nap > 0) await sleep(nap * spec.steps.length);
+              } else {
+                for (const [i, op] of spec.steps.entries()) {
+                  await step(op, i);
+                  if (nap > 0) await sleep(nap);
+                }
+              }
+              if (nap > 0) await sleep(nap);
+              const runs = (world.handlerRuns.get(key) ?? 0) + 1;
+              world.handlerRuns.set(key, runs);
+              const hostile = spec.hostileErrors ? HOSTILE_TEXT : '';
+              if (spec.poison) throw new PermanentJobError(`poison pill${hostile}`);
+              if (runs <= spec.failRuns)
+                throw new TransientJobError(`flaky dependency (run ${runs})${hostile}`);
+              const final = await world.credit(`${key}#final`, spec.final as OpSpec, run);
+              return spec.limit
+                ? overLimit(key, spec.limit, final, runs)
+                : { effects: [final], result: { runs } };
+            };
+            return await (spec.lease ? world.withNamedLease(ctx, spec, started, work) : work());
+          } finally {
+            world.liveRuns.set(live, (world.liveRuns.get(live) ?? 1) - 1);
+          }
         },
       }),
     ),
@@ -1705,7 +1720,7 @@ class Ports {
     this.store = new PortStore(world.workerStore, this);
     this.queue = new PortQueue(world.workerQueue, this, world);
     this.leases = new PortLeases(world.workerLeases, this, world, worker.id);
-    this.rates = new PortRates(world.workerRates, this, world);
+    this.rates = new PortRates(world.workerRates, this);
   }
 
   async call<T>(dedupKey: string | undefined, run: () => Promise<T>): Promise<T> {
@@ -2080,22 +2095,31 @@ class PortQueue implements JobQueue {
 }
 
 /** The rate store as one worker sees it: through its ports, noting every grant answered. */
+/** `rates` with each grant it answers noted at the take's stamp (a store standing in for the model's). */
+function answeredGrants(rates: RateStore, world: World): RateStore {
+  return {
+    take: async (key, limit, perSeconds, now) => {
+      const answer = await rates.take(key, limit, perSeconds, now);
+      if (answer.granted) world.rateGranted(key, now);
+      return answer;
+    },
+  };
+}
+
 class PortRates implements RateStore {
   readonly #inner: RateStore;
   readonly #ports: Ports;
-  readonly #world: World;
 
-  constructor(inner: RateStore, ports: Ports, world: World) {
+  constructor(inner: RateStore, ports: Ports) {
     this.#inner = inner;
     this.#ports = ports;
-    this.#world = world;
   }
 
   take(key: string, limit: number, perSeconds: number, now: number): Promise<RateTake> {
     return this.#ports.call(undefined, async () => {
-      const answer = await this.#inner.take(key, limit, perSeconds, now);
-      if (answer.granted) this.#world.rateGranted(key, now);
-      return answer;
+      // Grants are noted by the store itself (World's `rates.onGrant`), with the stamp it logged, when it
+      // decides: an answer delayed or lost after the write still counts.
+      return this.#inner.take(key, limit, perSeconds, now);
     });
   }
 }

@@ -612,9 +612,12 @@ export function cancelUpdate(
         ? '#history = :history, #historyDropped = if_not_exists(#historyDropped, :zero) + :dropped, '
         : '#history = list_append(if_not_exists(#history, :noEvents), :events), ') +
       '#problemShard = :problemShard, #problemAt = :now',
+    // A job whose dead-lettering began (its fence recorded `deadReason`) is not cancelled: its letter may
+    // be on its way, so its end is decided (the refusal answers finished, DEAD).
     ConditionExpression: replace
-      ? '#status IN (:inProgress, :retryWait) AND #version = :readVersion'
+      ? '#status IN (:inProgress, :retryWait) AND #version = :readVersion AND attribute_not_exists(#deadReason)'
       : '(attribute_not_exists(#dedupKey) OR #status IN (:inProgress, :retryWait)) ' +
+        'AND attribute_not_exists(#deadReason) ' +
         'AND (attribute_not_exists(#history) OR size(#history) < :historyMax)',
     ExpressionAttributeNames: {
       '#status': 'status',
@@ -627,6 +630,7 @@ export function cancelUpdate(
       '#history': 'history',
       '#problemShard': PROBLEM_SHARD_ATTRIBUTE,
       '#problemAt': PROBLEM_AT_ATTRIBUTE,
+      '#deadReason': 'deadReason',
       ...(replace ? { '#historyDropped': 'historyDropped' } : { '#dedupKey': 'dedupKey' }),
     },
     ExpressionAttributeValues: {

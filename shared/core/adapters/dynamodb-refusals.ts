@@ -175,7 +175,8 @@ export function refusedCancel(raw: RawItem | undefined): CancelResult | { readon
     case JobStatus.Cancelled:
       return { outcome: 'already-cancelled', status: 'CANCELLED' };
     default:
-      return { item };
+      // Its dead-lettering began (the fence recorded the cause): its end is decided.
+      return item.deadReason !== undefined ? { outcome: 'finished', status: 'DEAD' } : { item };
   }
 }
 

@@ -25,14 +25,18 @@ export function decideRate(
   now: number,
 ): RateDecision {
   const windowMs = perSeconds * 1000;
-  // Grants stamped ahead of `now` (another worker's clock runs ahead) stay in: they count as recent.
-  const recent = (log?.grants ?? []).filter((t) => t > now - windowMs).sort((a, b) => a - b);
+  const logged = [...(log?.grants ?? [])].sort((a, b) => a - b);
+  // Decided no earlier than the newest grant logged: a take whose `now` is older (its request was slow,
+  // or its worker's clock is behind) would otherwise miss grants an earlier write pruned by its own later
+  // time, and the grants would stop being in order. So the log only grows at its end, and what it prunes
+  // is out of every window a later decision can look at.
+  const at = Math.max(now, logged.at(-1) ?? now);
+  const recent = logged.filter((t) => t > at - windowMs);
   if (recent.length < limit) {
-    const grants = [...recent, now].sort((a, b) => a - b);
-    return { grant: true, next: { version: (log?.version ?? 0) + 1, grants } };
+    return { grant: true, next: { version: (log?.version ?? 0) + 1, grants: [...recent, at] } };
   }
   // The grant whose leaving brings the count below the limit (more than `limit` after a limit was lowered).
-  const leaving = recent[recent.length - limit] ?? now;
+  const leaving = recent[recent.length - limit] ?? at;
   return { grant: false, waitMs: Math.max(1, Math.ceil(leaving + windowMs - now)) };
 }
 

@@ -992,6 +992,23 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         expect((error as LeaseLostError).completedByThisLease).toBe(false);
       }
 
+      it('answers finished (DEAD) for a job whose dead-lettering began (its fence recorded the cause)', async () => {
+        // Found by the interleaving model: cancelled between the dead-letter fence and the letter, the
+        // job's letter went out after the cancel was acknowledged. Its end is decided at the fence.
+        const key = fresh('dying');
+        const t0 = Date.now();
+        const lease = await claim(request(key, 'w-1', t0));
+        await f.store.renew(lease, 30_000, t0 + 10, {
+          deadLetter: { reason: 'permanent-error', errorClass: 'PermanentJobError', errorMessage: 'bad' },
+        });
+        const before = await f.store.get(key);
+
+        const answer = await cancel(key, t0 + 20);
+
+        expect(answer).toEqual({ outcome: 'finished', status: 'DEAD' });
+        expect(await f.store.get(key)).toEqual(before);
+      });
+
       it('leaves a tombstone for a key never seen: no claim, fast commit or redrive takes it', async () => {
         // Prepare
         const key = fresh('tomb');

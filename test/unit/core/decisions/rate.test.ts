@@ -83,4 +83,20 @@ describe('Function: decideRate', () => {
   it('counts a grant stamped ahead of now (a faster clock) as recent', () => {
     expect(decideRate({ version: 1, grants: [1300] }, 1, 1, 1000)).toEqual({ grant: false, waitMs: 1300 });
   });
+
+  it('decides a take stamped before the newest grant at that grant, so grants a later write pruned still count', () => {
+    // Found by the interleaving model: a take stamped 5000 (a slow request) reached the log after one
+    // stamped 6200 had pruned 1000 and 1100; decided at 5000 it was granted, 3 grants in 5 s (1000, 1100, 5000).
+    const limit = 2;
+    const pruned = decideRate({ version: 2, grants: [1000, 1100] }, limit, 5, 6200);
+    if (!pruned.grant) throw new Error('expected a grant at 6200');
+
+    const stale = decideRate(pruned.next, limit, 5, 5000);
+
+    expect(stale).toMatchObject({ grant: true, next: { grants: [6200, 6200] } });
+    const stamps = [1000, 1100, ...(stale.grant ? stale.next.grants : [])];
+    for (const from of stamps) {
+      expect(stamps.filter((t) => t >= from && t < from + 5000).length).toBeLessThanOrEqual(limit);
+    }
+  });
 });
