@@ -56,6 +56,7 @@ export interface QueuedMessage {
   readonly messageId: string;
   readonly body: string;
   readonly groupId?: string;
+  readonly attributes?: SQSRecord['messageAttributes'];
   /** Epoch ms from which a receive may return it. */
   visibleAt: number;
   receiveCount: number;
@@ -98,24 +99,32 @@ export class InMemoryQueue implements JobQueue {
   }
 
   /** Enqueues a body (a producer's send); returns its message id. */
-  send(body: string, options: { delaySeconds?: number; groupId?: string } = {}): string {
+  send(
+    body: string,
+    options: { delaySeconds?: number; groupId?: string; attributes?: SQSRecord['messageAttributes'] } = {},
+  ): string {
     this.#nextId += 1;
     const messageId = `m-${this.#nextId}`;
     this.#messages.set(messageId, {
       messageId,
       body,
       ...(options.groupId === undefined ? {} : { groupId: options.groupId }),
+      ...(options.attributes === undefined ? {} : { attributes: options.attributes }),
       visibleAt: this.#now() + (options.delaySeconds ?? 0) * 1000,
       receiveCount: 0,
     });
     return messageId;
   }
 
-  /** The {@link JobQueue} port's re-send: a new message, as a producer's send (attributes are not modelled). */
-  async resend(body: string, options: { delaySeconds: number; groupId?: string }): Promise<void> {
+  /** The {@link JobQueue} port's re-send: a new message with the attributes given, as a producer's send. */
+  async resend(
+    body: string,
+    options: { delaySeconds: number; groupId?: string; attributes?: SQSRecord['messageAttributes'] },
+  ): Promise<void> {
     this.send(body, {
       delaySeconds: options.delaySeconds,
       ...(options.groupId === undefined ? {} : { groupId: options.groupId }),
+      ...(options.attributes === undefined ? {} : { attributes: options.attributes }),
     });
   }
 
@@ -226,7 +235,7 @@ function toRecord(message: QueuedMessage, receipt: string, now: number): SQSReco
       ApproximateFirstReceiveTimestamp: String(now),
       ...(message.groupId === undefined ? {} : { MessageGroupId: message.groupId }),
     },
-    messageAttributes: {},
+    messageAttributes: message.attributes ?? {},
     md5OfBody: '',
     eventSource: 'aws:sqs',
     eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:in-memory',

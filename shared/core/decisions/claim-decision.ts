@@ -21,9 +21,15 @@ export type RefusalDecision =
 
 /**
  * Decides the outcome of a refused claim from the item the store returned (ALL_OLD), this message's id
- * and the clock. Pure: the claim refusals of docs/protocol.md.
+ * and the clock. Pure: the claim refusals of docs/protocol.md. `formerIds`: the messages a limit's bounce
+ * re-sent this one in place of (record-message.ts), which are this message too.
  */
-export function decideRefusal(old: JobItem, messageId: string, now: number): RefusalDecision {
+export function decideRefusal(
+  old: JobItem,
+  messageId: string,
+  now: number,
+  formerIds: readonly string[] = [],
+): RefusalDecision {
   switch (old.status) {
     case JobStatus.Completed:
       return { kind: 'duplicate-completed' };
@@ -34,7 +40,9 @@ export function decideRefusal(old: JobItem, messageId: string, now: number): Ref
     case JobStatus.InProgress:
     case JobStatus.RetryWait: {
       if (old.leaseUntil < now) return { kind: 'contended' };
-      if (old.messageId === messageId) return { kind: 'own-message-early', hideForMs: old.leaseUntil - now };
+      if (old.messageId === messageId || (old.messageId !== undefined && formerIds.includes(old.messageId))) {
+        return { kind: 'own-message-early', hideForMs: old.leaseUntil - now };
+      }
       return old.owner === undefined
         ? { kind: 'duplicate-racing' }
         : { kind: 'duplicate-racing', owner: old.owner };

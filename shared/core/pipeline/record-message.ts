@@ -4,6 +4,14 @@ import type { JobQueue } from '../contract/job-queue.ts';
 import type { JobLog } from '../observe/job-log.ts';
 
 /**
+ * Message attribute a re-send carries: the ids of the messages it replaced (comma-separated, the latest
+ * last, at most {@link RESENT_FROM_MAX}), so a claim refused by the job's own item (which names the
+ * message that claimed it) tells the job's own message from a copy.
+ */
+export const RESENT_FROM_ATTRIBUTE = 'leaseq-resent-from';
+const RESENT_FROM_MAX = 10;
+
+/**
  * The message side of one record: give it back (visible again after a delay) or delete it. Neither
  * throws: a failed give-back leaves the message to reappear when its visibility ends, a failed delete
  * leaves a copy that the next claim drops. Nothing is lost either way.
@@ -38,13 +46,23 @@ export class RecordMessage {
    * a port without `resend`) or the send failed, and nothing changed. A failed delete after the send
    * leaves two messages of one job: the claim runs it once and drops the other as a copy.
    */
+  /** The messages this one was re-sent in place of (a limit's bounce), oldest first; empty for a send. */
+  get formerIds(): readonly string[] {
+    const value = this.record.messageAttributes?.[RESENT_FROM_ATTRIBUTE]?.stringValue;
+    return value ? value.split(',').filter((id) => id.length > 0) : [];
+  }
+
   async resend(seconds: number): Promise<boolean> {
     const { record } = this;
     if (!this.#queue.resend || record.attributes.SequenceNumber !== undefined) return false;
+    const formerIds = [...this.formerIds, record.messageId].slice(-RESENT_FROM_MAX).join(',');
     try {
       await this.#queue.resend(record.body, {
         delaySeconds: seconds,
-        attributes: record.messageAttributes,
+        attributes: {
+          ...record.messageAttributes,
+          [RESENT_FROM_ATTRIBUTE]: { dataType: 'String', stringValue: formerIds },
+        },
         ...(record.attributes.MessageGroupId ? { groupId: record.attributes.MessageGroupId } : {}),
       });
     } catch (error) {

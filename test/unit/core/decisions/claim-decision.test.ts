@@ -39,6 +39,19 @@ describe('Function: decideRefusal', () => {
     expect(decideRefusal(item(), 'm-1', NOW)).toEqual({ kind: 'own-message-early', hideForMs: 10_000 });
   });
 
+  it("hides a limit's re-send of our own message (it names the message it replaced) as our own message", () => {
+    // Found by the interleaving model: a bounce re-sent the message of a job waiting for its retry, and
+    // the re-send, taken for a racing copy, was deleted: the job was stranded IN_PROGRESS.
+    expect(decideRefusal(item(), 'm-7', NOW, ['m-3', 'm-1'])).toEqual({
+      kind: 'own-message-early',
+      hideForMs: 10_000,
+    });
+    expect(decideRefusal(item(), 'm-7', NOW, ['m-3'])).toEqual({
+      kind: 'duplicate-racing',
+      owner: 'worker-a',
+    });
+  });
+
   it('treats a job waiting for its retry like a live lease', () => {
     const waiting = item({ status: JobStatus.RetryWait, leaseUntil: NOW + 4000 });
     delete (waiting as { owner?: string }).owner;
