@@ -6,7 +6,7 @@
  * first pays once more than {@link READ_FIRST_SHARE} (0.1 / 4, a fortieth) of the messages are copies.
  * The share is a decaying count over about the last {@link MEMORY} messages, not a short window: copies
  * come in bursts (a producer's re-sends, a batch of ten decided at once), and a window of 20 forgot them
- * between two bursts, so each burst ran blind (docs/performance.md, "Duplicates"). It starts at no copies
+ * between two bursts, so each burst ran blind (docs/protocol.md, "Fast path"). It starts at no copies
  * and no messages, so a worker that never meets a copy never reads, and the first copy after a few unique
  * jobs turns reading on. Only the cost depends on this guess: the commit's condition still decides every copy.
  */
