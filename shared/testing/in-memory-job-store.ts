@@ -18,6 +18,7 @@ import type {
   FastCommitRequest,
   FastCommitResult,
   FencedWriteResult,
+  GetOptions,
   GiveUpOptions,
   JobLease,
   JobStore,
@@ -490,7 +491,8 @@ export class InMemoryJobStore implements JobStore {
     );
   }
 
-  async get(dedupKey: string, options: StoreCallOptions = {}): Promise<JobItem | undefined> {
+  /** Always the latest version: a valid answer to an eventually consistent read too. */
+  async get(dedupKey: string, options: GetOptions = {}): Promise<JobItem | undefined> {
     return this.faults.run(
       'get',
       () => {

@@ -23,6 +23,7 @@ import type {
   FastCommitRequest,
   FastCommitResult,
   FencedWriteResult,
+  GetOptions,
   GiveUpOptions,
   JobLease,
   JobStore,
@@ -440,10 +441,14 @@ export class DynamoDbJobStore implements JobStore {
     lease.version += 1;
   }
 
-  async get(dedupKey: string, options: StoreCallOptions = {}): Promise<JobItem | undefined> {
+  async get(dedupKey: string, options: GetOptions = {}): Promise<JobItem | undefined> {
     const out = await guardStore('get', options.signal, (http) =>
       this.#doc.send(
-        new GetCommand({ TableName: this.#table, Key: { dedupKey }, ConsistentRead: true }),
+        new GetCommand({
+          TableName: this.#table,
+          Key: { dedupKey },
+          ConsistentRead: options.consistent !== false,
+        }),
         http,
       ),
     );

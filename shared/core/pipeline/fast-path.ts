@@ -81,11 +81,14 @@ export async function runFast(
 }
 
 /**
- * The read before a fast run, made when recent messages were mostly copies (copy-share.ts): a job item
+ * The read before a fast run, made when enough recent messages were copies (copy-share.ts): a job item
  * found COMPLETED is refused as the commit would refuse it, without running the job (a copy then costs
- * 1 RRU instead of a run and a cancelled two-item transaction); any other item goes to the leased claim,
+ * 0.5 RRU instead of a run and a cancelled two-item transaction); any other item goes to the leased claim,
  * whose condition decides it; none, or a failed read, runs the job fast (the read only saves cost).
- * `copy` tells the worker's share of copies (copy-share.ts) what the read found.
+ * The read is eventually consistent: it may return an earlier version of the item, and only COMPLETED
+ * and CANCELLED, which no edge leaves but TTL, are acted on, so a stale answer costs a run or a claim
+ * the condition then refuses, never a skipped job. `copy` tells the worker's share of copies what the
+ * read found.
  */
 export async function readBeforeFast(
   s: Settings,
@@ -95,7 +98,7 @@ export async function readBeforeFast(
   const bound = boundedSignal(Math.max(1000, leaseSafetyMs(s.leaseMs)), 'read before a fast run');
   let item: JobItem | undefined;
   try {
-    item = await s.store.get(job.envelope.dedupKey, { signal: bound.signal });
+    item = await s.store.get(job.envelope.dedupKey, { signal: bound.signal, consistent: false });
   } catch (error) {
     job.log.info('the read before the fast run failed; running it fast', { error: s.errorText(error) });
     return undefined;
