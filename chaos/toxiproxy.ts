@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, openSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /** The Toxiproxy release the harness builds and drives (`@latest` resolves to an old one). */
 export const TOXIPROXY_VERSION = 'v2.12.0';
@@ -17,18 +17,37 @@ export interface Toxic {
   readonly attributes: Readonly<Record<string, number>>;
 }
 
+/** Where the Toxiproxy server binary is built: `<stateDir>/toxiproxy-<version>/server`. */
+export function toxiproxyPath(stateDir: string): string {
+  return join(stateDir, `toxiproxy-${TOXIPROXY_VERSION}`, 'server');
+}
+
+/** The `go install` that builds the binary into `GOBIN` (the directory of {@link toxiproxyPath}). */
+export function toxiproxyInstall(stateDir: string): {
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env: NodeJS.ProcessEnv;
+} {
+  const dir = dirname(toxiproxyPath(stateDir));
+  mkdirSync(dir, { recursive: true });
+  return {
+    command: 'go',
+    args: ['install', `${TOXIPROXY_PACKAGE}@${TOXIPROXY_VERSION}`],
+    env: { ...process.env, GOBIN: dir },
+  };
+}
+
 /**
  * The Toxiproxy server binary, built once with the Go toolchain into `<stateDir>/toxiproxy-<version>/`.
  * Returns undefined (with the reason logged) when it cannot be built, so the harness runs without it.
  */
 export function toxiproxyBinary(stateDir: string, log: (line: string) => void): string | undefined {
-  const dir = join(stateDir, `toxiproxy-${TOXIPROXY_VERSION}`);
-  const binary = join(dir, 'server');
+  const binary = toxiproxyPath(stateDir);
   if (existsSync(binary)) return binary;
-  mkdirSync(dir, { recursive: true });
   log(`building toxiproxy ${TOXIPROXY_VERSION} with go install (first use, about 30 s)`);
-  const built = spawnSync('go', ['install', `${TOXIPROXY_PACKAGE}@${TOXIPROXY_VERSION}`], {
-    env: { ...process.env, GOBIN: dir },
+  const install = toxiproxyInstall(stateDir);
+  const built = spawnSync(install.command, install.args, {
+    env: install.env,
     encoding: 'utf8',
     timeout: 300_000,
   });

@@ -227,12 +227,10 @@ describe('The job history (against the emulator)', () => {
     // Act 2: after the TTL a fresh send runs as a new job.
     await sleep(Math.max(0, (dead?.deadKeyUntil ?? 0) - Date.now() + 100));
     await sendJob(env, { dedupKey: key, type: 'test.history', payload: { fail: false } });
-    const ran = await eventually(
-      async () => {
-        await worker.poll(1);
-        return (await store.get(key))?.status === JobStatus.Completed;
-      },
-    );
+    const ran = await eventually(async () => {
+      await worker.poll(1);
+      return (await store.get(key))?.status === JobStatus.Completed;
+    });
 
     // Assess 2
     expect(ran).toBe(true);
