@@ -361,6 +361,8 @@ export class LeaseqPipeline extends Construct {
       jobsTable: this.jobsTable,
       leasesTable: this.leasesTable,
       effectTables,
+      // Without the job module the limits are unknown: the role gets what a limit needs.
+      ...(props.jobs === undefined ? {} : { limits: JobRegistry.from(props.jobs).limits() }),
       timeout: settings.workerTimeout,
       maxAttempts: settings.maxAttempts,
       batchSize: settings.batchSize,

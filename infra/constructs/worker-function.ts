@@ -23,6 +23,11 @@ export interface WorkerFunctionProps {
   readonly jobsTable: dynamodb.ITable;
   /** Named-lock table. */
   readonly leasesTable: dynamodb.ITable;
+  /**
+   * Which limits the worker's jobs declare: each adds the actions of {@link WORKER_LIMIT_ACTIONS} it uses.
+   * @default both (the jobs are not known)
+   */
+  readonly limits?: { readonly concurrency: boolean; readonly rate: boolean };
   /** Application tables the jobs' effects write, by logical table name (`LEASEQ_TABLE_<NAME>`). @default {} */
   readonly effectTables?: Readonly<Record<string, dynamodb.ITable>>;
   /** Lambda timeout; the queue's visibility timeout must be at least 6x this. */
@@ -70,11 +75,8 @@ export interface WorkerFunctionProps {
 export const WORKER_TABLE_ACTIONS = {
   /** The job store only reads and updates job items (the claim is a conditional UpdateItem). */
   jobs: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
-  /**
-   * Named leases: conditional updates, and the ConditionCheck a fenced commit carries; a concurrency
-   * limit's busy acquire reads its scope's slots with one BatchGetItem.
-   */
-  leases: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
+  /** Named leases and rate permits: conditional updates, reads, and the ConditionCheck a fenced commit carries. */
+  leases: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
   /**
    * Application tables: reads (`ctx.tables.<name>.get`), and the writes the effect builders make (Put,
    * Update, Delete). No ConditionCheckItem: no effect builder makes a ConditionCheck on an application
@@ -91,18 +93,22 @@ export const WORKER_TABLE_ACTIONS = {
 export const WORKER_QUEUE_ACTIONS = {
   /**
    * The event source mapping polls with the role (ReceiveMessage, DeleteMessage, GetQueueAttributes);
-   * the worker extends and resets visibility (heartbeat, backoff) and deletes what it finished; a
-   * concurrency limit's bounce re-sends a message received often (SendMessage), so waits are no receives.
+   * the worker extends and resets visibility (heartbeat, backoff) and deletes what it finished.
    */
-  jobs: [
-    'sqs:ReceiveMessage',
-    'sqs:DeleteMessage',
-    'sqs:ChangeMessageVisibility',
-    'sqs:GetQueueAttributes',
-    'sqs:SendMessage',
-  ],
+  jobs: ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'],
   /** Explicit dead-lettering with the reason attributes: one SendMessage, nothing else. */
   deadLetter: ['sqs:SendMessage'],
+} as const;
+
+/**
+ * What the worker's role gets only when its jobs declare limits (WorkerFunctionProps.limits): a
+ * concurrency scope's busy acquire reads the scope's slots with one BatchGetItem on the leases table, and
+ * a concurrency or rate limit's bounce re-sends a message received often (SendMessage on the jobs queue),
+ * so waits use no receives.
+ */
+export const WORKER_LIMIT_ACTIONS = {
+  leases: ['dynamodb:BatchGetItem'],
+  jobsQueue: ['sqs:SendMessage'],
 } as const;
 
 /**
@@ -220,6 +226,10 @@ export class WorkerFunction extends Construct {
       resourceArns: [props.jobsTable.tableArn],
     });
     props.leasesTable.grant(this.function, ...WORKER_TABLE_ACTIONS.leases);
+    const limits = props.limits ?? { concurrency: true, rate: true };
+    if (limits.concurrency) props.leasesTable.grant(this.function, ...WORKER_LIMIT_ACTIONS.leases);
+    if (limits.concurrency || limits.rate)
+      props.jobsQueue.grant(this.function, ...WORKER_LIMIT_ACTIONS.jobsQueue);
     for (const table of Object.values(props.effectTables ?? {})) this.grantEffects(table);
   }
 

@@ -160,6 +160,7 @@ function propsKey(props: LeaseqStackProps): string | undefined {
         jobs: registry
           ? {
               types: registry.types().sort(),
+              limits: registry.limits(),
               tables: registry
                 .tables()
                 .map((t) => JSON.stringify(t))

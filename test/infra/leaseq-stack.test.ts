@@ -1,8 +1,9 @@
 import { Duration, Token } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES } from '../../infra/constructs/job-queue.ts';
-import { WORKER_TABLE_ACTIONS } from '../../infra/constructs/worker-function.ts';
+import { WORKER_QUEUE_ACTIONS, WORKER_TABLE_ACTIONS } from '../../infra/constructs/worker-function.ts';
 import { createLeaseqApp } from '../../infra/leaseq-app.ts';
 import {
   InvalidLeaseqStackPropsError,
@@ -16,6 +17,7 @@ import {
   PROBLEMS_INDEX,
   PROBLEMS_PROJECTION,
 } from '../../shared/core/contract/job-history.ts';
+import { defineJob, defineJobs } from '../../shared/jobs/define-job.ts';
 import { REDRIVE_MARGIN, STACK_OUTPUT_KEYS, TTL_ATTRIBUTE, WORKER_ENV } from '../../shared/resources.ts';
 
 interface CfnResource {
@@ -460,14 +462,13 @@ describe('Class: LeaseqStack', () => {
       const onDlq = statementsOn(template, dlqId).flatMap(actionsOf);
 
       // The mapping polls (Receive, Delete, GetQueueAttributes); the worker heartbeats and deletes. Both
-      // URLs come from the environment: never GetQueueUrl. The DLQ is only ever sent to.
-      // SendMessage: a concurrency limit's bounce re-sends a message received often.
+      // URLs come from the environment: never GetQueueUrl. The DLQ is only ever sent to. The ledger's
+      // jobs declare no limit, so no SendMessage on the jobs queue (a limit's re-send, below).
       expect([...new Set(onJobs)].sort()).toEqual([
         'sqs:ChangeMessageVisibility',
         'sqs:DeleteMessage',
         'sqs:GetQueueAttributes',
         'sqs:ReceiveMessage',
-        'sqs:SendMessage',
       ]);
       expect([...new Set(onDlq)].sort()).toEqual(['sqs:SendMessage']);
       expect(statements(template).flatMap(actionsOf)).not.toContain('sqs:GetQueueUrl');
@@ -476,12 +477,11 @@ describe('Class: LeaseqStack', () => {
     it.each([
       // Claims and completions are conditional UpdateItems (in a transaction or alone) and reads.
       ['leaseq-dev-jobs', 'jobs', ['dynamodb:GetItem', 'dynamodb:UpdateItem']],
-      // Named leases: conditional updates, reads (a busy concurrency scope in one BatchGetItem), and the
-      // fence ConditionCheck a fenced commit carries.
+      // Named leases: conditional updates, reads, and the fence ConditionCheck a fenced commit carries.
       [
         'leaseq-dev-leases',
         'leases',
-        ['dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        ['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
       ],
       // Application tables: ctx.tables.<name>.get and the effect builders' Put, Update and Delete.
       [
@@ -498,6 +498,42 @@ describe('Class: LeaseqStack', () => {
 
         expect([...new Set(granted)].sort()).toEqual(expected);
         expect([...WORKER_TABLE_ACTIONS[key]].sort()).toEqual(expected);
+      },
+    );
+
+    // A limit's bounce re-sends a message received often (SendMessage on the jobs queue); a concurrency
+    // scope's busy acquire reads its slots (BatchGetItem on the leases table). Only jobs that declare one
+    // give the role these.
+    const limitedJobs = (option: 'concurrency' | 'rateLimit') =>
+      defineJobs([
+        defineJob({
+          type: 'limits.probe',
+          payload: z.object({ tenant: z.string() }),
+          ...(option === 'concurrency'
+            ? { concurrency: { limit: 2, key: (p: { tenant: string }) => p.tenant } }
+            : { rateLimit: { limit: 5, perSeconds: 1 } }),
+          run: async () => ({}),
+        }),
+      ]);
+    it.each([
+      ['a concurrency limit', 'concurrency', ['sqs:SendMessage'], ['dynamodb:BatchGetItem']],
+      ['a rate limit', 'rateLimit', ['sqs:SendMessage'], []],
+    ] as const)(
+      'with %s the role gets %j on the jobs queue and %j on the leases table',
+      (_, option, onQueue, onLeases) => {
+        const { template } = synth({ jobs: limitedJobs(option), resourcePrefix: `lim-${option}` });
+        const [jobsQueueId] = queue(template, `lim-${option}-jobs`);
+        const [leasesId] = table(template, `lim-${option}-leases`);
+        const queueActions = new Set(statementsOn(template, jobsQueueId).flatMap(actionsOf));
+        const leaseActions = new Set(statementsOn(template, leasesId).flatMap(actionsOf));
+        expect(queueActions.has('sqs:SendMessage')).toBe(onQueue.length > 0);
+        expect(leaseActions.has('dynamodb:BatchGetItem')).toBe(onLeases.length > 0);
+        expect([...queueActions].filter((a) => !WORKER_QUEUE_ACTIONS.jobs.includes(a as never))).toEqual(
+          onQueue,
+        );
+        expect([...leaseActions].filter((a) => !WORKER_TABLE_ACTIONS.leases.includes(a as never))).toEqual(
+          onLeases,
+        );
       },
     );
   });

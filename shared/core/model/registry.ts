@@ -4,7 +4,7 @@ import { ConfigError } from '../../errors.ts';
 const MAX_DEAD_KEY_TTL = 10 * 365 * 24 * 3600;
 
 import type { AnyJobDefinition, ConcurrencyLimit, JobDefinition } from './job-definition.ts';
-import { assertRateLimit } from './rate-limit.ts';
+import { assertRateLimit, rateLimits } from './rate-limit.ts';
 import { isPayloadSchema } from './standard-schema.ts';
 import { assertTableDefinition, sameTableSpec, type TableDefinition, type TableMap } from './table.ts';
 
@@ -90,6 +90,18 @@ export class JobRegistry {
   /** Every application table the registered jobs write (each once). */
   tables(): TableDefinition[] {
     return [...this.#tables.values()];
+  }
+
+  /**
+   * Which limits the registered jobs declare: what the worker's role needs beyond the protocol's own
+   * actions (a concurrency scope's busy read is a BatchGetItem; a limit's bounce may re-send a message).
+   */
+  limits(): { readonly concurrency: boolean; readonly rate: boolean } {
+    const all = [...this.#definitions.values()];
+    return {
+      concurrency: all.some((d) => concurrencyLimits(d).length > 0),
+      rate: all.some((d) => rateLimits(d).length > 0),
+    };
   }
 }
 

@@ -207,9 +207,9 @@ describe('IAM enforced (AUTH=true, TLS): the worker role', () => {
       scanLedger: 'denied',
       scanLeases: 'denied',
       purgeJobs: 'denied',
-      // A limit's bounce re-sends a message received often (limit-bounce.ts), so its waits never reach
-      // the queue's redrive count: the worker may send to its own queue.
-      sendToJobs: 'allowed',
+      // Only a worker whose jobs declare a limit may send to its own queue (a limit's bounce re-sends a
+      // message received often, limit-bounce.ts); the ledger's jobs declare none.
+      sendToJobs: 'denied',
     });
     ddb.destroy();
     sqs.destroy();

@@ -2,7 +2,11 @@ import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { WORKER_QUEUE_ACTIONS, WORKER_TABLE_ACTIONS } from '../../../../infra/constructs/worker-function.ts';
+import {
+  WORKER_LIMIT_ACTIONS,
+  WORKER_QUEUE_ACTIONS,
+  WORKER_TABLE_ACTIONS,
+} from '../../../../infra/constructs/worker-function.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { MetricName } from '../../../../shared/core/observe/metric-names.ts';
@@ -321,7 +325,12 @@ describe('concurrency limits (against the emulator)', () => {
     expect(worker.metrics.get(MetricName.LimitWait)).toBe(1);
     expect(calls).toContain('dynamodb:BatchGetItem');
     expect(calls).toContain('sqs:SendMessage');
-    const granted = new Set<string>([...WORKER_TABLE_ACTIONS.leases, ...WORKER_QUEUE_ACTIONS.jobs]);
+    const granted = new Set<string>([
+      ...WORKER_TABLE_ACTIONS.leases,
+      ...WORKER_QUEUE_ACTIONS.jobs,
+      ...WORKER_LIMIT_ACTIONS.leases,
+      ...WORKER_LIMIT_ACTIONS.jobsQueue,
+    ]);
     expect(calls.filter((call) => !granted.has(call))).toEqual([]);
   }, 60_000);
 });
