@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { DEFAULTS } from '../core/contract/defaults.ts';
 import { checkMaxBodyBytes, DEFAULT_MAX_BODY_BYTES } from '../core/contract/envelope.ts';
 import { minInvocationTimeoutSeconds } from '../core/decisions/lease-timing.ts';
