@@ -256,8 +256,11 @@ export function coldStartText(c: ColdStart): string {
       `init ${ms(c.leaseqOnly.wall)}, CPU ${ms(c.leaseqOnly.cpu)}; the job module adds ` +
       `${kb(c.jobModule.ownBytes)} of its own (${list(c.jobModule.own, 4)}) and ` +
       `${(c.initMs.median - c.leaseqOnly.wall.median).toFixed(0)} ms wall / ` +
-      `${(c.initCpuMs.median - c.leaseqOnly.cpu.median).toFixed(0)} ms CPU at the median; ` +
-      `it uses ${list(c.jobModule.sharedWithLeaseq, 4)}, which leaseq bundles anyway (leaseq's side: ${kb(leaseqBytes)})`,
+      `${(c.initCpuMs.median - c.leaseqOnly.cpu.median).toFixed(0)} ms CPU at the median` +
+      (c.jobModule.sharedWithLeaseq.length > 0
+        ? `; it also uses ${list(c.jobModule.sharedWithLeaseq, 4)}, which leaseq bundles anyway`
+        : '') +
+      ` (leaseq's side of the bundle: ${kb(leaseqBytes)})`,
     `  tracing evaluated at init without OTEL_* set: ${c.tracingAtInit.length === 0 ? 'nothing' : c.tracingAtInit.join(', ')}`,
   ].join('\n');
 }
