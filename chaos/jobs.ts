@@ -3,7 +3,7 @@
 // one-write fast path. The tallies let the checker see a double effect per job and step, not only as a
 // wrong balance.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { z } from 'zod';
+import * as z from 'zod';
 import { credit, transfer } from '../examples/ledger/jobs.ts';
 import { changeBalance, ledgerTable } from '../examples/ledger/ledger.ts';
 import { beforeWork, simulateSchema } from '../examples/ledger/simulate.ts';

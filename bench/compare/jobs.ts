@@ -3,7 +3,7 @@
  * consumers send it as an UpdateItem; leaseq returns it as an effect, committed with the completion.
  * A counter above 1 is a double effect; a missing row is a lost job.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { defineTable } from '../../shared/core/model/table.ts';
 import { defineJob, defineJobs } from '../../shared/jobs/define-job.ts';
 import { LIMIT_PLANS, LIMITED_JOB_TYPE } from './limit-plan.ts';

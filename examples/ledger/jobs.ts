@@ -1,6 +1,6 @@
 // The ledger example's job module: the one place its job types, payload schemas and tables are declared.
 // The worker (functions/worker.ts), local workers, `leaseq send`, the demo and the CDK stack read them here.
-import { z } from 'zod';
+import * as z from 'zod';
 import { PermanentJobError } from '../../shared/errors.ts';
 import { defineJob, defineJobs } from '../../shared/jobs/define-job.ts';
 import { changeBalance, ledgerTable } from './ledger.ts';

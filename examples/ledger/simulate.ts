@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { JobContext } from '../../shared/core/model/job-context.ts';
 import { PermanentJobError, TransientJobError } from '../../shared/errors.ts';
 

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { DEFAULTS } from '../core/contract/defaults.ts';
 import { checkMaxBodyBytes, DEFAULT_MAX_BODY_BYTES } from '../core/contract/envelope.ts';
 import { minInvocationTimeoutSeconds } from '../core/decisions/lease-timing.ts';
@@ -7,25 +6,35 @@ import { type JobProcessorOptions, resolveSettings } from '../core/pipeline/sett
 import { ConfigError } from '../errors.ts';
 import { WORKER_ENV } from '../resources.ts';
 
-const positiveInt = (name: string, fallback: number) =>
-  z.coerce
-    .number({ error: `${name} must be a number` })
-    .int(`${name} must be an integer`)
-    .positive(`${name} must be > 0`)
-    .default(fallback);
+// Plain checks rather than a schema library: they run once per cold start, where building and running
+// the schemas cost several ms (docs/performance.md, "Cold start"). Each check gives the value or its one
+// problem; a variable that is unset (undefined) takes its default.
 
-/** An integer whose range the processor checks (its message names the minimum). */
-const integer = (name: string, fallback: number) =>
-  z.coerce
-    .number({ error: `${name} must be a number` })
-    .int(`${name} must be an integer`)
-    .default(fallback);
+/** A value read from one variable: what it is, or why it is refused. */
+type Read<T> = { readonly value: T; readonly problem?: undefined } | { readonly problem: string };
 
-const flag = (name: string) =>
-  z
-    .enum(['1', 'true', '0', 'false', ''], { error: `${name} must be 1, true, 0 or false` })
-    .optional()
-    .transform((v) => v === '1' || v === 'true');
+/** A number as the variable spells it (`Number()`): NaN and the infinities are no number. */
+function readNumber(raw: string, notNumber: string): Read<number> {
+  const value = Number(raw);
+  return Number.isFinite(value) ? { value } : { problem: notNumber };
+}
+
+/** A whole number (a safe integer), above 0 when `positive`; the first check it fails names it. */
+function readInteger(
+  raw: string | undefined,
+  fallback: number,
+  name: string,
+  positive: boolean,
+): Read<number> {
+  if (raw === undefined) return { value: fallback };
+  const read = readNumber(raw, `${name} must be a number`);
+  if (read.problem !== undefined) return read;
+  if (!Number.isSafeInteger(read.value)) return { problem: `${name} must be an integer` };
+  if (positive && !(read.value > 0)) return { problem: `${name} must be > 0` };
+  return read;
+}
+
+const FLAG_VALUES: readonly (string | undefined)[] = ['1', 'true', '0', 'false', '', undefined];
 
 /** The settings a deployment tunes (everything but the resource names). */
 type SettingKey =
@@ -39,77 +48,94 @@ type SettingKey =
   | 'workerId'
   | 'maxBodyBytes';
 
-/** The settings' schema, each setting named in errors by `label` (its variable unless told). */
-const settingsSchema = (label: (key: SettingKey) => string) =>
-  z.object({
-    maxAttempts: positiveInt(label('maxAttempts'), DEFAULTS.maxAttempts),
-    leaseMs: integer(label('leaseMs'), DEFAULTS.leaseMs),
-    concurrency: positiveInt(label('concurrency'), DEFAULTS.batchConcurrency),
-    backoffBaseSeconds: positiveInt(label('backoffBaseSeconds'), 2),
-    backoffCapSeconds: positiveInt(label('backoffCapSeconds'), 900),
-    deadlineMarginMs: positiveInt(label('deadlineMarginMs'), DEFAULTS.deadlineMarginMs),
-    testHooks: flag(label('testHooks')),
-    maxBodyBytes: z.coerce
-      .number({ error: `${label('maxBodyBytes')} must be a number` })
-      .default(DEFAULT_MAX_BODY_BYTES)
-      .superRefine((value, ctx) => {
-        try {
-          checkMaxBodyBytes(value, label('maxBodyBytes'));
-        } catch (error) {
-          ctx.addIssue({ code: 'custom', message: (error as Error).message });
-        }
-      }),
-    workerId: z
-      .string()
-      .min(1, `${label('workerId')} is empty`)
-      .max(128, `${label('workerId')} is longer than 128 characters`)
-      .optional(),
-  });
-
-const namesSchema = z.object({
-  queueUrl: z.string({ error: `${WORKER_ENV.jobsQueueUrl} is required` }).min(1),
-  dlqUrl: z.string({ error: `${WORKER_ENV.dlqUrl} is required` }).min(1),
-  jobsTable: z.string({ error: `${WORKER_ENV.jobsTable} is required` }).min(1),
-  leasesTable: z
-    .string({ error: `${WORKER_ENV.leasesTable} is required` })
-    .min(1, `${WORKER_ENV.leasesTable} is empty`),
-  /** The claim-check bucket (`largePayloads`): a job whose payload was put there is read from it. */
-  payloadBucket: z.string().min(3, `${WORKER_ENV.payloadBucket} is not a bucket name`).optional(),
-  /** Start of the keys a pointer may name (the producers' `largePayloads.keyPrefix`). */
-  payloadPrefix: z.string().min(1, `${WORKER_ENV.payloadPrefix} is empty`).optional(),
-  /** The largest claim-checked payload read. */
-  payloadMaxBytes: z.coerce
-    .number()
-    .int(`${WORKER_ENV.payloadMaxBytes} is not a whole number`)
-    .positive(`${WORKER_ENV.payloadMaxBytes} is not above 0`)
-    .optional(),
-});
-
 /** A worker's tunable settings (everything but the resource names). */
-export type WorkerSettings = z.infer<ReturnType<typeof settingsSchema>>;
+export interface WorkerSettings {
+  maxAttempts: number;
+  leaseMs: number;
+  concurrency: number;
+  backoffBaseSeconds: number;
+  backoffCapSeconds: number;
+  deadlineMarginMs: number;
+  testHooks: boolean;
+  maxBodyBytes: number;
+  workerId?: string | undefined;
+}
+
+/** The resources a worker uses, by name. */
+interface WorkerNames {
+  queueUrl: string;
+  dlqUrl: string;
+  jobsTable: string;
+  leasesTable: string;
+  /** The claim-check bucket (`largePayloads`): a job whose payload was put there is read from it. */
+  payloadBucket?: string | undefined;
+  /** Start of the keys a pointer may name (the producers' `largePayloads.keyPrefix`). */
+  payloadPrefix?: string | undefined;
+  /** The largest claim-checked payload read. */
+  payloadMaxBytes?: number | undefined;
+}
 
 /** Settings of a worker, from the environment the stack (or a local worker process) sets. */
-export type WorkerConfig = z.infer<typeof namesSchema> & WorkerSettings;
+export type WorkerConfig = WorkerNames & WorkerSettings;
+
+/** Each setting read from `env`, in the order problems are named, each named in errors by `label`. */
+function readSettingValues(
+  env: NodeJS.ProcessEnv,
+  label: (key: SettingKey) => string,
+): { readonly [K in keyof WorkerSettings]-?: Read<WorkerSettings[K]> } {
+  const maxBodyBytes = (): Read<number> => {
+    const raw = env[WORKER_ENV.maxBodyBytes];
+    const read =
+      raw === undefined
+        ? { value: DEFAULT_MAX_BODY_BYTES }
+        : readNumber(raw, `${label('maxBodyBytes')} must be a number`);
+    if (read.problem !== undefined) return read;
+    try {
+      checkMaxBodyBytes(read.value, label('maxBodyBytes'));
+      return read;
+    } catch (error) {
+      return { problem: (error as Error).message };
+    }
+  };
+  const testHooks = env[WORKER_ENV.testHooks];
+  const workerId = env[WORKER_ENV.workerId];
+  return {
+    maxAttempts: readInteger(env[WORKER_ENV.maxAttempts], DEFAULTS.maxAttempts, label('maxAttempts'), true),
+    leaseMs: readInteger(env[WORKER_ENV.leaseMs], DEFAULTS.leaseMs, label('leaseMs'), false),
+    concurrency: readInteger(
+      env[WORKER_ENV.concurrency],
+      DEFAULTS.batchConcurrency,
+      label('concurrency'),
+      true,
+    ),
+    backoffBaseSeconds: readInteger(env[WORKER_ENV.backoffBaseSeconds], 2, label('backoffBaseSeconds'), true),
+    backoffCapSeconds: readInteger(env[WORKER_ENV.backoffCapSeconds], 900, label('backoffCapSeconds'), true),
+    deadlineMarginMs: readInteger(
+      env[WORKER_ENV.deadlineMarginMs],
+      DEFAULTS.deadlineMarginMs,
+      label('deadlineMarginMs'),
+      true,
+    ),
+    testHooks: FLAG_VALUES.includes(testHooks)
+      ? { value: testHooks === '1' || testHooks === 'true' }
+      : { problem: `${label('testHooks')} must be 1, true, 0 or false` },
+    maxBodyBytes: maxBodyBytes(),
+    workerId:
+      workerId === undefined
+        ? { value: undefined }
+        : workerId.length < 1
+          ? { problem: `${label('workerId')} is empty` }
+          : workerId.length > 128
+            ? { problem: `${label('workerId')} is longer than 128 characters` }
+            : { value: workerId },
+  };
+}
 
 /**
  * How a setting is named in an error. Its variable by default; `leaseq workers` names the flag that
  * set it instead.
  */
 export type WorkerSettingLabels = { readonly [K in SettingKey]?: string };
-
-function readSettings(env: NodeJS.ProcessEnv) {
-  return {
-    maxAttempts: env[WORKER_ENV.maxAttempts],
-    leaseMs: env[WORKER_ENV.leaseMs],
-    concurrency: env[WORKER_ENV.concurrency],
-    backoffBaseSeconds: env[WORKER_ENV.backoffBaseSeconds],
-    backoffCapSeconds: env[WORKER_ENV.backoffCapSeconds],
-    deadlineMarginMs: env[WORKER_ENV.deadlineMarginMs],
-    testHooks: env[WORKER_ENV.testHooks],
-    workerId: env[WORKER_ENV.workerId],
-    maxBodyBytes: env[WORKER_ENV.maxBodyBytes],
-  };
-}
 
 /**
  * The processor's own range checks (resolveSettings, which a Lambda and a local worker both run when
@@ -154,18 +180,25 @@ function parseSettings(
   labels: WorkerSettingLabels,
 ): { readonly settings?: WorkerSettings; readonly problems: string[] } {
   const label = (key: SettingKey) => labels[key] ?? WORKER_ENV[key];
-  const parsed = settingsSchema(label).safeParse(readSettings(env));
-  if (parsed.success) return { settings: parsed.data, problems: processorProblems(parsed.data, label) };
-  // The processor's checks too, on the numbers that did parse, so one message names every problem.
-  const failed = new Set(parsed.error.issues.map((i) => i.path[0]));
-  const numbers = settingsSchema(label).partial().pick({ leaseMs: true, maxAttempts: true });
-  const parsedNumbers = numbers.safeParse(readSettings(env));
-  const checkable = parsedNumbers.success
-    ? Object.fromEntries(Object.entries(parsedNumbers.data).filter(([key]) => !failed.has(key)))
-    : {};
-  return {
-    problems: [...parsed.error.issues.map((i) => i.message), ...processorProblems(checkable, label)],
-  };
+  const reads = readSettingValues(env, label);
+  const problems: string[] = [];
+  const settings: Record<string, unknown> = {};
+  for (const [key, read] of Object.entries(reads)) {
+    if (read.problem !== undefined) problems.push(read.problem);
+    else settings[key] = read.value;
+  }
+  if (problems.length === 0) {
+    const parsed = settings as unknown as WorkerSettings;
+    return { settings: parsed, problems: processorProblems(parsed, label) };
+  }
+  // The processor's checks too, on the numbers that did parse, so one message names every problem
+  // (only when both parsed: one refused already names the setting to fix first).
+  const { leaseMs, maxAttempts } = reads;
+  const checkable =
+    leaseMs.problem === undefined && maxAttempts.problem === undefined
+      ? { leaseMs: leaseMs.value, maxAttempts: maxAttempts.value }
+      : {};
+  return { problems: [...problems, ...processorProblems(checkable, label)] };
 }
 
 function configError(problems: readonly string[]): ConfigError {
@@ -211,19 +244,48 @@ export function checkInvocationTimeout(
  * Every variable, its default and meaning: README "Worker settings".
  */
 export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
-  const names = namesSchema.safeParse({
-    queueUrl: env[WORKER_ENV.jobsQueueUrl],
-    dlqUrl: env[WORKER_ENV.dlqUrl],
-    jobsTable: env[WORKER_ENV.jobsTable],
-    leasesTable: env[WORKER_ENV.leasesTable],
-    payloadBucket: env[WORKER_ENV.payloadBucket] || undefined,
-    payloadPrefix: env[WORKER_ENV.payloadPrefix] || undefined,
-    payloadMaxBytes: env[WORKER_ENV.payloadMaxBytes] || undefined,
-  });
-  const { settings, problems } = parseSettings(env, {});
-  const all = [...(names.success ? [] : names.error.issues.map((i) => i.message)), ...problems];
-  if (!names.success || !settings || all.length > 0) throw configError(all);
-  return { ...names.data, ...settings };
+  const problems: string[] = [];
+  const name = (variable: string, emptyProblem = `${variable} is required`): string => {
+    const value = env[variable];
+    if (value === undefined || value.length < 1) {
+      problems.push(value === undefined ? `${variable} is required` : emptyProblem);
+      return '';
+    }
+    return value;
+  };
+  const queueUrl = name(WORKER_ENV.jobsQueueUrl);
+  const dlqUrl = name(WORKER_ENV.dlqUrl);
+  const jobsTable = name(WORKER_ENV.jobsTable);
+  const leasesTable = name(WORKER_ENV.leasesTable, `${WORKER_ENV.leasesTable} is empty`);
+  // Set but empty is unset for these three.
+  const payloadBucket = env[WORKER_ENV.payloadBucket] || undefined;
+  if (payloadBucket !== undefined && payloadBucket.length < 3) {
+    problems.push(`${WORKER_ENV.payloadBucket} is not a bucket name`);
+  }
+  const payloadPrefix = env[WORKER_ENV.payloadPrefix] || undefined;
+  const rawMaxBytes = env[WORKER_ENV.payloadMaxBytes] || undefined;
+  let payloadMaxBytes: number | undefined;
+  if (rawMaxBytes !== undefined) {
+    const value = Number(rawMaxBytes);
+    if (!Number.isFinite(value)) problems.push(`Invalid input: expected number, received ${value}`);
+    else if (!Number.isSafeInteger(value))
+      problems.push(`${WORKER_ENV.payloadMaxBytes} is not a whole number`);
+    else if (!(value > 0)) problems.push(`${WORKER_ENV.payloadMaxBytes} is not above 0`);
+    else payloadMaxBytes = value;
+  }
+  const { settings, problems: settingProblems } = parseSettings(env, {});
+  const all = [...problems, ...settingProblems];
+  if (!settings || all.length > 0) throw configError(all);
+  return {
+    queueUrl,
+    dlqUrl,
+    jobsTable,
+    leasesTable,
+    payloadBucket,
+    payloadPrefix,
+    payloadMaxBytes,
+    ...settings,
+  };
 }
 
 /** What {@link workerEnv} turns into environment variables. */

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { InvalidEnvelopeError } from '../../errors.ts';
 import type { PayloadRef } from './payload-store.ts';
 
@@ -74,34 +73,143 @@ export function isValidTraceparent(value: unknown): value is string {
   return version !== 'ff' && !/^0+$/.test(traceId ?? '') && !/^0+$/.test(parentId ?? '');
 }
 
-const envelopeFields = z.object({
-  v: z.literal(ENVELOPE_VERSION),
-  id: z
-    .string()
-    .regex(ENVELOPE_ID, 'id must be 1-128 printable ASCII characters, no space at the start or end'),
-  dedupKey: z.string().regex(DEDUP_KEY, 'dedupKey must be 1-256 printable characters'),
-  type: z.string().min(1).max(128).regex(JOB_TYPE, 'type must be letters, digits and . _ : -'),
-  createdAt: z.iso.datetime({ offset: true }),
-  // Required (null is a payload), except beside payloadRef: the refinement below.
-  payload: z.unknown().optional(),
-  // A claim check (the payload is in S3, see payload-store.ts): in place of `payload`, never beside it.
-  payloadRef: z
-    .object({
-      bucket: z
-        .string()
-        .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'payloadRef.bucket must be an S3 bucket name'),
-      key: z.string().min(1).max(1024),
-      bytes: z.number().int().nonnegative(),
-      sha256: z.string().regex(/^[0-9a-f]{64}$/, 'payloadRef.sha256 must be 64 lower-case hex digits'),
-    })
-    .optional(),
-  // Validated apart (isValidTraceparent): a bad trace is dropped, not a reason to refuse the job.
-});
+// The envelope's checks are plain code rather than a schema library: the worker's bundle then carries no
+// schema library of leaseq's own, and a cold start builds no schemas (docs/performance.md, "Cold start").
+// Each check gives the first problem of its field, worded as the schema this replaced worded it (test/
+// unit/core/contract/envelope-reference.test.ts compares the two on thousands of bodies).
 
-const envelopeSchema = envelopeFields.refine((e) => 'payload' in e !== (e.payloadRef !== undefined), {
-  message: 'an envelope carries payload, or payloadRef in its place (a claim check), not both or neither',
-  path: ['payload'],
-});
+/** What a JSON value is, as a type problem names it. */
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
+}
+
+function expected(type: string, value: unknown): string {
+  return `Invalid input: expected ${type}, received ${typeName(value)}`;
+}
+
+/** A string's problem: its type, then each check in order; undefined when it passes them all. */
+function stringProblem(value: unknown, ...checks: ((s: string) => string | undefined)[]): string | undefined {
+  if (typeof value !== 'string') return expected('string', value);
+  for (const check of checks) {
+    const problem = check(value);
+    if (problem !== undefined) return problem;
+  }
+  return undefined;
+}
+
+const minLength = (n: number) => (s: string) =>
+  s.length >= n ? undefined : `Too small: expected string to have >=${n} characters`;
+const maxLength = (n: number) => (s: string) =>
+  s.length <= n ? undefined : `Too big: expected string to have <=${n} characters`;
+const matches = (pattern: RegExp, problem: string) => (s: string) => (pattern.test(s) ? undefined : problem);
+
+// RFC 3339 date-time with seconds and a zone (Z or +hh:mm / -hh:mm), optional fraction of a second; the
+// day must exist in its month (29 February in leap years only).
+const DATE_TIME =
+  /^(\d{4})-(\d\d)-(\d\d)T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/;
+
+function isDateTime(s: string): boolean {
+  const match = DATE_TIME.exec(s);
+  if (!match) return false;
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1];
+  return days !== undefined && day >= 1 && day <= days;
+}
+
+function payloadRefProblem(value: unknown): { path: string; problem: string } | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { path: 'payloadRef', problem: expected('object', value) };
+  }
+  const ref = value as Record<string, unknown>;
+  const fields: [string, string | undefined][] = [
+    [
+      'bucket',
+      stringProblem(
+        ref.bucket,
+        matches(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'payloadRef.bucket must be an S3 bucket name'),
+      ),
+    ],
+    ['key', stringProblem(ref.key, minLength(1), maxLength(1024))],
+    ['bytes', wholeNumberProblem(ref.bytes)],
+    [
+      'sha256',
+      stringProblem(
+        ref.sha256,
+        matches(/^[0-9a-f]{64}$/, 'payloadRef.sha256 must be 64 lower-case hex digits'),
+      ),
+    ],
+  ];
+  const bad = fields.find(([, problem]) => problem !== undefined);
+  return bad ? { path: `payloadRef.${bad[0]}`, problem: bad[1] as string } : undefined;
+}
+
+/** A whole number from 0 up to the largest safe integer. */
+function wholeNumberProblem(value: unknown): string | undefined {
+  if (typeof value !== 'number' || !Number.isFinite(value)) return expected('number', value);
+  if (!Number.isInteger(value)) return 'Invalid input: expected int, received number';
+  if (value > Number.MAX_SAFE_INTEGER) return `Too big: expected int to be <=${Number.MAX_SAFE_INTEGER}`;
+  if (value < 0) return 'Too small: expected number to be >=0';
+  return undefined;
+}
+
+/** The first problem of an object that has `v: 1`, by field in envelope order, with the field's path. */
+function envelopeProblem(raw: Record<string, unknown>): { path: string; problem: string } | undefined {
+  const fields: [string, () => string | undefined][] = [
+    [
+      'id',
+      () =>
+        stringProblem(
+          raw.id,
+          matches(ENVELOPE_ID, 'id must be 1-128 printable ASCII characters, no space at the start or end'),
+        ),
+    ],
+    [
+      'dedupKey',
+      () => stringProblem(raw.dedupKey, matches(DEDUP_KEY, 'dedupKey must be 1-256 printable characters')),
+    ],
+    [
+      'type',
+      () =>
+        stringProblem(
+          raw.type,
+          minLength(1),
+          maxLength(128),
+          matches(JOB_TYPE, 'type must be letters, digits and . _ : -'),
+        ),
+    ],
+    [
+      'createdAt',
+      () => stringProblem(raw.createdAt, (s) => (isDateTime(s) ? undefined : 'Invalid ISO datetime')),
+    ],
+  ];
+  for (const [path, check] of fields) {
+    const problem = check();
+    if (problem !== undefined) return { path, problem };
+  }
+  if (raw.payloadRef !== undefined) {
+    const problem = payloadRefProblem(raw.payloadRef);
+    if (problem) return problem;
+  }
+  // Required (null is a payload), except beside payloadRef: one or the other.
+  if ('payload' in raw === (raw.payloadRef !== undefined)) {
+    return {
+      path: 'payload',
+      problem: 'an envelope carries payload, or payloadRef in its place (a claim check), not both or neither',
+    };
+  }
+  return undefined;
+}
+
+/** A claim check (the payload is in S3, see payload-store.ts): in place of `payload`, never beside it. */
+export interface EnvelopePayloadRef {
+  bucket: string;
+  key: string;
+  bytes: number;
+  sha256: string;
+}
 
 /** The shape every reason for a refused body names, so a producer sees what to send. */
 export const ENVELOPE_SHAPE = `{v:${ENVELOPE_VERSION}, id, dedupKey, type, createdAt, payload}`;
@@ -118,10 +226,18 @@ export function isEnvelopeType(value: string): boolean {
 }
 
 /** A job as it travels in an SQS message body. */
-export type JobEnvelope = z.infer<typeof envelopeSchema> & {
+export interface JobEnvelope {
+  v: typeof ENVELOPE_VERSION;
+  id: string;
+  dedupKey: string;
+  type: string;
+  createdAt: string;
+  /** Required (null is a payload), except beside payloadRef. */
+  payload?: unknown;
+  payloadRef?: EnvelopePayloadRef | undefined;
   /** W3C `traceparent` of the producer's trace; only ever a valid one (see {@link parseEnvelope}). */
   trace?: string;
-};
+}
 
 /**
  * Parses and validates a message body. Throws {@link InvalidEnvelopeError} with the problem kind for
@@ -155,20 +271,36 @@ export function parseEnvelope(
       `leaseq envelope version ${JSON.stringify(raw.v)} is not supported; expected ${ENVELOPE_SHAPE}`,
     );
   }
-  const parsed = envelopeSchema.safeParse(raw);
-  if (!parsed.success) {
-    const first = parsed.error.issues[0];
-    const where = first?.path.length ? first.path.join('.') : 'body';
+  const fields = raw as Record<string, unknown>;
+  const bad = envelopeProblem(fields);
+  if (bad) {
     throw new InvalidEnvelopeError(
       'bad-schema',
-      `invalid leaseq envelope: ${where}: ${first?.message ?? 'invalid'}; expected ${ENVELOPE_SHAPE}`,
+      `invalid leaseq envelope: ${bad.path}: ${bad.problem}; expected ${ENVELOPE_SHAPE}`,
     );
   }
-  if (options.isKnownType && !options.isKnownType(parsed.data.type)) {
-    throw new InvalidEnvelopeError('unknown-type', `job type ${parsed.data.type} is not registered`);
+  const type = fields.type as string;
+  if (options.isKnownType && !options.isKnownType(type)) {
+    throw new InvalidEnvelopeError('unknown-type', `job type ${type} is not registered`);
   }
-  const trace = (raw as { trace?: unknown }).trace;
-  return isValidTraceparent(trace) ? { ...parsed.data, trace } : parsed.data;
+  // The envelope's own fields only, in their order; anything else in the body is dropped.
+  const envelope: JobEnvelope = {
+    v: ENVELOPE_VERSION,
+    id: fields.id as string,
+    dedupKey: fields.dedupKey as string,
+    type,
+    createdAt: fields.createdAt as string,
+  };
+  if ('payload' in fields) envelope.payload = fields.payload;
+  if ('payloadRef' in fields) {
+    const ref = fields.payloadRef as EnvelopePayloadRef | undefined;
+    envelope.payloadRef =
+      ref === undefined
+        ? undefined
+        : { bucket: ref.bucket, key: ref.key, bytes: ref.bytes, sha256: ref.sha256 };
+  }
+  const trace = fields.trace;
+  return isValidTraceparent(trace) ? { ...envelope, trace } : envelope;
 }
 
 /**
