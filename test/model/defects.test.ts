@@ -410,6 +410,78 @@ describe('Issue 21 checks catch what they are for', () => {
     ).toEqual(['concurrency/held-after-settle']);
   });
 
+  it('concurrency/held-after-settle asks who holds that slot, not who holds its token (a token is per key)', async () => {
+    // LEASEQ_MODEL_SEED=1430218002, shrunk. Tokens increase per lease key, so two slots often carry one
+    // token: w1 takes slot:model.cap:*#0 as token ...003 at t=22833 for job-0's third attempt, whose
+    // delete is slowed 3600 ms by the fault and which the invocation's timeout kills at t=37833, leaving
+    // the slot to run out one slot lease later (t=42833). Meanwhile (t=36582) w0 takes
+    // slot:model.tenant:k:t0#1, also token ...003, dead-letters job-0 and releases it. The check must
+    // excuse cap#0 as a killed worker's slot, not blame it on w0.
+    const scenario: Scenario = {
+      seed: 0,
+      workers: 2,
+      leaseMs: 6000,
+      source: { kind: 'lambda', timeoutMs: 15000 },
+      batchSize: 1,
+      maxAttempts: 3,
+      cache: false,
+      readFirst: false,
+      duplicates: [],
+      faults: [{ atMs: 2, target: 'queue', op: 11, mode: 'delay-before', delayMs: 3600, times: 1 }],
+      crashes: [],
+      pauses: [],
+      jobs: [
+        {
+          steps: [],
+          final: { account: 'acct-a', delta: 1 },
+          sleepMs: 11400,
+          failRuns: 0,
+          poison: false,
+          fast: false,
+          tenant: 0,
+        },
+        {
+          steps: [],
+          final: { account: 'acct-a', delta: 1 },
+          sleepMs: 0,
+          failRuns: 0,
+          poison: false,
+          fast: true,
+          tenant: 0,
+        },
+        {
+          steps: [],
+          final: { account: 'acct-a', delta: 1 },
+          sleepMs: 0,
+          failRuns: 0,
+          poison: false,
+          fast: false,
+          tenant: 0,
+        },
+        {
+          steps: [],
+          final: { account: 'acct-a', delta: 1 },
+          sleepMs: 260,
+          failRuns: 1,
+          poison: false,
+          fast: false,
+          tenant: 1,
+        },
+        { steps: [], sleepMs: 1, failRuns: 0, poison: true, fast: true },
+      ],
+      concurrency: { perTenant: 2, cap: 2 },
+    };
+    expect((await runScenario(scenario)).violations).toEqual([]);
+    // The check still sees a real leak on this very schedule: with slot releases that write nothing,
+    // live workers' slots stay held after every job settled.
+    const keeping = (leases: InMemoryLeaseStore) =>
+      leaseStore(leases, {
+        release: (lease) => (lease.key.startsWith('slot:') ? Promise.resolve() : leases.release(lease)),
+      });
+    const leaks = (await runScenario(scenario, { wrapLeases: keeping })).violations;
+    expect(leaks.filter((v) => v.startsWith('[concurrency/held-after-settle]'))).not.toEqual([]);
+  });
+
   it('concurrency/bounce-used-attempt: a job claimed before its limit is checked', async () => {
     broken.claimBeforeBounce = true;
     try {

@@ -361,15 +361,20 @@ class World {
   readonly #writes = new Map<string, { inFlight: number; started: number }>();
   /** Per job, the commits the store refused for a DynamoDB limit (ValidationException). */
   readonly limitRefusals = new Map<string, number>();
-  /** Named leases taken, by token: who took it, and whether the answer reached the worker. */
-  readonly acquisitions = new Map<number, { worker: string; dedupKey: string; delivered: boolean }>();
   /**
-   * Named leases whose release failed with an injected outage: they are left to expire (the store could
-   * not be told), which named-lease.ts documents; held-after-settle does not count them.
+   * Named leases taken, by {@link leaseId} (key and token: a token is unique per key only, so a job's
+   * tenant slot and cap slot often carry the same one): who took it, and whether the answer reached
+   * the worker.
    */
-  readonly releaseFailed = new Set<number>();
-  /** Tokens already reported as renewed by an orphan (one violation each). */
-  readonly orphansSeen = new Set<number>();
+  readonly acquisitions = new Map<string, { worker: string; dedupKey: string; delivered: boolean }>();
+  /**
+   * Named leases (by {@link leaseId}) whose release failed with an injected outage: they are left to
+   * expire (the store could not be told), which named-lease.ts documents; held-after-settle does not
+   * count them.
+   */
+  readonly releaseFailed = new Set<string>();
+  /** Leases (by {@link leaseId}) already reported as renewed by an orphan (one violation each). */
+  readonly orphansSeen = new Set<string>();
   /** Jobs that get a message of another type under their dedupKey (review kind `collision`). */
   readonly collided = new Set<string>();
   readonly #trace: TraceEntry[] = [];
@@ -698,10 +703,11 @@ class World {
     if (this.workerDead(worker)) return;
     // Only a lease its attempt knows it holds is renewed: one whose acquire answer was lost and which
     // the retried acquire recognised as its own (isOwnAcquire) counts as delivered from here on.
-    const taken = this.acquisitions.get(lease.token);
+    const id = leaseId(lease.key, lease.token);
+    const taken = this.acquisitions.get(id);
     if (taken && taken.worker === worker && !taken.delivered) taken.delivered = true;
-    if (this.processing(worker, dedupKey) || this.orphansSeen.has(lease.token)) return;
-    this.orphansSeen.add(lease.token);
+    if (this.processing(worker, dedupKey) || this.orphansSeen.has(id)) return;
+    this.orphansSeen.add(id);
     const kind = lease.key.startsWith('slot:') ? 'concurrency' : 'named-lease';
     this.violations.push(
       `[${kind}/orphan-heartbeat] ${worker} renewed named lease ${lease.key} (token ${lease.token}) ` +
@@ -716,13 +722,14 @@ class World {
   async leaseBusy(worker: string, dedupKey: string, name: string): Promise<void> {
     const item: LeaseItem | undefined = this.leases.peek(name);
     if (!item?.owner || !(item.leaseUntil >= Date.now())) return;
-    const holder = this.acquisitions.get(item.token);
+    const id = leaseId(name, item.token);
+    const holder = this.acquisitions.get(id);
     if (!holder || holder.dedupKey !== dedupKey) return;
     // A killed worker releases nothing, whether or not its acquire answer arrived: its lease expires
     // after one lease length, and the wait of a later attempt may run out first. (Nor does a killed
     // worker's own code, which the model lets run on with its calls hung, report anything real.) A lease
     // whose release failed with an outage is left to expire likewise (see releaseFailed).
-    if (this.workerDead(worker) || this.workerDead(holder.worker) || this.releaseFailed.has(item.token)) {
+    if (this.workerDead(worker) || this.workerDead(holder.worker) || this.releaseFailed.has(id)) {
       return;
     }
     // Another worker's attempt that may still run (stalled) is not "ended", whether or not its acquire's
@@ -1056,11 +1063,12 @@ class World {
     // Named leases: none held, once every job has settled, by an attempt whose worker knew it took it.
     for (const name of LEASE_NAMES) {
       const item = this.leases.peek(name);
-      const holder = item ? this.acquisitions.get(item.token) : undefined;
+      const id = item ? leaseId(name, item.token) : '';
+      const holder = this.acquisitions.get(id);
       if (!item?.owner || !(item.leaseUntil >= Date.now()) || !holder?.delivered) continue;
       // A release refused by an outage cannot do better than let the lease expire (after one lease length,
       // unrenewed): not a leak. A lease nobody tried to release still counts.
-      if (this.workerDead(holder.worker) || this.releaseFailed.has(item.token)) continue;
+      if (this.workerDead(holder.worker) || this.releaseFailed.has(id)) continue;
       v.push(
         `[named-lease/held-after-settle] named lease ${item.leaseKey} (token ${item.token}) still held by ` +
           `${holder.worker} for ${holder.dedupKey} until t=${item.leaseUntil - T0} ms after every job settled`,
@@ -1255,9 +1263,12 @@ class World {
       }
       for (const key of this.slotKeys) {
         const item = this.leases.peek(key);
-        const holder = item ? this.acquisitions.get(item.token) : undefined;
+        const id = item ? leaseId(key, item.token) : '';
+        const holder = this.acquisitions.get(id);
         if (!item?.owner || !(item.leaseUntil >= Date.now()) || !holder?.delivered) continue;
-        if (this.workerDead(holder.worker) || this.releaseFailed.has(item.token)) continue;
+        // A killed worker's slot, or one whose release an outage refused, runs out one slot lease after
+        // its last renewal (limits.ts, releaseSlots): not a leak (slot-outlives-crash bounds the former).
+        if (this.workerDead(holder.worker) || this.releaseFailed.has(id)) continue;
         // A run left behind that is still going keeps its slot, unrenewed, until it ends (limits.ts).
         if ((this.liveRuns.get(`${holder.worker}/${holder.dedupKey}`) ?? 0) > 0) continue;
         problems.push(
@@ -1373,6 +1384,15 @@ function letterProblems(
     problems.push(`${where}: letter body is not the original JSON`);
   }
   return problems;
+}
+
+/**
+ * One named lease's identity in the model's books: its key and its token. A fencing token is strictly
+ * increasing per key only (lease-store.ts), so two keys (a job's tenant slot and its cap slot) often
+ * carry the same token, held by different workers.
+ */
+function leaseId(key: string, token: number): string {
+  return `${key} ${token}`;
 }
 
 export function jobKey(index: number): string {
@@ -2159,7 +2179,7 @@ class PortLeases implements LeaseStore {
     const dedupKey = this.#key(owner);
     if (key.startsWith('slot:')) this.#world.slotKeys.add(key);
     const taken = (token: number, delivered: boolean) => {
-      this.#world.acquisitions.set(token, { worker: this.#worker, dedupKey, delivered });
+      this.#world.acquisitions.set(leaseId(key, token), { worker: this.#worker, dedupKey, delivered });
       if (!delivered) this.#world.stats.namedLeases += 1;
     };
     const result = await this.#ports.call(dedupKey, async () => {
@@ -2187,7 +2207,11 @@ class PortLeases implements LeaseStore {
     });
     // The answer reached the worker: its attempt knows it holds the lease.
     if (result.acquired)
-      this.#world.acquisitions.set(result.lease.token, { worker: this.#worker, dedupKey, delivered: true });
+      this.#world.acquisitions.set(leaseId(key, result.lease.token), {
+        worker: this.#worker,
+        dedupKey,
+        delivered: true,
+      });
     return result;
   }
   renew(lease: NamedLease, leaseMs: number, now: number): Promise<void> {
@@ -2212,7 +2236,8 @@ class PortLeases implements LeaseStore {
         ...extra,
         error: describeError(error),
       });
-      if (what === 'release' && isInjected(error)) this.#world.releaseFailed.add(lease.token);
+      if (what === 'release' && isInjected(error))
+        this.#world.releaseFailed.add(leaseId(lease.key, lease.token));
       throw error;
     }
   }
