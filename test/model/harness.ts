@@ -2016,10 +2016,14 @@ class AuditStore implements JobStore {
         // Landed but answered with an error, or later than the call's budget (one lease), the worker did
         // not learn that it landed and kept the message, which may come back after the dead key's TTL and
         // reset it: a known gap (docs/protocol.md, known gaps), not counted as the message it died under.
+        // Either way the item now names this message as the one the job died under, so a message of an
+        // earlier death is no longer it: one whose delete failed and that comes back after the dead key's
+        // TTL resets the key as a fresh send would (docs/protocol.md, deadKeyTtl).
         const item = world.store.peek(lease.dedupKey);
         const answeredInTime = answered && Date.now() - sentAt < world.scenario.leaseMs;
-        if (item?.status === JobStatus.Dead && item.token === lease.token && answeredInTime) {
-          world.deadMessages.set(lease.dedupKey, lease.messageId);
+        if (item?.status === JobStatus.Dead && item.token === lease.token) {
+          if (answeredInTime) world.deadMessages.set(lease.dedupKey, lease.messageId);
+          else world.deadMessages.delete(lease.dedupKey);
         }
       }
     });
