@@ -224,6 +224,23 @@ function utf8(text: string): number {
 
 /** Where `value` holds something the document client cannot send (a path, no data), or undefined. */
 function badValue(value: unknown, path: string): string | undefined {
+  // The path below `path` is kept as steps and written out only for a bad value: a good write (every
+  // write of a job passes here) builds no path strings.
+  const steps: unknown[] = [];
+  const problem = badIn(value, steps);
+  if (problem === undefined) return undefined;
+  let at = path;
+  for (let i = 0; i < steps.length; i += 2) {
+    at += steps[i] === INDEX ? `[${steps[i + 1] as number}]` : `.${String(steps[i + 1])}`;
+  }
+  return `${at} ${problem}`;
+}
+
+const INDEX = 0;
+const NAME = 1;
+
+/** What is wrong with `value` (the words after its path), with `steps` left at its place; or undefined. */
+function badIn(value: unknown, steps: unknown[]): string | undefined {
   if (value === undefined || value === null) return undefined;
   switch (typeof value) {
     case 'string':
@@ -231,10 +248,10 @@ function badValue(value: unknown, path: string): string | undefined {
     case 'bigint':
       return undefined;
     case 'number':
-      return Number.isFinite(value) ? undefined : `${path} is ${value} (DynamoDB numbers are finite)`;
+      return Number.isFinite(value) ? undefined : `is ${value} (DynamoDB numbers are finite)`;
     case 'function':
     case 'symbol':
-      return `${path} is a ${typeof value}`;
+      return `is a ${typeof value}`;
   }
   if (value instanceof NumberValue || ArrayBuffer.isView(value) || value instanceof ArrayBuffer) {
     return undefined;
@@ -242,20 +259,24 @@ function badValue(value: unknown, path: string): string | undefined {
   if (Array.isArray(value) || value instanceof Set) {
     let i = 0;
     for (const element of value) {
-      const found = badValue(element, `${path}[${i++}]`);
+      steps.push(INDEX, i++);
+      const found = badIn(element, steps);
       if (found) return found;
+      steps.length -= 2;
     }
     return undefined;
   }
   const proto: unknown = Object.getPrototypeOf(value);
   if (!(value instanceof Map) && proto !== Object.prototype && proto !== null) {
     const kind = (value as { constructor?: { name?: unknown } }).constructor?.name;
-    return `${path} is a ${typeof kind === 'string' ? kind : 'class instance'} (write plain data: an ISO string or epoch number for a Date)`;
+    return `is a ${typeof kind === 'string' ? kind : 'class instance'} (write plain data: an ISO string or epoch number for a Date)`;
   }
   const entries = value instanceof Map ? [...value.entries()] : Object.entries(value);
   for (const [name, element] of entries) {
-    const found = badValue(element, `${path}.${String(name)}`);
+    steps.push(NAME, name);
+    const found = badIn(element, steps);
     if (found) return found;
+    steps.length -= 2;
   }
   return undefined;
 }
