@@ -224,23 +224,44 @@ function utf8(text: string): number {
 
 /** Where `value` holds something the document client cannot send (a path, no data), or undefined. */
 function badValue(value: unknown, path: string): string | undefined {
-  // The path below `path` is kept as steps and written out only for a bad value: a good write (every
-  // write of a job passes here) builds no path strings.
-  const steps: unknown[] = [];
-  const problem = badIn(value, steps);
-  if (problem === undefined) return undefined;
-  let at = path;
-  for (let i = 0; i < steps.length; i += 2) {
-    at += steps[i] === INDEX ? `[${steps[i + 1] as number}]` : `.${String(steps[i + 1])}`;
-  }
-  return `${at} ${problem}`;
+  // Every write of a job passes here: a walk that builds no path strings first, then, only for a bad
+  // value, the walk that names where it is.
+  return isSendable(value) ? undefined : badValueAt(value, path);
 }
 
-const INDEX = 0;
-const NAME = 1;
+/** Whether the document client can send `value`: what {@link badValueAt} finds nothing wrong with. */
+function isSendable(value: unknown): boolean {
+  if (value === undefined || value === null) return true;
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+    case 'bigint':
+      return true;
+    case 'number':
+      return Number.isFinite(value);
+    case 'function':
+    case 'symbol':
+      return false;
+  }
+  if (value instanceof NumberValue || ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return true;
+  if (Array.isArray(value) || value instanceof Set) {
+    for (const element of value) if (!isSendable(element)) return false;
+    return true;
+  }
+  if (value instanceof Map) {
+    for (const element of value.values()) if (!isSendable(element)) return false;
+    return true;
+  }
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  for (const name in value) {
+    if (Object.hasOwn(value, name) && !isSendable((value as Record<string, unknown>)[name])) return false;
+  }
+  return true;
+}
 
-/** What is wrong with `value` (the words after its path), with `steps` left at its place; or undefined. */
-function badIn(value: unknown, steps: unknown[]): string | undefined {
+/** Where `value` holds something the document client cannot send, with its path; or undefined. */
+function badValueAt(value: unknown, path: string): string | undefined {
   if (value === undefined || value === null) return undefined;
   switch (typeof value) {
     case 'string':
@@ -248,10 +269,10 @@ function badIn(value: unknown, steps: unknown[]): string | undefined {
     case 'bigint':
       return undefined;
     case 'number':
-      return Number.isFinite(value) ? undefined : `is ${value} (DynamoDB numbers are finite)`;
+      return Number.isFinite(value) ? undefined : `${path} is ${value} (DynamoDB numbers are finite)`;
     case 'function':
     case 'symbol':
-      return `is a ${typeof value}`;
+      return `${path} is a ${typeof value}`;
   }
   if (value instanceof NumberValue || ArrayBuffer.isView(value) || value instanceof ArrayBuffer) {
     return undefined;
@@ -259,24 +280,20 @@ function badIn(value: unknown, steps: unknown[]): string | undefined {
   if (Array.isArray(value) || value instanceof Set) {
     let i = 0;
     for (const element of value) {
-      steps.push(INDEX, i++);
-      const found = badIn(element, steps);
+      const found = badValueAt(element, `${path}[${i++}]`);
       if (found) return found;
-      steps.length -= 2;
     }
     return undefined;
   }
   const proto: unknown = Object.getPrototypeOf(value);
   if (!(value instanceof Map) && proto !== Object.prototype && proto !== null) {
     const kind = (value as { constructor?: { name?: unknown } }).constructor?.name;
-    return `is a ${typeof kind === 'string' ? kind : 'class instance'} (write plain data: an ISO string or epoch number for a Date)`;
+    return `${path} is a ${typeof kind === 'string' ? kind : 'class instance'} (write plain data: an ISO string or epoch number for a Date)`;
   }
   const entries = value instanceof Map ? [...value.entries()] : Object.entries(value);
   for (const [name, element] of entries) {
-    steps.push(NAME, name);
-    const found = badIn(element, steps);
+    const found = badValueAt(element, `${path}.${String(name)}`);
     if (found) return found;
-    steps.length -= 2;
   }
   return undefined;
 }
