@@ -184,7 +184,8 @@ export function itemBytes(item: Readonly<Record<string, unknown>>): number {
  */
 function valueBytes(value: unknown, upper: boolean): number {
   if (typeof value === 'string') return utf8(value);
-  if (typeof value === 'number' || typeof value === 'bigint') return numberBytes(String(value), upper);
+  if (typeof value === 'number') return upper ? 21 : numberLowerBytes(value);
+  if (typeof value === 'bigint') return numberBytes(String(value), upper);
   if (typeof value === 'boolean' || value === null) return 1;
   if (value instanceof NumberValue) return numberBytes(value.value, upper);
   if (ArrayBuffer.isView(value)) return value.byteLength;
@@ -206,6 +207,17 @@ function valueBytes(value: unknown, upper: boolean): number {
     return bytes;
   }
   return 0;
+}
+
+/** {@link numberBytes} of a JS number, lower bound: a safe integer's digits counted without its text. */
+function numberLowerBytes(value: number): number {
+  if (!Number.isSafeInteger(value)) return numberBytes(String(value), false);
+  let n = Math.abs(value);
+  if (n === 0) return 0;
+  while (n % 10 === 0) n /= 10;
+  let digits = 0;
+  for (; n >= 1; n = Math.floor(n / 10)) digits++;
+  return Math.ceil(digits / 2);
 }
 
 function numberBytes(text: string, upper: boolean): number {
@@ -390,6 +402,8 @@ class Targets {
   }
 
   duplicate(): [string, string] | undefined {
+    // One item cannot be written twice.
+    if (this.#keyed.length + this.#puts.length < 2) return undefined;
     const keyNames = new Map<string, string[]>();
     for (const { table, key } of this.#keyed) keyNames.set(table, Object.keys(key).sort());
     const seen = new Map<string, string>();
