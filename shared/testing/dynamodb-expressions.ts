@@ -336,7 +336,14 @@ function updateActions(parser: Parser): readonly UpdateAction[] {
  * again, in that order, so it throws what a fresh parse would; any other use parses afresh. Only parses
  * that succeeded are kept: a refused expression is refused again, with the same error, on every call.
  */
-const PARSED = new Map<string, { readonly parsed: unknown; readonly reads: readonly PlaceholderRead[] }>();
+const PARSED = {
+  condition: new Map<string, ParsedExpression>(),
+  update: new Map<string, ParsedExpression>(),
+};
+interface ParsedExpression {
+  readonly parsed: unknown;
+  readonly reads: readonly PlaceholderRead[];
+}
 const PARSED_MAX = 1000;
 
 type PlaceholderRead =
@@ -350,8 +357,8 @@ function cached<T>(
   placeholders: Placeholders,
   parse: (parser: Parser) => T,
 ): T {
-  const key = `${kind}\u0000${expression}`;
-  const hit = PARSED.get(key);
+  const parsedOfKind = PARSED[kind];
+  const hit = parsedOfKind.get(expression);
   if (hit !== undefined && sameNames(hit.reads, placeholders)) {
     for (const read of hit.reads) {
       if (read.kind === 'value') checkValueDefined(placeholders, read.token);
@@ -361,8 +368,8 @@ function cached<T>(
   }
   const parser = new Parser(expression, placeholders, kind);
   const parsed = parse(parser);
-  if (PARSED.size >= PARSED_MAX) PARSED.clear();
-  PARSED.set(key, { parsed, reads: parser.reads });
+  if (parsedOfKind.size >= PARSED_MAX) parsedOfKind.clear();
+  parsedOfKind.set(expression, { parsed, reads: parser.reads });
   return parsed;
 }
 

@@ -39,7 +39,12 @@ export { validationException };
 export function itemBytes(item: Readonly<Record<string, unknown>>): number {
   let bytes = 0;
   for (const [name, value] of Object.entries(item)) {
-    bytes += Buffer.byteLength(name) + Buffer.byteLength(JSON.stringify(value, measurable) ?? '');
+    // The replacer changes only bigints and sets: a string, number, boolean or null is written as it is.
+    const text =
+      typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' || value === null
+        ? JSON.stringify(value)
+        : JSON.stringify(value, measurable);
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(text ?? '');
   }
   return bytes;
 }
