@@ -11,8 +11,10 @@ import { existsSync } from 'node:fs';
  * BENCH_BASELINE=<dir> also runs the two leaseq variants of another checkout (a git worktree of main,
  * with its node_modules) in the same process, alternating with this one's, and prints this/baseline as
  * the median of per-round ratios: a change of a few percent shows through noise that moves whole runs.
- * Runs under tsx, so every closure created pays esbuild's keepNames `__name`; the built package (tsc) and
- * the Lambda bundle do not. Figures and what they include: docs/performance.md.
+ * Runs under tsx, so every closure created in this checkout's sources pays esbuild's keepNames `__name`;
+ * the built package (tsc) and the Lambda bundle do not. BENCH_BUILT=<dir> (`dist` after `npm run build`)
+ * also runs the built JavaScript of this checkout, what the package ships (tsx adds no `__name` to .js),
+ * in the same process. Figures and what they include: docs/performance.md.
  */
 
 import { isAbsolute, join, resolve } from 'node:path';
@@ -35,6 +37,7 @@ const JOBS = Number(process.env.BENCH_JOBS ?? 2000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 
 const BASELINE = process.env.BENCH_BASELINE;
+const BUILT = process.env.BENCH_BUILT;
 
 type Variant =
   | 'bare'
@@ -43,13 +46,16 @@ type Variant =
   | 'fast path as shipped'
   | 'baseline, logs off'
   | 'baseline as shipped'
-  | 'baseline fast path';
+  | 'baseline fast path'
+  | 'built as shipped'
+  | 'built fast path';
 const VARIANTS: readonly Variant[] = [
   'bare',
   'leaseq, logs off',
   'leaseq as shipped',
   'fast path as shipped',
   ...(BASELINE ? (['baseline, logs off', 'baseline as shipped', 'baseline fast path'] as const) : []),
+  ...(BUILT ? (['built as shipped', 'built fast path'] as const) : []),
 ];
 
 /** The leaseq modules a run uses: this checkout's, or the baseline checkout's. */
@@ -109,6 +115,39 @@ async function loadBaseline(dir: string): Promise<Leaseq> {
 }
 
 const baseline = BASELINE ? await loadBaseline(BASELINE) : undefined;
+
+/** This checkout's modules as `npm run build` wrote them (JavaScript, no tsx `__name`). */
+async function loadBuilt(dir: string): Promise<Leaseq> {
+  const root = isAbsolute(dir) ? dir : resolve(dir);
+  const from = (path: string) => {
+    if (!existsSync(join(root, path))) throw new Error(`BENCH_BUILT: no ${join(root, path)} (npm run build)`);
+    return import(pathToFileURL(join(root, path)).href);
+  };
+  const [cache, metrics, optimistic, processor, registry, jobs, store, effects, queue] = await Promise.all([
+    from('shared/core/pipeline/completed-cache.js'),
+    from('shared/core/observe/metrics.js'),
+    from('shared/core/decisions/optimistic.js'),
+    from('shared/core/pipeline/processor.js'),
+    from('shared/core/model/registry.js'),
+    from('shared/jobs/define-job.js'),
+    from('shared/testing/in-memory-job-store.js'),
+    from('shared/testing/in-memory-effects.js'),
+    from('shared/testing/in-memory-queue.js'),
+  ]);
+  return {
+    CompletedCache: cache.CompletedCache,
+    InMemoryMetrics: metrics.InMemoryMetrics,
+    versionedPut: optimistic.versionedPut,
+    JobProcessor: processor.JobProcessor,
+    JobRegistry: registry.JobRegistry,
+    defineJob: jobs.defineJob,
+    InMemoryEffectApplier: effects.InMemoryEffectApplier,
+    InMemoryJobStore: store.InMemoryJobStore,
+    InMemoryQueue: queue.InMemoryQueue,
+  };
+}
+
+const built = BUILT ? await loadBuilt(BUILT) : undefined;
 
 function bodies(run: string): string[] {
   return Array.from({ length: JOBS }, (_, i) =>
@@ -195,6 +234,7 @@ async function measure(variant: Variant, round: number): Promise<number> {
   const before = process.cpuUsage();
   try {
     if (variant === 'bare') await bare(run);
+    else if (variant.startsWith('built')) await withLeaseq(run, true, built, variant === 'built fast path');
     else if (variant.startsWith('baseline')) {
       await withLeaseq(run, variant !== 'baseline, logs off', baseline, variant === 'baseline fast path');
     } else if (variant === 'fast path as shipped') await withLeaseq(run, true, HERE, true);
@@ -221,6 +261,20 @@ function pairedRatios(results: ReadonlyMap<Variant, number[]>): string[] {
   });
 }
 
+/** The built package over this checkout's sources under tsx, per variant (paired rounds). */
+function builtRatios(results: ReadonlyMap<Variant, number[]>): string[] {
+  const pairs = [
+    ['as shipped', 'built as shipped', 'leaseq as shipped'],
+    ['fast path', 'built fast path', 'fast path as shipped'],
+  ] as const;
+  return pairs.map(([label, built, source]) => {
+    const mine = results.get(built) ?? [];
+    const theirs = results.get(source) ?? [];
+    const ratios = mine.map((v, i) => v / (theirs[i] ?? Number.NaN));
+    return `built / source under tsx, ${label}: ${median(ratios).toFixed(3)}x (${BUILT})`;
+  });
+}
+
 async function main(): Promise<void> {
   process.stderr.write(
     `bench:cpu: ${JOBS} jobs x ${ROUNDS} rounds x ${VARIANTS.length} variants, interleaved\n`,
@@ -229,7 +283,8 @@ async function main(): Promise<void> {
   const results = new Map<Variant, number[]>(VARIANTS.map((v) => [v, []]));
   for (let round = 0; round < ROUNDS; round++) {
     // With a baseline, every other round runs it first: neither tree always comes after the other.
-    const order = BASELINE && round % 2 === 1 ? [VARIANTS[0], ...VARIANTS.slice(1).reverse()] : VARIANTS;
+    const order =
+      (BASELINE || BUILT) && round % 2 === 1 ? [VARIANTS[0], ...VARIANTS.slice(1).reverse()] : VARIANTS;
     for (const variant of order) {
       if (variant) results.get(variant)?.push(await measure(variant, round));
     }
@@ -261,6 +316,7 @@ async function main(): Promise<void> {
         true,
       ]),
       ...(BASELINE ? ['', ...pairedRatios(results)] : []),
+      ...(BUILT ? ['', ...builtRatios(results)] : []),
       '',
     ].join('\n'),
   );

@@ -47,6 +47,8 @@ class Parser {
   /** Placeholders the expression used (DynamoDB refuses unused ones). */
   readonly usedNames = new Set<string>();
   readonly usedValues = new Set<string>();
+  /** What the parse read of the placeholders, in order (see {@link cached}). */
+  readonly reads: PlaceholderRead[] = [];
 
   constructor(
     readonly text: string,
@@ -154,13 +156,8 @@ class Parser {
   /** DynamoDB refuses a BETWEEN whose given bounds are reversed, whatever the item holds. */
   #checkBounds(low: Operand, high: Operand): void {
     if (low.kind !== 'value' || high.kind !== 'value') return;
-    const lo = this.placeholders.values?.[low.name];
-    const hi = this.placeholders.values?.[high.name];
-    if (order(lo, hi) > 0) {
-      throw validationException(
-        `Invalid ConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lowerBound: ${low.name}, upperBound: ${high.name}`,
-      );
-    }
+    this.reads.push({ kind: 'between', low: low.name, high: high.name });
+    checkBounds(this.placeholders, low.name, high.name);
   }
 
   /** A path, a `:value`, or a function call (`size(...)`, `if_not_exists(...)`, ...). */
@@ -168,11 +165,8 @@ class Parser {
     const token = this.peek();
     if (token?.startsWith(':')) {
       this.next();
-      if (!(token in (this.placeholders.values ?? {}))) {
-        throw validationException(
-          `Invalid expression: An expression attribute value used in expression is not defined; attribute value: ${token}`,
-        );
-      }
+      checkValueDefined(this.placeholders, token);
+      this.reads.push({ kind: 'value', token });
       this.usedValues.add(token);
       return { kind: 'value', name: token };
     }
@@ -242,6 +236,7 @@ class Parser {
         );
       }
       this.usedNames.add(token);
+      this.reads.push({ kind: 'name', token, name });
       return name;
     }
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(token)) {
@@ -253,6 +248,25 @@ class Parser {
       );
     }
     return token;
+  }
+}
+
+function checkValueDefined(placeholders: Placeholders, token: string): void {
+  if (!(token in (placeholders.values ?? {}))) {
+    throw validationException(
+      `Invalid expression: An expression attribute value used in expression is not defined; attribute value: ${token}`,
+    );
+  }
+}
+
+/** DynamoDB refuses a BETWEEN whose given bounds (two values) are reversed, whatever the item holds. */
+function checkBounds(placeholders: Placeholders, low: string, high: string): void {
+  const lo = placeholders.values?.[low];
+  const hi = placeholders.values?.[high];
+  if (order(lo, hi) > 0) {
+    throw validationException(
+      `Invalid ConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lowerBound: ${low}, upperBound: ${high}`,
+    );
   }
 }
 
@@ -272,16 +286,23 @@ export function parseCondition(
   expression: string,
   placeholders: Placeholders,
 ): (item: Item | undefined) => boolean {
-  const parser = new Parser(expression, placeholders, 'condition');
-  const condition = parser.condition();
-  if (!parser.done())
-    throw validationException(`Invalid ConditionExpression: unexpected ${parser.peek()} in ${expression}`);
+  const condition = cached('condition', expression, placeholders, (parser) => {
+    const parsed = parser.condition();
+    if (!parser.done())
+      throw validationException(`Invalid ConditionExpression: unexpected ${parser.peek()} in ${expression}`);
+    return parsed;
+  });
   return (item) => evaluate(condition, item ?? {}, placeholders);
 }
 
 /** A parsed update: `apply(item)` returns the updated copy (the item created from its key when absent). */
 export function parseUpdate(expression: string, placeholders: Placeholders): (item: Item) => Item {
-  const parser = new Parser(expression, placeholders, 'update');
+  const actions = cached('update', expression, placeholders, updateActions);
+  return (item) => applyUpdate(actions, item, placeholders);
+}
+
+function updateActions(parser: Parser): readonly UpdateAction[] {
+  const expression = parser.text;
   const actions: UpdateAction[] = [];
   const seen = new Set<string>();
   while (!parser.done()) {
@@ -305,7 +326,61 @@ export function parseUpdate(expression: string, placeholders: Placeholders): (it
   }
   if (actions.length === 0)
     throw validationException('Invalid UpdateExpression: The expression can not be empty');
-  return (item) => applyUpdate(actions, item, placeholders);
+  return actions;
+}
+
+/**
+ * Parsed expressions by kind and text, with what each parse read of its placeholders, in order: the
+ * attribute each `#name` stood for, the `:value`s it needed defined, and the BETWEENs whose given bounds
+ * it compared. A use whose names stand for the same attributes takes the parse and runs the value checks
+ * again, in that order, so it throws what a fresh parse would; any other use parses afresh. Only parses
+ * that succeeded are kept: a refused expression is refused again, with the same error, on every call.
+ */
+const PARSED = {
+  condition: new Map<string, ParsedExpression>(),
+  update: new Map<string, ParsedExpression>(),
+};
+interface ParsedExpression {
+  readonly parsed: unknown;
+  readonly reads: readonly PlaceholderRead[];
+}
+const PARSED_MAX = 1000;
+
+type PlaceholderRead =
+  | { readonly kind: 'name'; readonly token: string; readonly name: string }
+  | { readonly kind: 'value'; readonly token: string }
+  | { readonly kind: 'between'; readonly low: string; readonly high: string };
+
+function cached<T>(
+  kind: 'condition' | 'update',
+  expression: string,
+  placeholders: Placeholders,
+  parse: (parser: Parser) => T,
+): T {
+  const parsedOfKind = PARSED[kind];
+  const hit = parsedOfKind.get(expression);
+  if (hit !== undefined && sameNames(hit.reads, placeholders)) {
+    for (const read of hit.reads) {
+      if (read.kind === 'value') checkValueDefined(placeholders, read.token);
+      else if (read.kind === 'between') checkBounds(placeholders, read.low, read.high);
+    }
+    return hit.parsed as T;
+  }
+  const parser = new Parser(expression, placeholders, kind);
+  const parsed = parse(parser);
+  if (parsedOfKind.size >= PARSED_MAX) parsedOfKind.clear();
+  parsedOfKind.set(expression, { parsed, reads: parser.reads });
+  return parsed;
+}
+
+/** A placeholder as a whole token (not the start of a longer one), by placeholder. */
+const TOKEN_PATTERNS = new Map<string, RegExp>();
+
+function sameNames(reads: readonly PlaceholderRead[], placeholders: Placeholders): boolean {
+  for (const read of reads) {
+    if (read.kind === 'name' && placeholders.names?.[read.token] !== read.name) return false;
+  }
+  return true;
 }
 
 /**
@@ -313,7 +388,16 @@ export function parseUpdate(expression: string, placeholders: Placeholders): (it
  * uses (DynamoDB refuses those too).
  */
 export function checkUnusedPlaceholders(placeholders: Placeholders, expressions: readonly string[]): void {
-  const used = (token: string) => expressions.some((e) => new RegExp(`${token}(?![A-Za-z0-9_])`).test(e));
+  const used = (token: string) => {
+    let whole = TOKEN_PATTERNS.get(token);
+    if (whole === undefined) {
+      if (TOKEN_PATTERNS.size >= PARSED_MAX) TOKEN_PATTERNS.clear();
+      whole = new RegExp(`${token}(?![A-Za-z0-9_])`);
+      TOKEN_PATTERNS.set(token, whole);
+    }
+    const pattern = whole;
+    return expressions.some((e) => pattern.test(e));
+  };
   for (const name of Object.keys(placeholders.names ?? {})) {
     if (!used(name)) {
       throw validationException(

@@ -37,6 +37,11 @@ export function addNumbers(a: DynamoNumber, b: DynamoNumber, op: '+' | '-' = '+'
 
 /** Orders two numbers by value (1 and 1n are equal, as both are N 1 to DynamoDB). */
 export function compareNumbers(a: DynamoNumber, b: DynamoNumber): number {
+  // Two finite JS numbers order as their shortest texts do (each text lies within its own number's
+  // rounding interval), -0 and 0 included: no decimals needed.
+  if (typeof a === 'number' && typeof b === 'number' && Number.isFinite(a) && Number.isFinite(b)) {
+    return a < b ? -1 : a > b ? 1 : 0;
+  }
   const x = toDecimal(a);
   const y = toDecimal(b);
   const exponent = Math.min(x.exponent, y.exponent);

@@ -39,7 +39,12 @@ export { validationException };
 export function itemBytes(item: Readonly<Record<string, unknown>>): number {
   let bytes = 0;
   for (const [name, value] of Object.entries(item)) {
-    bytes += Buffer.byteLength(name) + Buffer.byteLength(JSON.stringify(value, measurable) ?? '');
+    // The replacer changes only bigints and sets: a string, number, boolean or null is written as it is.
+    const text =
+      typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' || value === null
+        ? JSON.stringify(value)
+        : JSON.stringify(value, measurable);
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(text ?? '');
   }
   return bytes;
 }
@@ -99,6 +104,8 @@ interface PlannedWrite {
   readonly passes: (existing: StoredRecord | undefined) => boolean;
   /** The item after the write (undefined: deleted); absent for a condition check (nothing written). */
   readonly write?: (existing: StoredRecord | undefined) => StoredRecord | undefined;
+  /** The item `write` returns is the applier's own copy, shared with nobody (a Put's structured clone). */
+  readonly owned?: boolean;
 }
 
 const EFFECT_FIELDS = new Set([
@@ -157,7 +164,7 @@ export class InMemoryEffectApplier implements EffectApplier {
       if (!write.write) return;
       const item = results[i];
       if (item === undefined) write.table.delete(write.id);
-      else write.table.set(write.id, asRead(item) as StoredRecord);
+      else write.table.set(write.id, (write.owned ? ownedAsRead(item) : asRead(item)) as StoredRecord);
     });
     return { ok: true };
   }
@@ -222,7 +229,14 @@ export class InMemoryEffectApplier implements EffectApplier {
       const item = op.Item as StoredRecord | undefined;
       if (item === undefined) throw validationException(`${where}: Put without Item`);
       const stored = structuredClone(item);
-      return { tableName, table, id: this.#id(tableName, item), passes: condition, write: () => stored };
+      return {
+        tableName,
+        table,
+        id: this.#id(tableName, item),
+        passes: condition,
+        write: () => stored,
+        owned: true,
+      };
     }
     const key = op.Key as StoredRecord | undefined;
     if (key === undefined) throw validationException(`${where}: ${kind} without Key`);
@@ -354,4 +368,36 @@ function asRead(value: unknown): unknown {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, asRead(v)]));
   }
   return value;
+}
+
+/**
+ * {@link asRead} of a value the applier owns (its own structured clone, referenced by nothing else): the
+ * same result, but its plain objects and arrays are converted where they are instead of copied.
+ */
+function ownedAsRead(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    value.forEach((element: unknown, i) => {
+      const read = ownedAsRead(element);
+      if (read !== element) value[i] = read;
+    });
+    return value;
+  }
+  if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
+    const record = value as Record<string, unknown>;
+    for (const name of Object.keys(record)) {
+      const element = record[name];
+      const read = ownedAsRead(element);
+      // defineProperty, not assignment: an own `__proto__` key stays a key.
+      if (read !== element) {
+        Object.defineProperty(record, name, {
+          value: read,
+          writable: true,
+          enumerable: true,
+          configurable: true,
+        });
+      }
+    }
+    return record;
+  }
+  return asRead(value);
 }

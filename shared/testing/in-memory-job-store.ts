@@ -146,7 +146,7 @@ export class InMemoryJobStore implements JobStore {
           ...(old?.checkpoint ? { checkpoint: structuredClone(old.checkpoint) } : {}),
         };
         const kind = classifyClaim(old);
-        Object.assign(lease, claimHistory(structuredClone(old), lease, kind === 'takeover', req.now));
+        Object.assign(lease, claimHistory(old && structuredClone(old), lease, kind === 'takeover', req.now));
         return old
           ? { claimed: true, lease, kind, previous: structuredClone(old) }
           : { claimed: true, lease, kind: 'fresh' };
@@ -162,7 +162,7 @@ export class InMemoryJobStore implements JobStore {
     options: StoreCallOptions = {},
   ): Promise<FastCommitResult> {
     checkJobWrite({ operation: 'claim-and-complete', jobValues: { result: result ?? null }, effects });
-    const stored: unknown = structuredClone(result ?? null);
+    const stored: unknown = result == null ? null : structuredClone(result);
     return refusedAsDynamoDb(
       'claim-and-complete',
       this.faults.run(
@@ -256,8 +256,10 @@ export class InMemoryJobStore implements JobStore {
     status: JobStatus,
     leaseUntil: number,
   ): JobItem {
+    // Stored items are never changed in place (every write stores a new object), so the new item may
+    // share what it keeps of `old`; only what crosses the boundary is copied.
     return {
-      ...structuredClone(old),
+      ...old,
       dedupKey: req.dedupKey,
       status,
       owner: req.owner,
@@ -373,7 +375,7 @@ export class InMemoryJobStore implements JobStore {
       effects,
     });
     const now = Date.now();
-    const stored: unknown = structuredClone(result ?? null);
+    const stored: unknown = result == null ? null : structuredClone(result);
     const carried = carryHistory(lease, [], now);
     const out = await carriedWrite(carried, () =>
       refusedAsDynamoDb(

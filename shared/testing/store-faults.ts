@@ -98,6 +98,7 @@ export class StoreFaults<Op extends string> {
     // rather than a timer keeps the stores usable under fake timers.
     await Promise.resolve();
     if (signal?.aborted) throw abandoned(operation, signal);
+    if (this.#rules.length === 0) return body();
     const rule = this.#rules.find((r) => r.left > 0 && (r.operation === '*' || r.operation === operation));
     if (!rule) return body();
     rule.left -= 1;

@@ -184,7 +184,8 @@ export function itemBytes(item: Readonly<Record<string, unknown>>): number {
  */
 function valueBytes(value: unknown, upper: boolean): number {
   if (typeof value === 'string') return utf8(value);
-  if (typeof value === 'number' || typeof value === 'bigint') return numberBytes(String(value), upper);
+  if (typeof value === 'number') return upper ? 21 : numberLowerBytes(value);
+  if (typeof value === 'bigint') return numberBytes(String(value), upper);
   if (typeof value === 'boolean' || value === null) return 1;
   if (value instanceof NumberValue) return numberBytes(value.value, upper);
   if (ArrayBuffer.isView(value)) return value.byteLength;
@@ -208,6 +209,17 @@ function valueBytes(value: unknown, upper: boolean): number {
   return 0;
 }
 
+/** {@link numberBytes} of a JS number, lower bound: a safe integer's digits counted without its text. */
+function numberLowerBytes(value: number): number {
+  if (!Number.isSafeInteger(value)) return numberBytes(String(value), false);
+  let n = Math.abs(value);
+  if (n === 0) return 0;
+  while (n % 10 === 0) n /= 10;
+  let digits = 0;
+  for (; n >= 1; n = Math.floor(n / 10)) digits++;
+  return Math.ceil(digits / 2);
+}
+
 function numberBytes(text: string, upper: boolean): number {
   if (upper) return 21;
   const digits = text
@@ -224,6 +236,44 @@ function utf8(text: string): number {
 
 /** Where `value` holds something the document client cannot send (a path, no data), or undefined. */
 function badValue(value: unknown, path: string): string | undefined {
+  // Every write of a job passes here: a walk that builds no path strings first, then, only for a bad
+  // value, the walk that names where it is.
+  return isSendable(value) ? undefined : badValueAt(value, path);
+}
+
+/** Whether the document client can send `value`: what {@link badValueAt} finds nothing wrong with. */
+function isSendable(value: unknown): boolean {
+  if (value === undefined || value === null) return true;
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+    case 'bigint':
+      return true;
+    case 'number':
+      return Number.isFinite(value);
+    case 'function':
+    case 'symbol':
+      return false;
+  }
+  if (value instanceof NumberValue || ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return true;
+  if (Array.isArray(value) || value instanceof Set) {
+    for (const element of value) if (!isSendable(element)) return false;
+    return true;
+  }
+  if (value instanceof Map) {
+    for (const element of value.values()) if (!isSendable(element)) return false;
+    return true;
+  }
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  for (const name in value) {
+    if (Object.hasOwn(value, name) && !isSendable((value as Record<string, unknown>)[name])) return false;
+  }
+  return true;
+}
+
+/** Where `value` holds something the document client cannot send, with its path; or undefined. */
+function badValueAt(value: unknown, path: string): string | undefined {
   if (value === undefined || value === null) return undefined;
   switch (typeof value) {
     case 'string':
@@ -242,7 +292,7 @@ function badValue(value: unknown, path: string): string | undefined {
   if (Array.isArray(value) || value instanceof Set) {
     let i = 0;
     for (const element of value) {
-      const found = badValue(element, `${path}[${i++}]`);
+      const found = badValueAt(element, `${path}[${i++}]`);
       if (found) return found;
     }
     return undefined;
@@ -254,7 +304,7 @@ function badValue(value: unknown, path: string): string | undefined {
   }
   const entries = value instanceof Map ? [...value.entries()] : Object.entries(value);
   for (const [name, element] of entries) {
-    const found = badValue(element, `${path}.${String(name)}`);
+    const found = badValueAt(element, `${path}.${String(name)}`);
     if (found) return found;
   }
   return undefined;
@@ -352,6 +402,8 @@ class Targets {
   }
 
   duplicate(): [string, string] | undefined {
+    // One item cannot be written twice.
+    if (this.#keyed.length + this.#puts.length < 2) return undefined;
     const keyNames = new Map<string, string[]>();
     for (const { table, key } of this.#keyed) keyNames.set(table, Object.keys(key).sort());
     const seen = new Map<string, string>();

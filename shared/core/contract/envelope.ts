@@ -41,6 +41,8 @@ export function checkMaxBodyBytes(value: number, name = 'maxBodyBytes'): number 
  * `body` fits, else the problem naming its size and the limit.
  */
 export function bodySizeProblem(body: string, maxBytes: number = DEFAULT_MAX_BODY_BYTES): string | undefined {
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: a body this short fits without being measured.
+  if (body.length * 3 <= maxBytes) return undefined;
   const size = Buffer.byteLength(body, 'utf8');
   return size > maxBytes
     ? `body is ${size} bytes, above the ${maxBytes} byte limit (maxBodyBytes)`

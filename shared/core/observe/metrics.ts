@@ -139,6 +139,24 @@ export interface MetricsSnapshot {
  */
 export function metricKey(name: string, dimensions?: Readonly<Record<string, string>>): string {
   if (!dimensions) return name;
+  // A frozen set of dimensions (byType's, one per job type) cannot change: its keys are built once.
+  if (!Object.isFrozen(dimensions)) return buildMetricKey(name, dimensions);
+  let keys = FROZEN_KEYS.get(dimensions);
+  if (keys === undefined) {
+    keys = new Map();
+    FROZEN_KEYS.set(dimensions, keys);
+  }
+  let key = keys.get(name);
+  if (key === undefined) {
+    key = buildMetricKey(name, dimensions);
+    keys.set(name, key);
+  }
+  return key;
+}
+
+const FROZEN_KEYS = new WeakMap<Readonly<Record<string, string>>, Map<string, string>>();
+
+function buildMetricKey(name: string, dimensions: Readonly<Record<string, string>>): string {
   const keys = Object.keys(dimensions);
   if (keys.length === 0) return name;
   if (keys.length > 1) keys.sort((a, b) => a.localeCompare(b));

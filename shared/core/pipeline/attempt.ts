@@ -48,3 +48,24 @@ export function byType(envelope: JobEnvelope): Readonly<Record<string, string>> 
   return dimensions;
 }
 const TYPE_DIMENSIONS = new Map<string, Readonly<Record<string, string>>>();
+
+/**
+ * The `jobType` and `worker` dimensions of JobsPerWorker (local pools; the EMF sink drops `worker`): like
+ * {@link byType}, one frozen object per type and worker name, built once (for the first 64 workers).
+ */
+export function byTypeAndWorker(envelope: JobEnvelope, worker: string): Readonly<Record<string, string>> {
+  let perWorker = WORKER_DIMENSIONS.get(envelope.type);
+  if (!perWorker) {
+    perWorker = new Map();
+    WORKER_DIMENSIONS.set(envelope.type, perWorker);
+  }
+  let dimensions = perWorker.get(worker);
+  if (!dimensions) {
+    dimensions = Object.freeze({ ...byType(envelope), worker });
+    // A process runs one worker, or a local pool's few; past that (tests making workers), no keeping.
+    if (perWorker.size < WORKERS_KEPT) perWorker.set(worker, dimensions);
+  }
+  return dimensions;
+}
+const WORKERS_KEPT = 64;
+const WORKER_DIMENSIONS = new Map<string, Map<string, Readonly<Record<string, string>>>>();

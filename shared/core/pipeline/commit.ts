@@ -12,7 +12,7 @@ import { boundedSignal } from '../leases/timeout-signal.ts';
 import type { JobLog } from '../observe/job-log.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { inSpan } from '../observe/spans.ts';
-import { byType, type Job } from './attempt.ts';
+import { byType, byTypeAndWorker, type Job } from './attempt.ts';
 import type { Settings } from './settings.ts';
 
 /**
@@ -71,7 +71,7 @@ export function jobCompleted(s: Settings, envelope: JobEnvelope, started: number
   const jobType = byType(envelope);
   s.metrics.count(MetricName.JobSucceeded, 1, jobType);
   // `worker` is for local pools (InMemoryMetrics); the EMF sink drops it (unbounded in Lambda).
-  s.metrics.count(MetricName.JobsPerWorker, 1, { ...jobType, worker: s.worker });
+  s.metrics.count(MetricName.JobsPerWorker, 1, byTypeAndWorker(envelope, s.worker));
   s.metrics.observe(MetricName.JobDuration, duration, jobType);
   s.metrics.observe(MetricName.QueueLag, at - Date.parse(envelope.createdAt), jobType);
   log.info('job completed', { durationMs: duration });

@@ -452,6 +452,69 @@ describe('DynamoDB expressions in memory', () => {
   });
 });
 
+describe('DynamoDB expressions in memory, parsed once', () => {
+  // A parse is kept by its text; each use must still be checked against its own placeholders.
+  it('reads each use through its own names, and checks its own values, in order', () => {
+    const expression = '#a BETWEEN :lo AND :hi AND #b = :v';
+    const first = parseCondition(expression, {
+      names: { '#a': 'x', '#b': 'y' },
+      values: { ':lo': 1, ':hi': 9, ':v': 'ok' },
+    });
+    expect(first({ pk: 'a', x: 5, y: 'ok' })).toBe(true);
+    // The same text with other attributes behind its names reads those.
+    const other = parseCondition(expression, {
+      names: { '#a': 'p', '#b': 'q' },
+      values: { ':lo': 1, ':hi': 9, ':v': 'ok' },
+    });
+    expect(other({ pk: 'a', x: 5, y: 'ok' })).toBe(false);
+    expect(other({ pk: 'a', p: 5, q: 'ok' })).toBe(true);
+    // Other values after a use with the same names: reversed bounds are refused, a missing value named,
+    // the first in the text first.
+    const names = { '#a': 'x', '#b': 'y' };
+    parseCondition(expression, { names, values: { ':lo': 1, ':hi': 9, ':v': 'ok' } });
+    expect(() => parseCondition(expression, { names, values: { ':lo': 9, ':hi': 1, ':v': 'ok' } })).toThrow(
+      /BETWEEN operator requires upper bound/,
+    );
+    expect(() => parseCondition(expression, { names, values: { ':lo': 1, ':hi': 9 } })).toThrow(
+      /attribute value: :v$/,
+    );
+    expect(() => parseCondition(expression, { names, values: { ':hi': 9 } })).toThrow(
+      /attribute value: :lo$/,
+    );
+    expect(() => parseCondition(expression, { names: { '#a': 'x' }, values: {} })).toThrow(
+      /attribute value: :lo$/,
+    );
+    expect(() =>
+      parseCondition(expression, { names: { '#a': 'x' }, values: { ':lo': 1, ':hi': 9, ':v': 'ok' } }),
+    ).toThrow(/attribute name: #b$/);
+    // And the first use's parse still reads its own.
+    expect(
+      parseCondition(expression, { names, values: { ':lo': 1, ':hi': 9, ':v': 'ok' } })({
+        pk: 'a',
+        x: 5,
+        y: 'ok',
+      }),
+    ).toBe(true);
+  });
+
+  it("applies an update through each use's own names and values", () => {
+    const expression = 'SET #n = #n + :x';
+    expect(parseUpdate(expression, { names: { '#n': 'a' }, values: { ':x': 1 } })({ pk: 'k', a: 1 })).toEqual(
+      {
+        pk: 'k',
+        a: 2,
+      },
+    );
+    expect(
+      parseUpdate(expression, { names: { '#n': 'b' }, values: { ':x': 5 } })({ pk: 'k', a: 1, b: 1 }),
+    ).toEqual({ pk: 'k', a: 1, b: 6 });
+    parseUpdate(expression, { names: { '#n': 'a' }, values: { ':x': 1 } });
+    expect(() => parseUpdate(expression, { names: { '#n': 'a' }, values: {} })).toThrow(
+      /attribute value: :x$/,
+    );
+  });
+});
+
 describe('Values lib-dynamodb will not send', () => {
   const effects = () => new InMemoryEffectApplier({ tables: { t: ['pk'] } });
   const setTo = (value: unknown): Effect => ({
