@@ -373,6 +373,12 @@ class World {
    * count them.
    */
   readonly releaseFailed = new Set<string>();
+  /**
+   * Named leases (by {@link leaseId}) whose release was sent and not yet answered: a run left behind gives
+   * its slots up when it ends (limits.ts, releaseSlotsAfterRuns), which may be just before every job has
+   * settled, with the release still on its way (a slow store call).
+   */
+  readonly releasing = new Set<string>();
   /** Leases (by {@link leaseId}) already reported as renewed by an orphan (one violation each). */
   readonly orphansSeen = new Set<string>();
   /** Jobs that get a message of another type under their dedupKey (review kind `collision`). */
@@ -1269,8 +1275,10 @@ class World {
         // A killed worker's slot, or one whose release an outage refused, runs out one slot lease after
         // its last renewal (limits.ts, releaseSlots): not a leak (slot-outlives-crash bounds the former).
         if (this.workerDead(holder.worker) || this.releaseFailed.has(id)) continue;
-        // A run left behind that is still going keeps its slot, unrenewed, until it ends (limits.ts).
+        // A run left behind that is still going keeps its slot, unrenewed, until it ends (limits.ts), and
+        // then releases it: a release still on its way is not a leak (one that writes nothing still is).
         if ((this.liveRuns.get(`${holder.worker}/${holder.dedupKey}`) ?? 0) > 0) continue;
+        if (this.releasing.has(id)) continue;
         problems.push(
           `[concurrency/held-after-settle] slot ${key} (token ${item.token}) still held by ${holder.worker} for ` +
             `${holder.dedupKey} until t=${item.leaseUntil - T0} ms after every job settled`,
@@ -2225,9 +2233,11 @@ class PortLeases implements LeaseStore {
     );
   }
   release(lease: NamedLease): Promise<void> {
+    const id = leaseId(lease.key, lease.token);
+    this.#world.releasing.add(id);
     return this.#traced('release', lease, () =>
       this.#ports.call(this.#key(lease.owner), () => this.#inner.release(lease)),
-    );
+    ).finally(() => this.#world.releasing.delete(id));
   }
   /** Named-lease calls in the run's trace (the job store's own calls show through the worker's logs). */
   async #traced(what: string, lease: NamedLease, call: () => Promise<void>): Promise<void> {
