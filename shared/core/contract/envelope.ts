@@ -150,7 +150,9 @@ function payloadRefProblem(value: unknown): { path: string; problem: string } | 
 function wholeNumberProblem(value: unknown): string | undefined {
   if (typeof value !== 'number' || !Number.isFinite(value)) return expected('number', value);
   if (!Number.isInteger(value)) return 'Invalid input: expected int, received number';
+  // An integer outside the safe range is refused as such before its sign, as the schema did.
   if (value > Number.MAX_SAFE_INTEGER) return `Too big: expected int to be <=${Number.MAX_SAFE_INTEGER}`;
+  if (value < Number.MIN_SAFE_INTEGER) return `Too small: expected int to be >=${Number.MIN_SAFE_INTEGER}`;
   if (value < 0) return 'Too small: expected number to be >=0';
   return undefined;
 }
