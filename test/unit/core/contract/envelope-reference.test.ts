@@ -103,6 +103,11 @@ const VALUES: unknown[] = [
   'a/b',
   'tab\there',
   'é',
+  // Lengths count characters (code points), not UTF-16 units: 65 and 600 characters of two units each.
+  '\u{1F642}'.repeat(65),
+  '\u{1F642}'.repeat(600),
+  'x'.repeat(1023) + '\u{1F642}',
+  '\u{1F642}'.repeat(1025),
   'big-bodies',
   'Big-Bodies',
   'ab',
