@@ -79,13 +79,16 @@ export async function synthesizedTemplate(stackProps: LeaseqStackProps = {}): Pr
     throw error;
   });
   const settings = resolveLeaseqStackProps(props);
+  const jobs = stackJobs(props);
   const key = JSON.stringify({
     ...settings,
-    // Jobs with the same types and tables give the same template (the entry is not part of it locally).
-    jobs: stackJobs(props)
+    // Jobs with the same tables and limits give the same template (the entry is not part of it locally;
+    // the limits decide the worker role's actions).
+    jobs: jobs
       .tables()
       .map((t) => JSON.stringify(t))
       .sort(),
+    limits: jobs.limits(),
     workerTimeout: settings.workerTimeout.toSeconds({ integral: false }),
     description: props.description,
   });
