@@ -140,9 +140,9 @@ function parseTemplate(template: unknown): StackTemplate {
  * chaos and benchmark runs, `leaseq start`, `leaseq local provision`) does not synthesize the same stack
  * again: about 1.5 s of CPU each. An entry is found by the props' key (as the in-process cache above)
  * and a fingerprint of everything else the template depends on: the source of `infra/` and `shared/`
- * (in a checkout or the installed package alike), cdk.json, aws-cdk-lib's version, and whether CDK's own
- * validation is on. Kept in the state directory (`.leaseq/synth-cache/`, owner-only), at most
- * {@link STORE_LIMIT} entries; `LEASEQ_SYNTH_CACHE=0` turns it off. A damaged entry is synthesized again.
+ * (in a checkout or the installed package alike), cdk.json, aws-cdk-lib's version, whether CDK's own
+ * validation is on, and the CDK context the environment gives (CDK_CONTEXT_JSON and its overflow file).
+ * Kept in the state directory (`.leaseq/synth-cache/`, owner-only), at most {@link STORE_LIMIT} entries; `LEASEQ_SYNTH_CACHE=0` turns it off. A damaged entry is synthesized again.
  */
 const STORE_LIMIT = 64;
 let fingerprintMemo: string | undefined;
@@ -216,6 +216,16 @@ function sourceFingerprint(): string {
     }
   }
   hash.update(`validation=${process.env.CDK_VALIDATION ?? ''}`);
+  // CDK's App reads context from the environment over the app's own (`cdk` sets it for an app it runs).
+  hash.update(`context=${process.env.CDK_CONTEXT_JSON ?? ''}\0`);
+  const overflow = process.env.CDK_CONTEXT_OVERFLOW_LOCATION;
+  if (overflow) {
+    try {
+      hash.update(readFileSync(overflow));
+    } catch {
+      hash.update(`unreadable ${overflow}`);
+    }
+  }
   fingerprintMemo = hash.digest('hex');
   return fingerprintMemo;
 }
