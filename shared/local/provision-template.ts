@@ -142,7 +142,8 @@ function parseTemplate(template: unknown): StackTemplate {
  * and a fingerprint of everything else the template depends on: the source of `infra/` and `shared/`
  * (in a checkout or the installed package alike), cdk.json, aws-cdk-lib's version, whether CDK's own
  * validation is on, and the CDK context the environment gives (CDK_CONTEXT_JSON and its overflow file).
- * Kept in the state directory (`.leaseq/synth-cache/`, owner-only), at most {@link STORE_LIMIT} entries; `LEASEQ_SYNTH_CACHE=0` turns it off. A damaged entry is synthesized again.
+ * Kept in the state directory (`.leaseq/synth-cache/`, owner-only), at most {@link STORE_LIMIT} entries;
+ * `LEASEQ_SYNTH_CACHE=0` turns it off. A damaged entry is synthesized again.
  */
 const STORE_LIMIT = 64;
 let fingerprintMemo: string | undefined;
