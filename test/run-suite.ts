@@ -13,7 +13,16 @@
 // failing part's (vitest's when it fails). LEASEQ_TEST_SERIAL=1 runs the parts one after another;
 // `--no-vitest` runs only the second step.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +45,11 @@ interface Part {
   readonly command: string;
   readonly args: readonly string[];
   readonly env?: NodeJS.ProcessEnv;
+  /**
+   * A cleanup (stopping the second emulator): in a process group of its own and never signalled, so the
+   * Ctrl-C that interrupted the run does not stop it half way.
+   */
+  readonly cleanup?: boolean;
 }
 
 interface Finished {
@@ -74,8 +88,9 @@ function runLogged(part: Part): Promise<Finished> {
       cwd: ROOT,
       stdio: ['ignore', fd, fd],
       env: { ...process.env, ...part.env },
+      ...(part.cleanup ? { detached: true } : {}),
     });
-    track(child);
+    if (!part.cleanup) track(child);
     const done = (code: number) => {
       const seconds = (Date.now() - t0) / 1000;
       process.stdout.write(`\n===== ${part.name} (${seconds.toFixed(0)} s, exit ${code}) =====\n`);
@@ -95,8 +110,14 @@ function track(child: ChildProcess): void {
   children.add(child);
   child.once('exit', () => children.delete(child));
 }
+// Interrupted (Ctrl-C, or a CI job cancelled): the running parts are stopped, no later part starts, and
+// the second emulator is still stopped. The handler stays for a second signal, so the run is never cut
+// short before that cleanup (it would leave the detached emulator running).
+let interrupted = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
+  process.on(signal, () => {
+    if (!interrupted) say(`${signal}: stopping the running parts; no other part starts`);
+    interrupted = true;
     for (const child of children) child.kill(signal);
     process.exitCode = 130;
   });
@@ -119,6 +140,15 @@ function prepareToxiproxy(): Promise<void> {
     child.once('error', () => resolve());
     child.once('exit', () => resolve());
   });
+}
+
+/** Whether `path` is a symbolic link (its target may be gone). */
+function isLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 /** A free loopback port below the ephemeral range (the second emulator's). */
@@ -145,25 +175,33 @@ async function main(): Promise<number> {
     : await runInherited({ name: 'vitest', command: VITEST, args: ['run'] });
   say(`vitest exited ${vitest.code} after ${vitest.seconds.toFixed(0)} s`);
   await toxiproxy;
+  if (interrupted) return 130;
 
   // Against a store of the user's (AWS_ENDPOINT_URL, e.g. LocalStack) both chaos runs share it;
   // otherwise the FIFO run gets an emulator of its own (its own state directory, the same installed
   // emulator), stopped at the end.
   let fifoStore: NodeJS.ProcessEnv | undefined;
+  let secondStore: NodeJS.ProcessEnv | undefined;
   if (!process.env.AWS_ENDPOINT_URL && !serial) {
     const stateDir = join(STATE, 'fifo-store');
     mkdirSync(stateDir, { recursive: true, mode: 0o700 });
     // Every installed emulator (`venv`, `venv-<name>` for LEASEQ_EMULATOR): installed once, run twice.
-    for (const venv of readdirSync(STATE).filter((name) => /^venv(-|$)/.test(name)))
-      if (!existsSync(join(stateDir, venv))) symlinkSync(join(STATE, venv), join(stateDir, venv));
-    fifoStore = { LEASEQ_STATE_DIR: stateDir, LEASEQ_EMULATOR_PORT: String(await freePort()) };
+    // A link left dangling (the checkout was moved or copied) is made again.
+    for (const venv of readdirSync(STATE).filter((name) => /^venv(-|$)/.test(name))) {
+      const link = join(stateDir, venv);
+      if (existsSync(link)) continue;
+      if (isLink(link)) rmSync(link);
+      symlinkSync(join(STATE, venv), link);
+    }
+    secondStore = { LEASEQ_STATE_DIR: stateDir, LEASEQ_EMULATOR_PORT: String(await freePort()) };
     const up = await runLogged({
       name: 'emulator-fifo',
       command: process.execPath,
       args: [BIN, 'local', 'up'],
-      env: fifoStore,
+      env: secondStore,
     });
-    if (up.code !== 0) fifoStore = undefined;
+    // Stopped at the end even when `up` failed or was interrupted: it may have started the emulator.
+    if (up.code === 0) fifoStore = secondStore;
   }
   const noValidation = { CDK_VALIDATION: 'false' };
   const tail: Part[] = [
@@ -178,8 +216,10 @@ async function main(): Promise<number> {
   ];
   let results: Finished[] = [];
   try {
-    if (serial) {
-      for (const part of tail) results.push(await runLogged(part));
+    if (interrupted) {
+      // Nothing more starts; the second emulator is stopped below.
+    } else if (serial) {
+      for (const part of tail) if (!interrupted) results.push(await runLogged(part));
     } else {
       say(`running ${tail.map((p) => p.name).join(', ')} side by side (logs in ${LOGS})`);
       const running = new Set(tail.map((p) => p.name));
@@ -195,18 +235,20 @@ async function main(): Promise<number> {
       clearInterval(ticker);
     }
   } finally {
-    if (fifoStore) {
+    if (secondStore) {
       await runLogged({
         name: 'emulator-fifo-down',
         command: process.execPath,
         args: [BIN, 'local', 'down'],
-        env: fifoStore,
+        env: secondStore,
+        cleanup: true,
       });
     }
   }
   const all = [vitest, ...results];
   for (const r of all) say(`${r.name.padEnd(10)} exit ${r.code} in ${r.seconds.toFixed(0)} s`);
   say(`all parts done in ${Math.round((Date.now() - started) / 1000)} s`);
+  if (interrupted) return 130;
   return all.find((r) => r.code !== 0)?.code ?? 0;
 }
 

@@ -1,5 +1,5 @@
 import { DEFAULTS } from '../core/contract/defaults.ts';
-import { checkMaxBodyBytes, DEFAULT_MAX_BODY_BYTES } from '../core/contract/envelope.ts';
+import { characterCount, checkMaxBodyBytes, DEFAULT_MAX_BODY_BYTES } from '../core/contract/envelope.ts';
 import { minInvocationTimeoutSeconds } from '../core/decisions/lease-timing.ts';
 import { tableEnvVar } from '../core/model/table.ts';
 import { type JobProcessorOptions, resolveSettings } from '../core/pipeline/settings.ts';
@@ -29,7 +29,11 @@ function readInteger(
   if (raw === undefined) return { value: fallback };
   const read = readNumber(raw, `${name} must be a number`);
   if (read.problem !== undefined) return read;
-  if (!Number.isSafeInteger(read.value)) return { problem: `${name} must be an integer` };
+  if (!Number.isSafeInteger(read.value)) {
+    // An integer beyond the safe range is also checked for its sign, as the schema this replaced did.
+    const negative = positive && Number.isInteger(read.value) && read.value < 0;
+    return { problem: `${name} must be an integer${negative ? `; ${name} must be > 0` : ''}` };
+  }
   if (positive && !(read.value > 0)) return { problem: `${name} must be > 0` };
   return read;
 }
@@ -125,7 +129,7 @@ function readSettingValues(
         ? { value: undefined }
         : workerId.length < 1
           ? { problem: `${label('workerId')} is empty` }
-          : workerId.length > 128
+          : characterCount(workerId) > 128
             ? { problem: `${label('workerId')} is longer than 128 characters` }
             : { value: workerId },
   };
@@ -259,7 +263,7 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
   const leasesTable = name(WORKER_ENV.leasesTable, `${WORKER_ENV.leasesTable} is empty`);
   // Set but empty is unset for these three.
   const payloadBucket = env[WORKER_ENV.payloadBucket] || undefined;
-  if (payloadBucket !== undefined && payloadBucket.length < 3) {
+  if (payloadBucket !== undefined && characterCount(payloadBucket) < 3) {
     problems.push(`${WORKER_ENV.payloadBucket} is not a bucket name`);
   }
   const payloadPrefix = env[WORKER_ENV.payloadPrefix] || undefined;
@@ -268,9 +272,10 @@ export function workerConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Worke
   if (rawMaxBytes !== undefined) {
     const value = Number(rawMaxBytes);
     if (!Number.isFinite(value)) problems.push(`Invalid input: expected number, received ${value}`);
-    else if (!Number.isSafeInteger(value))
+    else if (!Number.isSafeInteger(value)) {
       problems.push(`${WORKER_ENV.payloadMaxBytes} is not a whole number`);
-    else if (!(value > 0)) problems.push(`${WORKER_ENV.payloadMaxBytes} is not above 0`);
+      if (Number.isInteger(value) && value < 0) problems.push(`${WORKER_ENV.payloadMaxBytes} is not above 0`);
+    } else if (!(value > 0)) problems.push(`${WORKER_ENV.payloadMaxBytes} is not above 0`);
     else payloadMaxBytes = value;
   }
   const { settings, problems: settingProblems } = parseSettings(env, {});

@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import * as z from 'zod';
 import {
   PROBLEM_AT_ATTRIBUTE,
   PROBLEM_SHARD_ATTRIBUTE,
@@ -6,6 +7,7 @@ import {
   PROBLEMS_PROJECTION,
 } from '../../shared/core/contract/job-history.ts';
 import { tablePhysicalName } from '../../shared/core/model/table.ts';
+import { defineJob, defineJobs } from '../../shared/jobs/define-job.ts';
 import { LocalProvisionError } from '../../shared/local/emulator-errors.ts';
 import { driftedQueueAttributes } from '../../shared/local/provision-apply.ts';
 import { planFromTemplate } from '../../shared/local/provision-plan.ts';
@@ -37,6 +39,28 @@ describe('Function: synthesizedTemplate', () => {
     const b = await synthesizedTemplate({ resourcePrefix: 'plan-a', maxAttempts: 9 });
     expect(a).not.toBe(b);
     expect(JSON.stringify(b)).toContain(`"maxReceiveCount":${9 + REDRIVE_MARGIN}`);
+  });
+
+  it('synthesizes apart jobs with the same tables and different limits (the worker role differs)', async () => {
+    // Without the disk store, so the in-process cache alone decides.
+    vi.stubEnv('LEASEQ_SYNTH_CACHE', '0');
+    try {
+      const jobs = (limited: boolean) =>
+        defineJobs([
+          defineJob({
+            type: 'limits.probe',
+            payload: z.object({ tenant: z.string() }),
+            ...(limited ? { concurrency: { limit: 2, key: (p: { tenant: string }) => p.tenant } } : {}),
+            run: async () => ({}),
+          }),
+        ]);
+      const open = await synthesizedTemplate({ resourcePrefix: 'plan-limits', jobs: jobs(false) });
+      const limited = await synthesizedTemplate({ resourcePrefix: 'plan-limits', jobs: jobs(true) });
+      expect(JSON.stringify(open)).not.toContain('dynamodb:BatchGetItem');
+      expect(JSON.stringify(limited)).toContain('dynamodb:BatchGetItem');
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 });
 

@@ -58,6 +58,18 @@ describe('Synthesized templates kept on disk', () => {
     expect(repaired.filter((text) => text.startsWith('{"Resources":{'))).toHaveLength(1);
   });
 
+  it('synthesizes again when the CDK context from the environment differs (CDK_CONTEXT_JSON)', () => {
+    const alarms = (s: Synth) =>
+      JSON.stringify(Object.values(s.template.Resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm'));
+    const math = synthInChild({ resourcePrefix: 'store-ctx' });
+    const counts = synthInChild(
+      { resourcePrefix: 'store-ctx' },
+      { CDK_CONTEXT_JSON: '{"rateAlarms":"counts"}' },
+    );
+    expect(alarms(counts)).not.toEqual(alarms(math));
+    expect(alarms(synthInChild({ resourcePrefix: 'store-ctx' }))).toEqual(alarms(math));
+  });
+
   it('keeps nothing with LEASEQ_SYNTH_CACHE=0', () => {
     const before = entries().length;
     const off = synthInChild({ resourcePrefix: 'store-off' }, { LEASEQ_SYNTH_CACHE: '0' });

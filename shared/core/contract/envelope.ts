@@ -101,10 +101,25 @@ function stringProblem(value: unknown, ...checks: ((s: string) => string | undef
   return undefined;
 }
 
+/**
+ * A string's length in characters (code points): a surrogate pair counts once, a lone surrogate once.
+ * The envelope's and the worker settings' length limits count these, as the zod schemas they replaced did.
+ */
+export function characterCount(s: string): number {
+  let count = s.length;
+  for (let i = 0; i < s.length - 1; i++) {
+    if ((s.charCodeAt(i) & 0xfc00) === 0xd800 && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      count -= 1;
+      i += 1;
+    }
+  }
+  return count;
+}
+
 const minLength = (n: number) => (s: string) =>
-  s.length >= n ? undefined : `Too small: expected string to have >=${n} characters`;
+  characterCount(s) >= n ? undefined : `Too small: expected string to have >=${n} characters`;
 const maxLength = (n: number) => (s: string) =>
-  s.length <= n ? undefined : `Too big: expected string to have <=${n} characters`;
+  characterCount(s) <= n ? undefined : `Too big: expected string to have <=${n} characters`;
 const matches = (pattern: RegExp, problem: string) => (s: string) => (pattern.test(s) ? undefined : problem);
 
 // RFC 3339 date-time with seconds and a zone (Z or +hh:mm / -hh:mm), optional fraction of a second; the
@@ -152,7 +167,9 @@ function payloadRefProblem(value: unknown): { path: string; problem: string } | 
 function wholeNumberProblem(value: unknown): string | undefined {
   if (typeof value !== 'number' || !Number.isFinite(value)) return expected('number', value);
   if (!Number.isInteger(value)) return 'Invalid input: expected int, received number';
+  // An integer outside the safe range is refused as such before its sign, as the schema did.
   if (value > Number.MAX_SAFE_INTEGER) return `Too big: expected int to be <=${Number.MAX_SAFE_INTEGER}`;
+  if (value < Number.MIN_SAFE_INTEGER) return `Too small: expected int to be >=${Number.MIN_SAFE_INTEGER}`;
   if (value < 0) return 'Too small: expected number to be >=0';
   return undefined;
 }

@@ -224,7 +224,13 @@ export class JobProcessor {
     // budget) runs leased, with the heartbeat, checkpoints and the attempt count.
     let failure: { readonly error: unknown } | undefined;
     if (definition.fastPath === true && message.record.attributes.ApproximateReceiveCount === '1') {
-      const copy = (isCopy: boolean) => this.#copies.note(isCopy);
+      // Each message is noted once: by its read when the read answered, else by its fast run's end (a
+      // failed read notes nothing, so failing reads alone would never end the read-first mode).
+      let noted = false;
+      const copy = (isCopy: boolean) => {
+        noted = true;
+        this.#copies.note(isCopy);
+      };
       const readFirst = this.#copies.readFirst;
       const read = readFirst ? await readBeforeFast(s, job, copy) : undefined;
       if (read && 'action' in read) return read.action;
@@ -238,8 +244,7 @@ export class JobProcessor {
         }
         const fast = await runFast(s, job, definition, leaseMs, now);
         if ('action' in fast) {
-          // A message that was read first is noted once, by its read.
-          if (!readFirst) noteFastAction(fast.action, copy);
+          if (!noted) noteFastAction(fast.action, copy);
           return fast.action;
         }
         if ('error' in fast) failure = fast;

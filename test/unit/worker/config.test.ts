@@ -68,6 +68,32 @@ describe('Function: workerConfigFromEnv', () => {
     }
   });
 
+  it('counts the worker id in characters (code points), as the zod schema it replaced did', () => {
+    const id = '\u{1F642}'.repeat(128); // 256 UTF-16 units, 128 characters
+    expect(workerConfigFromEnv({ ...NAMES, LEASEQ_WORKER_ID: id }).workerId).toBe(id);
+    expect(() => workerConfigFromEnv({ ...NAMES, LEASEQ_WORKER_ID: `${id}x` })).toThrow(
+      /LEASEQ_WORKER_ID is longer than 128 characters/,
+    );
+  });
+
+  it.each([
+    [
+      'LEASEQ_MAX_ATTEMPTS',
+      '-1e300',
+      'LEASEQ_MAX_ATTEMPTS must be an integer; LEASEQ_MAX_ATTEMPTS must be > 0',
+    ],
+    [
+      'LEASEQ_PAYLOAD_MAX_BYTES',
+      '-9007199254740993',
+      'LEASEQ_PAYLOAD_MAX_BYTES is not a whole number; LEASEQ_PAYLOAD_MAX_BYTES is not above 0',
+    ],
+    ['LEASEQ_PAYLOAD_BUCKET', '\u{1F642}\u{1F642}', 'LEASEQ_PAYLOAD_BUCKET is not a bucket name'],
+  ])('refuses %s=%j with the messages the zod schema gave', (variable, value, message) => {
+    expect(() => workerConfigFromEnv({ ...NAMES, [variable]: value })).toThrow(
+      `invalid worker configuration: ${message}`,
+    );
+  });
+
   it('names every bad setting in one message', () => {
     expect(() =>
       workerConfigFromEnv({ ...NAMES, LEASEQ_LEASE_MS: '10', LEASEQ_BATCH_CONCURRENCY: 'x' }),

@@ -78,6 +78,8 @@ const VALUES: unknown[] = [
   -1,
   1.5,
   1e21,
+  -1e21,
+  -(2 ** 53),
   2 ** 53,
   2 ** 53 - 1,
   true,
@@ -101,6 +103,11 @@ const VALUES: unknown[] = [
   'a/b',
   'tab\there',
   'é',
+  // Lengths count characters (code points), not UTF-16 units: 65 and 600 characters of two units each.
+  '\u{1F642}'.repeat(65),
+  '\u{1F642}'.repeat(600),
+  'x'.repeat(1023) + '\u{1F642}',
+  '\u{1F642}'.repeat(1025),
   'big-bodies',
   'Big-Bodies',
   'ab',
@@ -184,7 +191,14 @@ function bodies(): string[] {
       out.push({ ...withoutPayload, dedupKey: a, payloadRef: { ...REF, bytes: b } });
     }
   }
-  return out.map((b) => JSON.stringify(b));
+  // Keys JSON.parse makes own properties that an object literal cannot: __proto__, and a repeated key.
+  const raw = [
+    '{"v":1,"id":"a","dedupKey":"k","type":"t","createdAt":"2026-12-02T10:00:00Z","__proto__":{"payload":1}}',
+    '{"v":1,"id":"a","dedupKey":"k","type":"t","createdAt":"2026-12-02T10:00:00Z","__proto__":null,"payload":1}',
+    '{"v":1,"id":"a","dedupKey":"k","type":"t","createdAt":"2026-12-02T10:00:00Z","payload":1,"payload":2}',
+    `{"v":1,"id":"a","dedupKey":"k","type":"t","createdAt":"2026-12-02T10:00:00Z","payloadRef":{"__proto__":${JSON.stringify(REF)}}}`,
+  ];
+  return [...out.map((b) => JSON.stringify(b)), ...raw];
 }
 
 describe('Function: parseEnvelope (against the zod schema it replaced)', () => {

@@ -242,6 +242,33 @@ describe('The one-write fast path (in memory, fake timers)', () => {
     expect(calls.filter((c) => c === 'get')).toHaveLength(36);
   });
 
+  it('ends read-first mode as fast when the reads fail: a fast run then notes what its commit found', async () => {
+    const { queue, calls, processor, body, store } = setup();
+    queue.send(body);
+    const first = receiveOne(queue);
+    await settle(queue, processor('w-a').process(first), first);
+    const worker = processor('w-b');
+    queue.send(body);
+    const copy = receiveOne(queue);
+    await settle(queue, worker.process(copy), copy);
+    // Every eventually consistent read fails now (throttled reads, say); the commits still work.
+    const get = store.get.bind(store);
+    store.get = (key, options) =>
+      options?.consistent === false ? Promise.reject(new Error('read throttled')) : get(key, options);
+    for (let i = 0; i < 40; i++) {
+      queue.send(
+        JSON.stringify(
+          makeEnvelope({ id: `f-${i}`, type: 'test.credit', dedupKey: `fresh-${i}`, payload: { amount: 1 } }),
+        ),
+      );
+      const fresh = receiveOne(queue);
+      expect((await settle(queue, worker.process(fresh), fresh)).action).toBe('completed');
+    }
+
+    // As many reads as when they answer (above): a failed read does not keep the mode on for good.
+    expect(calls.filter((c) => c === 'get')).toHaveLength(36);
+  });
+
   it('in read-first mode sends a job the read finds unfinished straight to the claim, without a fast run', async () => {
     const { queue, calls, processor, body, store, runs } = setup();
     queue.send(body);
