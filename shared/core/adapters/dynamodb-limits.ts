@@ -238,12 +238,21 @@ function utf8(text: string): number {
 function badValue(value: unknown, path: string): string | undefined {
   // Every write of a job passes here: a walk that builds no path strings first, then, only for a bad
   // value, the walk that names where it is.
-  return isSendable(value) ? undefined : badValueAt(value, path);
+  return isSendable(value, 0) ? undefined : badValueAt(value, path, 0);
 }
 
+/**
+ * How deep DynamoDB nests values: an item's attributes are level 1, what a map or list among them holds
+ * level 2, and so on (a value past it is refused: "Nesting Levels have exceeded supported limits"). The
+ * walks stop there, so a value that holds itself is refused too, not walked until the stack overflows.
+ */
+const MAX_LEVELS = 32;
+
 /** Whether the document client can send `value`: what {@link badValueAt} finds nothing wrong with. */
-function isSendable(value: unknown): boolean {
-  if (value === undefined || value === null) return true;
+function isSendable(value: unknown, level: number): boolean {
+  if (value === undefined) return true;
+  if (level > MAX_LEVELS) return false;
+  if (value === null) return true;
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -257,24 +266,30 @@ function isSendable(value: unknown): boolean {
   }
   if (value instanceof NumberValue || ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return true;
   if (Array.isArray(value) || value instanceof Set) {
-    for (const element of value) if (!isSendable(element)) return false;
+    for (const element of value) if (!isSendable(element, level + 1)) return false;
     return true;
   }
   if (value instanceof Map) {
-    for (const element of value.values()) if (!isSendable(element)) return false;
+    for (const element of value.values()) if (!isSendable(element, level + 1)) return false;
     return true;
   }
   const proto: unknown = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return false;
   for (const name in value) {
-    if (Object.hasOwn(value, name) && !isSendable((value as Record<string, unknown>)[name])) return false;
+    if (Object.hasOwn(value, name) && !isSendable((value as Record<string, unknown>)[name], level + 1)) {
+      return false;
+    }
   }
   return true;
 }
 
 /** Where `value` holds something the document client cannot send, with its path; or undefined. */
-function badValueAt(value: unknown, path: string): string | undefined {
-  if (value === undefined || value === null) return undefined;
+function badValueAt(value: unknown, path: string, level: number): string | undefined {
+  if (value === undefined) return undefined;
+  if (level > MAX_LEVELS) {
+    return `${path} nests deeper than DynamoDB's ${MAX_LEVELS} levels (does a value hold itself?)`;
+  }
+  if (value === null) return undefined;
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -292,7 +307,7 @@ function badValueAt(value: unknown, path: string): string | undefined {
   if (Array.isArray(value) || value instanceof Set) {
     let i = 0;
     for (const element of value) {
-      const found = badValueAt(element, `${path}[${i++}]`);
+      const found = badValueAt(element, `${path}[${i++}]`, level + 1);
       if (found) return found;
     }
     return undefined;
@@ -304,7 +319,7 @@ function badValueAt(value: unknown, path: string): string | undefined {
   }
   const entries = value instanceof Map ? [...value.entries()] : Object.entries(value);
   for (const [name, element] of entries) {
-    const found = badValueAt(element, `${path}.${String(name)}`);
+    const found = badValueAt(element, `${path}.${String(name)}`, level + 1);
     if (found) return found;
   }
   return undefined;

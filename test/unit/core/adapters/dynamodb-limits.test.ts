@@ -116,12 +116,29 @@ describe('Function: checkJobWrite', () => {
     ).toBe('ok');
   });
 
+  it("refuses a value nested past DynamoDB's 32 levels, or one that holds itself, as a bad value", () => {
+    // `wraps` maps and lists around a number: an attribute holds at most 31 (the attribute is level 1).
+    const nested = (wraps: number): unknown => {
+      let value: unknown = 1;
+      for (let i = 0; i < wraps; i++) value = i % 2 === 0 ? { a: value } : [value];
+      return value;
+    };
+    expect(problem(write([], { result: nested(31) }))).toBe('ok');
+    expect(problem(write([], { result: nested(32) }))).toBe('bad-value');
+    expect(problem(write([put('a', { deep: nested(31) })]))).toBe('ok');
+    expect(problem(write([update('a', { ':b': nested(32) })]))).toBe('bad-value');
+    const cyclic: Record<string, unknown> = { n: 1 };
+    cyclic.self = cyclic;
+    expect(problem(write([], { result: { list: [cyclic] } }))).toBe('bad-value');
+    expect(() => checkJobWrite(write([], { checkpoint: cyclic }))).toThrow(
+      /job item\.checkpoint(\.self){31}\.n nests deeper than DynamoDB's 32 levels/,
+    );
+  });
+
   it('names where the bad value is, not what it holds', () => {
-    try {
-      checkJobWrite(write([put('a', { nested: { when: new Date() } })]));
-    } catch (error) {
-      expect((error as Error).message).toContain('effect 0.Item.nested.when is a Date');
-    }
+    expect(() => checkJobWrite(write([put('a', { nested: { when: new Date() } })]))).toThrow(
+      'effect 0.Item.nested.when is a Date',
+    );
   });
 });
 
