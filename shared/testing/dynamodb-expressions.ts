@@ -345,6 +345,8 @@ interface ParsedExpression {
   readonly reads: readonly PlaceholderRead[];
 }
 const PARSED_MAX = 1000;
+/** DynamoDB's limit on an expression, in bytes as sent (which also bounds what a kept parse holds). */
+const MAX_EXPRESSION_BYTES = 4096;
 
 type PlaceholderRead =
   | { readonly kind: 'name'; readonly token: string; readonly name: string }
@@ -357,6 +359,12 @@ function cached<T>(
   placeholders: Placeholders,
   parse: (parser: Parser) => T,
 ): T {
+  // The short-cut: a UTF-16 unit is at most 3 bytes of UTF-8.
+  if (expression.length * 3 > MAX_EXPRESSION_BYTES && Buffer.byteLength(expression) > MAX_EXPRESSION_BYTES) {
+    throw validationException(
+      `Invalid ${kind === 'condition' ? 'ConditionExpression' : 'UpdateExpression'}: Expression size has exceeded the maximum allowed size; expression size: ${Buffer.byteLength(expression)} bytes (at most ${MAX_EXPRESSION_BYTES})`,
+    );
+  }
   const parsedOfKind = PARSED[kind];
   const hit = parsedOfKind.get(expression);
   if (hit !== undefined && sameNames(hit.reads, placeholders)) {

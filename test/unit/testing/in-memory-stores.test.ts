@@ -497,6 +497,20 @@ describe('DynamoDB expressions in memory, parsed once', () => {
     ).toBe(true);
   });
 
+  it('refuses an expression over 4 KB (4096 bytes as sent), as DynamoDB does, so none is kept either', () => {
+    const condition = (bytes: number) => `attribute_exists(a${'x'.repeat(bytes - 19)})`;
+    expect(Buffer.byteLength(condition(4096))).toBe(4096);
+    expect(parseCondition(condition(4096), {})({ pk: 'k' })).toBe(false);
+    expect(() => parseCondition(condition(4097), {})).toThrow(
+      /Expression size has exceeded the maximum allowed size/,
+    );
+    const update = `SET ${Array.from({ length: 400 }, (_, i) => `a${i} = :v`).join(', ')}`;
+    expect(Buffer.byteLength(update)).toBeGreaterThan(4096);
+    expect(() => parseUpdate(update, { values: { ':v': 1 } })).toThrow(
+      /Expression size has exceeded the maximum allowed size/,
+    );
+  });
+
   it("applies an update through each use's own names and values", () => {
     const expression = 'SET #n = #n + :x';
     expect(parseUpdate(expression, { names: { '#n': 'a' }, values: { ':x': 1 } })({ pk: 'k', a: 1 })).toEqual(
