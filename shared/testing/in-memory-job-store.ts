@@ -41,9 +41,9 @@ import {
   deadKeyUntilOf,
   droppedCopyEvent,
   eventMessage,
+  eventsLeftOut,
   giveUpEvents,
   historyWrite,
-  NO_HISTORY,
   STEP_EVENTS,
   sendFitting,
 } from '../core/decisions/history.ts';
@@ -596,7 +596,9 @@ export class InMemoryJobStore implements JobStore {
     const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt, leaseLost, now);
     const fit = giveUpWithHistory(lease, error, events);
     const capped = fit.error;
-    const carried = fit.withEvents ? carryHistory(lease, events, now) : NO_HISTORY;
+    const carried = fit.withEvents
+      ? carryHistory(lease, events, now)
+      : eventsLeftOut(lease.dedupKey, events, now);
     let applied = false;
     await sendFitting(carried, () =>
       this.faults.run(

@@ -272,9 +272,11 @@ export function redriveUpdate(
 ): JobItemUpdate {
   // The event is appended while the history has room; a full one is replaced by the caller's trimmed
   // copy under a version condition (the caller read it), so the bound holds without a read on every redrive.
-  // An item with no room for the event (refused for size) is redriven without it or the index keys: the
-  // redrive the history came after, which never grew an item.
+  // An item with no room for the event (refused for size) is redriven without it, keeping the index keys
+  // (a redriven job is a problem job still); with no room for those either, without them: the redrive
+  // the history came after, which never grew an item.
   const none = 'leaveOut' in history;
+  const keys = !('leaveOut' in history) || history.leaveOut === 'events';
   const appendOrReplace = none
     ? ''
     : 'replace' in history
@@ -291,7 +293,7 @@ export function redriveUpdate(
     UpdateExpression:
       'SET #status = :retryWait, #leaseUntil = :zero, #attempts = :zero, #version = #version + :one, ' +
       `#updatedAt = :now, #expiresAt = :expiresAt${appendOrReplace}` +
-      (none ? ' ' : ', #problemShard = :problemShard, #problemAt = :now ') +
+      (keys ? ', #problemShard = :problemShard, #problemAt = :now ' : ' ') +
       // A redriven job is no longer dead: a later dead marking sets both again (or leaves them unset).
       'REMOVE #owner, #deadReason, #refunds, #deadAt, #deadKeyUntil',
     // Not finished, and no live lease: DEAD, RETRY_WAIT, or IN_PROGRESS whose lease has ended. A cancelled
@@ -301,13 +303,8 @@ export function redriveUpdate(
       '(#status <> :inProgress OR #leaseUntil < :endedBefore)' +
       historyCondition,
     ExpressionAttributeNames: {
-      ...(none
-        ? {}
-        : {
-            '#history': 'history',
-            '#problemShard': PROBLEM_SHARD_ATTRIBUTE,
-            '#problemAt': PROBLEM_AT_ATTRIBUTE,
-          }),
+      ...(none ? {} : { '#history': 'history' }),
+      ...(keys ? { '#problemShard': PROBLEM_SHARD_ATTRIBUTE, '#problemAt': PROBLEM_AT_ATTRIBUTE } : {}),
       ...('replace' in history ? { '#historyDropped': 'historyDropped' } : {}),
       '#status': 'status',
       '#leaseUntil': 'leaseUntil',
@@ -331,7 +328,7 @@ export function redriveUpdate(
       ':now': now,
       ':endedBefore': leaseEndedBefore,
       ':expiresAt': expiresAt,
-      ...(none ? {} : { ':problemShard': problemShard(dedupKey) }),
+      ...(keys ? { ':problemShard': problemShard(dedupKey) } : {}),
       ...('replace' in history
         ? { ':history': history.replace, ':dropped': history.dropped, ':readVersion': history.readVersion }
         : 'event' in history
@@ -341,11 +338,15 @@ export function redriveUpdate(
   };
 }
 
-/** The redrive's history write: append `event`, or (history full) replace it with a trimmed copy read at `readVersion`. */
+/**
+ * The redrive's history write: append `event`, or (history full) replace it with a trimmed copy read at
+ * `readVersion`; or, no room in the item, leave the event out (`events`: the index keys are still set) or
+ * the keys too (`all`).
+ */
 export type RedriveHistory =
   | { readonly event: HistoryEvent & { readonly e: 'redrive' } }
   | { readonly replace: readonly HistoryEvent[]; readonly dropped: number; readonly readVersion: number }
-  | { readonly leaveOut: true };
+  | { readonly leaveOut: 'events' | 'all' };
 
 /** An update of this lease's item under the {@link FENCE} (and `ConditionSuffix`, `' AND ...'`). */
 function fencedUpdate(
@@ -413,17 +414,23 @@ export function jobSummaryScan(tableName: string, status?: JobStatus): ScanComma
  * `update` with a history write added to the same request (docs/protocol.md, "History"): the events cost
  * item bytes, never a request. Appends with `list_append(if_not_exists(...))`, or replaces the list and
  * ADDs the dropped count when the writer's known list would pass HISTORY_MAX; a problem event also sets
- * the `problems` index keys. Without `history`, `update` unchanged.
+ * the `problems` index keys (alone for a `keys` write). Without `history`, `update` unchanged.
  */
 export function withHistory(update: JobItemUpdate, history: HistoryWrite | undefined): JobItemUpdate {
   if (history === undefined) return update;
   const sets =
-    history.mode === 'append'
-      ? ['#history = list_append(if_not_exists(#history, :noEvents), :events)']
-      : ['#history = :events'];
-  const names: Record<string, string> = { '#history': 'history' };
+    history.mode === 'keys'
+      ? []
+      : history.mode === 'append'
+        ? ['#history = list_append(if_not_exists(#history, :noEvents), :events)']
+        : ['#history = :events'];
+  const names: Record<string, string> = history.mode === 'keys' ? {} : { '#history': 'history' };
   const values: Record<string, unknown> =
-    history.mode === 'append' ? { ':noEvents': [], ':events': history.events } : { ':events': history.list };
+    history.mode === 'keys'
+      ? {}
+      : history.mode === 'append'
+        ? { ':noEvents': [], ':events': history.events }
+        : { ':events': history.list };
   if (history.problemShard !== undefined && history.problemAt !== undefined) {
     sets.push('#problemShard = :problemShard', '#problemAt = :problemAt');
     names['#problemShard'] = 'problemShard';

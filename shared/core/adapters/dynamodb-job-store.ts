@@ -45,9 +45,9 @@ import {
   deadKeyUntilOf,
   droppedCopyEvent,
   eventMessage,
+  eventsLeftOut,
   giveUpEvents,
   historyWrite,
-  NO_HISTORY,
   STEP_EVENTS,
   sendFitting,
 } from '../decisions/history.ts';
@@ -425,7 +425,10 @@ export class DynamoDbJobStore implements JobStore {
     const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt, leaseLost, now);
     // Near 400 KB the give-up must still fit: the history's new events are then left out.
     const fit = giveUpWithHistory(lease, error, events);
-    const carried = fit.withEvents ? this.#carry(lease, events, now) : NO_HISTORY;
+    // Left out, the events' `problems` index keys are still written: a DEAD job must be listed.
+    const carried = fit.withEvents
+      ? this.#carry(lease, events, now)
+      : eventsLeftOut(lease.dedupKey, events, now);
     const update = giveUpUpdate(this.#table, lease, {
       status,
       leaseUntil,
@@ -470,13 +473,17 @@ export class DynamoDbJobStore implements JobStore {
           ),
         ),
       );
-    // No room in the item for the event: redriven without it (the redrive must never fail for it).
+    // No room in the item for the event: redriven without it, its index keys kept; no room for them
+    // either, without them (the redrive must never fail for its history).
+    const tooLarge = (error: unknown) =>
+      error instanceof StoreRefusedError && error.problem === 'item-too-large';
     const attempt = (history: RedriveHistory) =>
       send(history).catch((error: unknown) => {
-        if (error instanceof StoreRefusedError && error.problem === 'item-too-large') {
-          return send({ leaveOut: true });
-        }
-        throw error;
+        if (!tooLarge(error)) throw error;
+        return send({ leaveOut: 'events' }).catch((again: unknown) => {
+          if (!tooLarge(again)) throw again;
+          return send({ leaveOut: 'all' });
+        });
       });
     try {
       await attempt({ event });

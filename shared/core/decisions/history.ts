@@ -32,7 +32,9 @@ const PROBLEM_EVENTS: ReadonlySet<HistoryEvent['e']> = new Set([
 /**
  * What a write does to the item's history: append `events`, or (when the list it knows would pass
  * HISTORY_MAX) replace it with `list`, the newest events, adding `dropped` to `historyDropped`. With
- * `problemAt`, it also sets the `problems` index keys (`problemShard`, `problemAt`).
+ * `problemAt`, it also sets the `problems` index keys (`problemShard`, `problemAt`). `keys`: the events
+ * were left out (no room in the item), the index keys are still written: a job whose problem event did
+ * not fit must still be found (a DEAD job missing from the index is missing from `dlq list`).
  */
 export type HistoryWrite =
   | {
@@ -47,7 +49,8 @@ export type HistoryWrite =
       readonly dropped: number;
       readonly problemShard?: string;
       readonly problemAt?: number;
-    };
+    }
+  | { readonly mode: 'keys'; readonly problemShard: string; readonly problemAt: number };
 
 /** Who wrote an event: the lease's owner, token and attempt. */
 export function attemptOf(lease: Pick<JobLease, 'owner' | 'token' | 'attempts'>): {
@@ -130,7 +133,7 @@ export function afterHistoryWrite(
   known: readonly HistoryEvent[] | undefined,
   write: HistoryWrite | undefined,
 ): HistoryEvent[] | undefined {
-  if (write === undefined) return known === undefined ? undefined : [...known];
+  if (write === undefined || write.mode === 'keys') return known === undefined ? undefined : [...known];
   return write.mode === 'append' ? [...(known ?? []), ...write.events] : [...write.list];
 }
 
@@ -236,18 +239,42 @@ export interface CarriedHistory {
   undo(): void;
   /**
    * The item has no room for the events (the write was refused for size): they are dropped, and the
-   * write goes again without them (`write` undefined, done and undo do nothing).
+   * write goes again without them, with the `problems` index keys alone when the events set them
+   * (`write` a `keys` write); done and undo do nothing then. Called again (no room for the keys
+   * either), `write` becomes undefined.
    */
   leaveOut(): void;
 }
 
-/** A write that carries no history (and takes no pending events). */
-export const NO_HISTORY: CarriedHistory = {
-  write: undefined,
-  done: () => {},
-  undo: () => {},
-  leaveOut: () => {},
-};
+/** `write` without its events: the index keys alone when it sets them, else nothing. */
+function keysOf(write: HistoryWrite | undefined): HistoryWrite | undefined {
+  if (write === undefined || write.mode === 'keys') return undefined;
+  return write.problemShard !== undefined && write.problemAt !== undefined
+    ? { mode: 'keys', problemShard: write.problemShard, problemAt: write.problemAt }
+    : undefined;
+}
+
+/**
+ * A write whose events were left out before it was sent (a give-up near 400 KB, dynamodb-limits.ts):
+ * the index keys `events` would have set, and no events (none taken from the lease).
+ */
+export function eventsLeftOut(
+  dedupKey: string,
+  events: readonly HistoryEvent[],
+  now: number,
+): CarriedHistory {
+  let write = keysOf(historyWrite(dedupKey, undefined, events, now));
+  return {
+    get write() {
+      return write;
+    },
+    done: () => {},
+    undo: () => {},
+    leaveOut: () => {
+      write = undefined;
+    },
+  };
+}
 
 /** The history a write of `lease` carries: its pending events (taken now), then the write's own `events`. */
 export function carryHistory(lease: JobLease, events: readonly HistoryEvent[], now: number): CarriedHistory {
@@ -268,7 +295,7 @@ export function carryHistory(lease: JobLease, events: readonly HistoryEvent[], n
     },
     leaveOut: () => {
       left = true;
-      write = undefined;
+      write = keysOf(write);
     },
   };
 }
@@ -280,19 +307,22 @@ export function carryHistory(lease: JobLease, events: readonly HistoryEvent[], n
  * The events are dropped, not kept for the next write, which would be refused the same way.
  */
 export async function sendFitting<T>(carried: CarriedHistory, write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (error) {
-    if (carried.write === undefined || !(error instanceof StoreRefusedError)) throw error;
-    if (error.problem !== 'item-too-large') throw error;
+  // At most three sends: with the events, with the index keys alone, with neither.
+  for (;;) {
+    try {
+      return await write();
+    } catch (error) {
+      if (carried.write === undefined || !(error instanceof StoreRefusedError)) throw error;
+      if (error.problem !== 'item-too-large') throw error;
+    }
+    carried.leaveOut();
   }
-  carried.leaveOut();
-  return write();
 }
 
 /** `item` with a history write applied, as DynamoDB applies withHistory's clauses (for the in-memory store). */
 export function applyHistory<T extends JobItem>(item: T, write: HistoryWrite | undefined): T {
   if (write === undefined) return item;
+  if (write.mode === 'keys') return { ...item, problemShard: write.problemShard, problemAt: write.problemAt };
   return {
     ...item,
     history:

@@ -2,11 +2,13 @@
 // near 400 KB (an event must never make a write fail that fit without it), and the best-effort writes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbJobStore } from '../../../../shared/core/adapters/dynamodb-job-store.ts';
+import { queryProblemShard } from '../../../../shared/core/adapters/dynamodb-problems.ts';
+import { problemShard } from '../../../../shared/core/contract/job-history.ts';
 import type { Checkpoint } from '../../../../shared/core/contract/job-item.ts';
 import type { ClaimRequest, JobLease } from '../../../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { StoreRefusedError } from '../../../../shared/errors.ts';
-import { type CoreEnv, coreEnv, sleep } from '../../../support/core-fixture.ts';
+import { type CoreEnv, coreEnv, eventually, sleep } from '../../../support/core-fixture.ts';
 import { uniqueName } from '../../../support/env.ts';
 
 let env: CoreEnv;
@@ -89,6 +91,7 @@ describe('History events on an item near 400 KB', () => {
       const item = await store.get(key);
       expect(item?.status).toBe(JobStatus.Completed);
       expect(item?.history).toBeUndefined();
+      expect(item?.problemShard).toBe(problemShard(key));
       expect(b.pendingHistory ?? []).toEqual([]);
     },
   );
@@ -105,7 +108,8 @@ describe('A redrive of a dead job on an item near 400 KB', () => {
     expect((await store.get(key))?.status).toBe(JobStatus.Dead);
 
     // Act
-    const redriven = await store.resetForRedrive(key, Date.now(), Date.now(), { by: 'ops@host' });
+    const redriveAt = Date.now();
+    const redriven = await store.resetForRedrive(key, redriveAt, redriveAt, { by: 'ops@host' });
 
     // Assess: runnable, its checkpoint kept, its problems index keys set.
     expect(redriven).toBe(true);
@@ -113,5 +117,50 @@ describe('A redrive of a dead job on an item near 400 KB', () => {
     expect(item).toMatchObject({ status: JobStatus.RetryWait, attempts: 0 });
     expect(item?.checkpoint?.step).toBe('s');
     expect(item?.deadAt).toBeUndefined();
+    expect(item?.problemShard).toBe(problemShard(key));
+    expect(item?.problemAt).toBe(redriveAt);
+  });
+});
+
+describe('The problems index of a give-up on an item near 400 KB', () => {
+  // The index keys travelled with the history write: a dead marking (or a release) that left its event
+  // out for size left the keys out too, and `dlq list` and `jobs --status DEAD` (which read the index)
+  // missed the job.
+  const giveUps: [string, JobStatus, (a: JobLease) => Promise<void>][] = [
+    [
+      'dead marking',
+      JobStatus.Dead,
+      (a) => store.markDead(a, { message: 'x'.repeat(200), errorClass: 'Error', reason: 'permanent' }),
+    ],
+    [
+      'release',
+      JobStatus.RetryWait,
+      (a) => store.release(a, Date.now() + 60_000, { message: 'x'.repeat(200), errorClass: 'Error' }),
+    ],
+  ];
+  it.each(giveUps)('a %s whose event does not fit still enters the index', async (_name, status, giveUp) => {
+    // Prepare: the job fills its item to 60 B under 400 KB: no room for a `dead` or `failed` event.
+    const key = uniqueName('full-index');
+    const a = await claimed(request(key, 'w-a', 30_000));
+    await fillTo(a, 60);
+
+    // Act
+    await giveUp(a);
+
+    // Assess: the event was left out, the index keys were not; the index (eventually consistent) lists it.
+    const item = await store.get(key);
+    expect(item?.status).toBe(status);
+    expect(item?.history).toBeUndefined();
+    expect(item?.problemShard).toBe(problemShard(key));
+    expect(typeof item?.problemAt).toBe('number');
+    const listed = await eventually(async () => {
+      const page = await queryProblemShard(env.clients.doc, env.jobsTable, {
+        shard: problemShard(key),
+        since: (item?.problemAt ?? 0) - 1,
+        pageSize: 100,
+      });
+      return page.items.some((entry) => entry.dedupKey === key && entry.status === status);
+    });
+    expect(listed).toBe(true);
   });
 });
