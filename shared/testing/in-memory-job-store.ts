@@ -1,3 +1,4 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   checkItemSize,
   checkJobWrite,
@@ -123,8 +124,25 @@ export class InMemoryJobStore implements JobStore {
       'claim',
       (): ClaimResult => {
         const old = this.#items.get(req.dedupKey);
+        if (req.onlyIfMessageId !== undefined) {
+          // The adapter's `attribute_exists(#dedupKey) AND ... #messageId = :onlyIfMessageId`: no item is
+          // refused with nothing to return (DynamoDB's refusal carries no item), any other as a claim's.
+          if (old === undefined) {
+            throw new ConditionalCheckFailedException({
+              message: 'The conditional request failed',
+              $metadata: {},
+            });
+          }
+          if (old.messageId !== req.onlyIfMessageId)
+            return { claimed: false, existing: structuredClone(old) };
+        }
         // A DEAD key past its deadKeyUntil: reset and claimed (the adapter's second write, resetClaimUpdate).
-        if (old !== undefined && !collides(old, req.type) && deadKeyExpired(old, req.now, req.messageId)) {
+        if (
+          old !== undefined &&
+          req.onlyIfMessageId === undefined &&
+          !collides(old, req.type) &&
+          deadKeyExpired(old, req.now, req.messageId)
+        ) {
           return this.#resetClaim(req, old);
         }
         // `#type = :type` in the adapter's condition: a job of another type is never taken.

@@ -46,6 +46,7 @@ export function claimUpdate(
   completion?: ClaimCompletion,
 ): JobItemUpdate {
   const completes = completion !== undefined;
+  const only = completes ? undefined : (req as Partial<ClaimRequest>).onlyIfMessageId;
   return {
     TableName: tableName,
     Key: { dedupKey: req.dedupKey },
@@ -68,8 +69,12 @@ export function claimUpdate(
       ? 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
         'AND #type = :type AND attribute_not_exists(#checkpoint) AND #attempts < :maxAttempts ' +
         'AND attribute_not_exists(#deadReason))'
-      : 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
-        'AND #type = :type)',
+      : only !== undefined
+        ? // A refused payload's own job (E13): only the item that still names that message.
+          'attribute_exists(#dedupKey) AND NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
+          'AND #type = :type AND #messageId = :onlyIfMessageId'
+        : 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
+          'AND #type = :type)',
     ExpressionAttributeNames: {
       '#dedupKey': 'dedupKey',
       '#status': 'status',
@@ -110,6 +115,7 @@ export function claimUpdate(
       ':createdAt': req.createdAt,
       ':expiresAt': lease.expiresAt,
       ...(completes ? { ':result': completion.result ?? null, ':maxAttempts': completion.maxAttempts } : {}),
+      ...(only !== undefined ? { ':onlyIfMessageId': only } : {}),
     },
   };
 }

@@ -148,6 +148,7 @@ export class DynamoDbJobStore implements JobStore {
         const refused = refusedClaim(error.Item, req);
         if (
           !refused.claimed &&
+          req.onlyIfMessageId === undefined &&
           refused.existing.type === req.type &&
           deadKeyExpired(refused.existing, req.now, req.messageId)
         ) {

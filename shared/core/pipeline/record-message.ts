@@ -52,6 +52,17 @@ export class RecordMessage {
     return value ? value.split(',').filter((id) => id.length > 0) : [];
   }
 
+  /**
+   * Whether `messageId` (the message a job item names) is this message: its own id, or one it was
+   * re-sent in place of (a limit's bounce, a redrive). What a refusal asks to tell the job's own message
+   * from a copy.
+   */
+  isMessage(messageId: string | undefined): boolean {
+    return (
+      messageId !== undefined && (messageId === this.record.messageId || this.formerIds.includes(messageId))
+    );
+  }
+
   async resend(seconds: number): Promise<boolean> {
     const { record } = this;
     if (!this.#queue.resend || record.attributes.SequenceNumber !== undefined) return false;

@@ -1245,6 +1245,77 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
       });
     });
 
+    describe('Method: claim, only for the item of one message (onlyIfMessageId, E13)', () => {
+      it('claims an unfinished item that names the message: RETRY_WAIT, or IN_PROGRESS whose lease ended', async () => {
+        // Prepare: one job released for a retry, one whose holder's lease ended.
+        const waiting = fresh('only-wait');
+        const released = await claim(request(waiting, 'worker-a', Date.now()));
+        await f.store.release(released, Date.now() - 1, boom);
+        const taken = fresh('only-take');
+        const { after } = await claimAt(taken, 'worker-a', Date.now());
+
+        // Act
+        const retry = await f.store.claim(
+          request(waiting, 'worker-b', Date.now(), { onlyIfMessageId: 'm-worker-a' }),
+        );
+        const takeover = await f.store.claim(
+          request(taken, 'worker-b', after, { onlyIfMessageId: 'm-worker-a' }),
+        );
+
+        // Assess: both claimed as the claim without the condition would; the items name the new message.
+        expect(retry).toMatchObject({ claimed: true, kind: 'retry' });
+        expect(takeover).toMatchObject({ claimed: true, kind: 'takeover' });
+        expect(await f.store.get(waiting)).toMatchObject({
+          status: JobStatus.InProgress,
+          messageId: 'm-worker-b',
+        });
+        expect(await f.store.get(taken)).toMatchObject({ owner: 'worker-b', attempts: 2 });
+      });
+
+      it('refuses an item that names another message, and creates no item', async () => {
+        // Prepare
+        const key = fresh('only-other');
+        const lease = await claim(request(key, 'worker-a', Date.now()));
+        await f.store.release(lease, Date.now() - 1, boom);
+        const before = await f.store.get(key);
+        const absent = fresh('only-absent');
+
+        // Act
+        const other = await f.store.claim(
+          request(key, 'worker-b', Date.now(), { onlyIfMessageId: 'm-other' }),
+        );
+        const none = await f.store
+          .claim(request(absent, 'worker-b', Date.now(), { onlyIfMessageId: 'm-other' }))
+          .then(
+            () => 'claimed',
+            () => 'refused',
+          );
+
+        // Assess: refused with the item as it is (its refusal, as any claim's); no item under the absent key.
+        expect(other).toEqual({ claimed: false, existing: before });
+        expect(await f.store.get(key)).toEqual(before);
+        expect(none).toBe('refused');
+        expect(await f.store.get(absent)).toBeUndefined();
+      });
+
+      it('never resets a dead key, even past its deadKeyUntil', async () => {
+        // Prepare: dead, with a 1 s deadKeyTtl; a claim 5 s later would reset it.
+        const key = fresh('only-dead');
+        const lease = await claim(request(key, 'worker-a', Date.now()));
+        await f.store.markDead(lease, { ...boom, reason: 'permanent-error', deadKeyTtlSeconds: 1 });
+        const later = Date.now() + 5000;
+
+        // Act
+        const result = await f.store.claim(
+          request(key, 'worker-b', later, { onlyIfMessageId: 'm-worker-a' }),
+        );
+
+        // Assess
+        expect(result).toMatchObject({ claimed: false, existing: { status: JobStatus.Dead } });
+        expect((await f.store.get(key))?.status).toBe(JobStatus.Dead);
+      });
+    });
+
     describe('Fencing tokens', () => {
       it('keep growing after the item was deleted (as TTL does)', async () => {
         // Prepare: two claims (the second a takeover), completion, then the item disappears.
