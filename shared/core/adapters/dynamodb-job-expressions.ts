@@ -291,7 +291,7 @@ export function redriveUpdate(
   const historyCondition = none
     ? ''
     : 'replace' in history
-      ? ' AND #version = :readVersion'
+      ? ` AND #version = :readVersion AND ${historyAsRead(history.read)}`
       : ' AND (attribute_not_exists(#history) OR size(#history) < :historyMax)';
   return {
     TableName: tableName,
@@ -336,7 +336,12 @@ export function redriveUpdate(
       ':expiresAt': expiresAt,
       ...(keys ? { ':problemShard': problemShard(dedupKey) } : {}),
       ...('replace' in history
-        ? { ':history': history.replace, ':dropped': history.dropped, ':readVersion': history.readVersion }
+        ? {
+            ':history': history.replace,
+            ':dropped': history.dropped,
+            ':readVersion': history.readVersion,
+            ...historyAsReadValues(history.read),
+          }
         : 'event' in history
           ? { ':event': [history.event], ':emptyList': [], ':historyMax': HISTORY_MAX }
           : {}),
@@ -351,8 +356,35 @@ export function redriveUpdate(
  */
 export type RedriveHistory =
   | { readonly event: HistoryEvent & { readonly e: 'redrive' } }
-  | { readonly replace: readonly HistoryEvent[]; readonly dropped: number; readonly readVersion: number }
+  | TrimmedHistory
   | { readonly leaveOut: 'events' | 'all' };
+
+/**
+ * A full history replaced by its trimmed copy (`replace`, `dropped` more in `historyDropped`), read at
+ * `readVersion` with the list `read`: written only over that very list. The version alone does not tell
+ * it: a heartbeat's event (renewals keep the version), a lost lease's event and a dropped copy's count
+ * change the list and not the version, and the replace would write them over.
+ */
+export interface TrimmedHistory {
+  readonly replace: readonly HistoryEvent[];
+  readonly dropped: number;
+  readonly readVersion: number;
+  readonly read: readonly HistoryEvent[];
+}
+
+/**
+ * The condition that the item's history is still the list `read` (not empty): as long, and ending in the
+ * same event. Any write since appended to it (longer), trimmed it (another last event: every trim ends
+ * in the events it added) or grew its last `dropped` event (another count). One event in the request,
+ * not the list.
+ */
+function historyAsRead(read: readonly HistoryEvent[]): string {
+  return `size(#history) = :readLength AND #history[${Math.max(0, read.length - 1)}] = :readLast`;
+}
+
+function historyAsReadValues(read: readonly HistoryEvent[]): Record<string, unknown> {
+  return { ':readLength': read.length, ':readLast': read[read.length - 1] ?? null };
+}
 
 /** An update of this lease's item under the {@link FENCE} (and `ConditionSuffix`, `' AND ...'`). */
 function fencedUpdate(
@@ -597,9 +629,7 @@ export function droppedCopyUpdate(
 }
 
 /** The cancel's history write: append `event`, or (history full) replace it with a trimmed copy read at `readVersion`. */
-export type CancelHistory =
-  | { readonly event: HistoryEvent }
-  | { readonly replace: readonly HistoryEvent[]; readonly dropped: number; readonly readVersion: number };
+export type CancelHistory = { readonly event: HistoryEvent } | TrimmedHistory;
 
 /**
  * A cancel (docs/protocol.md, C1/C2): an unfinished job becomes CANCELLED in place (owner and token stay,
@@ -628,7 +658,8 @@ export function cancelUpdate(
     // A job whose dead-lettering began (its fence recorded `deadReason`) is not cancelled: its letter may
     // be on its way, so its end is decided (the refusal answers finished, DEAD).
     ConditionExpression: replace
-      ? '#status IN (:inProgress, :retryWait) AND #version = :readVersion AND attribute_not_exists(#deadReason)'
+      ? '#status IN (:inProgress, :retryWait) AND #version = :readVersion AND attribute_not_exists(#deadReason) ' +
+        `AND ${historyAsRead(history.read)}`
       : '(attribute_not_exists(#dedupKey) OR #status IN (:inProgress, :retryWait)) ' +
         'AND attribute_not_exists(#deadReason) ' +
         'AND (attribute_not_exists(#history) OR size(#history) < :historyMax)',
@@ -656,7 +687,12 @@ export function cancelUpdate(
       ':expiresAt': write.expiresAt,
       ':problemShard': problemShard(dedupKey),
       ...(replace
-        ? { ':history': history.replace, ':dropped': history.dropped, ':readVersion': history.readVersion }
+        ? {
+            ':history': history.replace,
+            ':dropped': history.dropped,
+            ':readVersion': history.readVersion,
+            ...historyAsReadValues(history.read),
+          }
         : { ':noEvents': [], ':events': [history.event], ':historyMax': HISTORY_MAX }),
     },
   };

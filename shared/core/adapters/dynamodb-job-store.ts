@@ -493,21 +493,26 @@ export class DynamoDbJobStore implements JobStore {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
     }
     // Refused: finished, under a live lease, absent, or its history is full. Only the last is retried,
-    // with the oldest events dropped, at the version read (a change in between refuses it again).
-    const item = await this.get(dedupKey);
-    if (!item || (item.history?.length ?? 0) < HISTORY_MAX) return false;
-    const history = [...(item.history ?? []), event];
-    try {
-      await attempt({
-        replace: history.slice(-HISTORY_MAX),
-        dropped: history.length - HISTORY_MAX,
-        readVersion: item.version,
-      });
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
+    // with the oldest events dropped, over the version and the list read (a change in between, such as a
+    // dropped copy's count, refuses it again, and it is read afresh: at most 3 times).
+    for (let tries = 0; tries < 3; tries++) {
+      const item = await this.get(dedupKey);
+      if (!item || (item.history?.length ?? 0) < HISTORY_MAX) return false;
+      const read = item.history ?? [];
+      const history = [...read, event];
+      try {
+        await attempt({
+          replace: history.slice(-HISTORY_MAX),
+          dropped: history.length - HISTORY_MAX,
+          readVersion: item.version,
+          read,
+        });
+        return true;
+      } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      }
     }
+    return false;
   }
 
   async cancel(dedupKey: string, request: CancelRequest): Promise<CancelResult> {
@@ -533,11 +538,13 @@ export class DynamoDbJobStore implements JobStore {
         const refused = refusedCancel(error.Item);
         if ('outcome' in refused) return refused;
         if (tries >= 3) throw error;
-        const list = [...(refused.item.history ?? []), cancelledEvent(request)];
+        const read = refused.item.history ?? [];
+        const list = [...read, cancelledEvent(request)];
         history = {
           replace: list.slice(-HISTORY_MAX),
           dropped: list.length - HISTORY_MAX,
           readVersion: refused.item.version,
+          read,
         };
       }
     }
