@@ -37,6 +37,7 @@ import {
   attemptOf,
   type CarriedHistory,
   carryHistory,
+  checkHistoryKnown,
   claimHistory,
   deadKeyExpired,
   deadKeyUntilOf,
@@ -44,6 +45,7 @@ import {
   eventMessage,
   eventsLeftOut,
   giveUpEvents,
+  type HistoryWrite,
   historyWrite,
   STEP_EVENTS,
   sendFitting,
@@ -301,7 +303,10 @@ export class InMemoryJobStore implements JobStore {
       this.faults.run(
         'renew',
         () => {
-          const item = applyHistory(this.#fenced(lease, 'renew'), carried.write);
+          const fenced = this.#fenced(lease, 'renew');
+          // The adapter's `size(#history) = :historyKnown` on a trim.
+          checkHistoryKnown(fenced, carried.write);
+          const item = applyHistory(fenced, carried.write);
           applied = true;
           if (cause !== undefined) {
             // The dead-letter fence: records the cause, and sets the lease end as given (see RenewOptions).
@@ -362,6 +367,7 @@ export class InMemoryJobStore implements JobStore {
             this.#writeWithEffects(
               lease,
               'checkpoint',
+              carried.write,
               (item) => item.version === lease.version,
               (item) =>
                 applyHistory(
@@ -405,6 +411,7 @@ export class InMemoryJobStore implements JobStore {
             this.#writeWithEffects(
               lease,
               'complete',
+              carried.write,
               () => true,
               (item) => {
                 const next: MutableJobItem = {
@@ -623,6 +630,7 @@ export class InMemoryJobStore implements JobStore {
         operation,
         () => {
           const item = this.#fenced(lease, operation);
+          checkHistoryKnown(item, carried.write);
           const next: MutableJobItem = applyHistory(
             {
               ...item,
@@ -663,6 +671,7 @@ export class InMemoryJobStore implements JobStore {
   #writeWithEffects(
     lease: JobLease,
     operation: 'checkpoint' | 'complete',
+    history: HistoryWrite | undefined,
     extra: (item: JobItem) => boolean,
     build: (item: JobItem) => JobItem,
     effects: readonly Effect[],
@@ -675,6 +684,7 @@ export class InMemoryJobStore implements JobStore {
     // DynamoDB validates the request before it evaluates any condition.
     if (effects.length > 0) checkTransactionLimits(effects, 1);
     const item = this.#fenced(lease, operation, extra);
+    checkHistoryKnown(item, history);
     if (this.#effects !== undefined && effects.length > 0) {
       const applied = this.#effects.apply(effects);
       if (!applied.ok) return { ok: false, reason: 'effect-conflict', index: applied.index };

@@ -452,9 +452,14 @@ export function jobSummaryScan(tableName: string, status?: JobStatus): ScanComma
  * `update` with a history write added to the same request (docs/protocol.md, "History"): the events cost
  * item bytes, never a request. Appends with `list_append(if_not_exists(...))`, or replaces the list and
  * ADDs the dropped count when the writer's known list would pass HISTORY_MAX; a problem event also sets
- * the `problems` index keys (alone for a `keys` write). Without `history`, `update` unchanged.
+ * the `problems` index keys (alone for a `keys` write). A replace applies only over a list as long as the
+ * one the writer knew (`overKnownList`, default true). Without `history`, `update` unchanged.
  */
-export function withHistory(update: JobItemUpdate, history: HistoryWrite | undefined): JobItemUpdate {
+export function withHistory(
+  update: JobItemUpdate,
+  history: HistoryWrite | undefined,
+  options: { readonly overKnownList?: boolean } = {},
+): JobItemUpdate {
   if (history === undefined) return update;
   const sets =
     history.mode === 'keys'
@@ -477,18 +482,32 @@ export function withHistory(update: JobItemUpdate, history: HistoryWrite | undef
     values[':problemAt'] = history.problemAt;
   }
   let expression = addSets(update.UpdateExpression ?? '', sets.join(', '));
+  let condition = update.ConditionExpression;
   if (history.mode === 'replace') {
     expression += ' ADD #historyDropped :historyDropped';
     names['#historyDropped'] = 'historyDropped';
     values[':historyDropped'] = history.dropped;
+    if (options.overKnownList !== false) {
+      // Only over the list the writer knew: its other writers only append (a lost lease's event), so
+      // the length tells it; refused, the write is built again over the list returned (HISTORY_KNOWN).
+      condition = `${condition === undefined ? '' : `(${condition}) AND `}size(#history) = ${HISTORY_KNOWN}`;
+      values[HISTORY_KNOWN] = history.known;
+    }
   }
   return {
     ...update,
+    ...(condition === undefined ? {} : { ConditionExpression: condition }),
     UpdateExpression: expression,
     ExpressionAttributeNames: { ...update.ExpressionAttributeNames, ...names },
     ExpressionAttributeValues: { ...update.ExpressionAttributeValues, ...values },
   };
 }
+
+/**
+ * The placeholder of the length a holder's trim expects the item's list to have (withHistory); a refusal
+ * of a write that carries it may be the list's, not the fence's (dynamodb-refusals.ts).
+ */
+export const HISTORY_KNOWN = ':historyKnown';
 
 /** `sets` added to the SET clause of `expression` (which starts with one). */
 function addSets(expression: string, sets: string): string {

@@ -60,6 +60,7 @@ import {
   completeUpdate,
   droppedCopyUpdate,
   giveUpUpdate,
+  HISTORY_KNOWN,
   type JobItemUpdate,
   leaseLostUpdate,
   type RedriveHistory,
@@ -177,9 +178,12 @@ export class DynamoDbJobStore implements JobStore {
     };
     const reset: HistoryEvent = { e: 'reset', at: req.now, ...attemptOf(lease), wasDeadAt: dead.deadAt ?? 0 };
     const history = historyWrite(req.dedupKey, dead.history, [reset], req.now);
+    // Over the DEAD item's list as refused (its token is the condition): a refusal here would drop the
+    // fresh send as a dead copy, so a dropped copy counted in between may be written over.
     const update = withHistory(
       resetClaimUpdate(this.#table, req, dead, { leaseUntil, expiresAt: this.#expiresAt(leaseUntil) }),
       history,
+      { overKnownList: false },
     );
     try {
       await guardStore('claim', options.signal, (http) =>
@@ -608,7 +612,13 @@ export class DynamoDbJobStore implements JobStore {
       } catch (error) {
         if (!(error instanceof ConditionalCheckFailedException)) throw error;
         const writtenAt = update.ExpressionAttributeValues[':now'];
-        refusedFencedWrite(lease, operation, { item: error.Item, writtenAt, cause: error }, accept);
+        const historyKnown = update.ExpressionAttributeValues[HISTORY_KNOWN];
+        refusedFencedWrite(
+          lease,
+          operation,
+          { item: error.Item, writtenAt, cause: error, historyKnown },
+          accept,
+        );
         return { ok: true };
       }
     }
@@ -617,7 +627,7 @@ export class DynamoDbJobStore implements JobStore {
       return { ok: true };
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
-      return cancelledFencedWrite(lease, operation, error);
+      return cancelledFencedWrite(lease, operation, error, update.ExpressionAttributeValues[HISTORY_KNOWN]);
     }
   }
 }

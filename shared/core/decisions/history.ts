@@ -47,6 +47,11 @@ export type HistoryWrite =
       readonly mode: 'replace';
       readonly list: readonly HistoryEvent[];
       readonly dropped: number;
+      /**
+       * How many events the list the writer knew holds: the replace applies only over a list that long
+       * (another writer's append in between, a lost lease's event, would be written over otherwise).
+       */
+      readonly known: number;
       readonly problemShard?: string;
       readonly problemAt?: number;
     }
@@ -124,8 +129,33 @@ export function historyWrite(
     mode: 'replace',
     list: all.slice(all.length - HISTORY_MAX),
     dropped: all.length - HISTORY_MAX,
+    known: old.length,
     ...problem,
   };
+}
+
+/**
+ * A replace refused because the item's list is not the one the writer knew (another writer appended to
+ * it): `history` is the list as the refusal returned it. The write is sent again over it
+ * ({@link sendFitting}); never thrown past it.
+ */
+export class HistoryMovedError extends Error {
+  override readonly name = 'HistoryMovedError';
+  readonly history: readonly HistoryEvent[];
+
+  constructor(history: readonly HistoryEvent[]) {
+    super('the job item history changed since this lease read it');
+    this.history = history;
+  }
+}
+
+/**
+ * Throws {@link HistoryMovedError} when `write` replaces a list other than the one `item` holds (by
+ * length: the only writers besides the lease append): the holder's check before its write applies.
+ */
+export function checkHistoryKnown(item: Pick<JobItem, 'history'>, write: HistoryWrite | undefined): void {
+  if (write?.mode !== 'replace') return;
+  if ((item.history?.length ?? 0) !== write.known) throw new HistoryMovedError(item.history ?? []);
 }
 
 /** The list after a history write applied over `known`, as the lease keeps knowing it. */
@@ -244,6 +274,8 @@ export interface CarriedHistory {
    * either), `write` becomes undefined.
    */
   leaveOut(): void;
+  /** The item's list is `history`, not the one the lease knew: the write is built again over it. */
+  rebase(history: readonly HistoryEvent[]): void;
 }
 
 /** `write` without its events: the index keys alone when it sets them, else nothing. */
@@ -273,6 +305,7 @@ export function eventsLeftOut(
     leaveOut: () => {
       write = undefined;
     },
+    rebase: () => {},
   };
 }
 
@@ -297,6 +330,11 @@ export function carryHistory(lease: JobLease, events: readonly HistoryEvent[], n
       left = true;
       write = keysOf(write);
     },
+    rebase: (history) => {
+      if (left) return;
+      lease.history = [...history];
+      write = historyWrite(lease.dedupKey, lease.history, [...pending, ...events], now);
+    },
   };
 }
 
@@ -307,17 +345,32 @@ export function carryHistory(lease: JobLease, events: readonly HistoryEvent[], n
  * The events are dropped, not kept for the next write, which would be refused the same way.
  */
 export async function sendFitting<T>(carried: CarriedHistory, write: () => Promise<T>): Promise<T> {
-  // At most three sends: with the events, with the index keys alone, with neither.
+  // For size, at most three sends: with the events, with the index keys alone, with neither. A trim
+  // refused because another writer appended meanwhile (a lost lease's event: rare, one per earlier
+  // holder) is built again over the list the refusal returned, a few times, then left out.
+  let moves = 0;
   for (;;) {
     try {
       return await write();
     } catch (error) {
+      if (error instanceof HistoryMovedError && moves < HISTORY_REBASES) {
+        moves += 1;
+        carried.rebase(error.history);
+        continue;
+      }
+      if (error instanceof HistoryMovedError) {
+        carried.leaveOut();
+        continue;
+      }
       if (carried.write === undefined || !(error instanceof StoreRefusedError)) throw error;
       if (error.problem !== 'item-too-large') throw error;
     }
     carried.leaveOut();
   }
 }
+
+/** How often a holder's trim is built again over a list another writer changed, before its events go. */
+const HISTORY_REBASES = 3;
 
 /** `item` with a history write applied, as DynamoDB applies withHistory's clauses (for the in-memory store). */
 export function applyHistory<T extends JobItem>(item: T, write: HistoryWrite | undefined): T {

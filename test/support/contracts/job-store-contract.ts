@@ -1245,6 +1245,34 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
       });
     });
 
+    describe('History: a trim over events another writer appended', () => {
+      it("a holder's release that trims the history keeps the lost-lease event its predecessor appended", async () => {
+        // Prepare: 49 events; worker-a's lease ends and worker-b takes over (knowing the 49, a takeover
+        // event pending); then worker-a learns it lost the lease and appends its `lease-lost` event (50).
+        const key = fresh('trim-over');
+        let t = Date.now();
+        for (let i = 0; i < HISTORY_MAX - 1; i++) {
+          const fill = await claim(request(key, 'worker-fill', t));
+          await f.store.release(fill, t, boom);
+          t += 1;
+        }
+        const { lease: a, after } = await claimAt(key, 'worker-a', t);
+        const b = await claim(request(key, 'worker-b', after));
+        await f.store.recordLeaseLost?.(a, 'renewal refused: worker-b took the job over', after);
+        expect((await f.store.get(key))?.history).toHaveLength(HISTORY_MAX);
+
+        // Act: worker-b's release carries two events over the 49 it knows, so it trims the list.
+        await f.store.release(b, after + LEASE_MS, boom);
+
+        // Assess: the newest HISTORY_MAX events of all, worker-a's among them; worker-b knows the list.
+        const item = await f.store.get(key);
+        expect(item?.history).toHaveLength(HISTORY_MAX);
+        expect(item?.history?.map((e) => e.e).slice(-3)).toEqual(['lease-lost', 'takeover', 'failed']);
+        expect(item?.historyDropped).toBe(2);
+        expect(item?.status).toBe(JobStatus.RetryWait);
+      });
+    });
+
     describe('Method: claim, only for the item of one message (onlyIfMessageId, E13)', () => {
       it('claims an unfinished item that names the message: RETRY_WAIT, or IN_PROGRESS whose lease ended', async () => {
         // Prepare: one job released for a retry, one whose holder's lease ended.
