@@ -342,7 +342,9 @@ export function carryHistory(lease: JobLease, events: readonly HistoryEvent[], n
  * Sends `write` (which reads `carried.write`); refused for size with history events in it, sends it
  * again without them: the item has no room for them, and a write that fits without its events must
  * never fail for them (a renewal, checkpoint or completion of a full item did not before the history).
- * The events are dropped, not kept for the next write, which would be refused the same way.
+ * The events are dropped, not kept for the next write, which would be refused the same way; their
+ * `problems` index keys stay. A trim refused over a list another writer appended to (HistoryMovedError)
+ * is built again over that list.
  */
 export async function sendFitting<T>(carried: CarriedHistory, write: () => Promise<T>): Promise<T> {
   // For size, at most three sends: with the events, with the index keys alone, with neither. A trim
