@@ -595,7 +595,7 @@ function letterTable(letters: readonly DeadLetterSummary[]): string {
 /** A job's spans as an inline SVG waterfall: one bar per span, indented by depth, on one time axis. */
 export function waterfall(unordered: readonly UiSpan[], received: number): string {
   if (unordered.length === 0) {
-    return `<p class="muted">No spans of this job in memory (${received} received since the start). Point the workers' OTEL_EXPORTER_OTLP_ENDPOINT at this server to see them.</p>`;
+    return `<p class="muted">No spans of this job in memory (${received} received since the start). Start the workers with the OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_HEADERS that leaseq ui printed to see them.</p>`;
   }
   const spans = treeOrder(unordered);
   const start = Math.min(...spans.map((s) => s.start));

@@ -106,7 +106,9 @@ export function gate(
   const hostOk = request.traces
     ? traceHostAllowed(request.host, server.host, server.port)
     : hostAllowed(request.host, server.host, server.port);
-  if (!hostOk) return { ok: false, why: `Host must be ${server.host}:${server.port}` };
+  // The answer never names the host: whoever knows it could serve a page under it on another port, and
+  // the browser would send that page the session cookie.
+  if (!hostOk) return { ok: false, why: 'Host not allowed: open the link leaseq ui printed' };
   if (!originAllowed(request.origin, server.host, server.port))
     return { ok: false, why: 'cross-origin request refused' };
   return { ok: true };
