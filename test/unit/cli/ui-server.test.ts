@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { problemText } from '../../../cli/ui/data.ts';
 import { TOKEN_COOKIE, TRACE_TOKEN_HEADER } from '../../../cli/ui/guard.ts';
 import { type RunningUi, startUi } from '../../../cli/ui/server.ts';
 import { SpanBuffer } from '../../../cli/ui/spans.ts';
@@ -311,6 +312,13 @@ describe('leaseq ui server', () => {
         })
       ).status,
     ).toBe(403);
+  });
+
+  it('says why a store call failed with controls and bidi overrides escaped, in the banner and the JSON the chart shows', () => {
+    // The chart's script writes /api/overview's problems with textContent: no markup, but U+202E would
+    // still turn the line around, so the text is escaped where it is made.
+    const text = problemText('SQS', 'DLQ depth', new Error('queue x\u202eeulav\u2066 \u001b[2J'), 300);
+    expect(text).toBe('SQS not answering: DLQ depth failed (Error: queue x\\u202eeulav\\u2066 \\u001b[2J)');
   });
 
   it("offers and keeps the problem jobs' 'stuck' status filter", async () => {
