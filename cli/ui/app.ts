@@ -20,15 +20,21 @@ import { jobTimeline } from '../../shared/ops/timeline.ts';
 import { operatorIdentity } from '../commands/dlq.ts';
 import { formatErrorText } from '../format.ts';
 import { type Bounded, bounded, listProblems, type ProblemFilter } from './data.ts';
-import { gate, requestToken, tokenCookie } from './guard.ts';
+import { readOnlyDeadLetters } from './dlq-read-only.ts';
 import { esc, human, iso, page } from './html.ts';
+import { sessionGate, UiSessions } from './session.ts';
 import { OtlpFormatError, parseOtlpJson, type SpanBuffer, type UiSpan } from './spans.ts';
 
 export interface UiConfig {
   readonly target: OpsTarget;
   /** The CLI's target line, shown in the header. */
   readonly targetLine: string;
+  /** The token of the first printed link: traded once for a session (session.ts). */
   readonly token: string;
+  /** The inspector's host name, `<random>.leaseq.localhost` (guard.ts `newUiHost`). */
+  readonly host: string;
+  /** The token the trace intake takes spans with (header `x-leaseq-trace-token`). */
+  readonly traceToken: string;
   /** The port the server listens on (known once it listens). */
   readonly port: () => number;
   readonly readOnly: boolean;
@@ -73,22 +79,26 @@ export function createUiApp(config: UiConfig): Hono {
 
   app.use('*', async (c, next) => {
     for (const [k, v] of Object.entries(HEADERS)) c.header(k, v);
-    const traces = c.req.path === '/v1/traces';
-    const given = requestToken(c.req.query('token'), c.req.header('cookie'));
-    const verdict = gate(
-      { host: c.req.header('host'), origin: c.req.header('origin'), token: given, needsToken: !traces },
-      { port: config.port(), token: config.token },
-    );
-    if (!verdict.ok) return c.html(frame('Refused', `<h1>403 Forbidden</h1><p>${esc(verdict.why)}</p>`), 403);
-    // The printed URL's token goes into the cookie, and out of the address bar and the history.
-    if (c.req.method === 'GET' && c.req.query('token') !== undefined) {
-      const url = new URL(c.req.url);
-      url.searchParams.delete('token');
-      c.header('Set-Cookie', tokenCookie(config.token));
-      return c.redirect(`${url.pathname}${url.search}`, 303);
-    }
     await next();
   });
+  app.use(
+    '*',
+    sessionGate({
+      sessions: new UiSessions(config.token),
+      host: config.host,
+      port: config.port,
+      traceToken: config.traceToken,
+      refuse: (c, why, status) =>
+        c.html(
+          frame(
+            'Refused',
+            `<h1>${status} ${status === 401 ? 'Unauthorized' : 'Forbidden'}</h1><p>${esc(why)}</p>`,
+          ),
+          status,
+        ),
+      onNewLink: (url) => log(`the link was used; for another browser: ${url}`),
+    }),
+  );
 
   app.onError((error, c) => {
     // One line, no stack and no request body: the terminal and the page say what failed.
@@ -344,6 +354,11 @@ export function createUiApp(config: UiConfig): Hono {
     );
 
   app.get('/dlq', async (c) => {
+    // Read-only receives nothing (a receive hides a letter and counts): counts and dead jobs instead.
+    if (config.readOnly) {
+      const { body, problems } = await readOnlyDeadLetters(target, readMs, Date.now());
+      return c.html(frame('Dead letters', body, { problems }));
+    }
     const result = await survey();
     const letters = result.ok ? result.value.letters : [];
     const reasons = new Map<string, number>();
@@ -387,6 +402,10 @@ export function createUiApp(config: UiConfig): Hono {
 
   app.get('/dlq/letters/:id', async (c) => {
     const id = c.req.param('id');
+    if (config.readOnly) {
+      const why = 'Started with --read-only: a letter is not read (finding it means receiving letters).';
+      return c.html(frame('Read-only', `<h1>Read-only</h1><p>${esc(why)}</p>`), 403);
+    }
     const letter = await bounded('SQS', 'search of the DLQ', Math.max(readMs, 15_000), () =>
       findDeadLetter(target.clients.sqs, target.names.dlqUrl, id),
     );
@@ -576,7 +595,7 @@ function letterTable(letters: readonly DeadLetterSummary[]): string {
 /** A job's spans as an inline SVG waterfall: one bar per span, indented by depth, on one time axis. */
 export function waterfall(unordered: readonly UiSpan[], received: number): string {
   if (unordered.length === 0) {
-    return `<p class="muted">No spans of this job in memory (${received} received since the start). Point the workers' OTEL_EXPORTER_OTLP_ENDPOINT at this server to see them.</p>`;
+    return `<p class="muted">No spans of this job in memory (${received} received since the start). Start the workers with the OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_HEADERS that leaseq ui printed to see them.</p>`;
   }
   const spans = treeOrder(unordered);
   const start = Math.min(...spans.map((s) => s.start));
