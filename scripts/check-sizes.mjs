@@ -22,10 +22,10 @@ export const LIMIT = 450;
  * Split one and lower (or remove) its entry in the same commit.
  */
 export const CEILINGS = {
-  'cli/ui/app.ts': 677,
+  'cli/ui/app.ts': 595,
   'cli/commands/dlq.ts': 462,
   'cli/target.ts': 464,
-  'infra/leaseq-pipeline.ts': 628,
+  'infra/leaseq-pipeline.ts': 594,
   'scripts/check-layers.mjs': 467,
   'shared/core/adapters/dynamodb-job-expressions.ts': 650,
   'shared/core/adapters/dynamodb-job-store.ts': 608,
