@@ -18,8 +18,11 @@ export class InMemoryRateStore implements RateStore {
   onGrant?: (key: string, at: number) => void;
 
   async take(key: string, limit: number, perSeconds: number, now: number): Promise<RateTake> {
+    // A take whose request was slow (an injected delay) is judged against the time it arrived.
+    const started = Date.now();
     return this.faults.run('rate-take', (): RateTake => {
-      const decision = decideRate(this.#logs.get(key), limit, perSeconds, now);
+      const latest = now + Math.max(0, Date.now() - started);
+      const decision = decideRate(this.#logs.get(key), limit, perSeconds, now, latest);
       if (!decision.grant) return { granted: false, waitMs: decision.waitMs };
       this.#logs.set(key, decision.next);
       this.onGrant?.(key, decision.next.grants.at(-1) ?? now);
