@@ -58,6 +58,12 @@ export interface FailureFacts {
   readonly maxConflicts?: number;
   /** Backoff after conflict number `n` (1 = first), in whole seconds. @default backoffSeconds */
   readonly conflictBackoffSeconds?: (conflicts: number) => number;
+  /**
+   * False when the message can take no more give-backs that are not attempts (a FIFO message, which
+   * cannot be re-sent, past the receives at which a bounce would re-send it): a conflict then counts as
+   * an attempt, so the queue's own redrive is never reached. @default true
+   */
+  readonly conflictGiveBack?: boolean;
   /** The text the dead letter and DEAD item carry for the error. @default describe (capped, not redacted) */
   readonly errorText?: (error: unknown) => string;
 }
@@ -86,7 +92,7 @@ export function decideFailure(error: unknown, facts: FailureFacts): FailureDecis
   }
   // Someone else changed a row the job wrote: not the job's failure. It goes back with a delay and the
   // attempt is taken back, bounded apart so a job that never gets through still ends.
-  if (error instanceof OptimisticConflictError) {
+  if (error instanceof OptimisticConflictError && facts.conflictGiveBack !== false) {
     const conflicts = facts.conflicts ?? 0;
     if (conflicts >= (facts.maxConflicts ?? DEFAULTS.maxConflicts)) {
       return {

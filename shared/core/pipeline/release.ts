@@ -34,6 +34,10 @@ export async function settleFailure(
     maxConflicts: s.maxConflicts,
     backoffSeconds: s.backoffSeconds,
     conflictBackoffSeconds: s.conflictBackoffSeconds,
+    // A FIFO message cannot be re-sent: past the bounce's re-send point its conflicts count as attempts.
+    conflictGiveBack:
+      attempt.message.record.attributes.SequenceNumber === undefined ||
+      attempt.message.receives < RESEND_AT_RECEIVES,
     errorText: s.errorText,
   });
   switch (decision.kind) {

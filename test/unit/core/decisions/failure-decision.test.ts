@@ -166,6 +166,18 @@ describe('Function: decideFailure', () => {
       });
     });
 
+    it('counts the attempt when the message can take no more give-backs (FIFO, no re-send)', () => {
+      expect(decideFailure(conflict(), { ...withConflicts(2, 1), conflictGiveBack: false })).toMatchObject({
+        kind: 'retry',
+        delaySeconds: 20,
+        conflict: false,
+      });
+      expect(decideFailure(conflict(), { ...withConflicts(3, 1), conflictGiveBack: false })).toMatchObject({
+        kind: 'dead-letter',
+        cause: { reason: 'max-attempts' },
+      });
+    });
+
     it('dead-letters max-conflicts once the item used up its conflicts', () => {
       expect(decideFailure(conflict(), withConflicts(1, 4))).toMatchObject({
         kind: 'dead-letter',
