@@ -19,6 +19,7 @@ export const SQS_REDRIVE_REASON = 'sqs-max-receives';
 export const DEAD_LETTER_REASONS: readonly string[] = [
   'permanent-error',
   'max-attempts',
+  'max-conflicts',
   ...ENVELOPE_PROBLEMS.map((p) => `invalid-${p}`),
   ...STORE_PROBLEMS.map((p) => `store-${p}`),
   DEDUP_KEY_COLLISION,

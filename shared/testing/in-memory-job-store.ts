@@ -163,6 +163,7 @@ export class InMemoryJobStore implements JobStore {
           version: item.version,
           leaseUntil,
           ...(old?.refunds ? { refunds: old.refunds } : {}),
+          ...(old?.conflicts ? { conflicts: old.conflicts } : {}),
           ...(old?.checkpoint ? { checkpoint: structuredClone(old.checkpoint) } : {}),
         };
         const kind = classifyClaim(old);
@@ -259,6 +260,7 @@ export class InMemoryJobStore implements JobStore {
       'lastError',
       'lastErrorClass',
       'refunds',
+      'conflicts',
       'completedAt',
     ] as const) {
       delete next[gone];
@@ -442,7 +444,7 @@ export class InMemoryJobStore implements JobStore {
     lease: JobLease,
     retryAt: number,
     error: { message: string; errorClass: string },
-    options: GiveUpOptions & { refundAttempt?: boolean } = {},
+    options: GiveUpOptions & { refundAttempt?: boolean; conflict?: boolean } = {},
   ): Promise<void> {
     await this.#giveUp(
       lease,
@@ -450,7 +452,7 @@ export class InMemoryJobStore implements JobStore {
       JobStatus.RetryWait,
       retryAt,
       error,
-      options.refundAttempt ?? false,
+      options.conflict ? 'conflicts' : options.refundAttempt ? 'refunds' : undefined,
       options.signal,
       options.leaseLost,
     );
@@ -463,7 +465,7 @@ export class InMemoryJobStore implements JobStore {
       JobStatus.Dead,
       0,
       error,
-      false,
+      undefined,
       options.signal,
       options.leaseLost,
     );
@@ -559,6 +561,7 @@ export class InMemoryJobStore implements JobStore {
       delete next.owner;
       delete next.deadReason;
       delete next.refunds;
+      delete next.conflicts;
       delete next.deadAt;
       delete next.deadKeyUntil;
       this.#items.set(dedupKey, next);
@@ -613,12 +616,13 @@ export class InMemoryJobStore implements JobStore {
     status: JobStatus,
     leaseUntil: number,
     error: { message: string; errorClass: string; reason?: string; deadKeyTtlSeconds?: number },
-    refundAttempt: boolean,
+    /** The attempt is taken back, counted in this counter (a store outage's `refunds`, or `conflicts`). */
+    refund: 'refunds' | 'conflicts' | undefined,
     signal: AbortSignal | undefined,
     leaseLost: string | undefined,
   ): Promise<void> {
     const now = Date.now();
-    const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt, leaseLost, now);
+    const events = giveUpEvents(lease, status, leaseUntil, error, refund !== undefined, leaseLost, now);
     const fit = giveUpWithHistory(lease, error, events);
     const capped = fit.error;
     const carried = fit.withEvents
@@ -641,7 +645,7 @@ export class InMemoryJobStore implements JobStore {
               lastError: capped.message,
               lastErrorClass: capped.errorClass,
               expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
-              ...(refundAttempt ? { attempts: item.attempts - 1, refunds: (item.refunds ?? 0) + 1 } : {}),
+              ...(refund ? { attempts: item.attempts - 1, [refund]: (item[refund] ?? 0) + 1 } : {}),
               ...(status === JobStatus.Dead
                 ? { deadAt: now, ...deadKeyUntilOf(now, error.deadKeyTtlSeconds) }
                 : {}),

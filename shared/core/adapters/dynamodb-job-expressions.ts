@@ -222,6 +222,8 @@ export interface GiveUpWrite {
   readonly error: { readonly message: string; readonly errorClass: string };
   /** The attempt was not the job's failure (a store outage): count it back, and count the refund. */
   readonly refundAttempt: boolean;
+  /** The attempt ended in an optimistic conflict: count it back, and count it in `conflicts` (not `refunds`). */
+  readonly conflict?: boolean;
   readonly expiresAt: number;
   /** A DEAD marking: `deadAt` is `now`, and copies are dropped until `deadKeyUntil` (absent: until TTL). */
   readonly dead?: { readonly deadKeyUntil?: number };
@@ -229,12 +231,13 @@ export interface GiveUpWrite {
 
 /** Fenced end of an attempt that did not complete: new status, lease end, last error; owner removed. */
 export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWrite): JobItemUpdate {
+  const counter = write.conflict ? 'conflicts' : write.refundAttempt ? 'refunds' : undefined;
   return fencedUpdate(tableName, lease, {
     UpdateExpression:
       'SET #status = :status, #leaseUntil = :leaseUntil, #version = #version + :one, #updatedAt = :now, ' +
       '#lastError = :lastError, #lastErrorClass = :lastErrorClass, #expiresAt = :expiresAt' +
-      (write.refundAttempt
-        ? ', #attempts = #attempts - :one, #refunds = if_not_exists(#refunds, :zero) + :one'
+      (counter
+        ? `, #attempts = #attempts - :one, #${counter} = if_not_exists(#${counter}, :zero) + :one`
         : '') +
       (write.dead ? ', #deadAt = :now' : '') +
       (write.dead?.deadKeyUntil !== undefined ? ', #deadKeyUntil = :deadKeyUntil' : '') +
@@ -243,7 +246,7 @@ export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWr
         ? ' REMOVE #owner, #deadKeyUntil'
         : ' REMOVE #owner'),
     ExpressionAttributeNames: {
-      ...(write.refundAttempt ? { '#attempts': 'attempts', '#refunds': 'refunds' } : {}),
+      ...(counter ? { '#attempts': 'attempts', [`#${counter}`]: counter } : {}),
       ...(write.dead ? { '#deadAt': 'deadAt' } : {}),
       ...(write.dead ? { '#deadKeyUntil': 'deadKeyUntil' } : {}),
       '#leaseUntil': 'leaseUntil',
@@ -261,7 +264,7 @@ export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWr
       ':lastError': storableText(write.error.message),
       ':lastErrorClass': storableText(write.error.errorClass, ERROR_CLASS_MAX),
       ':expiresAt': write.expiresAt,
-      ...(write.refundAttempt ? { ':zero': 0 } : {}),
+      ...(counter ? { ':zero': 0 } : {}),
       ...(write.dead?.deadKeyUntil !== undefined ? { ':deadKeyUntil': write.dead.deadKeyUntil } : {}),
     },
   });
@@ -301,7 +304,7 @@ export function redriveUpdate(
       `#updatedAt = :now, #expiresAt = :expiresAt${appendOrReplace}` +
       (keys ? ', #problemShard = :problemShard, #problemAt = :now ' : ' ') +
       // A redriven job is no longer dead: a later dead marking sets both again (or leaves them unset).
-      'REMOVE #owner, #deadReason, #refunds, #deadAt, #deadKeyUntil',
+      'REMOVE #owner, #deadReason, #refunds, #conflicts, #deadAt, #deadKeyUntil',
     // Not finished, and no live lease: DEAD, RETRY_WAIT, or IN_PROGRESS whose lease has ended. A cancelled
     // job stays cancelled (its letter, if the queue's own redrive made one, is stale).
     ConditionExpression:
@@ -321,6 +324,7 @@ export function redriveUpdate(
       '#owner': 'owner',
       '#deadReason': 'deadReason',
       '#refunds': 'refunds',
+      '#conflicts': 'conflicts',
       '#deadAt': 'deadAt',
       '#deadKeyUntil': 'deadKeyUntil',
     },
@@ -537,7 +541,7 @@ export function resetClaimUpdate(
       'SET #status = :inProgress, #owner = :owner, #leaseUntil = :leaseUntil, #token = :newToken, ' +
       '#attempts = :one, #version = :newVersion, #messageId = :messageId, #createdAt = :createdAt, ' +
       '#claimedAt = :now, #updatedAt = :now, #expiresAt = :expiresAt ' +
-      'REMOVE #checkpoint, #deadReason, #deadAt, #deadKeyUntil, #lastError, #lastErrorClass, #refunds, #completedAt',
+      'REMOVE #checkpoint, #deadReason, #deadAt, #deadKeyUntil, #lastError, #lastErrorClass, #refunds, #conflicts, #completedAt',
     // The dead job's own message back (its delete failed) is a copy, not a fresh send.
     ConditionExpression:
       '#status = :dead AND #deadKeyUntil < :now AND #token = :deadToken AND #type = :type ' +
@@ -561,6 +565,7 @@ export function resetClaimUpdate(
       '#lastError': 'lastError',
       '#lastErrorClass': 'lastErrorClass',
       '#refunds': 'refunds',
+      '#conflicts': 'conflicts',
       '#completedAt': 'completedAt',
       '#type': 'type',
     },

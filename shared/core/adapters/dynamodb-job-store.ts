@@ -137,6 +137,7 @@ export class DynamoDbJobStore implements JobStore {
         version: counted.version,
         leaseUntil,
         ...(previous?.refunds ? { refunds: previous.refunds } : {}),
+        ...(previous?.conflicts ? { conflicts: previous.conflicts } : {}),
         ...(previous?.checkpoint ? { checkpoint: previous.checkpoint } : {}),
       };
       Object.assign(
@@ -351,10 +352,11 @@ export class DynamoDbJobStore implements JobStore {
     lease: JobLease,
     retryAt: number,
     error: { message: string; errorClass: string },
-    options: GiveUpOptions & { refundAttempt?: boolean } = {},
+    options: GiveUpOptions & { refundAttempt?: boolean; conflict?: boolean } = {},
   ): Promise<void> {
     await this.#giveUp(lease, 'release', JobStatus.RetryWait, retryAt, error, {
       refundAttempt: options.refundAttempt ?? false,
+      conflict: options.conflict ?? false,
       signal: options.signal,
       leaseLost: options.leaseLost,
     });
@@ -363,6 +365,7 @@ export class DynamoDbJobStore implements JobStore {
   async markDead(lease: JobLease, error: DeadMarking, options: GiveUpOptions = {}): Promise<void> {
     await this.#giveUp(lease, 'mark-dead', JobStatus.Dead, 0, error, {
       refundAttempt: false,
+      conflict: false,
       signal: options.signal,
       leaseLost: options.leaseLost,
     });
@@ -421,13 +424,19 @@ export class DynamoDbJobStore implements JobStore {
     error: { message: string; errorClass: string; reason?: string; deadKeyTtlSeconds?: number },
     {
       refundAttempt,
+      conflict,
       signal,
       leaseLost,
-    }: { refundAttempt: boolean; signal: AbortSignal | undefined; leaseLost: string | undefined },
+    }: {
+      refundAttempt: boolean;
+      conflict: boolean;
+      signal: AbortSignal | undefined;
+      leaseLost: string | undefined;
+    },
   ): Promise<void> {
     const now = Date.now();
     const dead = status === JobStatus.Dead;
-    const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt, leaseLost, now);
+    const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt || conflict, leaseLost, now);
     // Near 400 KB the give-up must still fit: the history's new events are then left out.
     const fit = giveUpWithHistory(lease, error, events);
     // Left out, the events' `problems` index keys are still written: a DEAD job must be listed.
@@ -440,6 +449,7 @@ export class DynamoDbJobStore implements JobStore {
       now,
       error: fit.error,
       refundAttempt,
+      conflict,
       expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
       ...(dead ? { dead: deadKeyUntilOf(now, error.deadKeyTtlSeconds) } : {}),
     });

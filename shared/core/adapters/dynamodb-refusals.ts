@@ -37,6 +37,7 @@ export function refusedClaim(item: RawItem, req: ClaimRequest): ClaimResult {
     version: existing.version,
     leaseUntil: existing.leaseUntil,
     ...(existing.refunds ? { refunds: existing.refunds } : {}),
+    ...(existing.conflicts ? { conflicts: existing.conflicts } : {}),
     ...(existing.checkpoint ? { checkpoint: existing.checkpoint } : {}),
     // The claim wrote no event: the list is the item's, so this lease's appends keep within the bound.
     ...(existing.history?.length ? { history: [...existing.history] } : {}),

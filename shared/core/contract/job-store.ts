@@ -14,6 +14,8 @@ export interface JobLease {
   readonly attempts: number;
   /** The item's refunds when it was claimed (absent: none). */
   readonly refunds?: number;
+  /** The item's conflicts when it was claimed (absent: none). */
+  readonly conflicts?: number;
   readonly messageId: string;
   version: number;
   leaseUntil: number;
@@ -209,13 +211,14 @@ export interface JobStore {
   /**
    * Gives the lease up after a failed attempt; the job may be claimed again from `retryAt`.
    * `refundAttempt` takes the attempt back (a store outage is not the job's failure) and counts it in
-   * the item's `refunds`.
+   * the item's `refunds`; `conflict` takes it back for an optimistic conflict (another writer's change)
+   * and counts it in the item's `conflicts` instead.
    */
   release(
     lease: JobLease,
     retryAt: number,
     error: { message: string; errorClass: string },
-    options?: GiveUpOptions & { refundAttempt?: boolean },
+    options?: GiveUpOptions & { refundAttempt?: boolean; conflict?: boolean },
   ): Promise<void>;
   /** Marks the job DEAD (it has been sent to the DLQ), with `deadAt` and a `dead` history event. */
   markDead(lease: JobLease, error: DeadMarking, options?: GiveUpOptions): Promise<void>;
