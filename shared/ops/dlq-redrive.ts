@@ -18,7 +18,7 @@ import {
 import type { JobItem } from '../core/contract/job-item.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 import { leaseOver } from '../core/decisions/lease-arithmetic.ts';
-import { RESENT_FROM_ATTRIBUTE } from '../core/pipeline/record-message.ts';
+import { resentInPlaceOf } from '../core/pipeline/record-message.ts';
 import { Pacer } from '../producer/pacer.ts';
 import { type BrowseResult, browse, KEEP, shortfall, type Visit } from './dlq-browse.ts';
 import {
@@ -426,21 +426,13 @@ async function sendBack(
   await run.pacer.take(1);
   let newMessageId: string;
   try {
-    // The letter's group is the one its job was sent in (SQS took it); a letter without one gets the group
-    // the producer would give its key.
+    // The group its job was sent in (SQS took it); else the one the producer would give its key.
     const groupId = letter.systemAttributes.MessageGroupId ?? groupIdForKey(letter.dedupKey ?? 'leaseq');
-    // The new message names the one it replaces (as a limit's re-send does, record-message.ts): the job
-    // item, reset by this redrive, still names that message, so a worker that must refuse the body
-    // (its payload gone from the bucket, an edit its schema refuses) tells the job's own message from a
-    // copy and ends the job DEAD instead of leaving it waiting (docs/protocol.md, E13).
-    const replaced = letter.originalMessageId;
     const out = await clients.sqs.send(
       new SendMessageCommand({
         QueueUrl: names.queueUrl,
         MessageBody: letter.body,
-        ...(replaced
-          ? { MessageAttributes: { [RESENT_FROM_ATTRIBUTE]: { DataType: 'String', StringValue: replaced } } }
-          : {}),
+        ...resentInPlaceOf(letter.originalMessageId),
         ...(run.fifo ? { MessageGroupId: groupId, MessageDeduplicationId: randomUUID() } : {}),
       }),
     );

@@ -6,7 +6,6 @@ import {
   giveUpWithHistory,
   isMinimalCause,
 } from '../core/adapters/dynamodb-limits.ts';
-import { storeRefusal } from '../core/adapters/store-errors.ts';
 import { HISTORY_MAX, type HistoryEvent, problemShard } from '../core/contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../core/contract/job-item.ts';
 import type {
@@ -35,7 +34,6 @@ import {
   afterHistoryWrite,
   applyHistory,
   attemptOf,
-  type CarriedHistory,
   carryHistory,
   checkHistoryKnown,
   claimHistory,
@@ -60,12 +58,8 @@ import {
 } from '../core/decisions/lease-arithmetic.ts';
 import type { StoreUnavailableError } from '../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../resources.ts';
-import {
-  checkTransactionLimits,
-  DYNAMODB_MAX_ITEM_BYTES,
-  type EffectApplier,
-  validationException,
-} from './in-memory-effects.ts';
+import { checkTransactionLimits, type EffectApplier } from './in-memory-effects.ts';
+import { carriedWrite, checkJobItemSize, refusedAsDynamoDb } from './in-memory-job-writes.ts';
 import { StoreFaults } from './store-faults.ts';
 
 /*
@@ -700,44 +694,4 @@ export class InMemoryJobStore implements JobStore {
   #expiresAt(fromMs: number): number {
     return expiresAtSeconds(fromMs, this.#ttlSeconds);
   }
-}
-
-/** A fenced write carrying history: done when it applied, undone when not (or it threw). */
-async function carriedWrite(
-  carried: CarriedHistory,
-  write: () => Promise<FencedWriteResult>,
-): Promise<FencedWriteResult> {
-  let out: FencedWriteResult;
-  try {
-    out = await sendFitting(carried, write);
-  } catch (error) {
-    carried.undo();
-    throw error;
-  }
-  if (out.ok) carried.done();
-  else carried.undo();
-  return out;
-}
-
-/**
- * A write's answer as the DynamoDB store gives it: a ValidationException the pre-check (checkJobWrite)
- * could not foresee, such as two Puts of one item when nothing names the table's key, becomes the same
- * StoreRefusedError guardStore makes of DynamoDB's, so the pipeline dead-letters it after one run.
- */
-function refusedAsDynamoDb<T>(operation: string, answer: Promise<T>): Promise<T> {
-  return answer.catch((error: unknown) => {
-    throw storeRefusal(operation, error) ?? error;
-  });
-}
-
-/**
- * Throws DynamoDB's ValidationException when a job item holding `result` would pass the item size limit
- * (the result's JSON plus a margin for the item's other attributes).
- */
-function checkJobItemSize(result: unknown): undefined {
-  const bytes = Buffer.byteLength(JSON.stringify(result) ?? '') + 2048;
-  if (bytes > DYNAMODB_MAX_ITEM_BYTES) {
-    throw validationException('Item size to update has exceeded the maximum allowed size');
-  }
-  return undefined;
 }

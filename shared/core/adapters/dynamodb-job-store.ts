@@ -9,9 +9,8 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { StoreRefusedError } from '../../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../../resources.ts';
-import { HISTORY_MAX, type HistoryEvent, problemShard } from '../contract/job-history.ts';
+import { type HistoryEvent, problemShard } from '../contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../contract/job-item.ts';
 import type {
   CancelRequest,
@@ -31,7 +30,6 @@ import type {
   RenewOptions,
   StoreCallOptions,
 } from '../contract/job-store.ts';
-import { cancelledEvent, redriveEvent } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { classifyClaim } from '../decisions/claim-decision.ts';
 import { holdsFence } from '../decisions/fence-decision.ts';
@@ -53,28 +51,25 @@ import {
 } from '../decisions/history.ts';
 import { claimCounters, expiresAtSeconds, leaseEnd } from '../decisions/lease-arithmetic.ts';
 import {
-  type CancelHistory,
-  cancelUpdate,
+  droppedCopyUpdate,
+  HISTORY_KNOWN,
+  leaseLostUpdate,
+  withHistory,
+} from './dynamodb-history-expressions.ts';
+import {
   checkpointUpdate,
   claimUpdate,
   completeUpdate,
-  droppedCopyUpdate,
   giveUpUpdate,
-  HISTORY_KNOWN,
   type JobItemUpdate,
-  leaseLostUpdate,
-  type RedriveHistory,
-  redriveUpdate,
   renewUpdate,
   resetClaimUpdate,
-  withHistory,
 } from './dynamodb-job-expressions.ts';
 import { checkJobWrite, giveUpWithHistory, type JobWrite } from './dynamodb-limits.ts';
+import { cancelJob, type OperatorTable, resetForRedrive } from './dynamodb-operator-writes.ts';
 import {
-  cancelAnswer,
   cancelledFastCommit,
   cancelledFencedWrite,
-  refusedCancel,
   refusedClaim,
   refusedFastCommit,
   refusedFencedWrite,
@@ -479,89 +474,20 @@ export class DynamoDbJobStore implements JobStore {
     leaseEndedBefore = now,
     by: RedriveBy = { by: 'unknown' },
   ): Promise<boolean> {
-    const event = redriveEvent(now, by);
-    const send = (history: RedriveHistory) =>
-      guardStore('reset-for-redrive', () =>
-        this.#doc.send(
-          new UpdateCommand(
-            redriveUpdate(this.#table, dedupKey, now, this.#expiresAt(now), leaseEndedBefore, history),
-          ),
-        ),
-      );
-    // No room in the item for the event: redriven without it, its index keys kept; no room for them
-    // either, without them (the redrive must never fail for its history).
-    const tooLarge = (error: unknown) =>
-      error instanceof StoreRefusedError && error.problem === 'item-too-large';
-    const attempt = (history: RedriveHistory) =>
-      send(history).catch((error: unknown) => {
-        if (!tooLarge(error)) throw error;
-        return send({ leaveOut: 'events' }).catch((again: unknown) => {
-          if (!tooLarge(again)) throw again;
-          return send({ leaveOut: 'all' });
-        });
-      });
-    try {
-      await attempt({ event });
-      return true;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
-    // Refused: finished, under a live lease, absent, or its history is full. Only the last is retried,
-    // with the oldest events dropped, over the version and the list read (a change in between, such as a
-    // dropped copy's count, refuses it again, and it is read afresh: at most 3 times).
-    for (let tries = 0; tries < 3; tries++) {
-      const item = await this.get(dedupKey);
-      if (!item || (item.history?.length ?? 0) < HISTORY_MAX) return false;
-      const read = item.history ?? [];
-      const history = [...read, event];
-      try {
-        await attempt({
-          replace: history.slice(-HISTORY_MAX),
-          dropped: history.length - HISTORY_MAX,
-          readVersion: item.version,
-          read,
-        });
-        return true;
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      }
-    }
-    return false;
+    return resetForRedrive(this.#operatorTable(), dedupKey, { now, leaseEndedBefore, by });
   }
 
   async cancel(dedupKey: string, request: CancelRequest): Promise<CancelResult> {
-    const expiresAt = this.#expiresAt(request.now);
-    let history: CancelHistory = { event: cancelledEvent(request) };
-    // One write on every path but a full history, which is replaced at the version its refusal returned
-    // (a change in between refuses it again, and it is decided afresh).
-    for (let tries = 0; ; tries++) {
-      try {
-        const out = await guardStore('cancel', (http) =>
-          this.#doc.send(
-            new UpdateCommand({
-              ...cancelUpdate(this.#table, dedupKey, { now: request.now, expiresAt, history }),
-              ReturnValues: 'ALL_OLD',
-              ReturnValuesOnConditionCheckFailure: ALL_OLD,
-            }),
-            http,
-          ),
-        );
-        return cancelAnswer(out.Attributes as JobItem | undefined);
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        const refused = refusedCancel(error.Item);
-        if ('outcome' in refused) return refused;
-        if (tries >= 3) throw error;
-        const read = refused.item.history ?? [];
-        const list = [...read, cancelledEvent(request)];
-        history = {
-          replace: list.slice(-HISTORY_MAX),
-          dropped: list.length - HISTORY_MAX,
-          readVersion: refused.item.version,
-          read,
-        };
-      }
-    }
+    return cancelJob(this.#operatorTable(), dedupKey, request);
+  }
+
+  #operatorTable(): OperatorTable {
+    return {
+      doc: this.#doc,
+      tableName: this.#table,
+      expiresAt: (fromMs) => this.#expiresAt(fromMs),
+      get: (dedupKey) => this.get(dedupKey),
+    };
   }
 
   /** DynamoDB's limits on a job write, checked before any request (dynamodb-limits.ts). */

@@ -12,6 +12,20 @@ export const RESENT_FROM_ATTRIBUTE = 'leaseq-resent-from';
 const RESENT_FROM_MAX = 10;
 
 /**
+ * The SendMessage fields of a message sent in place of `messageId` (a redrive's, shared/ops/dlq-redrive.ts):
+ * the job item its redrive reset still names that message, so a worker that must refuse the body (its
+ * claim-checked payload gone, an edit its schema refuses) knows it as the job's own message and ends the
+ * job DEAD instead of leaving it waiting (docs/protocol.md, E13). None without an id.
+ */
+export function resentInPlaceOf(messageId: string | undefined): {
+  MessageAttributes?: Record<string, { DataType: 'String'; StringValue: string }>;
+} {
+  return messageId
+    ? { MessageAttributes: { [RESENT_FROM_ATTRIBUTE]: { DataType: 'String', StringValue: messageId } } }
+    : {};
+}
+
+/**
  * The message side of one record: give it back (visible again after a delay) or delete it. Neither
  * throws: a failed give-back leaves the message to reappear when its visibility ends, a failed delete
  * leaves a copy that the next claim drops. Nothing is lost either way.
