@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { DEFAULT_MAX_BODY_BYTES } from '../../shared/core/contract/envelope.ts';
+import { payloadProblem } from '../../shared/core/model/standard-schema.ts';
 import { findDeadLetter, purgeDlq, surveyDeadLetters } from '../../shared/ops/dlq.ts';
 import { shortfall } from '../../shared/ops/dlq-browse.ts';
 import { type DeadJobSummary, type DeadJobsResult, listDeadJobs } from '../../shared/ops/dlq-jobs.ts';
@@ -24,6 +25,7 @@ import {
   renderFields,
   renderTable,
 } from '../format.ts';
+import { type CliJobs, jobModuleOption, loadCliJobs } from '../job-module.ts';
 import { safeJson, safeLines, safeText } from '../safe-text.ts';
 import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
 import { queueName } from './status.ts';
@@ -305,8 +307,7 @@ export function register(program: Command): void {
   });
 
   targetOptions(
-    dlq
-      .command('redrive')
+    jobModuleOption(dlq.command('redrive'))
       .description(
         'send dead letters back to the jobs queue: resets each DEAD job item (attempts 0) so it can run, sends ' +
           'the original body, then deletes the dead letter. Skips jobs that completed or are running',
@@ -323,14 +324,15 @@ export function register(program: Command): void {
       .option('--limit <n>', 'redrive at most this many', integerArg(1, 1_000_000))
       .option(
         '--payload-file <file>',
-        'edit and retry: send the job with the JSON payload in this file instead of the dead one (same dedup key and type; needs --dedup-key)',
+        "edit and retry: send the job with the JSON payload in this file instead of the dead one (same dedup key and type; needs --dedup-key). Checked against the type's schema in the job module first",
       )
       .option('--json', 'print the report as JSON on stdout')
       .option('--yes', 'do not ask (scripts, CI); without a terminal a redrive refuses without it'),
-  ).action(async (flags: RedriveFlags & { payloadFile?: string }) => {
+  ).action(async (flags: RedriveFlags & { payloadFile?: string; jobModule?: string }) => {
     if (flags.reason !== undefined) assertKnownReason(flags.reason);
-    const payload =
+    const edited =
       flags.payloadFile === undefined ? undefined : readPayloadFile(flags.payloadFile, flags.dedupKey);
+    const payload = edited ? { ...edited, ...(await schemaCheck(flags.jobModule)) } : undefined;
     const target = await resolveTarget(flags);
     try {
       // A redrive resets dead jobs and runs them again: it says where and asks (a dry run changes nothing).
@@ -448,6 +450,32 @@ export function readPayloadFile(file: string, dedupKey: string | undefined): { v
 function jsonFaultPosition(error: unknown): string {
   const at = /position \d+(?: \(line \d+ column \d+\))?/.exec((error as Error).message ?? '');
   return at ? at[0] : 'an unexpected token';
+}
+
+/**
+ * The check of an edited payload against its job type's schema, from the job module the flags, the
+ * environment or package.json name. Without one the payload is checked as JSON only (said on stderr).
+ */
+export async function schemaCheck(
+  flag: string | undefined,
+): Promise<{ check?: (type: string, payload: unknown) => string | undefined }> {
+  const found = await loadCliJobs(flag);
+  if (!found) {
+    note(
+      "no job module found: the corrected payload is not checked against its type's schema (pass --job-module)",
+    );
+    return {};
+  }
+  return { check: (type, payload) => payloadCheck(found, type, payload) };
+}
+
+/** What the job module's schema says of `payload` for `type`: `payload.<field>: <why>`, or undefined. */
+export function payloadCheck(found: CliJobs, type: string, payload: unknown): string | undefined {
+  const schema = found.jobs.get(type)?.payload;
+  if (!schema) {
+    return `the job module ${found.path} defines no job type ${type} (pass the deployment's --job-module)`;
+  }
+  return payloadProblem(schema, payload);
 }
 
 /** Who runs this redrive, for the job's history: user@host. */
