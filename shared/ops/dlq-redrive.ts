@@ -170,8 +170,15 @@ export interface RedriveReport {
 export async function redrive(target: OpsTarget, options: RedriveOptions = {}): Promise<RedriveReport> {
   const run = startRun(target, options);
   const visibilitySeconds = redriveVisibilitySeconds(options.ratePerSecond);
-  const browsed = await browse(target.clients.sqs, target.names.dlqUrl, { visibilitySeconds }, (message) =>
-    redriveLetter(run, message),
+  const browsed = await browse(
+    target.clients.sqs,
+    target.names.dlqUrl,
+    { visibilitySeconds },
+    async (message) => {
+      const visit = await redriveLetter(run, message);
+      // Letters named by id: the browse ends once each was seen.
+      return run.wanted?.size === 0 ? { ...visit, stop: true } : visit;
+    },
   );
   return reportOf(run, browsed);
 }
@@ -186,6 +193,8 @@ interface RedriveRun {
   readonly filter: DeadLetterFilter;
   readonly limit: number;
   readonly fifo: boolean;
+  /** The letters `filter.messageIds` names that the browse has not reached yet. */
+  readonly wanted?: Set<string>;
   /**
    * Ids of the jobs-queue messages this redrive sent, and the jobs it sent (by dedup key): a later
    * letter of one of them is not sent a second time (see {@link judgeRepeat}).
@@ -210,6 +219,7 @@ function startRun(target: OpsTarget, options: RedriveOptions): RedriveRun {
     filter: options.filter ?? {},
     limit: options.limit ?? Number.POSITIVE_INFINITY,
     fifo: isFifoQueue(names.queueUrl),
+    ...(options.filter?.messageIds ? { wanted: new Set(options.filter.messageIds) } : {}),
     sentIds: new Set<string>(),
     sentJobs: new Map<string, EarlierSend>(),
     items: [],
@@ -242,6 +252,7 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
     run.notMatched += 1;
     return KEEP;
   }
+  run.wanted?.delete(letter.messageId);
   const fields = letterFields(letter);
   const facts = letterFacts(letter);
   const stays = await leftInDlq(run, letter, facts);
