@@ -197,7 +197,7 @@ export function describeRedrive(report: RedriveReport): string {
             i.dedupKey ?? '',
             i.type ?? '',
             i.reason,
-            i.outcome,
+            i.skip ? `${i.outcome} (${i.skip})` : i.outcome,
             i.reset ? 'yes' : 'no',
             i.detail ?? '',
           ]),
@@ -212,9 +212,13 @@ export function describeRedrive(report: RedriveReport): string {
     report.duplicates > 0
       ? `; ${report.duplicates} second letter${report.duplicates === 1 ? '' : 's'} of a death ${report.dryRun ? 'it would send' : 'it sent'} back, left in the DLQ`
       : '';
+  // Why letters stayed, by reason (docs/cli.md lists them): `skipped 3 (2 newer-job, 1 completed)`.
+  const reasons = new Map<string, number>();
+  for (const i of report.items) if (i.skip) reasons.set(i.skip, (reasons.get(i.skip) ?? 0) + 1);
+  const why = reasons.size ? ` (${[...reasons].map(([skip, n]) => `${n} ${skip}`).join(', ')})` : '';
   const summary = report.dryRun
-    ? `dry run: would redrive ${report.redriven}, skip ${report.skipped}${duplicates}; nothing was changed`
-    : `redrove ${report.redriven}${again}, skipped ${report.skipped}, failed ${report.failed}${duplicates}`;
+    ? `dry run: would redrive ${report.redriven}, skip ${report.skipped}${why}${duplicates}; nothing was changed`
+    : `redrove ${report.redriven}${again}, skipped ${report.skipped}${why}, failed ${report.failed}${duplicates}`;
   const unseen = report.unseen ? `\n${report.unseen}` : '';
   return `${table}\n\n${summary}; ${report.notMatched} other dead letter${report.notMatched === 1 ? '' : 's'} left alone${unseen}`;
 }

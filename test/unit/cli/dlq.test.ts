@@ -419,6 +419,40 @@ describe('Function: describeRedrive', () => {
   });
 });
 
+describe('Function: describeRedrive, with skipped letters (issue 31)', () => {
+  it('names each skip reason in the OUTCOME column and counts the skips by reason', () => {
+    // Prepare
+    const skipped = (skip: RedriveItem['skip'], i: number): RedriveItem => ({
+      messageId: `m-${i}`,
+      dedupKey: 'order-9',
+      reason: 'permanent-error',
+      outcome: 'skipped',
+      skip,
+      reset: false,
+      detail: 'why',
+    });
+
+    // Act
+    const text = describeRedrive({
+      dryRun: false,
+      matched: 3,
+      redriven: 0,
+      skipped: 3,
+      deadAgain: 0,
+      duplicates: 0,
+      failed: 0,
+      notMatched: 0,
+      seen: 3,
+      dlqDepth: 3,
+      items: [skipped('newer-job', 1), skipped('older-letter', 2), skipped('newer-job', 3)],
+    });
+
+    // Assess
+    expect(text).toMatch(/m-1 +order-9 +permanent-error +skipped \(newer-job\) +no +why/);
+    expect(text).toContain('skipped 3 (2 newer-job, 1 older-letter)');
+  });
+});
+
 describe('Function: assertKnownReason', () => {
   it('takes a known reason or a prefix of one, and names the known ones otherwise', () => {
     expect(() => assertKnownReason('invalid-bad-payload')).not.toThrow();
