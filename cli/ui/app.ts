@@ -457,7 +457,7 @@ export function createUiApp(config: UiConfig): Hono {
         ? `<input type="hidden" name="reason" value="${esc(reason)}">`
         : ids.map((id) => `<input type="hidden" name="letter" value="${esc(id)}">`).join('');
       const body = `<h1>Redrive ${chosen.length} letter${chosen.length === 1 ? '' : 's'}?</h1>
-<p>${reason ? `Every letter with reason <strong>${esc(reason)}</strong>` : 'These letters'} go back to the jobs queue; a dead job item is reset (attempts start again). A job that completed or runs now is skipped.</p>
+<p>${reason ? `Every letter with reason <strong>${esc(reason)}</strong>` : 'These letters'} go back to the jobs queue; a dead job item is reset (attempts start again). A job that completed, was cancelled or runs now is skipped, and so is a letter that is not the job its key holds now (an older death, or a job before its key was reset).</p>
 ${letterTable(chosen)}
 <form method="post" action="/dlq/redrive">${hidden}<input type="hidden" name="confirmed" value="yes"><button type="submit" id="confirm">Confirm redrive</button> <a href="/dlq">Cancel</a></form>`;
       return c.html(frame('Confirm redrive', body));
