@@ -4,8 +4,10 @@ import { BatchGetCommand, BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { AwsClients } from '../../../shared/aws/clients.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { runLimited } from '../../../shared/core/pipeline/batch.ts';
+import { ConfigError } from '../../../shared/errors.ts';
 import { listDeadLetters } from '../../../shared/ops/dlq.ts';
 import { sendMessages } from '../../../shared/producer/send-messages.ts';
+import { RestartPolicy } from '../../../shared/runner/restart-policy.ts';
 import { WorkerPool } from '../../../shared/runner/worker-pool.ts';
 import { siblingModule } from '../../../shared/sibling-module.ts';
 import { workerEnv } from '../../../shared/worker/config.ts';
@@ -159,13 +161,27 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
             }),
           },
         });
+  // The crash jobs kill workers on purpose, after they polled: those are replaced. Workers that keep
+  // dying before their first poll end the run with the reason (RestartPolicy), not a restart loop.
+  const policy = new RestartPolicy({ baseDelayMs: 100, maxDelayMs: 2000 });
+  let gaveUp: string | undefined;
+  let wakeGaveUp = () => {};
+  const gaveUpAsked = new Promise<'gave-up'>((resolve) => {
+    wakeGaveUp = () => resolve('gave-up');
+  });
   pool?.on('exit', (info) => {
     if (stopping) return;
-    restarts += 1;
-    options.onEvent?.(
-      `worker ${info.id} died (${info.exitSignal ?? `exit ${info.exitCode}`}); starting a replacement`,
-    );
-    void pool.spawn();
+    const decision = policy.decide(info);
+    if (decision.action === 'give-up') {
+      gaveUp = decision.reason;
+      wakeGaveUp();
+      return;
+    }
+    restarts = policy.restarts;
+    options.onEvent?.(`worker ${info.id} died (${RestartPolicy.describe(info)}); starting a replacement`);
+    setTimeout(() => {
+      if (!stopping) void pool.spawn();
+    }, decision.delayMs).unref();
   });
   const total = (counter: string) => pool?.total(counter) ?? 0;
 
@@ -187,7 +203,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const ticker = setInterval(() => options.onProgress?.(progress()), 500);
   let timedOut = false;
   try {
-    await pool?.start();
+    if ((await Promise.race([pool?.start(), gaveUpAsked])) === 'gave-up')
+      throw new ConfigError(gaveUp ?? 'workers keep dying before they poll');
     const report = await sendMessages(clients.sqs, names.queueUrl, workload.messages, {
       ...(options.signal ? { signal: options.signal } : {}),
       onProgress: (p) => {
@@ -202,6 +219,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const deadline = started + (options.timeoutMs ?? 600_000);
     const keys = [...workload.expectedDone, ...workload.expectedDead];
     while (!options.signal?.aborted) {
+      if (gaveUp) throw new ConfigError(gaveUp ?? 'workers keep dying before they poll');
       await refreshStates(clients, names.jobsTable, keys, states);
       const p = progress();
       if (
