@@ -17,7 +17,7 @@ import { listLeases } from '../../shared/ops/leases.ts';
 import { queueStats, totalDepth } from '../../shared/ops/queue-stats.ts';
 import type { OpsTarget } from '../../shared/ops/target.ts';
 import { jobTimeline } from '../../shared/ops/timeline.ts';
-import { operatorIdentity } from '../commands/dlq.ts';
+import { operatorIdentity } from '../commands/redrive-input.ts';
 import { formatErrorText } from '../format.ts';
 import { CHART_SCRIPT } from './chart-script.ts';
 import { type Bounded, bounded, listProblems, type ProblemFilter } from './data.ts';
