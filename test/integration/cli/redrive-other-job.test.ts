@@ -20,6 +20,7 @@ import {
   sleep,
 } from '../../support/core-fixture.ts';
 import { uniqueName } from '../../support/env.ts';
+import { leaseq, leaseqJson } from './run-cli.ts';
 
 let env: CoreEnv;
 
@@ -116,6 +117,22 @@ describe('Function: redrive, when the letter is not the job the item names', () 
     expect(after).toMatchObject({ status: JobStatus.RetryWait, attempts: 1, version: waiting?.version });
     expect(await sentVersions(key)).toEqual([]);
     expect(await letterVersions(key)).toEqual([1]);
+
+    // The CLI says so too, in its text and its JSON (a skip changes nothing: asking again is the same).
+    const prefix = env.jobsTable.replace(/-jobs$/, '');
+    const text = await leaseq(['dlq', 'redrive', '--dedup-key', key, '--prefix', prefix, '--yes']);
+    expect(text.stdout).toMatch(/skipped \(newer-job\)/);
+    expect(text.stdout).toContain('skipped 1 (1 newer-job)');
+    const json = await leaseqJson<RedriveReport>([
+      'dlq',
+      'redrive',
+      '--dedup-key',
+      key,
+      '--prefix',
+      prefix,
+      '--yes',
+    ]);
+    expect(json.items).toEqual([expect.objectContaining({ outcome: 'skipped', skip: 'newer-job' })]);
   }, 60_000);
 
   it('of two letters of one key (two deaths, a reset between), sends the newest death and skips the older', async () => {
