@@ -532,7 +532,7 @@ export class DynamoDbJobStore implements JobStore {
         return cancelAnswer(out.Attributes as JobItem | undefined);
       } catch (error) {
         if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        const refused = refusedCancel(error.Item);
+        const refused = refusedCancel(error.Item, cancelledEvent(request));
         if ('outcome' in refused) return refused;
         if (tries >= 3) throw error;
         const list = [...(refused.item.history ?? []), cancelledEvent(request)];
