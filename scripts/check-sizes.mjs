@@ -23,7 +23,6 @@ export const LIMIT = 450;
  */
 export const CEILINGS = {
   'cli/ui/app.ts': 595,
-  'cli/commands/dlq.ts': 462,
   'cli/target.ts': 464,
   'infra/leaseq-pipeline.ts': 594,
   'scripts/check-layers.mjs': 467,
@@ -31,7 +30,6 @@ export const CEILINGS = {
   'shared/core/adapters/dynamodb-job-store.ts': 608,
   'shared/core/adapters/dynamodb-limits.ts': 461,
   'shared/local/deploy.ts': 517,
-  'shared/ops/dlq-redrive.ts': 487,
   'shared/producer/job-producer.ts': 493,
   'shared/testing/dynamodb-expressions.ts': 706,
   'shared/testing/in-memory-job-store.ts': 709,

@@ -17,7 +17,7 @@ import { listLeases } from '../../shared/ops/leases.ts';
 import { queueStats, totalDepth } from '../../shared/ops/queue-stats.ts';
 import type { OpsTarget } from '../../shared/ops/target.ts';
 import { jobTimeline } from '../../shared/ops/timeline.ts';
-import { operatorIdentity } from '../commands/dlq.ts';
+import { operatorIdentity } from '../commands/redrive-input.ts';
 import { formatErrorText } from '../format.ts';
 import { CHART_SCRIPT } from './chart-script.ts';
 import { type Bounded, bounded, listProblems, type ProblemFilter } from './data.ts';
@@ -478,27 +478,25 @@ export function createUiApp(config: UiConfig): Hono {
         ? `<input type="hidden" name="reason" value="${esc(reason)}">`
         : ids.map((id) => `<input type="hidden" name="letter" value="${esc(id)}">`).join('');
       const body = `<h1>Redrive ${chosen.length} letter${chosen.length === 1 ? '' : 's'}?</h1>
-<p>${reason ? `Every letter with reason <strong>${esc(reason)}</strong>` : 'These letters'} go back to the jobs queue; a dead job item is reset (attempts start again). A job that completed or runs now is skipped.</p>
+<p>${reason ? `Every letter with reason <strong>${esc(reason)}</strong>` : 'These letters'} go back to the jobs queue; a dead job item is reset (attempts start again). A job that completed, was cancelled or runs now is skipped, and so is a letter that is not the job its key holds now (an older death, or a job before its key was reset).</p>
 ${letterTable(chosen)}
 <form method="post" action="/dlq/redrive">${hidden}<input type="hidden" name="confirmed" value="yes"><button type="submit" id="confirm">Confirm redrive</button> <a href="/dlq">Cancel</a></form>`;
       return c.html(frame('Confirm redrive', body));
     }
-    const keys = [...new Set(chosen.map((l) => l.dedupKey).filter((k): k is string => !!k))];
-    const runs = reason
-      ? [await bounded('SQS', 'redrive', actionMs, () => redrive(target, { filter: { reason } }))]
-      : await Promise.all(
-          keys.map((k) =>
-            bounded('SQS', `redrive of ${k}`, actionMs, () => redrive(target, { filter: { dedupKey: k } })),
-          ),
-        );
+    // The selected letters by their message ids, in one run: a redrive by dedup key acted on whichever
+    // letter of the key it browsed first, and left the selected one in the DLQ.
+    const filter = reason ? { reason } : { messageIds: chosen.map((l) => l.messageId) };
+    const runs = [await bounded('SQS', 'redrive', actionMs, () => redrive(target, { filter }))];
     const items: RedriveItem[] = runs.flatMap((r) => (r.ok ? r.value.items : []));
     const redriven = items.filter((i) => i.outcome === 'redriven').length;
-    log(`redrive from the inspector: ${redriven} redriven, ${items.length - redriven} not`);
-    const body = `<h1>Redrive done</h1><p id="outcome">${redriven} redriven, ${items.length - redriven} not.</p>
-<table><thead><tr><th>job</th><th>reason</th><th>outcome</th><th>detail</th></tr></thead><tbody>${items
+    // Rows and counts are of letters: two letters of one job are two rows, told apart by their ids.
+    const letters = `${items.length} letter${items.length === 1 ? '' : 's'}`;
+    log(`redrive from the inspector: ${letters}: ${redriven} redriven, ${items.length - redriven} not`);
+    const body = `<h1>Redrive done</h1><p id="outcome">${letters}: ${redriven} redriven, ${items.length - redriven} not.</p>
+<table><thead><tr><th>job</th><th>letter</th><th>reason</th><th>outcome</th><th>detail</th></tr></thead><tbody>${items
       .map(
         (i) =>
-          `<tr><td>${i.dedupKey ? `<a href="/jobs/${encodeURIComponent(i.dedupKey)}">${esc(i.dedupKey)}</a>` : '-'}</td><td>${esc(i.reason)}</td><td>${esc(i.outcome)}</td><td>${esc(i.detail ?? '')}</td></tr>`,
+          `<tr><td>${i.dedupKey ? `<a href="/jobs/${encodeURIComponent(i.dedupKey)}">${esc(i.dedupKey)}</a>` : '-'}</td><td>${esc(i.messageId)}</td><td>${esc(i.reason)}</td><td>${esc(i.skip ? `${i.outcome} (${i.skip})` : i.outcome)}</td><td>${esc(i.detail ?? '')}</td></tr>`,
       )
       .join('')}</tbody></table><p><a href="/dlq">Back to the dead letters</a></p>`;
     return c.html(frame('Redrive', body, { problems: problemsOf(...runs) }));

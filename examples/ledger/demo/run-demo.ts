@@ -352,6 +352,9 @@ async function readBalances(
   return new Map((out.Responses?.[table] ?? []).map((item) => [String(item.account), Number(item.balance)]));
 }
 
+/** The entry of {@link runDeadLetters} for the letters of bodies that are no job (the malformed one). */
+export const NOT_A_JOB = '(not a job envelope)';
+
 /**
  * The run's dead letters, one entry per job with its letter count. Browsing makes them visible again at
  * once, so `leaseq dlq list` right after the demo sees them. A body that is not an envelope has no dedup
@@ -370,7 +373,7 @@ async function runDeadLetters(
       ? letter.dedupKey.startsWith(runId)
       : letter.deadAt !== undefined && Date.parse(letter.deadAt) >= since;
     if (!ours) continue;
-    const dedupKey = letter.dedupKey ?? '(not a job envelope)';
+    const dedupKey = letter.dedupKey ?? NOT_A_JOB;
     mine.set(dedupKey, {
       dedupKey,
       reason: letter.reason,

@@ -6,7 +6,7 @@
 
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
 import { ERROR_CLASS_MAX, ERROR_TEXT_MAX, StoreRefusedError, storableText } from '../../errors.ts';
-import type { HistoryEvent } from '../contract/job-history.ts';
+import { type HistoryEvent, PROBLEM_KEYS_UPPER_BYTES } from '../contract/job-history.ts';
 import type { Checkpoint } from '../contract/job-item.ts';
 import type { DeadLetterCause, Effect, JobLease } from '../contract/job-store.ts';
 import { historyUpperBytes } from '../decisions/history.ts';
@@ -87,23 +87,18 @@ export function checkJobWrite(write: JobWrite): void {
   }
 }
 
-/** The `problems` index keys' names and values (a shard like `p07`, an epoch ms), at most. */
-export const PROBLEM_KEYS_UPPER_BYTES = 64;
-
 /**
  * The error a release or dead marking stores and the history events it can carry (the release's or
  * marking's own, after the lease's pending ones): the stored list counts against the error's room
  * always; the new events only when the error keeps all the text it would have without them. Near
  * 400 KB they are left out (the lease keeps its pending ones) rather than cut the error or make the
- * write too large: the write that ends the attempt must fit. The index keys, which it writes either way,
- * are counted in both.
+ * write too large: the write that ends the attempt must fit. Its index keys always count.
  */
 export function giveUpWithHistory(
   lease: JobLease,
   error: { readonly message: string; readonly errorClass: string },
   events: readonly HistoryEvent[],
 ): { readonly error: { message: string; errorClass: string }; readonly withEvents: boolean } {
-  // The `problems` index keys are written with or without the events: their room is kept either way.
   const stored = historyUpperBytes(lease.history) + PROBLEM_KEYS_UPPER_BYTES;
   const plain = giveUpError(lease, error, stored);
   const carried = giveUpError(lease, error, stored + historyUpperBytes(lease.pendingHistory, events));

@@ -115,7 +115,7 @@ export async function cancelJob(
       return cancelAnswer(out.Attributes as JobItem | undefined);
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const refused = refusedCancel(error.Item);
+      const refused = refusedCancel(error.Item, cancelledEvent(request));
       if ('outcome' in refused) return refused;
       if (tries >= 3) throw error;
       const read = refused.item.history ?? [];

@@ -5,6 +5,7 @@
 import type { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { type LeaseLostError, StoreUnavailableError } from '../../errors.ts';
+import type { HistoryEvent } from '../contract/job-history.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type {
   CancelResult,
@@ -189,9 +190,14 @@ export function cancelAnswer(old: JobItem | undefined): CancelResult {
 
 /**
  * A refused cancel: the job was finished, or cancelled before (the answer); or it is unfinished and only
- * its full history refused the append (`item`: the caller replaces the list at its version).
+ * its full history refused the append (`item`: the caller replaces the list at its version). A refusal by
+ * this very cancel (its write landed, its answer was lost and the SDK sent it again: the item's last event
+ * is `event`, written at its time) answers what that write did, read from the item it left.
  */
-export function refusedCancel(raw: RawItem | undefined): CancelResult | { readonly item: JobItem } {
+export function refusedCancel(
+  raw: RawItem | undefined,
+  event?: HistoryEvent & { readonly e: 'cancelled' },
+): CancelResult | { readonly item: JobItem } {
   if (raw === undefined) throw new Error('unreachable: a refused cancel without its item');
   const item = unmarshallItem(raw);
   switch (item.status) {
@@ -200,11 +206,35 @@ export function refusedCancel(raw: RawItem | undefined): CancelResult | { readon
     case JobStatus.Dead:
       return { outcome: 'finished', status: 'DEAD' };
     case JobStatus.Cancelled:
-      return { outcome: 'already-cancelled', status: 'CANCELLED' };
+      return event && isOwnCancel(item, event)
+        ? ownCancelAnswer(item)
+        : { outcome: 'already-cancelled', status: 'CANCELLED' };
     default:
       // Its dead-lettering began (the fence recorded the cause): its end is decided.
       return item.deadReason !== undefined ? { outcome: 'finished', status: 'DEAD' } : { item };
   }
+}
+
+/** The item a cancel left is this cancel's: written at its time, its event last. */
+function isOwnCancel(item: JobItem, event: HistoryEvent & { readonly e: 'cancelled' }): boolean {
+  const last = item.history?.at(-1);
+  return (
+    item.updatedAt === event.at &&
+    last?.e === 'cancelled' &&
+    last.at === event.at &&
+    last.by === event.by &&
+    last.reason === event.reason
+  );
+}
+
+/**
+ * What this cancel's landed write did, from the item it left: a tombstone has no type (a job's first
+ * claim writes one); a running job keeps its owner (a release removes it, so a waiting job has none).
+ */
+function ownCancelAnswer(item: JobItem): CancelResult {
+  if (item.type === undefined) return { outcome: 'tombstone' };
+  const running = item.owner !== undefined;
+  return { outcome: 'cancelled', status: running ? 'IN_PROGRESS' : 'RETRY_WAIT', wasRunning: running };
 }
 
 function unmarshallItem(item: RawItem): JobItem {

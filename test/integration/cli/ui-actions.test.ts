@@ -18,6 +18,7 @@ import {
   eventually,
   makeWorker,
   queueCounts,
+  receiveAll,
   sendJob,
 } from '../../support/core-fixture.ts';
 import { uniqueName } from '../../support/env.ts';
@@ -278,5 +279,58 @@ describe('leaseq ui DLQ actions', () => {
     } finally {
       own.close();
     }
+  });
+
+  it('a redrive of one selected letter acts on that letter, not on another of its dedup key, and lists it once', async () => {
+    // Prepare: a DEAD job with two letters of its death (an interrupted dead-lettering sends two); the
+    // operator selects the second.
+    const dedupKey = uniqueName('pick');
+    await env.clients.doc.send(
+      new PutCommand({
+        TableName: env.jobsTable,
+        Item: {
+          dedupKey,
+          status: JobStatus.Dead,
+          type: 'ledger.credit',
+          messageId: 'm-dead',
+          token: 5,
+          attempts: 3,
+          version: 6,
+          leaseUntil: 0,
+        },
+      }),
+    );
+    const body = JSON.stringify(
+      makeEnvelope({ id: uniqueName('job'), dedupKey, type: 'ledger.credit', payload: {} }),
+    );
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const sent = await env.clients.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: env.dlqUrl,
+          MessageBody: body,
+          MessageAttributes: {
+            'leaseq.reason': { DataType: 'String', StringValue: 'max-attempts' },
+            'leaseq.dedupKey': { DataType: 'String', StringValue: dedupKey },
+            'leaseq.type': { DataType: 'String', StringValue: 'ledger.credit' },
+            'leaseq.attempts': { DataType: 'Number', StringValue: '3' },
+            'leaseq.originalMessageId': { DataType: 'String', StringValue: 'm-dead' },
+          },
+        }),
+      );
+      ids.push(sent.MessageId ?? '');
+    }
+    const [first, selected] = ids;
+
+    // Act
+    const done = await (await post('/dlq/redrive', { letter: selected ?? '', confirmed: 'yes' })).text();
+
+    // Assess: the selected letter is gone (sent back), the other stays; the page has one row, for it.
+    const left = (await receiveAll(env, env.dlqUrl, 0)).map((m) => m.MessageId);
+    expect(left).toContain(first);
+    expect(left).not.toContain(selected);
+    expect(done).toMatch(/1 letter: 1 redriven, 0 not\./);
+    expect(done.match(new RegExp(`>${dedupKey}<`, 'g'))).toHaveLength(1);
+    expect(done).toContain(selected);
   });
 });

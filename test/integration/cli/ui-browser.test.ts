@@ -270,7 +270,7 @@ describe('leaseq ui in a browser', () => {
     await page.locator('#confirm').focus();
     await page.keyboard.press('Enter');
     await page.waitForSelector('#outcome');
-    await expect(page.locator('#outcome').textContent()).resolves.toBe('1 redriven, 0 not.');
+    await expect(page.locator('#outcome').textContent()).resolves.toBe('1 letter: 1 redriven, 0 not.');
     // The job runs again and completes.
     await drain(makeWorker(env, ledgerJobs, { worker: 'w-after', maxAttempts: 3 }));
     await page.goto(`${origin}/jobs/${encodeURIComponent(deadKey)}`);

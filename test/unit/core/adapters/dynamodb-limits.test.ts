@@ -6,9 +6,8 @@ import {
   itemBytes,
   type JobWrite,
   MAX_ITEM_BYTES,
-  PROBLEM_KEYS_UPPER_BYTES,
 } from '../../../../shared/core/adapters/dynamodb-limits.ts';
-import type { HistoryEvent } from '../../../../shared/core/contract/job-history.ts';
+import { type HistoryEvent, PROBLEM_KEYS_UPPER_BYTES } from '../../../../shared/core/contract/job-history.ts';
 import type { Effect, JobLease } from '../../../../shared/core/contract/job-store.ts';
 import { StoreRefusedError } from '../../../../shared/errors.ts';
 
