@@ -167,6 +167,20 @@ export function credentialSource(env: NodeJS.ProcessEnv): string {
 }
 
 /**
+ * The warning for an endpoint that is not on this machine, reached with the operator's own credentials:
+ * every signed request hands it the access key id (and any session token). `undefined` for a local
+ * endpoint, for AWS itself, and when the keys are the emulators' `test` ones.
+ */
+export function remoteEndpointWarning(
+  endpoint: string | undefined,
+  env: NodeJS.ProcessEnv,
+): string | undefined {
+  if (endpoint === undefined || isLocalEndpoint(endpoint)) return undefined;
+  if (env.AWS_ACCESS_KEY_ID?.trim() === 'test') return undefined;
+  return `warning: ${endpoint} is not on this machine, and requests to it are signed with your AWS credentials (${credentialSource(env)}): it receives your access key id and any session token; use keys meant for it (AWS_ACCESS_KEY_ID=test for an emulator)`;
+}
+
+/**
  * Chooses the target, in order: --endpoint; --aws; AWS_ENDPOINT_URL; stack outputs (--outputs) that name
  * queues on AWS; the embedded emulator when it is running. Nothing else: with none of these the command
  * refuses (NO_TARGET_MESSAGE) instead of calling AWS. Sends no request anywhere (the emulator check
@@ -269,6 +283,8 @@ export async function resolveTarget(
     emulator: () => emulatorStatus({ env }),
   });
   const { endpoint, region } = choice;
+  const warning = remoteEndpointWarning(endpoint, env);
+  if (warning) stderrNote(warning);
   if (endpoint) await assertHostResolves(endpoint);
   // A person waits at the prompt: an endpoint that accepts but never answers is reported in seconds.
   const clients = createAwsClients({

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import {
@@ -11,10 +10,19 @@ import {
   UpdateContinuousBackupsCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
+import { isLocalEndpoint } from '../aws/clients.ts';
+import {
+  ANY_CREDENTIAL,
+  defaultStateDir,
+  type LocalCredential,
+  localCredentialProvider,
+  readLocalCredential,
+} from '../aws/local-credential.ts';
 import { LeaseqError } from '../errors.ts';
 import { loadOptional } from '../optional-package.ts';
 import { functionWorkers, stopFunctionWorkers } from './function-workers.ts';
 import { withFileLock } from './lock.ts';
+import { checkStateDir } from './state-dir.ts';
 
 type CloudFormationSdk = typeof import('@aws-sdk/client-cloudformation');
 
@@ -22,21 +30,35 @@ type CloudFormationSdk = typeof import('@aws-sdk/client-cloudformation');
 const cloudFormationSdk = () => loadOptional<CloudFormationSdk>('@aws-sdk/client-cloudformation');
 
 /**
- * A CloudFormation client for the emulator at `endpoint`, with its test credentials.
+ * A CloudFormation client for the emulator at `endpoint`: signed with `credentials`, else (a loopback
+ * endpoint) the embedded emulator's credential as every leaseq client finds it, else `test`/`test`.
  * @throws ConfigError when @aws-sdk/client-cloudformation is not installed (one line that says so).
  */
-export async function localCloudFormation(endpoint: string, region: string): Promise<CloudFormationClient> {
+export async function localCloudFormation(
+  endpoint: string,
+  region: string,
+  credentials?: LocalCredential,
+): Promise<CloudFormationClient> {
   const { CloudFormationClient } = await cloudFormationSdk();
   return new CloudFormationClient({
     region,
     endpoint,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test', accountId: LOCAL_ACCOUNT },
+    credentials: credentials
+      ? { ...credentials, accountId: LOCAL_ACCOUNT }
+      : isLocalEndpoint(endpoint)
+        ? localCredentialProvider()
+        : { ...ANY_CREDENTIAL, accountId: LOCAL_ACCOUNT },
   });
 }
 
-/** The account and credentials every local emulator accepts. */
+/** The account of every local emulator. */
 export const LOCAL_ACCOUNT = '000000000000';
-const LOCAL_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' };
+
+/** The keys the cdk commands sign with: the given ones, the embedded emulator's, or `test`/`test`. */
+function deployCredential(options: Pick<LocalDeployOptions, 'endpoint' | 'credentials'>): LocalCredential {
+  if (options.credentials) return options.credentials;
+  return (isLocalEndpoint(options.endpoint) && readLocalCredential(defaultStateDir())) || ANY_CREDENTIAL;
+}
 
 /** A step of a local deploy or destroy that failed, with the one line that says why. */
 export class DeployError extends LeaseqError {
@@ -68,6 +90,16 @@ export interface LocalDeployOptions {
   readonly dynamodb: DynamoDBClient;
   /** Progress lines (stderr). */
   readonly log: (line: string) => void;
+  /**
+   * What the cdk commands sign with. @default the embedded emulator's credential (a loopback
+   * endpoint), else `test`/`test`
+   */
+  readonly credentials?: LocalCredential;
+  /**
+   * The private directory the bootstrap lock lives in (the emulator's state directory).
+   * @default `LEASEQ_STATE_DIR`, else `.leaseq` of the project
+   */
+  readonly lockDir?: string;
 }
 
 /** One stack a local deploy deployed. */
@@ -108,13 +140,23 @@ export async function deployLocal(options: LocalDeployOptions): Promise<LocalDep
     // Two deploys starting together on a fresh emulator (two terminals, parallel test files) would both
     // create the toolkit stack, and one fails: one bootstraps under a lock per emulator, the other finds
     // the stack there once it holds the lock.
-    bootstrapped = await withFileLock(bootstrapLockFile(options), BOOTSTRAP_LOCK_MS, async () => {
-      if (await stackExists(options.cloudFormation, BOOTSTRAP_STACK)) return false;
-      options.log(`cdk bootstrap aws://${LOCAL_ACCOUNT}/${options.region} (first deploy on this emulator)`);
-      const code = await runCdk(['bootstrap', `aws://${LOCAL_ACCOUNT}/${options.region}`], options, env);
-      if (code !== 0) throw new DeployError(`cdk bootstrap failed (exit ${code}); see the lines above`);
-      return true;
-    });
+    const lockFile = bootstrapLockFile(options);
+    const waiting = (holder: number) =>
+      options.log(
+        `waiting for another deploy (pid ${holder}) to bootstrap this emulator, at most ${BOOTSTRAP_LOCK_MS / 60_000} minutes; if no leaseq deploy is running, remove ${lockFile}`,
+      );
+    bootstrapped = await withFileLock(
+      lockFile,
+      BOOTSTRAP_LOCK_MS,
+      async () => {
+        if (await stackExists(options.cloudFormation, BOOTSTRAP_STACK)) return false;
+        options.log(`cdk bootstrap aws://${LOCAL_ACCOUNT}/${options.region} (first deploy on this emulator)`);
+        const code = await runCdk(['bootstrap', `aws://${LOCAL_ACCOUNT}/${options.region}`], options, env);
+        if (code !== 0) throw new DeployError(`cdk bootstrap failed (exit ${code}); see the lines above`);
+        return true;
+      },
+      { onWait: waiting },
+    );
   }
   mkdirSync(dirname(resolve(options.projectDir, options.outputsFile)), { recursive: true });
   const which = options.stacks?.length ? options.stacks.join(', ') : 'every stack of the app';
@@ -219,10 +261,15 @@ export async function destroyLocal(options: LocalDestroyOptions): Promise<LocalD
 /** How long a deploy waits for another one's bootstrap of the same emulator. */
 const BOOTSTRAP_LOCK_MS = 10 * 60_000;
 
-/** One lock file per emulator and region, shared by every project that deploys to it. */
-function bootstrapLockFile(options: Pick<LocalDeployOptions, 'endpoint' | 'region'>): string {
+/**
+ * One lock file per emulator and region, in the emulator's private state directory (checked to be the
+ * operator's own): in a shared /tmp its predictable name let another user hold it and stall every deploy.
+ */
+function bootstrapLockFile(options: Pick<LocalDeployOptions, 'endpoint' | 'region' | 'lockDir'>): string {
+  const dir = options.lockDir ?? defaultStateDir();
+  checkStateDir(dir);
   const id = createHash('sha256').update(`${options.endpoint} ${options.region}`).digest('hex').slice(0, 16);
-  return join(tmpdir(), `leaseq-bootstrap-${id}.lock`);
+  return join(dir, `bootstrap-${id}.lock`);
 }
 
 /** The stack `cdk bootstrap` makes; never the user's to destroy. */
@@ -255,11 +302,13 @@ async function stackFunctions(cfn: CloudFormationClient): Promise<Map<string, st
   return functions;
 }
 
-/** The environment of the cdk commands: this process's, plus the emulator's endpoint and test keys. */
-function cdkEnv(options: Pick<LocalDeployOptions, 'endpoint' | 'region'>): NodeJS.ProcessEnv {
+/** The environment of the cdk commands: this process's, plus the emulator's endpoint and its keys. */
+function cdkEnv(options: Pick<LocalDeployOptions, 'endpoint' | 'region' | 'credentials'>): NodeJS.ProcessEnv {
+  const credential = deployCredential(options);
   return {
     ...process.env,
-    ...LOCAL_CREDENTIALS,
+    AWS_ACCESS_KEY_ID: credential.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: credential.secretAccessKey,
     AWS_SESSION_TOKEN: '',
     AWS_PROFILE: '',
     AWS_ENDPOINT_URL: options.endpoint,

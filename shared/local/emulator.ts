@@ -362,6 +362,31 @@ export function resolveEndpoint(options: EmulatorOptions = {}): string {
   return endpointFor(readEmulatorState(cfg.stateFile)?.port ?? cfg.port);
 }
 
+/** What another tool needs to call the running embedded emulator. */
+export interface LocalEmulatorAccess {
+  readonly endpoint: string;
+  readonly credentials: LocalCredential;
+}
+
+/**
+ * The endpoint and credential of the embedded emulator that runs now (whatever `AWS_ENDPOINT_URL`
+ * says: this is about the one leaseq runs). Starts nothing.
+ * @throws EmulatorError when none runs, or when it runs without a credential (an older leaseq started it)
+ */
+export function localEmulatorAccess(options: EmulatorOptions = {}): LocalEmulatorAccess {
+  const cfg = resolveOptions({ ...options, env: { ...(options.env ?? process.env), AWS_ENDPOINT_URL: '' } });
+  checkStateDir(cfg.stateDir);
+  const state = liveRecordedState(cfg);
+  if (!state) throw new EmulatorError('no emulator is running: start it with `leaseq local up`');
+  const credentials = readLocalCredential(cfg.stateDir);
+  if (!credentials) {
+    throw new EmulatorError(
+      `the emulator on port ${state.port} was started without a credential (by an older leaseq); restart it: \`leaseq local down\`, then \`leaseq local up\``,
+    );
+  }
+  return { endpoint: endpointFor(state.port), credentials };
+}
+
 /** The last `lines` lines of the emulator log, for error reports. */
 export function emulatorLogTail(options: EmulatorOptions = {}, lines = 20): string {
   const cfg = resolveOptions(options);

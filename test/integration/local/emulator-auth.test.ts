@@ -23,6 +23,7 @@ import { captureSigned } from '../../support/signed-request.ts';
 // signed with another key, and one altered after signing are refused and change nothing.
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const BIN = join(ROOT, 'bin', 'leaseq.mjs');
 const stateDir = mkdtempSync(join(tmpdir(), 'leaseq-auth-'));
 const installedVenv = [
   join(ROOT, '.leaseq', 'venv'),
@@ -152,6 +153,39 @@ describe('the embedded emulator serves only requests signed with the credential 
     const served = await raw('POST', '/', mine.headers, mine.payload);
     expect(served.status, served.body).toBe(200);
     expect(await messagesInQueue()).toBe(1);
+  });
+
+  it('gives another tool (botocore) what it needs through `leaseq local env`', () => {
+    const env = { ...process.env, LEASEQ_STATE_DIR: stateDir, AWS_ENDPOINT_URL: '', AWS_PROFILE: 'prod' };
+    const json = JSON.parse(
+      execFileSync(process.execPath, [BIN, 'local', 'env', '--json'], { env, encoding: 'utf8' }),
+    );
+    expect(json).toMatchObject({
+      endpoint: handle.endpoint,
+      accessKeyId: own().accessKeyId,
+      secretAccessKey: own().secretAccessKey,
+    });
+
+    // The documented use: eval its output in the shell that runs the tool.
+    const python = join(stateDir, 'venv', 'bin', 'python');
+    const script = [
+      'import botocore.session',
+      "sqs = botocore.session.get_session().create_client('sqs')",
+      "print(sqs.get_queue_attributes(QueueUrl=sys.argv[1], AttributeNames=['QueueArn'])['Attributes']['QueueArn'])",
+    ].join('; ');
+    const out = execFileSync(
+      'sh',
+      [
+        '-c',
+        `eval "$("$0" "$1" local env)" && "$2" -c "import sys; ${script}" "$3"`,
+        process.execPath,
+        BIN,
+        python,
+        queueUrl,
+      ],
+      { env, encoding: 'utf8' },
+    );
+    expect(out.trim()).toBe('arn:aws:sqs:us-east-1:000000000000:auth-probe');
   });
 
   it('keeps the credential in an owner-only file of an owner-only directory', () => {
