@@ -83,7 +83,7 @@ export function createAwsClients(config: AwsConfig): AwsClients {
     ...(config.credentials
       ? { credentials: config.credentials }
       : local
-        ? { credentials: localCredentialProvider() }
+        ? { credentials: localCredentialProvider(config.endpoint as string) }
         : {}),
   };
   // useQueueUrlAsEndpoint=false keeps requests on `endpoint` whatever host the queue URL names.

@@ -27,6 +27,11 @@ export interface LocalCredential {
   readonly secretAccessKey: string;
 }
 
+/** The credential file: the credential and the port of the emulator it belongs to. */
+export interface StoredCredential extends LocalCredential {
+  readonly port: number;
+}
+
 /**
  * The key id MiniStack gives the functions it runs (their account id, `000000000000`), which they sign
  * with beside the emulator's secret; the emulator accepts it with that secret only.
@@ -63,11 +68,12 @@ export function newLocalCredential(): LocalCredential {
 }
 
 /** Writes the credential owner-only (a sibling renamed over it, so a reader never sees half of it). */
-export function writeLocalCredential(stateDir: string, credential: LocalCredential): void {
+export function writeLocalCredential(stateDir: string, credential: LocalCredential, port: number): void {
   const file = join(stateDir, CREDENTIAL_FILE);
   const tmp = `${file}.${process.pid}.tmp`;
   rmSync(tmp, { force: true });
-  writeFileSync(tmp, `${JSON.stringify(credential)}\n`, { mode: 0o600, flag: 'wx' });
+  const stored: StoredCredential = { ...credential, port };
+  writeFileSync(tmp, `${JSON.stringify(stored)}\n`, { mode: 0o600, flag: 'wx' });
   renameSync(tmp, file);
 }
 
@@ -75,7 +81,7 @@ export function writeLocalCredential(stateDir: string, credential: LocalCredenti
  * The credential in `stateDir`, or `undefined` when there is none, or when the file is not the
  * operator's own and private (one another user planted is never used).
  */
-export function readLocalCredential(stateDir: string): LocalCredential | undefined {
+export function readLocalCredential(stateDir: string): StoredCredential | undefined {
   let fd: number;
   try {
     fd = openSync(join(stateDir, CREDENTIAL_FILE), 'r');
@@ -86,10 +92,12 @@ export function readLocalCredential(stateDir: string): LocalCredential | undefin
     const stat = fstatSync(fd);
     if (!stat.isFile() || (stat.mode & 0o077) !== 0) return undefined;
     if (process.getuid && stat.uid !== process.getuid()) return undefined;
-    const parsed = JSON.parse(readFileSync(fd, 'utf8')) as Partial<LocalCredential>;
-    if (typeof parsed.accessKeyId !== 'string' || typeof parsed.secretAccessKey !== 'string')
+    const parsed = JSON.parse(readFileSync(fd, 'utf8')) as Partial<StoredCredential>;
+    const { accessKeyId, secretAccessKey, port } = parsed;
+    if (typeof accessKeyId !== 'string' || typeof secretAccessKey !== 'string' || typeof port !== 'number') {
       return undefined;
-    return { accessKeyId: parsed.accessKeyId, secretAccessKey: parsed.secretAccessKey };
+    }
+    return { accessKeyId, secretAccessKey, port };
   } catch {
     return undefined;
   } finally {
@@ -102,14 +110,37 @@ const REREAD_MS = 1000;
 /** The SDK refreshes an identity 5 minutes before it expires: expiring 5 min + REREAD_MS out keeps it REREAD_MS. */
 const SDK_REFRESH_WINDOW_MS = 300_000;
 
+function portOf(endpoint: string): number | undefined {
+  try {
+    const url = new URL(endpoint);
+    return Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * The credential provider of clients for a loopback endpoint: the embedded emulator's credential when the
- * state directory holds one; else the environment's keys (a function the emulator runs, a shell that ran
- * `leaseq local env`); else `test`/`test`, which other local emulators accept.
+ * The embedded emulator's credential when `endpoint` (a loopback one) is that emulator: the state
+ * directory holds a credential for its port. A proxy in front of it, or another emulator, gets none.
  */
-export function localCredentialProvider(env: NodeJS.ProcessEnv = process.env) {
+export function ownCredentialFor(
+  endpoint: string,
+  env: NodeJS.ProcessEnv = process.env,
+): LocalCredential | undefined {
+  const own = readLocalCredential(defaultStateDir(env));
+  if (!own || own.port !== portOf(endpoint)) return undefined;
+  return { accessKeyId: own.accessKeyId, secretAccessKey: own.secretAccessKey };
+}
+
+/**
+ * The credential provider of clients for a loopback endpoint: the embedded emulator's credential when
+ * the endpoint is that emulator (`ownCredentialFor`); else the environment's keys (a function the
+ * emulator runs, a shell that ran `leaseq local env`); else `test`/`test`, which other local emulators
+ * (LocalStack, moto) accept.
+ */
+export function localCredentialProvider(endpoint: string, env: NodeJS.ProcessEnv = process.env) {
   return async () => {
-    const own = readLocalCredential(defaultStateDir(env));
+    const own = ownCredentialFor(endpoint, env);
     const expiration = new Date(Date.now() + SDK_REFRESH_WINDOW_MS + REREAD_MS);
     if (own) return { ...own, expiration };
     if (env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY) {

@@ -16,7 +16,7 @@ import {
   defaultStateDir,
   type LocalCredential,
   localCredentialProvider,
-  readLocalCredential,
+  ownCredentialFor,
 } from '../aws/local-credential.ts';
 import { LeaseqError } from '../errors.ts';
 import { loadOptional } from '../optional-package.ts';
@@ -46,7 +46,7 @@ export async function localCloudFormation(
     credentials: credentials
       ? { ...credentials, accountId: LOCAL_ACCOUNT }
       : isLocalEndpoint(endpoint)
-        ? localCredentialProvider()
+        ? localCredentialProvider(endpoint)
         : { ...ANY_CREDENTIAL, accountId: LOCAL_ACCOUNT },
   });
 }
@@ -57,7 +57,7 @@ export const LOCAL_ACCOUNT = '000000000000';
 /** The keys the cdk commands sign with: the given ones, the embedded emulator's, or `test`/`test`. */
 function deployCredential(options: Pick<LocalDeployOptions, 'endpoint' | 'credentials'>): LocalCredential {
   if (options.credentials) return options.credentials;
-  return (isLocalEndpoint(options.endpoint) && readLocalCredential(defaultStateDir())) || ANY_CREDENTIAL;
+  return (isLocalEndpoint(options.endpoint) && ownCredentialFor(options.endpoint)) || ANY_CREDENTIAL;
 }
 
 /** A step of a local deploy or destroy that failed, with the one line that says why. */

@@ -18,7 +18,8 @@
  *   custom resource's function answers CloudFormation, to a URL holding a random UUID it was given.
  *
  * Functions the emulator runs sign with the key id MiniStack gives them (their account id) and the
- * emulator's secret, which is in their environment; the AWS SDKs, CLIs and `curl --aws-sigv4` sign
+ * emulator's secret, which is in their environment; temporary credentials its STS issued (AssumeRole:
+ * the CDK CLI assumes the bootstrap roles) are served with their own secret and session token; the AWS SDKs, CLIs and `curl --aws-sigv4` sign
  * with the credential `leaseq local env` prints and send neither browser header.
  */
 import { chmodSync, writeFileSync } from 'node:fs';
@@ -94,6 +95,27 @@ def header_map(scope):
     return headers
 
 
+def secret_for(key_id, headers, query, presigned):
+    """The secret a key id signs with: this start's, or that of a live STS session the emulator issued
+    (AssumeRole, which only a request signed with this start's credential could ask for), presented with
+    its session token. None for any other key."""
+    if key_id in KEY_IDS:
+        return SECRET
+    try:
+        from ministack.services import sts as sts_svc
+
+        session = sts_svc._sessions.get(key_id)
+        if not session or sts_svc._session_expired(session):
+            return None
+    except Exception:
+        return None
+    token = (query.get("X-Amz-Security-Token") or [""])[0] if presigned else headers.get("x-amz-security-token", "")
+    expected = str(session.get("SessionToken") or "")
+    if not expected or not hmac.compare_digest(token.encode(), expected.encode()):
+        return None
+    return str(session.get("SecretAccessKey") or "") or None
+
+
 def signature_refusal(scope, headers, body):
     """(code, reason) when the request is not signed with this start's credential, else None."""
     method = scope.get("method", "GET")
@@ -116,7 +138,8 @@ def signature_refusal(scope, headers, body):
         signature = sigv4.parse_header_signature(headers)
     if isinstance(signature, tuple):
         return signature[0], signature[1].split("\\n")[0]
-    if signature.access_key_id not in KEY_IDS:
+    secret = secret_for(signature.access_key_id, headers, query, presigned)
+    if secret is None:
         return "UnrecognizedClientException", (
             "the request is signed with an access key id this emulator did not issue; sign with the"
             " credential of its start (\`leaseq local env\` prints it)"
@@ -136,7 +159,7 @@ def signature_refusal(scope, headers, body):
     if HEX_SHA256.match(declared) and not hmac.compare_digest(declared, hashlib.sha256(body).hexdigest()):
         return "XAmzContentSHA256Mismatch", "the body is not the one whose hash was signed"
     failure = sigv4.header_signature_failure(
-        signature, SECRET, method, raw_path, query, headers, body, presigned=presigned
+        signature, secret, method, raw_path, query, headers, body, presigned=presigned
     )
     if failure:
         return "InvalidSignatureException", (

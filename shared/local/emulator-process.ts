@@ -58,7 +58,7 @@ export async function startProcess(cfg: ResolvedOptions): Promise<EmulatorState>
   // A new credential for every start, before the process can answer anyone: the guard serves only
   // requests signed with it, and only the operator can read the file it is kept in.
   const credential = newLocalCredential();
-  writeLocalCredential(cfg.stateDir, credential);
+  writeLocalCredential(cfg.stateDir, credential, cfg.port);
   const child = spawn(command, args, {
     cwd: cfg.stateDir,
     // Its own process group, so `down` can stop it with everything it spawned, and so it outlives

@@ -255,8 +255,10 @@ function handleFor(
 }
 
 function credentialOf(cfg: ResolvedOptions): { credentials?: LocalCredential } {
-  const credentials = readLocalCredential(cfg.stateDir);
-  return credentials ? { credentials } : {};
+  const stored = readLocalCredential(cfg.stateDir);
+  return stored
+    ? { credentials: { accessKeyId: stored.accessKeyId, secretAccessKey: stored.secretAccessKey } }
+    : {};
 }
 
 /**
@@ -378,7 +380,7 @@ export function localEmulatorAccess(options: EmulatorOptions = {}): LocalEmulato
   checkStateDir(cfg.stateDir);
   const state = liveRecordedState(cfg);
   if (!state) throw new EmulatorError('no emulator is running: start it with `leaseq local up`');
-  const credentials = readLocalCredential(cfg.stateDir);
+  const { credentials } = credentialOf(cfg);
   if (!credentials) {
     throw new EmulatorError(
       `the emulator on port ${state.port} was started without a credential (by an older leaseq); restart it: \`leaseq local down\`, then \`leaseq local up\``,

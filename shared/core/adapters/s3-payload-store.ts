@@ -109,7 +109,7 @@ function newClient(s3: S3Module, config: AwsConfig): S3Client {
     ...(config.credentials
       ? { credentials: config.credentials }
       : local
-        ? { credentials: localCredentialProvider() }
+        ? { credentials: localCredentialProvider(config.endpoint as string) }
         : {}),
   });
 }

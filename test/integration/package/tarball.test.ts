@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAwsClients } from '../../../shared/aws/clients.ts';
-import { runTag, testClients, testEndpoint, uniqueName } from '../../support/env.ts';
+import { runTag, testClients, testCredentials, testEndpoint, uniqueName } from '../../support/env.ts';
 
 // What a new user does: install the packed tarball into their own project (outside this repository),
 // define a job, synthesize a stack with the construct, provision it locally, send with the producer
@@ -501,8 +501,9 @@ pipeline.addStackOutputs();
               env: {
                 PATH: process.env.PATH,
                 HOME: project,
-                AWS_ACCESS_KEY_ID: 'test',
-                AWS_SECRET_ACCESS_KEY: 'test',
+                // The emulator's credential, as `leaseq local env` prints it for the AWS CLI.
+                AWS_ACCESS_KEY_ID: testCredentials().accessKeyId,
+                AWS_SECRET_ACCESS_KEY: testCredentials().secretAccessKey,
                 AWS_DEFAULT_REGION: 'us-east-1',
               },
             },
