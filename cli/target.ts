@@ -283,9 +283,10 @@ export async function resolveTarget(
     emulator: () => emulatorStatus({ env }),
   });
   const { endpoint, region } = choice;
+  if (endpoint) await assertHostResolves(endpoint);
+  // Before the first request (a name that does not resolve is refused above, and receives nothing).
   const warning = remoteEndpointWarning(endpoint, env);
   if (warning) stderrNote(warning);
-  if (endpoint) await assertHostResolves(endpoint);
   // A person waits at the prompt: an endpoint that accepts but never answers is reported in seconds.
   const clients = createAwsClients({
     region,
