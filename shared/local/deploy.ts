@@ -54,10 +54,18 @@ export async function localCloudFormation(
 /** The account of every local emulator. */
 export const LOCAL_ACCOUNT = '000000000000';
 
-/** The keys the cdk commands sign with: the given ones, the embedded emulator's, or `test`/`test`. */
+/**
+ * The keys the cdk commands sign with: the given ones; for a loopback endpoint the embedded emulator's
+ * (its port's credential in the state directory), else the environment's (`eval "$(leaseq local env)"`
+ * where that emulator runs); else `test`/`test`. An endpoint elsewhere never gets the environment's.
+ */
 function deployCredential(options: Pick<LocalDeployOptions, 'endpoint' | 'credentials'>): LocalCredential {
   if (options.credentials) return options.credentials;
-  return (isLocalEndpoint(options.endpoint) && ownCredentialFor(options.endpoint)) || ANY_CREDENTIAL;
+  if (!isLocalEndpoint(options.endpoint)) return ANY_CREDENTIAL;
+  const own = ownCredentialFor(options.endpoint);
+  if (own) return own;
+  const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey } = process.env;
+  return accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : ANY_CREDENTIAL;
 }
 
 /** A step of a local deploy or destroy that failed, with the one line that says why. */

@@ -46,6 +46,10 @@ let userAppDeployed = false;
 const env = () => ({
   ...process.env,
   AWS_ENDPOINT_URL: testEndpoint(),
+  // The emulator runs from this checkout's state directory, not the project's: its keys come through
+  // the environment, as `eval "$(leaseq local env)"` in the checkout would export them.
+  AWS_ACCESS_KEY_ID: testCredentials().accessKeyId,
+  AWS_SECRET_ACCESS_KEY: testCredentials().secretAccessKey,
   AWS_REGION: 'us-east-1',
   AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
   // The adopter's synths and deploy validate their templates as they would for a user (the test run
