@@ -22,6 +22,7 @@ import {
   STACK_OUTPUT_KEYS,
   type StackOutputKey,
 } from '../shared/resources.ts';
+import { credentialSource, remoteEndpointWarning } from './remote-endpoint.ts';
 
 /** Flags every command that talks to a deployment accepts. */
 export interface TargetFlags {
@@ -159,27 +160,6 @@ function endpointVariables(env: NodeJS.ProcessEnv): string[] {
     .sort();
 }
 
-/** Where the AWS credentials come from, as a person reads it (no secret in it). */
-export function credentialSource(env: NodeJS.ProcessEnv): string {
-  if (env.AWS_PROFILE?.trim()) return `AWS_PROFILE=${env.AWS_PROFILE.trim()}`;
-  if (env.AWS_ACCESS_KEY_ID?.trim()) return 'AWS_ACCESS_KEY_ID';
-  return 'the default credentials';
-}
-
-/**
- * The warning for an endpoint that is not on this machine, reached with the operator's own credentials:
- * every signed request hands it the access key id (and any session token). `undefined` for a local
- * endpoint, for AWS itself, and when the keys are the emulators' `test` ones.
- */
-export function remoteEndpointWarning(
-  endpoint: string | undefined,
-  env: NodeJS.ProcessEnv,
-): string | undefined {
-  if (endpoint === undefined || isLocalEndpoint(endpoint)) return undefined;
-  if (env.AWS_ACCESS_KEY_ID?.trim() === 'test') return undefined;
-  return `warning: ${endpoint} is not on this machine, and requests to it are signed with your AWS credentials (${credentialSource(env)}): it receives your access key id and any session token; use keys meant for it (AWS_ACCESS_KEY_ID=test for an emulator)`;
-}
-
 /**
  * Chooses the target, in order: --endpoint; --aws; AWS_ENDPOINT_URL; stack outputs (--outputs) that name
  * queues on AWS; the embedded emulator when it is running. Nothing else: with none of these the command
@@ -284,8 +264,7 @@ export async function resolveTarget(
   });
   const { endpoint, region } = choice;
   if (endpoint) await assertHostResolves(endpoint);
-  // Before the first request (a name that does not resolve is refused above, and receives nothing).
-  const warning = remoteEndpointWarning(endpoint, env);
+  const warning = remoteEndpointWarning(endpoint, env); // before the first request
   if (warning) stderrNote(warning);
   // A person waits at the prompt: an endpoint that accepts but never answers is reported in seconds.
   const clients = createAwsClients({

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { remoteEndpointWarning } from '../../../cli/target.ts';
+import { remoteEndpointWarning } from '../../../cli/remote-endpoint.ts';
 
 // A command pointed at an endpoint that is not on this machine signs its requests with the operator's
 // own AWS credentials: that endpoint receives the access key id and any session token. It says so.
