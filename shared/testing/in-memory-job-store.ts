@@ -28,7 +28,7 @@ import type {
 } from '../core/contract/job-store.ts';
 import { cancelledEvent, redriveEvent } from '../core/contract/job-store.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
-import { classifyClaim, collides } from '../core/decisions/claim-decision.ts';
+import { claimIdentity, classifyClaim, collides } from '../core/decisions/claim-decision.ts';
 import { fenceRefusal, holdsFence } from '../core/decisions/fence-decision.ts';
 import {
   afterHistoryWrite,
@@ -124,7 +124,11 @@ export class InMemoryJobStore implements JobStore {
       (): ClaimResult => {
         const old = this.#items.get(req.dedupKey);
         // A DEAD key past its deadKeyUntil: reset and claimed (the adapter's second write, resetClaimUpdate).
-        if (old !== undefined && !collides(old, req.type) && deadKeyExpired(old, req.now, req.messageId)) {
+        if (
+          old !== undefined &&
+          !collides(old, req.type) &&
+          deadKeyExpired(old, req.now, claimIdentity(req))
+        ) {
           return this.#resetClaim(req, old);
         }
         // `#type = :type` in the adapter's condition: a job of another type is never taken.
@@ -224,6 +228,7 @@ export class InMemoryJobStore implements JobStore {
         attempts: 1,
         version: lease.version,
         messageId: req.messageId,
+        ...(req.originId === undefined ? {} : { originId: req.originId }),
         createdAt: req.createdAt,
         claimedAt: req.now,
         updatedAt: req.now,
@@ -243,6 +248,7 @@ export class InMemoryJobStore implements JobStore {
     ] as const) {
       delete next[gone];
     }
+    if (req.originId === undefined) delete next.originId;
     this.#items.set(req.dedupKey, next);
     const known = afterHistoryWrite(dead.history, history);
     if (known?.length) lease.history = known;
@@ -258,7 +264,7 @@ export class InMemoryJobStore implements JobStore {
   ): JobItem {
     // Stored items are never changed in place (every write stores a new object), so the new item may
     // share what it keeps of `old`; only what crosses the boundary is copied.
-    return {
+    const item: MutableJobItem = {
       ...old,
       dedupKey: req.dedupKey,
       status,
@@ -266,12 +272,16 @@ export class InMemoryJobStore implements JobStore {
       leaseUntil,
       ...claimCounters(old, req.now),
       messageId: req.messageId,
+      ...(req.originId === undefined ? {} : { originId: req.originId }),
       type: req.type,
       createdAt: old?.createdAt ?? req.createdAt,
       claimedAt: req.now,
       updatedAt: req.now,
       expiresAt: this.#expiresAt(leaseUntil),
     };
+    // The origin is an earlier claimer's unless this request set it (the adapter's REMOVE #originId).
+    if (req.originId === undefined) delete item.originId;
+    return item;
   }
 
   async renew(lease: JobLease, leaseMs: number, now: number, options: RenewOptions = {}): Promise<void> {

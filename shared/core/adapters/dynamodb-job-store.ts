@@ -33,7 +33,7 @@ import type {
 } from '../contract/job-store.ts';
 import { cancelledEvent, redriveEvent } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
-import { classifyClaim } from '../decisions/claim-decision.ts';
+import { claimIdentity, classifyClaim } from '../decisions/claim-decision.ts';
 import { holdsFence } from '../decisions/fence-decision.ts';
 import {
   afterHistoryWrite,
@@ -149,7 +149,7 @@ export class DynamoDbJobStore implements JobStore {
         if (
           !refused.claimed &&
           refused.existing.type === req.type &&
-          deadKeyExpired(refused.existing, req.now, req.messageId)
+          deadKeyExpired(refused.existing, req.now, claimIdentity(req))
         ) {
           return this.#resetClaim(req, refused.existing, options);
         }

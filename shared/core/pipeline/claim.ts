@@ -24,6 +24,7 @@ export async function claim(
   now: number,
 ): Promise<ClaimResult | undefined> {
   const { envelope, message, log } = job;
+  const { originId } = message.identity;
   const bound = boundedSignal(leaseMs - leaseSafetyMs(leaseMs), 'the claim would outlast its lease');
   try {
     return await inSpan(
@@ -35,6 +36,7 @@ export async function claim(
             dedupKey: envelope.dedupKey,
             owner: s.worker,
             messageId: message.record.messageId,
+            ...(originId === message.record.messageId ? {} : { originId }),
             type: envelope.type,
             createdAt: envelope.createdAt,
             leaseMs,

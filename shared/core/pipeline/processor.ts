@@ -221,9 +221,12 @@ export class JobProcessor {
     if (leaseMs < MIN_LEASE_MS) return this.#tooLate(job);
 
     // E12 takes first receives only: a redelivery (a failed attempt, a dead worker, a run past its
-    // budget) runs leased, with the heartbeat, checkpoints and the attempt count.
+    // budget) runs leased, with the heartbeat, checkpoints and the attempt count. A limit's re-send
+    // starts its receive count again, but it is a redelivery too (a fast run past its budget may have
+    // handed it back to run leased before its bounces).
     let failure: { readonly error: unknown } | undefined;
-    if (definition.fastPath === true && message.record.attributes.ApproximateReceiveCount === '1') {
+    const firstReceive = message.record.attributes.ApproximateReceiveCount === '1' && !message.resent;
+    if (definition.fastPath === true && firstReceive) {
       // Each message is noted once: by its read when the read answered, else by its fast run's end (a
       // failed read notes nothing, so failing reads alone would never end the read-first mode).
       let noted = false;

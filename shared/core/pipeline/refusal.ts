@@ -25,7 +25,7 @@ export async function actOnRefusal(s: Settings, job: Job, existing: JobItem): Pr
     const error = new DedupKeyCollisionError(envelope.type, existing.type);
     return (await letterRefusedJob(s, job, DEDUP_KEY_COLLISION, error)).action;
   }
-  const decision = decideRefusal(existing, message.record.messageId, s.now(), message.formerIds);
+  const decision = decideRefusal(existing, message.identity, s.now());
   const refusal = { status: existing.status, owner: existing.owner, token: existing.token };
   switch (decision.kind) {
     case 'duplicate-completed':
