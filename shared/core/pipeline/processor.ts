@@ -20,7 +20,7 @@ import { DeadLetterer, letterRefusedJob } from './dead-letterer.ts';
 import { readBeforeFast, runFast } from './fast-path.ts';
 import { checkedPayload } from './job-run.ts';
 import { runLeased } from './leased-run.ts';
-import { bounceForLimit } from './limit-bounce.ts';
+import { bounceForLimit, fifoWaitMs } from './limit-bounce.ts';
 import { concurrencyWaitMs, releaseSlotsAfterRuns, takeSlots, trackingRuns } from './limits.ts';
 import { outcomeOf, type RecordAction, type RecordOutcome } from './outcome.ts';
 import { withPayload } from './payload-ref.ts';
@@ -192,7 +192,7 @@ export class JobProcessor {
       return bounceForLimit(s, job, {
         kind: 'concurrency',
         limitKey: slots.busy,
-        delayMs: concurrencyWaitMs(message.receives),
+        delayMs: message.fifo ? fifoWaitMs(message.receives) : concurrencyWaitMs(message.receives),
       });
     }
     if (slots.held.length === 0) {

@@ -68,16 +68,24 @@ export class RecordMessage {
     return this.identity.originId !== this.record.messageId;
   }
 
+  /** True for a FIFO queue's message (SQS numbers those in their group). */
+  get fifo(): boolean {
+    return this.record.attributes.SequenceNumber !== undefined;
+  }
+
   /**
-   * Sends the body again as a new message visible after `seconds` (same message attributes, same fair
-   * queue group, and its origin in {@link ORIGIN_ATTRIBUTE}), then deletes this one; false when the queue
-   * cannot re-send (FIFO: no per-message delay; a port without `resend`) or the send failed, and nothing
-   * changed. A failed delete after the send leaves two messages of one job: the claim runs it once and
-   * drops the other as a copy.
+   * Sends the body again as a new message (same message attributes, same group, and its origin in
+   * {@link ORIGIN_ATTRIBUTE}), then deletes this one; false when the queue cannot re-send (a port without
+   * `resend`) or the send failed, and nothing changed. On a standard queue it shows after `seconds`; on
+   * FIFO it goes to the tail of its group at once (no per-message delay), with a deduplication id made
+   * from this message's id. A failed delete after the send leaves two messages of one job: the claim runs
+   * it once and drops the other as a copy.
    */
   async resend(seconds: number): Promise<boolean> {
     const { record } = this;
-    if (!this.#queue.resend || record.attributes.SequenceNumber !== undefined) return false;
+    if (!this.#queue.resend) return false;
+    const group = record.attributes.MessageGroupId;
+    if (this.fifo && group === undefined) return false;
     // The older attribute goes: the origin replaces it, so a re-send never has more attributes than
     // the message had plus one.
     const { [RESENT_FROM_ATTRIBUTE]: _replaced, ...kept } = record.messageAttributes ?? {};
@@ -88,7 +96,8 @@ export class RecordMessage {
           ...kept,
           [ORIGIN_ATTRIBUTE]: { dataType: 'String', stringValue: this.identity.originId },
         },
-        ...(record.attributes.MessageGroupId ? { groupId: record.attributes.MessageGroupId } : {}),
+        ...(group ? { groupId: group } : {}),
+        ...(this.fifo ? { deduplicationId: `leaseq-resend-${record.messageId}` } : {}),
       });
     } catch (error) {
       this.#log.warn('could not re-send the message; giving it back instead', { error: describe(error) });

@@ -77,7 +77,7 @@ function setup(definition: Partial<AnyJobDefinition> & { run: AnyJobDefinition['
     for (let i = 0; i < times; i++) {
       const before = queue.messages().map((m) => m.messageId);
       const outcome = await processor.process(receiveAt(RESEND_AT_RECEIVES));
-      expect(outcome.action).toBe('limited');
+      expect(outcome.action).toBe('resent');
       const after = queue.messages().map((m) => m.messageId);
       expect(after).toHaveLength(1);
       expect(after).not.toEqual(before);
