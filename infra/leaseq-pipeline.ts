@@ -25,6 +25,7 @@ import {
   DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES,
   JOBS_QUEUE_MAX_MESSAGE_BYTES,
   JobQueue,
+  RESEND_ATTRIBUTES_RESERVE_BYTES,
 } from './constructs/job-queue.ts';
 import {
   type LeaseqAlarms,
@@ -310,7 +311,8 @@ export class LeaseqPipeline extends Construct {
       );
     }
     const jobQueue = new JobQueue(this, 'JobQueue', {
-      maxMessageSizeBytes: maxBodyBytes,
+      // Room beside the largest body for a limit's re-send, whose origin attribute counts toward the size.
+      maxMessageSizeBytes: maxBodyBytes + RESEND_ATTRIBUTES_RESERVE_BYTES,
       queueName: names.queues.jobs,
       deadLetterQueueName: names.queues.dlq,
       consumerTimeout: settings.workerTimeout,

@@ -61,7 +61,8 @@ export interface JobProcessorOptions {
   readonly optimisticTries?: number;
   /**
    * Largest message body accepted (1024 to 1048576); a larger one is dead-lettered `invalid-too-large`.
-   * Set it to the jobs queue's `MaximumMessageSize`. @default DEFAULT_MAX_BODY_BYTES (1015808)
+   * Set it to the jobs queue's `MaximumMessageSize` less RESEND_ATTRIBUTES_RESERVE_BYTES (256; the construct
+   * does so), so a limit's re-send of any body it runs fits the queue. @default DEFAULT_MAX_BODY_BYTES (1015808)
    */
   readonly maxBodyBytes?: number;
   /**
