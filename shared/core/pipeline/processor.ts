@@ -10,6 +10,8 @@ import { type JobEnvelope, parseEnvelope } from '../contract/envelope.ts';
 import { recordedDeadCause } from '../decisions/claim-decision.ts';
 import { capLeaseToDeadline } from '../decisions/lease-timing.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
+import { rateLimits } from '../model/rate-limit.ts';
+import { concurrencyLimits } from '../model/registry.ts';
 import { JobLog } from '../observe/job-log.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { contextFromTraceparent, inSpan, SpanKind } from '../observe/spans.ts';
@@ -26,7 +28,7 @@ import { outcomeOf, type RecordAction, type RecordOutcome } from './outcome.ts';
 import { withPayload } from './payload-ref.ts';
 import { takeRatePermits } from './rate-limit.ts';
 import { RecordMessage } from './record-message.ts';
-import { actOnRefusal } from './refusal.ts';
+import { actOnRefusal, dropFinishedCopy } from './refusal.ts';
 import { settleFailure } from './release.ts';
 import { checkCollaborators, type JobProcessorOptions, resolveSettings, type Settings } from './settings.ts';
 
@@ -183,6 +185,10 @@ export class JobProcessor {
     // Slots first, then rate permits: a slot is given back (the finally below) but a permit never is, so
     // a job its concurrency limit bounces must not have spent one (else a tenant's backlog, bounced every
     // few seconds, would use up its rate budget with no start).
+    if (concurrencyLimits(definition).length > 0 || rateLimits(definition).length > 0) {
+      const dropped = await dropFinishedCopy(s, job);
+      if (dropped !== undefined) return dropped;
+    }
     const slots = await takeSlots(s, job, definition);
     if ('invalid' in slots) {
       return (await letterRefusedJob(s, job, 'invalid-limit-key', slots.invalid)).action;
