@@ -11,7 +11,6 @@ import { recordedDeadCause } from '../decisions/claim-decision.ts';
 import { capLeaseToDeadline } from '../decisions/lease-timing.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
 import { rateLimits } from '../model/rate-limit.ts';
-import { concurrencyLimits } from '../model/registry.ts';
 import { JobLog } from '../observe/job-log.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { contextFromTraceparent, inSpan, SpanKind } from '../observe/spans.ts';
@@ -185,7 +184,9 @@ export class JobProcessor {
     // Slots first, then rate permits: a slot is given back (the finally below) but a permit never is, so
     // a job its concurrency limit bounces must not have spent one (else a tenant's backlog, bounced every
     // few seconds, would use up its rate budget with no start).
-    if (concurrencyLimits(definition).length > 0 || rateLimits(definition).length > 0) {
+    // A rate permit is never given back: a copy of a finished job must not spend one (refusal.ts). A slot
+    // is, with the claim's refusal, so a type with only concurrency limits pays no read for it.
+    if (rateLimits(definition).length > 0) {
       const dropped = await dropFinishedCopy(s, job);
       if (dropped !== undefined) return dropped;
     }

@@ -19,9 +19,9 @@ import type { Settings } from './settings.ts';
 const MAX_BATCH_SECONDS = 900;
 
 /**
- * Before a job takes its limits: a copy of a job that is already over (COMPLETED, CANCELLED, or DEAD and
- * not past its `deadKeyUntil` for this message) is dropped as its claim's refusal would drop it, so it
- * takes no rate permit (never given back) and no slot (another job of the scope would bounce meanwhile).
+ * Before a rate-limited job takes its limits: a copy of a job that is already over (COMPLETED, CANCELLED,
+ * or DEAD and not past its `deadKeyUntil` for this message) is dropped as its claim's refusal would drop
+ * it, so it spends no rate permit (never given back) and takes no slot.
  * One strongly consistent read (a redrive's reset must not read as DEAD); undefined: go on, the claim
  * decides as before (no item, a running or waiting job, another type's item, or a read that failed).
  */

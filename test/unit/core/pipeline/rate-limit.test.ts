@@ -212,7 +212,7 @@ describe('Limits and the copies of a finished job', () => {
     expect(starts).toHaveLength(1);
   });
 
-  it("takes no concurrency slot for a cancelled job's copy, however slow its claim", async () => {
+  it("holds a concurrency slot for a cancelled job's copy only until its claim is refused", async () => {
     // Prepare: one slot; k-1 cancelled; its copy's store calls are slow.
     const job = defineJob({
       type: 'test.single',
@@ -222,10 +222,11 @@ describe('Limits and the copies of a finished job', () => {
     });
     const store = new InMemoryJobStore();
     const queue = new InMemoryQueue();
+    const leases = new InMemoryLeaseStore();
     const processor = new JobProcessor({
       store,
       queue,
-      leases: new InMemoryLeaseStore(),
+      leases,
       registry: JobRegistry.of([job]),
       worker: 'w',
       logger: new Logger({ logLevel: 'SILENT' }),
@@ -243,13 +244,19 @@ describe('Limits and the copies of a finished job', () => {
     if (!copy || !next) throw new Error('expected two records');
     store.faults.delayNext('claim', 300);
 
-    // Act: the copy first, the next job while the copy's claim is on its way.
+    // Act: the copy first, the next job while the copy's claim is on its way, and again after.
     const dropping = processor.process(copy);
     await new Promise((done) => setTimeout(done, 50));
+    const meanwhile = await processor.process(next);
+    const dropped = await dropping;
+    // Its next try (the same record, as its redelivery would be).
     const ran = await processor.process(next);
 
-    // Assess
-    expect((await dropping).action).toBe('cancelled-copy');
+    // Assess: the slot was the copy's for its claim's round trip only (a bounce, no attempt), then free:
+    // nothing the copy took outlives its record.
+    expect(meanwhile.action).toBe('limited');
+    expect(dropped.action).toBe('cancelled-copy');
+    expect((await leases.get('slot:test.single:*#0'))?.owner).toBeUndefined();
     expect(ran.action).toBe('completed');
   });
 });
