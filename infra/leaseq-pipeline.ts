@@ -3,7 +3,7 @@ import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as s3 from 'aws-cdk-lib/aws-s3';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -25,8 +25,8 @@ import {
   DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES,
   JOBS_QUEUE_MAX_MESSAGE_BYTES,
   JobQueue,
-  RESEND_ATTRIBUTES_RESERVE_BYTES,
 } from './constructs/job-queue.ts';
+import { grantPayloadPuts, grantPayloadReads, payloadBucket } from './constructs/payload-bucket.ts';
 import {
   type LeaseqAlarms,
   type LeaseqAlarmThresholds,
@@ -110,8 +110,8 @@ export interface LeaseqPipelineProps {
   /**
    * The claim check for bodies over `maxBodyBytes`: a bucket this construct owns (SSE-S3, public access
    * blocked, TLS only, objects expiring) where producers with `largePayloads: { bucket }` put such payloads;
-   * the worker reads them (GetObject only; nothing is deleted: the lifecycle rule expires objects). Give
-   * producers `grantProducer`. Stack output `PayloadBucketName` (`addStackOutputs`). A bucket kept on
+   * the worker reads them (GetObject only, on the keys under `keyPrefix`; nothing is deleted: the lifecycle
+   * rule expires objects). Give producers `grantProducer` (PutObject under `keyPrefix`). Stack output `PayloadBucketName` (`addStackOutputs`). A bucket kept on
    * stack deletion (removalPolicy RETAIN) keeps its objects until they expire.
    * @default false (no bucket; a body over the limit is refused by the producer)
    */
@@ -263,6 +263,8 @@ export class LeaseqPipeline extends Construct {
   readonly alarms: LeaseqAlarms | undefined;
   /** The claim-check bucket (prop `largePayloads`); undefined without it. */
   readonly payloadBucket: s3.Bucket | undefined;
+  /** The producers' key prefix in {@link payloadBucket}: the grants name the objects under it only. */
+  #payloadPrefix = DEFAULT_PAYLOAD_PREFIX;
 
   constructor(scope: Construct, id: string, props: LeaseqPipelineProps) {
     super(scope, id);
@@ -311,8 +313,7 @@ export class LeaseqPipeline extends Construct {
       );
     }
     const jobQueue = new JobQueue(this, 'JobQueue', {
-      // Room beside the largest body for a limit's re-send, whose origin attribute counts toward the size.
-      maxMessageSizeBytes: maxBodyBytes + RESEND_ATTRIBUTES_RESERVE_BYTES,
+      maxMessageSizeBytes: maxBodyBytes,
       queueName: names.queues.jobs,
       deadLetterQueueName: names.queues.dlq,
       consumerTimeout: settings.workerTimeout,
@@ -474,18 +475,13 @@ export class LeaseqPipeline extends Construct {
 
   /**
    * Lets a producer send jobs: `sqs:SendMessage` on the jobs queue and, with `largePayloads`,
-   * `s3:PutObject` on the bucket's objects. Nothing else (no reads, no deletes).
+   * `s3:PutObject` on the bucket's objects under the key prefix. Nothing else (no reads, no deletes).
    */
   grantProducer(grantee: iam.IGrantable): void {
     this.queue.grant(grantee, 'sqs:SendMessage');
     const bucket = this.payloadBucket;
     if (!bucket) return;
-    iam.Grant.addToPrincipal({
-      grantee,
-      actions: ['s3:PutObject'],
-      resourceArns: [bucket.arnForObjects('*')],
-    });
-    if (grantee instanceof Construct) acknowledgeObjectWildcard(grantee, bucket, 'put');
+    grantPayloadPuts(grantee, bucket, this.#payloadPrefix);
   }
 
   #payloadBucket(options: LeaseqLargePayloadsProps, removalPolicy: RemovalPolicy): s3.Bucket {
@@ -498,42 +494,19 @@ export class LeaseqPipeline extends Construct {
         `at least ${MIN_PAYLOAD_DAYS} days: longer than a message lives (4 days in the jobs queue, then 14 in the DLQ), so a redriven job still finds its payload`,
       );
     }
-    const bucket = new s3.Bucket(this, 'PayloadBucket', {
-      encryption: s3.BucketEncryption.S3_MANAGED,
-      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
-      enforceSSL: true,
-      removalPolicy,
-      lifecycleRules: [{ expiration }],
-    });
-    Validations.of(bucket).acknowledge({
-      id: 'AwsSolutions-S1',
-      reason:
-        'Objects are job payloads written once by the producer and read by the worker, expiring after the ' +
-        'lifecycle period; access is audited with CloudTrail data events where needed, not server access logs.',
-    });
     const prefix = options.keyPrefix ?? DEFAULT_PAYLOAD_PREFIX;
-    // GetObject on the objects, no writes, no deletes (the lifecycle rule expires objects). ListBucket
-    // under the producer's prefix is there for one answer: without it S3 answers GetObject of a missing
-    // key 403 AccessDenied (it does not tell a role that may not list whether a key exists), so an expired
-    // payload would look like a missing permission, be retried, and reach the DLQ with no reason. With
-    // it, S3 answers 404 NoSuchKey and the job is dead-lettered `invalid-payload-missing` at once.
-    const reads = new iam.Policy(this, 'PayloadReads', {
-      statements: [
-        new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [bucket.arnForObjects('*')] }),
-        new iam.PolicyStatement({
-          actions: ['s3:ListBucket'],
-          resources: [bucket.bucketArn],
-          conditions: { StringLike: { 's3:prefix': `${prefix}*` } },
-        }),
-      ],
-    });
-    const role = this.worker.function.role;
-    if (!role) throw new Error('LeaseqPipeline: the worker function has no role');
-    reads.attachToRole(role);
-    this.worker.function.node.addDependency(reads);
-    acknowledgeObjectWildcard(reads, bucket, 'read');
-    this.worker.function.addEnvironment(WORKER_ENV.payloadBucket, bucket.bucketName);
-    this.worker.function.addEnvironment(WORKER_ENV.payloadPrefix, prefix);
+    // The grants name `<bucket>/<prefix>*`: a `*` or `?` in the prefix would widen them past it.
+    if (/[*?]/.test(prefix)) {
+      throw new InvalidLeaseqPropsError(
+        'LeaseqPipeline',
+        'largePayloads.keyPrefix',
+        prefix,
+        'a key prefix without * or ? (the grants are on the objects under it)',
+      );
+    }
+    this.#payloadPrefix = prefix;
+    const bucket = payloadBucket(this, { expiration, removalPolicy });
+    grantPayloadReads(this, bucket, prefix, this.worker.function);
     if (options.maxBytes !== undefined)
       this.worker.function.addEnvironment(WORKER_ENV.payloadMaxBytes, String(options.maxBytes));
     return bucket;
@@ -595,15 +568,6 @@ export interface LeaseqLargePayloadsProps {
    * `invalid-too-large`). Give producers the same `largePayloads.maxBytes`. @default 64 MiB
    */
   readonly maxBytes?: number;
-}
-
-/** Acknowledges the `<bucket>/*` resource of a grant on payload objects (one object per job, keys unknown). */
-function acknowledgeObjectWildcard(scope: Construct, bucket: s3.Bucket, what: 'read' | 'put'): void {
-  const id = Stack.of(bucket).getLogicalId(bucket.node.defaultChild as s3.CfnBucket);
-  Validations.of(scope).acknowledge({
-    id: `AwsSolutions-IAM5[Resource::<${id}.Arn>/*]`,
-    reason: `Every job's payload is its own object under a key the producer makes, so the ${what} grant names the objects of this one bucket (s3:${what === 'read' ? 'GetObject' : 'PutObject'} only).`,
-  });
 }
 
 /** The actions `tracing.xray` grants (on `*`: X-Ray has no resource-level permissions for them). */

@@ -4,7 +4,7 @@ import { confirmChange } from '../confirm.ts';
 import { print, printJson } from '../format.ts';
 import { safeText } from '../safe-text.ts';
 import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
-import { operatorIdentity } from './dlq.ts';
+import { operatorIdentity } from './redrive-input.ts';
 
 interface CancelFlags extends TargetFlags {
   readonly reason?: string;

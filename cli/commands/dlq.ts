@@ -1,7 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
-import { DEFAULT_MAX_BODY_BYTES } from '../../shared/core/contract/envelope.ts';
 import { findDeadLetter, purgeDlq, surveyDeadLetters } from '../../shared/ops/dlq.ts';
 import { shortfall } from '../../shared/ops/dlq-browse.ts';
 import { type DeadJobSummary, type DeadJobsResult, listDeadJobs } from '../../shared/ops/dlq-jobs.ts';
@@ -24,8 +21,10 @@ import {
   renderFields,
   renderTable,
 } from '../format.ts';
+import { jobModuleOption } from '../job-module.ts';
 import { safeJson, safeLines, safeText } from '../safe-text.ts';
 import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
+import { operatorIdentity, readPayloadFile, schemaCheck } from './redrive-input.ts';
 import { queueName } from './status.ts';
 
 interface ListFlags extends TargetFlags {
@@ -195,7 +194,7 @@ export function describeRedrive(report: RedriveReport): string {
             i.dedupKey ?? '',
             i.type ?? '',
             i.reason,
-            i.outcome,
+            i.skip ? `${i.outcome} (${i.skip})` : i.outcome,
             i.reset ? 'yes' : 'no',
             i.detail ?? '',
           ]),
@@ -210,9 +209,13 @@ export function describeRedrive(report: RedriveReport): string {
     report.duplicates > 0
       ? `; ${report.duplicates} second letter${report.duplicates === 1 ? '' : 's'} of a death ${report.dryRun ? 'it would send' : 'it sent'} back, left in the DLQ`
       : '';
+  // Why letters stayed, by reason (docs/cli.md lists them): `skipped 3 (2 newer-job, 1 completed)`.
+  const reasons = new Map<string, number>();
+  for (const i of report.items) if (i.skip) reasons.set(i.skip, (reasons.get(i.skip) ?? 0) + 1);
+  const why = reasons.size ? ` (${[...reasons].map(([skip, n]) => `${n} ${skip}`).join(', ')})` : '';
   const summary = report.dryRun
-    ? `dry run: would redrive ${report.redriven}, skip ${report.skipped}${duplicates}; nothing was changed`
-    : `redrove ${report.redriven}${again}, skipped ${report.skipped}, failed ${report.failed}${duplicates}`;
+    ? `dry run: would redrive ${report.redriven}, skip ${report.skipped}${why}${duplicates}; nothing was changed`
+    : `redrove ${report.redriven}${again}, skipped ${report.skipped}${why}, failed ${report.failed}${duplicates}`;
   const unseen = report.unseen ? `\n${report.unseen}` : '';
   return `${table}\n\n${summary}; ${report.notMatched} other dead letter${report.notMatched === 1 ? '' : 's'} left alone${unseen}`;
 }
@@ -305,8 +308,7 @@ export function register(program: Command): void {
   });
 
   targetOptions(
-    dlq
-      .command('redrive')
+    jobModuleOption(dlq.command('redrive'))
       .description(
         'send dead letters back to the jobs queue: resets each DEAD job item (attempts 0) so it can run, sends ' +
           'the original body, then deletes the dead letter. Skips jobs that completed or are running',
@@ -323,14 +325,15 @@ export function register(program: Command): void {
       .option('--limit <n>', 'redrive at most this many', integerArg(1, 1_000_000))
       .option(
         '--payload-file <file>',
-        'edit and retry: send the job with the JSON payload in this file instead of the dead one (same dedup key and type; needs --dedup-key)',
+        "edit and retry: send the job with the JSON payload in this file instead of the dead one (same dedup key and type; needs --dedup-key). Checked against the type's schema in the job module first",
       )
       .option('--json', 'print the report as JSON on stdout')
       .option('--yes', 'do not ask (scripts, CI); without a terminal a redrive refuses without it'),
-  ).action(async (flags: RedriveFlags & { payloadFile?: string }) => {
+  ).action(async (flags: RedriveFlags & { payloadFile?: string; jobModule?: string }) => {
     if (flags.reason !== undefined) assertKnownReason(flags.reason);
-    const payload =
+    const edited =
       flags.payloadFile === undefined ? undefined : readPayloadFile(flags.payloadFile, flags.dedupKey);
+    const payload = edited ? { ...edited, ...(await schemaCheck(flags.jobModule)) } : undefined;
     const target = await resolveTarget(flags);
     try {
       // A redrive resets dead jobs and runs them again: it says where and asks (a dry run changes nothing).
@@ -410,53 +413,4 @@ export function register(program: Command): void {
       target.close();
     }
   });
-}
-
-/**
- * Reads and checks an edit-and-retry payload file before anything is touched: one job (a dedup key), a
- * readable file, JSON, and not above the body limit on its own. The per-letter check (the whole envelope)
- * is the redrive's.
- */
-export function readPayloadFile(file: string, dedupKey: string | undefined): { value: unknown } {
-  if (dedupKey === undefined) {
-    throw new OpsError('--payload-file corrects one job: pass its --dedup-key too');
-  }
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new OpsError(`cannot read --payload-file ${file}: ${(error as Error).message}`);
-  }
-  const size = Buffer.byteLength(text, 'utf8');
-  if (size > DEFAULT_MAX_BODY_BYTES) {
-    throw new OpsError(
-      `--payload-file ${file} is ${size} bytes, above the ${DEFAULT_MAX_BODY_BYTES} byte body limit; nothing was sent`,
-    );
-  }
-  // An editor's UTF-8 byte order mark is not part of the JSON.
-  const json = text.startsWith('\uFEFF') ? text.slice(1) : text;
-  try {
-    return { value: JSON.parse(json) as unknown };
-  } catch (error) {
-    // V8's message quotes the text around the fault: a payload's secret would reach the terminal and CI
-    // logs. The position alone finds it.
-    throw new OpsError(`--payload-file ${file} is not JSON (at ${jsonFaultPosition(error)})`);
-  }
-}
-
-/** Where JSON.parse stopped, when V8 says (`position N (line L column C)`); never the text around it. */
-function jsonFaultPosition(error: unknown): string {
-  const at = /position \d+(?: \(line \d+ column \d+\))?/.exec((error as Error).message ?? '');
-  return at ? at[0] : 'an unexpected token';
-}
-
-/** Who runs this redrive, for the job's history: user@host. */
-export function operatorIdentity(): string {
-  let user = process.env.USER ?? 'unknown';
-  try {
-    user = userInfo().username;
-  } catch {
-    // No passwd entry (a container's arbitrary uid): keep $USER.
-  }
-  return `${user}@${hostname()}`;
 }

@@ -4,6 +4,7 @@ import {
   type DemoNames,
   type DemoProgress,
   type DemoResult,
+  NOT_A_JOB,
   runDemo,
 } from '../../examples/ledger/demo/run-demo.ts';
 import {
@@ -286,7 +287,15 @@ export function summary(r: DemoResult, endpoint: string, prefix?: string): strin
       `(+1 malformed body); ${r.workload.flaky} flaky, ${r.workload.slow} slow, ${r.workload.crashes} crashing, ${r.workload.poison} poison`,
   );
   lines.push(`  completed   ${r.completed} of ${r.workload.unique - r.workload.poison} expected`);
-  lines.push(`  dead        ${r.deadLettered} jobs dead-lettered (expected ${r.workload.poison})`);
+  // The DLQ holds more letters than there are dead jobs: the malformed body's (no job, no item) and a
+  // second letter of a death whose worker died while dead-lettering.
+  const letters = r.deadLetters.reduce((n, d) => n + d.copies, 0);
+  const bodies = r.deadLetters.filter((d) => d.dedupKey === NOT_A_JOB).reduce((n, d) => n + d.copies, 0);
+  const held =
+    letters === r.deadLettered && bodies === 0
+      ? ''
+      : `; the DLQ holds ${letters} letters: ${letters - bodies} of those jobs'${bodies ? `, ${bodies} of the malformed body (no job)` : ''}`;
+  lines.push(`  dead        ${r.deadLettered} jobs dead-lettered (expected ${r.workload.poison})${held}`);
   if (r.runtime === 'lambda') {
     lines.push(
       '  protocol    (counters stay in the deployed function: see its log group in CloudWatch Logs)',
@@ -325,11 +334,12 @@ export function summary(r: DemoResult, endpoint: string, prefix?: string): strin
   }
   lines.push('');
   if (r.deadLetters.length > 0) {
-    lines.push('  dead letters (in the DLQ, with their reasons):');
+    lines.push(`  dead letters (${letters} in the DLQ, with their reasons):`);
     for (const d of r.deadLetters) {
       lines.push(
         `    ${safeText(d.dedupKey)}  reason=${safeText(d.reason)}  error=${safeText(d.errorClass)}  attempts=${d.attempts}` +
-          (d.copies > 1 ? `  (${d.copies} letters: its worker died while dead-lettering)` : ''),
+          (d.copies > 1 ? `  (${d.copies} letters: its worker died while dead-lettering)` : '') +
+          (d.dedupKey === NOT_A_JOB ? '  (the malformed body: never a job, so no job item)' : ''),
       );
     }
     lines.push('');

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { operationalSmells, poolMetricsDir, poolsOf, readPoolMetrics } from '../../shared/ops/smells.ts';
 import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
-import { newToken } from '../ui/guard.ts';
+import { newToken, TRACE_TOKEN_HEADER } from '../ui/guard.ts';
 import { startUi, UI_HOST } from '../ui/server.ts';
 import { SpanBuffer } from '../ui/spans.ts';
 
@@ -36,7 +36,8 @@ export function register(program: Command): void {
       .description(
         `a local web inspector on ${UI_HOST} only: queue and DLQ depth over time, live and stuck leases, problem jobs, ` +
           "one job's timeline and traces, the DLQ with redrive and purge (behind the printed token and a confirmation). " +
-          'Also takes OTLP/HTTP JSON traces at /v1/traces (point OTEL_EXPORTER_OTLP_ENDPOINT at it). Ctrl-C stops it',
+          'Pages answer on a host name of its own (<random>.leaseq.localhost) and the printed link works once. ' +
+          'Also takes OTLP/HTTP JSON traces at /v1/traces with the printed OTEL_EXPORTER_OTLP_HEADERS. Ctrl-C stops it',
       )
       .option('--port <port>', `port on ${UI_HOST} (0: any free port)`, portArg, DEFAULT_UI_PORT)
       .option('--read-only', 'no actions: redrive and purge are off')
@@ -44,11 +45,13 @@ export function register(program: Command): void {
   ).action(async (flags: UiFlags) => {
     const target = await resolveTarget(flags);
     const token = newToken();
+    const traceToken = newToken();
     const ui = await startUi(
       {
         target,
         targetLine: target.line.replace(/^target: /, ''),
         token,
+        traceToken,
         readOnly: flags.readOnly === true,
         spans: new SpanBuffer(flags.maxSpans),
         localWorkers: () =>
@@ -73,7 +76,8 @@ export function register(program: Command): void {
     // stdout carries only the URL (a script reads it); notes go to stderr.
     process.stdout.write(`${ui.url}\n`);
     process.stderr.write(
-      `leaseq ui: listening on ${ui.address}:${ui.port}${flags.readOnly ? ' (read-only)' : ''}; traces: OTEL_EXPORTER_OTLP_ENDPOINT=${ui.origin.replace(/\/$/, '')}; Ctrl-C stops it\n`,
+      `leaseq ui: listening on ${ui.address}:${ui.port}${flags.readOnly ? ' (read-only)' : ''}, pages on ${ui.host}:${ui.port}; Ctrl-C stops it\n` +
+        `leaseq ui: traces: OTEL_EXPORTER_OTLP_ENDPOINT=${ui.tracesEndpoint} OTEL_EXPORTER_OTLP_HEADERS=${TRACE_TOKEN_HEADER}=${traceToken}\n`,
     );
     await new Promise<void>((resolve) => {
       const stop = () => {

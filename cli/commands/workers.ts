@@ -7,6 +7,7 @@ import { DEFAULT_MAX_BODY_BYTES } from '../../shared/core/contract/envelope.ts';
 import { holdEmulator } from '../../shared/local/emulator.ts';
 import { poolMetricsDir } from '../../shared/ops/smells.ts';
 import { DEFAULT_WORKER_TIMEOUT_SECONDS, WORKER_ENV } from '../../shared/resources.ts';
+import { RestartPolicy } from '../../shared/runner/restart-policy.ts';
 import { WorkerPool } from '../../shared/runner/worker-pool.ts';
 import {
   checkInvocationTimeout,
@@ -150,39 +151,28 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
     pool.killAll();
   };
   let stopping = false;
-  let restarts = 0;
-  let failedStarts = 0;
+  const policy = new RestartPolicy();
   let gaveUp: string | undefined;
-  const recent: number[] = [];
   let wake = () => {};
   const gaveUpAsked = new Promise<void>((resolve) => {
     wake = resolve;
   });
-  // A worker that dies on its own is replaced, after a pause that doubles with every death in the last
-  // minute (0.5 s up to 30 s), so a crash loop does not spin; three deaths in a row before a worker
-  // ever polled (a broken job module, a bad setting) end the command instead.
+  // A worker that dies on its own is replaced after a growing pause; a few deaths in a row before a
+  // worker ever polled end the command instead (RestartPolicy).
   pool.on('exit', (info) => {
     if (stopping) return;
-    const how = info.startError
-      ? `could not start: ${info.startError}`
-      : (info.exitSignal ?? `code ${info.exitCode}`);
-    failedStarts = info.ready ? 0 : failedStarts + 1;
-    if (failedStarts >= 3) {
-      gaveUp = `workers keep dying before they poll (last: ${info.id}, ${how}); see ${info.logFile}`;
+    const decision = policy.decide(info);
+    if (decision.action === 'give-up') {
+      gaveUp = decision.reason;
       wake();
       return;
     }
-    const now = Date.now();
-    while (recent.length > 0 && (recent[0] ?? 0) < now - 60_000) recent.shift();
-    recent.push(now);
-    const delayMs = Math.min(30_000, 500 * 2 ** (recent.length - 1));
-    restarts += 1;
     say(
-      `worker ${info.id} exited (${how}); starting a replacement in ${delayMs / 1000} s (restarts: ${restarts})`,
+      `worker ${info.id} exited (${RestartPolicy.describe(info)}); starting a replacement in ${decision.delayMs / 1000} s (restarts: ${policy.restarts})`,
     );
     setTimeout(() => {
       if (!stopping) void pool.spawn();
-    }, delayMs).unref();
+    }, decision.delayMs).unref();
   });
   pool.on('error', (id, message) => say(`worker ${id}: ${message}`));
   const started = pool.start().then(() => 'started' as const);
@@ -196,7 +186,7 @@ async function runWorkers(flags: WorkersFlags): Promise<number> {
       say(
         `succeeded ${pool.total('JobSucceeded')} | duplicates ${pool.total('DuplicateSkipped')} | ` +
           `retries ${pool.total('JobRetried')} | dead-lettered ${pool.total('JobDeadLettered')} | ` +
-          `alive ${pool.alive}/${flags.count} | restarts ${restarts}`,
+          `alive ${pool.alive}/${flags.count} | restarts ${policy.restarts}`,
       );
     }, 5000);
     await Promise.race([stopAsked, gaveUpAsked]);

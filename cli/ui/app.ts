@@ -17,18 +17,26 @@ import { listLeases } from '../../shared/ops/leases.ts';
 import { queueStats, totalDepth } from '../../shared/ops/queue-stats.ts';
 import type { OpsTarget } from '../../shared/ops/target.ts';
 import { jobTimeline } from '../../shared/ops/timeline.ts';
-import { operatorIdentity } from '../commands/dlq.ts';
+import { operatorIdentity } from '../commands/redrive-input.ts';
 import { formatErrorText } from '../format.ts';
+import { CHART_SCRIPT } from './chart-script.ts';
 import { type Bounded, bounded, listProblems, type ProblemFilter } from './data.ts';
-import { gate, requestToken, tokenCookie } from './guard.ts';
+import { readOnlyDeadLetters } from './dlq-read-only.ts';
 import { esc, human, iso, page } from './html.ts';
-import { OtlpFormatError, parseOtlpJson, type SpanBuffer, type UiSpan } from './spans.ts';
+import { sessionGate, UiSessions } from './session.ts';
+import { OtlpFormatError, parseOtlpJson, type SpanBuffer } from './spans.ts';
+import { waterfall } from './waterfall.ts';
 
 export interface UiConfig {
   readonly target: OpsTarget;
   /** The CLI's target line, shown in the header. */
   readonly targetLine: string;
+  /** The token of the first printed link: traded once for a session (session.ts). */
   readonly token: string;
+  /** The inspector's host name, `<random>.leaseq.localhost` (guard.ts `newUiHost`). */
+  readonly host: string;
+  /** The token the trace intake takes spans with (header `x-leaseq-trace-token`). */
+  readonly traceToken: string;
   /** The port the server listens on (known once it listens). */
   readonly port: () => number;
   readonly readOnly: boolean;
@@ -73,22 +81,26 @@ export function createUiApp(config: UiConfig): Hono {
 
   app.use('*', async (c, next) => {
     for (const [k, v] of Object.entries(HEADERS)) c.header(k, v);
-    const traces = c.req.path === '/v1/traces';
-    const given = requestToken(c.req.query('token'), c.req.header('cookie'));
-    const verdict = gate(
-      { host: c.req.header('host'), origin: c.req.header('origin'), token: given, needsToken: !traces },
-      { port: config.port(), token: config.token },
-    );
-    if (!verdict.ok) return c.html(frame('Refused', `<h1>403 Forbidden</h1><p>${esc(verdict.why)}</p>`), 403);
-    // The printed URL's token goes into the cookie, and out of the address bar and the history.
-    if (c.req.method === 'GET' && c.req.query('token') !== undefined) {
-      const url = new URL(c.req.url);
-      url.searchParams.delete('token');
-      c.header('Set-Cookie', tokenCookie(config.token));
-      return c.redirect(`${url.pathname}${url.search}`, 303);
-    }
     await next();
   });
+  app.use(
+    '*',
+    sessionGate({
+      sessions: new UiSessions(config.token),
+      host: config.host,
+      port: config.port,
+      traceToken: config.traceToken,
+      refuse: (c, why, status) =>
+        c.html(
+          frame(
+            'Refused',
+            `<h1>${status} ${status === 401 ? 'Unauthorized' : 'Forbidden'}</h1><p>${esc(why)}</p>`,
+          ),
+          status,
+        ),
+      onNewLink: (url) => log(`the link was used; for another browser: ${url}`),
+    }),
+  );
 
   app.onError((error, c) => {
     // One line, no stack and no request body: the terminal and the page say what failed.
@@ -344,6 +356,11 @@ export function createUiApp(config: UiConfig): Hono {
     );
 
   app.get('/dlq', async (c) => {
+    // Read-only receives nothing (a receive hides a letter and counts): counts and dead jobs instead.
+    if (config.readOnly) {
+      const { body, problems } = await readOnlyDeadLetters(target, readMs, Date.now());
+      return c.html(frame('Dead letters', body, { problems }));
+    }
     const result = await survey();
     const letters = result.ok ? result.value.letters : [];
     const reasons = new Map<string, number>();
@@ -387,6 +404,10 @@ export function createUiApp(config: UiConfig): Hono {
 
   app.get('/dlq/letters/:id', async (c) => {
     const id = c.req.param('id');
+    if (config.readOnly) {
+      const why = 'Started with --read-only: a letter is not read (finding it means receiving letters).';
+      return c.html(frame('Read-only', `<h1>Read-only</h1><p>${esc(why)}</p>`), 403);
+    }
     const letter = await bounded('SQS', 'search of the DLQ', Math.max(readMs, 15_000), () =>
       findDeadLetter(target.clients.sqs, target.names.dlqUrl, id),
     );
@@ -457,27 +478,25 @@ export function createUiApp(config: UiConfig): Hono {
         ? `<input type="hidden" name="reason" value="${esc(reason)}">`
         : ids.map((id) => `<input type="hidden" name="letter" value="${esc(id)}">`).join('');
       const body = `<h1>Redrive ${chosen.length} letter${chosen.length === 1 ? '' : 's'}?</h1>
-<p>${reason ? `Every letter with reason <strong>${esc(reason)}</strong>` : 'These letters'} go back to the jobs queue; a dead job item is reset (attempts start again). A job that completed or runs now is skipped.</p>
+<p>${reason ? `Every letter with reason <strong>${esc(reason)}</strong>` : 'These letters'} go back to the jobs queue; a dead job item is reset (attempts start again). A job that completed, was cancelled or runs now is skipped, and so is a letter that is not the job its key holds now (an older death, or a job before its key was reset).</p>
 ${letterTable(chosen)}
 <form method="post" action="/dlq/redrive">${hidden}<input type="hidden" name="confirmed" value="yes"><button type="submit" id="confirm">Confirm redrive</button> <a href="/dlq">Cancel</a></form>`;
       return c.html(frame('Confirm redrive', body));
     }
-    const keys = [...new Set(chosen.map((l) => l.dedupKey).filter((k): k is string => !!k))];
-    const runs = reason
-      ? [await bounded('SQS', 'redrive', actionMs, () => redrive(target, { filter: { reason } }))]
-      : await Promise.all(
-          keys.map((k) =>
-            bounded('SQS', `redrive of ${k}`, actionMs, () => redrive(target, { filter: { dedupKey: k } })),
-          ),
-        );
+    // The selected letters by their message ids, in one run: a redrive by dedup key acted on whichever
+    // letter of the key it browsed first, and left the selected one in the DLQ.
+    const filter = reason ? { reason } : { messageIds: chosen.map((l) => l.messageId) };
+    const runs = [await bounded('SQS', 'redrive', actionMs, () => redrive(target, { filter }))];
     const items: RedriveItem[] = runs.flatMap((r) => (r.ok ? r.value.items : []));
     const redriven = items.filter((i) => i.outcome === 'redriven').length;
-    log(`redrive from the inspector: ${redriven} redriven, ${items.length - redriven} not`);
-    const body = `<h1>Redrive done</h1><p id="outcome">${redriven} redriven, ${items.length - redriven} not.</p>
-<table><thead><tr><th>job</th><th>reason</th><th>outcome</th><th>detail</th></tr></thead><tbody>${items
+    // Rows and counts are of letters: two letters of one job are two rows, told apart by their ids.
+    const letters = `${items.length} letter${items.length === 1 ? '' : 's'}`;
+    log(`redrive from the inspector: ${letters}: ${redriven} redriven, ${items.length - redriven} not`);
+    const body = `<h1>Redrive done</h1><p id="outcome">${letters}: ${redriven} redriven, ${items.length - redriven} not.</p>
+<table><thead><tr><th>job</th><th>letter</th><th>reason</th><th>outcome</th><th>detail</th></tr></thead><tbody>${items
       .map(
         (i) =>
-          `<tr><td>${i.dedupKey ? `<a href="/jobs/${encodeURIComponent(i.dedupKey)}">${esc(i.dedupKey)}</a>` : '-'}</td><td>${esc(i.reason)}</td><td>${esc(i.outcome)}</td><td>${esc(i.detail ?? '')}</td></tr>`,
+          `<tr><td>${i.dedupKey ? `<a href="/jobs/${encodeURIComponent(i.dedupKey)}">${esc(i.dedupKey)}</a>` : '-'}</td><td>${esc(i.messageId)}</td><td>${esc(i.reason)}</td><td>${esc(i.skip ? `${i.outcome} (${i.skip})` : i.outcome)}</td><td>${esc(i.detail ?? '')}</td></tr>`,
       )
       .join('')}</tbody></table><p><a href="/dlq">Back to the dead letters</a></p>`;
     return c.html(frame('Redrive', body, { problems: problemsOf(...runs) }));
@@ -572,106 +591,3 @@ function letterTable(letters: readonly DeadLetterSummary[]): string {
     )
     .join('')}</tbody></table>`;
 }
-
-/** A job's spans as an inline SVG waterfall: one bar per span, indented by depth, on one time axis. */
-export function waterfall(unordered: readonly UiSpan[], received: number): string {
-  if (unordered.length === 0) {
-    return `<p class="muted">No spans of this job in memory (${received} received since the start). Point the workers' OTEL_EXPORTER_OTLP_ENDPOINT at this server to see them.</p>`;
-  }
-  const spans = treeOrder(unordered);
-  const start = Math.min(...spans.map((s) => s.start));
-  const end = Math.max(...spans.map((s) => s.end));
-  const total = Math.max(end - start, 1);
-  const depthOf = new Map<string, number>();
-  const byId = new Map(spans.map((s) => [s.spanId, s]));
-  const depth = (s: UiSpan, guard = 0): number => {
-    const known = depthOf.get(s.spanId);
-    if (known !== undefined) return known;
-    const parent = s.parentSpanId ? byId.get(s.parentSpanId) : undefined;
-    const d = parent && guard < 20 ? depth(parent, guard + 1) + 1 : 0;
-    depthOf.set(s.spanId, d);
-    return d;
-  };
-  const label = 300;
-  const width = 420;
-  const row = 22;
-  const bars = spans
-    .map((s, i) => {
-      const x = label + (width * (s.start - start)) / total;
-      const w = Math.max(2, (width * (s.end - s.start)) / total);
-      const y = i * row + 4;
-      const colour = s.status === 'error' ? '#b3261e' : s.outcome === 'retry' ? '#8a6100' : '#0b57d0';
-      const name = `${'  '.repeat(Math.min(depth(s), 6))}${s.name}`;
-      return `<g class="span"><title>${esc(`${s.name} (${s.service}): ${(s.end - s.start).toFixed(1)} ms${s.outcome ? `, ${s.outcome}` : ''}`)}</title><text x="${4 + Math.min(depth(s), 6) * 12}" y="${y + 13}">${esc(name.trim().slice(0, 40))}</text><rect x="${x.toFixed(1)}" y="${y}" width="${w.toFixed(1)}" height="${row - 8}" fill="${colour}"></rect><text x="${Math.min(x + w + 4, label + width + 4).toFixed(1)}" y="${y + 13}">${esc(`${(s.end - s.start).toFixed(1)} ms${s.outcome ? ` · ${s.outcome}` : ''}`)}</text></g>`;
-    })
-    .join('');
-  const height = spans.length * row + 8;
-  return `<svg id="waterfall" role="img" aria-label="${spans.length} spans of this job over ${esc(human(total))}" width="${label + width + 180}" height="${height}" viewBox="0 0 ${label + width + 180} ${height}">${bars}</svg>
-<p class="muted">${spans.length} spans from ${esc(iso(start))}, over ${esc(human(total))}; red: failed, amber: released for a retry.</p>`;
-}
-
-/**
- * Spans depth first, each under its parent, siblings by start. Start order alone is not enough: a child
- * can start a fraction of a millisecond before its parent (clocks read apart), and was then drawn above
- * it, indented under the span before.
- */
-function treeOrder(spans: readonly UiSpan[]): UiSpan[] {
-  const ids = new Set(spans.map((s) => s.spanId));
-  const children = new Map<string | undefined, UiSpan[]>();
-  for (const s of [...spans].sort((a, b) => a.start - b.start)) {
-    const parent =
-      s.parentSpanId && ids.has(s.parentSpanId) && s.parentSpanId !== s.spanId ? s.parentSpanId : undefined;
-    children.set(parent, [...(children.get(parent) ?? []), s]);
-  }
-  const out: UiSpan[] = [];
-  const seen = new Set<string>();
-  const visit = (s: UiSpan) => {
-    if (seen.has(s.spanId)) return;
-    seen.add(s.spanId);
-    out.push(s);
-    for (const child of children.get(s.spanId) ?? []) visit(child);
-  };
-  for (const root of children.get(undefined) ?? []) visit(root);
-  // Spans in a parent cycle (posted by anyone on the machine) have no root: kept, by start.
-  for (const s of spans) visit(s);
-  return out;
-}
-
-/** The overview's live chart: polls /api/overview and redraws the SVG (no library). */
-const CHART_SCRIPT = `
-(() => {
-  const svg = document.getElementById('chart'); const note = document.getElementById('chart-note');
-  const W = 720, H = 180, keep = 180; const pts = []; let prev;
-  const series = [['visible','#0b57d0'],['inFlight','#7a3fb0'],['delayed','#8a6100'],['dlq','#b3261e'],['rate','#1e7d3a']];
-  const set = (id, v) => { const el = document.getElementById(id); if (el) el.textContent = v == null ? '–' : String(v); };
-  function draw() {
-    const max = Math.max(1, ...pts.flatMap(p => series.map(([k]) => p[k] ?? 0)));
-    const x = i => 40 + (W - 50) * (pts.length < 2 ? 0 : i / (pts.length - 1));
-    const y = v => H - 20 - (H - 30) * (v / max);
-    let out = '<line x1="40" y1="' + (H - 20) + '" x2="' + W + '" y2="' + (H - 20) + '" stroke="#8a939e"/>' +
-      '<text x="2" y="14">' + max.toFixed(max < 10 ? 1 : 0) + '</text><text x="2" y="' + (H - 20) + '">0</text>';
-    for (const [k, c] of series) {
-      const line = pts.map((p, i) => p[k] == null ? null : x(i).toFixed(1) + ',' + y(p[k]).toFixed(1)).filter(Boolean).join(' ');
-      if (line) out += '<polyline fill="none" stroke-width="2" stroke="' + c + '" points="' + line + '"/>';
-    }
-    svg.innerHTML = out;
-  }
-  async function tick() {
-    try {
-      const r = await fetch('/api/overview', { cache: 'no-store', credentials: 'same-origin' });
-      const d = await r.json();
-      const done = d.jobs ? d.jobs.byStatus.COMPLETED : null;
-      const rate = prev && done != null && prev.done != null ? Math.max(0, (done - prev.done) / ((d.at - prev.at) / 1000)) : null;
-      prev = { at: d.at, done };
-      pts.push({ visible: d.queue?.visible, inFlight: d.queue?.inFlight, delayed: d.queue?.delayed, dlq: d.dlq?.depth, rate });
-      if (pts.length > keep) pts.shift();
-      set('c-visible', d.queue?.visible); set('c-inflight', d.queue?.inFlight); set('c-delayed', d.queue?.delayed);
-      set('c-dlq', d.dlq?.depth); set('c-live', d.jobs?.live); set('c-stuck', d.jobs?.stuck);
-      set('c-rate', rate == null ? null : rate.toFixed(2));
-      note.textContent = d.problems.length ? d.problems.join(' · ') : 'Polling every 2 s; ' + pts.length + ' samples.';
-      draw();
-    } catch (e) { note.textContent = 'The inspector is not answering (was leaseq ui stopped?).'; }
-  }
-  tick(); setInterval(tick, 2000);
-})();
-`;

@@ -7,6 +7,7 @@ import { JobStatus } from '../../shared/core/contract/statuses.ts';
 import { collect, DEFAULT_STUCK_AFTER_MS, stuckReason } from '../../shared/ops/jobs.ts';
 import { listProblemJobs, ProblemsIndexMissingError } from '../../shared/ops/problem-jobs.ts';
 import type { OpsTarget } from '../../shared/ops/target.ts';
+import { safeText } from '../safe-text.ts';
 
 /** A call's answer, or why there is none (one line, no payload: the SDK's error name and message). */
 export type Bounded<T> =
@@ -17,7 +18,8 @@ export type Bounded<T> =
 export function problemText(service: string, what: string, error: unknown, timeoutMs: number): string {
   if (error instanceof UiTimeout) return `${service} not answering: ${what} took longer than ${timeoutMs} ms`;
   const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return `${service} not answering: ${what} failed (${detail.replace(/\s+/g, ' ').slice(0, 300)})`;
+  // Escaped here (safe-text.ts), not only by the HTML: the chart's script shows it from JSON as text.
+  return `${service} not answering: ${what} failed (${safeText(detail.replace(/\s+/g, ' ').slice(0, 300))})`;
 }
 
 class UiTimeout extends Error {}

@@ -2,10 +2,16 @@
  * The inspector's HTML: escaping, the page frame and its stylesheet. No front-end build: pages are
  * strings rendered on the server; every value from the store goes through `esc`.
  */
+import { safeLines } from '../safe-text.ts';
 
-/** Escapes text for HTML content and double-quoted attribute values. */
+/**
+ * Escapes text for HTML content and double-quoted attribute values. Controls, separators and bidi
+ * overrides and isolates become visible `\uXXXX` first, as the CLI prints them (safe-text.ts): a
+ * browser obeys U+202E as a terminal does, and `invoice\u202egnp.exe` would read `invoiceexe.png`.
+ * Newlines stay (a `<pre>` body keeps its lines).
+ */
 export function esc(value: unknown): string {
-  return String(value ?? '')
+  return safeLines(String(value ?? ''))
     .replace(/&/g, '&amp;')
     .replace(/</g, '&lt;')
     .replace(/>/g, '&gt;')

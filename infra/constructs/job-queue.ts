@@ -41,10 +41,10 @@ export interface JobQueueProps {
   /** FIFO queues (ordered per message group, deduplicated by MessageDeduplicationId). @default false */
   readonly fifo?: boolean;
   /**
-   * `MaximumMessageSize` of the jobs queue, 1024 up to {@link JOBS_QUEUE_MAX_MESSAGE_BYTES} plus
-   * {@link RESEND_ATTRIBUTES_RESERVE_BYTES}: the largest message it takes, body and attributes (keep it
-   * the workers' body limit plus that reserve, so a limit's re-send of any body they run fits).
-   * @default JOBS_QUEUE_MAX_MESSAGE_BYTES + RESEND_ATTRIBUTES_RESERVE_BYTES
+   * The largest body the jobs queue takes (the workers' body limit), 1024 up to
+   * {@link JOBS_QUEUE_MAX_MESSAGE_BYTES}. Its `MaximumMessageSize` is this plus
+   * {@link RESEND_ATTRIBUTES_RESERVE_BYTES}: SQS counts attributes toward the size, and a limit's re-send
+   * of any body the workers run adds its origin attribute. @default JOBS_QUEUE_MAX_MESSAGE_BYTES
    */
   readonly maxMessageSizeBytes?: number;
   /** Removal policy of both queues. */
@@ -120,7 +120,7 @@ export class JobQueue extends Construct {
       visibilityTimeout,
       retentionPeriod: props.retentionPeriod ?? Duration.days(4),
       maxMessageSizeBytes:
-        props.maxMessageSizeBytes ?? JOBS_QUEUE_MAX_MESSAGE_BYTES + RESEND_ATTRIBUTES_RESERVE_BYTES,
+        (props.maxMessageSizeBytes ?? JOBS_QUEUE_MAX_MESSAGE_BYTES) + RESEND_ATTRIBUTES_RESERVE_BYTES,
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: props.maxReceiveCount },
     });
   }

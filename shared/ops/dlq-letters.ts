@@ -19,6 +19,7 @@ export const SQS_REDRIVE_REASON = 'sqs-max-receives';
 export const DEAD_LETTER_REASONS: readonly string[] = [
   'permanent-error',
   'max-attempts',
+  'max-conflicts',
   ...ENVELOPE_PROBLEMS.map((p) => `invalid-${p}`),
   ...STORE_PROBLEMS.map((p) => `store-${p}`),
   DEDUP_KEY_COLLISION,
@@ -158,12 +159,15 @@ export interface DeadLetterFilter {
   readonly reason?: string;
   /** Exact dedup key. */
   readonly dedupKey?: string;
+  /** Only these letters, by DLQ message id (what the inspector's selection names). */
+  readonly messageIds?: readonly string[];
 }
 
 /** Pure: whether a dead letter passes the filter. */
 export function matchesFilter(letter: DeadLetterSummary, filter: DeadLetterFilter): boolean {
   if (filter.type !== undefined && letter.type !== filter.type) return false;
   if (filter.dedupKey !== undefined && letter.dedupKey !== filter.dedupKey) return false;
+  if (filter.messageIds !== undefined && !filter.messageIds.includes(letter.messageId)) return false;
   if (filter.reason !== undefined) {
     const wanted = filter.reason;
     const ok = wanted.endsWith('*')

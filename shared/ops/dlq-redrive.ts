@@ -15,9 +15,7 @@ import {
   parseEnvelope,
   SQS_MAX_MESSAGE_BYTES,
 } from '../core/contract/envelope.ts';
-import type { JobItem } from '../core/contract/job-item.ts';
-import { JobStatus } from '../core/contract/statuses.ts';
-import { leaseOver } from '../core/decisions/lease-arithmetic.ts';
+import { resentInPlaceOf } from '../core/pipeline/record-message.ts';
 import { Pacer } from '../producer/pacer.ts';
 import { type BrowseResult, browse, KEEP, shortfall, type Visit } from './dlq-browse.ts';
 import {
@@ -27,16 +25,30 @@ import {
   matchesFilter,
   toDeadLetter,
 } from './dlq-letters.ts';
-import { OpsError } from './ops-errors.ts';
+import {
+  type EarlierSend,
+  isOtherMessage,
+  judgeRepeat,
+  type LetterFacts,
+  letterFacts,
+  planRedrive,
+  REDRIVE_CLOCK_MARGIN_MS,
+  type RedriveSkip,
+} from './dlq-redrive-plan.ts';
+import { OpsError, PayloadRefusedError } from './ops-errors.ts';
 import type { OpsTarget } from './target.ts';
 
-/**
- * How long a job lease must have been over, by the operator's clock, before redrive resets an
- * IN_PROGRESS job. The lease was written by the workers' clocks; a laptop clock running ahead would
- * otherwise see a live lease as over and reset a running job (its worker then loses the job to the
- * fence, and the redrive sends a second copy). A redrive of a job whose worker died waits this long.
- */
-export const REDRIVE_CLOCK_MARGIN_MS = 15 * 60_000;
+export {
+  type EarlierSend,
+  judgeRepeat,
+  type LetterFacts,
+  letterFacts,
+  letterOwner,
+  planRedrive,
+  REDRIVE_CLOCK_MARGIN_MS,
+  type RedrivePlan,
+  type RedriveSkip,
+} from './dlq-redrive-plan.ts';
 
 /** The longest visibility SQS accepts (12 h); a receive asking for more is refused. */
 export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
@@ -49,65 +61,6 @@ export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
 export function redriveVisibilitySeconds(ratePerSecond: number | undefined): number {
   const wanted = 60 + Math.ceil(10 / (ratePerSecond ?? Number.POSITIVE_INFINITY));
   return Math.min(wanted, SQS_MAX_VISIBILITY_SECONDS);
-}
-
-/** What redrive does with a dead letter, given its job item. */
-export type RedrivePlan =
-  | { readonly action: 'reset-and-send'; readonly why?: string }
-  | { readonly action: 'send'; readonly why: string }
-  | { readonly action: 'skip'; readonly why: string };
-
-/**
- * Pure: the redrive decision for a job item.
- * - DEAD: reset it (attempts 0, RETRY_WAIT) so the claim accepts the job again, then send.
- * - none (never claimed, e.g. a bad body, or TTL removed it), or a letter of a message never claimed
- *   (`letterAttempts` 0: a refused payload or envelope): send as is, the item left alone.
- * - RETRY_WAIT (an earlier redrive reset it, or the worker could not mark it DEAD), IN_PROGRESS whose
- *   lease was over {@link REDRIVE_CLOCK_MARGIN_MS} before `now` (its worker died, or its dead marking
- *   failed): reset, then send.
- * - COMPLETED: skip; the job ran, the dead letter is stale (purge it). CANCELLED: skip, likewise.
- * - IN_PROGRESS with a live lease, or one over less than the margin ago: skip; a copy may be running now.
- */
-export function planRedrive(
-  item: JobItem | undefined,
-  now: number,
-  letterType?: string,
-  letterAttempts?: number,
-): RedrivePlan {
-  if (!item) return { action: 'send', why: 'no job item (never claimed, or expired by TTL)' };
-  // The key belongs to a job of another type (a dedup-key-collision letter): resetting that job's item
-  // would touch a job this letter is not, and the body would only collide again.
-  if (letterType !== undefined && item.type !== undefined && item.type !== letterType) {
-    return {
-      action: 'skip',
-      why: `the dedupKey belongs to a job of type ${item.type}; send this ${letterType} job under a key of its own`,
-    };
-  }
-  // A letter of a message that was never claimed (a refused payload or envelope): the item under its key
-  // is another message's job, whose attempts, recorded cause and refunds a reset would wipe.
-  if (letterAttempts === 0) {
-    return { action: 'send', why: 'never claimed (attempts 0): the job item under its key is left as it is' };
-  }
-  switch (item.status) {
-    case JobStatus.Dead:
-      return { action: 'reset-and-send' };
-    case JobStatus.RetryWait:
-      return { action: 'reset-and-send', why: 'job item was waiting for a retry; attempts start again' };
-    case JobStatus.Completed:
-      return { action: 'skip', why: 'job already completed; this dead letter is stale (purge it)' };
-    case JobStatus.Cancelled:
-      return { action: 'skip', why: 'job was cancelled; this dead letter is stale (purge it)' };
-    case JobStatus.InProgress:
-      if (!leaseOver(item.leaseUntil, now)) {
-        return { action: 'skip', why: `job is running now (lease held by ${item.owner ?? 'unknown'})` };
-      }
-      return leaseOver(item.leaseUntil, now - REDRIVE_CLOCK_MARGIN_MS)
-        ? { action: 'reset-and-send', why: 'job lease expired (its worker died, or its dead marking failed)' }
-        : {
-            action: 'skip',
-            why: `job lease (held by ${item.owner ?? 'unknown'}) ended less than ${REDRIVE_CLOCK_MARGIN_MS / 60_000} minutes ago by this clock; a clock ahead of the workers' would see a live lease so, so run redrive again later`,
-          };
-  }
 }
 
 export interface RedriveOptions {
@@ -131,9 +84,14 @@ export interface RedriveOptions {
   readonly by?: string;
   /**
    * Edit and retry: send this payload instead of the letter's, in the letter's envelope (its id, dedup key,
-   * type, createdAt and trace kept). Only with `filter.dedupKey` (one job).
+   * type, createdAt and trace kept). Only with `filter.dedupKey` (one job). `check` (the job type's
+   * schema) runs before anything changes: a problem it names (`payload.<field>: <why>`) throws
+   * PayloadRefusedError.
    */
-  readonly payload?: { readonly value: unknown };
+  readonly payload?: {
+    readonly value: unknown;
+    readonly check?: (type: string, payload: unknown) => string | undefined;
+  };
   /** Largest body the jobs queue's workers take. @default DEFAULT_MAX_BODY_BYTES */
   readonly maxBodyBytes?: number;
 }
@@ -171,6 +129,8 @@ export interface RedriveItem {
    * this redrive sent back (an interrupted dead-lettering sends two), left in the DLQ.
    */
   readonly outcome: 'redriven' | 'would-redrive' | 'skipped' | 'dead-again' | 'duplicate' | 'failed';
+  /** Why a `skipped` letter stayed (docs/cli.md, "leaseq dlq redrive"); `detail` says it in words. */
+  readonly skip?: RedriveSkip;
   /** Whether the DEAD job item was (or would be) reset. */
   readonly reset: boolean;
   /** Why it was skipped or failed, or a note on how it was sent. */
@@ -211,8 +171,15 @@ export interface RedriveReport {
 export async function redrive(target: OpsTarget, options: RedriveOptions = {}): Promise<RedriveReport> {
   const run = startRun(target, options);
   const visibilitySeconds = redriveVisibilitySeconds(options.ratePerSecond);
-  const browsed = await browse(target.clients.sqs, target.names.dlqUrl, { visibilitySeconds }, (message) =>
-    redriveLetter(run, message),
+  const browsed = await browse(
+    target.clients.sqs,
+    target.names.dlqUrl,
+    { visibilitySeconds },
+    async (message) => {
+      const visit = await redriveLetter(run, message);
+      // Letters named by id: the browse ends once each was seen.
+      return run.wanted?.size === 0 ? { ...visit, stop: true } : visit;
+    },
   );
   return reportOf(run, browsed);
 }
@@ -227,6 +194,8 @@ interface RedriveRun {
   readonly filter: DeadLetterFilter;
   readonly limit: number;
   readonly fifo: boolean;
+  /** The letters `filter.messageIds` names that the browse has not reached yet. */
+  readonly wanted?: Set<string>;
   /**
    * Ids of the jobs-queue messages this redrive sent, and the jobs it sent (by dedup key): a later
    * letter of one of them is not sent a second time (see {@link judgeRepeat}).
@@ -251,6 +220,7 @@ function startRun(target: OpsTarget, options: RedriveOptions): RedriveRun {
     filter: options.filter ?? {},
     limit: options.limit ?? Number.POSITIVE_INFINITY,
     fifo: isFifoQueue(names.queueUrl),
+    ...(options.filter?.messageIds ? { wanted: new Set(options.filter.messageIds) } : {}),
     sentIds: new Set<string>(),
     sentJobs: new Map<string, EarlierSend>(),
     items: [],
@@ -283,36 +253,42 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
     run.notMatched += 1;
     return KEEP;
   }
+  run.wanted?.delete(letter.messageId);
   const fields = letterFields(letter);
-  const stays = await leftInDlq(run, letter);
+  const facts = letterFacts(letter);
+  const stays = await leftInDlq(run, letter, facts);
   if (stays) {
-    record(run, { ...fields, outcome: stays.outcome, reset: false, detail: stays.detail });
+    record(run, { ...fields, ...stays, reset: false });
     return KEEP;
   }
   const item = letter.dedupKey ? await run.store.get(letter.dedupKey) : undefined;
-  const plan = planRedrive(item, run.now(), letter.type, letter.attempts);
+  const plan = planRedrive(item, run.now(), facts);
   if (plan.action === 'skip') {
-    record(run, { ...fields, outcome: 'skipped', reset: false, detail: plan.why });
+    record(run, { ...fields, outcome: 'skipped', skip: plan.skip, reset: false, detail: plan.why });
     return KEEP;
   }
   const reset = plan.action === 'reset-and-send';
   const note = plan.why ? { detail: plan.why } : {};
-  if (run.options.dryRun) {
-    record(run, { ...fields, outcome: 'would-redrive', reset, ...note });
-    // Nothing is written: a later letter of this job finds the item as it is now.
-    if (reset && letter.dedupKey && item)
-      run.sentJobs.set(letter.dedupKey, { versionAfter: item.version, at: run.now() });
-    run.taken += 1;
-    return { stop: run.taken >= run.limit };
-  }
+  const letterMessageId = facts.recorded ? { letterMessageId: facts.messageId } : {};
   let body = letter.body;
   if (run.options.payload) {
+    // The schema's refusal ends the redrive before anything changed: the operator fixes the file.
+    const problem = run.options.payload.check?.(letter.type ?? '', run.options.payload.value);
+    if (problem) throw new PayloadRefusedError(letter.type ?? '(no type)', problem);
     try {
       body = editedBody(letter.body, run.options.payload.value, run.options.maxBodyBytes);
     } catch (error) {
       record(run, { ...fields, outcome: 'failed', reset: false, detail: messageOf(error) });
       return KEEP;
     }
+  }
+  if (run.options.dryRun) {
+    record(run, { ...fields, outcome: 'would-redrive', reset, ...note });
+    // Nothing is written: a later letter of this job finds the item as it is now.
+    if (reset && letter.dedupKey && item)
+      run.sentJobs.set(letter.dedupKey, { versionAfter: item.version, at: run.now(), ...letterMessageId });
+    run.taken += 1;
+    return { stop: run.taken >= run.limit };
   }
   const now = run.now();
   const by = {
@@ -329,6 +305,7 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
     record(run, {
       ...fields,
       outcome: 'skipped',
+      skip: 'changed',
       reset: false,
       detail: 'job item changed while redriving (completed, or claimed by a live worker); run redrive again',
     });
@@ -336,54 +313,34 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
   }
   // The reset moves the version by one; if the item moved between the read and the reset, this
   // guess is off and a later letter is judged by its age alone (it stays in the DLQ either way).
-  const earlier: EarlierSend = reset && item ? { versionAfter: item.version + 1, at: now } : { at: now };
+  const earlier: EarlierSend =
+    reset && item
+      ? { versionAfter: item.version + 1, at: now, ...letterMessageId }
+      : { at: now, ...letterMessageId };
   return sendBack(run, message, { ...letter, body }, reset, note, earlier);
-}
-
-/** What this run did for one job: the version its reset left on the item, and when. */
-export interface EarlierSend {
-  /** The item's version after this run's reset (the version read, in a dry run); absent: sent without a reset. */
-  readonly versionAfter?: number;
-  /** When this run reset and sent the job, by the operator's clock. */
-  readonly at: number;
-}
-
-/**
- * Pure: what a later letter of a job this redrive already sent back is. Both kinds stay in the DLQ;
- * the verdict only tells the operator which happened.
- * - `dead-again`: the letter's message is one this redrive sent: the job ran again and died again.
- * - `duplicate`: a second letter of the death already sent back (docs/protocol.md: an interrupted
- *   dead-lettering is finished by a takeover that sends a second letter). Proven when the item is as
- *   the reset left it (any new death needs a claim, which moves the version), or when SQS received the
- *   letter more than {@link REDRIVE_CLOCK_MARGIN_MS} before the reset by the operator's clock.
- * - otherwise `dead-again`: the job was claimed since the reset and the letter is recent.
- */
-export function judgeRepeat(
-  letter: Pick<DeadLetter, 'originalMessageId' | 'systemAttributes'>,
-  sentIds: ReadonlySet<string>,
-  earlier: EarlierSend | undefined,
-  item: JobItem | undefined,
-): 'dead-again' | 'duplicate' {
-  if (letter.originalMessageId && sentIds.has(letter.originalMessageId)) return 'dead-again';
-  if (earlier?.versionAfter === undefined) return 'dead-again';
-  if (item?.version === earlier.versionAfter) return 'duplicate';
-  const received = Number(letter.systemAttributes.SentTimestamp);
-  return received < earlier.at - REDRIVE_CLOCK_MARGIN_MS ? 'duplicate' : 'dead-again';
 }
 
 /**
  * Letters left in the DLQ before their job is planned: a later letter of a job this very redrive sent
  * back (sending it again would only repeat the failure, or send a second copy of one death), and,
- * unless asked for, a body the workers can only refuse again.
+ * unless asked for, a body the workers can only refuse again. A later letter of another message than
+ * the one sent is planned on its own: it is not the item's job (an older death), and the plan says so.
  */
 async function leftInDlq(
   run: RedriveRun,
   letter: DeadLetter,
+  facts: LetterFacts,
 ): Promise<
-  { readonly outcome: 'dead-again' | 'duplicate' | 'skipped'; readonly detail: string } | undefined
+  | {
+      readonly outcome: 'dead-again' | 'duplicate' | 'skipped';
+      readonly skip?: RedriveSkip;
+      readonly detail: string;
+    }
+  | undefined
 > {
-  const earlier = letter.dedupKey ? run.sentJobs.get(letter.dedupKey) : undefined;
+  const sent = letter.dedupKey ? run.sentJobs.get(letter.dedupKey) : undefined;
   const ownMessage = letter.originalMessageId !== undefined && run.sentIds.has(letter.originalMessageId);
+  const earlier = sent && !ownMessage && isOtherMessage(facts, sent) ? undefined : sent;
   if (earlier || ownMessage) {
     // Only a second letter of a reset job needs the item (one read, for this rare letter only).
     const needsItem = !ownMessage && earlier?.versionAfter !== undefined && letter.dedupKey;
@@ -402,6 +359,7 @@ async function leftInDlq(
   if (!run.options.includeHopeless && HOPELESS_REASONS.includes(letter.reason)) {
     return {
       outcome: 'skipped',
+      skip: 'hopeless',
       detail: `${letter.reason}: the same body would only be refused again (--include-invalid sends it)`,
     };
   }
@@ -425,13 +383,13 @@ async function sendBack(
   await run.pacer.take(1);
   let newMessageId: string;
   try {
-    // The letter's group is the one its job was sent in (SQS took it); a letter without one gets the group
-    // the producer would give its key.
+    // The group its job was sent in (SQS took it); else the one the producer would give its key.
     const groupId = letter.systemAttributes.MessageGroupId ?? groupIdForKey(letter.dedupKey ?? 'leaseq');
     const out = await clients.sqs.send(
       new SendMessageCommand({
         QueueUrl: names.queueUrl,
         MessageBody: letter.body,
+        ...resentInPlaceOf(letter.originalMessageId),
         ...(run.fifo ? { MessageGroupId: groupId, MessageDeduplicationId: randomUUID() } : {}),
       }),
     );

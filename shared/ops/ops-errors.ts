@@ -42,3 +42,17 @@ export class InvalidFilterError extends OpsError {
     this.name = 'InvalidFilterError';
   }
 }
+
+/** An edited payload (edit and retry) its job type's schema refuses; the redrive changed nothing. */
+export class PayloadRefusedError extends OpsError {
+  readonly type: string;
+  /** What the schema says: `payload.<field>: <why>`. */
+  readonly problem: string;
+
+  constructor(type: string, problem: string) {
+    super(`the corrected payload does not fit job type ${type}: ${problem}; nothing was changed`);
+    this.name = 'PayloadRefusedError';
+    this.type = type;
+    this.problem = problem;
+  }
+}

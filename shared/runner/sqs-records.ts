@@ -1,5 +1,6 @@
 import type { Message } from '@aws-sdk/client-sqs';
 import type { SQSMessageAttributes, SQSRecord, SQSRecordAttributes } from 'aws-lambda';
+import { parseQueueUrl } from '../aws/queue-url.ts';
 
 /**
  * Turns a received SQS message into the record shape Lambda's SQS event source mapping delivers, so
@@ -41,12 +42,11 @@ export function toSqsRecord(message: Message, queueArn: string, region: string):
 }
 
 /**
- * The queue's ARN from its URL (`<endpoint>/<account>/<name>`, the form SQS and its emulators use), as the
- * event source's records carry it. Falls back to a placeholder account when the URL has no account part.
+ * The queue's ARN from its URL (`<endpoint>/<account>/<name>`, the form SQS and its emulators use, any host
+ * shape: {@link parseQueueUrl}), as the event source's records carry it. Falls back to a placeholder account
+ * when the URL has no account part.
  */
 export function queueArnFromUrl(queueUrl: string, region: string): string {
-  const parts = new URL(queueUrl).pathname.split('/').filter(Boolean);
-  const name = parts.at(-1) ?? 'queue';
-  const account = parts.length >= 2 ? parts.at(-2) : '000000000000';
-  return `arn:aws:sqs:${region}:${account}:${name}`;
+  const { account, name } = parseQueueUrl(queueUrl);
+  return `arn:aws:sqs:${region}:${account ?? '000000000000'}:${name}`;
 }

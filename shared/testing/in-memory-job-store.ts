@@ -1,3 +1,4 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   checkItemSize,
   checkJobWrite,
@@ -5,7 +6,6 @@ import {
   giveUpWithHistory,
   isMinimalCause,
 } from '../core/adapters/dynamodb-limits.ts';
-import { storeRefusal } from '../core/adapters/store-errors.ts';
 import { HISTORY_MAX, type HistoryEvent, problemShard } from '../core/contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../core/contract/job-item.ts';
 import type {
@@ -28,22 +28,23 @@ import type {
 } from '../core/contract/job-store.ts';
 import { cancelledEvent, redriveEvent } from '../core/contract/job-store.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
-import { claimIdentity, classifyClaim, collides } from '../core/decisions/claim-decision.ts';
+import { classifyClaim, collides } from '../core/decisions/claim-decision.ts';
 import { fenceRefusal, holdsFence } from '../core/decisions/fence-decision.ts';
 import {
   afterHistoryWrite,
   applyHistory,
   attemptOf,
-  type CarriedHistory,
   carryHistory,
+  checkHistoryKnown,
   claimHistory,
   deadKeyExpired,
   deadKeyUntilOf,
   droppedCopyEvent,
   eventMessage,
+  eventsLeftOut,
   giveUpEvents,
+  type HistoryWrite,
   historyWrite,
-  NO_HISTORY,
   STEP_EVENTS,
   sendFitting,
 } from '../core/decisions/history.ts';
@@ -57,12 +58,8 @@ import {
 } from '../core/decisions/lease-arithmetic.ts';
 import type { StoreUnavailableError } from '../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../resources.ts';
-import {
-  checkTransactionLimits,
-  DYNAMODB_MAX_ITEM_BYTES,
-  type EffectApplier,
-  validationException,
-} from './in-memory-effects.ts';
+import { checkTransactionLimits, type EffectApplier } from './in-memory-effects.ts';
+import { carriedWrite, checkJobItemSize, refusedAsDynamoDb } from './in-memory-job-writes.ts';
 import { StoreFaults } from './store-faults.ts';
 
 /*
@@ -123,11 +120,24 @@ export class InMemoryJobStore implements JobStore {
       'claim',
       (): ClaimResult => {
         const old = this.#items.get(req.dedupKey);
+        if (req.onlyIfMessageId !== undefined) {
+          // The adapter's `attribute_exists(#dedupKey) AND ... #messageId = :onlyIfMessageId`: no item is
+          // refused with nothing to return (DynamoDB's refusal carries no item), any other as a claim's.
+          if (old === undefined) {
+            throw new ConditionalCheckFailedException({
+              message: 'The conditional request failed',
+              $metadata: {},
+            });
+          }
+          if (old.messageId !== req.onlyIfMessageId)
+            return { claimed: false, existing: structuredClone(old) };
+        }
         // A DEAD key past its deadKeyUntil: reset and claimed (the adapter's second write, resetClaimUpdate).
         if (
           old !== undefined &&
+          req.onlyIfMessageId === undefined &&
           !collides(old, req.type) &&
-          deadKeyExpired(old, req.now, claimIdentity(req))
+          deadKeyExpired(old, req.now, req)
         ) {
           return this.#resetClaim(req, old);
         }
@@ -147,6 +157,7 @@ export class InMemoryJobStore implements JobStore {
           version: item.version,
           leaseUntil,
           ...(old?.refunds ? { refunds: old.refunds } : {}),
+          ...(old?.conflicts ? { conflicts: old.conflicts } : {}),
           ...(old?.checkpoint ? { checkpoint: structuredClone(old.checkpoint) } : {}),
         };
         const kind = classifyClaim(old);
@@ -244,6 +255,7 @@ export class InMemoryJobStore implements JobStore {
       'lastError',
       'lastErrorClass',
       'refunds',
+      'conflicts',
       'completedAt',
     ] as const) {
       delete next[gone];
@@ -293,7 +305,10 @@ export class InMemoryJobStore implements JobStore {
       this.faults.run(
         'renew',
         () => {
-          const item = applyHistory(this.#fenced(lease, 'renew'), carried.write);
+          const fenced = this.#fenced(lease, 'renew');
+          // The adapter's `size(#history) = :historyKnown` on a trim.
+          checkHistoryKnown(fenced, carried.write);
+          const item = applyHistory(fenced, carried.write);
           applied = true;
           if (cause !== undefined) {
             // The dead-letter fence: records the cause, and sets the lease end as given (see RenewOptions).
@@ -354,6 +369,7 @@ export class InMemoryJobStore implements JobStore {
             this.#writeWithEffects(
               lease,
               'checkpoint',
+              carried.write,
               (item) => item.version === lease.version,
               (item) =>
                 applyHistory(
@@ -397,6 +413,7 @@ export class InMemoryJobStore implements JobStore {
             this.#writeWithEffects(
               lease,
               'complete',
+              carried.write,
               () => true,
               (item) => {
                 const next: MutableJobItem = {
@@ -427,7 +444,7 @@ export class InMemoryJobStore implements JobStore {
     lease: JobLease,
     retryAt: number,
     error: { message: string; errorClass: string },
-    options: GiveUpOptions & { refundAttempt?: boolean } = {},
+    options: GiveUpOptions & { refundAttempt?: boolean; conflict?: boolean } = {},
   ): Promise<void> {
     await this.#giveUp(
       lease,
@@ -435,7 +452,7 @@ export class InMemoryJobStore implements JobStore {
       JobStatus.RetryWait,
       retryAt,
       error,
-      options.refundAttempt ?? false,
+      options.conflict ? 'conflicts' : options.refundAttempt ? 'refunds' : undefined,
       options.signal,
       options.leaseLost,
     );
@@ -448,7 +465,7 @@ export class InMemoryJobStore implements JobStore {
       JobStatus.Dead,
       0,
       error,
-      false,
+      undefined,
       options.signal,
       options.leaseLost,
     );
@@ -544,6 +561,7 @@ export class InMemoryJobStore implements JobStore {
       delete next.owner;
       delete next.deadReason;
       delete next.refunds;
+      delete next.conflicts;
       delete next.deadAt;
       delete next.deadKeyUntil;
       this.#items.set(dedupKey, next);
@@ -598,21 +616,25 @@ export class InMemoryJobStore implements JobStore {
     status: JobStatus,
     leaseUntil: number,
     error: { message: string; errorClass: string; reason?: string; deadKeyTtlSeconds?: number },
-    refundAttempt: boolean,
+    /** The attempt is taken back, counted in this counter (a store outage's `refunds`, or `conflicts`). */
+    refund: 'refunds' | 'conflicts' | undefined,
     signal: AbortSignal | undefined,
     leaseLost: string | undefined,
   ): Promise<void> {
     const now = Date.now();
-    const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt, leaseLost, now);
+    const events = giveUpEvents(lease, status, leaseUntil, error, refund !== undefined, leaseLost, now);
     const fit = giveUpWithHistory(lease, error, events);
     const capped = fit.error;
-    const carried = fit.withEvents ? carryHistory(lease, events, now) : NO_HISTORY;
+    const carried = fit.withEvents
+      ? carryHistory(lease, events, now)
+      : eventsLeftOut(lease.dedupKey, events, now);
     let applied = false;
     await sendFitting(carried, () =>
       this.faults.run(
         operation,
         () => {
           const item = this.#fenced(lease, operation);
+          checkHistoryKnown(item, carried.write);
           const next: MutableJobItem = applyHistory(
             {
               ...item,
@@ -623,7 +645,7 @@ export class InMemoryJobStore implements JobStore {
               lastError: capped.message,
               lastErrorClass: capped.errorClass,
               expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
-              ...(refundAttempt ? { attempts: item.attempts - 1, refunds: (item.refunds ?? 0) + 1 } : {}),
+              ...(refund ? { attempts: item.attempts - 1, [refund]: (item[refund] ?? 0) + 1 } : {}),
               ...(status === JobStatus.Dead
                 ? { deadAt: now, ...deadKeyUntilOf(now, error.deadKeyTtlSeconds) }
                 : {}),
@@ -653,6 +675,7 @@ export class InMemoryJobStore implements JobStore {
   #writeWithEffects(
     lease: JobLease,
     operation: 'checkpoint' | 'complete',
+    history: HistoryWrite | undefined,
     extra: (item: JobItem) => boolean,
     build: (item: JobItem) => JobItem,
     effects: readonly Effect[],
@@ -665,6 +688,7 @@ export class InMemoryJobStore implements JobStore {
     // DynamoDB validates the request before it evaluates any condition.
     if (effects.length > 0) checkTransactionLimits(effects, 1);
     const item = this.#fenced(lease, operation, extra);
+    checkHistoryKnown(item, history);
     if (this.#effects !== undefined && effects.length > 0) {
       const applied = this.#effects.apply(effects);
       if (!applied.ok) return { ok: false, reason: 'effect-conflict', index: applied.index };
@@ -676,44 +700,4 @@ export class InMemoryJobStore implements JobStore {
   #expiresAt(fromMs: number): number {
     return expiresAtSeconds(fromMs, this.#ttlSeconds);
   }
-}
-
-/** A fenced write carrying history: done when it applied, undone when not (or it threw). */
-async function carriedWrite(
-  carried: CarriedHistory,
-  write: () => Promise<FencedWriteResult>,
-): Promise<FencedWriteResult> {
-  let out: FencedWriteResult;
-  try {
-    out = await sendFitting(carried, write);
-  } catch (error) {
-    carried.undo();
-    throw error;
-  }
-  if (out.ok) carried.done();
-  else carried.undo();
-  return out;
-}
-
-/**
- * A write's answer as the DynamoDB store gives it: a ValidationException the pre-check (checkJobWrite)
- * could not foresee, such as two Puts of one item when nothing names the table's key, becomes the same
- * StoreRefusedError guardStore makes of DynamoDB's, so the pipeline dead-letters it after one run.
- */
-function refusedAsDynamoDb<T>(operation: string, answer: Promise<T>): Promise<T> {
-  return answer.catch((error: unknown) => {
-    throw storeRefusal(operation, error) ?? error;
-  });
-}
-
-/**
- * Throws DynamoDB's ValidationException when a job item holding `result` would pass the item size limit
- * (the result's JSON plus a margin for the item's other attributes).
- */
-function checkJobItemSize(result: unknown): undefined {
-  const bytes = Buffer.byteLength(JSON.stringify(result) ?? '') + 2048;
-  if (bytes > DYNAMODB_MAX_ITEM_BYTES) {
-    throw validationException('Item size to update has exceeded the maximum allowed size');
-  }
-  return undefined;
 }

@@ -18,8 +18,12 @@ export class InMemoryRateStore implements RateStore {
   onGrant?: (key: string, at: number) => void;
 
   async take(key: string, limit: number, perSeconds: number, now: number): Promise<RateTake> {
+    // A take whose request was slow (an injected delay), or whose `now` was read before a stall, is
+    // judged against the time it arrived.
+    const started = Date.now();
     return this.faults.run('rate-take', (): RateTake => {
-      const decision = decideRate(this.#logs.get(key), limit, perSeconds, now);
+      const latest = Math.max(now + Date.now() - started, Date.now());
+      const decision = decideRate(this.#logs.get(key), limit, perSeconds, now, latest);
       if (!decision.grant) return { granted: false, waitMs: decision.waitMs };
       this.#logs.set(key, decision.next);
       this.onGrant?.(key, decision.next.grants.at(-1) ?? now);

@@ -5,6 +5,7 @@
 
 import { Logger } from '@aws-lambda-powertools/logger';
 import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DEFAULTS } from '../core/contract/defaults.ts';
 import { makeEnvelope } from '../core/contract/envelope.ts';
 import type { Checkpoint } from '../core/contract/job-item.ts';
 import type { JobQueue } from '../core/contract/job-queue.ts';
@@ -45,6 +46,8 @@ export interface RunJobOptions<T extends TableMap> {
   readonly dedupKey?: string;
   /** Attempts before the job is dead-lettered `max-attempts` (the worker setting). @default 5 */
   readonly maxAttempts?: number;
+  /** Optimistic conflicts given back (no attempt used) before the job is dead-lettered `max-conflicts`. @default 20 */
+  readonly maxConflicts?: number;
   /**
    * Stop after this many deliveries of the message: a job not settled by then comes back `retried`.
    * @default until the job completes or is dead-lettered
@@ -174,6 +177,7 @@ export async function runJob<P, T extends TableMap>(
     worker: 'run-job',
     logger: new Logger({ serviceName: 'leaseq-run-job', logLevel: options.logs ? 'DEBUG' : 'SILENT' }),
     maxAttempts: options.maxAttempts ?? 5,
+    ...(options.maxConflicts === undefined ? {} : { maxConflicts: options.maxConflicts }),
     random: options.random ?? (() => 0.5),
     now,
     ...(options.backoff ? { backoff: options.backoff } : {}),
@@ -192,7 +196,8 @@ export async function runJob<P, T extends TableMap>(
     return { attempts: reports, tables, effects: committed, ...(checkpoint ? { checkpoint } : {}) };
   };
   // Each attempt is one delivery or two (a fast-path run that needs a lease goes again at once).
-  const safety = Math.min(limit, options.maxAttempts ?? 5) * 4 + 10;
+  const safety =
+    Math.min(limit, (options.maxAttempts ?? 5) + (options.maxConflicts ?? DEFAULTS.maxConflicts)) * 4 + 10;
   for (let delivery = 0; delivery < safety; delivery++) {
     let [record] = queue.receive(1);
     if (!record) {

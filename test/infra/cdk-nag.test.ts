@@ -135,8 +135,8 @@ describe('cdk-nag AwsSolutions checks', () => {
         .map((a) => `${a.id} at ${a.path}`)
         .sort(),
     ).toEqual([
-      'Annotation::AwsSolutions-IAM5[Resource::<JobsPayloadBucketC08E9CAC.Arn>/*] at BigStack/Jobs/PayloadReads',
-      'Annotation::AwsSolutions-IAM5[Resource::<JobsPayloadBucketC08E9CAC.Arn>/*] at BigStack/Producer',
+      'Annotation::AwsSolutions-IAM5[Resource::<JobsPayloadBucketC08E9CAC.Arn>/payloads/*] at BigStack/Jobs/PayloadReads',
+      'Annotation::AwsSolutions-IAM5[Resource::<JobsPayloadBucketC08E9CAC.Arn>/payloads/*] at BigStack/Producer',
       'Annotation::AwsSolutions-L1 at BigStack/Jobs/Worker/Function',
       'Annotation::AwsSolutions-S1 at BigStack/Jobs/PayloadBucket',
     ]);

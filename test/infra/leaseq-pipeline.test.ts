@@ -412,6 +412,39 @@ describe('Prop: largePayloads (the claim check, issue 20 item 5)', () => {
     expect(variables(template).LEASEQ_PAYLOAD_MAX_BYTES).toBe('1000000');
   });
 
+  it("grants the worker's GetObject and the producer's PutObject on the key prefix only, not the whole bucket", () => {
+    // A worker role that reads every object of the bucket, or a producer that writes anywhere in it, reaches
+    // objects leaseq never put there (another prefix of a bucket shared by keyPrefix).
+    for (const [props, prefix] of [
+      [true, 'payloads/'],
+      [{ keyPrefix: 'big/' }, 'big/'],
+    ] as const) {
+      const { template } = synth({ largePayloads: props }, undefined, (stack, pipeline) => {
+        pipeline.grantProducer(
+          new iam.Role(stack, 'Producer', { assumedBy: new iam.AccountRootPrincipal() }),
+        );
+      });
+      const objectsOf = (role: string, action: string) =>
+        statements(template)
+          .filter((st) => JSON.stringify(st.roles).includes(role) && [st.Action].flat().includes(action))
+          .map((st) => st.Resource);
+      const scoped = {
+        'Fn::Join': [
+          '',
+          [{ 'Fn::GetAtt': [expect.stringMatching(/^JobsPayloadBucket/), 'Arn'] }, `/${prefix}*`],
+        ],
+      };
+      expect(objectsOf('JobsWorkerRole', 's3:GetObject')).toEqual([scoped]);
+      expect(objectsOf('Producer', 's3:PutObject')).toEqual([scoped]);
+    }
+  });
+
+  it('refuses a key prefix with a wildcard (the grants would name more than the prefix)', () => {
+    expect(() => synth({ largePayloads: { keyPrefix: 'pay*' } })).toThrow(
+      /LeaseqPipeline prop largePayloads.keyPrefix is "pay\*"; expected/,
+    );
+  });
+
   it('refuses an expiration shorter than a message can live (4 + 14 days)', () => {
     expect(() => synth({ largePayloads: { expiration: Duration.days(7) } })).toThrow(
       /LeaseqPipeline prop largePayloads.expiration is "7 days"; expected at least 19 days/,

@@ -4,8 +4,10 @@ import { BatchGetCommand, BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { AwsClients } from '../../../shared/aws/clients.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { runLimited } from '../../../shared/core/pipeline/batch.ts';
+import { ConfigError } from '../../../shared/errors.ts';
 import { listDeadLetters } from '../../../shared/ops/dlq.ts';
 import { sendMessages } from '../../../shared/producer/send-messages.ts';
+import { RestartPolicy } from '../../../shared/runner/restart-policy.ts';
 import { WorkerPool } from '../../../shared/runner/worker-pool.ts';
 import { siblingModule } from '../../../shared/sibling-module.ts';
 import { workerEnv } from '../../../shared/worker/config.ts';
@@ -159,13 +161,27 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
             }),
           },
         });
+  // The crash jobs kill workers on purpose, after they polled: those are replaced. Workers that keep
+  // dying before their first poll end the run with the reason (RestartPolicy), not a restart loop.
+  const policy = new RestartPolicy({ baseDelayMs: 100, maxDelayMs: 2000 });
+  let gaveUp: string | undefined;
+  let wakeGaveUp = () => {};
+  const gaveUpAsked = new Promise<'gave-up'>((resolve) => {
+    wakeGaveUp = () => resolve('gave-up');
+  });
   pool?.on('exit', (info) => {
     if (stopping) return;
-    restarts += 1;
-    options.onEvent?.(
-      `worker ${info.id} died (${info.exitSignal ?? `exit ${info.exitCode}`}); starting a replacement`,
-    );
-    void pool.spawn();
+    const decision = policy.decide(info);
+    if (decision.action === 'give-up') {
+      gaveUp = decision.reason;
+      wakeGaveUp();
+      return;
+    }
+    restarts = policy.restarts;
+    options.onEvent?.(`worker ${info.id} died (${RestartPolicy.describe(info)}); starting a replacement`);
+    setTimeout(() => {
+      if (!stopping) void pool.spawn();
+    }, decision.delayMs).unref();
   });
   const total = (counter: string) => pool?.total(counter) ?? 0;
 
@@ -187,7 +203,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const ticker = setInterval(() => options.onProgress?.(progress()), 500);
   let timedOut = false;
   try {
-    await pool?.start();
+    if ((await Promise.race([pool?.start(), gaveUpAsked])) === 'gave-up')
+      throw new ConfigError(gaveUp ?? 'workers keep dying before they poll');
     const report = await sendMessages(clients.sqs, names.queueUrl, workload.messages, {
       ...(options.signal ? { signal: options.signal } : {}),
       onProgress: (p) => {
@@ -202,6 +219,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const deadline = started + (options.timeoutMs ?? 600_000);
     const keys = [...workload.expectedDone, ...workload.expectedDead];
     while (!options.signal?.aborted) {
+      if (gaveUp) throw new ConfigError(gaveUp ?? 'workers keep dying before they poll');
       await refreshStates(clients, names.jobsTable, keys, states);
       const p = progress();
       if (
@@ -334,6 +352,9 @@ async function readBalances(
   return new Map((out.Responses?.[table] ?? []).map((item) => [String(item.account), Number(item.balance)]));
 }
 
+/** The entry of {@link runDeadLetters} for the letters of bodies that are no job (the malformed one). */
+export const NOT_A_JOB = '(not a job envelope)';
+
 /**
  * The run's dead letters, one entry per job with its letter count. Browsing makes them visible again at
  * once, so `leaseq dlq list` right after the demo sees them. A body that is not an envelope has no dedup
@@ -352,7 +373,7 @@ async function runDeadLetters(
       ? letter.dedupKey.startsWith(runId)
       : letter.deadAt !== undefined && Date.parse(letter.deadAt) >= since;
     if (!ours) continue;
-    const dedupKey = letter.dedupKey ?? '(not a job envelope)';
+    const dedupKey = letter.dedupKey ?? NOT_A_JOB;
     mine.set(dedupKey, {
       dedupKey,
       reason: letter.reason,

@@ -1,6 +1,7 @@
 // The DynamoDB expressions of the `jobs` table: the condition and update of every write the job store
 // makes (docs/protocol.md, the state machine's edges), and the operator's scan, as plain inputs. Pure;
-// the adapters send them and read the answers (dynamodb-refusals.ts for the refused writes).
+// the adapters send them and read the answers (dynamodb-refusals.ts for the refused writes). A write's
+// history clauses are in dynamodb-history-expressions.ts.
 
 import type { ScanCommandInput } from '@aws-sdk/lib-dynamodb';
 import { ERROR_CLASS_MAX, storableText } from '../../errors.ts';
@@ -14,7 +15,6 @@ import {
 import type { Checkpoint, JobItem } from '../contract/job-item.ts';
 import type { ClaimRequest, DeadLetterCause, Effect, JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
-import type { HistoryWrite } from '../decisions/history.ts';
 import { fenceCause, isMinimalCause } from './dynamodb-limits.ts';
 
 /** An UpdateItem of one job item: sent alone, or as the first item of a transaction with effects. */
@@ -46,6 +46,7 @@ export function claimUpdate(
   completion?: ClaimCompletion,
 ): JobItemUpdate {
   const completes = completion !== undefined;
+  const only = completes ? undefined : (req as Partial<ClaimRequest>).onlyIfMessageId;
   return {
     TableName: tableName,
     Key: { dedupKey: req.dedupKey },
@@ -71,8 +72,12 @@ export function claimUpdate(
       ? 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
         'AND #type = :type AND attribute_not_exists(#checkpoint) AND #attempts < :maxAttempts ' +
         'AND attribute_not_exists(#deadReason))'
-      : 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
-        'AND #type = :type)',
+      : only !== undefined
+        ? // A refused payload's own job (E13): only the item that still names that message.
+          'attribute_exists(#dedupKey) AND NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
+          'AND #type = :type AND #messageId = :onlyIfMessageId'
+        : 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
+          'AND #type = :type)',
     ExpressionAttributeNames: {
       '#dedupKey': 'dedupKey',
       '#status': 'status',
@@ -115,6 +120,7 @@ export function claimUpdate(
       ':createdAt': req.createdAt,
       ':expiresAt': lease.expiresAt,
       ...(completes ? { ':result': completion.result ?? null, ':maxAttempts': completion.maxAttempts } : {}),
+      ...(only !== undefined ? { ':onlyIfMessageId': only } : {}),
     },
   };
 }
@@ -230,6 +236,8 @@ export interface GiveUpWrite {
   readonly error: { readonly message: string; readonly errorClass: string };
   /** The attempt was not the job's failure (a store outage): count it back, and count the refund. */
   readonly refundAttempt: boolean;
+  /** The attempt ended in an optimistic conflict: count it back, and count it in `conflicts` (not `refunds`). */
+  readonly conflict?: boolean;
   readonly expiresAt: number;
   /** A DEAD marking: `deadAt` is `now`, and copies are dropped until `deadKeyUntil` (absent: until TTL). */
   readonly dead?: { readonly deadKeyUntil?: number };
@@ -237,12 +245,13 @@ export interface GiveUpWrite {
 
 /** Fenced end of an attempt that did not complete: new status, lease end, last error; owner removed. */
 export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWrite): JobItemUpdate {
+  const counter = write.conflict ? 'conflicts' : write.refundAttempt ? 'refunds' : undefined;
   return fencedUpdate(tableName, lease, {
     UpdateExpression:
       'SET #status = :status, #leaseUntil = :leaseUntil, #version = #version + :one, #updatedAt = :now, ' +
       '#lastError = :lastError, #lastErrorClass = :lastErrorClass, #expiresAt = :expiresAt' +
-      (write.refundAttempt
-        ? ', #attempts = #attempts - :one, #refunds = if_not_exists(#refunds, :zero) + :one'
+      (counter
+        ? `, #attempts = #attempts - :one, #${counter} = if_not_exists(#${counter}, :zero) + :one`
         : '') +
       (write.dead ? ', #deadAt = :now' : '') +
       (write.dead?.deadKeyUntil !== undefined ? ', #deadKeyUntil = :deadKeyUntil' : '') +
@@ -251,7 +260,7 @@ export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWr
         ? ' REMOVE #owner, #deadKeyUntil'
         : ' REMOVE #owner'),
     ExpressionAttributeNames: {
-      ...(write.refundAttempt ? { '#attempts': 'attempts', '#refunds': 'refunds' } : {}),
+      ...(counter ? { '#attempts': 'attempts', [`#${counter}`]: counter } : {}),
       ...(write.dead ? { '#deadAt': 'deadAt' } : {}),
       ...(write.dead ? { '#deadKeyUntil': 'deadKeyUntil' } : {}),
       '#leaseUntil': 'leaseUntil',
@@ -269,7 +278,7 @@ export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWr
       ':lastError': storableText(write.error.message),
       ':lastErrorClass': storableText(write.error.errorClass, ERROR_CLASS_MAX),
       ':expiresAt': write.expiresAt,
-      ...(write.refundAttempt ? { ':zero': 0 } : {}),
+      ...(counter ? { ':zero': 0 } : {}),
       ...(write.dead?.deadKeyUntil !== undefined ? { ':deadKeyUntil': write.dead.deadKeyUntil } : {}),
     },
   });
@@ -286,9 +295,11 @@ export function redriveUpdate(
 ): JobItemUpdate {
   // The event is appended while the history has room; a full one is replaced by the caller's trimmed
   // copy under a version condition (the caller read it), so the bound holds without a read on every redrive.
-  // An item with no room for the event (refused for size) is redriven without it or the index keys: the
-  // redrive the history came after, which never grew an item.
+  // An item with no room for the event (refused for size) is redriven without it, keeping the index keys
+  // (a redriven job is a problem job still); with no room for those either, without them: the redrive
+  // the history came after, which never grew an item.
   const none = 'leaveOut' in history;
+  const keys = !('leaveOut' in history) || history.leaveOut === 'events';
   const appendOrReplace = none
     ? ''
     : 'replace' in history
@@ -297,7 +308,7 @@ export function redriveUpdate(
   const historyCondition = none
     ? ''
     : 'replace' in history
-      ? ' AND #version = :readVersion'
+      ? ` AND #version = :readVersion AND ${historyAsRead(history.read)}`
       : ' AND (attribute_not_exists(#history) OR size(#history) < :historyMax)';
   return {
     TableName: tableName,
@@ -305,9 +316,9 @@ export function redriveUpdate(
     UpdateExpression:
       'SET #status = :retryWait, #leaseUntil = :zero, #attempts = :zero, #version = #version + :one, ' +
       `#updatedAt = :now, #expiresAt = :expiresAt${appendOrReplace}` +
-      (none ? ' ' : ', #problemShard = :problemShard, #problemAt = :now ') +
+      (keys ? ', #problemShard = :problemShard, #problemAt = :now ' : ' ') +
       // A redriven job is no longer dead: a later dead marking sets both again (or leaves them unset).
-      'REMOVE #owner, #deadReason, #refunds, #deadAt, #deadKeyUntil',
+      'REMOVE #owner, #deadReason, #refunds, #conflicts, #deadAt, #deadKeyUntil',
     // Not finished, and no live lease: DEAD, RETRY_WAIT, or IN_PROGRESS whose lease has ended. A cancelled
     // job stays cancelled (its letter, if the queue's own redrive made one, is stale).
     ConditionExpression:
@@ -315,13 +326,8 @@ export function redriveUpdate(
       '(#status <> :inProgress OR #leaseUntil < :endedBefore)' +
       historyCondition,
     ExpressionAttributeNames: {
-      ...(none
-        ? {}
-        : {
-            '#history': 'history',
-            '#problemShard': PROBLEM_SHARD_ATTRIBUTE,
-            '#problemAt': PROBLEM_AT_ATTRIBUTE,
-          }),
+      ...(none ? {} : { '#history': 'history' }),
+      ...(keys ? { '#problemShard': PROBLEM_SHARD_ATTRIBUTE, '#problemAt': PROBLEM_AT_ATTRIBUTE } : {}),
       ...('replace' in history ? { '#historyDropped': 'historyDropped' } : {}),
       '#status': 'status',
       '#leaseUntil': 'leaseUntil',
@@ -332,6 +338,7 @@ export function redriveUpdate(
       '#owner': 'owner',
       '#deadReason': 'deadReason',
       '#refunds': 'refunds',
+      '#conflicts': 'conflicts',
       '#deadAt': 'deadAt',
       '#deadKeyUntil': 'deadKeyUntil',
     },
@@ -345,9 +352,14 @@ export function redriveUpdate(
       ':now': now,
       ':endedBefore': leaseEndedBefore,
       ':expiresAt': expiresAt,
-      ...(none ? {} : { ':problemShard': problemShard(dedupKey) }),
+      ...(keys ? { ':problemShard': problemShard(dedupKey) } : {}),
       ...('replace' in history
-        ? { ':history': history.replace, ':dropped': history.dropped, ':readVersion': history.readVersion }
+        ? {
+            ':history': history.replace,
+            ':dropped': history.dropped,
+            ':readVersion': history.readVersion,
+            ...historyAsReadValues(history.read),
+          }
         : 'event' in history
           ? { ':event': [history.event], ':emptyList': [], ':historyMax': HISTORY_MAX }
           : {}),
@@ -355,11 +367,42 @@ export function redriveUpdate(
   };
 }
 
-/** The redrive's history write: append `event`, or (history full) replace it with a trimmed copy read at `readVersion`. */
+/**
+ * The redrive's history write: append `event`, or (history full) replace it with a trimmed copy read at
+ * `readVersion`; or, no room in the item, leave the event out (`events`: the index keys are still set) or
+ * the keys too (`all`).
+ */
 export type RedriveHistory =
   | { readonly event: HistoryEvent & { readonly e: 'redrive' } }
-  | { readonly replace: readonly HistoryEvent[]; readonly dropped: number; readonly readVersion: number }
-  | { readonly leaveOut: true };
+  | TrimmedHistory
+  | { readonly leaveOut: 'events' | 'all' };
+
+/**
+ * A full history replaced by its trimmed copy (`replace`, `dropped` more in `historyDropped`), read at
+ * `readVersion` with the list `read`: written only over that very list. The version alone does not tell
+ * it: a heartbeat's event (renewals keep the version), a lost lease's event and a dropped copy's count
+ * change the list and not the version, and the replace would write them over.
+ */
+export interface TrimmedHistory {
+  readonly replace: readonly HistoryEvent[];
+  readonly dropped: number;
+  readonly readVersion: number;
+  readonly read: readonly HistoryEvent[];
+}
+
+/**
+ * The condition that the item's history is still the list `read` (not empty): as long, and ending in the
+ * same event. Any write since appended to it (longer), trimmed it (another last event: every trim ends
+ * in the events it added) or grew its last `dropped` event (another count). One event in the request,
+ * not the list.
+ */
+function historyAsRead(read: readonly HistoryEvent[]): string {
+  return `size(#history) = :readLength AND #history[${Math.max(0, read.length - 1)}] = :readLast`;
+}
+
+function historyAsReadValues(read: readonly HistoryEvent[]): Record<string, unknown> {
+  return { ':readLength': read.length, ':readLast': read[read.length - 1] ?? null };
+}
 
 /** An update of this lease's item under the {@link FENCE} (and `ConditionSuffix`, `' AND ...'`). */
 function fencedUpdate(
@@ -424,51 +467,6 @@ export function jobSummaryScan(tableName: string, status?: JobStatus): ScanComma
 }
 
 /**
- * `update` with a history write added to the same request (docs/protocol.md, "History"): the events cost
- * item bytes, never a request. Appends with `list_append(if_not_exists(...))`, or replaces the list and
- * ADDs the dropped count when the writer's known list would pass HISTORY_MAX; a problem event also sets
- * the `problems` index keys. Without `history`, `update` unchanged.
- */
-export function withHistory(update: JobItemUpdate, history: HistoryWrite | undefined): JobItemUpdate {
-  if (history === undefined) return update;
-  const sets =
-    history.mode === 'append'
-      ? ['#history = list_append(if_not_exists(#history, :noEvents), :events)']
-      : ['#history = :events'];
-  const names: Record<string, string> = { '#history': 'history' };
-  const values: Record<string, unknown> =
-    history.mode === 'append' ? { ':noEvents': [], ':events': history.events } : { ':events': history.list };
-  if (history.problemShard !== undefined && history.problemAt !== undefined) {
-    sets.push('#problemShard = :problemShard', '#problemAt = :problemAt');
-    names['#problemShard'] = 'problemShard';
-    names['#problemAt'] = 'problemAt';
-    values[':problemShard'] = history.problemShard;
-    values[':problemAt'] = history.problemAt;
-  }
-  let expression = addSets(update.UpdateExpression ?? '', sets.join(', '));
-  if (history.mode === 'replace') {
-    expression += ' ADD #historyDropped :historyDropped';
-    names['#historyDropped'] = 'historyDropped';
-    values[':historyDropped'] = history.dropped;
-  }
-  return {
-    ...update,
-    UpdateExpression: expression,
-    ExpressionAttributeNames: { ...update.ExpressionAttributeNames, ...names },
-    ExpressionAttributeValues: { ...update.ExpressionAttributeValues, ...values },
-  };
-}
-
-/** `sets` added to the SET clause of `expression` (which starts with one). */
-function addSets(expression: string, sets: string): string {
-  if (!expression.startsWith('SET ')) throw new Error(`unreachable: no SET clause in ${expression}`);
-  const remove = expression.indexOf(' REMOVE ');
-  return remove < 0
-    ? `${expression}, ${sets}`
-    : `${expression.slice(0, remove)}, ${sets}${expression.slice(remove)}`;
-}
-
-/**
  * The claim of a DEAD key whose `deadKeyUntil` passed (a fresh send runs it): the item as `dead` (the
  * refused claim's old item) is reset and claimed in one write: attempts 1, a new token, no checkpoint,
  * dead-letter cause, last error or refunds; its history is kept, with a `reset` event (in `history`).
@@ -488,7 +486,7 @@ export function resetClaimUpdate(
       '#attempts = :one, #version = :newVersion, #messageId = :messageId, #createdAt = :createdAt, ' +
       '#claimedAt = :now, #updatedAt = :now, #expiresAt = :expiresAt' +
       (req.originId === undefined ? '' : ', #originId = :originId') +
-      ' REMOVE #checkpoint, #deadReason, #deadAt, #deadKeyUntil, #lastError, #lastErrorClass, #refunds, #completedAt' +
+      ' REMOVE #checkpoint, #deadReason, #deadAt, #deadKeyUntil, #lastError, #lastErrorClass, #refunds, #conflicts, #completedAt' +
       (req.originId === undefined ? ', #originId' : ''),
     // The dead job's own message back (its delete failed), under any id a limit's re-send gave it, is a
     // copy, not a fresh send: the item's origin (`originId`, else `messageId`) differs from this one's.
@@ -515,6 +513,7 @@ export function resetClaimUpdate(
       '#lastError': 'lastError',
       '#lastErrorClass': 'lastErrorClass',
       '#refunds': 'refunds',
+      '#conflicts': 'conflicts',
       '#completedAt': 'completedAt',
       '#type': 'type',
       '#originId': 'originId',
@@ -539,75 +538,8 @@ export function resetClaimUpdate(
   };
 }
 
-/**
- * Best effort, unfenced: a `lease-lost` event appended to the item if it exists and its history has room
- * (this write knows no list to cut, so it never passes HISTORY_MAX). No protocol field changes.
- */
-export function leaseLostUpdate(
-  tableName: string,
-  dedupKey: string,
-  event: HistoryEvent,
-  problem: { readonly problemShard: string; readonly problemAt: number },
-): JobItemUpdate {
-  return {
-    TableName: tableName,
-    Key: { dedupKey },
-    UpdateExpression:
-      'SET #history = list_append(if_not_exists(#history, :noEvents), :events), ' +
-      '#problemShard = :problemShard, #problemAt = :problemAt',
-    ConditionExpression:
-      'attribute_exists(#dedupKey) AND (attribute_not_exists(#history) OR size(#history) < :historyMax)',
-    ExpressionAttributeNames: {
-      '#dedupKey': 'dedupKey',
-      '#history': 'history',
-      '#problemShard': 'problemShard',
-      '#problemAt': 'problemAt',
-    },
-    ExpressionAttributeValues: {
-      ':noEvents': [],
-      ':events': [event],
-      ':historyMax': HISTORY_MAX,
-      ':problemShard': problem.problemShard,
-      ':problemAt': problem.problemAt,
-    },
-  };
-}
-
-/**
- * Best effort: one more dropped copy of the DEAD item `dead`: the last event (at `index`) replaced by the
- * grown `dropped` event when it is one, else the event appended (room permitting). Only while the item is
- * that DEAD item (same token) and, in place, its list is the one read (same length).
- */
-export function droppedCopyUpdate(
-  tableName: string,
-  dead: Pick<JobItem, 'dedupKey' | 'token' | 'history'>,
-  dropped: { readonly event: HistoryEvent; readonly index?: number },
-): JobItemUpdate {
-  const inPlace = dropped.index !== undefined;
-  return {
-    TableName: tableName,
-    Key: { dedupKey: dead.dedupKey },
-    UpdateExpression: inPlace
-      ? `SET #history[${dropped.index}] = :event`
-      : 'SET #history = list_append(if_not_exists(#history, :noEvents), :events)',
-    ConditionExpression: inPlace
-      ? '#status = :dead AND #token = :token AND size(#history) = :length'
-      : '#status = :dead AND #token = :token AND (attribute_not_exists(#history) OR size(#history) < :length)',
-    ExpressionAttributeNames: { '#status': 'status', '#token': 'token', '#history': 'history' },
-    ExpressionAttributeValues: {
-      ':dead': JobStatus.Dead,
-      ':token': dead.token,
-      ...(inPlace
-        ? { ':event': dropped.event, ':length': (dead.history ?? []).length }
-        : { ':noEvents': [], ':events': [dropped.event], ':length': HISTORY_MAX }),
-    },
-  };
-}
-
 /** The cancel's history write: append `event`, or (history full) replace it with a trimmed copy read at `readVersion`. */
-export type CancelHistory =
-  | { readonly event: HistoryEvent }
-  | { readonly replace: readonly HistoryEvent[]; readonly dropped: number; readonly readVersion: number };
+export type CancelHistory = { readonly event: HistoryEvent } | TrimmedHistory;
 
 /**
  * A cancel (docs/protocol.md, C1/C2): an unfinished job becomes CANCELLED in place (owner and token stay,
@@ -636,7 +568,8 @@ export function cancelUpdate(
     // A job whose dead-lettering began (its fence recorded `deadReason`) is not cancelled: its letter may
     // be on its way, so its end is decided (the refusal answers finished, DEAD).
     ConditionExpression: replace
-      ? '#status IN (:inProgress, :retryWait) AND #version = :readVersion AND attribute_not_exists(#deadReason)'
+      ? '#status IN (:inProgress, :retryWait) AND #version = :readVersion AND attribute_not_exists(#deadReason) ' +
+        `AND ${historyAsRead(history.read)}`
       : '(attribute_not_exists(#dedupKey) OR #status IN (:inProgress, :retryWait)) ' +
         'AND attribute_not_exists(#deadReason) ' +
         'AND (attribute_not_exists(#history) OR size(#history) < :historyMax)',
@@ -664,7 +597,12 @@ export function cancelUpdate(
       ':expiresAt': write.expiresAt,
       ':problemShard': problemShard(dedupKey),
       ...(replace
-        ? { ':history': history.replace, ':dropped': history.dropped, ':readVersion': history.readVersion }
+        ? {
+            ':history': history.replace,
+            ':dropped': history.dropped,
+            ':readVersion': history.readVersion,
+            ...historyAsReadValues(history.read),
+          }
         : { ':noEvents': [], ':events': [history.event], ':historyMax': HISTORY_MAX }),
     },
   };

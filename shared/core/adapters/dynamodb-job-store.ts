@@ -9,9 +9,8 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { StoreRefusedError } from '../../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../../resources.ts';
-import { HISTORY_MAX, type HistoryEvent, problemShard } from '../contract/job-history.ts';
+import { type HistoryEvent, problemShard } from '../contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../contract/job-item.ts';
 import type {
   CancelRequest,
@@ -31,9 +30,8 @@ import type {
   RenewOptions,
   StoreCallOptions,
 } from '../contract/job-store.ts';
-import { cancelledEvent, redriveEvent } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
-import { claimIdentity, classifyClaim } from '../decisions/claim-decision.ts';
+import { classifyClaim } from '../decisions/claim-decision.ts';
 import { holdsFence } from '../decisions/fence-decision.ts';
 import {
   afterHistoryWrite,
@@ -45,35 +43,33 @@ import {
   deadKeyUntilOf,
   droppedCopyEvent,
   eventMessage,
+  eventsLeftOut,
   giveUpEvents,
   historyWrite,
-  NO_HISTORY,
   STEP_EVENTS,
   sendFitting,
 } from '../decisions/history.ts';
 import { claimCounters, expiresAtSeconds, leaseEnd } from '../decisions/lease-arithmetic.ts';
 import {
-  type CancelHistory,
-  cancelUpdate,
+  droppedCopyUpdate,
+  HISTORY_KNOWN,
+  leaseLostUpdate,
+  withHistory,
+} from './dynamodb-history-expressions.ts';
+import {
   checkpointUpdate,
   claimUpdate,
   completeUpdate,
-  droppedCopyUpdate,
   giveUpUpdate,
   type JobItemUpdate,
-  leaseLostUpdate,
-  type RedriveHistory,
-  redriveUpdate,
   renewUpdate,
   resetClaimUpdate,
-  withHistory,
 } from './dynamodb-job-expressions.ts';
 import { checkJobWrite, giveUpWithHistory, type JobWrite } from './dynamodb-limits.ts';
+import { cancelJob, type OperatorTable, resetForRedrive } from './dynamodb-operator-writes.ts';
 import {
-  cancelAnswer,
   cancelledFastCommit,
   cancelledFencedWrite,
-  refusedCancel,
   refusedClaim,
   refusedFastCommit,
   refusedFencedWrite,
@@ -136,6 +132,7 @@ export class DynamoDbJobStore implements JobStore {
         version: counted.version,
         leaseUntil,
         ...(previous?.refunds ? { refunds: previous.refunds } : {}),
+        ...(previous?.conflicts ? { conflicts: previous.conflicts } : {}),
         ...(previous?.checkpoint ? { checkpoint: previous.checkpoint } : {}),
       };
       Object.assign(
@@ -148,8 +145,9 @@ export class DynamoDbJobStore implements JobStore {
         const refused = refusedClaim(error.Item, req);
         if (
           !refused.claimed &&
+          req.onlyIfMessageId === undefined &&
           refused.existing.type === req.type &&
-          deadKeyExpired(refused.existing, req.now, claimIdentity(req))
+          deadKeyExpired(refused.existing, req.now, req)
         ) {
           return this.#resetClaim(req, refused.existing, options);
         }
@@ -176,9 +174,12 @@ export class DynamoDbJobStore implements JobStore {
     };
     const reset: HistoryEvent = { e: 'reset', at: req.now, ...attemptOf(lease), wasDeadAt: dead.deadAt ?? 0 };
     const history = historyWrite(req.dedupKey, dead.history, [reset], req.now);
+    // Over the DEAD item's list as refused (its token is the condition): a refusal here would drop the
+    // fresh send as a dead copy, so a dropped copy counted in between may be written over.
     const update = withHistory(
       resetClaimUpdate(this.#table, req, dead, { leaseUntil, expiresAt: this.#expiresAt(leaseUntil) }),
       history,
+      { overKnownList: false },
     );
     try {
       await guardStore('claim', options.signal, (http) =>
@@ -346,10 +347,11 @@ export class DynamoDbJobStore implements JobStore {
     lease: JobLease,
     retryAt: number,
     error: { message: string; errorClass: string },
-    options: GiveUpOptions & { refundAttempt?: boolean } = {},
+    options: GiveUpOptions & { refundAttempt?: boolean; conflict?: boolean } = {},
   ): Promise<void> {
     await this.#giveUp(lease, 'release', JobStatus.RetryWait, retryAt, error, {
       refundAttempt: options.refundAttempt ?? false,
+      conflict: options.conflict ?? false,
       signal: options.signal,
       leaseLost: options.leaseLost,
     });
@@ -358,6 +360,7 @@ export class DynamoDbJobStore implements JobStore {
   async markDead(lease: JobLease, error: DeadMarking, options: GiveUpOptions = {}): Promise<void> {
     await this.#giveUp(lease, 'mark-dead', JobStatus.Dead, 0, error, {
       refundAttempt: false,
+      conflict: false,
       signal: options.signal,
       leaseLost: options.leaseLost,
     });
@@ -416,22 +419,32 @@ export class DynamoDbJobStore implements JobStore {
     error: { message: string; errorClass: string; reason?: string; deadKeyTtlSeconds?: number },
     {
       refundAttempt,
+      conflict,
       signal,
       leaseLost,
-    }: { refundAttempt: boolean; signal: AbortSignal | undefined; leaseLost: string | undefined },
+    }: {
+      refundAttempt: boolean;
+      conflict: boolean;
+      signal: AbortSignal | undefined;
+      leaseLost: string | undefined;
+    },
   ): Promise<void> {
     const now = Date.now();
     const dead = status === JobStatus.Dead;
-    const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt, leaseLost, now);
+    const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt || conflict, leaseLost, now);
     // Near 400 KB the give-up must still fit: the history's new events are then left out.
     const fit = giveUpWithHistory(lease, error, events);
-    const carried = fit.withEvents ? this.#carry(lease, events, now) : NO_HISTORY;
+    // Left out, the events' `problems` index keys are still written: a DEAD job must be listed.
+    const carried = fit.withEvents
+      ? this.#carry(lease, events, now)
+      : eventsLeftOut(lease.dedupKey, events, now);
     const update = giveUpUpdate(this.#table, lease, {
       status,
       leaseUntil,
       now,
       error: fit.error,
       refundAttempt,
+      conflict,
       expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
       ...(dead ? { dead: deadKeyUntilOf(now, error.deadKeyTtlSeconds) } : {}),
     });
@@ -461,78 +474,20 @@ export class DynamoDbJobStore implements JobStore {
     leaseEndedBefore = now,
     by: RedriveBy = { by: 'unknown' },
   ): Promise<boolean> {
-    const event = redriveEvent(now, by);
-    const send = (history: RedriveHistory) =>
-      guardStore('reset-for-redrive', () =>
-        this.#doc.send(
-          new UpdateCommand(
-            redriveUpdate(this.#table, dedupKey, now, this.#expiresAt(now), leaseEndedBefore, history),
-          ),
-        ),
-      );
-    // No room in the item for the event: redriven without it (the redrive must never fail for it).
-    const attempt = (history: RedriveHistory) =>
-      send(history).catch((error: unknown) => {
-        if (error instanceof StoreRefusedError && error.problem === 'item-too-large') {
-          return send({ leaveOut: true });
-        }
-        throw error;
-      });
-    try {
-      await attempt({ event });
-      return true;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
-    // Refused: finished, under a live lease, absent, or its history is full. Only the last is retried,
-    // with the oldest events dropped, at the version read (a change in between refuses it again).
-    const item = await this.get(dedupKey);
-    if (!item || (item.history?.length ?? 0) < HISTORY_MAX) return false;
-    const history = [...(item.history ?? []), event];
-    try {
-      await attempt({
-        replace: history.slice(-HISTORY_MAX),
-        dropped: history.length - HISTORY_MAX,
-        readVersion: item.version,
-      });
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return resetForRedrive(this.#operatorTable(), dedupKey, { now, leaseEndedBefore, by });
   }
 
   async cancel(dedupKey: string, request: CancelRequest): Promise<CancelResult> {
-    const expiresAt = this.#expiresAt(request.now);
-    let history: CancelHistory = { event: cancelledEvent(request) };
-    // One write on every path but a full history, which is replaced at the version its refusal returned
-    // (a change in between refuses it again, and it is decided afresh).
-    for (let tries = 0; ; tries++) {
-      try {
-        const out = await guardStore('cancel', (http) =>
-          this.#doc.send(
-            new UpdateCommand({
-              ...cancelUpdate(this.#table, dedupKey, { now: request.now, expiresAt, history }),
-              ReturnValues: 'ALL_OLD',
-              ReturnValuesOnConditionCheckFailure: ALL_OLD,
-            }),
-            http,
-          ),
-        );
-        return cancelAnswer(out.Attributes as JobItem | undefined);
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        const refused = refusedCancel(error.Item);
-        if ('outcome' in refused) return refused;
-        if (tries >= 3) throw error;
-        const list = [...(refused.item.history ?? []), cancelledEvent(request)];
-        history = {
-          replace: list.slice(-HISTORY_MAX),
-          dropped: list.length - HISTORY_MAX,
-          readVersion: refused.item.version,
-        };
-      }
-    }
+    return cancelJob(this.#operatorTable(), dedupKey, request);
+  }
+
+  #operatorTable(): OperatorTable {
+    return {
+      doc: this.#doc,
+      tableName: this.#table,
+      expiresAt: (fromMs) => this.#expiresAt(fromMs),
+      get: (dedupKey) => this.get(dedupKey),
+    };
   }
 
   /** DynamoDB's limits on a job write, checked before any request (dynamodb-limits.ts). */
@@ -593,7 +548,13 @@ export class DynamoDbJobStore implements JobStore {
       } catch (error) {
         if (!(error instanceof ConditionalCheckFailedException)) throw error;
         const writtenAt = update.ExpressionAttributeValues[':now'];
-        refusedFencedWrite(lease, operation, { item: error.Item, writtenAt, cause: error }, accept);
+        const historyKnown = update.ExpressionAttributeValues[HISTORY_KNOWN];
+        refusedFencedWrite(
+          lease,
+          operation,
+          { item: error.Item, writtenAt, cause: error, historyKnown },
+          accept,
+        );
         return { ok: true };
       }
     }
@@ -602,7 +563,7 @@ export class DynamoDbJobStore implements JobStore {
       return { ok: true };
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
-      return cancelledFencedWrite(lease, operation, error);
+      return cancelledFencedWrite(lease, operation, error, update.ExpressionAttributeValues[HISTORY_KNOWN]);
     }
   }
 }

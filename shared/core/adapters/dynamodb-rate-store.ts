@@ -73,8 +73,13 @@ export class DynamoDbRateStore implements RateStore {
 
   async #take(key: string, limit: number, perSeconds: number, now: number): Promise<RateTake> {
     let known = this.#seen.get(key);
+    // This worker's clock as its tries go on (`now` was read before the take, maybe before a stall of the
+    // event loop): a log a refusal returned is judged against the time it came back, so another
+    // worker's grant made meanwhile never looks like one from a fast clock.
+    const started = Date.now();
+    const latest = () => Math.max(now + Date.now() - started, Date.now());
     for (let i = 0; i < MAX_TRIES; i++) {
-      const decision = decideRate(known, limit, perSeconds, now);
+      const decision = decideRate(known, limit, perSeconds, now, latest());
       if (!decision.grant) {
         this.#remember(key, known);
         return { granted: false, waitMs: decision.waitMs };

@@ -5,6 +5,7 @@
 import type { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { type LeaseLostError, StoreUnavailableError } from '../../errors.ts';
+import type { HistoryEvent } from '../contract/job-history.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type {
   CancelResult,
@@ -17,7 +18,8 @@ import type {
 } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { isOwnClaim } from '../decisions/claim-decision.ts';
-import { fenceRefusal } from '../decisions/fence-decision.ts';
+import { fenceRefusal, holdsFence } from '../decisions/fence-decision.ts';
+import { checkHistoryKnown } from '../decisions/history.ts';
 
 /** A refusal's old item, in the low-level (typed) attribute form DynamoDB returns it in. */
 export type RawItem = Record<string, unknown>;
@@ -36,6 +38,7 @@ export function refusedClaim(item: RawItem, req: ClaimRequest): ClaimResult {
     version: existing.version,
     leaseUntil: existing.leaseUntil,
     ...(existing.refunds ? { refunds: existing.refunds } : {}),
+    ...(existing.conflicts ? { conflicts: existing.conflicts } : {}),
     ...(existing.checkpoint ? { checkpoint: existing.checkpoint } : {}),
     // The claim wrote no event: the list is the item's, so this lease's appends keep within the bound.
     ...(existing.history?.length ? { history: [...existing.history] } : {}),
@@ -70,24 +73,49 @@ export function cancelledFastCommit(error: TransactionCanceledException): FastCo
 export function refusedFencedWrite(
   lease: JobLease,
   operation: string,
-  refusal: { readonly item: RawItem | undefined; readonly writtenAt: unknown; readonly cause: unknown },
+  refusal: {
+    readonly item: RawItem | undefined;
+    readonly writtenAt: unknown;
+    readonly cause: unknown;
+    /** The list length a trim of the history expected (HISTORY_KNOWN), when the write trims it. */
+    readonly historyKnown?: unknown;
+  },
   accept?: (old: JobItem) => boolean,
 ): void {
   const { item, writtenAt, cause } = refusal;
   if (isOwnWrite(item, lease, writtenAt)) return;
+  throwIfHistoryMoved(lease, item, refusal.historyKnown);
   if (item && accept?.(unmarshallItem(item))) return;
   throw refusalError(lease, operation, item, cause);
 }
 
-/** A cancelled fenced write with effects: the fence refused it (thrown), or an effect did. */
+/**
+ * A cancelled fenced write with effects: the fence refused it (thrown), or an effect did. `historyKnown`:
+ * as for {@link refusedFencedWrite}.
+ */
 export function cancelledFencedWrite(
   lease: JobLease,
   operation: string,
   error: TransactionCanceledException,
+  historyKnown?: unknown,
 ): FencedWriteResult {
   const first = error.CancellationReasons?.[0];
-  if (first?.Code === 'ConditionalCheckFailed') throw refusalError(lease, operation, first.Item, error);
+  if (first?.Code === 'ConditionalCheckFailed') {
+    throwIfHistoryMoved(lease, first.Item, historyKnown);
+    throw refusalError(lease, operation, first.Item, error);
+  }
   return effectCancellation(operation, error);
+}
+
+/**
+ * A trim refused with the fence still holding, over a list of another length than the one it expected:
+ * another writer appended meanwhile (HistoryMovedError: the trim is built again over the list returned).
+ */
+function throwIfHistoryMoved(lease: JobLease, item: RawItem | undefined, historyKnown: unknown): void {
+  if (item === undefined || typeof historyKnown !== 'number') return;
+  const old = unmarshallItem(item);
+  if (holdsFence(old, lease))
+    checkHistoryKnown(old, { mode: 'replace', list: [], dropped: 0, known: historyKnown });
 }
 
 /**
@@ -162,9 +190,14 @@ export function cancelAnswer(old: JobItem | undefined): CancelResult {
 
 /**
  * A refused cancel: the job was finished, or cancelled before (the answer); or it is unfinished and only
- * its full history refused the append (`item`: the caller replaces the list at its version).
+ * its full history refused the append (`item`: the caller replaces the list at its version). A refusal by
+ * this very cancel (its write landed, its answer was lost and the SDK sent it again: the item's last event
+ * is `event`, written at its time) answers what that write did, read from the item it left.
  */
-export function refusedCancel(raw: RawItem | undefined): CancelResult | { readonly item: JobItem } {
+export function refusedCancel(
+  raw: RawItem | undefined,
+  event?: HistoryEvent & { readonly e: 'cancelled' },
+): CancelResult | { readonly item: JobItem } {
   if (raw === undefined) throw new Error('unreachable: a refused cancel without its item');
   const item = unmarshallItem(raw);
   switch (item.status) {
@@ -173,11 +206,35 @@ export function refusedCancel(raw: RawItem | undefined): CancelResult | { readon
     case JobStatus.Dead:
       return { outcome: 'finished', status: 'DEAD' };
     case JobStatus.Cancelled:
-      return { outcome: 'already-cancelled', status: 'CANCELLED' };
+      return event && isOwnCancel(item, event)
+        ? ownCancelAnswer(item)
+        : { outcome: 'already-cancelled', status: 'CANCELLED' };
     default:
       // Its dead-lettering began (the fence recorded the cause): its end is decided.
       return item.deadReason !== undefined ? { outcome: 'finished', status: 'DEAD' } : { item };
   }
+}
+
+/** The item a cancel left is this cancel's: written at its time, its event last. */
+function isOwnCancel(item: JobItem, event: HistoryEvent & { readonly e: 'cancelled' }): boolean {
+  const last = item.history?.at(-1);
+  return (
+    item.updatedAt === event.at &&
+    last?.e === 'cancelled' &&
+    last.at === event.at &&
+    last.by === event.by &&
+    last.reason === event.reason
+  );
+}
+
+/**
+ * What this cancel's landed write did, from the item it left: a tombstone has no type (a job's first
+ * claim writes one); a running job keeps its owner (a release removes it, so a waiting job has none).
+ */
+function ownCancelAnswer(item: JobItem): CancelResult {
+  if (item.type === undefined) return { outcome: 'tombstone' };
+  const running = item.owner !== undefined;
+  return { outcome: 'cancelled', status: running ? 'IN_PROGRESS' : 'RETRY_WAIT', wasRunning: running };
 }
 
 function unmarshallItem(item: RawItem): JobItem {

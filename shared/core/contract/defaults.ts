@@ -27,6 +27,11 @@ export const DEFAULTS = {
    * attempt counts, so no job retries forever. Well below the queue's redrive margin (10 receives).
    */
   maxRefunds: 3,
+  /**
+   * Optimistic conflicts (another writer changed a row first) a job may give back before it is
+   * dead-lettered `max-conflicts`. A conflict uses no attempt; this bounds a job that never gets through.
+   */
+  maxConflicts: 20,
   /** In-process tries of an optimistic write before the job is given back with a delay. */
   optimisticTries: 3,
   /** A named lease's length (ms), when `ctx.withLease` is not told. */

@@ -27,6 +27,11 @@ export interface JobItem {
   readonly attempts: number;
   /** Attempts refunded (store outages); absent until the first. Bounded by the worker's maxRefunds. */
   readonly refunds?: number;
+  /**
+   * Attempts given back for optimistic conflicts (another writer changed a row first); absent until the
+   * first. Bounded by the worker's maxConflicts; a redrive removes it.
+   */
+  readonly conflicts?: number;
   /** Bumped on every content change (claim, checkpoint, release, completion); not on lease renewal. */
   readonly version: number;
   /** The message that last claimed the job (or completed it on the fast path). */

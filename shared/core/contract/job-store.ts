@@ -14,6 +14,8 @@ export interface JobLease {
   readonly attempts: number;
   /** The item's refunds when it was claimed (absent: none). */
   readonly refunds?: number;
+  /** The item's conflicts when it was claimed (absent: none). */
+  readonly conflicts?: number;
   readonly messageId: string;
   version: number;
   leaseUntil: number;
@@ -40,6 +42,12 @@ export interface ClaimRequest {
   readonly createdAt: string;
   readonly leaseMs: number;
   readonly now: number;
+  /**
+   * Claim only an item that exists and names this message (`messageId`): the job a refused payload's own
+   * message guards (docs/protocol.md, E13), never a job another message guards nor a new one. Such a
+   * claim never resets a dead key. Absent: any claimable item, or none.
+   */
+  readonly onlyIfMessageId?: string;
 }
 
 /** How a successful claim came about, from the item as it was before (undefined: there was none). */
@@ -170,7 +178,8 @@ export interface DeadMarking {
 export interface JobStore {
   /**
    * One conditional write: takes the job if absent, or not finished, its lease over and of the request's
-   * type (an item keeps the type of its first claim; another type's message is refused in every state).
+   * type (an item keeps the type of its first claim; another type's message is refused in every state);
+   * with `onlyIfMessageId`, only an existing item that names that message.
    */
   claim(request: ClaimRequest, options?: StoreCallOptions): Promise<ClaimResult>;
   /** Extends the lease; throws LeaseLostError when the owner/token no longer match. */
@@ -204,13 +213,14 @@ export interface JobStore {
   /**
    * Gives the lease up after a failed attempt; the job may be claimed again from `retryAt`.
    * `refundAttempt` takes the attempt back (a store outage is not the job's failure) and counts it in
-   * the item's `refunds`.
+   * the item's `refunds`; `conflict` takes it back for an optimistic conflict (another writer's change)
+   * and counts it in the item's `conflicts` instead.
    */
   release(
     lease: JobLease,
     retryAt: number,
     error: { message: string; errorClass: string },
-    options?: GiveUpOptions & { refundAttempt?: boolean },
+    options?: GiveUpOptions & { refundAttempt?: boolean; conflict?: boolean },
   ): Promise<void>;
   /** Marks the job DEAD (it has been sent to the DLQ), with `deadAt` and a `dead` history event. */
   markDead(lease: JobLease, error: DeadMarking, options?: GiveUpOptions): Promise<void>;

@@ -30,3 +30,11 @@ export function backoffSeconds(
   const r = Math.min(Math.max(random(), 0), 1);
   return Math.min(HARD_CAP_SECONDS, Math.round(ceiling * r));
 }
+
+/**
+ * The delay after an optimistic conflict (another writer changed the row first): 2 s base, 60 s cap, so
+ * a hot row's losers come back spread out, soon and then more slowly as their conflicts add up (a
+ * 1 s base brought a burst's losers back too close together in the hot-row burst test). The job's own
+ * failures use {@link DEFAULT_BACKOFF}, whose cap is 15 minutes: a conflict says nothing about the job.
+ */
+export const CONFLICT_BACKOFF: BackoffPolicy = { baseSeconds: 2, capSeconds: 60 };

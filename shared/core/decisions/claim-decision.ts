@@ -3,7 +3,7 @@ import type { ClaimKind, DeadLetterCause } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { deadKeyExpired } from './history.ts';
 import { isClaimable, leasedRunOnly } from './lease-arithmetic.ts';
-import { isOwnMessage, type MessageIdentity, sentIdentity } from './message-identity.ts';
+import { isOwnMessage, type MessageIdentity, type MessageRef, sentIdentity } from './message-identity.ts';
 
 /** What a worker does with a message whose claim was refused. */
 export type RefusalDecision =
@@ -61,14 +61,6 @@ export function collides(old: JobItem | undefined, type: string): boolean {
   return old !== undefined && old.type !== type;
 }
 
-/** The identity of the message a claim request is for (its origin when leaseq re-sent it). */
-export function claimIdentity(req: {
-  readonly messageId: string;
-  readonly originId?: string;
-}): MessageIdentity {
-  return { messageId: req.messageId, originId: req.originId ?? req.messageId };
-}
-
 /**
  * True when a refused claim was refused by this very claim: the item names our owner and message and
  * was claimed at our request's time. That is a claim whose answer was lost and which the SDK retried;
@@ -106,7 +98,7 @@ export function needsLeasedClaim(
   old: JobItem,
   maxAttempts: number,
   now: number,
-  message?: MessageIdentity,
+  message?: MessageRef,
 ): boolean {
   // A DEAD key past its deadKeyUntil runs again, but only leased: its reset is the leased claim's.
   return (leasedRunOnly(old, maxAttempts) && isClaimable(old, now)) || deadKeyExpired(old, now, message);

@@ -6,6 +6,7 @@ import {
   JobCancelledError,
   LeaseLostError,
   LeaseRanOutError,
+  OptimisticConflictError,
   StoreRefusedError,
   StoreUnavailableError,
 } from '../../errors.ts';
@@ -27,13 +28,16 @@ export type FailureDecision =
   | { readonly kind: 'dead-letter'; readonly cause: DeadLetterCause }
   /**
    * Release the lease with a backoff and give the message back. `refundAttempt`: the attempt is not the
-   * job's failure (a store outage) and the item has refunds left; `outage`: the cause was the store's
-   * (refunded or not); `deadline`: the invocation ran out of time, retry at once.
+   * job's failure (a store outage) and the item has refunds left; `conflict`: the attempt ended in an
+   * optimistic conflict (someone else's write), so it is taken back and counted in the item's
+   * `conflicts` instead, with the conflict backoff; `outage`: the cause was the store's (refunded or
+   * not); `deadline`: the invocation ran out of time, retry at once.
    */
   | {
       readonly kind: 'retry';
       readonly delaySeconds: number;
       readonly refundAttempt: boolean;
+      readonly conflict: boolean;
       readonly deadline: boolean;
       readonly outage: boolean;
     };
@@ -48,14 +52,27 @@ export interface FailureFacts {
   readonly maxRefunds?: number;
   /** Backoff before attempt `attempts + 1`, in whole seconds. */
   readonly backoffSeconds: (attempts: number) => number;
+  /** Conflicts the item had given back before this attempt (its `conflicts`). @default 0 */
+  readonly conflicts?: number;
+  /** Conflicts an item may give back: past them the job is dead-lettered `max-conflicts`. @default DEFAULTS.maxConflicts */
+  readonly maxConflicts?: number;
+  /** Backoff after conflict number `n` (1 = first), in whole seconds. @default backoffSeconds */
+  readonly conflictBackoffSeconds?: (conflicts: number) => number;
+  /**
+   * False when the message can take no more give-backs that are not attempts (a FIFO message, which
+   * cannot be re-sent, past the receives at which a bounce would re-send it): a conflict then counts as
+   * an attempt, so the queue's own redrive is never reached. @default true
+   */
+  readonly conflictGiveBack?: boolean;
   /** The text the dead letter and DEAD item carry for the error. @default describe (capped, not redacted) */
   readonly errorText?: (error: unknown) => string;
 }
 
 /**
- * Decides what a failed attempt leads to, from the error and the item's attempt and refund counts. Pure.
- * The order matters: a lost lease first (the worker may no longer write anything), then errors that no
- * retry can fix, then outages (refunded while the item has refunds left), then the attempt budget.
+ * Decides what a failed attempt leads to, from the error and the item's attempt, refund and conflict
+ * counts. Pure. The order matters: a lost lease first (the worker may no longer write anything), then
+ * errors that no retry can fix, then optimistic conflicts (no attempt used: bounded by their own count),
+ * then outages (refunded while the item has refunds left), then the attempt budget.
  */
 export function decideFailure(error: unknown, facts: FailureFacts): FailureDecision {
   const text = facts.errorText ?? describe;
@@ -71,6 +88,25 @@ export function decideFailure(error: unknown, facts: FailureFacts): FailureDecis
         errorClass: errorClass(error),
         errorMessage: text(error),
       },
+    };
+  }
+  // Someone else changed a row the job wrote: not the job's failure. It goes back with a delay and the
+  // attempt is taken back, bounded apart so a job that never gets through still ends.
+  if (error instanceof OptimisticConflictError && facts.conflictGiveBack !== false) {
+    const conflicts = facts.conflicts ?? 0;
+    if (conflicts >= (facts.maxConflicts ?? DEFAULTS.maxConflicts)) {
+      return {
+        kind: 'dead-letter',
+        cause: { reason: 'max-conflicts', errorClass: errorClass(error), errorMessage: text(error) },
+      };
+    }
+    return {
+      kind: 'retry',
+      delaySeconds: (facts.conflictBackoffSeconds ?? facts.backoffSeconds)(conflicts + 1),
+      refundAttempt: false,
+      conflict: true,
+      deadline: false,
+      outage: false,
     };
   }
   // A run-out is the store's only when a renewal was tried and failed: nobody refused us, and a fenced
@@ -90,6 +126,7 @@ export function decideFailure(error: unknown, facts: FailureFacts): FailureDecis
     kind: 'retry',
     delaySeconds: deadline ? 0 : facts.backoffSeconds(facts.attempts),
     refundAttempt: refund,
+    conflict: false,
     deadline,
     outage,
   };

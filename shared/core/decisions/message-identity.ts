@@ -15,6 +15,9 @@ export interface MessageIdentity {
   readonly formerIds?: readonly string[];
 }
 
+/** A message as a claim request names it: its origin, when absent, is its own id. */
+export type MessageRef = Pick<MessageIdentity, 'messageId' | 'formerIds'> & { readonly originId?: string };
+
 /** The identity of a message leaseq never re-sent: it is its own origin. */
 export function sentIdentity(messageId: string): MessageIdentity {
   return { messageId, originId: messageId };
@@ -30,14 +33,15 @@ export function itemOrigin(item: Pick<JobItem, 'messageId' | 'originId'>): strin
  * job, under whatever id a re-send gave it. A copy the producer sent twice is another message (its own
  * origin); so is a redriven letter, which the CLI sends as a new message. Pure.
  */
-export function isOwnMessage(
-  item: Pick<JobItem, 'messageId' | 'originId'>,
-  message: MessageIdentity,
-): boolean {
+export function isOwnMessage(item: Pick<JobItem, 'messageId' | 'originId'>, message: MessageRef): boolean {
   if (item.messageId === undefined) return false;
+  const origin = message.originId ?? message.messageId;
   return (
     item.messageId === message.messageId ||
-    itemOrigin(item) === message.originId ||
+    // It descends from the message the item names (a redrive's message, re-sent by a bounce), or from
+    // that message's origin.
+    item.messageId === origin ||
+    itemOrigin(item) === origin ||
     (message.formerIds?.includes(item.messageId) ?? false)
   );
 }

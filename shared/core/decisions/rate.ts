@@ -15,25 +15,43 @@ export type RateDecision =
   | { readonly grant: false; readonly waitMs: number };
 
 /**
+ * How far ahead of the deciding worker's clock a logged grant may be stamped and still count. Workers
+ * whose clocks agree never log a grant ahead of a later decision (a take decides after it read the log,
+ * and `latest` covers the time its own requests took), so a stamp further ahead comes from a clock that
+ * runs fast. Such a grant is left out of the decision (and kept in the log for its own worker): a worker
+ * 10 minutes fast can then take up to `limit` permits a window beside the others, its own grants
+ * uncounted by them, instead of stamping the window 10 minutes ahead and stalling every other worker for
+ * that long (docs/jobs.md, "Rate limits"). A worker whose clock runs slow is in the same place: the
+ * others' grants are ahead of it, so it counts only its own.
+ */
+export const MAX_AHEAD_MS = 1000;
+
+/**
  * Grants when fewer than `limit` of the logged grants are within the window ending at `now`, writing the
  * pruned log plus `now`; else the wait until enough of them leave the window. `log` undefined: no item.
+ * `latest`: the deciding worker's clock now (at least `now`, which was read when its take began); grants
+ * logged more than {@link MAX_AHEAD_MS} after it are not counted, and are written back as they were.
  */
 export function decideRate(
   log: RateLog | undefined,
   limit: number,
   perSeconds: number,
   now: number,
+  latest: number = now,
 ): RateDecision {
   const windowMs = perSeconds * 1000;
-  const logged = [...(log?.grants ?? [])].sort((a, b) => a - b);
-  // Decided no earlier than the newest grant logged: a take whose `now` is older (its request was slow,
-  // or its worker's clock is behind) would otherwise miss grants an earlier write pruned by its own later
-  // time, and the grants would stop being in order. So the log only grows at its end, and what it prunes
-  // is out of every window a later decision can look at.
+  const bound = Math.max(now, latest) + MAX_AHEAD_MS;
+  const sorted = [...(log?.grants ?? [])].sort((a, b) => a - b);
+  const logged = sorted.filter((t) => t <= bound);
+  const ahead = sorted.filter((t) => t > bound);
+  // Decided no earlier than the newest grant counted: a take whose `now` is older (its request was slow,
+  // or its worker's clock is a little behind) would otherwise miss grants an earlier write pruned by its
+  // own later time, and the grants would stop being in order. So the counted log only grows at its end,
+  // and what it prunes is out of every window a later decision can look at.
   const at = Math.max(now, logged.at(-1) ?? now);
   const recent = logged.filter((t) => t > at - windowMs);
   if (recent.length < limit) {
-    return { grant: true, next: { version: (log?.version ?? 0) + 1, grants: [...recent, at] } };
+    return { grant: true, next: { version: (log?.version ?? 0) + 1, grants: [...recent, at, ...ahead] } };
   }
   // The grant whose leaving brings the count below the limit (more than `limit` after a limit was lowered).
   const leaving = recent[recent.length - limit] ?? at;

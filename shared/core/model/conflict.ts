@@ -110,6 +110,27 @@ function versionedPutCheck(effect: Effect): { seen: unknown; attribute: string }
   return undefined;
 }
 
+/**
+ * The row the effect at `index` writes, as `<table>\u0000<key JSON>`; undefined when the refusal was not
+ * one of `effects` or its key is unknown (a Put to a table the job did not declare). It names the row a
+ * conflict was on, so a worker's jobs can take turns on it (pipeline/row-turns.ts). Kept in memory only.
+ */
+export function conflictRow(
+  effects: readonly Effect[],
+  index: number,
+  tables: Readonly<Record<string, EffectTable>>,
+): string | undefined {
+  const effect = effects[index];
+  const op = effect?.Put ?? effect?.Update ?? effect?.Delete ?? effect?.ConditionCheck;
+  if (!effect || !op) return undefined;
+  const tableName = op.TableName ?? '';
+  const key = keyOf(
+    effect,
+    Object.values(tables).find((t) => t.name === tableName),
+  );
+  return key ? `${tableName}\u0000${jsonText(key)}` : undefined;
+}
+
 /** The effect's key: its `Key`, or for a Put the table's key attributes picked from its item. */
 function keyOf(effect: Effect, handle: EffectTable | undefined): Item | undefined {
   const key = (effect.Update?.Key ?? effect.Delete?.Key ?? effect.ConditionCheck?.Key) as Item | undefined;

@@ -12,6 +12,11 @@ export const MetricName = {
   LeaseLost: 'LeaseLost',
   LeaseRenewed: 'LeaseRenewed',
   OptimisticConflict: 'OptimisticConflict',
+  /**
+   * A job whose optimistic conflicts outlasted its in-process tries went back to the queue with the
+   * conflict backoff, its attempt taken back (dimension `jobType`). Not a failure: JobRetried does not count it.
+   */
+  ConflictRetries: 'ConflictRetries',
   CacheHit: 'CacheHit',
   CacheMiss: 'CacheMiss',
   StoreUnavailable: 'StoreUnavailable',

@@ -15,13 +15,14 @@ import type { Settings } from './settings.ts';
 /**
  * The claim (E1-E3), bounded by the lease it asks for: an answer that would come after the lease ended
  * is abandoned. Whatever breaks it, the job is never run unguarded: the message goes back with a backoff
- * and the result is undefined.
+ * and the result is undefined. `onlyIfMessageId`: only the existing item that names that message (E13).
  */
 export async function claim(
   s: Settings,
   job: Job,
   leaseMs: number,
   now: number,
+  onlyIfMessageId?: string,
 ): Promise<ClaimResult | undefined> {
   const { envelope, message, log } = job;
   const { originId } = message.identity;
@@ -41,6 +42,7 @@ export async function claim(
             createdAt: envelope.createdAt,
             leaseMs,
             now,
+            ...(onlyIfMessageId === undefined ? {} : { onlyIfMessageId }),
           },
           { signal: bound.signal },
         ),

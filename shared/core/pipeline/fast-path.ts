@@ -8,7 +8,7 @@ import { JobStatus } from '../contract/statuses.ts';
 import { collides, needsLeasedClaim } from '../decisions/claim-decision.ts';
 import { leaseSafetyMs } from '../decisions/lease-timing.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';
-import { describeConflict } from '../model/conflict.ts';
+import { conflictRow, describeConflict } from '../model/conflict.ts';
 import { namedLeaseLost } from '../model/job-context.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
 import { MetricName } from '../observe/metric-names.ts';
@@ -174,6 +174,10 @@ async function runAndCommitOnce(
     },
     (refused) =>
       !refused.ok && refused.reason !== 'refused' && context.lostLeaseAt(refused, effectCount) === undefined,
+    (refused) =>
+      !refused.ok && refused.reason === 'effect-conflict'
+        ? conflictRow(committed, refused.index, context.tables)
+        : undefined,
   );
   if (answer.ok || answer.reason === 'refused') return answer;
   const lost = context.lostLeaseAt(answer, effectCount);

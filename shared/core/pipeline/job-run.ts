@@ -10,6 +10,7 @@ import type { AnyJobDefinition, JobOutcome } from '../model/job-definition.ts';
 import { validatePayload } from '../model/standard-schema.ts';
 import type { JobLog } from '../observe/job-log.ts';
 import { MetricName } from '../observe/metric-names.ts';
+import type { EndTurn } from './row-turns.ts';
 import type { Settings } from './settings.ts';
 
 /**
@@ -76,17 +77,30 @@ export async function runAndCommit<R>(
   },
   commit: (outcome: JobOutcome | undefined) => Promise<R>,
   conflicted: (answer: R) => boolean,
+  /** The row a conflicted answer was refused on (conflict.ts conflictRow); undefined: unknown. */
+  rowOf: (answer: R) => string | undefined = () => undefined,
 ): Promise<R> {
   const { definition, context, signal, log } = run;
-  for (let tryNumber = 1; ; tryNumber++) {
-    const outcome = (await abortable(definition.run(context, run.payload), signal)) || undefined;
-    signal.throwIfAborted();
-    const answer = await commit(outcome);
-    if (!conflicted(answer)) return answer;
-    s.metrics.count(MetricName.OptimisticConflict);
-    log.info(`${run.what} hit an optimistic conflict; re-reading and retrying`, { try: tryNumber });
-    if (tryNumber >= s.optimisticTries) return answer;
-    await conflictPause(tryNumber, s.random);
+  // After a conflict the re-run waits for its turn on the row behind this worker's other jobs that
+  // conflicted on it (row-turns.ts): held for one run and its commit.
+  let endTurn: EndTurn | undefined;
+  try {
+    for (let tryNumber = 1; ; tryNumber++) {
+      const outcome = (await abortable(definition.run(context, run.payload), signal)) || undefined;
+      signal.throwIfAborted();
+      const answer = await commit(outcome);
+      endTurn?.();
+      endTurn = undefined;
+      if (!conflicted(answer)) return answer;
+      s.metrics.count(MetricName.OptimisticConflict);
+      log.info(`${run.what} hit an optimistic conflict; re-reading and retrying`, { try: tryNumber });
+      if (tryNumber >= s.optimisticTries) return answer;
+      await conflictPause(tryNumber, s.random);
+      const row = rowOf(answer);
+      if (row !== undefined) endTurn = await s.rowTurns.take(row, signal);
+    }
+  } finally {
+    endTurn?.();
   }
 }
 

@@ -4,7 +4,7 @@ import { JobCancelledError, LeaseLostError, OptimisticConflictError } from '../.
 import type { Effect } from '../contract/job-store.ts';
 import { leaseSafetyMs } from '../decisions/lease-timing.ts';
 import { Heartbeat } from '../leases/heartbeat.ts';
-import { describeConflict } from '../model/conflict.ts';
+import { conflictRow, describeConflict } from '../model/conflict.ts';
 import { namedLeaseLost } from '../model/job-context.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import type { Attempt } from './attempt.ts';
@@ -86,6 +86,7 @@ async function runAndCommitFenced(s: Settings, attempt: Attempt, heartbeat: Hear
       },
       // A refusal at a named lease's fence is that lease lost, not a conflict to re-run.
       (refused) => !refused.ok && context.lostLeaseAt(refused, effectCount) === undefined,
+      (refused) => (refused.ok ? undefined : conflictRow(committed, refused.index, context.tables)),
     );
     if (!answer.ok) {
       const lost = context.lostLeaseAt(answer, effectCount);

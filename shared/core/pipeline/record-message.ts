@@ -12,10 +12,25 @@ import type { JobLog } from '../observe/job-log.ts';
  */
 export const ORIGIN_ATTRIBUTE = 'leaseq-origin';
 /**
- * What re-sends carried before {@link ORIGIN_ATTRIBUTE}: up to 10 replaced ids, the oldest first. Read
- * (its first id is the origin of a message re-sent at most 10 times) but no longer written.
+ * The ids a message was sent in place of, the oldest first: what a redrive's message carries (the
+ * letter's message id, which the reset item names: resentInPlaceOf), and what a limit's re-send carried
+ * before {@link ORIGIN_ATTRIBUTE} (up to 10). Read into the message's identity; its first id is the origin.
  */
 export const RESENT_FROM_ATTRIBUTE = 'leaseq-resent-from';
+
+/**
+ * The SendMessage fields of a message sent in place of `messageId` (a redrive's, shared/ops/dlq-redrive.ts):
+ * the job item its redrive reset still names that message, so a worker that must refuse the body (its
+ * claim-checked payload gone, an edit its schema refuses) knows it as the job's own message and ends the
+ * job DEAD instead of leaving it waiting (docs/protocol.md, E13). None without an id.
+ */
+export function resentInPlaceOf(messageId: string | undefined): {
+  MessageAttributes?: Record<string, { DataType: 'String'; StringValue: string }>;
+} {
+  return messageId
+    ? { MessageAttributes: { [RESENT_FROM_ATTRIBUTE]: { DataType: 'String', StringValue: messageId } } }
+    : {};
+}
 
 /**
  * The message side of one record: give it back (visible again after a delay) or delete it. Neither

@@ -12,6 +12,7 @@ import { stopCancelled } from './cancelled.ts';
 import { completedEarlier } from './commit.ts';
 import type { DeadLetterer } from './dead-letterer.ts';
 import { noteLeaseLost } from './history.ts';
+import { RESEND_AT_RECEIVES } from './limit-bounce.ts';
 import type { RecordAction } from './outcome.ts';
 import type { Settings } from './settings.ts';
 
@@ -29,7 +30,15 @@ export async function settleFailure(
     maxAttempts: s.maxAttempts,
     refunds: attempt.lease.refunds ?? 0,
     maxRefunds: s.maxRefunds,
+    conflicts: attempt.lease.conflicts ?? 0,
+    maxConflicts: s.maxConflicts,
     backoffSeconds: s.backoffSeconds,
+    conflictBackoffSeconds: s.conflictBackoffSeconds,
+    // A FIFO re-send goes to its group's tail (limit-bounce.ts), which a conflict does not take: it keeps
+    // its place, and past the bounce's re-send point its conflicts count as attempts.
+    conflictGiveBack:
+      attempt.message.record.attributes.SequenceNumber === undefined ||
+      attempt.message.receives < RESEND_AT_RECEIVES,
     errorText: s.errorText,
   });
   switch (decision.kind) {
@@ -59,14 +68,23 @@ async function release(
   decision: Extract<FailureDecision, { kind: 'retry' }>,
 ): Promise<RecordAction> {
   const { message, log, lease } = attempt;
-  log.warn('attempt failed; releasing the lease and retrying after a backoff', {
-    reason: errorClass(error),
-    error: s.errorText(error),
-    delaySeconds: decision.delaySeconds,
-    checkpoint: lease.checkpoint?.step,
-    attemptsLeft: s.maxAttempts - lease.attempts + (decision.refundAttempt ? 1 : 0),
-    refunded: decision.refundAttempt,
-  });
+  if (decision.conflict) {
+    log.info('optimistic conflict outlasted its tries; giving the job back without using an attempt', {
+      error: s.errorText(error),
+      delaySeconds: decision.delaySeconds,
+      conflicts: (lease.conflicts ?? 0) + 1,
+      maxConflicts: s.maxConflicts,
+    });
+  } else {
+    log.warn('attempt failed; releasing the lease and retrying after a backoff', {
+      reason: errorClass(error),
+      error: s.errorText(error),
+      delaySeconds: decision.delaySeconds,
+      checkpoint: lease.checkpoint?.step,
+      attemptsLeft: s.maxAttempts - lease.attempts + (decision.refundAttempt ? 1 : 0),
+      refunded: decision.refundAttempt,
+    });
+  }
   const bound = boundedSignal(Math.max(s.leaseMs, lease.leaseUntil - s.now()), 'release');
   try {
     await releaseWithRefund(s, attempt, error, decision, bound.signal);
@@ -93,12 +111,23 @@ async function release(
   }
   // Counted once the attempt was released (or left to expire): not for a job found completed or lost.
   if (decision.outage) s.metrics.count(MetricName.StoreUnavailable);
-  s.metrics.count(MetricName.JobRetried, 1, byType(attempt.envelope));
+  s.metrics.count(
+    decision.conflict ? MetricName.ConflictRetries : MetricName.JobRetried,
+    1,
+    byType(attempt.envelope),
+  );
   trace.getActiveSpan()?.addEvent('leaseq.retry', {
     'leaseq.retry.delay_seconds': decision.delaySeconds,
     'error.type': errorClass(error),
+    ...(decision.conflict ? { 'leaseq.retry.conflict': true } : {}),
   });
-  await message.giveBack(decision.delaySeconds, errorClass(error));
+  // A conflict's give-back is a receive that is no attempt, as a limit's bounce is: from the same
+  // receive count on it re-sends the message, so the queue's redrive never counts a hot row's waits.
+  const resent =
+    decision.conflict &&
+    message.receives >= RESEND_AT_RECEIVES &&
+    (await message.resend(decision.delaySeconds));
+  if (!resent) await message.giveBack(decision.delaySeconds, errorClass(error));
   if (error instanceof LeaseRanOutError) return 'lease-ran-out';
   return decision.deadline ? 'deadline' : 'retry';
 }
@@ -107,10 +136,10 @@ async function release(
 const REFUND_RETRY_PAUSE_MS = 200;
 
 /**
- * The fenced release. A refund that fails is tried again until `signal` (its bound) ends: left to
- * expire, the lease would be taken over with an attempt counted, and on the last attempt that
- * dead-letters a job for the store's outage ("Exhausted takeover"). A release without a refund loses
- * nothing by expiring, so it is tried once.
+ * The fenced release. A refund (an outage's or a conflict's) that fails is tried again until `signal`
+ * (its bound) ends: left to expire, the lease would be taken over with an attempt counted, and on the
+ * last attempt that dead-letters a job for the store's outage or someone else's write ("Exhausted
+ * takeover"). A release without a refund loses nothing by expiring, so it is tried once.
  */
 async function releaseWithRefund(
   s: Settings,
@@ -128,6 +157,7 @@ async function releaseWithRefund(
         { message: s.errorText(error), errorClass: errorClass(error) },
         {
           refundAttempt: decision.refundAttempt,
+          conflict: decision.conflict,
           signal,
           // A run-out ends the attempt: the release tells it in the history, in the same write.
           ...(error instanceof LeaseRanOutError ? { leaseLost: s.errorText(error) } : {}),
@@ -141,11 +171,12 @@ async function releaseWithRefund(
       if (
         failedBefore &&
         releaseError instanceof LeaseLostError &&
-        (await releasedByUs(s, attempt, signal))
+        (await releasedByUs(s, attempt, decision.conflict ? 'conflicts' : 'refunds', signal))
       ) {
         return;
       }
-      if (!decision.refundAttempt || releaseError instanceof LeaseLostError || signal.aborted) {
+      const refunds = decision.refundAttempt || decision.conflict;
+      if (!refunds || releaseError instanceof LeaseLostError || signal.aborted) {
         throw releaseError;
       }
       failedBefore = true;
@@ -159,10 +190,15 @@ async function releaseWithRefund(
 
 /**
  * Whether the item is this lease's refund release: RETRY_WAIT one version on, same token (no claim since),
- * with the attempt counted back and the refund counted (a redrive, the only other writer that keeps the
- * token, removes the refunds). Unknown (the read failed) counts as no.
+ * with the attempt counted back and the refund (or the conflict) counted (a redrive, the only other
+ * writer that keeps the token, removes both counts). Unknown (the read failed) counts as no.
  */
-async function releasedByUs(s: Settings, attempt: Attempt, signal: AbortSignal): Promise<boolean> {
+async function releasedByUs(
+  s: Settings,
+  attempt: Attempt,
+  counter: 'refunds' | 'conflicts',
+  signal: AbortSignal,
+): Promise<boolean> {
   const { lease } = attempt;
   try {
     const item = await s.store.get(lease.dedupKey, { signal });
@@ -172,7 +208,7 @@ async function releasedByUs(s: Settings, attempt: Attempt, signal: AbortSignal):
       item.token === lease.token &&
       item.version === lease.version + 1 &&
       item.attempts === lease.attempts - 1 &&
-      item.refunds === (lease.refunds ?? 0) + 1
+      (item[counter] ?? 0) === (lease[counter] ?? 0) + 1
     );
   } catch {
     return false;

@@ -9,13 +9,19 @@ import type { JobStore } from '../contract/job-store.ts';
 import type { LeaseStore } from '../contract/lease-store.ts';
 import type { PayloadStore } from '../contract/payload-store.ts';
 import type { RateStore } from '../contract/rate-store.ts';
-import { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from '../decisions/backoff.ts';
+import {
+  type BackoffPolicy,
+  backoffSeconds,
+  CONFLICT_BACKOFF,
+  DEFAULT_BACKOFF,
+} from '../decisions/backoff.ts';
 import { leaseTiming } from '../decisions/lease-timing.ts';
 import type { TableHandleSource } from '../model/job-definition.ts';
 import { rateLimits } from '../model/rate-limit.ts';
 import { concurrencyLimits, type JobRegistry } from '../model/registry.ts';
 import { type MetricsSink, noMetrics } from '../observe/metrics.ts';
 import type { CompletedCache } from './completed-cache.ts';
+import { RowTurns } from './row-turns.ts';
 
 /** Settings of a {@link JobProcessor}; every default is applied by {@link resolveSettings}. */
 export interface JobProcessorOptions {
@@ -55,8 +61,15 @@ export interface JobProcessorOptions {
   readonly maxAttempts?: number;
   /** Attempts one job item may have refunded (store outages) before they count. @default DEFAULTS.maxRefunds (3) */
   readonly maxRefunds?: number;
+  /**
+   * Optimistic conflicts one job may give back (each uses no attempt) before it is dead-lettered
+   * `max-conflicts`. @default DEFAULTS.maxConflicts (20)
+   */
+  readonly maxConflicts?: number;
   /** @default DEFAULT_BACKOFF (2 s base, 900 s cap) */
   readonly backoff?: BackoffPolicy;
+  /** The delay after an optimistic conflict. @default CONFLICT_BACKOFF (2 s base, 60 s cap) */
+  readonly conflictBackoff?: BackoffPolicy;
   /** In-process tries of an optimistic completion before giving the job back. @default DEFAULTS.optimisticTries (3) */
   readonly optimisticTries?: number;
   /**
@@ -102,6 +115,7 @@ export interface Settings {
   readonly heartbeatMs: number;
   readonly maxAttempts: number;
   readonly maxRefunds: number;
+  readonly maxConflicts: number;
   readonly optimisticTries: number;
   readonly maxReceiveCount: number | undefined;
   /** What parseEnvelope checks every body against: built once, not per record. */
@@ -110,6 +124,10 @@ export interface Settings {
   readonly now: () => number;
   /** The backoff policy with this worker's randomness: whole seconds before retry `attempts` + 1. */
   readonly backoffSeconds: (attempts: number) => number;
+  /** This worker's turns on rows its jobs' commits conflicted on (row-turns.ts). */
+  readonly rowTurns: RowTurns;
+  /** The conflict backoff with this worker's randomness: whole seconds after conflict `n` (1 = first). */
+  readonly conflictBackoffSeconds: (conflicts: number) => number;
   /** The text stored or emitted for a thrown value: `redactError` applied, capped, valid (errors.ts errorText). */
   readonly errorText: (error: unknown) => string;
 }
@@ -128,8 +146,14 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
   }
   if (options.maxBodyBytes !== undefined) checkMaxBodyBytes(options.maxBodyBytes);
   const maxRefunds = options.maxRefunds ?? DEFAULTS.maxRefunds;
-  if (!(Number.isInteger(maxRefunds) && maxRefunds >= 0)) {
-    throw new RangeError(`maxRefunds must be an integer >= 0, received ${maxRefunds}`);
+  const maxConflicts = options.maxConflicts ?? DEFAULTS.maxConflicts;
+  for (const [name, value] of [
+    ['maxRefunds', maxRefunds],
+    ['maxConflicts', maxConflicts],
+  ] as const) {
+    if (!(Number.isInteger(value) && value >= 0)) {
+      throw new RangeError(`${name} must be an integer >= 0, received ${value}`);
+    }
   }
   const registry = options.registry;
   // A registry may be absent where a test builds a processor it never runs a record through.
@@ -167,6 +191,7 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
     heartbeatMs: timing.heartbeatMs,
     maxAttempts: options.maxAttempts ?? DEFAULTS.maxAttempts,
     maxRefunds,
+    maxConflicts,
     optimisticTries: options.optimisticTries ?? DEFAULTS.optimisticTries,
     maxReceiveCount: options.maxReceiveCount,
     parseOptions: {
@@ -176,6 +201,9 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
     random,
     now: options.now ?? Date.now,
     backoffSeconds: (attempts) => backoffSeconds(attempts, backoff, random),
+    rowTurns: new RowTurns(),
+    conflictBackoffSeconds: (conflicts) =>
+      backoffSeconds(conflicts, options.conflictBackoff ?? CONFLICT_BACKOFF, random),
     errorText: (error) => errorText(error, redact),
   };
 }

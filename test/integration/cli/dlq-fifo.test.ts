@@ -1,4 +1,5 @@
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { destroyAwsClients } from '../../../shared/aws/clients.ts';
 import { deadLetterAttributes } from '../../../shared/core/adapters/sqs-job-queue.ts';
@@ -144,4 +145,77 @@ describe('Command: leaseq dlq, on a FIFO DLQ holding one group of 25 letters', (
       destroyAwsClients(clients);
     }
   }, 180_000);
+});
+
+describe('Function: redrive, on a FIFO DLQ with two letters of one key (issue 31)', () => {
+  it("sends the newest death's letter though the older one heads the group, and keeps the older", async () => {
+    // Prepare: the key was reset by a fresh send after its first death; the new job died too. Both
+    // letters in the key's group, the older first.
+    const dedupKey = uniqueName('fifo2');
+    const group = uniqueName('g');
+    const now = Date.now();
+    await env.clients.doc.send(
+      new PutCommand({
+        TableName: env.jobsTable,
+        Item: {
+          dedupKey,
+          status: 'DEAD',
+          type: 'ledger.credit',
+          messageId: 'm-second',
+          token: 8,
+          attempts: 3,
+          version: 9,
+          leaseUntil: 0,
+          deadAt: now - 1000,
+          history: [{ e: 'reset', at: now - 60_000, wasDeadAt: now - 120_000 }],
+        },
+      }),
+    );
+    for (const [v, messageId, deadAt] of [
+      [1, 'm-first', now - 120_000],
+      [2, 'm-second', now - 1000],
+    ] as const) {
+      await env.clients.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: env.dlqUrl,
+          MessageBody: JSON.stringify(
+            makeEnvelope({ id: `v${v}`, dedupKey, type: 'ledger.credit', payload: { v } }),
+          ),
+          MessageAttributes: {
+            ...deadLetterAttributes({
+              reason: 'max-attempts',
+              errorClass: 'Error',
+              errorMessage: 'no',
+              attempts: 3,
+              dedupKey,
+              worker: 'w-fifo',
+              messageId,
+              type: 'ledger.credit',
+            }),
+            'leaseq.deadAt': { DataType: 'String', StringValue: new Date(deadAt).toISOString() },
+          },
+          MessageGroupId: group,
+          MessageDeduplicationId: `${messageId}-dead`,
+        }),
+      );
+    }
+    const names = {
+      queueUrl: env.queueUrl,
+      dlqUrl: env.dlqUrl,
+      jobsTable: env.jobsTable,
+      leasesTable: env.leasesTable,
+    };
+
+    // Act
+    const report = await redrive({ clients: env.clients, names }, { filter: { dedupKey } });
+
+    // Assess: v2 sent, v1 skipped as the older job's and released (visible again at once).
+    expect(report).toMatchObject({ matched: 2, redriven: 1, skipped: 1 });
+    expect(report.items.find((i) => i.outcome === 'skipped')).toMatchObject({ skip: 'newer-job' });
+    const sent = await env.clients.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: env.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
+    expect((sent.Messages ?? []).map((m) => JSON.parse(m.Body ?? '{}').payload)).toEqual([{ v: 2 }]);
+    expect(await queueCounts(env, env.dlqUrl)).toEqual({ visible: 1, inFlight: 0, delayed: 0 });
+  }, 60_000);
 });

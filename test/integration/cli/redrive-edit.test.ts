@@ -1,6 +1,7 @@
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,11 +16,35 @@ import { leaseq } from './run-cli.ts';
 let env: CoreEnv;
 let prefix: string;
 
+// The deployment's job module, with mail.send's schema: an edited payload is checked against it. It lives
+// under .leaseq/ so it resolves zod and leaseq as project code does.
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const moduleDir = join(ROOT, '.leaseq', 'tmp', uniqueName('editjobs'));
+const jobModule = join(moduleDir, 'jobs.ts');
+
 beforeAll(async () => {
   env = await coreEnv('cliedit');
   prefix = env.jobsTable.replace(/-jobs$/, '');
+  mkdirSync(moduleDir, { recursive: true });
+  writeFileSync(
+    jobModule,
+    `import { z } from 'zod';
+import { defineJob, defineJobs } from ${JSON.stringify(join(ROOT, 'shared', 'index.ts'))};
+
+export default defineJobs([
+  defineJob({
+    type: 'mail.send',
+    payload: z.object({ to: z.string().email(), subject: z.string().min(1) }),
+    run: async () => ({ result: { sent: true } }),
+  }),
+]);
+`,
+  );
 });
-afterAll(() => env?.close());
+afterAll(() => {
+  env?.close();
+  rmSync(moduleDir, { recursive: true, force: true });
+});
 
 /** A DEAD job item and its dead letter (the envelope with the bad payload). */
 async function deadJob(dedupKey: string): Promise<string> {
@@ -72,6 +97,8 @@ describe('Command: leaseq dlq redrive --payload-file', () => {
       dedupKey,
       '--payload-file',
       file,
+      '--job-module',
+      jobModule,
       '--yes',
       '--json',
     ]);
@@ -124,6 +151,8 @@ describe('Command: leaseq dlq redrive --payload-file', () => {
       dedupKey,
       '--payload-file',
       payloadFile(text),
+      '--job-module',
+      jobModule,
       '--yes',
     ]);
 
@@ -134,5 +163,51 @@ describe('Command: leaseq dlq redrive --payload-file', () => {
       .Item as JobItem;
     expect(item.status).toBe(JobStatus.Dead);
     expect(item.history).toBeUndefined();
+  });
+
+  it.each([
+    [
+      "that its job type's schema refuses, naming the field",
+      jobModule,
+      JSON.stringify({ to: 'nobody', subject: 'hi' }),
+      /^leaseq: the corrected payload does not fit job type mail\.send: payload\.to: [^\n]+; nothing was changed$/m,
+    ],
+    [
+      'of a type the job module does not define',
+      'examples/ledger/jobs.ts',
+      JSON.stringify({ to: 'ana@example.com', subject: 'hi' }),
+      /^leaseq: the corrected payload does not fit job type mail\.send: the job module [^\n]*jobs\.ts defines no job type mail\.send \(pass the deployment's --job-module\); nothing was changed$/m,
+    ],
+  ])('refuses a payload %s, in one line, before anything changes', async (_what, module, text, message) => {
+    // Prepare
+    const dedupKey = uniqueName('mail');
+    await deadJob(dedupKey);
+
+    // Act
+    const run = await leaseq([
+      'dlq',
+      'redrive',
+      '--prefix',
+      prefix,
+      '--dedup-key',
+      dedupKey,
+      '--payload-file',
+      payloadFile(text),
+      '--job-module',
+      module,
+      '--yes',
+    ]);
+
+    // Assess: the refusal in one line (after the target and the confirmation), non-zero; the item and the letter as they were, nothing sent.
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(message);
+    const item = (await env.clients.doc.send(new GetCommand({ TableName: env.jobsTable, Key: { dedupKey } })))
+      .Item as JobItem;
+    expect(item.status).toBe(JobStatus.Dead);
+    expect(item.history).toBeUndefined();
+    const sent = await env.clients.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: env.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
+    expect((sent.Messages ?? []).map((m) => JSON.parse(m.Body ?? '{}').dedupKey)).not.toContain(dedupKey);
   });
 });

@@ -1,11 +1,16 @@
 /**
  * `leaseq ui` in a real browser (Debian's chromium driven by playwright-core) against the emulator, after
  * a run with a retry, a dead letter and a stuck lease: the pages, the token, the redrive, the bound
- * address, keyboard reach and labels. Screenshots go to docs/ (ui-overview.png, ui-job.png).
+ * address, keyboard reach and labels; the session that a server on another local port cannot get, and
+ * the link that leaves the address bar and is spent in the history. Screenshots go to docs/
+ * (ui-overview.png, ui-job.png).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, request } from 'node:http';
 import { connect } from 'node:net';
-import { networkInterfaces } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,6 +50,52 @@ let stderr = '';
 let browser: Browser;
 let tracing: WorkerTracing | undefined;
 
+/** Node's SQLite (Node 22), to read Chromium's History file; its types are newer than @types/node here. */
+interface SqliteModule {
+  DatabaseSync: new (
+    path: string,
+    options: { readOnly: boolean },
+  ) => { prepare(sql: string): { all(): unknown[] }; close(): void };
+}
+const sqlite = async () => (await import('node:sqlite' as string)) as SqliteModule;
+
+/** The newest link `leaseq ui` printed: the first, or the one it gave after the last was used. */
+function latestLink(): string {
+  const next = [...stderr.matchAll(/for another browser: (\S+)/g)].at(-1)?.[1];
+  return next ?? url;
+}
+
+/**
+ * A request to the inspector as any local process can send it: to 127.0.0.1 with the Host it chooses
+ * (Node's resolver does not know `*.localhost`; a thief's request names the inspector's host itself).
+ */
+function raw(
+  path: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; body: string }> {
+  const target = new URL(origin);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: Number(target.port),
+        path,
+        method: options.method ?? 'GET',
+        headers: { host: target.host, ...options.headers },
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (chunk) => {
+          body += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
 async function drain(worker: ReturnType<typeof makeWorker>): Promise<void> {
   const done = await eventually(
     async () => {
@@ -78,8 +129,20 @@ beforeAll(async () => {
     ui.once('exit', (code) => reject(new Error(`leaseq ui exited ${code}: ${stderr}`)));
   });
   origin = new URL(url).origin;
-  // This process's workers export their spans to the inspector, as a worker pointed at it would.
-  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = origin;
+  // This process's workers export their spans to the inspector, as a worker given the printed
+  // variables would (the endpoint and the trace token header).
+  const printed = await new Promise<RegExpExecArray>((resolve, reject) => {
+    const started = Date.now();
+    const look = () => {
+      const found = /OTEL_EXPORTER_OTLP_ENDPOINT=(\S+)(?: OTEL_EXPORTER_OTLP_HEADERS=(\S+))?/.exec(stderr);
+      if (found) resolve(found);
+      else if (Date.now() - started > 10_000) reject(new Error(`no traces line: ${stderr}`));
+      else setTimeout(look, 20);
+    };
+    look();
+  });
+  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = printed[1];
+  if (printed[2]) process.env.OTEL_EXPORTER_OTLP_HEADERS = printed[2];
   process.env.OTEL_SERVICE_NAME = 'ui-test-worker';
   tracing = startTracingFromEnv();
   browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
@@ -133,7 +196,7 @@ describe('leaseq ui in a browser', () => {
 
     const page: Page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     // The printed URL: its token becomes the cookie and leaves the address bar.
-    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{43}$/);
+    expect(url).toMatch(/^http:\/\/[0-9a-f]{24}\.leaseq\.localhost:\d+\/\?token=[A-Za-z0-9_-]{43}$/);
     await page.goto(url);
     expect(new URL(page.url()).search).toBe('');
     await expect(page.locator('h1').textContent()).resolves.toBe('Overview');
@@ -207,7 +270,7 @@ describe('leaseq ui in a browser', () => {
     await page.locator('#confirm').focus();
     await page.keyboard.press('Enter');
     await page.waitForSelector('#outcome');
-    await expect(page.locator('#outcome').textContent()).resolves.toBe('1 redriven, 0 not.');
+    await expect(page.locator('#outcome').textContent()).resolves.toBe('1 letter: 1 redriven, 0 not.');
     // The job runs again and completes.
     await drain(makeWorker(env, ledgerJobs, { worker: 'w-after', maxAttempts: 3 }));
     await page.goto(`${origin}/jobs/${encodeURIComponent(deadKey)}`);
@@ -215,16 +278,86 @@ describe('leaseq ui in a browser', () => {
       'COMPLETED',
     );
 
-    // The same action without the token (no cookie) is refused, and does nothing.
-    const refused = await fetch(`${origin}/dlq/purge`, {
+    // The same action without the session (no cookie) is refused, and does nothing.
+    const refused = await raw('/dlq/purge', {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: 'confirmed=yes',
     });
     expect(refused.status).toBe(403);
-    expect((await fetch(`${origin}/`)).status).toBe(403);
+    expect((await raw('/')).status).toBe(403);
     await page.close();
     process.stderr.write(`ui browser test: ${Date.now() - started} ms\n`);
+  });
+
+  it('a server on another local port that the browser visits gets no usable session: replaying what it got is refused', async () => {
+    // Cookies are not scoped by port: a cookie of 127.0.0.1:<inspector> goes to 127.0.0.1:<any port>. The
+    // session cookie belongs to the inspector's own random host name, which another port's server is not.
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(latestLink());
+    await expect(page.locator('h1').textContent()).resolves.toBe('Overview');
+    const got: string[] = [];
+    const thief = createServer((req, res) => {
+      got.push(req.headers.cookie ?? '');
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<title>elsewhere</title><p>another local server</p>');
+    });
+    await new Promise<void>((resolve) => thief.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (thief.address() as { port: number }).port;
+      // The loopback's names, and a name under .leaseq.localhost that is not this start's.
+      for (const host of ['127.0.0.1', 'localhost', 'f00dfeedf00dfeedf00dfeed.leaseq.localhost'])
+        await page.goto(`http://${host}:${port}/`);
+      expect(got.length).toBeGreaterThanOrEqual(3);
+      for (const cookie of got) {
+        // What a thief does with what it got: the inspector's pages and an action, naming its host.
+        const headers = { cookie, 'content-type': 'application/x-www-form-urlencoded' };
+        expect((await raw('/dlq', { headers })).status, cookie).toBe(403);
+        const cancel = await raw('/dlq/purge', { method: 'POST', headers, body: 'confirmed=yes' });
+        expect(cancel.status, cookie).toBe(403);
+      }
+      // The browser itself still has its session on the inspector's own name.
+      await page.goto(`${origin}/dlq`);
+      await expect(page.locator('h1').textContent()).resolves.toBe('Dead letters');
+    } finally {
+      await context.close();
+      await new Promise((resolve) => thief.close(resolve));
+    }
+  });
+
+  it("the link leaves the address bar and the session history, and the browser's history keeps only a spent one", async () => {
+    // Chromium's History database keeps every URL opened, the one a redirect left too: the link must open
+    // nothing once traded. (A persistent profile: only it writes the History file.)
+    const profile = mkdtempSync(join(tmpdir(), 'leaseq-ui-profile-'));
+    try {
+      const context = await chromium.launchPersistentContext(profile, {
+        executablePath: chromiumPath(),
+        args: ['--no-sandbox'],
+      });
+      const page = context.pages()[0] ?? (await context.newPage());
+      const link = latestLink();
+      await page.goto(link);
+      await expect(page.locator('h1').textContent()).resolves.toBe('Overview');
+      expect(page.url()).toBe(`${origin}/`);
+      const entries = await page.evaluate<string>('String(history.length) + " " + location.href');
+      expect(entries).not.toContain('token');
+      await page.goBack();
+      expect(page.url()).not.toContain('token=');
+      await context.close();
+      const db = new (await sqlite()).DatabaseSync(join(profile, 'Default', 'History'), { readOnly: true });
+      const kept = (db.prepare('SELECT url FROM urls').all() as { url: string }[]).map((r) => r.url);
+      db.close();
+      const withToken = kept.filter((u) => u.includes('token='));
+      expect(withToken).toContain(link);
+      // Anyone who reads the history (a synced device, someone at the screen) gets a spent link.
+      for (const u of withToken) {
+        const replay = await raw(`${new URL(u).pathname}${new URL(u).search}`);
+        expect(replay.status, u).toBe(403);
+      }
+    } finally {
+      rmSync(profile, { recursive: true, force: true });
+    }
   });
 
   it("listens on 127.0.0.1 only: the machine's other addresses refuse the port", async () => {

@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAwsClients } from '../../../shared/aws/clients.ts';
+import { documentedInstalls, runDocumented } from '../../support/documented-installs.ts';
 import { runTag, testClients, testEndpoint, uniqueName } from '../../support/env.ts';
 
 // What a new user does: install the packed tarball into their own project (outside this repository),
@@ -95,30 +96,18 @@ beforeAll(async () => {
     join(project, 'package.json'),
     JSON.stringify({ name: 'adopter', type: 'module', private: true }),
   );
-  const install = (...specs: string[]) =>
-    run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...specs], {
-      cwd: project,
-      maxBuffer: 64 * 1024 * 1024,
-    });
-  // First what a service that only sends jobs installs: leaseq alone.
-  await install(tarball);
+  // Exactly the lines docs/jobs.md's Install section gives, with the versions a user gets today (no pins),
+  // `leaseq` read as the tarball: the first line is what a service that only sends jobs installs.
+  const [first, ...rest] = documentedInstalls(
+    readFileSync(join(ROOT, 'docs', 'jobs.md'), 'utf8'),
+    '## Install',
+  );
+  if (first === undefined) throw new Error('docs/jobs.md gives no install line');
+  await runDocumented(first, project, tarball);
   lean = await leanInstall();
-  // Then what docs/jobs.md tells a user to add for the construct, local workers and TypeScript job
-  // modules: the optional peers (aws-cdk-lib, constructs, esbuild, tsx).
-  const dev = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).devDependencies as Record<
-    string,
-    string
-  >;
-  // And what `leaseq local deploy` needs in the user's project: the CDK CLI and the CloudFormation client.
-  const peers = [
-    'aws-cdk-lib',
-    'constructs',
-    'esbuild',
-    'tsx',
-    'aws-cdk',
-    '@aws-sdk/client-cloudformation',
-  ].map((name) => `${name}@${dev[name]}`);
-  await install('zod@4', ...peers);
+  // Then the optional peers (aws-cdk-lib, constructs, esbuild, tsx) and what `leaseq local deploy` needs in
+  // the user's project (the CDK CLI and the CloudFormation client), as the page says.
+  for (const line of rest) await runDocumented(line, project, tarball);
   writeFileSync(
     join(project, 'jobs.mjs'),
     `import { z } from 'zod';
@@ -264,6 +253,28 @@ describe('The packed package, installed into a project of its own', () => {
       `packed: ${packed.entryCount} files, ${(packed.size / 1024).toFixed(0)} KiB (${(packed.unpackedSize / 1024).toFixed(0)} KiB unpacked)\n`,
     );
   });
+
+  it("installs with exactly the README's lines too, at the versions a user gets today", async () => {
+    // docs/jobs.md's lines built the project every other test here uses; the README gives a shorter set.
+    const readme = mkdtempSync(join(tmpdir(), 'leaseq-readme-'));
+    try {
+      writeFileSync(
+        join(readme, 'package.json'),
+        JSON.stringify({ name: 'readme', type: 'module', private: true }),
+      );
+      const lines = documentedInstalls(
+        readFileSync(join(ROOT, 'README.md'), 'utf8'),
+        '## Put your own jobs on leaseq',
+      );
+      for (const line of lines) await runDocumented(line, readme, tarball, ['--prefer-offline']);
+      const installed = ['leaseq', 'zod', 'aws-cdk-lib', 'constructs', 'esbuild', 'tsx'].filter((name) =>
+        existsSync(join(readme, 'node_modules', name, 'package.json')),
+      );
+      expect(installed).toEqual(['leaseq', 'zod', 'aws-cdk-lib', 'constructs', 'esbuild', 'tsx']);
+    } finally {
+      rmSync(readme, { recursive: true, force: true });
+    }
+  }, 240_000);
 
   it('installs for a producer without the build tools, and says which to add when a command needs one', () => {
     expect(lean.present).toEqual([]);

@@ -70,4 +70,21 @@ describe('Command: leaseq start', () => {
     expect(stderr.split('\n')).toHaveLength(1);
     expect(stderr).toMatch(/^leaseq: .*--jobs.*expected an integer from 1 to 100000/);
   });
+
+  it('stops with the reason when its workers die before they poll, instead of restarting them for ever', async () => {
+    // A setting every worker refuses at start: before, the run restarted them with no reason and never ended.
+    const started = Date.now();
+    const error = await run(
+      process.execPath,
+      ['bin/leaseq.mjs', 'start', '--prefix', uniqueName('startdie'), '--jobs', '10', '--workers', '2'],
+      {
+        env: { ...process.env, AWS_ENDPOINT_URL: testEndpoint(), LEASEQ_MAX_BODY_BYTES: 'abc' },
+        timeout: 90_000,
+      },
+    ).catch((e: { code: number; stderr: string; killed: boolean }) => e);
+    expect(error).toMatchObject({ code: 1, killed: false });
+    const stderr = (error as { stderr: string }).stderr;
+    expect(stderr).toMatch(/workers keep dying before they poll \(last: w\d, code 1\); see \S+\.log/);
+    expect(Date.now() - started).toBeLessThan(60_000);
+  }, 120_000);
 });

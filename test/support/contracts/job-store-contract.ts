@@ -1264,10 +1264,114 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         const released = await f.store.get(key);
         expect(released?.status).toBe(JobStatus.RetryWait);
         expect((released?.lastError ?? '').length).toBeLessThan(400);
+        // Its events may be left out for room; its `problems` index keys never are.
+        expect(released?.problemShard).toBeDefined();
         const again = await claim(request(key, 'worker-b', Date.now() + 1));
+        await new Promise((resolve) => setTimeout(resolve, 5)); // the dead marking's problemAt is later
         await f.store.markDead(again, long);
+        const dead = await f.store.get(key);
+        expect(dead?.status).toBe(JobStatus.Dead);
+        expect(dead?.checkpoint?.step).toBe('s');
+        expect(dead?.problemAt).toBeGreaterThan(released?.problemAt ?? 0);
+      });
+    });
+
+    describe('History: a trim over events another writer appended', () => {
+      it("a holder's release that trims the history keeps the lost-lease event its predecessor appended", async () => {
+        // Prepare: 49 events; worker-a's lease ends and worker-b takes over (knowing the 49, a takeover
+        // event pending); then worker-a learns it lost the lease and appends its `lease-lost` event (50).
+        const key = fresh('trim-over');
+        let t = Date.now();
+        for (let i = 0; i < HISTORY_MAX - 1; i++) {
+          const fill = await claim(request(key, 'worker-fill', t));
+          await f.store.release(fill, t, boom);
+          t += 1;
+        }
+        const { lease: a, after } = await claimAt(key, 'worker-a', t);
+        const b = await claim(request(key, 'worker-b', after));
+        await f.store.recordLeaseLost?.(a, 'renewal refused: worker-b took the job over', after);
+        expect((await f.store.get(key))?.history).toHaveLength(HISTORY_MAX);
+
+        // Act: worker-b's release carries two events over the 49 it knows, so it trims the list.
+        await f.store.release(b, after + LEASE_MS, boom);
+
+        // Assess: the newest HISTORY_MAX events of all, worker-a's among them; worker-b knows the list.
+        const item = await f.store.get(key);
+        expect(item?.history).toHaveLength(HISTORY_MAX);
+        expect(item?.history?.map((e) => e.e).slice(-3)).toEqual(['lease-lost', 'takeover', 'failed']);
+        expect(item?.historyDropped).toBe(2);
+        expect(item?.status).toBe(JobStatus.RetryWait);
+      });
+    });
+
+    describe('Method: claim, only for the item of one message (onlyIfMessageId, E13)', () => {
+      it('claims an unfinished item that names the message: RETRY_WAIT, or IN_PROGRESS whose lease ended', async () => {
+        // Prepare: one job released for a retry, one whose holder's lease ended.
+        const waiting = fresh('only-wait');
+        const released = await claim(request(waiting, 'worker-a', Date.now()));
+        await f.store.release(released, Date.now() - 1, boom);
+        const taken = fresh('only-take');
+        const { after } = await claimAt(taken, 'worker-a', Date.now());
+
+        // Act
+        const retry = await f.store.claim(
+          request(waiting, 'worker-b', Date.now(), { onlyIfMessageId: 'm-worker-a' }),
+        );
+        const takeover = await f.store.claim(
+          request(taken, 'worker-b', after, { onlyIfMessageId: 'm-worker-a' }),
+        );
+
+        // Assess: both claimed as the claim without the condition would; the items name the new message.
+        expect(retry).toMatchObject({ claimed: true, kind: 'retry' });
+        expect(takeover).toMatchObject({ claimed: true, kind: 'takeover' });
+        expect(await f.store.get(waiting)).toMatchObject({
+          status: JobStatus.InProgress,
+          messageId: 'm-worker-b',
+        });
+        expect(await f.store.get(taken)).toMatchObject({ owner: 'worker-b', attempts: 2 });
+      });
+
+      it('refuses an item that names another message, and creates no item', async () => {
+        // Prepare
+        const key = fresh('only-other');
+        const lease = await claim(request(key, 'worker-a', Date.now()));
+        await f.store.release(lease, Date.now() - 1, boom);
+        const before = await f.store.get(key);
+        const absent = fresh('only-absent');
+
+        // Act
+        const other = await f.store.claim(
+          request(key, 'worker-b', Date.now(), { onlyIfMessageId: 'm-other' }),
+        );
+        const none = await f.store
+          .claim(request(absent, 'worker-b', Date.now(), { onlyIfMessageId: 'm-other' }))
+          .then(
+            () => 'claimed',
+            () => 'refused',
+          );
+
+        // Assess: refused with the item as it is (its refusal, as any claim's); no item under the absent key.
+        expect(other).toEqual({ claimed: false, existing: before });
+        expect(await f.store.get(key)).toEqual(before);
+        expect(none).toBe('refused');
+        expect(await f.store.get(absent)).toBeUndefined();
+      });
+
+      it('never resets a dead key, even past its deadKeyUntil', async () => {
+        // Prepare: dead, with a 1 s deadKeyTtl; a claim 5 s later would reset it.
+        const key = fresh('only-dead');
+        const lease = await claim(request(key, 'worker-a', Date.now()));
+        await f.store.markDead(lease, { ...boom, reason: 'permanent-error', deadKeyTtlSeconds: 1 });
+        const later = Date.now() + 5000;
+
+        // Act
+        const result = await f.store.claim(
+          request(key, 'worker-b', later, { onlyIfMessageId: 'm-worker-a' }),
+        );
+
+        // Assess
+        expect(result).toMatchObject({ claimed: false, existing: { status: JobStatus.Dead } });
         expect((await f.store.get(key))?.status).toBe(JobStatus.Dead);
-        expect((await f.store.get(key))?.checkpoint?.step).toBe('s');
       });
     });
 

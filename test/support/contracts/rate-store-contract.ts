@@ -116,5 +116,25 @@ export function rateStoreContract(name: string, setup: () => Promise<RateStoreFi
       // Assess
       expect(take).toEqual({ granted: false, waitMs: 1300 });
     });
+
+    it('is not stalled for everyone by one worker whose clock runs 10 minutes fast (issue 31 item 8)', async () => {
+      // Prepare: the fast worker takes the two permits of a 2-per-second key, stamped 10 minutes ahead.
+      const key = fresh();
+      const [fast, other] = f.clients(2) as [RateStore, RateStore];
+      const now = Date.now();
+      expect(await fast.take(key, 2, 1, now + 600_000)).toEqual({ granted: true });
+      expect(await fast.take(key, 2, 1, now + 600_000)).toEqual({ granted: true });
+
+      // Act: a worker with the right clock, at once and after the fast one took its next window.
+      const first = await other.take(key, 2, 1, now);
+      const second = await other.take(key, 2, 1, now + 10);
+      const third = await other.take(key, 2, 1, now + 20);
+      expect(await fast.take(key, 2, 1, now + 601_000)).toEqual({ granted: true });
+
+      // Assess: its own two permits of the window, then a wait of its own window, not of the skew.
+      expect([first, second]).toEqual([{ granted: true }, { granted: true }]);
+      expect(third).toEqual({ granted: false, waitMs: 980 });
+      expect(await other.take(key, 2, 1, now + 1000)).toEqual({ granted: true });
+    });
   });
 }

@@ -14,6 +14,8 @@ import {
 } from '../../../shared/ops/dlq-letters.ts';
 import {
   judgeRepeat,
+  letterFacts,
+  letterOwner,
   planRedrive,
   REDRIVE_CLOCK_MARGIN_MS,
   type RedriveItem,
@@ -127,6 +129,7 @@ describe('Function: planRedrive', () => {
     );
     expect(planRedrive(job(JobStatus.InProgress, now + 1), now)).toEqual({
       action: 'skip',
+      skip: 'running',
       why: 'job is running now (lease held by w-1)',
     });
     expect(planRedrive(job(JobStatus.Completed), now)).toMatchObject({
@@ -137,33 +140,156 @@ describe('Function: planRedrive', () => {
 
   it('never resets the item of a job of another type (a dedup-key-collision letter, issue 18)', () => {
     const dead = { ...job(JobStatus.Dead), type: 'ledger.transfer' };
-    expect(planRedrive(dead, now, 'report.send')).toEqual({
+    expect(planRedrive(dead, now, { type: 'report.send' })).toEqual({
       action: 'skip',
+      skip: 'other-type',
       why: 'the dedupKey belongs to a job of type ledger.transfer; send this report.send job under a key of its own',
     });
-    expect(planRedrive(dead, now, 'ledger.transfer')).toEqual({ action: 'reset-and-send' });
+    expect(planRedrive(dead, now, { type: 'ledger.transfer' })).toEqual({ action: 'reset-and-send' });
   });
 
-  it('sends a never-claimed letter (attempts 0: a bad payload or envelope) without resetting the same-type item of another message (rev18 D)', () => {
+  it('never resets or sends over the same-type job of another message for a never-claimed letter (attempts 0: a bad payload or envelope; rev18 D, issue 31)', () => {
     const other = {
       ...job(JobStatus.InProgress, now - REDRIVE_CLOCK_MARGIN_MS - 1),
       type: 'ledger.transfer',
       attempts: 2,
       deadReason: 'permanent-error',
     };
+    const copy = {
+      type: 'ledger.transfer',
+      attempts: 0,
+      messageId: 'copy',
+      recorded: true,
+      reason: 'invalid-bad-payload',
+    };
     for (const item of [
       other,
       { ...other, status: JobStatus.Dead },
       { ...other, status: JobStatus.RetryWait },
     ]) {
-      expect(planRedrive(item, now, 'ledger.transfer', 0)).toEqual({
-        action: 'send',
-        why: 'never claimed (attempts 0): the job item under its key is left as it is',
-      });
+      expect(planRedrive(item, now, copy)).toMatchObject({ action: 'skip', skip: 'other-message' });
     }
-    // A claimed job's letter (attempts from 1) still resets its item; a collision letter is still skipped.
-    expect(planRedrive(other, now, 'ledger.transfer', 2).action).toBe('reset-and-send');
-    expect(planRedrive(other, now, 'report.send', 0).action).toBe('skip');
+    // Finished jobs: stale, whatever the letter (a cancelled job's copy was reported redriven).
+    expect(planRedrive({ ...other, status: JobStatus.Cancelled }, now, copy)).toMatchObject({
+      skip: 'cancelled',
+    });
+    expect(planRedrive({ ...other, status: JobStatus.Completed }, now, copy)).toMatchObject({
+      skip: 'completed',
+    });
+    // A dead key past its deadKeyTtl takes the copy as a fresh send.
+    const expired = { ...other, status: JobStatus.Dead, deadKeyUntil: now - 1 };
+    expect(planRedrive(expired, now, copy).action).toBe('send');
+    // A claimed job's letter (attempts from 1) of the item's message still resets it; a collision is skipped.
+    expect(
+      planRedrive(other, now, { type: 'ledger.transfer', attempts: 2, messageId: 'm', recorded: true })
+        .action,
+    ).toBe('reset-and-send');
+    expect(planRedrive(other, now, { type: 'report.send', attempts: 0 }).action).toBe('skip');
+  });
+
+  it('resets and sends a never-claimed letter the item waits on: its own message, its death, or the message a redrive sent', () => {
+    const waiting = { ...job(JobStatus.RetryWait), type: 't', attempts: 1 };
+    const refused = {
+      type: 't',
+      attempts: 0,
+      messageId: 'm',
+      recorded: true,
+      reason: 'invalid-payload-missing',
+      diedAt: now,
+    };
+    expect(planRedrive(waiting, now, refused).action).toBe('reset-and-send');
+    const other = { ...refused, messageId: 'sent-by-redrive' };
+    const deadOfIt = { ...waiting, status: JobStatus.Dead, deadReason: 'invalid-payload-missing' };
+    expect(planRedrive(deadOfIt, now, other).action).toBe('reset-and-send');
+    const redriven = {
+      ...waiting,
+      attempts: 0,
+      history: [{ e: 'redrive' as const, at: now - 1000, by: 'ops' }],
+    };
+    expect(planRedrive(redriven, now, other).action).toBe('reset-and-send');
+    // A letter from before that redrive is not its message.
+    expect(planRedrive(redriven, now, { ...other, diedAt: now - 2000 })).toMatchObject({
+      skip: 'other-message',
+    });
+  });
+});
+
+describe('Function: letterOwner (issue 31: a redrive never sends a letter over another job)', () => {
+  const now = 5_000_000;
+  const item = (over: Partial<JobItem> = {}): JobItem => ({
+    dedupKey: 'k',
+    type: 't',
+    status: JobStatus.RetryWait,
+    leaseUntil: 0,
+    token: 9,
+    attempts: 1,
+    version: 4,
+    messageId: 'm2',
+    ...over,
+  });
+  const reset = { e: 'reset' as const, at: now - 1000, wasDeadAt: now - 60_000 };
+
+  it("tells the item's own letter, a letter from before a dead key's reset, another message's, and a moved letter", () => {
+    expect(letterOwner(item(), { messageId: 'm2', recorded: true })).toBe('own');
+    expect(
+      letterOwner(item({ history: [reset] }), { messageId: 'm1', recorded: true, diedAt: now - 60_000 }),
+    ).toBe('newer-job');
+    // The job's own letter after the reset is its own, however old the reset.
+    expect(
+      letterOwner(item({ history: [reset] }), { messageId: 'm2', recorded: true, diedAt: now - 60_000 }),
+    ).toBe('own');
+    expect(letterOwner(item(), { messageId: 'm1', recorded: true, diedAt: now })).toBe('other');
+    // A letter the queue's own redrive moved carries no record: its own id only counts when it matches.
+    expect(letterOwner(item(), { messageId: 'm1', recorded: false, diedAt: now })).toBe('unknown');
+  });
+
+  it("plans a letter from before the reset as 'newer-job' and another message's as 'older-letter', in every unfinished status", () => {
+    for (const status of [JobStatus.Dead, JobStatus.RetryWait, JobStatus.InProgress]) {
+      const current = item({ status, leaseUntil: 1, history: [reset] });
+      expect(
+        planRedrive(current, now, {
+          type: 't',
+          attempts: 3,
+          messageId: 'm1',
+          recorded: true,
+          diedAt: now - 60_000,
+        }),
+      ).toMatchObject({ action: 'skip', skip: 'newer-job' });
+      expect(
+        planRedrive(item({ status, leaseUntil: 1 }), now, {
+          type: 't',
+          attempts: 3,
+          messageId: 'm1',
+          recorded: true,
+        }),
+      ).toMatchObject({ action: 'skip', skip: 'older-letter' });
+    }
+  });
+
+  it('reads a decoded letter: leaseq records its message; a moved letter offers its own id', () => {
+    const recorded = toDeadLetter({
+      MessageId: 'dlq-1',
+      Body: body,
+      MessageAttributes: deadLetterAttributes({
+        reason: 'permanent-error',
+        errorClass: 'E',
+        errorMessage: 'no',
+        attempts: 2,
+        dedupKey: 'order-9',
+        worker: 'w',
+        messageId: 'm-orig',
+        type: 'ledger.credit',
+      }),
+    });
+    expect(letterFacts(recorded)).toMatchObject({ messageId: 'm-orig', recorded: true, attempts: 2 });
+    const moved = toDeadLetter({ MessageId: 'm-moved', Body: body, Attributes: { SentTimestamp: '1000' } });
+    expect(letterFacts(moved)).toEqual({
+      type: 'ledger.credit',
+      reason: 'sqs-max-receives',
+      messageId: 'm-moved',
+      recorded: false,
+      diedAt: 1000,
+    });
   });
 });
 
@@ -290,6 +416,40 @@ describe('Function: describeRedrive', () => {
     expect(text).toMatch(
       /redrove 1 \(1 of them dead-lettered again while it ran; their new letters stay in the DLQ\), skipped 0, failed 0; 1 second letter of a death it sent back, left in the DLQ;/,
     );
+  });
+});
+
+describe('Function: describeRedrive, with skipped letters (issue 31)', () => {
+  it('names each skip reason in the OUTCOME column and counts the skips by reason', () => {
+    // Prepare
+    const skipped = (skip: RedriveItem['skip'], i: number): RedriveItem => ({
+      messageId: `m-${i}`,
+      dedupKey: 'order-9',
+      reason: 'permanent-error',
+      outcome: 'skipped',
+      skip,
+      reset: false,
+      detail: 'why',
+    });
+
+    // Act
+    const text = describeRedrive({
+      dryRun: false,
+      matched: 3,
+      redriven: 0,
+      skipped: 3,
+      deadAgain: 0,
+      duplicates: 0,
+      failed: 0,
+      notMatched: 0,
+      seen: 3,
+      dlqDepth: 3,
+      items: [skipped('newer-job', 1), skipped('older-letter', 2), skipped('newer-job', 3)],
+    });
+
+    // Assess
+    expect(text).toMatch(/m-1 +order-9 +permanent-error +skipped \(newer-job\) +no +why/);
+    expect(text).toContain('skipped 3 (2 newer-job, 1 older-letter)');
   });
 });
 

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readPayloadFile } from '../../../cli/commands/dlq.ts';
+import { readPayloadFile } from '../../../cli/commands/redrive-input.ts';
 
 let n = 0;
 function file(content: string | Buffer): string {

@@ -3,15 +3,20 @@ import {
   gate,
   hostAllowed,
   newToken,
+  newUiHost,
   originAllowed,
-  requestToken,
+  ownLocation,
+  sessionCookies,
   TOKEN_COOKIE,
   tokenCookie,
   tokenMatches,
+  traceHostAllowed,
 } from '../../../cli/ui/guard.ts';
 import { PALETTE } from '../../../cli/ui/html.ts';
+import { UiSessions } from '../../../cli/ui/session.ts';
 
-const server = { port: 8686, token: 'tok-123' };
+const HOST = '0123456789abcdef01234567.leaseq.localhost';
+const server = { host: HOST, port: 8686 };
 
 describe('leaseq ui gate', () => {
   it('makes a fresh, URL-safe token of 32 random bytes per start', () => {
@@ -20,63 +25,107 @@ describe('leaseq ui gate', () => {
     expect(newToken()).not.toBe(a);
   });
 
+  it('makes a fresh host name of 96 random bits under .leaseq.localhost per start', () => {
+    const a = newUiHost();
+    expect(a).toMatch(/^[0-9a-f]{24}\.leaseq\.localhost$/);
+    expect(newUiHost()).not.toBe(a);
+  });
+
   it('matches the token exactly, never an absent, shorter or longer one', () => {
     expect(tokenMatches('tok-123', 'tok-123')).toBe(true);
     for (const given of [undefined, '', 'tok-12', 'tok-1234', 'TOK-123'])
       expect(tokenMatches(given, 'tok-123')).toBe(false);
   });
 
-  it('takes Host 127.0.0.1:port or localhost:port only (DNS rebinding names another host)', () => {
-    expect(hostAllowed('127.0.0.1:8686', 8686)).toBe(true);
-    expect(hostAllowed('LOCALHOST:8686', 8686)).toBe(true);
+  it('takes Host <its name>:port only for pages (DNS rebinding names another host; the loopback names hold no session)', () => {
+    expect(hostAllowed(`${HOST}:8686`, HOST, 8686)).toBe(true);
+    expect(hostAllowed(`${HOST.toUpperCase()}:8686`, HOST, 8686)).toBe(true);
     for (const host of [
       undefined,
       '',
       'evil.example:8686',
-      '127.0.0.1',
-      '127.0.0.1:8687',
-      'localhost',
+      '127.0.0.1:8686',
+      'localhost:8686',
+      HOST,
+      `${HOST}:8687`,
+      `x${HOST}:8686`,
+      `other.leaseq.localhost:8686`,
       '[::1]:8686',
-      '10.0.0.5:8686',
     ]) {
-      expect(hostAllowed(host, 8686)).toBe(false);
+      expect(hostAllowed(host, HOST, 8686), String(host)).toBe(false);
+    }
+    // The trace intake also on the printed endpoint 127.0.0.1:<port>, nothing else.
+    expect(traceHostAllowed('127.0.0.1:8686', HOST, 8686)).toBe(true);
+    expect(traceHostAllowed(`${HOST}:8686`, HOST, 8686)).toBe(true);
+    for (const host of ['localhost:8686', '127.0.0.1:8687', 'evil.example:8686'])
+      expect(traceHostAllowed(host, HOST, 8686), host).toBe(false);
+  });
+
+  it('takes no Origin or its own, refuses null, the loopback names and other sites', () => {
+    expect(originAllowed(undefined, HOST, 8686)).toBe(true);
+    expect(originAllowed(`http://${HOST}:8686`, HOST, 8686)).toBe(true);
+    for (const o of [
+      'null',
+      'http://evil.example',
+      'http://127.0.0.1:8686',
+      'http://localhost:8686',
+      `https://${HOST}:8686`,
+    ]) {
+      expect(originAllowed(o, HOST, 8686), o).toBe(false);
     }
   });
 
-  it('takes no Origin or its own, refuses null and other sites', () => {
-    expect(originAllowed(undefined, 8686)).toBe(true);
-    expect(originAllowed('http://127.0.0.1:8686', 8686)).toBe(true);
-    expect(originAllowed('http://localhost:8686', 8686)).toBe(true);
-    for (const o of ['null', 'http://evil.example', 'http://127.0.0.1:9999', 'https://127.0.0.1:8686']) {
-      expect(originAllowed(o, 8686)).toBe(false);
-    }
-  });
-
-  it('reads the token from ?token= first, else from its cookie among others', () => {
-    expect(requestToken('q', `${TOKEN_COOKIE}=c`)).toBe('q');
-    expect(requestToken(undefined, `a=1; ${TOKEN_COOKIE}=c-d=; b=2`)).toBe('c-d=');
-    expect(requestToken(undefined, 'a=1')).toBeUndefined();
+  it('reads every value of its cookie among others; sets a host-only HttpOnly SameSite=Strict one', () => {
+    expect(sessionCookies(`a=1; ${TOKEN_COOKIE}=c-d=; b=2; ${TOKEN_COOKIE}=e`)).toEqual(['c-d=', 'e']);
+    expect(sessionCookies('a=1')).toEqual([]);
+    expect(sessionCookies(undefined)).toEqual([]);
     expect(tokenCookie('t')).toBe(`${TOKEN_COOKIE}=t; HttpOnly; SameSite=Strict; Path=/`);
   });
 
-  it('refuses a bad host before anything, then a foreign origin, then a missing token', () => {
-    const ok = { host: '127.0.0.1:8686', token: 'tok-123', needsToken: true };
+  it('sends the exchange to its own origin only, the path and query kept', () => {
+    const origin = `http://${HOST}:8686`;
+    expect(ownLocation(origin, '/jobs', '?status=DEAD')).toBe(`${origin}/jobs?status=DEAD`);
+    for (const path of [
+      '//evil.example/',
+      '/\\evil.example',
+      '/\\/evil.example',
+      '///evil.example',
+      '//evil.example@x/',
+    ]) {
+      const to = new URL(ownLocation(origin, path, ''));
+      expect(to.origin, path).toBe(origin);
+    }
+  });
+
+  it('refuses a bad host before anything, then a foreign origin', () => {
+    const ok = { host: `${HOST}:8686`, traces: false };
     expect(gate(ok, server)).toEqual({ ok: true });
-    expect(gate({ ...ok, host: 'evil.example:8686' }, server)).toMatchObject({
+    expect(gate({ ...ok, host: '127.0.0.1:8686' }, server)).toEqual({
       ok: false,
-      why: expect.stringMatching(/^Host must be/),
+      why: 'Host not allowed: open the link leaseq ui printed',
     });
     expect(gate({ ...ok, origin: 'http://evil.example' }, server)).toMatchObject({
       ok: false,
       why: 'cross-origin request refused',
     });
-    expect(gate({ ...ok, token: 'wrong' }, server)).toMatchObject({
-      ok: false,
-      why: expect.stringMatching(/no valid token/),
-    });
-    // The trace intake needs no token (workers carry no cookie), but still the host check.
-    expect(gate({ host: '127.0.0.1:8686', needsToken: false }, server)).toEqual({ ok: true });
-    expect(gate({ host: 'evil.example:8686', needsToken: false }, server).ok).toBe(false);
+    expect(gate({ host: '127.0.0.1:8686', traces: true }, server)).toEqual({ ok: true });
+    expect(gate({ host: 'evil.example:8686', traces: true }, server).ok).toBe(false);
+  });
+});
+
+describe('Class: UiSessions', () => {
+  it('trades the live ticket once for a new session, then takes the next ticket only', () => {
+    const sessions = new UiSessions('ticket-1');
+    expect(sessions.exchange('wrong')).toBeUndefined();
+    const session = sessions.exchange('ticket-1');
+    expect(session).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(sessions.exchange('ticket-1')).toBeUndefined();
+    expect(sessions.ticket).not.toBe('ticket-1');
+    expect(sessions.valid(`${TOKEN_COOKIE}=${session}`)).toBe(true);
+    // A cookie of the same name tossed in beside it (a sibling host name can set one) does not hide it.
+    expect(sessions.valid(`${TOKEN_COOKIE}=tossed; ${TOKEN_COOKIE}=${session}`)).toBe(true);
+    expect(sessions.valid(`${TOKEN_COOKIE}=ticket-1`)).toBe(false);
+    expect(sessions.valid(undefined)).toBe(false);
   });
 });
 

@@ -1,7 +1,8 @@
 import { request } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TOKEN_COOKIE } from '../../../cli/ui/guard.ts';
+import { problemText } from '../../../cli/ui/data.ts';
+import { TOKEN_COOKIE, TRACE_TOKEN_HEADER } from '../../../cli/ui/guard.ts';
 import { type RunningUi, startUi } from '../../../cli/ui/server.ts';
 import { SpanBuffer } from '../../../cli/ui/spans.ts';
 import { createAwsClients, destroyAwsClients } from '../../../shared/aws/clients.ts';
@@ -20,10 +21,16 @@ const clients = () => {
   });
 };
 const token = 'test-token';
+const traceToken = 'trace-token';
 const spans = new SpanBuffer(10);
 let ui: RunningUi;
 let readOnly: RunningUi;
 let aws: ReturnType<typeof createAwsClients>;
+let config: Parameters<typeof startUi>[0];
+/** Each server's session cookie (`name=value`), from trading its printed link. */
+const sessions = new Map<RunningUi, string>();
+const servers: RunningUi[] = [];
+const newLinks: string[] = [];
 
 beforeAll(async () => {
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
@@ -34,13 +41,22 @@ beforeAll(async () => {
     jobsTable: 'jobs',
     leasesTable: 'leases',
   };
-  const config = { target: { clients: aws, names }, targetLine: 'test', token, spans, timeoutMs: 300 };
-  ui = await startUi({ ...config, readOnly: false }, 0);
-  readOnly = await startUi({ ...config, readOnly: true }, 0);
+  config = {
+    target: { clients: aws, names },
+    targetLine: 'test',
+    token,
+    traceToken,
+    spans,
+    timeoutMs: 300,
+    readOnly: false,
+    log: (line) => newLinks.push(line),
+  };
+  ui = await start();
+  readOnly = await start({ readOnly: true });
+  for (const server of [ui, readOnly]) sessions.set(server, await trade(server));
 });
 afterAll(async () => {
-  await ui?.close();
-  await readOnly?.close();
+  for (const server of servers) await server.close();
   destroyAwsClients(aws);
   for (const s of sockets) s.destroy();
   await new Promise((resolve) => silent.close(resolve));
@@ -52,6 +68,24 @@ interface Answer {
   body: string;
 }
 
+async function start(overrides: Partial<Parameters<typeof startUi>[0]> = {}): Promise<RunningUi> {
+  const server = await startUi({ ...config, ...overrides }, 0);
+  servers.push(server);
+  return server;
+}
+
+/** The Host a browser sends to `server`: its printed link's. */
+const hostOf = (server: RunningUi) => new URL(server.url).host;
+
+/** Trades the printed link for a session, as a browser's first visit does: the cookie it set. */
+async function trade(server: RunningUi): Promise<string> {
+  const answer = await call(server, new URL(server.url).pathname + new URL(server.url).search, {
+    cookie: false,
+  });
+  const set = [answer.headers['set-cookie'] ?? []].flat()[0] ?? '';
+  return set.split(';')[0] ?? '';
+}
+
 /** One HTTP request with full control of Host, Origin and Cookie (fetch would set Host itself). */
 function call(
   server: RunningUi,
@@ -61,7 +95,8 @@ function call(
     host?: string;
     headers?: Record<string, string>;
     body?: string;
-    cookie?: boolean;
+    /** false: none; a string: that Cookie header; default: the server's session. */
+    cookie?: boolean | string;
   } = {},
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
@@ -72,8 +107,10 @@ function call(
         path,
         method: options.method ?? 'GET',
         headers: {
-          host: options.host ?? `127.0.0.1:${server.port}`,
-          ...(options.cookie === false ? {} : { cookie: `${TOKEN_COOKIE}=${token}` }),
+          host: options.host ?? hostOf(server),
+          ...(options.cookie === false
+            ? {}
+            : { cookie: typeof options.cookie === 'string' ? options.cookie : (sessions.get(server) ?? '') }),
           ...options.headers,
         },
       },
@@ -91,9 +128,12 @@ function call(
 }
 
 describe('leaseq ui server', () => {
-  it('listens on 127.0.0.1 only', () => {
+  it('listens on 127.0.0.1 only, its pages on a host name of its own under .leaseq.localhost, new each start', () => {
     expect(ui.address).toBe('127.0.0.1');
-    expect(ui.url).toBe(`http://127.0.0.1:${ui.port}/?token=${token}`);
+    expect(ui.url).toMatch(
+      new RegExp(`^http://[0-9a-f]{24}\\.leaseq\\.localhost:${ui.port}/\\?token=${token}$`),
+    );
+    expect(new URL(readOnly.url).hostname).not.toBe(new URL(ui.url).hostname);
   });
 
   it('answers every page within its bounds with a banner when the store does not answer', async () => {
@@ -124,6 +164,14 @@ describe('leaseq ui server', () => {
     });
     expect(action.status).toBe(403);
     expect((await call(ui, '/', { host: `evil.example:${ui.port}` })).status).toBe(403);
+    // The loopback's own names too: the session is the host name's, and pages answer on it only.
+    expect((await call(ui, '/')).status).toBe(200);
+    for (const host of [`127.0.0.1:${ui.port}`, `localhost:${ui.port}`, `x${hostOf(ui)}`, hostOf(readOnly)]) {
+      const refused = await call(ui, '/', { host });
+      expect(refused.status, host).toBe(403);
+      // The refusal does not tell the host name: knowing it, a server on another port could get the cookie.
+      expect(refused.body).not.toContain(new URL(ui.url).hostname);
+    }
     expect((await call(ui, '/', { headers: { origin: 'http://evil.example' } })).status).toBe(403);
     const redrive = await call(ui, '/dlq/redrive', {
       method: 'POST',
@@ -133,14 +181,59 @@ describe('leaseq ui server', () => {
     expect(redrive.status).toBe(403);
   });
 
-  it('trades the printed token for an HttpOnly SameSite=Strict cookie and drops it from the URL', async () => {
-    const answer = await call(ui, `/jobs?token=${token}&status=DEAD`, { cookie: false });
+  it('trades the printed link once for an HttpOnly SameSite=Strict session cookie of the host name; the link then is spent', async () => {
+    // A browser keeps the link in its history: once used, it must open nothing.
+    const fresh = await start();
+    const origin = new URL(fresh.url).origin;
+    const answer = await call(fresh, `/jobs?token=${token}&status=DEAD`, { cookie: false });
     expect(answer.status).toBe(303);
-    expect(answer.headers.location).toBe('/jobs?status=DEAD');
-    expect(answer.headers['set-cookie']).toEqual([
-      `${TOKEN_COOKIE}=${token}; HttpOnly; SameSite=Strict; Path=/`,
+    expect(answer.headers.location).toBe(`${origin}/jobs?status=DEAD`);
+    const set = [answer.headers['set-cookie'] ?? []].flat();
+    expect(set).toEqual([
+      expect.stringMatching(
+        new RegExp(`^${TOKEN_COOKIE}=[A-Za-z0-9_-]{43}; HttpOnly; SameSite=Strict; Path=/$`),
+      ),
     ]);
+    expect(set[0]).not.toContain(token);
     expect(answer.headers['content-security-policy']).toMatch(/frame-ancestors 'none'/);
+    const cookie = set[0]?.split(';')[0] ?? '';
+    expect((await call(fresh, '/', { cookie })).status).toBe(200);
+    // The same link again, from a browser without the session: refused.
+    const again = await call(fresh, `/?token=${token}`, { cookie: false });
+    expect(again.status).toBe(403);
+    expect(again.body).toContain('this link was used already');
+    // The terminal got the next link, for another browser; it too works once.
+    const next = newLinks
+      .map((l) => /for another browser: (\S+)/.exec(l)?.[1])
+      .filter((u) => u?.startsWith(origin))
+      .at(-1);
+    expect(next).toMatch(/\?token=[A-Za-z0-9_-]{43}$/);
+    const url = new URL(next ?? '');
+    expect((await call(fresh, `${url.pathname}${url.search}`, { cookie: false })).status).toBe(303);
+    expect((await call(fresh, `${url.pathname}${url.search}`, { cookie: false })).status).toBe(403);
+  });
+
+  it('redirects the exchange to its own paths only, whatever the path holds', async () => {
+    // A link `http://<inspector>//evil.example/?token=...` must not send the browser to evil.example.
+    const origin = new URL(ui.url).origin;
+    for (const path of [
+      '//evil.example/',
+      '///evil.example/',
+      '/\\evil.example',
+      '/\\/evil.example/',
+      '//evil.example/%2F..',
+      '/%2F%2Fevil.example',
+      '/%5C%5Cevil.example',
+      'https://evil.example/',
+      '//evil.example:80@evil.example/',
+    ]) {
+      const answer = await call(ui, `${path}?token=${token}`);
+      // Node's parser refuses a raw backslash (400); a browser sends it as `/` (the `//` cases).
+      if (answer.status === 400 && path.includes('\\')) continue;
+      expect(answer.status, path).toBe(303);
+      const location = new URL(String(answer.headers.location), origin);
+      expect(location.origin, `${path} -> ${answer.headers.location}`).toBe(origin);
+    }
   });
 
   it('asks for a confirmation before an action, and has no actions in read-only mode', async () => {
@@ -155,7 +248,7 @@ describe('leaseq ui server', () => {
     );
   });
 
-  it('takes OTLP JSON traces without a token, refuses protobuf and bad bodies', async () => {
+  it('takes OTLP JSON traces only with the trace token, refuses protobuf and bad bodies', async () => {
     const body = JSON.stringify({
       resourceSpans: [
         {
@@ -175,15 +268,31 @@ describe('leaseq ui server', () => {
         },
       ],
     });
-    const json = { 'content-type': 'application/json' };
-    expect(
-      (await call(ui, '/v1/traces', { method: 'POST', cookie: false, headers: json, body })).status,
-    ).toBe(200);
-    expect(spans.received).toBe(1);
+    // Any local process can post to the port: without the token its spans are refused and not kept.
+    const plain = { 'content-type': 'application/json' };
+    for (const headers of [plain, { ...plain, [TRACE_TOKEN_HEADER]: 'wrong' }]) {
+      const refused = await call(ui, '/v1/traces', { method: 'POST', cookie: false, headers, body });
+      expect(refused.status).toBe(401);
+    }
+    expect(spans.received).toBe(0);
+    const json = { ...plain, [TRACE_TOKEN_HEADER]: traceToken };
+    // On the printed endpoint (127.0.0.1: a worker's resolver may not know *.localhost) and its own name.
+    for (const host of [`127.0.0.1:${ui.port}`, hostOf(ui)]) {
+      const taken = await call(ui, '/v1/traces', {
+        method: 'POST',
+        cookie: false,
+        host,
+        headers: json,
+        body,
+      });
+      expect(taken.status, host).toBe(200);
+    }
+    expect(spans.received).toBe(2);
+    expect(ui.tracesEndpoint).toBe(`http://127.0.0.1:${ui.port}`);
     const proto = await call(ui, '/v1/traces', {
       method: 'POST',
       cookie: false,
-      headers: { 'content-type': 'application/x-protobuf' },
+      headers: { 'content-type': 'application/x-protobuf', [TRACE_TOKEN_HEADER]: traceToken },
       body: 'x',
     });
     expect(proto.status).toBe(415);
@@ -203,6 +312,13 @@ describe('leaseq ui server', () => {
         })
       ).status,
     ).toBe(403);
+  });
+
+  it('says why a store call failed with controls and bidi overrides escaped, in the banner and the JSON the chart shows', () => {
+    // The chart's script writes /api/overview's problems with textContent: no markup, but U+202E would
+    // still turn the line around, so the text is escaped where it is made.
+    const text = problemText('SQS', 'DLQ depth', new Error('queue x\u202eeulav\u2066 \u001b[2J'), 300);
+    expect(text).toBe('SQS not answering: DLQ depth failed (Error: queue x\\u202eeulav\\u2066 \\u001b[2J)');
   });
 
   it("offers and keeps the problem jobs' 'stuck' status filter", async () => {

@@ -1,8 +1,8 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { waterfall } from '../../../cli/ui/app.ts';
 import { OtlpFormatError, parseOtlpJson, SpanBuffer, type UiSpan } from '../../../cli/ui/spans.ts';
+import { waterfall } from '../../../cli/ui/waterfall.ts';
 
 const attr = (key: string, value: string) => ({ key, value: { stringValue: value } });
 

@@ -40,7 +40,7 @@ async function seed(item: Record<string, unknown>): Promise<void> {
 
 /** Runs one `ledger.credit` of `account` to its end with one attempt; returns its dead letter's attributes. */
 async function creditOnce(account: string): Promise<Record<string, string>> {
-  const worker = makeWorker(env, JobRegistry.of([credit]), { maxAttempts: 1 });
+  const worker = makeWorker(env, JobRegistry.of([credit]), { maxAttempts: 1, maxConflicts: 0 });
   await sendJob(env, { dedupKey: uniqueName('credit'), type: credit.type, payload: { account, amount: 5 } });
   await worker.poll(2);
   const letters = await receiveAll(env, env.dlqUrl, 30, 2);
@@ -55,7 +55,7 @@ describe('Optimistic conflicts on the emulator say what conflicted', () => {
 
     const letter = await creditOnce(account);
 
-    expect(letter.reason).toBe('max-attempts');
+    expect(letter.reason).toBe('max-conflicts');
     expect(letter.errorClass).toBe('OptimisticConflictError');
     expect(letter.errorMessage).toContain(`table ${env.ledgerTable}`);
     // The key as a fingerprint: the text lands in logs and letters, which carry no payload contents.
@@ -85,7 +85,7 @@ describe('Optimistic conflicts on the emulator say what conflicted', () => {
         };
       },
     });
-    const worker = makeWorker(env, JobRegistry.of([stale]), { maxAttempts: 1 });
+    const worker = makeWorker(env, JobRegistry.of([stale]), { maxAttempts: 1, maxConflicts: 0 });
     await sendJob(env, { dedupKey: uniqueName('stale'), type: stale.type, payload: { account } });
     await worker.poll(2);
     const letters = await receiveAll(env, env.dlqUrl, 30, 2);

@@ -114,7 +114,7 @@ describe('Class: JobProcessor (against the emulator)', () => {
     });
     const worker = makeWorker(env, registry, {
       optimisticTries: 3,
-      backoff: { baseSeconds: 4, capSeconds: 4 },
+      conflictBackoff: { baseSeconds: 4, capSeconds: 4 },
       random: () => 0.99,
     });
     const key = uniqueName('order');
@@ -127,7 +127,10 @@ describe('Class: JobProcessor (against the emulator)', () => {
     const item = await worker.store.get(key);
     expect(item?.status).toBe(JobStatus.RetryWait);
     expect(item?.lastErrorClass).toBe('OptimisticConflictError');
-    expect(item?.attempts).toBe(1);
+    // Someone else's write: the attempt is taken back, the conflict counted apart (issue 31 item 9).
+    expect(item).toMatchObject({ attempts: 0, conflicts: 1 });
+    expect(worker.metrics.get(MetricName.ConflictRetries)).toBe(1);
+    expect(worker.metrics.get(MetricName.JobRetried)).toBe(0);
     // Given back with a delay: in flight now, not receivable during the backoff.
     expect(await queueCounts(env)).toMatchObject({ visible: 0, inFlight: 1 });
     expect(await receiveAll(env, env.queueUrl, 1, 1)).toHaveLength(0);

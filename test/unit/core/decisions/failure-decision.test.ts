@@ -5,6 +5,7 @@ import {
   InvalidEnvelopeError,
   LeaseLostError,
   LeaseRanOutError,
+  OptimisticConflictError,
   PermanentJobError,
   StoreRefusedError,
   StoreUnavailableError,
@@ -62,6 +63,7 @@ describe('Function: decideFailure', () => {
       kind: 'retry',
       delaySeconds: 20,
       refundAttempt: false,
+      conflict: false,
       deadline: false,
       outage: false,
     });
@@ -76,6 +78,7 @@ describe('Function: decideFailure', () => {
       kind: 'retry',
       delaySeconds: 30,
       refundAttempt: true,
+      conflict: false,
       deadline: false,
       outage: true,
     });
@@ -86,6 +89,7 @@ describe('Function: decideFailure', () => {
       kind: 'retry',
       delaySeconds: 0,
       refundAttempt: false,
+      conflict: false,
       deadline: true,
       outage: false,
     });
@@ -98,6 +102,7 @@ describe('Function: decideFailure', () => {
       kind: 'retry',
       delaySeconds: 10,
       refundAttempt: false,
+      conflict: false,
       deadline: false,
       outage: false,
     });
@@ -112,6 +117,7 @@ describe('Function: decideFailure', () => {
       kind: 'retry',
       delaySeconds: 30,
       refundAttempt: true,
+      conflict: false,
       deadline: false,
       outage: true,
     });
@@ -124,6 +130,7 @@ describe('Function: decideFailure', () => {
       kind: 'retry',
       delaySeconds: 20,
       refundAttempt: false,
+      conflict: false,
       deadline: false,
       outage: true,
     });
@@ -132,5 +139,50 @@ describe('Function: decideFailure', () => {
       cause: { reason: 'max-attempts', errorClass: 'StoreUnavailableError' },
     });
     expect(decideFailure(ranOut(true), facts(3, 3, 2))).toMatchObject({ kind: 'dead-letter' });
+  });
+
+  describe('an optimistic conflict (issue 31 item 9)', () => {
+    const conflict = () => new OptimisticConflictError('completion', 3, undefined, 'versionedPut to table t');
+    const withConflicts = (attempts: number, conflicts: number) => ({
+      ...facts(attempts),
+      conflicts,
+      maxConflicts: 4,
+      conflictBackoffSeconds: (n: number) => n * 100,
+    });
+
+    it('gives the attempt back and waits the conflict backoff, even on the last attempt', () => {
+      expect(decideFailure(conflict(), withConflicts(3, 0))).toEqual({
+        kind: 'retry',
+        delaySeconds: 100,
+        refundAttempt: false,
+        conflict: true,
+        deadline: false,
+        outage: false,
+      });
+      // The backoff grows with the conflicts, not with the attempts.
+      expect(decideFailure(conflict(), withConflicts(1, 3))).toMatchObject({
+        kind: 'retry',
+        delaySeconds: 400,
+      });
+    });
+
+    it('counts the attempt when the message can take no more give-backs (FIFO, no re-send)', () => {
+      expect(decideFailure(conflict(), { ...withConflicts(2, 1), conflictGiveBack: false })).toMatchObject({
+        kind: 'retry',
+        delaySeconds: 20,
+        conflict: false,
+      });
+      expect(decideFailure(conflict(), { ...withConflicts(3, 1), conflictGiveBack: false })).toMatchObject({
+        kind: 'dead-letter',
+        cause: { reason: 'max-attempts' },
+      });
+    });
+
+    it('dead-letters max-conflicts once the item used up its conflicts', () => {
+      expect(decideFailure(conflict(), withConflicts(1, 4))).toMatchObject({
+        kind: 'dead-letter',
+        cause: { reason: 'max-conflicts', errorClass: 'OptimisticConflictError' },
+      });
+    });
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decideRate, type RateLog } from '../../../../shared/core/decisions/rate.ts';
+import { decideRate, MAX_AHEAD_MS, type RateLog } from '../../../../shared/core/decisions/rate.ts';
 
 /** Feeds takes at the given times through the decision, as one store would; returns the granted times. */
 function run(times: readonly number[], limit: number, perSeconds: number): number[] {
@@ -91,12 +91,81 @@ describe('Function: decideRate', () => {
     const pruned = decideRate({ version: 2, grants: [1000, 1100] }, limit, 5, 6200);
     if (!pruned.grant) throw new Error('expected a grant at 6200');
 
-    const stale = decideRate(pruned.next, limit, 5, 5000);
+    // Its answer came back at 6300 (`latest`): the grant at 6200 is no fast clock's, it counts.
+    const stale = decideRate(pruned.next, limit, 5, 5000, 6300);
 
     expect(stale).toMatchObject({ grant: true, next: { grants: [6200, 6200] } });
     const stamps = [1000, 1100, ...(stale.grant ? stale.next.grants : [])];
     for (const from of stamps) {
       expect(stamps.filter((t) => t >= from && t < from + 5000).length).toBeLessThanOrEqual(limit);
     }
+  });
+
+  describe('a skewed clock (issue 31 item 8)', () => {
+    const SKEW = 600_000;
+
+    it('does not stall a 2-per-second key for a worker whose peer runs 10 minutes fast', () => {
+      // Prepare: the fast worker took the window's two permits, stamped 10 minutes ahead.
+      let log: RateLog | undefined;
+      for (let i = 0; i < 2; i++) {
+        const d = decideRate(log, 2, 1, 1_000_000 + SKEW);
+        if (!d.grant) throw new Error('expected a grant');
+        log = d.next;
+      }
+
+      // Act: a worker with the right clock takes a permit.
+      const other = decideRate(log, 2, 1, 1_000_000);
+
+      // Assess: granted at its own time, the fast worker's grants kept for it.
+      expect(other).toEqual({
+        grant: true,
+        next: { version: 3, grants: [1_000_000, 1_000_000 + SKEW, 1_000_000 + SKEW] },
+      });
+    });
+
+    it('keeps both workers taking permits when one runs 10 minutes fast, each waiting as told', () => {
+      // Prepare: two workers asking for a 2-per-second key for 10 s, one with its clock 10 minutes ahead;
+      // a refused worker asks again after the wait it was told, a granted one 100 ms later.
+      let log: RateLog | undefined;
+      const granted = { fast: [] as number[], right: [] as number[] };
+      const nextAt = { fast: 0, right: 0 };
+
+      // Act
+      for (let t = 0; t < 10_000; t += 10) {
+        for (const [who, offset] of [
+          ['fast', SKEW],
+          ['right', 0],
+        ] as const) {
+          if (t < nextAt[who]) continue;
+          const d = decideRate(log, 2, 1, t + offset);
+          if (d.grant) {
+            log = d.next;
+            granted[who].push(t);
+            nextAt[who] = t + 100;
+          } else {
+            nextAt[who] = t + d.waitMs;
+          }
+        }
+      }
+
+      // Assess: the right clock is not stalled for the skew (it was told to wait 601 s after one grant),
+      // and what the skew costs is bounded: the fast worker keeps to the limit on its own grants, the
+      // other takes at most one more a window (the fast worker's writes drop grants it takes for old).
+      expect(granted.right.length).toBeGreaterThanOrEqual(19);
+      expect(granted.fast.length).toBeGreaterThanOrEqual(19);
+      expect(busiestWindow(granted.fast, 1000)).toBe(2);
+      expect(busiestWindow(granted.right, 1000)).toBeLessThanOrEqual(3);
+      expect(log?.grants.length).toBeLessThanOrEqual(4);
+    });
+
+    it('counts a grant up to MAX_AHEAD_MS ahead of the latest clock, and a slow request by its latest time', () => {
+      const log: RateLog = { version: 1, grants: [1000 + MAX_AHEAD_MS] };
+      // At the edge: counted (a clock a little fast, or a request's own time).
+      expect(decideRate(log, 1, 1, 1000)).toEqual({ grant: false, waitMs: MAX_AHEAD_MS + 1000 });
+      // A take begun at 0 whose answer came back at 5000: the grant at 2000 is no fast clock's.
+      expect(decideRate(log, 1, 1, 0, 5000)).toEqual({ grant: false, waitMs: 3000 });
+      // Past the edge: left out.
+      expect(decideRate(log, 1, 1, 999)).toMatchObject({ grant: true });
+    });
   });
 });

@@ -352,7 +352,7 @@ describe('The recorded cause in the DynamoDB expressions', () => {
 
   it('a redrive removes the recorded cause; a fast commit refuses an item that has one', () => {
     expect(redriveUpdate('jobs', KEY, 1, 1).UpdateExpression).toMatch(
-      /REMOVE #owner, #deadReason, #refunds, #deadAt, #deadKeyUntil$/,
+      /REMOVE #owner, #deadReason, #refunds, #conflicts, #deadAt, #deadKeyUntil$/,
     );
     const fast = claimUpdate(
       'jobs',

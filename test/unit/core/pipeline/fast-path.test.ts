@@ -762,6 +762,7 @@ describe('The conflict read-back does not change how an attempt ends', () => {
       action: (await outcome).action,
       status: item?.status,
       attempts: item?.attempts,
+      conflicts: item?.conflicts,
       error: item?.lastError,
     };
   }
@@ -770,9 +771,9 @@ describe('The conflict read-back does not change how an attempt ends', () => {
     const quick = await conflictNearTheEnd(0, true);
     const slow = await conflictNearTheEnd(1500, true);
 
-    expect(quick).toMatchObject({ action: 'retry', status: JobStatus.RetryWait, attempts: 1 });
+    expect(quick).toMatchObject({ action: 'retry', status: JobStatus.RetryWait, attempts: 0, conflicts: 1 });
     expect(quick.error).toContain('expected version 0, found version 1');
-    expect(slow).toMatchObject({ action: 'retry', status: JobStatus.RetryWait, attempts: 1 });
+    expect(slow).toMatchObject({ action: 'retry', status: JobStatus.RetryWait, attempts: 0, conflicts: 1 });
     expect(slow.error).toContain('expected version 0, and the item could not be read back');
   });
 
@@ -780,8 +781,8 @@ describe('The conflict read-back does not change how an attempt ends', () => {
     const quick = await conflictNearTheEnd(0, false, 2800);
     const slow = await conflictNearTheEnd(1500, false, 2800);
 
-    expect(quick).toMatchObject({ action: 'retry', status: JobStatus.RetryWait, attempts: 1 });
-    expect(slow).toMatchObject({ action: 'retry', status: JobStatus.RetryWait, attempts: 1 });
+    expect(quick).toMatchObject({ action: 'retry', status: JobStatus.RetryWait, attempts: 0, conflicts: 1 });
+    expect(slow).toMatchObject({ action: 'retry', status: JobStatus.RetryWait, attempts: 0, conflicts: 1 });
     expect(slow.error).toContain('could not be read back');
   });
 });

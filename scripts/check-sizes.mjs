@@ -1,0 +1,139 @@
+// `npm run check:sizes`: no source file grows past LIMIT lines. A unit of work should fit on a screen or
+// two; a file that passes the limit is split by role (one file per edge, a route per file), not grown.
+// The few files that were already longer when the rule came in are listed in CEILINGS with the size they
+// had: they may shrink, never grow, and an entry whose file is back under the limit (or gone) is reported
+// as stale so the list only gets shorter.
+//
+//   node scripts/check-sizes.mjs [--root <dir>] [--json]
+//
+// Prints each violation on its own line and exits 1, or prints a one-line summary and exits 0.
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The folders checked (as check-layers.mjs); tests, the benchmark and chaos are not. */
+export const SOURCE_ROOTS = ['shared', 'cli', 'infra', 'functions', 'bin', 'scripts', 'examples'];
+
+/** Lines a source file may have. */
+export const LIMIT = 450;
+
+/**
+ * Files longer than LIMIT when the rule came in (2026-12-03), each at the size it had then: a ratchet.
+ * Split one and lower (or remove) its entry in the same commit.
+ */
+export const CEILINGS = {
+  'cli/ui/app.ts': 595,
+  'cli/target.ts': 464,
+  'infra/leaseq-pipeline.ts': 594,
+  'scripts/check-layers.mjs': 467,
+  'shared/core/adapters/dynamodb-job-expressions.ts': 650,
+  'shared/core/adapters/dynamodb-job-store.ts': 608,
+  'shared/core/adapters/dynamodb-limits.ts': 461,
+  'shared/local/deploy.ts': 517,
+  'shared/producer/job-producer.ts': 493,
+  'shared/testing/dynamodb-expressions.ts': 706,
+  'shared/testing/in-memory-job-store.ts': 709,
+};
+
+const CODE = /\.(?:[cm]?ts|tsx|[cm]?js)$/;
+const SKIP_DIRS = new Set(['node_modules', 'dist', 'cdk.out', '.leaseq', 'coverage']);
+
+function* sourceFiles(root) {
+  for (const top of SOURCE_ROOTS) {
+    const start = join(root, top);
+    if (!existsSync(start)) continue;
+    const stack = [start];
+    while (stack.length > 0) {
+      const dir = stack.pop();
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
+        const stat = statSync(path);
+        if (stat.isDirectory()) {
+          if (!SKIP_DIRS.has(name)) stack.push(path);
+        } else if (CODE.test(name) && !name.endsWith('.d.ts')) {
+          yield relative(root, path).split(sep).join('/');
+        }
+      }
+    }
+  }
+}
+
+const lineCount = (text) => (text === '' ? 0 : text.split('\n').length - (text.endsWith('\n') ? 1 : 0));
+
+/** Checks a tree; `ceilings` defaults to CEILINGS (the synthetic trees of the unit test pass their own). */
+export function checkSizes(root, ceilings = CEILINGS) {
+  const violations = [];
+  const seen = new Set();
+  let files = 0;
+  for (const path of sourceFiles(root)) {
+    files += 1;
+    const lines = lineCount(readFileSync(join(root, path), 'utf8'));
+    const ceiling = ceilings[path];
+    if (ceiling !== undefined) {
+      seen.add(path);
+      if (lines > ceiling) {
+        violations.push({
+          rule: 'grown',
+          path,
+          lines,
+          message: `${path}: ${lines} lines, over its ceiling of ${ceiling} (it was already past ${LIMIT}: split it, do not grow it)`,
+        });
+      } else if (lines <= LIMIT) {
+        violations.push({
+          rule: 'stale-ceiling',
+          path,
+          lines,
+          message: `${path}: ${lines} lines, back under ${LIMIT}: remove its entry from CEILINGS in scripts/check-sizes.mjs`,
+        });
+      }
+    } else if (lines > LIMIT) {
+      violations.push({
+        rule: 'too-long',
+        path,
+        lines,
+        message: `${path}: ${lines} lines, over the limit of ${LIMIT}: split it by role`,
+      });
+    }
+  }
+  for (const path of Object.keys(ceilings)) {
+    if (!seen.has(path)) {
+      violations.push({
+        rule: 'stale-ceiling',
+        path,
+        lines: 0,
+        message: `${path}: listed in CEILINGS but not found: remove its entry from scripts/check-sizes.mjs`,
+      });
+    }
+  }
+  return { files, limit: LIMIT, violations };
+}
+
+function main(argv) {
+  const rootIndex = argv.indexOf('--root');
+  const root =
+    rootIndex >= 0
+      ? resolve(argv[rootIndex + 1] ?? '.')
+      : resolve(dirname(fileURLToPath(import.meta.url)), '..');
+  // A synthetic tree brings its own ceilings (a JSON file at its root), so the repository's list does not apply.
+  const ceilingsFile = join(root, 'size-ceilings.json');
+  const ceilings =
+    rootIndex >= 0 && existsSync(ceilingsFile)
+      ? JSON.parse(readFileSync(ceilingsFile, 'utf8'))
+      : rootIndex >= 0
+        ? {}
+        : CEILINGS;
+  const report = checkSizes(root, ceilings);
+  if (argv.includes('--json')) {
+    process.stdout.write(`${JSON.stringify(report)}\n`);
+  } else if (report.violations.length > 0) {
+    for (const v of report.violations) process.stdout.write(`${v.message}\n`);
+  } else {
+    process.stdout.write(
+      `check-sizes: ${report.files} files, none over ${LIMIT} lines (${Object.keys(ceilings).length} older files held at their size)\n`,
+    );
+  }
+  process.exitCode = report.violations.length > 0 ? 1 : 0;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url))
+  main(process.argv.slice(2));
