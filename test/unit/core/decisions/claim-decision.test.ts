@@ -57,6 +57,10 @@ describe('Function: decideRefusal', () => {
     );
     expect(decideRefusal(claimedByResend, 'm-1', NOW).kind).toBe('own-message-early');
     expect(decideRefusal(claimedByResend, 'm-2', NOW).kind).toBe('duplicate-racing');
+    // A redrive's message (it names the letter's message, m-5) that a bounce re-sent: its origin is m-5.
+    expect(decideRefusal(claimedByResend, { messageId: 'm-10', originId: 'm-5' }, NOW).kind).toBe(
+      'own-message-early',
+    );
     // A message an older worker re-sent (its `leaseq-resent-from` list only) is still known.
     expect(
       decideRefusal(item(), { messageId: 'm-7', originId: 'm-3', formerIds: ['m-3', 'm-1'] }, NOW).kind,
