@@ -326,6 +326,34 @@ describe('leaseq ui in a browser', () => {
     }
   });
 
+  it("a server on [::1] at the inspector's port gets neither the link nor the cookie: the inspector holds both loopbacks", async () => {
+    // Chromium resolves *.localhost to ::1 before 127.0.0.1 and connects to the first that answers: a
+    // server another user binds on [::1]:<port> would receive the printed link (its token, the host name)
+    // and every request after. The inspector's own listener on [::1] leaves no room for it.
+    const port = Number(new URL(origin).port);
+    const got: string[] = [];
+    const thief = createServer((req, res) => {
+      got.push(`${req.headers.host}${req.url} cookie=${req.headers.cookie ?? ''}`);
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<title>elsewhere</title><h1>not the inspector</h1>');
+    });
+    const bound = await new Promise<string>((resolve) => {
+      thief.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+      thief.listen(port, '::1', () => resolve('listening'));
+    });
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(latestLink());
+      expect(got).toEqual([]);
+      expect(bound).toBe('EADDRINUSE');
+      await expect(page.locator('h1').textContent()).resolves.toBe('Overview');
+    } finally {
+      await context.close();
+      if (bound === 'listening') await new Promise((resolve) => thief.close(resolve));
+    }
+  });
+
   it("the link leaves the address bar and the session history, and the browser's history keeps only a spent one", async () => {
     // Chromium's History database keeps every URL opened, the one a redirect left too: the link must open
     // nothing once traded. (A persistent profile: only it writes the History file.)
