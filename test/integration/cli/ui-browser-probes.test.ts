@@ -1,0 +1,140 @@
+/**
+ * A review's probes of the inspector's actions in real Chromium, with the worst case granted: the page
+ * that attacks knows the inspector's host name. Its form posts (direct, or through a 307 that keeps the
+ * method and body), from another site and from a sibling `*.leaseq.localhost` name (same-site: the
+ * SameSite=Strict cookie goes along), and a link opened from outside (Sec-Fetch-Site none) that
+ * redirects to an action, must reach no store. The store is a socket that never answers and counts
+ * connections; the inspector's own form, the control, reaches it.
+ */
+import { execFileSync } from 'node:child_process';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer, type Socket } from 'node:net';
+import { type Browser, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningUi, startUi } from '../../../cli/ui/server.ts';
+import { SpanBuffer } from '../../../cli/ui/spans.ts';
+import { createAwsClients, destroyAwsClients } from '../../../shared/aws/clients.ts';
+
+const sockets: Socket[] = [];
+let connections = 0;
+const store = createServer((socket) => {
+  connections += 1;
+  sockets.push(socket);
+});
+let aws: ReturnType<typeof createAwsClients>;
+let ui: RunningUi;
+let browser: Browser;
+let attacker: Server;
+let attackerPort = 0;
+const seen: { path: string; cookie?: string }[] = [];
+const token = 'browser-probe-ticket-0123456789';
+
+/** The attacker's pages: an auto-submitted form to `target`, and a 307 to it. */
+function attackerPage(path: string, target: string): string {
+  if (path.startsWith('/form'))
+    return `<form id="f" method="post" action="${target}"><input name="confirmed" value="yes"></form><script>document.getElementById('f').submit()</script>`;
+  return `<p>${path}</p>`;
+}
+
+beforeAll(async () => {
+  await new Promise<void>((resolve) => store.listen(0, '127.0.0.1', resolve));
+  aws = createAwsClients({
+    endpoint: `http://127.0.0.1:${(store.address() as { port: number }).port}`,
+    region: 'us-east-1',
+    maxAttempts: 1,
+    requestTimeoutMs: 30_000,
+  });
+  ui = await startUi(
+    {
+      target: {
+        clients: aws,
+        names: {
+          queueUrl: 'http://q/jobs',
+          dlqUrl: 'http://q/dlq',
+          jobsTable: 'jobs',
+          leasesTable: 'leases',
+        },
+      } as never,
+      targetLine: 'probe',
+      token,
+      traceToken: 'trace',
+      spans: new SpanBuffer(10),
+      timeoutMs: 200,
+      actionTimeoutMs: 200,
+      readOnly: false,
+    },
+    0,
+  );
+  const inspector = `http://${ui.host}:${ui.port}`;
+  attacker = createHttpServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    seen.push({ path: url.pathname, ...(req.headers.cookie ? { cookie: req.headers.cookie } : {}) });
+    const action = url.searchParams.get('action') ?? '/dlq/purge';
+    if (url.pathname === '/307') {
+      res.writeHead(307, { location: `${inspector}${action}` });
+      return res.end();
+    }
+    if (url.pathname === '/302') {
+      res.writeHead(302, { location: `${inspector}${action}` });
+      return res.end();
+    }
+    const target =
+      url.pathname === '/form-via-307'
+        ? `/307?action=${encodeURIComponent(action)}`
+        : `${inspector}${action}`;
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(attackerPage('/form', target));
+  });
+  await new Promise<void>((resolve) => attacker.listen(0, '127.0.0.1', resolve));
+  attackerPort = (attacker.address() as { port: number }).port;
+  const path = process.env.CHROMIUM_PATH ?? execFileSync('which', ['chromium'], { encoding: 'utf8' }).trim();
+  browser = await chromium.launch({ executablePath: path, args: ['--no-sandbox'] });
+});
+afterAll(async () => {
+  await browser?.close();
+  await ui?.close();
+  await new Promise((resolve) => attacker?.close(resolve));
+  destroyAwsClients(aws);
+  for (const s of sockets) s.destroy();
+  await new Promise((resolve) => store.close(resolve));
+});
+
+describe('inspector actions in Chromium, against a page that knows its host name', () => {
+  it("refuses another site's and a sibling name's form posts, direct or through a 307, and a link opened from outside that redirects to an action", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(ui.url);
+    await expect(page.locator('h1').textContent()).resolves.toBe('Overview');
+    await page.waitForTimeout(300);
+    const settled = async () => {
+      await page.waitForLoadState('load');
+      await page.waitForTimeout(400);
+    };
+    const before = connections;
+    for (const action of ['/dlq/purge', '/dlq/redrive', '/jobs/k/cancel']) {
+      const q = `action=${encodeURIComponent(action)}`;
+      for (const site of [`127.0.0.1:${attackerPort}`, `evil.leaseq.localhost:${attackerPort}`]) {
+        for (const how of ['/form', '/form-via-307']) {
+          await page.goto(`http://${site}${how}?${q}`);
+          await settled();
+          expect(await page.textContent('body'), `${site}${how} ${action}`).toMatch(/403 Forbidden/);
+        }
+      }
+      // A link opened from outside (mail, chat, a terminal: Sec-Fetch-Site none) that redirects: a GET.
+      await page.goto(`http://127.0.0.1:${attackerPort}/302?${q}`);
+      await settled();
+    }
+    expect(connections - before).toBe(0);
+    // The control: the inspector's own confirmation form does reach the store.
+    await page.goto(`http://${ui.host}:${ui.port}/dlq`);
+    await page.evaluate(
+      "(() => { const f = document.createElement('form'); f.method = 'post'; f.action = '/dlq/purge'; document.body.append(f); f.submit(); })()",
+    );
+    await settled();
+    expect(await page.locator('h1').textContent()).toBe('Purge the DLQ?');
+    expect(connections - before).toBeGreaterThan(0);
+    // No cookie of the inspector ever reached the attacker's port, on either name.
+    expect(seen.filter((s) => s.cookie)).toEqual([]);
+    await context.close();
+  });
+});
