@@ -28,6 +28,9 @@ let attacker: Server;
 let attackerPort = 0;
 const seen: { path: string; cookie?: string }[] = [];
 const token = 'browser-probe-ticket-0123456789';
+const logs: string[] = [];
+/** The link not used yet: the first, or the next one the inspector logged after a trade. */
+const latestLink = () => [...logs.join('\n').matchAll(/for another browser: (\S+)/g)].at(-1)?.[1] ?? ui.url;
 
 /** The attacker's pages: an auto-submitted form to `target`, and a 307 to it. */
 function attackerPage(path: string, target: string): string {
@@ -62,6 +65,7 @@ beforeAll(async () => {
       timeoutMs: 200,
       actionTimeoutMs: 200,
       readOnly: false,
+      log: (line) => logs.push(line),
     },
     0,
   );
@@ -103,7 +107,7 @@ describe('inspector actions in Chromium, against a page that knows its host name
   it("refuses another site's and a sibling name's form posts, direct or through a 307, and a link opened from outside that redirects to an action", async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
-    await page.goto(ui.url);
+    await page.goto(latestLink());
     await expect(page.locator('h1').textContent()).resolves.toBe('Overview');
     await page.waitForTimeout(300);
     const settled = async () => {
@@ -136,5 +140,28 @@ describe('inspector actions in Chromium, against a page that knows its host name
     // No cookie of the inspector ever reached the attacker's port, on either name.
     expect(seen.filter((s) => s.cookie)).toEqual([]);
     await context.close();
+  });
+
+  it('shows a bidi mark (RLM, LRM, ALM) as \\uXXXX: a key ab<RLM>10 - 5 does not read ab5 - 10', async () => {
+    // Marks are no overrides, but an RLM (or ALM) before `10 - 5` in a left-to-right line draws `5 - 10`.
+    const fresh = await browser.newContext();
+    const view = await fresh.newPage();
+    await view.goto(latestLink());
+    for (const mark of ['\u200f', '\u061c', '\u200e']) {
+      const key = `ab${mark}10 - 5`;
+      await view.goto(`http://${ui.host}:${ui.port}/jobs/${encodeURIComponent(key)}`);
+      // Where the browser draws the 1 and the 5 of the heading.
+      const xs = await view.evaluate<[number, number]>(`(() => {
+        const text = document.querySelector('h1').firstChild;
+        const at = (i) => { const r = document.createRange(); r.setStart(text, i); r.setEnd(text, i + 1); return r.getBoundingClientRect().x; };
+        const s = text.textContent;
+        return [at(s.indexOf('1')), at(s.lastIndexOf('5'))];
+      })()`);
+      expect(xs[0], `${JSON.stringify(mark)}: the 1 is drawn after the 5`).toBeLessThan(xs[1]);
+      expect(await view.locator('h1').textContent()).toContain(
+        `\\u${mark.charCodeAt(0).toString(16).padStart(4, '0')}`,
+      );
+    }
+    await fresh.close();
   });
 });
