@@ -36,7 +36,7 @@ export function register(program: Command): void {
       .description(
         `a local web inspector on ${UI_HOST} only: queue and DLQ depth over time, live and stuck leases, problem jobs, ` +
           "one job's timeline and traces, the DLQ with redrive and purge (behind the printed token and a confirmation). " +
-          'Pages answer on a host name of its own (<random>.leaseq.localhost) and the printed link works once. ' +
+          'Pages answer on a host name of its own (leaseq-<random>.localhost) and the printed link works once. ' +
           'Also takes OTLP/HTTP JSON traces at /v1/traces with the printed OTEL_EXPORTER_OTLP_HEADERS. Ctrl-C stops it',
       )
       .option('--port <port>', `port on ${UI_HOST} (0: any free port)`, portArg, DEFAULT_UI_PORT)

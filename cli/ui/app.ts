@@ -33,7 +33,7 @@ export interface UiConfig {
   readonly targetLine: string;
   /** The token of the first printed link: traded once for a session (session.ts). */
   readonly token: string;
-  /** The inspector's host name, `<random>.leaseq.localhost` (guard.ts `newUiHost`). */
+  /** The inspector's host name, `leaseq-<random>.localhost` (guard.ts `newUiHost`). */
   readonly host: string;
   /** The token the trace intake takes spans with (header `x-leaseq-trace-token`). */
   readonly traceToken: string;

@@ -60,9 +60,9 @@ async function listenOnLoopbacks(
 }
 
 export interface RunningUi {
-  /** `http://<random>.leaseq.localhost:<port>/`: the pages answer on this host name only. */
+  /** `http://leaseq-<random>.localhost:<port>/`: the pages answer on this host name only. */
   readonly origin: string;
-  /** `<random>.leaseq.localhost`, new each start. */
+  /** `leaseq-<random>.localhost`, new each start. */
   readonly host: string;
   readonly port: number;
   /** The URL to open: the origin with `?token=` (used once: session.ts). */

@@ -57,7 +57,7 @@ export class UiSessions {
 
 export interface SessionGateOptions {
   readonly sessions: UiSessions;
-  /** The inspector's host name (`<random>.leaseq.localhost`). */
+  /** The inspector's host name (`leaseq-<random>.localhost`). */
   readonly host: string;
   readonly port: () => number;
   /** The token workers send in {@link TRACE_TOKEN_HEADER} with their spans. */

@@ -164,4 +164,41 @@ describe('inspector actions in Chromium, against a page that knows its host name
     }
     await fresh.close();
   });
+
+  it('a page on another *.localhost name, not knowing the inspector\'s, tosses no cookie onto it (before: every page 431)', async () => {
+    // A sibling under the same parent name is the same site: its Domain cookies reach the inspector (a
+    // few of 4 KB make every request too large: 431) and its requests carry the SameSite=Strict session.
+    // (A name under the inspector's own, `x.<its name>`, is its site: it takes knowing the 96 bits.)
+    const siblings = ['evil.leaseq.localhost', 'evil.localhost', 'a.b.localhost'];
+    const sibling = createHttpServer((req, res) => {
+      const name = (req.headers.host ?? '').split(':')[0] ?? '';
+      const domain = name.slice(name.indexOf('.') + 1);
+      const big = 'x'.repeat(3500);
+      res.writeHead(200, {
+        'content-type': 'text/html',
+        'set-cookie': [1, 2, 3, 4, 5, 6].map(
+          (i) => `junk${i}=${big}; Domain=${domain}; Path=/; Max-Age=3600`,
+        ),
+      });
+      res.end('<p>another local page</p>');
+    });
+    await new Promise<void>((resolve) => sibling.listen(0, '127.0.0.1', resolve));
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(latestLink());
+      const siblingPort = (sibling.address() as { port: number }).port;
+      // Once tossed, the junk goes to the siblings too (they answer 431 then): what reached them is enough.
+      for (const name of siblings) await page.goto(`http://${name}:${siblingPort}/`).catch(() => undefined);
+      const answer = await page.goto(`http://${ui.host}:${ui.port}/jobs`).catch((error: Error) => error);
+      const sent = (await context.cookies(`http://${ui.host}:${ui.port}/`)).map(
+        (c) => `${c.name} (${c.domain})`,
+      );
+      expect(answer instanceof Error ? answer.message : answer?.status(), sent.join(', ')).toBe(200);
+      expect(sent).toEqual([`leaseq_ui_token (${ui.host})`]);
+    } finally {
+      await context.close();
+      await new Promise((resolve) => sibling.close(resolve));
+    }
+  });
 });

@@ -196,7 +196,7 @@ describe('leaseq ui in a browser', () => {
 
     const page: Page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     // The printed URL: its token becomes the cookie and leaves the address bar.
-    expect(url).toMatch(/^http:\/\/[0-9a-f]{24}\.leaseq\.localhost:\d+\/\?token=[A-Za-z0-9_-]{43}$/);
+    expect(url).toMatch(/^http:\/\/leaseq-[0-9a-f]{24}\.localhost:\d+\/\?token=[A-Za-z0-9_-]{43}$/);
     await page.goto(url);
     expect(new URL(page.url()).search).toBe('');
     await expect(page.locator('h1').textContent()).resolves.toBe('Overview');
@@ -306,8 +306,8 @@ describe('leaseq ui in a browser', () => {
     await new Promise<void>((resolve) => thief.listen(0, '127.0.0.1', resolve));
     try {
       const port = (thief.address() as { port: number }).port;
-      // The loopback's names, and a name under .leaseq.localhost that is not this start's.
-      for (const host of ['127.0.0.1', 'localhost', 'f00dfeedf00dfeedf00dfeed.leaseq.localhost'])
+      // The loopback's names, and a name under .localhost that is not this start's.
+      for (const host of ['127.0.0.1', 'localhost', 'leaseq-f00dfeedf00dfeedf00dfeed.localhost'])
         await page.goto(`http://${host}:${port}/`);
       expect(got.length).toBeGreaterThanOrEqual(3);
       for (const cookie of got) {

@@ -15,7 +15,7 @@ import {
 import { PALETTE } from '../../../cli/ui/html.ts';
 import { UiSessions } from '../../../cli/ui/session.ts';
 
-const HOST = '0123456789abcdef01234567.leaseq.localhost';
+const HOST = 'leaseq-0123456789abcdef01234567.localhost';
 const server = { host: HOST, port: 8686 };
 
 describe('leaseq ui gate', () => {
@@ -25,9 +25,9 @@ describe('leaseq ui gate', () => {
     expect(newToken()).not.toBe(a);
   });
 
-  it('makes a fresh host name of 96 random bits under .leaseq.localhost per start', () => {
+  it('makes a fresh host name of 96 random bits directly under .localhost per start', () => {
     const a = newUiHost();
-    expect(a).toMatch(/^[0-9a-f]{24}\.leaseq\.localhost$/);
+    expect(a).toMatch(/^leaseq-[0-9a-f]{24}\.localhost$/);
     expect(newUiHost()).not.toBe(a);
   });
 

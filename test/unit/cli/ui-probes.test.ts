@@ -205,14 +205,15 @@ describe('inspector probes', () => {
     const [label] = fresh.host.split('.');
     const hosts = [
       `evil.leaseq.localhost:${fresh.port}`,
-      `${label}.leaseq.localhost.:${fresh.port}`,
+      `${fresh.host}.:${fresh.port}`,
+      `${label}.leaseq.localhost:${fresh.port}`,
       `${fresh.host}`,
       `${fresh.host}:${fresh.port + 1}`,
       `x.${fresh.host}:${fresh.port}`,
       `127.0.0.1:${fresh.port}`,
       `[::1]:${fresh.port}`,
       `localhost:${fresh.port}`,
-      `${label}.localhost:${fresh.port}`,
+      `${label?.replace('leaseq-', '')}.localhost:${fresh.port}`,
     ];
     for (const host of hosts) {
       const page = await call(fresh, '/dlq', { headers: { host, cookie } });

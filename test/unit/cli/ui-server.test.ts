@@ -128,10 +128,10 @@ function call(
 }
 
 describe('leaseq ui server', () => {
-  it('listens on 127.0.0.1 only, its pages on a host name of its own under .leaseq.localhost, new each start', () => {
+  it('listens on 127.0.0.1 only, its pages on a host name of its own under .localhost, new each start', () => {
     expect(ui.address).toBe('127.0.0.1');
     expect(ui.url).toMatch(
-      new RegExp(`^http://[0-9a-f]{24}\\.leaseq\\.localhost:${ui.port}/\\?token=${token}$`),
+      new RegExp(`^http://leaseq-[0-9a-f]{24}\\.localhost:${ui.port}/\\?token=${token}$`),
     );
     expect(new URL(readOnly.url).hostname).not.toBe(new URL(ui.url).hostname);
   });
