@@ -92,10 +92,10 @@ export function createUiApp(config: UiConfig): Hono {
       traceToken: config.traceToken,
       refuse: (c, why, status) =>
         c.html(
-          frame(
-            'Refused',
-            `<h1>${status} ${status === 401 ? 'Unauthorized' : 'Forbidden'}</h1><p>${esc(why)}</p>`,
-          ),
+          page(`<h1>${status} ${status === 401 ? 'Unauthorized' : 'Forbidden'}</h1><p>${esc(why)}</p>`, {
+            title: 'Refused',
+            target: '',
+          }),
           status,
         ),
       onNewLink: (url) => log(`the link was used; for another browser: ${url}`),

@@ -62,7 +62,7 @@ export interface SessionGateOptions {
   readonly port: () => number;
   /** The token workers send in {@link TRACE_TOKEN_HEADER} with their spans. */
   readonly traceToken: string;
-  /** A refusal page with the reason. */
+  /** A refusal page with the reason; no target line: anyone reads it (a DNS-rebinding page), it names the account. */
   readonly refuse: (c: Context, why: string, status: 401 | 403) => Response;
   /** Called with the next link after each trade (the terminal prints it). */
   readonly onNewLink?: (url: string) => void;

@@ -23,6 +23,8 @@ let aws: ReturnType<typeof createAwsClients>;
 const token = 'probe-ticket-0123456789';
 const traceToken = 'probe-trace-token-0123';
 const servers: RunningUi[] = [];
+/** The header's target line: it names the AWS account. */
+const ACCOUNT_LINE = 'AWS account 123456789012, region eu-west-1 (--aws)';
 const logs: string[] = [];
 
 async function start(readOnly: boolean): Promise<RunningUi> {
@@ -37,7 +39,7 @@ async function start(readOnly: boolean): Promise<RunningUi> {
           leasesTable: 'leases',
         },
       } as never,
-      targetLine: 'probe',
+      targetLine: ACCOUNT_LINE,
       token,
       traceToken,
       spans: new SpanBuffer(10),
@@ -227,6 +229,27 @@ describe('inspector probes', () => {
       headers: { host: `${fresh.host.toUpperCase()}:${fresh.port}`, cookie },
     });
     expect(upper.status).not.toBe(403);
+  });
+
+  it('says nothing of its target to a request it refuses (a DNS-rebinding page reads a refusal, same-origin to it)', async () => {
+    const fresh = await start(false);
+    const refusals = [
+      await call(fresh, '/', { headers: { host: `evil.example:${fresh.port}` } }),
+      await call(fresh, '/', { headers: { host: `127.0.0.1:${fresh.port}` } }),
+      await call(fresh, '/jobs'),
+      await call(fresh, '/v1/traces', {
+        method: 'POST',
+        headers: { host: `127.0.0.1:${fresh.port}` },
+        body: '{}',
+      }),
+    ];
+    for (const answer of refusals) {
+      expect([401, 403]).toContain(answer.status);
+      expect(answer.body).not.toContain('123456789012');
+    }
+    // A page of the session shows it.
+    const cookie = cookieFrom(await call(fresh, `/?token=${token}`));
+    expect((await call(fresh, '/jobs', { headers: { cookie } })).body).toContain(ACCOUNT_LINE);
   });
 
   it('takes spans only with the exact trace token in its header, on its name or 127.0.0.1, never on a sibling name', async () => {
