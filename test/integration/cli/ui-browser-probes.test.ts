@@ -165,7 +165,7 @@ describe('inspector actions in Chromium, against a page that knows its host name
     await fresh.close();
   });
 
-  it('a page on another *.localhost name, not knowing the inspector\'s, tosses no cookie onto it (before: every page 431)', async () => {
+  it("a page on another *.localhost name, not knowing the inspector's, tosses no cookie onto it (before: every page 431)", async () => {
     // A sibling under the same parent name is the same site: its Domain cookies reach the inspector (a
     // few of 4 KB make every request too large: 431) and its requests carry the SameSite=Strict session.
     // (A name under the inspector's own, `x.<its name>`, is its site: it takes knowing the 96 bits.)
