@@ -127,6 +127,22 @@ describe('Class: UiSessions', () => {
     expect(sessions.valid(`${TOKEN_COOKIE}=ticket-1`)).toBe(false);
     expect(sessions.valid(undefined)).toBe(false);
   });
+
+  it('ends a session left unused for 12 hours (a browser closed or restored later, a copied cookie); use keeps it', () => {
+    let now = 1_000_000;
+    const sessions = new UiSessions('ticket-1', () => now);
+    const used = `${TOKEN_COOKIE}=${sessions.exchange('ticket-1')}`;
+    const idle = `${TOKEN_COOKIE}=${sessions.exchange(sessions.ticket)}`;
+    for (let hour = 1; hour <= 13; hour++) {
+      now += 3_600_000;
+      expect(sessions.valid(used), `hour ${hour}`).toBe(true);
+    }
+    expect(sessions.valid(idle)).toBe(false);
+    now += 12 * 3_600_000 + 1;
+    expect(sessions.valid(used)).toBe(false);
+    // A new link still makes a session.
+    expect(sessions.valid(`${TOKEN_COOKIE}=${sessions.exchange(sessions.ticket)}`)).toBe(true);
+  });
 });
 
 /** WCAG 2 relative luminance of #rrggbb. */
