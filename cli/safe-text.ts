@@ -10,7 +10,8 @@
  * - C0 controls U+0000-U+001F (tab, CR and newline too; {@link safeLines} keeps `\n`),
  * - DEL U+007F and the C1 controls U+0080-U+009F (U+009B is a one-byte CSI on some terminals),
  * - the line and paragraph separators U+2028, U+2029,
- * - the bidi embeddings, overrides and isolates U+202A-U+202E, U+2066-U+2069.
+ * - the bidi embeddings, overrides and isolates U+202A-U+202E, U+2066-U+2069, and the bidi marks
+ *   U+200E, U+200F, U+061C (no override, but an RLM before `10 - 5` in a left-to-right line shows `5 - 10`).
  * Everything else (accents, CJK, emoji, other symbols) is printed as it is. A backslash is not escaped:
  * a producer can write the six characters `\u001b` literally, and they read the same; they do nothing.
  * Pure, no imports.
@@ -24,7 +25,10 @@ function isUnsafe(code: number): boolean {
     code === 0x2028 ||
     code === 0x2029 ||
     (code >= 0x202a && code <= 0x202e) ||
-    (code >= 0x2066 && code <= 0x2069)
+    (code >= 0x2066 && code <= 0x2069) ||
+    code === 0x200e ||
+    code === 0x200f ||
+    code === 0x061c
   );
 }
 

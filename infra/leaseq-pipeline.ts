@@ -495,13 +495,13 @@ export class LeaseqPipeline extends Construct {
       );
     }
     const prefix = options.keyPrefix ?? DEFAULT_PAYLOAD_PREFIX;
-    // The grants name `<bucket>/<prefix>*`: a `*` or `?` in the prefix would widen them past it.
-    if (/[*?]/.test(prefix)) {
+    // The grants name `<bucket>/<prefix>*`: a `*` or `?` widens them, and so does no trailing `/` ('' all).
+    if (/[*?]/.test(prefix) || !prefix.endsWith('/')) {
       throw new InvalidLeaseqPropsError(
         'LeaseqPipeline',
         'largePayloads.keyPrefix',
         prefix,
-        'a key prefix without * or ? (the grants are on the objects under it)',
+        'a key prefix ending in / without * or ? (the grants are on the objects under it)',
       );
     }
     this.#payloadPrefix = prefix;
@@ -560,7 +560,7 @@ export interface LeaseqLargePayloadsProps {
   readonly expiration?: Duration;
   /**
    * Start of every object key: the producers' `largePayloads.keyPrefix` (the same value). The worker lists
-   * under it only and follows pointers to keys under it only. @default 'payloads/'
+   * under it only and follows pointers to keys under it only; it ends in `/` (the grants name `<prefix>*`). @default 'payloads/'
    */
   readonly keyPrefix?: string;
   /**

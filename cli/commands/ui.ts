@@ -3,7 +3,7 @@ import { InvalidArgumentError } from 'commander';
 import { operationalSmells, poolMetricsDir, poolsOf, readPoolMetrics } from '../../shared/ops/smells.ts';
 import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
 import { newToken, TRACE_TOKEN_HEADER } from '../ui/guard.ts';
-import { startUi, UI_HOST } from '../ui/server.ts';
+import { startUi, UI_HOST, UI_HOST_V6 } from '../ui/server.ts';
 import { SpanBuffer } from '../ui/spans.ts';
 
 interface UiFlags extends TargetFlags {
@@ -36,7 +36,7 @@ export function register(program: Command): void {
       .description(
         `a local web inspector on ${UI_HOST} only: queue and DLQ depth over time, live and stuck leases, problem jobs, ` +
           "one job's timeline and traces, the DLQ with redrive and purge (behind the printed token and a confirmation). " +
-          'Pages answer on a host name of its own (<random>.leaseq.localhost) and the printed link works once. ' +
+          'Pages answer on a host name of its own (leaseq-<random>.localhost) and the printed link works once. ' +
           'Also takes OTLP/HTTP JSON traces at /v1/traces with the printed OTEL_EXPORTER_OTLP_HEADERS. Ctrl-C stops it',
       )
       .option('--port <port>', `port on ${UI_HOST} (0: any free port)`, portArg, DEFAULT_UI_PORT)
@@ -69,14 +69,16 @@ export function register(program: Command): void {
       if (error instanceof Error && 'code' in error && error.code === 'EADDRINUSE') {
         // A plain Error: runCli prints an action's error in one line, but takes a CommanderError
         // (InvalidArgumentError is one) as already printed and says nothing.
-        throw new Error(`port ${flags.port} on ${UI_HOST} is in use: pass --port <other> (0: any)`);
+        // [::1] too: a browser tries it first for *.localhost, so whoever holds it would get the link.
+        const on = 'address' in error && error.address === UI_HOST_V6 ? `[${UI_HOST_V6}]` : UI_HOST;
+        throw new Error(`port ${flags.port} on ${on} is in use: pass --port <other> (0: any)`);
       }
       throw error;
     });
     // stdout carries only the URL (a script reads it); notes go to stderr.
     process.stdout.write(`${ui.url}\n`);
     process.stderr.write(
-      `leaseq ui: listening on ${ui.address}:${ui.port}${flags.readOnly ? ' (read-only)' : ''}, pages on ${ui.host}:${ui.port}; Ctrl-C stops it\n` +
+      `leaseq ui: listening on ${ui.address}:${ui.port} and [${UI_HOST_V6}]:${ui.port}${flags.readOnly ? ' (read-only)' : ''}, pages on ${ui.host}:${ui.port}; Ctrl-C stops it\n` +
         `leaseq ui: traces: OTEL_EXPORTER_OTLP_ENDPOINT=${ui.tracesEndpoint} OTEL_EXPORTER_OTLP_HEADERS=${TRACE_TOKEN_HEADER}=${traceToken}\n`,
     );
     await new Promise<void>((resolve) => {

@@ -33,7 +33,7 @@ export interface UiConfig {
   readonly targetLine: string;
   /** The token of the first printed link: traded once for a session (session.ts). */
   readonly token: string;
-  /** The inspector's host name, `<random>.leaseq.localhost` (guard.ts `newUiHost`). */
+  /** The inspector's host name, `leaseq-<random>.localhost` (guard.ts `newUiHost`). */
   readonly host: string;
   /** The token the trace intake takes spans with (header `x-leaseq-trace-token`). */
   readonly traceToken: string;
@@ -92,10 +92,10 @@ export function createUiApp(config: UiConfig): Hono {
       traceToken: config.traceToken,
       refuse: (c, why, status) =>
         c.html(
-          frame(
-            'Refused',
-            `<h1>${status} ${status === 401 ? 'Unauthorized' : 'Forbidden'}</h1><p>${esc(why)}</p>`,
-          ),
+          page(`<h1>${status} ${status === 401 ? 'Unauthorized' : 'Forbidden'}</h1><p>${esc(why)}</p>`, {
+            title: 'Refused',
+            target: '',
+          }),
           status,
         ),
       onNewLink: (url) => log(`the link was used; for another browser: ${url}`),

@@ -11,8 +11,14 @@ export const TOKEN_COOKIE = 'leaseq_ui_token';
 /** The header leaseq's workers send their spans with (`OTEL_EXPORTER_OTLP_HEADERS`). */
 export const TRACE_TOKEN_HEADER = 'x-leaseq-trace-token';
 
-/** The name every inspector's host name ends with; browsers resolve `*.localhost` to the loopback. */
-export const UI_HOST_SUFFIX = '.leaseq.localhost';
+/**
+ * How every inspector's host name ends; browsers resolve `*.localhost` to the loopback. Directly under
+ * `localhost`, which browsers take for a top-level domain, so each name is a site of its own: under a
+ * shared parent (`x.leaseq.localhost`) any page on a sibling name was the same site, its requests carried
+ * the SameSite=Strict session and its `Domain=leaseq.localhost` cookies reached the inspector (a few of
+ * 4 KB made every request too large, 431), without knowing the inspector's name.
+ */
+export const UI_HOST_SUFFIX = '.localhost';
 
 /** A fresh token: 32 random bytes, base64url (URL- and cookie-safe). */
 export function newToken(): string {
@@ -20,12 +26,12 @@ export function newToken(): string {
 }
 
 /**
- * A fresh host name for one start: `<24 hex digits>.leaseq.localhost`. Cookies are not scoped by port,
+ * A fresh host name for one start: `leaseq-<24 hex digits>.localhost`. Cookies are not scoped by port,
  * only by host: a cookie of this name reaches no server on 127.0.0.1 or localhost, and one on another
  * port under this same name only if it knows these 96 random bits.
  */
 export function newUiHost(): string {
-  return `${randomBytes(12).toString('hex')}${UI_HOST_SUFFIX}`;
+  return `leaseq-${randomBytes(12).toString('hex')}${UI_HOST_SUFFIX}`;
 }
 
 /** Constant-time comparison; a missing or differently long value never matches. */
@@ -62,9 +68,9 @@ export function originAllowed(origin: string | undefined, uiHost: string, port: 
 }
 
 /**
- * Every value of the session cookie in a Cookie header. All of them: a page on a sibling name
- * (`x.leaseq.localhost`) can set a cookie of the same name for `leaseq.localhost`, which the browser
- * sends beside this one, first when its path is longer.
+ * Every value of the session cookie in a Cookie header. All of them: a browser that takes `localhost`
+ * for an ordinary name would let a page on a sibling (`x.localhost`) set a cookie of the same name for
+ * `localhost`, which it sends beside this one, first when its path is longer.
  */
 export function sessionCookies(cookieHeader: string | undefined): string[] {
   const values: string[] = [];

@@ -120,7 +120,15 @@ export function human(ms: number): string {
   return `${(ms / 86_400_000).toFixed(1)} d`;
 }
 
-/** An epoch ms as ISO 8601 (UTC), or a dash. */
+/** The furthest a Date reaches from the epoch (ms); past it `toISOString` throws a RangeError. */
+const DATE_LIMIT_MS = 8.64e15;
+
+/**
+ * An epoch ms as ISO 8601 (UTC), or a dash: also for a time no Date holds (a span's start is whatever
+ * the job's code gave, an item's times are read as stored), which would throw and fail the whole page.
+ */
 export function iso(ms: number | undefined): string {
-  return ms === undefined || !Number.isFinite(ms) ? '-' : new Date(ms).toISOString();
+  return ms === undefined || !Number.isFinite(ms) || Math.abs(ms) > DATE_LIMIT_MS
+    ? '-'
+    : new Date(ms).toISOString();
 }

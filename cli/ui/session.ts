@@ -18,14 +18,24 @@ import {
   tokenMatches,
 } from './guard.ts';
 
+/**
+ * How long a session lasts unused: an open overview polls every 2 s and keeps its session, while a
+ * cookie in a browser closed (or restored days later) or copied elsewhere stops working. The terminal
+ * always holds the next link.
+ */
+export const SESSION_IDLE_MS = 12 * 3_600_000;
+
 /** The tickets and sessions of one inspector start. */
 export class UiSessions {
   #ticket: string;
-  readonly #sessions = new Set<string>();
+  /** Each session's last use (epoch ms). */
+  readonly #sessions = new Map<string, number>();
+  readonly #now: () => number;
 
   /** @param ticket the token of the first printed link */
-  constructor(ticket: string) {
+  constructor(ticket: string, now: () => number = Date.now) {
     this.#ticket = ticket;
+    this.#now = now;
   }
 
   /** The token of the link not used yet. */
@@ -41,28 +51,38 @@ export class UiSessions {
     if (!tokenMatches(given, this.#ticket)) return undefined;
     this.#ticket = newToken();
     const session = newToken();
-    this.#sessions.add(session);
+    this.#sessions.set(session, this.#now());
     return session;
   }
 
-  /** Whether any session cookie in the header is one of this start's sessions. */
+  /** Whether any session cookie in the header is one of this start's live sessions (its use is noted). */
   valid(cookieHeader: string | undefined): boolean {
     const given = sessionCookies(cookieHeader);
+    const now = this.#now();
     let ok = false;
     // Every value compared, in constant time each: no early exit that tells which one matched.
-    for (const session of this.#sessions) for (const value of given) ok = tokenMatches(value, session) || ok;
+    for (const [session, used] of this.#sessions) {
+      if (now - used > SESSION_IDLE_MS) {
+        this.#sessions.delete(session);
+        continue;
+      }
+      let match = false;
+      for (const value of given) match = tokenMatches(value, session) || match;
+      if (match) this.#sessions.set(session, now);
+      ok = match || ok;
+    }
     return ok;
   }
 }
 
 export interface SessionGateOptions {
   readonly sessions: UiSessions;
-  /** The inspector's host name (`<random>.leaseq.localhost`). */
+  /** The inspector's host name (`leaseq-<random>.localhost`). */
   readonly host: string;
   readonly port: () => number;
   /** The token workers send in {@link TRACE_TOKEN_HEADER} with their spans. */
   readonly traceToken: string;
-  /** A refusal page with the reason. */
+  /** A refusal page with the reason; no target line: anyone reads it (a DNS-rebinding page), it names the account. */
   readonly refuse: (c: Context, why: string, status: 401 | 403) => Response;
   /** Called with the next link after each trade (the terminal prints it). */
   readonly onNewLink?: (url: string) => void;

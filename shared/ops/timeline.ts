@@ -101,9 +101,7 @@ function fromEvent(event: HistoryEvent): TimelineEntry {
         detail:
           `its lease (token ${event.fromToken}` +
           (event.fromAttempt === undefined ? '' : `, attempt ${event.fromAttempt}`) +
-          (event.fromClaimedAt === undefined
-            ? ''
-            : `, claimed ${new Date(event.fromClaimedAt).toISOString()}`) +
+          (event.fromClaimedAt === undefined ? '' : `, claimed ${isoTime(event.fromClaimedAt)}`) +
           `) ended ${seconds(event.at - event.leaseEndedAt)} before`,
         ...who,
       };
@@ -138,7 +136,7 @@ function fromEvent(event: HistoryEvent): TimelineEntry {
         at: event.at,
         kind: 'reset',
         title: 'a fresh send ran the dead key again',
-        detail: `dead since ${new Date(event.wasDeadAt).toISOString()}`,
+        detail: `dead since ${isoTime(event.wasDeadAt)}`,
       };
     case 'cancelled':
       return {
@@ -173,4 +171,12 @@ function seconds(ms: number): string {
 
 function sameEvent(a: HistoryEvent, b: HistoryEvent): boolean {
   return a.e === b.e && a.at === b.at && a.token === b.token && a.owner === b.owner;
+}
+
+/**
+ * An epoch ms as ISO 8601, or `?` for one no Date holds: an item is read as stored, and toISOString
+ * throws past ±8.64e15 ms, which failed the whole read of the job (`leaseq inspect`, the inspector).
+ */
+function isoTime(ms: number): string {
+  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : '?';
 }

@@ -445,6 +445,16 @@ describe('Prop: largePayloads (the claim check, issue 20 item 5)', () => {
     );
   });
 
+  it("refuses a key prefix that names no folder of its own: '' grants every object, 'payloads' also 'payloads-old/'", () => {
+    // The grants are on `<bucket>/<prefix>*`: only a prefix ending in `/` keeps them under it.
+    for (const keyPrefix of ['', 'payloads', 'tenant-a/payloads']) {
+      expect(() => synth({ largePayloads: { keyPrefix } }), JSON.stringify(keyPrefix)).toThrow(
+        /LeaseqPipeline prop largePayloads.keyPrefix is ".*"; expected a key prefix ending in \//,
+      );
+    }
+    expect(() => synth({ largePayloads: { keyPrefix: 'tenant-a/payloads/' } })).not.toThrow();
+  });
+
   it('refuses an expiration shorter than a message can live (4 + 14 days)', () => {
     expect(() => synth({ largePayloads: { expiration: Duration.days(7) } })).toThrow(
       /LeaseqPipeline prop largePayloads.expiration is "7 days"; expected at least 19 days/,

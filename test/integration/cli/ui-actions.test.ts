@@ -156,6 +156,74 @@ describe('leaseq ui DLQ actions', () => {
     expect(page).not.toContain('<img');
   });
 
+  it("draws a job's hostile spans posted on 127.0.0.1 as text, and a time past the calendar's end as '-' (the page still answers)", async () => {
+    // Any span a job's own code makes reaches the page (the workers export them with the trace token),
+    // and so do the item's times as stored: neither may inject markup or take the page down.
+    const dedupKey = uniqueName('spans');
+    const messageId = uniqueName('m');
+    const mark = '</title></text></svg><script>alert(1)</script><img src=x onerror=alert(1)>';
+    await env.clients.doc.send(
+      new PutCommand({
+        TableName: env.jobsTable,
+        Item: {
+          dedupKey,
+          status: 'DEAD',
+          type: 'ledger.credit',
+          messageId,
+          attempts: 1,
+          token: 1,
+          owner: 'w-1',
+          history: [
+            { e: 'lease-lost', at: 9_000_000_000_000_000, owner: 'w-1', token: 1, why: 'x' },
+            { e: 'reset', at: 1, wasDeadAt: 9_000_000_000_000_000 },
+          ],
+          version: 1,
+        },
+      }),
+    );
+    const hostile = (spanId: string, start: string, end: string) => ({
+      traceId: 'e'.repeat(32),
+      spanId,
+      name: mark,
+      startTimeUnixNano: start,
+      endTimeUnixNano: end,
+      attributes: [
+        { key: 'messaging.message.id', value: { stringValue: messageId } },
+        { key: 'leaseq.outcome', value: { stringValue: `"><svg onload=alert(1)>` } },
+      ],
+    });
+    const spansPosted = await app.request(`http://127.0.0.1:${PORT}/v1/traces`, {
+      method: 'POST',
+      headers: {
+        host: `127.0.0.1:${PORT}`,
+        'content-type': 'application/json',
+        'x-leaseq-trace-token': 'trace-token',
+      },
+      body: JSON.stringify({
+        resourceSpans: [
+          {
+            resource: { attributes: [{ key: 'service.name', value: { stringValue: mark } }] },
+            scopeSpans: [
+              {
+                spans: [
+                  hostile('1'.repeat(16), '1700000000000000000', '1700000000012500000'),
+                  // A job's code may give its span any start time (the OTel API takes one).
+                  hostile('2'.repeat(16), '100000000000000000000000000', '100000000000000000000000001'),
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+    });
+    expect(spansPosted.status).toBe(200);
+    const answer = await get(app, `/jobs/${dedupKey}`);
+    const page = await answer.text();
+    expect(answer.status, /role="alert">([^<]*)/.exec(page)?.[1]).toBe(200);
+    expect(page).toContain('id="waterfall"');
+    expect(page).not.toMatch(/<script>alert|<img|<svg onload/);
+  });
+
   it('cancels a job from its page only after the confirmation; a read-only inspector has no button and refuses', async () => {
     // Prepare: a job waiting for its retry.
     const store = new DynamoDbJobStore({ client: env.clients.doc, tableName: env.jobsTable });

@@ -196,7 +196,7 @@ describe('leaseq ui in a browser', () => {
 
     const page: Page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     // The printed URL: its token becomes the cookie and leaves the address bar.
-    expect(url).toMatch(/^http:\/\/[0-9a-f]{24}\.leaseq\.localhost:\d+\/\?token=[A-Za-z0-9_-]{43}$/);
+    expect(url).toMatch(/^http:\/\/leaseq-[0-9a-f]{24}\.localhost:\d+\/\?token=[A-Za-z0-9_-]{43}$/);
     await page.goto(url);
     expect(new URL(page.url()).search).toBe('');
     await expect(page.locator('h1').textContent()).resolves.toBe('Overview');
@@ -306,8 +306,8 @@ describe('leaseq ui in a browser', () => {
     await new Promise<void>((resolve) => thief.listen(0, '127.0.0.1', resolve));
     try {
       const port = (thief.address() as { port: number }).port;
-      // The loopback's names, and a name under .leaseq.localhost that is not this start's.
-      for (const host of ['127.0.0.1', 'localhost', 'f00dfeedf00dfeedf00dfeed.leaseq.localhost'])
+      // The loopback's names, and a name under .localhost that is not this start's.
+      for (const host of ['127.0.0.1', 'localhost', 'leaseq-f00dfeedf00dfeedf00dfeed.localhost'])
         await page.goto(`http://${host}:${port}/`);
       expect(got.length).toBeGreaterThanOrEqual(3);
       for (const cookie of got) {
@@ -323,6 +323,34 @@ describe('leaseq ui in a browser', () => {
     } finally {
       await context.close();
       await new Promise((resolve) => thief.close(resolve));
+    }
+  });
+
+  it("a server on [::1] at the inspector's port gets neither the link nor the cookie: the inspector holds both loopbacks", async () => {
+    // Chromium resolves *.localhost to ::1 before 127.0.0.1 and connects to the first that answers: a
+    // server another user binds on [::1]:<port> would receive the printed link (its token, the host name)
+    // and every request after. The inspector's own listener on [::1] leaves no room for it.
+    const port = Number(new URL(origin).port);
+    const got: string[] = [];
+    const thief = createServer((req, res) => {
+      got.push(`${req.headers.host}${req.url} cookie=${req.headers.cookie ?? ''}`);
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<title>elsewhere</title><h1>not the inspector</h1>');
+    });
+    const bound = await new Promise<string>((resolve) => {
+      thief.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+      thief.listen(port, '::1', () => resolve('listening'));
+    });
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(latestLink());
+      expect(got).toEqual([]);
+      expect(bound).toBe('EADDRINUSE');
+      await expect(page.locator('h1').textContent()).resolves.toBe('Overview');
+    } finally {
+      await context.close();
+      if (bound === 'listening') await new Promise((resolve) => thief.close(resolve));
     }
   });
 

@@ -46,4 +46,17 @@ describe('leaseq ui flags', () => {
     expect(lines).toEqual([`leaseq: port ${busyPort} on 127.0.0.1 is in use: pass --port <other> (0: any)`]);
     expect(stderr).not.toMatch(/\n\s+at /);
   });
+
+  it('says so when the port is taken on [::1] only (a browser would reach that server first)', async () => {
+    const busy6 = createServer();
+    await new Promise<void>((resolve) => busy6.listen(0, '::1', resolve));
+    const port = (busy6.address() as { port: number }).port;
+    try {
+      const { code, stderr } = await ui(['--port', String(port)]);
+      expect(code).toBe(1);
+      expect(stderr).toContain(`leaseq: port ${port} on [::1] is in use: pass --port <other> (0: any)`);
+    } finally {
+      await new Promise((resolve) => busy6.close(resolve));
+    }
+  });
 });

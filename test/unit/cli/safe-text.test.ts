@@ -26,6 +26,10 @@ describe('Function: safeText', () => {
       0x2067,
       0x2068,
       0x2069,
+      // The bidi marks: an RLM before `10 - 5` draws `5 - 10` (ui-browser-probes.test.ts).
+      0x200e,
+      0x200f,
+      0x061c,
     ];
     for (const code of unsafe) {
       // Act

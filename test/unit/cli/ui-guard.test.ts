@@ -15,7 +15,7 @@ import {
 import { PALETTE } from '../../../cli/ui/html.ts';
 import { UiSessions } from '../../../cli/ui/session.ts';
 
-const HOST = '0123456789abcdef01234567.leaseq.localhost';
+const HOST = 'leaseq-0123456789abcdef01234567.localhost';
 const server = { host: HOST, port: 8686 };
 
 describe('leaseq ui gate', () => {
@@ -25,9 +25,9 @@ describe('leaseq ui gate', () => {
     expect(newToken()).not.toBe(a);
   });
 
-  it('makes a fresh host name of 96 random bits under .leaseq.localhost per start', () => {
+  it('makes a fresh host name of 96 random bits directly under .localhost per start', () => {
     const a = newUiHost();
-    expect(a).toMatch(/^[0-9a-f]{24}\.leaseq\.localhost$/);
+    expect(a).toMatch(/^leaseq-[0-9a-f]{24}\.localhost$/);
     expect(newUiHost()).not.toBe(a);
   });
 
@@ -126,6 +126,22 @@ describe('Class: UiSessions', () => {
     expect(sessions.valid(`${TOKEN_COOKIE}=tossed; ${TOKEN_COOKIE}=${session}`)).toBe(true);
     expect(sessions.valid(`${TOKEN_COOKIE}=ticket-1`)).toBe(false);
     expect(sessions.valid(undefined)).toBe(false);
+  });
+
+  it('ends a session left unused for 12 hours (a browser closed or restored later, a copied cookie); use keeps it', () => {
+    let now = 1_000_000;
+    const sessions = new UiSessions('ticket-1', () => now);
+    const used = `${TOKEN_COOKIE}=${sessions.exchange('ticket-1')}`;
+    const idle = `${TOKEN_COOKIE}=${sessions.exchange(sessions.ticket)}`;
+    for (let hour = 1; hour <= 13; hour++) {
+      now += 3_600_000;
+      expect(sessions.valid(used), `hour ${hour}`).toBe(true);
+    }
+    expect(sessions.valid(idle)).toBe(false);
+    now += 12 * 3_600_000 + 1;
+    expect(sessions.valid(used)).toBe(false);
+    // A new link still makes a session.
+    expect(sessions.valid(`${TOKEN_COOKIE}=${sessions.exchange(sessions.ticket)}`)).toBe(true);
   });
 });
 

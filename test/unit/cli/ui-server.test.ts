@@ -68,8 +68,8 @@ interface Answer {
   body: string;
 }
 
-async function start(overrides: Partial<Parameters<typeof startUi>[0]> = {}): Promise<RunningUi> {
-  const server = await startUi({ ...config, ...overrides }, 0);
+async function start(overrides: Partial<Parameters<typeof startUi>[0]> = {}, port = 0): Promise<RunningUi> {
+  const server = await startUi({ ...config, ...overrides }, port);
   servers.push(server);
   return server;
 }
@@ -128,12 +128,31 @@ function call(
 }
 
 describe('leaseq ui server', () => {
-  it('listens on 127.0.0.1 only, its pages on a host name of its own under .leaseq.localhost, new each start', () => {
+  it('listens on 127.0.0.1 only, its pages on a host name of its own under .localhost, new each start', () => {
     expect(ui.address).toBe('127.0.0.1');
     expect(ui.url).toMatch(
-      new RegExp(`^http://[0-9a-f]{24}\\.leaseq\\.localhost:${ui.port}/\\?token=${token}$`),
+      new RegExp(`^http://leaseq-[0-9a-f]{24}\\.localhost:${ui.port}/\\?token=${token}$`),
     );
     expect(new URL(readOnly.url).hostname).not.toBe(new URL(ui.url).hostname);
+  });
+
+  it('holds [::1] at its port too (a browser tries ::1 first for *.localhost), and will not start when another process holds it', async () => {
+    // Before: a server on [::1]:<port> received the printed link and every request of the browser.
+    const probe = createServer();
+    const taken = await new Promise<string>((resolve) => {
+      probe.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+      probe.listen(ui.port, '::1', () => resolve('listening'));
+    });
+    if (taken === 'listening') await new Promise((resolve) => probe.close(resolve));
+    expect(taken).toBe('EADDRINUSE');
+    const squatter = createServer();
+    await new Promise<void>((resolve) => squatter.listen(0, '::1', resolve));
+    const port = (squatter.address() as { port: number }).port;
+    try {
+      await expect(start({}, port)).rejects.toMatchObject({ code: 'EADDRINUSE', address: '::1' });
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
   });
 
   it('answers every page within its bounds with a banner when the store does not answer', async () => {
