@@ -17,6 +17,7 @@ import { RecordMessage } from '../../../../shared/core/pipeline/record-message.t
 import { PermanentJobError, TransientJobError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { cancelJob } from '../../../../shared/ops/cancel.ts';
+import { redrive } from '../../../../shared/ops/dlq-redrive.ts';
 import type { OpsTarget } from '../../../../shared/ops/target.ts';
 import { toSqsRecord } from '../../../../shared/runner/sqs-records.ts';
 import {
@@ -33,6 +34,7 @@ import { uniqueName } from '../../../support/env.ts';
 
 const TYPE = 'report.meets';
 const DEAD_KEY_TYPE = 'report.meets.deadkey';
+const FAST_TYPE = 'report.meets.fast';
 
 let env: CoreEnv;
 let target: OpsTarget;
@@ -63,6 +65,19 @@ function worker(strict: boolean, name: string): Worker {
     payload: z.object({ n: strict ? z.number().min(10) : z.number(), fail: z.literal('once').optional() }),
     async run(ctx, p) {
       if (p.fail === 'once' && ctx.attempt === 1) throw new TransientJobError('mail server busy');
+      return { result: 'sent' };
+    },
+  });
+  return makeWorker(env, JobRegistry.of([report]), { worker: name });
+}
+
+/** A fast-path type (E12): `strict` as in {@link worker}. */
+function fastWorker(strict: boolean, name: string): Worker {
+  const report = defineJob({
+    type: FAST_TYPE,
+    fastPath: true,
+    payload: z.object({ n: strict ? z.number().min(10) : z.number() }),
+    async run() {
       return { result: 'sent' };
     },
   });
@@ -276,6 +291,38 @@ describe('A refused own message where E13 meets the other features', () => {
     expect(letters).toContainEqual(
       expect.objectContaining({ reason: 'invalid-bad-payload', attempts: '0', originalMessageId: fresh }),
     );
+  }, 120_000);
+
+  it("a fast job's only message refused: no item to mark, its letter (attempts 0) is redriven and runs", async () => {
+    const key = uniqueName('fast');
+    const id = await sendJob(env, { dedupKey: key, type: FAST_TYPE, payload: { n: 1 } });
+
+    const outcome = await settle(fastWorker(true, 'w-new'), await receiveNext());
+
+    expect(outcome).toMatchObject({ action: 'dead-lettered', disposition: 'delete' });
+    const w = fastWorker(false, 'w-fixed');
+    expect(await w.store.get(key)).toBeUndefined();
+    expect(await lettersOf(key)).toEqual([
+      expect.objectContaining({ reason: 'invalid-bad-payload', attempts: '0', originalMessageId: id }),
+    ]);
+    // The schema fixed (the next deploy), the operator's redrive sends the letter and the job runs.
+    expect(await redrive(target, { filter: { dedupKey: key }, by: 'ops@test' })).toMatchObject({
+      redriven: 1,
+    });
+    expect((await settle(w, await receiveNext())).action).toBe('completed');
+    expect((await w.store.get(key))?.status).toBe(JobStatus.Completed);
+  }, 120_000);
+
+  it('a fast job that succeeds first time costs its one write and its delete, no read', async () => {
+    const key = uniqueName('fasthappy');
+    const w = fastWorker(false, 'w-fast');
+    await sendJob(env, { dedupKey: key, type: FAST_TYPE, payload: { n: 1 } });
+    const record = await receiveNext();
+    counter.reset();
+
+    expect((await settle(w, record)).action).toBe('completed');
+
+    expect(counter.snapshot()).toEqual({ 'DynamoDB.UpdateItem': 1, 'SQS.DeleteMessageBatch': 1 });
   }, 120_000);
 
   it('a job that succeeds first time pays no read for E13: one claim, one commit, one delete', async () => {
