@@ -8,6 +8,7 @@ import { DEFAULTS } from '../contract/defaults.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { collides, recordedDeadCause } from '../decisions/claim-decision.ts';
+import { deadKeyExpired } from '../decisions/history.ts';
 import { leaseOver } from '../decisions/lease-arithmetic.ts';
 import { capLeaseToDeadline } from '../decisions/lease-timing.ts';
 import { isOwnMessage } from '../decisions/message-identity.ts';
@@ -19,12 +20,19 @@ import { claim, startAttempt } from './claim.ts';
 import { type DeadLetterer, letterRefusedJob } from './dead-letterer.ts';
 import type { RecordAction } from './outcome.ts';
 import type { RecordMessage } from './record-message.ts';
+import { actOnRefusal } from './refusal.ts';
 import type { Settings } from './settings.ts';
 
 /** What a refused message is to the job item under its key. */
 export type RefusedMessageTarget =
-  /** No item, another type's, a finished one, or one another message guards: the message is a copy. */
+  /** No item, another type's, one another message guards, or a dead key a fresh send may reset: a copy. */
   | { readonly kind: 'copy' }
+  /**
+   * A finished job (COMPLETED, CANCELLED, DEAD and not open to this message): the copy is dropped as a
+   * refused claim drops it (refusal.ts), with no letter: the job can never take it, and a dead job's own
+   * message back (a second delivery, a failed delete) would letter one death twice.
+   */
+  | { readonly kind: 'finished'; readonly item: JobItem }
   /** The item waits for this message, and a live lease (or its backoff) holds it: hide the message. */
   | { readonly kind: 'wait'; readonly hideForMs: number }
   /** The item waits for this message (`messageId`, as the item names it) and nothing holds it: take it. */
@@ -42,6 +50,13 @@ export function refusedMessageTarget(
   now: number,
 ): RefusedMessageTarget {
   if (item === undefined || collides(item, type)) return { kind: 'copy' };
+  if (
+    item.status === JobStatus.Completed ||
+    item.status === JobStatus.Cancelled ||
+    (item.status === JobStatus.Dead && (message.isMessage(item.messageId) || !deadKeyExpired(item, now)))
+  ) {
+    return { kind: 'finished', item };
+  }
   if (item.status !== JobStatus.RetryWait && item.status !== JobStatus.InProgress) return { kind: 'copy' };
   if (!isOwnMessage(item, message.identity)) return { kind: 'copy' };
   return leaseOver(item.leaseUntil, now)
@@ -117,7 +132,10 @@ export async function refuseJob(
   return (await deadLetterer.claimed(attempt, cause)).action;
 }
 
-/** A copy is lettered alone (the item untouched); the job's own message under a live lease is hidden. */
+/**
+ * A copy is lettered alone (the item untouched); a finished job's copy dropped as a refused claim drops
+ * it; the job's own message under a live lease is hidden.
+ */
 async function actOnTarget(
   s: Settings,
   job: Job,
@@ -125,6 +143,7 @@ async function actOnTarget(
   target: Exclude<RefusedMessageTarget, { kind: 'take' }>,
 ): Promise<RecordAction> {
   if (target.kind === 'copy') return (await letterRefusedJob(s, job, refusal.reason, refusal.error)).action;
+  if (target.kind === 'finished') return actOnRefusal(s, job, target.item);
   // Its holder's guard: deleting it would leave the job with no message if the holder then fails. It
   // comes back when the lease (or backoff) ends and is judged again.
   const seconds = Math.ceil(target.hideForMs / 1000) + 1;

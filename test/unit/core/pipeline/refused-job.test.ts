@@ -56,9 +56,22 @@ describe('Function: refusedMessageTarget', () => {
     expect(copy(undefined)).toBe('copy');
     expect(copy(item(), message('m-2'))).toBe('copy');
     expect(copy(item({ type: 'other' }))).toBe('copy');
+    // A dead key whose deadKeyUntil passed is open to a fresh send: that message's letter is its only record.
+    expect(copy(item({ status: JobStatus.Dead, deadKeyUntil: NOW - 1 }), message('m-2'))).toBe('copy');
+  });
+
+  it('calls a finished job (completed, cancelled, a dead key not open to this message) finished', () => {
+    const kind = (i: JobItem, m = message('m-1')) => refusedMessageTarget(i, m, 't', NOW).kind;
     for (const status of [JobStatus.Completed, JobStatus.Dead, JobStatus.Cancelled]) {
-      expect(copy(item({ status }))).toBe('copy');
+      expect(kind(item({ status }))).toBe('finished');
+      expect(kind(item({ status }), message('m-2'))).toBe('finished');
     }
+    expect(kind(item({ status: JobStatus.Cancelled, type: undefined }))).toBe('finished');
+    // Its own message (by any id it had) back after deadKeyUntil: the death has its letter already.
+    const expired = item({ status: JobStatus.Dead, deadKeyUntil: NOW - 1 });
+    expect(kind(expired)).toBe('finished');
+    expect(kind(expired, message('m-9', ['m-1']))).toBe('finished');
+    expect(kind(item({ status: JobStatus.Dead, deadKeyUntil: NOW + 1 }), message('m-2'))).toBe('finished');
   });
 });
 
