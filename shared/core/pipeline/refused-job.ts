@@ -53,7 +53,7 @@ export function refusedMessageTarget(
   if (
     item.status === JobStatus.Completed ||
     item.status === JobStatus.Cancelled ||
-    (item.status === JobStatus.Dead && (message.isMessage(item.messageId) || !deadKeyExpired(item, now)))
+    (item.status === JobStatus.Dead && !deadKeyExpired(item, now, message.identity))
   ) {
     return { kind: 'finished', item };
   }
