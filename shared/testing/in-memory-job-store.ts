@@ -137,7 +137,7 @@ export class InMemoryJobStore implements JobStore {
           old !== undefined &&
           req.onlyIfMessageId === undefined &&
           !collides(old, req.type) &&
-          deadKeyExpired(old, req.now, req.messageId)
+          deadKeyExpired(old, req.now, req)
         ) {
           return this.#resetClaim(req, old);
         }
@@ -239,6 +239,7 @@ export class InMemoryJobStore implements JobStore {
         attempts: 1,
         version: lease.version,
         messageId: req.messageId,
+        ...(req.originId === undefined ? {} : { originId: req.originId }),
         createdAt: req.createdAt,
         claimedAt: req.now,
         updatedAt: req.now,
@@ -259,6 +260,7 @@ export class InMemoryJobStore implements JobStore {
     ] as const) {
       delete next[gone];
     }
+    if (req.originId === undefined) delete next.originId;
     this.#items.set(req.dedupKey, next);
     const known = afterHistoryWrite(dead.history, history);
     if (known?.length) lease.history = known;
@@ -274,7 +276,7 @@ export class InMemoryJobStore implements JobStore {
   ): JobItem {
     // Stored items are never changed in place (every write stores a new object), so the new item may
     // share what it keeps of `old`; only what crosses the boundary is copied.
-    return {
+    const item: MutableJobItem = {
       ...old,
       dedupKey: req.dedupKey,
       status,
@@ -282,12 +284,16 @@ export class InMemoryJobStore implements JobStore {
       leaseUntil,
       ...claimCounters(old, req.now),
       messageId: req.messageId,
+      ...(req.originId === undefined ? {} : { originId: req.originId }),
       type: req.type,
       createdAt: old?.createdAt ?? req.createdAt,
       claimedAt: req.now,
       updatedAt: req.now,
       expiresAt: this.#expiresAt(leaseUntil),
     };
+    // The origin is an earlier claimer's unless this request set it (the adapter's REMOVE #originId).
+    if (req.originId === undefined) delete item.originId;
+    return item;
   }
 
   async renew(lease: JobLease, leaseMs: number, now: number, options: RenewOptions = {}): Promise<void> {

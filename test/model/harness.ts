@@ -703,7 +703,7 @@ class World implements MeetHost {
       messageId: record.messageId,
     });
     if (outcome.action === 'deferred') this.deferred.set(key, (this.deferred.get(key) ?? 0) + 1);
-    if (outcome.action === 'limited') {
+    if (outcome.action === 'limited' || outcome.action === 'resent') {
       this.bounces.set(key, (this.bounces.get(key) ?? 0) + 1);
       this.stats.bounces += 1;
       const before = worker.claimsAtReceive.get(record.messageId) ?? 0;

@@ -58,7 +58,10 @@ export function claimUpdate(
       '#version = if_not_exists(#version, :zero) + :one, #messageId = :messageId, #type = :type, ' +
       '#createdAt = if_not_exists(#createdAt, :createdAt), #claimedAt = :now, #updatedAt = :now, ' +
       '#expiresAt = :expiresAt' +
-      (completes ? ', #completedAt = :now, #result = :result REMOVE #lastError, #lastErrorClass' : ''),
+      (req.originId === undefined ? '' : ', #originId = :originId') +
+      (completes ? ', #completedAt = :now, #result = :result' : '') +
+      // The item names its message's origin only for a re-sent message: an earlier claimer's goes.
+      claimRemoves(completes, req.originId !== undefined),
     // The item's type is the one its first claim wrote: a message of another type under the same key
     // must never take the job (it would run its own code on the job's checkpoint and complete it), so
     // the SET of #type below only ever rewrites the same value. A fast commit also refuses an item with
@@ -89,6 +92,7 @@ export function claimUpdate(
       '#claimedAt': 'claimedAt',
       '#updatedAt': 'updatedAt',
       '#expiresAt': 'expiresAt',
+      '#originId': 'originId',
       ...(completes
         ? {
             '#completedAt': 'completedAt',
@@ -111,6 +115,7 @@ export function claimUpdate(
       ':one': 1,
       ':zero': 0,
       ':messageId': req.messageId,
+      ...(req.originId === undefined ? {} : { ':originId': req.originId }),
       ':type': req.type,
       ':createdAt': req.createdAt,
       ':expiresAt': lease.expiresAt,
@@ -118,6 +123,15 @@ export function claimUpdate(
       ...(only !== undefined ? { ':onlyIfMessageId': only } : {}),
     },
   };
+}
+
+/** The REMOVE clause of a claim: a completion's last error, and an earlier claimer's origin unless it is set. */
+function claimRemoves(completes: boolean, setsOrigin: boolean): string {
+  const names = [
+    ...(completes ? ['#lastError', '#lastErrorClass'] : []),
+    ...(setsOrigin ? [] : ['#originId']),
+  ];
+  return names.length === 0 ? '' : ` REMOVE ${names.join(', ')}`;
 }
 
 /**
@@ -470,12 +484,16 @@ export function resetClaimUpdate(
     UpdateExpression:
       'SET #status = :inProgress, #owner = :owner, #leaseUntil = :leaseUntil, #token = :newToken, ' +
       '#attempts = :one, #version = :newVersion, #messageId = :messageId, #createdAt = :createdAt, ' +
-      '#claimedAt = :now, #updatedAt = :now, #expiresAt = :expiresAt ' +
-      'REMOVE #checkpoint, #deadReason, #deadAt, #deadKeyUntil, #lastError, #lastErrorClass, #refunds, #conflicts, #completedAt',
-    // The dead job's own message back (its delete failed) is a copy, not a fresh send.
+      '#claimedAt = :now, #updatedAt = :now, #expiresAt = :expiresAt' +
+      (req.originId === undefined ? '' : ', #originId = :originId') +
+      ' REMOVE #checkpoint, #deadReason, #deadAt, #deadKeyUntil, #lastError, #lastErrorClass, #refunds, #conflicts, #completedAt' +
+      (req.originId === undefined ? ', #originId' : ''),
+    // The dead job's own message back (its delete failed), under any id a limit's re-send gave it, is a
+    // copy, not a fresh send: the item's origin (`originId`, else `messageId`) differs from this one's.
     ConditionExpression:
       '#status = :dead AND #deadKeyUntil < :now AND #token = :deadToken AND #type = :type ' +
-      'AND #messageId <> :messageId',
+      'AND #messageId <> :messageId AND ((attribute_exists(#originId) AND #originId <> :origin) OR ' +
+      '(attribute_not_exists(#originId) AND #messageId <> :origin))',
     ExpressionAttributeNames: {
       '#status': 'status',
       '#owner': 'owner',
@@ -498,10 +516,13 @@ export function resetClaimUpdate(
       '#conflicts': 'conflicts',
       '#completedAt': 'completedAt',
       '#type': 'type',
+      '#originId': 'originId',
     },
     ExpressionAttributeValues: {
       ':inProgress': JobStatus.InProgress,
       ':dead': JobStatus.Dead,
+      ':origin': req.originId ?? req.messageId,
+      ...(req.originId === undefined ? {} : { ':originId': req.originId }),
       ':owner': req.owner,
       ':leaseUntil': lease.leaseUntil,
       ':newToken': dead.token + 1,

@@ -147,7 +147,7 @@ export class DynamoDbJobStore implements JobStore {
           !refused.claimed &&
           req.onlyIfMessageId === undefined &&
           refused.existing.type === req.type &&
-          deadKeyExpired(refused.existing, req.now, req.messageId)
+          deadKeyExpired(refused.existing, req.now, req)
         ) {
           return this.#resetClaim(req, refused.existing, options);
         }

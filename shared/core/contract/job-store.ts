@@ -36,6 +36,8 @@ export interface ClaimRequest {
   readonly dedupKey: string;
   readonly owner: string;
   readonly messageId: string;
+  /** The id the message was first sent under, when leaseq re-sent it (stored as the item's `originId`). */
+  readonly originId?: string;
   readonly type: string;
   readonly createdAt: string;
   readonly leaseMs: number;

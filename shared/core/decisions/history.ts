@@ -12,6 +12,7 @@ import {
 import type { JobItem } from '../contract/job-item.ts';
 import type { JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
+import { isOwnMessage, type MessageRef } from './message-identity.ts';
 
 /**
  * Whether a checkpoint appends a `step` event. Off: the checkpoint's `done` list already tells every
@@ -186,18 +187,19 @@ export function returnPending(lease: JobLease, pending: readonly HistoryEvent[])
 
 /**
  * True when `item` is a DEAD job whose key has been dead for its type's `deadKeyTtl`, so a fresh send
- * (`messageId`) runs. The dead job's own message (its delete failed and it came back) is never one.
+ * (`message`) runs. The dead job's own message (its delete failed and it came back, perhaps re-sent by a
+ * limit's bounce under another id) is never one: same origin (decisions/message-identity.ts).
  */
 export function deadKeyExpired(
-  item: Pick<JobItem, 'status' | 'deadKeyUntil' | 'messageId'> | undefined,
+  item: Pick<JobItem, 'status' | 'deadKeyUntil' | 'messageId' | 'originId'> | undefined,
   now: number,
-  messageId?: string,
+  message?: MessageRef,
 ): boolean {
   return (
     item?.status === JobStatus.Dead &&
     item.deadKeyUntil !== undefined &&
     item.deadKeyUntil < now &&
-    item.messageId !== messageId
+    !(message !== undefined && isOwnMessage(item, message))
   );
 }
 

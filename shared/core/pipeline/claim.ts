@@ -25,6 +25,7 @@ export async function claim(
   onlyIfMessageId?: string,
 ): Promise<ClaimResult | undefined> {
   const { envelope, message, log } = job;
+  const { originId } = message.identity;
   const bound = boundedSignal(leaseMs - leaseSafetyMs(leaseMs), 'the claim would outlast its lease');
   try {
     return await inSpan(
@@ -36,6 +37,7 @@ export async function claim(
             dedupKey: envelope.dedupKey,
             owner: s.worker,
             messageId: message.record.messageId,
+            ...(originId === message.record.messageId ? {} : { originId }),
             type: envelope.type,
             createdAt: envelope.createdAt,
             leaseMs,

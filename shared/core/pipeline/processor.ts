@@ -10,6 +10,7 @@ import { type JobEnvelope, parseEnvelope } from '../contract/envelope.ts';
 import { recordedDeadCause } from '../decisions/claim-decision.ts';
 import { capLeaseToDeadline } from '../decisions/lease-timing.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
+import { rateLimits } from '../model/rate-limit.ts';
 import { JobLog } from '../observe/job-log.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { contextFromTraceparent, inSpan, SpanKind } from '../observe/spans.ts';
@@ -20,13 +21,13 @@ import { DeadLetterer } from './dead-letterer.ts';
 import { readBeforeFast, runFast } from './fast-path.ts';
 import { checkedPayload } from './job-run.ts';
 import { runLeased } from './leased-run.ts';
-import { bounceForLimit } from './limit-bounce.ts';
+import { bounceForLimit, fifoWaitMs } from './limit-bounce.ts';
 import { concurrencyWaitMs, releaseSlotsAfterRuns, takeSlots, trackingRuns } from './limits.ts';
 import { outcomeOf, type RecordAction, type RecordOutcome } from './outcome.ts';
 import { withPayload } from './payload-ref.ts';
 import { takeRatePermits } from './rate-limit.ts';
 import { RecordMessage } from './record-message.ts';
-import { actOnRefusal } from './refusal.ts';
+import { actOnRefusal, dropFinishedCopy } from './refusal.ts';
 import { refuseJob } from './refused-job.ts';
 import { settleFailure } from './release.ts';
 import { checkCollaborators, type JobProcessorOptions, resolveSettings, type Settings } from './settings.ts';
@@ -181,6 +182,12 @@ export class JobProcessor {
     // Slots first, then rate permits: a slot is given back (the finally below) but a permit never is, so
     // a job its concurrency limit bounces must not have spent one (else a tenant's backlog, bounced every
     // few seconds, would use up its rate budget with no start).
+    // A rate permit is never given back: a copy of a finished job must not spend one (refusal.ts). A slot
+    // is, with the claim's refusal, so a type with only concurrency limits pays no read for it.
+    if (rateLimits(definition).length > 0) {
+      const dropped = await dropFinishedCopy(s, job);
+      if (dropped !== undefined) return dropped;
+    }
     const slots = await takeSlots(s, job, definition);
     if ('invalid' in slots) {
       const refusal = { reason: 'invalid-limit-key', error: slots.invalid };
@@ -191,7 +198,7 @@ export class JobProcessor {
       return bounceForLimit(s, job, {
         kind: 'concurrency',
         limitKey: slots.busy,
-        delayMs: concurrencyWaitMs(message.receives),
+        delayMs: message.fifo ? fifoWaitMs(message.receives) : concurrencyWaitMs(message.receives),
       });
     }
     if (slots.held.length === 0) {
@@ -220,9 +227,12 @@ export class JobProcessor {
     if (leaseMs < MIN_LEASE_MS) return this.#tooLate(job);
 
     // E12 takes first receives only: a redelivery (a failed attempt, a dead worker, a run past its
-    // budget) runs leased, with the heartbeat, checkpoints and the attempt count.
+    // budget) runs leased, with the heartbeat, checkpoints and the attempt count. A limit's re-send
+    // starts its receive count again, but it is a redelivery too (a fast run past its budget may have
+    // handed it back to run leased before its bounces).
     let failure: { readonly error: unknown } | undefined;
-    if (definition.fastPath === true && message.record.attributes.ApproximateReceiveCount === '1') {
+    const firstReceive = message.record.attributes.ApproximateReceiveCount === '1' && !message.resent;
+    if (definition.fastPath === true && firstReceive) {
       // Each message is noted once: by its read when the read answered, else by its fast run's end (a
       // failed read notes nothing, so failing reads alone would never end the read-first mode).
       let noted = false;

@@ -10,6 +10,7 @@ import { JobStatus } from '../contract/statuses.ts';
 import { collides, recordedDeadCause } from '../decisions/claim-decision.ts';
 import { leaseOver } from '../decisions/lease-arithmetic.ts';
 import { capLeaseToDeadline } from '../decisions/lease-timing.ts';
+import { isOwnMessage } from '../decisions/message-identity.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
 import { MetricName } from '../observe/metric-names.ts';
@@ -31,17 +32,18 @@ export type RefusedMessageTarget =
 
 /**
  * Pure: whether the item `item` waits for the refused message: an unfinished job of its type whose item
- * names it (by any id it had, `RecordMessage.isMessage`), and then whether a lease holds it at `now`.
+ * names it (by any id it had: `isOwnMessage`, decisions/message-identity.ts), and then whether a lease
+ * holds it at `now`.
  */
 export function refusedMessageTarget(
   item: JobItem | undefined,
-  message: Pick<RecordMessage, 'isMessage'>,
+  message: Pick<RecordMessage, 'identity'>,
   type: string,
   now: number,
 ): RefusedMessageTarget {
   if (item === undefined || collides(item, type)) return { kind: 'copy' };
   if (item.status !== JobStatus.RetryWait && item.status !== JobStatus.InProgress) return { kind: 'copy' };
-  if (!message.isMessage(item.messageId)) return { kind: 'copy' };
+  if (!isOwnMessage(item, message.identity)) return { kind: 'copy' };
   return leaseOver(item.leaseUntil, now)
     ? { kind: 'take', messageId: item.messageId }
     : { kind: 'wait', hideForMs: item.leaseUntil - now };

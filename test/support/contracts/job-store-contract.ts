@@ -222,6 +222,37 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         expect(await f.store.get(dead)).toMatchObject({ status: JobStatus.Dead, attempts: 1 });
       });
 
+      it("resets a DEAD key past its deadKeyUntil for a fresh send only, never for the dead job's own message under a re-send's id", async () => {
+        // Prepare: one job claimed by its message re-sent (origin m-1), another by its first message; both die.
+        const t0 = Date.now();
+        const viaResend = fresh('dead-resent');
+        const viaFirst = fresh('dead-first');
+        const ttl = { message: 'no more', errorClass: 'PermanentJobError', deadKeyTtlSeconds: 1 };
+        const a = await claim(request(viaResend, 'worker-a', t0, { messageId: 'm-2', originId: 'm-1' }));
+        expect(await f.store.get(viaResend)).toMatchObject({ messageId: 'm-2', originId: 'm-1' });
+        await f.store.markDead(a, ttl);
+        const b = await claim(request(viaFirst, 'worker-a', t0, { messageId: 'm-1' }));
+        await f.store.markDead(b, ttl);
+        const late = t0 + 100 * LEASE_MS;
+
+        // Act: the dead jobs' own messages, under other ids, after deadKeyUntil; then a fresh send.
+        const copies = await Promise.all([
+          f.store.claim(request(viaResend, 'worker-b', late, { messageId: 'm-3', originId: 'm-1' })),
+          f.store.claim(request(viaResend, 'worker-b', late, { messageId: 'm-1' })),
+          f.store.claim(request(viaFirst, 'worker-b', late, { messageId: 'm-4', originId: 'm-1' })),
+        ]);
+        const freshSend = await f.store.claim(request(viaResend, 'worker-c', late + 1, { messageId: 'm-9' }));
+
+        // Assess: the copies were refused and changed nothing; the fresh send reset the key, and its item
+        // names no origin (the message is its own).
+        expect(copies.map((c) => c.claimed)).toEqual([false, false, false]);
+        expect(await f.store.get(viaFirst)).toMatchObject({ status: JobStatus.Dead, messageId: 'm-1' });
+        expect(freshSend.claimed).toBe(true);
+        const reset = await f.store.get(viaResend);
+        expect(reset).toMatchObject({ status: JobStatus.InProgress, messageId: 'm-9', attempts: 1 });
+        expect(reset?.originId).toBeUndefined();
+      });
+
       it('lets exactly one of 20 concurrent claims win; every refusal names the winner', async () => {
         // Prepare
         const key = fresh('race');

@@ -27,7 +27,7 @@ const item = (over: Partial<JobItem> = {}): JobItem => ({
 });
 /** A message with id `id`, re-sent in place of `former`. */
 const message = (id: string, former: readonly string[] = []) => ({
-  isMessage: (messageId: string | undefined) => messageId === id || former.includes(messageId ?? ''),
+  identity: { messageId: id, originId: former[0] ?? id, formerIds: former },
 });
 
 describe('Function: refusedMessageTarget', () => {
