@@ -114,10 +114,8 @@ const POLLERS = Boolean(process.env.LEASEQ_MODEL_POLLER);
  * merged fix turns it red until the kind is taken off this list. LEASEQ_MODEL_OPEN overrides the list
  * (comma-separated; empty: every check strict).
  */
-// TODO(issue 31): `fifo-limit` stays open until branch resend's fix (item 3, a FIFO limit's bounces reach
-// the queue's redrive) is merged; take it off the list then. (`redrive`, items 1 and 10, `schema`, item 2,
-// and `hot-row`, item 9, are fixed.)
-const OPEN_BY_DEFAULT: readonly (ReviewKind | MeetKind)[] = ['fifo-limit'];
+// Issue 31's kinds (`redrive`, `schema`, `fifo-limit`, `hot-row`) are fixed: none is open.
+const OPEN_BY_DEFAULT: readonly (ReviewKind | MeetKind)[] = [];
 const OPEN = new Set<string>(
   process.env.LEASEQ_MODEL_OPEN === undefined
     ? OPEN_BY_DEFAULT
