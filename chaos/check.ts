@@ -7,6 +7,7 @@ import { ACKNOWLEDGED, type CancelRecord } from './canceller.ts';
 import { FAST_TYPES, TALLY_PREFIX, tallyKey } from './jobs.ts';
 import type { Death } from './killer.ts';
 import type { WorkerLogEvents } from './logs.ts';
+import { MEET_PREFIX } from './meet-jobs.ts';
 import type { Window } from './timing.ts';
 import type { ChaosWorkload } from './workload.ts';
 
@@ -198,8 +199,9 @@ export async function checkRun(
   const poisonNotDead = workload.expectedDead.filter((k) => byKey.get(k)?.status !== JobStatus.Dead);
   const letterKeys = new Set(letters.map((l) => l.dedupKey ?? ''));
   const poisonWithoutLetter = workload.expectedDead.filter((k) => !letterKeys.has(k));
+  // The `--meet` variant's letters (meet.ts) are its own checks'.
   const foreignLetters = letters
-    .filter((l) => l.dedupKey !== undefined && !poison.has(l.dedupKey))
+    .filter((l) => l.dedupKey !== undefined && !poison.has(l.dedupKey) && !l.dedupKey.startsWith(MEET_PREFIX))
     .map((l) => `${l.dedupKey} (${l.reason})`);
   note('lost jobs (no row in the jobs table)', lost);
   note('stuck jobs (not COMPLETED, DEAD or CANCELLED at the end)', stuck);

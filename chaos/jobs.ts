@@ -12,6 +12,7 @@ import type { EffectTable } from '../shared/core/model/effect-table.ts';
 import type { JobContext, StepOutcome } from '../shared/core/model/job-context.ts';
 import type { JobDefinition, JobOutcome } from '../shared/core/model/job-definition.ts';
 import { defineJob, defineJobs } from '../shared/jobs/define-job.ts';
+import { hotCredit, strictJob, ttlJob } from './meet-jobs.ts';
 
 /** The job type of the named-lease transfer. */
 export const LOCKED_TRANSFER = 'chaos.lockedTransfer';
@@ -189,5 +190,9 @@ const chaosJobs = defineJobs([
   fastCredit,
   fastTransfer,
   tenantCredit,
+  // The `--meet` variant's (meet-jobs.ts); sent only with --meet.
+  hotCredit,
+  ttlJob,
+  strictJob,
 ]);
 export default chaosJobs;

@@ -21,6 +21,11 @@ export interface ChaosOptions {
   readonly chaosSeconds: number;
   /** Delete the run's queues and tables at the end (CI: the emulator must end empty). */
   readonly cleanup: boolean;
+  /**
+   * Issue 31's input kinds beside the workload (meet.ts): a hot row under a burst, a redrive after a
+   * dead-key reset, a stricter schema while a job waits. @default false
+   */
+  readonly meet: boolean;
   /** Random gaps and lengths of the chaos, in ms. */
   readonly pace: ChaosPace;
 }
@@ -50,11 +55,13 @@ const CI_PACE: ChaosPace = {
 };
 
 export const USAGE = `usage: tsx chaos/run.ts [--jobs N] [--workers N] [--fifo] [--seed S] [--ci] [--json PATH]
-                       [--lease-ms MS] [--max-attempts N] [--timeout SECONDS] [--chaos-seconds S] [--cleanup]
+                       [--lease-ms MS] [--max-attempts N] [--timeout SECONDS] [--chaos-seconds S] [--cleanup] [--meet]
   --ci        the short variant: 1000 jobs, 3 workers, a denser chaos schedule
   --seed      makes the workload and the chaos schedule repeatable (default: random, printed)
   --json      where to write the JSON report (default: .leaseq/chaos/<run id>.json)
-  --cleanup   delete the run's queues and tables at the end`;
+  --cleanup   delete the run's queues and tables at the end
+  --meet      also issue 31's input kinds: a hot row under a burst, a redrive after a dead-key reset, a
+              stricter schema while a job waits (chaos/meet.ts)`;
 
 function integer(
   name: string,
@@ -87,6 +94,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
       timeout: { type: 'string' },
       'chaos-seconds': { type: 'string' },
       cleanup: { type: 'boolean' },
+      meet: { type: 'boolean' },
     },
     strict: true,
   });
@@ -111,6 +119,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
       86_400,
     ),
     cleanup: values.cleanup ?? env.CHAOS_CLEANUP === '1',
+    meet: values.meet ?? env.CHAOS_MEET === '1',
     pace: ci ? CI_PACE : FULL_PACE,
   };
 }

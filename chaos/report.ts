@@ -1,4 +1,5 @@
 import type { CheckResult } from './check.ts';
+import type { MeetResult } from './meet.ts';
 
 /** Everything one chaos run reports (also written as JSON). */
 export interface ChaosReport {
@@ -24,6 +25,8 @@ export interface ChaosReport {
   };
   readonly check: CheckResult;
   readonly counters: Readonly<Record<string, number>>;
+  /** The `--meet` variant's figures (meet.ts), when it ran. */
+  readonly meet?: MeetResult['figures'];
   readonly verdict: 'PASS' | 'FAIL';
 }
 
@@ -104,6 +107,16 @@ export function reportTable(r: ChaosReport): string {
         .join(', ')} (${r.chaos.faultMode})`,
     ],
     ['pauses', `${r.chaos.pauses} SIGSTOPs, ${(r.chaos.pausedMs / 1000).toFixed(1)} s frozen in all`],
+    ...(r.meet
+      ? ([
+          [
+            'meet',
+            `${r.meet.hotJobs} hot-row credits (${r.meet.hotConflictAttempts} attempts used by conflicts), ` +
+              `${r.meet.redrives} redrives after a dead-key reset (${r.meet.redrivenOverNewer} letters sent over a newer job), ` +
+              `${r.meet.strictJobs} jobs under a stricter schema`,
+          ],
+        ] as [string, string][])
+      : []),
     ['verdict', r.verdict],
   ];
   const width = Math.max(...rows.map(([k]) => k.length));

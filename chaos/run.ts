@@ -24,6 +24,7 @@ import { FaultScheduler } from './faults.ts';
 import chaosJobs, { NAMED_LEASE_ENV } from './jobs.ts';
 import { Killer } from './killer.ts';
 import { readWorkerLogs } from './logs.ts';
+import { MeetVariant } from './meet.ts';
 import { type ChaosOptions, parseOptions, USAGE } from './options.ts';
 import { EmulatorPauser } from './pauser.ts';
 import { type ChaosReport, reportTable } from './report.ts';
@@ -200,6 +201,12 @@ async function main(options: ChaosOptions): Promise<number> {
     const ticker = setInterval(() => say(progress()), 5000);
     cleanups.push(() => clearInterval(ticker));
 
+    // Issue 31's input kinds beside the workload (--meet): their own keys, waits and checks (meet.ts).
+    const meet = options.meet ? new MeetVariant(clients, names, runId, say) : undefined;
+    const meetStop = new AbortController();
+    const meeting = meet?.run(meetStop.signal).catch((error: unknown) => {
+      say(`meet: ${error instanceof Error ? error.message : String(error)}`);
+    });
     const report = await sendMessages(clients.sqs, names.queueUrl, workload.messages, {
       onProgress: (p) => {
         sent = p.sent;
@@ -239,6 +246,14 @@ async function main(options: ChaosOptions): Promise<number> {
       }
       await sleep(1000);
     }
+    if (meet) {
+      // The variant's keys may still wait (a redrive, a retry): the chaos goes on while they do.
+      const meetEnd = Math.min(deadline, Date.now() + 90_000);
+      const stopAt = setTimeout(() => meetStop.abort(), Math.max(0, meetEnd - Date.now()));
+      await meeting;
+      await meet.settle(meetEnd);
+      clearTimeout(stopAt);
+    }
     say(`every job finished (${progress()}); stopping the chaos`);
     chaos.abort();
     await loops;
@@ -265,7 +280,8 @@ async function main(options: ChaosOptions): Promise<number> {
       leaseMs: options.leaseMs,
       cancels: canceller.records,
     });
-    const violations = [...check.violations];
+    const meetResult = await meet?.check();
+    const violations = [...check.violations, ...(meetResult?.violations ?? []).map((v) => `meet: ${v}`)];
     const burst = check.figures.tenants.perTenant[workload.tenants.burstTenant];
     if (burst && burst.maxConcurrent < workload.tenants.limit)
       violations.push(
@@ -281,7 +297,7 @@ async function main(options: ChaosOptions): Promise<number> {
     const result: ChaosReport = {
       runId,
       seed: options.seed,
-      variant: `${options.ci ? 'ci' : 'full'}${options.fifo ? ', fifo' : ''}`,
+      variant: `${options.ci ? 'ci' : 'full'}${options.fifo ? ', fifo' : ''}${options.meet ? ', meet' : ''}`,
       startedAt: new Date(started).toISOString(),
       durationMs: Date.now() - started,
       timedOut,
@@ -306,6 +322,7 @@ async function main(options: ChaosOptions): Promise<number> {
       },
       check: { ...check, violations },
       counters,
+      ...(meetResult ? { meet: meetResult.figures } : {}),
       verdict: violations.length === 0 ? 'PASS' : 'FAIL',
     };
     const jsonPath = options.json ?? join(stateDir, 'chaos', `${runId}.json`);

@@ -56,12 +56,16 @@ import { InMemoryJobStore } from '../../shared/testing/in-memory-job-store.ts';
 import { InMemoryLeaseStore } from '../../shared/testing/in-memory-lease-store.ts';
 import { InMemoryQueue } from '../../shared/testing/in-memory-queue.ts';
 import { InMemoryRateStore } from '../../shared/testing/in-memory-rate-store.ts';
+import { fifoGroup, fifoPick, fifoRecord } from './fifo.ts';
+import { Meet, type MeetHost } from './meet.ts';
 import {
   ACCOUNTS,
   type CrashSpec,
   type FaultSpec,
   type JobSpec,
   kindsOf,
+  type MeetKind,
+  meetKindsOf,
   type OpSpec,
   QUEUE_OPS,
   type ReviewKind,
@@ -307,7 +311,10 @@ class ModelQueue extends InMemoryQueue {
     super({ refuseInvalidContent: true });
     this.#world = world;
   }
-  override send(body: string, options: { delaySeconds?: number; groupId?: string } = {}): string {
+  override send(
+    body: string,
+    options: { delaySeconds?: number; groupId?: string; attributes?: SQSRecord['messageAttributes'] } = {},
+  ): string {
     const id = super.send(body, options);
     try {
       const key = (JSON.parse(body) as { dedupKey?: unknown }).dedupKey;
@@ -317,11 +324,21 @@ class ModelQueue extends InMemoryQueue {
     }
     return id;
   }
+  override async sendToDeadLetter(body: string, reason: DeadLetterReason, groupId?: string): Promise<void> {
+    const before = this.deadLetters.length;
+    try {
+      await super.sendToDeadLetter(body, reason, groupId);
+    } finally {
+      // Landed (its answer lost or not): issue 31's books know the life it was sent in.
+      const letter = this.deadLetters[before];
+      if (letter && this.deadLetters.length > before) this.#world.meet.lettered(letter);
+    }
+  }
 }
 
 type TraceEntry = readonly [at: number, level: string, message: string, extra: Record<string, unknown>];
 
-class World {
+class World implements MeetHost {
   readonly scenario: Scenario;
   readonly rng: () => number;
   /** The named leases of the jobs that take one (`ctx.withLease`), fenced in their commits. */
@@ -396,6 +413,8 @@ class World {
   readonly claimCalls = new Map<string, number>();
   /** Per job, its bounces (outcome `limited`): receives that are no attempt. */
   readonly bounces = new Map<string, number>();
+  /** Per job, its FIFO records handed back unstarted (outcome `deferred`): receives that are no attempt. */
+  readonly deferred = new Map<string, number>();
   /** Slot keys (`slot:*`) ever acquired. */
   readonly slotKeys = new Set<string>();
   /** Per job, the acknowledged cancel (steer kind `cancel`): when, and its letters then. */
@@ -422,6 +441,8 @@ class World {
   readonly workerQueue: JobQueue;
   /** The named-lease store as the workers see it (the shared one, unless a self-test wraps it). */
   readonly workerLeases: LeaseStore;
+  /** Issue 31's kinds (meet.ts): the keys' lives, the DLQ as SQS shows it, the operator's redrives. */
+  readonly meet: Meet;
 
   constructor(scenario: Scenario, options: RunOptions) {
     const { wrapStore, wrapQueue, wrapLeases, wrapRates } = options;
@@ -436,6 +457,7 @@ class World {
     this.applier = new CountingApplier(this.ledger, this);
     this.store = new InMemoryJobStore({ effects: this.applier });
     this.workerStore = new AuditStore(wrapStore ? wrapStore(this.store) : this.store, this);
+    this.meet = new Meet(this);
     this.registry = modelRegistry(this);
     this.logger = traceLogger(this);
     scenario.jobs.forEach((job, index) => {
@@ -469,7 +491,20 @@ class World {
     for (const cancel of s.cancels ?? []) {
       this.later(cancel.atMs, () => void this.cancel(jobKey(cancel.job % s.jobs.length), 0));
     }
+    this.meet.start();
     for (let slot = 0; slot < s.workers; slot++) this.spawn(slot, 0);
+  }
+
+  hold(delta: 1 | -1): void {
+    this.#pending += delta;
+  }
+
+  peek(dedupKey: string): JobItem | undefined {
+    return this.store.peek(dedupKey);
+  }
+
+  elapsed(): number {
+    return Date.now() - T0;
   }
 
   /** Runs the virtual clock until the queue is empty and every live worker idle, or the budget is spent. */
@@ -505,6 +540,7 @@ class World {
 
   /** A batch was received: counts each job's receives, and ends the run when one is past the bound. */
   onReceive(records: readonly SQSRecord[]): void {
+    this.meet.received(records);
     for (const record of records) {
       const key = this.keyOfMessage.get(record.messageId) ?? '?';
       const n = (this.receives.get(key) ?? 0) + 1;
@@ -515,7 +551,8 @@ class World {
       if (bounced > BOUNCE_BOUND && !this.#looping) {
         this.#looping = `[concurrency/bounded-bounces] ${key} bounced ${bounced} times (bound ${BOUNCE_BOUND}) without running`;
       }
-      if (n - bounced > this.receiveBound && !this.#looping) {
+      // Nor does a FIFO record handed back unstarted behind its group's head.
+      if (n - bounced - (this.deferred.get(key) ?? 0) > this.receiveBound && !this.#looping) {
         this.#looping = `[bounded-receives] ${key} received ${n} times (bound ${this.receiveBound}) without ending COMPLETED or DEAD`;
       }
     }
@@ -539,10 +576,14 @@ class World {
         dedupKey: jobKey(index),
         type: other ? OTHER_TYPE : jobType(spec),
         payload: { job: index },
-        createdAt: new Date(other ? T0 + 1 : T0),
+        // A fresh send after a dead key's TTL (copy 1000 on) is a new send: created when it is sent.
+        createdAt: new Date(other ? T0 + 1 : copy >= 1000 ? Date.now() : T0),
       }),
     );
-    const messageId = this.queue.send(body);
+    const messageId = this.queue.send(
+      body,
+      this.scenario.fifo ? { groupId: fifoGroup(spec, jobKey(index)) } : {},
+    );
     this.keyOfMessage.set(messageId, jobKey(index));
     this.log('info', 'sent', { dedupKey: jobKey(index), messageId, copy });
   }
@@ -661,6 +702,7 @@ class World {
       dedupKey: key,
       messageId: record.messageId,
     });
+    if (outcome.action === 'deferred') this.deferred.set(key, (this.deferred.get(key) ?? 0) + 1);
     if (outcome.action === 'limited' || outcome.action === 'resent') {
       this.bounces.set(key, (this.bounces.get(key) ?? 0) + 1);
       this.stats.bounces += 1;
@@ -807,7 +849,9 @@ class World {
       answers.push(answer.outcome);
       this.log('info', `cancel answered ${answer.outcome}`, { dedupKey });
       if (answer.outcome !== 'finished' && !this.cancelAcked.has(dedupKey)) {
-        const letters = this.queue.deadLetters.filter((l) => l.reason.dedupKey === dedupKey).length;
+        const letters = this.queue.deadLetters.filter(
+          (l) => l.reason.dedupKey === dedupKey && !refusedPayload(this.scenario, l.reason),
+        ).length;
         this.cancelAcked.set(dedupKey, { at: Date.now(), letters, outcome: answer.outcome });
         this.stats.cancels += 1;
       }
@@ -1042,6 +1086,8 @@ class World {
       resets.set(key, n);
       this.stats.resets += n;
     }
+    // So is a job a redrive reset (issue 31's operator): its steps may run once more per redrive.
+    for (const [key, n] of this.meet.redriveResets) resets.set(key, (resets.get(key) ?? 0) + n);
     const resetsOf = (op: string) => resets.get(op.split('#')[0] ?? '') ?? 0;
     // Every effect at most once (a step once per reset more); only known ops.
     for (const [op, count] of this.applier.applied) {
@@ -1111,7 +1157,10 @@ class World {
           );
         }
       }
-      if (cancelTried) v.push(...this.#cancelProblems(key, status, letters.length));
+      // A message refused for its payload (issue 31 kind `schema`) is lettered before its item is looked at,
+      // a cancelled job's too: not a letter of the job's run.
+      const run = letters.filter((l) => !refusedPayload(s, l.reason));
+      if (cancelTried) v.push(...this.#cancelProblems(key, status, run.length));
       if (status === JobStatus.Cancelled) this.stats.cancelled += 1;
       const settled =
         status === JobStatus.Completed ||
@@ -1167,6 +1216,7 @@ class World {
       this.stats.letters += letters.length;
       this.stats.extraLetters += Math.max(0, letters.length - 1);
       for (const letter of letters) v.push(...letterProblems(letter.reason, letter.body, spec, s, where));
+      if (!cancelled) v.push(...this.meet.jobProblems(key, spec, item, letters, where));
       if (spec.poison && status === JobStatus.Dead) {
         const first = letters[0]?.reason;
         if (first && first.reason !== 'permanent-error' && first.reason !== 'max-attempts') {
@@ -1371,6 +1421,8 @@ function letterProblems(
   if (!reason.reason || !reason.errorClass || !reason.errorMessage) {
     problems.push(`${where}: letter without its reasons ${JSON.stringify(reason)}`);
   }
+  // Issue 31 kind `schema`: a refused copy of a job whose payload no longer passes is lettered unclaimed.
+  if (spec.stricterSchema && reason.reason === 'invalid-bad-payload') return problems;
   if (!(reason.attempts >= 1)) problems.push(`${where}: letter with attempts ${reason.attempts}`);
   if (reason.reason === 'max-attempts' && reason.attempts < scenario.maxAttempts) {
     problems.push(
@@ -1401,6 +1453,16 @@ function letterProblems(
  */
 function leaseId(key: string, token: number): string {
   return `${key} ${token}`;
+}
+
+/** A letter of a message refused for its payload by issue 31's stricter schema (kind `schema`). */
+function refusedPayload(s: Scenario, reason: DeadLetterReason): boolean {
+  return reason.reason === 'invalid-bad-payload' && specOf(s, reason.dedupKey ?? '')?.stricterSchema === true;
+}
+
+/** The spec of job `dedupKey` (`job-<index>`). */
+function specOf(s: Scenario, dedupKey: string): JobSpec | undefined {
+  return s.jobs[Number(dedupKey.replace(/^job-/, ''))];
 }
 
 export function jobKey(index: number): string {
@@ -1502,13 +1564,22 @@ interface ModelPayload {
   readonly job: number;
 }
 
-const modelPayload: PayloadSchema<ModelPayload> = {
-  '~standard': {
-    version: 1,
-    vendor: 'leaseq-model',
-    validate: (value) => ({ value: value as ModelPayload }),
-  },
-};
+/**
+ * The model jobs' schema: any payload passes, but one of a job whose stricter schema is deployed (issue 31
+ * kind `schema`, Meet.invalid).
+ */
+function modelPayload(world: World): PayloadSchema<ModelPayload> {
+  return {
+    '~standard': {
+      version: 1,
+      vendor: 'leaseq-model',
+      validate: (value) =>
+        world.meet.invalid.has(jobKey((value as ModelPayload).job))
+          ? { issues: [{ message: 'required by the stricter schema', path: ['sku'] }] }
+          : { value: value as ModelPayload },
+    },
+  };
+}
 
 /** One handler for every model job type, leased and fast; what it does comes from its JobSpec. */
 function modelRegistry(world: World): JobRegistry {
@@ -1543,6 +1614,7 @@ function modelRegistry(world: World): JobRegistry {
   const rateLimit = s.rate
     ? { name: 'model.tenant', limit: s.rate.limit, perSeconds: s.rate.perSeconds, key: tenantOf }
     : undefined;
+  const payload = modelPayload(world);
   return JobRegistry.of(
     [
       ...types.map((t) => ({ ...t, limits: false })),
@@ -1550,7 +1622,7 @@ function modelRegistry(world: World): JobRegistry {
     ].map(({ type, fastPath, limits }) =>
       defineJob({
         type,
-        payload: modelPayload,
+        payload,
         fastPath,
         ...(limits && concurrency ? { concurrency } : {}),
         ...(limits && rateLimit ? { rateLimit } : {}),
@@ -1604,10 +1676,17 @@ function modelRegistry(world: World): JobRegistry {
               if (nap > 0) await sleep(nap);
               const runs = (world.handlerRuns.get(key) ?? 0) + 1;
               world.handlerRuns.set(key, runs);
+              const meet = world.meet;
+              const lifeRuns = (meet.lifeRuns.get(key) ?? 0) + 1;
+              meet.lifeRuns.set(key, lifeRuns);
               const hostile = spec.hostileErrors ? HOSTILE_TEXT : '';
               if (spec.poison) throw new PermanentJobError(`poison pill${hostile}`);
-              if (runs <= spec.failRuns)
-                throw new TransientJobError(`flaky dependency (run ${runs})${hostile}`);
+              // Issue 31 kind `redrive`: after a dead-key reset, the new life's first runs fail.
+              const failing =
+                spec.resetFails !== undefined && meet.lifeOf(key) > 0
+                  ? lifeRuns <= spec.resetFails
+                  : runs <= spec.failRuns;
+              if (failing) throw new TransientJobError(`flaky dependency (run ${runs})${hostile}`);
               const final = await world.credit(`${key}#final`, spec.final as OpSpec, run);
               return spec.limit
                 ? overLimit(key, spec.limit, final, runs)
@@ -1677,10 +1756,15 @@ class ModelWorker {
         ? (6 * source.timeoutMs) / 1000
         : source.visibilitySeconds || visibilityForLease(s.leaseMs);
     while (!world.stopped && !this.ports.dead) {
-      const records = world.queue.receive(s.batchSize, {
+      const received = world.queue.receive(s.batchSize, {
         visibilitySeconds,
-        pick: (visible) => shuffle(visible, world.rng),
+        // Issue 31 kind `fifo-limit`: a FIFO queue's order (one group's messages in order, none while
+        // one of the group is in flight).
+        pick: s.fifo
+          ? (visible) => fifoPick(visible, world.queue.messages(), s.batchSize, world.rng)
+          : (visible) => shuffle(visible, world.rng),
       });
+      const records = s.fifo ? received.map(fifoRecord) : received;
       if (records.length === 0) {
         // A long poll: back when a hidden message shows again (at most 20 s), with some jitter.
         const next = world.queue.nextVisibleAt();
@@ -1986,11 +2070,20 @@ class AuditStore implements JobStore {
     );
   }
   async claim(request: ClaimRequest, options?: StoreCallOptions): Promise<ClaimResult> {
-    this.#world.claimSent(request);
-    const answer = await this.#world.protocolWrite(request.dedupKey, () =>
-      this.#inner.claim(request, options),
-    );
-    if (answer.claimed && answer.wasDeadAt !== undefined) this.#world.resetClaimed(request);
+    const world = this.#world;
+    world.claimSent(request);
+    const answer = await world.protocolWrite(request.dedupKey, async () => {
+      // Issue 31's books: a claim that took a DEAD key reset it (a new life), whatever its answer.
+      const before = world.store.peek(request.dedupKey);
+      let out: ClaimResult | undefined;
+      try {
+        out = await this.#inner.claim(request, options);
+        return out;
+      } finally {
+        world.meet.claimed(request, before, out);
+      }
+    });
+    if (answer.claimed && answer.wasDeadAt !== undefined) world.resetClaimed(request);
     return answer;
   }
   renew(lease: JobLease, leaseMs: number, now: number, options?: StoreCallOptions): Promise<void> {
@@ -2002,9 +2095,12 @@ class AuditStore implements JobStore {
     error: { message: string; errorClass: string },
     options?: StoreCallOptions & { refundAttempt?: boolean },
   ): Promise<void> {
-    return this.#world.protocolWrite(lease.dedupKey, () =>
-      this.#inner.release(lease, retryAt, error, options),
-    );
+    const world = this.#world;
+    return world
+      .protocolWrite(lease.dedupKey, () => this.#inner.release(lease, retryAt, error, options))
+      .finally(() =>
+        world.meet.released(lease.dedupKey, specOf(world.scenario, lease.dedupKey), error.errorClass),
+      );
   }
   markDead(
     lease: JobLease,
@@ -2326,6 +2422,8 @@ function receiveBound(s: Scenario): number {
     2 * s.duplicates.length +
     // A reset runs a dead key again, with a fresh attempt budget.
     (s.deadKeyTtl === undefined ? 0 : 4 * s.maxAttempts + 4) +
+    // So does each redrive (issue 31's operator).
+    (s.redrives?.length ?? 0) * (4 * s.maxAttempts + 4) +
     10
   );
 }
@@ -2335,13 +2433,22 @@ function receiveBound(s: Scenario): number {
  * (a check the job's kind breaks); else, naming none, every kind in the schedule. Empty: a violation of
  * none of them (the property fails on it whatever is open).
  */
-export function violationKinds(scenario: Scenario, violation: string): ReviewKind[] {
+export function violationKinds(scenario: Scenario, violation: string): (ReviewKind | MeetKind)[] {
   const tag = /^\[([a-z-]+)\//.exec(violation)?.[1];
   if (tag && tag !== 'bounded-receives') return [tag as ReviewKind];
-  const kindsOfKey = (index: number): ReviewKind[] => {
+  // Issue 31's kinds of a whole schedule (an operator's redrive, a FIFO queue) reach every job in it.
+  const whole = meetKindsOf(scenario).filter((k) => k === 'redrive' || k === 'fifo-limit');
+  const kindsOfKey = (index: number): (ReviewKind | MeetKind)[] => {
     const spec = scenario.jobs[index];
     const collided = scenario.duplicates.some((d) => d.otherType && d.job % scenario.jobs.length === index);
-    return spec ? [...kindsOf(spec), ...(collided ? (['collision'] as const) : [])] : [];
+    if (!spec) return [];
+    return [
+      ...kindsOf(spec),
+      ...(collided ? (['collision'] as const) : []),
+      ...(spec.stricterSchema ? (['schema'] as const) : []),
+      ...(spec.hot ? (['hot-row'] as const) : []),
+      ...whole,
+    ];
   };
   const keys = [...violation.matchAll(/job-(\d+)/g)].map((m) => Number(m[1]));
   const named = keys.length > 0 ? keys.map(kindsOfKey) : [scenario.jobs.flatMap((_, i) => kindsOfKey(i))];

@@ -16,8 +16,12 @@ import {
   runScenario,
   violationKinds,
 } from './harness.ts';
+import { meetArb, mixedArb } from './meet-scenario.ts';
 import {
   kindsOf,
+  MEET_KINDS,
+  type MeetKind,
+  meetKindsOf,
   REVIEW_KINDS,
   type ReviewKind,
   type Scenario,
@@ -81,6 +85,12 @@ import {
  *     slots end within one lease, a bounce claims nothing, no slot held after settling; nothing of a job
  *     commits after its cancel is acknowledged and it ends CANCELLED with no later letter; at most `limit`
  *     rate permits per window. defects.test.ts shows each able to fail.
+ * 10. issue 31 (`[redrive/*]`, `[schema/*]`, `[fifo-limit/*]`, `[hot-row/*]`, scenario.ts MEET_KINDS, meet.ts):
+ *     an operator's redrive (the real shared/ops code) never runs a letter over another life of its key
+ *     (a dead-key reset by a fresh send starts one); a job whose payload a stricter schema refuses while
+ *     it waits ends DEAD with an invalid-* letter; on FIFO no message passes the queue's maxReceiveCount;
+ *     a burst on one row completes with no attempt used by a conflict. `redrive` and `schema` ride in
+ *     about one schedule in twelve; each kind also has focused schedules (the last describe block).
  *
  * The self-tests at the end check the harness: a scenario replays to the same trace, and the invariants
  * catch a store with an unfenced checkpoint (1), renewals that do not renew (5), a fast commit that
@@ -104,7 +114,8 @@ const POLLERS = Boolean(process.env.LEASEQ_MODEL_POLLER);
  * merged fix turns it red until the kind is taken off this list. LEASEQ_MODEL_OPEN overrides the list
  * (comma-separated; empty: every check strict).
  */
-const OPEN_BY_DEFAULT: readonly ReviewKind[] = [];
+// Issue 31's kinds (`redrive`, `schema`, `fifo-limit`, `hot-row`) are fixed: none is open.
+const OPEN_BY_DEFAULT: readonly (ReviewKind | MeetKind)[] = [];
 const OPEN = new Set<string>(
   process.env.LEASEQ_MODEL_OPEN === undefined
     ? OPEN_BY_DEFAULT
@@ -121,14 +132,20 @@ function isOpen(scenario: Scenario, violation: string): boolean {
 
 /** Per review kind: schedules that carried it, schedules with a violation laid to it, per check. */
 const byKind = new Map<
-  ReviewKind | SteerKind,
+  ReviewKind | SteerKind | MeetKind,
   { schedules: number; violating: number; checks: Map<string, number>; example?: string }
->([...REVIEW_KINDS, ...STEER_KINDS].map((k) => [k, { schedules: 0, violating: 0, checks: new Map() }]));
+>(
+  [...REVIEW_KINDS, ...STEER_KINDS, ...MEET_KINDS].map((k) => [
+    k,
+    { schedules: 0, violating: 0, checks: new Map() },
+  ]),
+);
 
-function scenarioKinds(scenario: Scenario): Set<ReviewKind | SteerKind> {
-  const kinds = new Set<ReviewKind | SteerKind>([
+function scenarioKinds(scenario: Scenario): Set<ReviewKind | SteerKind | MeetKind> {
+  const kinds = new Set<ReviewKind | SteerKind | MeetKind>([
     ...scenario.jobs.flatMap(kindsOf),
     ...steerKindsOf(scenario),
+    ...meetKindsOf(scenario),
   ]);
   if (scenario.duplicates.some((d) => d.otherType)) kinds.add('collision');
   return kinds;
@@ -214,7 +231,7 @@ describe('Interleaving model', () => {
       const started = Date.now();
       try {
         await fc.assert(
-          fc.asyncProperty(scenarioArb({ pollers: POLLERS }), async (scenario: Scenario) => {
+          fc.asyncProperty(mixedArb({ pollers: POLLERS }), async (scenario: Scenario) => {
             const report = await runScenario(scenario, { trace: TRACE });
             add(report);
             tally(scenario, report.violations);
@@ -434,6 +451,35 @@ describe('Interleaving model: the kinds of defect review found', () => {
         // Whatever is open, nothing outside the review kinds may break.
         expect(report.violations.filter((v) => !isOpen(scenario, v) && !mine.includes(v))).toEqual([]);
         if (OPEN.has(kind) && found.length > 0) break;
+      }
+      if (OPEN.has(kind)) expect(found.length).toBeGreaterThan(0);
+      else expect(found).toEqual([]);
+    }, 600_000);
+  }
+});
+
+/**
+ * Per issue 31 kind (where features meet, meet.ts), schedules that all carry it: an open kind's check must
+ * still find its defect; a closed one's finds nothing.
+ */
+describe('Interleaving model: where features meet (issue 31)', () => {
+  const RUNS_OF_KIND = positiveInt(process.env.LEASEQ_MODEL_MEET_RUNS, 30);
+  for (const kind of MEET_KINDS) {
+    // A FIFO schedule holds a slot for minutes of virtual time: half as many keep the run short.
+    const FOCUSED_RUNS = kind === 'fifo-limit' ? Math.ceil(RUNS_OF_KIND / 2) : RUNS_OF_KIND;
+    it(`${kind}: ${OPEN.has(kind) ? 'still finds the open defect' : 'keeps its checks'} (${FOCUSED_RUNS} schedules)`, async () => {
+      const found: string[] = [];
+      let index = 0;
+      for (const scenario of fc.sample(meetArb(kind), { numRuns: FOCUSED_RUNS, seed: 31 })) {
+        const report = await runScenario(scenario);
+        const mine = report.violations.filter((v) => violationKinds(scenario, v).includes(kind));
+        found.push(...mine);
+        expect(report.violations.filter((v) => !isOpen(scenario, v) && !mine.includes(v))).toEqual([]);
+        if (OPEN.has(kind) && found.length > 0) {
+          console.log(`[model] open kind ${kind} (meetArb seed 31, schedule ${index}): ${found[0]}`);
+          break;
+        }
+        index += 1;
       }
       if (OPEN.has(kind)) expect(found.length).toBeGreaterThan(0);
       else expect(found).toEqual([]);

@@ -53,6 +53,18 @@ export interface JobSpec {
    * tenant (0-2); it then runs as a `model.limited.*` type, whose limits key on the tenant.
    */
   readonly tenant?: number;
+  /**
+   * Issue 31 kind `redrive`: after a dead-key reset, the first `resetFails` runs of each new life throw a
+   * retryable error (the fresh send's job fails once and waits in RETRY_WAIT). Absent: the runs that fail
+   * are counted over every life (`failRuns`).
+   */
+  readonly resetFails?: number;
+  /** Issue 31 kind `schema`: a stricter schema is deployed when the job first waits for a retry. */
+  readonly stricterSchema?: boolean;
+  /** Issue 31 kind `hot-row`: one job of a burst whose every credit goes to one row. */
+  readonly hot?: boolean;
+  /** Issue 31 kind `fifo-limit`: the job's FIFO message group (`g<n>`); absent: its dedupKey's group. */
+  readonly group?: number;
 }
 
 /**
@@ -90,6 +102,24 @@ export interface NamedLeaseSpec {
  */
 export const STEER_KINDS = ['concurrency', 'cancel', 'rate'] as const;
 export type SteerKind = (typeof STEER_KINDS)[number];
+
+/**
+ * Issue 31's kinds (where features meet, meet-scenario.ts, checks in meet-checks.ts tagged
+ * `[kind/check]`): an operator's redrive racing a fresh send after a dead-key reset, a stricter schema
+ * while a job waits, FIFO with a limit held for minutes, a hot row under a burst.
+ */
+export const MEET_KINDS = ['redrive', 'schema', 'fifo-limit', 'hot-row'] as const;
+export type MeetKind = (typeof MEET_KINDS)[number];
+
+/** The issue 31 kinds a schedule carries. */
+export function meetKindsOf(s: Scenario): MeetKind[] {
+  const kinds: MeetKind[] = [];
+  if ((s.redrives?.length ?? 0) > 0) kinds.push('redrive');
+  if (s.jobs.some((j) => j.stricterSchema)) kinds.push('schema');
+  if (s.fifo) kinds.push('fifo-limit');
+  if (s.jobs.some((j) => j.hot)) kinds.push('hot-row');
+  return kinds;
+}
 
 /** The steer kinds a schedule carries. */
 export function steerKindsOf(s: Scenario): SteerKind[] {
@@ -233,6 +263,24 @@ export interface Scenario {
   readonly rate?: { readonly limit: number; readonly perSeconds: number };
   /** Steer kind `cancel`: job `job` (modulo) cancelled through the store's `cancel` at `atMs`. */
   readonly cancels?: readonly CancelSpec[];
+  /** Issue 31 kind `redrive`: the operator's redrives. */
+  readonly redrives?: readonly RedriveSpec[];
+  /**
+   * Issue 31 kind `fifo-limit`: the queue is FIFO (groups delivered in order, one message of a group in
+   * flight at a time; records carry a SequenceNumber and a `.fifo` source), with the redrive
+   * `maxReceiveCount` the pipeline's stack gives it.
+   */
+  readonly fifo?: boolean;
+}
+
+/**
+ * Issue 31 kind `redrive`: the operator runs `leaseq dlq redrive` (every letter, the real shared/ops code)
+ * `atMs` after the trigger: `at` the start of the run, `wait-after-reset` a reset key's job going back
+ * to wait for a retry, `second-death` a reset key dying again. Each fires once.
+ */
+export interface RedriveSpec {
+  readonly on: 'at' | 'wait-after-reset' | 'second-death';
+  readonly atMs: number;
 }
 
 export interface CancelSpec {
@@ -240,7 +288,7 @@ export interface CancelSpec {
   readonly atMs: number;
 }
 
-const op: fc.Arbitrary<OpSpec> = fc.record({
+export const op: fc.Arbitrary<OpSpec> = fc.record({
   account: fc.constantFrom(...ACCOUNTS),
   delta: fc.integer({ min: 1, max: 100 }),
 });
@@ -259,7 +307,7 @@ const fast = fc.oneof(
   { weight: 1, arbitrary: fc.constant(true) },
 );
 
-const job: fc.Arbitrary<JobSpec> = fc
+export const job: fc.Arbitrary<JobSpec> = fc
   .record({
     steps: fc.array(op, { maxLength: 2 }),
     final: op,
@@ -486,13 +534,20 @@ const steerArb = (only?: SteerKind): fc.Arbitrary<Steer> =>
  * invocations, or with `pollers` also the local runner's loop.
  */
 export const scenarioArb = (
-  options: { pollers?: boolean; kind?: ReviewKind; steer?: SteerKind } = {},
+  options: {
+    pollers?: boolean;
+    kind?: ReviewKind;
+    steer?: SteerKind;
+    /** Plain jobs and the poison only: no review kind's job, none of issue 21's features (meet-scenario.ts). */
+    plain?: boolean;
+  } = {},
 ): fc.Arbitrary<Scenario> => {
   const kind = options.kind;
   // Without a kind, a third of the schedules carry one review-kind job (and a tenth of duplicates are
   // another type's); with one, every schedule has one or two of its jobs (or collisions).
-  const review =
-    kind === undefined
+  const review = options.plain
+    ? fc.constant<JobSpec[]>([])
+    : kind === undefined
       ? fc.oneof(
           { weight: 2, arbitrary: fc.constant<JobSpec[]>([]) },
           { weight: 1, arbitrary: fc.array(anyReviewJob, { minLength: 1, maxLength: 1 }) },
@@ -533,7 +588,7 @@ export const scenarioArb = (
         { weight: 1, arbitrary: fc.integer({ min: 1, max: 8 }) },
       ),
       // A review kind's focused schedules carry none of issue 21's features; a steer kind's, always its own.
-      steer: kind !== undefined ? fc.constant(NO_STEER) : steerArb(options.steer),
+      steer: kind !== undefined || options.plain ? fc.constant(NO_STEER) : steerArb(options.steer),
     })
     .map(({ poison: p, jobs, review: r, steer: st, ...rest }) => {
       // A limited schedule gives most of its plain jobs a tenant, and a burst of one tenant on top.
