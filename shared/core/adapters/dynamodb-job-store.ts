@@ -9,7 +9,6 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { StoreRefusedError } from '../../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../../resources.ts';
 import { HISTORY_MAX, type HistoryEvent, problemShard } from '../contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../contract/job-item.ts';
@@ -31,7 +30,7 @@ import type {
   RenewOptions,
   StoreCallOptions,
 } from '../contract/job-store.ts';
-import { cancelledEvent, redriveEvent } from '../contract/job-store.ts';
+import { cancelledEvent } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { classifyClaim } from '../decisions/claim-decision.ts';
 import { holdsFence } from '../decisions/fence-decision.ts';
@@ -62,13 +61,12 @@ import {
   giveUpUpdate,
   type JobItemUpdate,
   leaseLostUpdate,
-  type RedriveHistory,
-  redriveUpdate,
   renewUpdate,
   resetClaimUpdate,
   withHistory,
 } from './dynamodb-job-expressions.ts';
 import { checkJobWrite, giveUpWithHistory, type JobWrite } from './dynamodb-limits.ts';
+import { type RedriveStoreIo, resetForRedrive, undoRedrive } from './dynamodb-redrive.ts';
 import {
   cancelAnswer,
   cancelledFastCommit,
@@ -102,11 +100,19 @@ export class DynamoDbJobStore implements JobStore {
   readonly #doc: DynamoDBDocumentClient;
   readonly #table: string;
   readonly #ttlSeconds: number;
+  /** What the redrive's writes (dynamodb-redrive.ts) use of this store. */
+  readonly #redriveIo: RedriveStoreIo;
 
   constructor(options: DynamoDbJobStoreOptions) {
     this.#doc = options.client;
     this.#table = options.tableName;
     this.#ttlSeconds = options.dedupTtlSeconds ?? DEFAULT_DEDUP_TTL_SECONDS;
+    this.#redriveIo = {
+      doc: this.#doc,
+      table: this.#table,
+      expiresAt: (fromMs) => this.#expiresAt(fromMs),
+      get: (dedupKey) => this.get(dedupKey),
+    };
   }
 
   async claim(req: ClaimRequest, options: StoreCallOptions = {}): Promise<ClaimResult> {
@@ -465,51 +471,18 @@ export class DynamoDbJobStore implements JobStore {
     return out.Item as JobItem | undefined;
   }
 
-  async resetForRedrive(
+  resetForRedrive(
     dedupKey: string,
     now: number,
     leaseEndedBefore = now,
     by: RedriveBy = { by: 'unknown' },
+    planned?: number,
   ): Promise<boolean> {
-    const event = redriveEvent(now, by);
-    const send = (history: RedriveHistory) =>
-      guardStore('reset-for-redrive', () =>
-        this.#doc.send(
-          new UpdateCommand(
-            redriveUpdate(this.#table, dedupKey, now, this.#expiresAt(now), leaseEndedBefore, history),
-          ),
-        ),
-      );
-    // No room in the item for the event: redriven without it (the redrive must never fail for it).
-    const attempt = (history: RedriveHistory) =>
-      send(history).catch((error: unknown) => {
-        if (error instanceof StoreRefusedError && error.problem === 'item-too-large') {
-          return send({ leaveOut: true });
-        }
-        throw error;
-      });
-    try {
-      await attempt({ event });
-      return true;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
-    // Refused: finished, under a live lease, absent, or its history is full. Only the last is retried,
-    // with the oldest events dropped, at the version read (a change in between refuses it again).
-    const item = await this.get(dedupKey);
-    if (!item || (item.history?.length ?? 0) < HISTORY_MAX) return false;
-    const history = [...(item.history ?? []), event];
-    try {
-      await attempt({
-        replace: history.slice(-HISTORY_MAX),
-        dropped: history.length - HISTORY_MAX,
-        readVersion: item.version,
-      });
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return resetForRedrive(this.#redriveIo, dedupKey, now, leaseEndedBefore, by, planned);
+  }
+
+  undoRedrive(before: JobItem, resetVersion: number, now: number): Promise<boolean> {
+    return undoRedrive(this.#redriveIo, before, resetVersion, now);
   }
 
   async cancel(dedupKey: string, request: CancelRequest): Promise<CancelResult> {

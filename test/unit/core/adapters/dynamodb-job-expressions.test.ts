@@ -9,11 +9,11 @@ import {
   type JobItemUpdate,
   jobSummaryScan,
   leaseLostUpdate,
-  redriveUpdate,
   renewUpdate,
   resetClaimUpdate,
   withHistory,
 } from '../../../../shared/core/adapters/dynamodb-job-expressions.ts';
+import { redriveUpdate } from '../../../../shared/core/adapters/dynamodb-redrive.ts';
 import { HISTORY_MAX, type HistoryEvent } from '../../../../shared/core/contract/job-history.ts';
 import type { JobLease } from '../../../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
