@@ -1,5 +1,7 @@
 // Where a redrive meets the workers and the store at the same moment (issue 31, item 1): the redrive plans
 // from one read of the job item and resets it later; whatever claimed the key in between must win.
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAwsClients, destroyAwsClients } from '../../../shared/aws/clients.ts';
@@ -7,6 +9,7 @@ import { FaultInjector } from '../../../shared/aws/fault-injector.ts';
 import { parseEnvelope } from '../../../shared/core/contract/envelope.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { JobRegistry } from '../../../shared/core/model/registry.ts';
+import { payloadProblem } from '../../../shared/core/model/standard-schema.ts';
 import { PermanentJobError } from '../../../shared/errors.ts';
 import { listDeadJobs } from '../../../shared/ops/dlq-jobs.ts';
 import { redrive } from '../../../shared/ops/dlq-redrive.ts';
@@ -182,5 +185,120 @@ describe('Function: redrive, when its send fails after the reset', () => {
     );
     expect(again.items).toEqual([expect.objectContaining({ outcome: 'redriven', reset: true })]);
     expect(await sentVersions(key)).toEqual([1]);
+  }, 60_000);
+});
+
+/** The DLQ's letters of `key` (received with visibility 0: they stay visible). */
+async function lettersOf(key: string) {
+  return (await receiveAll(env, env.dlqUrl, 0)).filter((m) => parseEnvelope(m.Body ?? '').dedupKey === key);
+}
+
+describe('Function: redrive, where it meets what was there (probes)', () => {
+  it('two operators redriving two letters of one death at once send the job once', async () => {
+    // Prepare: J1 dies (L1). Operator A browses L1 and reads the item; meanwhile a second letter of the
+    // same death reaches the DLQ (an interrupted dead-lettering sends two) and operator B redrives it.
+    const key = uniqueName('twoops');
+    await sendJob(env, { dedupKey: key, type: TYPE, payload: { mode: 'die', v: 1 } });
+    await runUntil(key, JobStatus.Dead);
+    const [l1] = await lettersOf(key);
+    let other: Awaited<ReturnType<typeof redrive>> | undefined;
+    const racing = clientsPausingAfterRead(async () => {
+      await env.clients.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: env.dlqUrl,
+          MessageBody: l1?.Body ?? '',
+          MessageAttributes: l1?.MessageAttributes as never,
+        }),
+      );
+      other = await redrive({ clients: env.clients, names: names() }, { filter: { dedupKey: key }, by: 'b' });
+    });
+
+    // Act
+    const report = await redrive({ clients: racing, names: names() }, { filter: { dedupKey: key }, by: 'a' });
+    destroyAwsClients(racing);
+
+    // Assess: one of the two runs sent the job; the other's reset found the item moved.
+    const sent = [...report.items, ...(other?.items ?? [])].filter((i) => i.outcome === 'redriven');
+    expect(sent).toHaveLength(1);
+    expect(report.items).toEqual([expect.objectContaining({ outcome: 'skipped', skip: 'changed' })]);
+    expect(await sentVersions(key)).toEqual([1]);
+  }, 60_000);
+
+  it('sends the letter of a job whose item TTL removed (no item at all), as it is', async () => {
+    // Prepare: J1 dies; its item is deleted as TTL would.
+    const key = uniqueName('expired');
+    await sendJob(env, { dedupKey: key, type: TYPE, payload: { mode: 'die', v: 1 } });
+    await runUntil(key, JobStatus.Dead);
+    await env.clients.doc.send(new DeleteCommand({ TableName: env.jobsTable, Key: { dedupKey: key } }));
+
+    // Act
+    const report = await redrive(
+      { clients: env.clients, names: names() },
+      { filter: { dedupKey: key }, by: 'test' },
+    );
+
+    // Assess
+    expect(report.items).toEqual([expect.objectContaining({ outcome: 'redriven', reset: false })]);
+    expect(await sentVersions(key)).toEqual([1]);
+    expect(await lettersOf(key)).toEqual([]);
+  }, 60_000);
+
+  it("skips a letter the queue's own redrive moved (no leaseq attributes) of a key a fresh send reset since", async () => {
+    // Prepare: J1 dies; a copy of its message reaches the DLQ the way SQS moves one (body only), before
+    // the dead key's TTL; then a fresh send J2 resets the key and waits in RETRY_WAIT.
+    const key = uniqueName('sqsmoved');
+    await sendJob(env, { dedupKey: key, type: TYPE, payload: { mode: 'die', v: 1 } });
+    await runUntil(key, JobStatus.Dead);
+    const [l1] = await lettersOf(key);
+    await env.clients.sqs.send(new SendMessageCommand({ QueueUrl: env.dlqUrl, MessageBody: l1?.Body ?? '' }));
+    await sleep(2_100);
+    await sendJob(env, { dedupKey: key, type: TYPE, payload: { mode: 'retry', v: 2 } });
+    await runUntil(key, JobStatus.RetryWait);
+    const waiting = await makeWorker(env, registry).store.get(key);
+
+    // Act
+    const report = await redrive(
+      { clients: env.clients, names: names() },
+      { filter: { dedupKey: key }, by: 'test' },
+    );
+
+    // Assess: both letters skipped as older than the reset, the moved one too; J2 untouched.
+    expect(report.items.map((i) => [i.reason, i.outcome, i.skip]).sort()).toEqual([
+      ['permanent-error', 'skipped', 'newer-job'],
+      ['sqs-max-receives', 'skipped', 'newer-job'],
+    ]);
+    expect(await sentVersions(key)).toEqual([]);
+    expect((await makeWorker(env, registry).store.get(key))?.version).toBe(waiting?.version);
+  }, 60_000);
+
+  it('checks an edited payload against a transforming schema but sends the payload as given, not the parsed output', async () => {
+    // Prepare: J1 dies; the schema trims and lower-cases `to`, and defaults `n`.
+    const key = uniqueName('transform');
+    await sendJob(env, { dedupKey: key, type: TYPE, payload: { mode: 'die', v: 1 } });
+    await runUntil(key, JobStatus.Dead);
+    const schema = z.object({
+      mode: z.string(),
+      v: z.number(),
+      to: z.string().transform((t) => t.trim().toLowerCase()),
+      n: z.number().default(5),
+    });
+    const value = { mode: 'die', v: 3, to: '  Ana@Example.COM ' };
+
+    // Act
+    const report = await redrive(
+      { clients: env.clients, names: names() },
+      {
+        filter: { dedupKey: key },
+        by: 'test',
+        payload: { value, check: (_type, payload) => payloadProblem(schema, payload) },
+      },
+    );
+
+    // Assess: the body carries the operator's payload; the worker's parse transforms it once.
+    expect(report.items).toEqual([expect.objectContaining({ outcome: 'redriven' })]);
+    const messages = (await receiveAll(env, env.queueUrl, 60)).filter(
+      (m) => parseEnvelope(m.Body ?? '').dedupKey === key,
+    );
+    expect(messages.map((m) => parseEnvelope(m.Body ?? '').payload)).toEqual([value]);
   }, 60_000);
 });
