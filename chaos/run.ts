@@ -132,6 +132,13 @@ async function main(options: ChaosOptions): Promise<number> {
       jobsModule: JOB_MODULE,
       env: {
         AWS_ENDPOINT_URL: proxy?.endpoint ?? emulator.endpoint,
+        // Through the proxy (another port) the workers would not find the emulator's credential by its port.
+        ...(emulator.credentials
+          ? {
+              AWS_ACCESS_KEY_ID: emulator.credentials.accessKeyId,
+              AWS_SECRET_ACCESS_KEY: emulator.credentials.secretAccessKey,
+            }
+          : {}),
         NODE_OPTIONS:
           `${process.env.NODE_OPTIONS ?? ''} --import ${import.meta.resolve('tsx')} --import ${PRELOAD}`.trim(),
         [CONTROL_FILE_ENV]: join(logDir, 'sdk-faults.json'),

@@ -22,6 +22,7 @@ import {
   STACK_OUTPUT_KEYS,
   type StackOutputKey,
 } from '../shared/resources.ts';
+import { credentialSource, remoteEndpointWarning } from './remote-endpoint.ts';
 
 /** Flags every command that talks to a deployment accepts. */
 export interface TargetFlags {
@@ -159,13 +160,6 @@ function endpointVariables(env: NodeJS.ProcessEnv): string[] {
     .sort();
 }
 
-/** Where the AWS credentials come from, as a person reads it (no secret in it). */
-export function credentialSource(env: NodeJS.ProcessEnv): string {
-  if (env.AWS_PROFILE?.trim()) return `AWS_PROFILE=${env.AWS_PROFILE.trim()}`;
-  if (env.AWS_ACCESS_KEY_ID?.trim()) return 'AWS_ACCESS_KEY_ID';
-  return 'the default credentials';
-}
-
 /**
  * Chooses the target, in order: --endpoint; --aws; AWS_ENDPOINT_URL; stack outputs (--outputs) that name
  * queues on AWS; the embedded emulator when it is running. Nothing else: with none of these the command
@@ -270,6 +264,8 @@ export async function resolveTarget(
   });
   const { endpoint, region } = choice;
   if (endpoint) await assertHostResolves(endpoint);
+  const warning = remoteEndpointWarning(endpoint, env); // before the first request
+  if (warning) stderrNote(warning);
   // A person waits at the prompt: an endpoint that accepts but never answers is reported in seconds.
   const clients = createAwsClients({
     region,

@@ -12,6 +12,7 @@ import {
 } from '../shared/resources.ts';
 import {
   DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES,
+  RESEND_ATTRIBUTES_RESERVE_BYTES,
   SQS_MAX_MESSAGE_BYTES,
   VISIBILITY_TO_TIMEOUT_RATIO,
 } from './constructs/job-queue.ts';
@@ -190,16 +191,20 @@ export function checkPipelineSafety(facts: PipelineSafetyFacts): PipelineSafetyV
   // A dead letter is the original body plus the leaseq.* reason attributes. If the largest message the
   // jobs queue takes does not fit into the DLQ with them, the worker's dead-lettering of it fails and the
   // message cycles until SQS's own redrive moves it, without its reason.
-  // (Checked when either size is known; the other then counts as SQS's default.)
+  // (Checked when either size is known; the other then counts as SQS's default.) The jobs queue may take
+  // the re-send reserve more than the body limit (a limit's re-send adds its origin attribute); a letter
+  // carries the body alone, and the reason attributes' worst case (~28 KiB) leaves that much of the
+  // letter reserve unused.
   const sized = facts.jobsMaxMessageBytes !== undefined || facts.deadLetterMaxMessageBytes !== undefined;
   const jobsMax = facts.jobsMaxMessageBytes ?? SQS_MAX_MESSAGE_BYTES;
   const dlqMax = facts.deadLetterMaxMessageBytes ?? SQS_MAX_MESSAGE_BYTES;
-  if (sized && jobsMax + DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES > dlqMax) {
+  const letterRoom = DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES - RESEND_ATTRIBUTES_RESERVE_BYTES;
+  if (sized && jobsMax + letterRoom > dlqMax) {
     add(
       'letter-fits-dlq',
       `jobs queue MaximumMessageSize is ${jobsMax} bytes and the DLQ's ${dlqMax} bytes; required the jobs ` +
-        `queue's at most the DLQ's less ${DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES} bytes for the reason attributes ` +
-        `(at most ${dlqMax - DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES})`,
+        `queue's at most the DLQ's less ${letterRoom} bytes for the reason attributes ` +
+        `(at most ${dlqMax - letterRoom})`,
     );
   }
 

@@ -7,6 +7,7 @@ import {
   destroyAwsClients,
   isLocalEndpoint,
 } from '../../shared/aws/clients.ts';
+import { ANY_CREDENTIAL } from '../../shared/aws/local-credential.ts';
 import {
   DeployError,
   deployLocal,
@@ -31,6 +32,7 @@ import { isInstalled, missingPackage } from '../../shared/optional-package.ts';
 import { confirmChange } from '../confirm.ts';
 import { jobModuleOption, requireCliJobs } from '../job-module.ts';
 import { safeLines } from '../safe-text.ts';
+import { registerLocalEnv } from './local-env.ts';
 
 /** `leaseq local status` exits with this when nothing answers (the LSB "not running" code). */
 export const EXIT_NOT_RUNNING = 3;
@@ -113,6 +115,7 @@ export function describeUp(handle: EmulatorHandle): string {
     `${name} started at ${handle.endpoint} (pid ${handle.pid}, answered after ${seconds(handle.startupMs)})`,
     `serves: ${servicesLine(handle.services)}`,
     `logs: ${shortPath(handle.logFile)}; stop it with: leaseq local down`,
+    'other tools (AWS CLI, boto3, SDKs): eval "$(leaseq local env)"; it serves only requests signed with its credential',
   ].join('\n');
 }
 
@@ -187,9 +190,15 @@ async function deployTarget(purpose: 'deploy' | 'destroy') {
     log: progress,
     ...(purpose === 'deploy' ? { services: 'all' as const } : {}),
   });
-  const config = { ...awsConfigFromEnv(), endpoint: handle.endpoint };
+  // The emulator's own keys; an endpoint elsewhere (AWS_ENDPOINT_URL) gets the test keys, never the operator's.
+  const own = handle.credentials
+    ? { credentials: handle.credentials }
+    : isLocalEndpoint(handle.endpoint)
+      ? {}
+      : { credentials: ANY_CREDENTIAL };
+  const config = { ...awsConfigFromEnv(), endpoint: handle.endpoint, ...own };
   const clients = createAwsClients(config);
-  const cloudFormation = await localCloudFormation(handle.endpoint, config.region);
+  const cloudFormation = await localCloudFormation(handle.endpoint, config.region, handle.credentials);
   const why = handle.mode === 'external' ? 'AWS_ENDPOINT_URL' : 'the embedded emulator leaseq runs';
   return {
     clients,
@@ -204,6 +213,8 @@ async function deployTarget(purpose: 'deploy' | 'destroy') {
       projectDir: process.cwd(),
       cloudFormation,
       log: progress,
+      ...own,
+      ...(handle.stateDir ? { lockDir: handle.stateDir } : {}),
     },
     close: () => {
       cloudFormation.destroy();
@@ -212,11 +223,13 @@ async function deployTarget(purpose: 'deploy' | 'destroy') {
   };
 }
 
-/** Adds `leaseq local up | provision | deploy | destroy | down | status`. */
+/** Adds `leaseq local env | up | provision | deploy | destroy | down | status`. */
 export function register(program: Command): void {
   const local = program
     .command('local')
     .description('the embedded AWS emulator (SQS + DynamoDB on 127.0.0.1; no Docker, no account)');
+
+  registerLocalEnv(local);
 
   local
     .command('up')
@@ -233,7 +246,8 @@ export function register(program: Command): void {
         ...(flags.allServices ? { services: 'all' as const } : {}),
         log: progress,
       });
-      print(flags.json ? JSON.stringify(handle) : describeUp(handle));
+      // The credential stays out of the output (`leaseq local env` prints it for the tools that need it).
+      print(flags.json ? JSON.stringify({ ...handle, credentials: undefined }) : describeUp(handle));
     });
 
   jobModuleOption(

@@ -186,10 +186,16 @@ async function deployDemo(
   say: (line: string) => void,
 ): Promise<DemoNames> {
   const stackName = 'leaseq-demo';
-  const cloudFormation = await localCloudFormation(emulator.endpoint, await clients.sqs.config.region());
+  const cloudFormation = await localCloudFormation(
+    emulator.endpoint,
+    await clients.sqs.config.region(),
+    emulator.credentials,
+  );
   try {
     const outputsFile = join(process.cwd(), '.leaseq', 'demo-outputs.json');
     const result = await deployLocal({
+      ...(emulator.credentials ? { credentials: emulator.credentials } : {}),
+      ...(emulator.stateDir ? { lockDir: emulator.stateDir } : {}),
       endpoint: emulator.endpoint,
       region: await clients.sqs.config.region(),
       projectDir: process.cwd(),

@@ -4,6 +4,7 @@ import { Construct } from 'constructs';
 import {
   DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES,
   DEFAULT_MAX_BODY_BYTES,
+  RESEND_ATTRIBUTES_RESERVE_BYTES,
   SQS_MAX_MESSAGE_BYTES,
 } from '../../shared/core/contract/envelope.ts';
 
@@ -40,8 +41,10 @@ export interface JobQueueProps {
   /** FIFO queues (ordered per message group, deduplicated by MessageDeduplicationId). @default false */
   readonly fifo?: boolean;
   /**
-   * `MaximumMessageSize` of the jobs queue, 1024 up to {@link JOBS_QUEUE_MAX_MESSAGE_BYTES}: the largest
-   * body it takes. @default JOBS_QUEUE_MAX_MESSAGE_BYTES (1 MiB less the letter reserve)
+   * The largest body the jobs queue takes (the workers' body limit), 1024 up to
+   * {@link JOBS_QUEUE_MAX_MESSAGE_BYTES}. Its `MaximumMessageSize` is this plus
+   * {@link RESEND_ATTRIBUTES_RESERVE_BYTES}: SQS counts attributes toward the size, and a limit's re-send
+   * of any body the workers run adds its origin attribute. @default JOBS_QUEUE_MAX_MESSAGE_BYTES
    */
   readonly maxMessageSizeBytes?: number;
   /** Removal policy of both queues. */
@@ -49,12 +52,13 @@ export interface JobQueueProps {
 }
 
 // The sizes live with the envelope: the worker and the producer check bodies against the same numbers.
-export { DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES, SQS_MAX_MESSAGE_BYTES };
+export { DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES, RESEND_ATTRIBUTES_RESERVE_BYTES, SQS_MAX_MESSAGE_BYTES };
 
 /**
- * `MaximumMessageSize` of the jobs queue unless told (`maxMessageSizeBytes`): the SQS maximum less the
- * reserve, so that any message the jobs queue took still fits into the DLQ (which takes the SQS maximum)
- * with its reason attributes. The workers' default body limit (`DEFAULT_MAX_BODY_BYTES`) is the same.
+ * The largest body the jobs queue is for: the SQS maximum less the letter reserve, so that any body the
+ * jobs queue took still fits into the DLQ (which takes the SQS maximum) with its reason attributes. The
+ * workers' default body limit (`DEFAULT_MAX_BODY_BYTES`) is the same; the queue's `MaximumMessageSize`
+ * is this plus the re-send reserve (`RESEND_ATTRIBUTES_RESERVE_BYTES`).
  */
 export const JOBS_QUEUE_MAX_MESSAGE_BYTES = DEFAULT_MAX_BODY_BYTES;
 
@@ -115,7 +119,8 @@ export class JobQueue extends Construct {
       queueName: props.queueName,
       visibilityTimeout,
       retentionPeriod: props.retentionPeriod ?? Duration.days(4),
-      maxMessageSizeBytes: props.maxMessageSizeBytes ?? JOBS_QUEUE_MAX_MESSAGE_BYTES,
+      maxMessageSizeBytes:
+        (props.maxMessageSizeBytes ?? JOBS_QUEUE_MAX_MESSAGE_BYTES) + RESEND_ATTRIBUTES_RESERVE_BYTES,
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: props.maxReceiveCount },
     });
   }

@@ -2,6 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { localCredentialProvider } from './local-credential.ts';
 
 /** Where and how the AWS clients connect. Built once in a composition root, then passed in. */
 export interface AwsConfig {
@@ -23,6 +24,12 @@ export interface AwsConfig {
   readonly sqsRequestTimeoutMs?: number;
   /** SDK attempts per call (1 = no SDK retry). @default 3 */
   readonly maxAttempts?: number;
+  /**
+   * Keys to sign with. @default for a loopback endpoint, the embedded emulator's credential from the
+   * state directory (`local-credential.ts`), else the environment's keys, else `test`/`test`; for any
+   * other endpoint, the SDK's default provider chain.
+   */
+  readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string };
 }
 
 export interface AwsClients {
@@ -72,10 +79,12 @@ export function createAwsClients(config: AwsConfig): AwsClients {
     region: config.region,
     maxAttempts: config.maxAttempts ?? 3,
     ...(config.endpoint ? { endpoint: config.endpoint } : {}),
-    // An emulator accepts any credentials; real AWS uses the default provider chain.
-    ...(local && !process.env.AWS_ACCESS_KEY_ID
-      ? { credentials: { accessKeyId: 'test', secretAccessKey: 'test' } }
-      : {}),
+    // The embedded emulator serves only its own credential; real AWS uses the default provider chain.
+    ...(config.credentials
+      ? { credentials: config.credentials }
+      : local
+        ? { credentials: localCredentialProvider(config.endpoint as string) }
+        : {}),
   };
   // useQueueUrlAsEndpoint=false keeps requests on `endpoint` whatever host the queue URL names.
   const sqs = new SQSClient({

@@ -1,7 +1,5 @@
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import {
@@ -11,32 +9,13 @@ import {
   UpdateContinuousBackupsCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
+import type { LocalCredential } from '../aws/local-credential.ts';
 import { LeaseqError } from '../errors.ts';
-import { loadOptional } from '../optional-package.ts';
+import { bootstrapLockFile, cdkEnv, cloudFormationSdk, LOCAL_ACCOUNT } from './deploy-env.ts';
 import { functionWorkers, stopFunctionWorkers } from './function-workers.ts';
 import { withFileLock } from './lock.ts';
 
-type CloudFormationSdk = typeof import('@aws-sdk/client-cloudformation');
-
-/** The CloudFormation client is an optional peer: only deploys to the emulator need it. */
-const cloudFormationSdk = () => loadOptional<CloudFormationSdk>('@aws-sdk/client-cloudformation');
-
-/**
- * A CloudFormation client for the emulator at `endpoint`, with its test credentials.
- * @throws ConfigError when @aws-sdk/client-cloudformation is not installed (one line that says so).
- */
-export async function localCloudFormation(endpoint: string, region: string): Promise<CloudFormationClient> {
-  const { CloudFormationClient } = await cloudFormationSdk();
-  return new CloudFormationClient({
-    region,
-    endpoint,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test', accountId: LOCAL_ACCOUNT },
-  });
-}
-
-/** The account and credentials every local emulator accepts. */
-export const LOCAL_ACCOUNT = '000000000000';
-const LOCAL_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' };
+export { LOCAL_ACCOUNT, localCloudFormation } from './deploy-env.ts';
 
 /** A step of a local deploy or destroy that failed, with the one line that says why. */
 export class DeployError extends LeaseqError {
@@ -68,6 +47,16 @@ export interface LocalDeployOptions {
   readonly dynamodb: DynamoDBClient;
   /** Progress lines (stderr). */
   readonly log: (line: string) => void;
+  /**
+   * What the cdk commands sign with. @default the embedded emulator's credential (a loopback
+   * endpoint), else `test`/`test`
+   */
+  readonly credentials?: LocalCredential;
+  /**
+   * The private directory the bootstrap lock lives in (the emulator's state directory).
+   * @default `LEASEQ_STATE_DIR`, else `.leaseq` of the project
+   */
+  readonly lockDir?: string;
 }
 
 /** One stack a local deploy deployed. */
@@ -108,13 +97,23 @@ export async function deployLocal(options: LocalDeployOptions): Promise<LocalDep
     // Two deploys starting together on a fresh emulator (two terminals, parallel test files) would both
     // create the toolkit stack, and one fails: one bootstraps under a lock per emulator, the other finds
     // the stack there once it holds the lock.
-    bootstrapped = await withFileLock(bootstrapLockFile(options), BOOTSTRAP_LOCK_MS, async () => {
-      if (await stackExists(options.cloudFormation, BOOTSTRAP_STACK)) return false;
-      options.log(`cdk bootstrap aws://${LOCAL_ACCOUNT}/${options.region} (first deploy on this emulator)`);
-      const code = await runCdk(['bootstrap', `aws://${LOCAL_ACCOUNT}/${options.region}`], options, env);
-      if (code !== 0) throw new DeployError(`cdk bootstrap failed (exit ${code}); see the lines above`);
-      return true;
-    });
+    const lockFile = bootstrapLockFile(options);
+    const waiting = (holder: number) =>
+      options.log(
+        `waiting for another deploy (pid ${holder}) to bootstrap this emulator, at most ${BOOTSTRAP_LOCK_MS / 60_000} minutes; if no leaseq deploy is running, remove ${lockFile}`,
+      );
+    bootstrapped = await withFileLock(
+      lockFile,
+      BOOTSTRAP_LOCK_MS,
+      async () => {
+        if (await stackExists(options.cloudFormation, BOOTSTRAP_STACK)) return false;
+        options.log(`cdk bootstrap aws://${LOCAL_ACCOUNT}/${options.region} (first deploy on this emulator)`);
+        const code = await runCdk(['bootstrap', `aws://${LOCAL_ACCOUNT}/${options.region}`], options, env);
+        if (code !== 0) throw new DeployError(`cdk bootstrap failed (exit ${code}); see the lines above`);
+        return true;
+      },
+      { onWait: waiting },
+    );
   }
   mkdirSync(dirname(resolve(options.projectDir, options.outputsFile)), { recursive: true });
   const which = options.stacks?.length ? options.stacks.join(', ') : 'every stack of the app';
@@ -219,12 +218,6 @@ export async function destroyLocal(options: LocalDestroyOptions): Promise<LocalD
 /** How long a deploy waits for another one's bootstrap of the same emulator. */
 const BOOTSTRAP_LOCK_MS = 10 * 60_000;
 
-/** One lock file per emulator and region, shared by every project that deploys to it. */
-function bootstrapLockFile(options: Pick<LocalDeployOptions, 'endpoint' | 'region'>): string {
-  const id = createHash('sha256').update(`${options.endpoint} ${options.region}`).digest('hex').slice(0, 16);
-  return join(tmpdir(), `leaseq-bootstrap-${id}.lock`);
-}
-
 /** The stack `cdk bootstrap` makes; never the user's to destroy. */
 const BOOTSTRAP_STACK = 'CDKToolkit';
 
@@ -253,21 +246,6 @@ async function stackFunctions(cfn: CloudFormationClient): Promise<Map<string, st
     }
   }
   return functions;
-}
-
-/** The environment of the cdk commands: this process's, plus the emulator's endpoint and test keys. */
-function cdkEnv(options: Pick<LocalDeployOptions, 'endpoint' | 'region'>): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    ...LOCAL_CREDENTIALS,
-    AWS_SESSION_TOKEN: '',
-    AWS_PROFILE: '',
-    AWS_ENDPOINT_URL: options.endpoint,
-    AWS_REGION: options.region,
-    AWS_DEFAULT_REGION: options.region,
-    CDK_DEFAULT_ACCOUNT: LOCAL_ACCOUNT,
-    CDK_DEFAULT_REGION: options.region,
-  };
 }
 
 /**

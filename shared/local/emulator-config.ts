@@ -3,9 +3,8 @@
  * resolved once into the paths and limits every other emulator module reads, so no two of them can
  * disagree on where the state file lives or which port is meant.
  */
-import { existsSync } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, relative } from 'node:path';
+import { CREDENTIAL_FILE, defaultProjectDir } from '../aws/local-credential.ts';
 import { EmulatorError } from './emulator-errors.ts';
 import { DEFAULT_EMULATOR, EMULATOR_NAMES, type EmulatorName, isEmulatorName } from './emulators.ts';
 import { LOOPBACK_HOST, parsePort } from './net.ts';
@@ -60,6 +59,8 @@ export interface ResolvedOptions {
   readonly stateFile: string;
   readonly logFile: string;
   readonly lockFile: string;
+  /** The credential of the running emulator's start (`shared/aws/local-credential.ts`). */
+  readonly credentialFile: string;
   readonly holdersDir: string;
   readonly requestedPort: number | undefined;
   readonly port: number;
@@ -73,20 +74,6 @@ export interface ResolvedOptions {
   readonly endpointTimeoutMs: number;
   readonly log: (line: string) => void;
   readonly services: EmulatorServices;
-}
-
-/**
- * Where `.leaseq/` (venv, state file, log) lives: this checkout's root when run from the source tree; the
- * project you run leaseq in (nearest package.json at or above the working directory) when leaseq is an
- * installed package, so its state survives a reinstall and every command of the project finds it.
- */
-function defaultProjectDir(): string {
-  const own = fileURLToPath(new URL('../../', import.meta.url));
-  if (!own.split(sep).includes('node_modules')) return own;
-  for (let dir = resolve(process.cwd()); ; dir = dirname(dir)) {
-    if (existsSync(join(dir, 'package.json')) && !dir.split(sep).includes('node_modules')) return dir;
-    if (dirname(dir) === dir) return process.cwd();
-  }
 }
 
 export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
@@ -103,6 +90,7 @@ export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
     stateFile: join(stateDir, 'emulator.json'),
     logFile: join(stateDir, 'emulator.log'),
     lockFile: join(stateDir, 'emulator.lock'),
+    credentialFile: join(stateDir, CREDENTIAL_FILE),
     holdersDir: join(stateDir, 'emulator-holders'),
     requestedPort,
     port: requestedPort ?? DEFAULT_EMULATOR_PORT,

@@ -5,6 +5,7 @@
  * the operator's variables, never `process.env`: no AWS profile, key, token or any other secret.
  */
 import { delimiter, dirname } from 'node:path';
+import type { LocalCredential } from '../aws/local-credential.ts';
 
 /**
  * Variables passed through from the operator's environment, by exact name. Paths, locale and time
@@ -26,14 +27,9 @@ const PASSED = [
 const PASSED_PREFIX = 'LC_';
 
 /**
- * The test credentials of the emulator's root account. Set explicitly, so a function's SDK and the
- * emulator's own defaults (it falls back to `AWS_SECRET_ACCESS_KEY` of its environment) see these and
- * never a real key.
- */
-const TEST_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' } as const;
-
-/**
- * The emulator's whole environment: the allow-listed variables of `parent`, the test credentials, the
+ * The emulator's whole environment: the allow-listed variables of `parent`, the credential of this
+ * start (as `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`: the guard checks signatures with it, and the
+ * functions the emulator runs get it from there, so they sign with it and never see a real key), the
  * emulator's own settings (`settings`, which win), and PATH with the directory of the Node this process
  * runs on first, because the emulator runs deployed Node functions with the `node` on its PATH (under
  * npm scripts that is the Node 22 dev dependency, not whatever the system PATH finds first).
@@ -41,6 +37,7 @@ const TEST_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'te
 export function emulatorEnv(
   parent: NodeJS.ProcessEnv,
   settings: Readonly<Record<string, string>>,
+  credential: LocalCredential,
   nodeBinary: string = process.execPath,
 ): Record<string, string> {
   const env: Record<string, string> = {};
@@ -50,7 +47,8 @@ export function emulatorEnv(
   }
   return {
     ...env,
-    ...TEST_CREDENTIALS,
+    AWS_ACCESS_KEY_ID: credential.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: credential.secretAccessKey,
     ...settings,
     PATH: [dirname(nodeBinary), parent.PATH ?? ''].filter(Boolean).join(delimiter),
     PYTHONUNBUFFERED: '1',

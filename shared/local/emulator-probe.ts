@@ -6,6 +6,7 @@
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { ListQueuesCommand } from '@aws-sdk/client-sqs';
 import { createAwsClients, destroyAwsClients } from '../aws/clients.ts';
+import type { LocalCredential } from '../aws/local-credential.ts';
 import { EndpointUnreachableError } from './emulator-errors.ts';
 import { probeHttp } from './net.ts';
 import { sleep } from './process.ts';
@@ -18,8 +19,10 @@ export async function waitUntilAnswering(
   endpoint: string,
   deadline: number,
   isGone: () => string | undefined,
+  credentials?: LocalCredential,
 ): Promise<'ready' | 'exited' | 'timeout'> {
   const clients = createAwsClients({
+    ...(credentials ? { credentials } : {}),
     endpoint,
     region: 'us-east-1',
     maxAttempts: 1,

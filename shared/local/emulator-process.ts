@@ -4,6 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, renameSync, statSync, writeSync } from 'node:fs';
+import { newLocalCredential, writeLocalCredential } from '../aws/local-credential.ts';
 import { display, endpointFor, QUEUES_AND_TABLES, type ResolvedOptions } from './emulator-config.ts';
 import { emulatorEnv } from './emulator-env.ts';
 import { EmulatorError, EmulatorStartError } from './emulator-errors.ts';
@@ -54,6 +55,10 @@ export async function startProcess(cfg: ResolvedOptions): Promise<EmulatorState>
   const t0 = performance.now();
   let exit: string | undefined;
   const { command, args } = emulatorCommand(spec, cfg);
+  // A new credential for every start, before the process can answer anyone: the guard serves only
+  // requests signed with it, and only the operator can read the file it is kept in.
+  const credential = newLocalCredential();
+  writeLocalCredential(cfg.stateDir, credential, cfg.port);
   const child = spawn(command, args, {
     cwd: cfg.stateDir,
     // Its own process group, so `down` can stop it with everything it spawned, and so it outlives
@@ -61,7 +66,11 @@ export async function startProcess(cfg: ResolvedOptions): Promise<EmulatorState>
     detached: true,
     stdio: ['ignore', logFd, logFd],
     // An allow-list, never process.env: the functions it runs see its environment (emulator-env.ts).
-    env: emulatorEnv(cfg.parentEnv, { ...spec.env(LOOPBACK_HOST, cfg.port), ...servicesFilter(spec, cfg) }),
+    env: emulatorEnv(
+      cfg.parentEnv,
+      { ...spec.env(LOOPBACK_HOST, cfg.port), ...servicesFilter(spec, cfg) },
+      credential,
+    ),
   });
   closeSync(logFd);
   child.once('error', (error) => {
@@ -77,6 +86,7 @@ export async function startProcess(cfg: ResolvedOptions): Promise<EmulatorState>
     endpointFor(cfg.port),
     Date.now() + cfg.startTimeoutMs,
     () => exit,
+    credential,
   );
   if (answered !== 'ready' || pid === undefined) {
     if (pid !== undefined) signalGroup(pid, 'SIGKILL');

@@ -5,6 +5,7 @@
  */
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { ANY_CREDENTIAL, readLocalCredential } from '../aws/local-credential.ts';
 import { display, endpointFor, type ResolvedOptions } from './emulator-config.ts';
 import { EmulatorStartError } from './emulator-errors.ts';
 import { GUARD_FILE } from './emulator-guard.ts';
@@ -23,8 +24,12 @@ export async function recordedEmulator(cfg: ResolvedOptions): Promise<EmulatorSt
   // Records are written only once the process answered (under the lock), so a live one that stays
   // silent for a few seconds is hung, not starting.
   const deadline = Date.now() + Math.min(cfg.startTimeoutMs, 5000);
-  const answered = await waitUntilAnswering(endpointFor(state.port), deadline, () =>
-    isProcessAlive(state.pid) ? undefined : 'exited',
+  // Signed with the credential of its start (an emulator an older leaseq started has none, and takes any).
+  const answered = await waitUntilAnswering(
+    endpointFor(state.port),
+    deadline,
+    () => (isProcessAlive(state.pid) ? undefined : 'exited'),
+    readLocalCredential(cfg.stateDir) ?? ANY_CREDENTIAL,
   );
   if (answered === 'ready') return state;
   if (answered === 'exited') {

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { type LocalCredential, readLocalCredential } from '../aws/local-credential.ts';
 import {
   type EmulatorOptions,
   type EmulatorServices,
@@ -24,6 +25,7 @@ import { withFileLock } from './lock.ts';
 import { isPortFree, probeHttp } from './net.ts';
 import { processRssBytes, sleep } from './process.ts';
 import { type EmulatorState, readEmulatorState, removeEmulatorState, writeEmulatorState } from './state.ts';
+import { checkStateDir } from './state-dir.ts';
 import { installEmulator } from './venv.ts';
 
 /** What `ensureEmulator` found or started. */
@@ -46,6 +48,13 @@ export interface EmulatorHandle {
   readonly services?: EmulatorServices;
   /** True when this call restarted a running emulator to serve more (its state is gone). */
   readonly restarted?: boolean;
+  /**
+   * The credential the embedded emulator serves (`shared/aws/local-credential.ts`); absent for an
+   * external endpoint, and for an emulator an older leaseq started, which takes any.
+   */
+  readonly credentials?: LocalCredential;
+  /** The state directory of the embedded emulator (venv, record, log, credential, locks). */
+  readonly stateDir?: string;
 }
 
 /** What `emulatorStatus` reports. Never throws for an emulator that is down. */
@@ -95,7 +104,7 @@ export async function ensureEmulator(options: EmulatorOptions = {}): Promise<Emu
     await checkEndpoint(cfg.externalEndpoint, cfg.endpointTimeoutMs);
     return { mode: 'external', endpoint: cfg.externalEndpoint, started: false, installed: false };
   }
-  mkdirSync(cfg.stateDir, { recursive: true, mode: 0o700 });
+  checkStateDir(cfg.stateDir);
   return withFileLock(cfg.lockFile, lockTimeout(cfg), () => ensureLocked(cfg, false));
 }
 
@@ -125,7 +134,7 @@ export async function acquireEmulator(options: EmulatorOptions = {}): Promise<Em
     };
     return { ...handle, release: async () => {} };
   }
-  mkdirSync(cfg.stateDir, { recursive: true, mode: 0o700 });
+  checkStateDir(cfg.stateDir);
   const holderFile = join(cfg.holdersDir, `${process.pid}-${randomUUID()}`);
   const handle = await withFileLock(cfg.lockFile, lockTimeout(cfg), async () => {
     const result = await ensureLocked(cfg, true);
@@ -159,7 +168,7 @@ export async function holdEmulator(options: EmulatorOptions = {}): Promise<() =>
   const cfg = resolveOptions(options);
   if (cfg.externalEndpoint) return () => {};
   const holderFile = join(cfg.holdersDir, `${process.pid}-${randomUUID()}`);
-  mkdirSync(cfg.stateDir, { recursive: true, mode: 0o700 });
+  checkStateDir(cfg.stateDir);
   // Under the lock, so a restart that counted the holders cannot miss this one.
   await withFileLock(cfg.lockFile, lockTimeout(cfg), async () => {
     mkdirSync(cfg.holdersDir, { recursive: true, mode: 0o700 });
@@ -240,7 +249,16 @@ function handleFor(
     startupMs: state.startupMs,
     logFile: cfg.logFile,
     services: state.services ?? 'all',
+    stateDir: cfg.stateDir,
+    ...credentialOf(cfg),
   };
+}
+
+function credentialOf(cfg: ResolvedOptions): { credentials?: LocalCredential } {
+  const stored = readLocalCredential(cfg.stateDir);
+  return stored
+    ? { credentials: { accessKeyId: stored.accessKeyId, secretAccessKey: stored.secretAccessKey } }
+    : {};
 }
 
 /**
@@ -252,7 +270,7 @@ export async function stopEmulator(
   options: EmulatorOptions & { graceMs?: number } = {},
 ): Promise<StopResult> {
   const cfg = resolveOptions({ ...options, env: { ...(options.env ?? process.env), AWS_ENDPOINT_URL: '' } });
-  mkdirSync(cfg.stateDir, { recursive: true, mode: 0o700 });
+  checkStateDir(cfg.stateDir);
   return withFileLock(cfg.lockFile, lockTimeout(cfg), async () => {
     const state = liveRecordedState(cfg);
     if (!state) {
@@ -281,6 +299,8 @@ async function stopLocked(cfg: ResolvedOptions, state: EmulatorState, graceMs: n
   await portReleased(state.port, 5000);
   removeWorkerFolders(workers);
   removeEmulatorState(cfg.stateFile);
+  // The credential dies with its emulator; the next start makes another.
+  rmSync(cfg.credentialFile, { force: true });
   return { stopped: true, pid: state.pid, port: state.port, killed };
 }
 
@@ -342,6 +362,31 @@ export function resolveEndpoint(options: EmulatorOptions = {}): string {
   const cfg = resolveOptions(options);
   if (cfg.externalEndpoint) return cfg.externalEndpoint;
   return endpointFor(readEmulatorState(cfg.stateFile)?.port ?? cfg.port);
+}
+
+/** What another tool needs to call the running embedded emulator. */
+export interface LocalEmulatorAccess {
+  readonly endpoint: string;
+  readonly credentials: LocalCredential;
+}
+
+/**
+ * The endpoint and credential of the embedded emulator that runs now (whatever `AWS_ENDPOINT_URL`
+ * says: this is about the one leaseq runs). Starts nothing.
+ * @throws EmulatorError when none runs, or when it runs without a credential (an older leaseq started it)
+ */
+export function localEmulatorAccess(options: EmulatorOptions = {}): LocalEmulatorAccess {
+  const cfg = resolveOptions({ ...options, env: { ...(options.env ?? process.env), AWS_ENDPOINT_URL: '' } });
+  checkStateDir(cfg.stateDir);
+  const state = liveRecordedState(cfg);
+  if (!state) throw new EmulatorError('no emulator is running: start it with `leaseq local up`');
+  const { credentials } = credentialOf(cfg);
+  if (!credentials) {
+    throw new EmulatorError(
+      `the emulator on port ${state.port} was started without a credential (by an older leaseq); restart it: \`leaseq local down\`, then \`leaseq local up\``,
+    );
+  }
+  return { endpoint: endpointFor(state.port), credentials };
 }
 
 /** The last `lines` lines of the emulator log, for error reports. */

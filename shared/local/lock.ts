@@ -7,6 +7,11 @@ import { isProcessAlive, sleep } from './process.ts';
 export interface LockHooks {
   /** After seeing the holder dead, before taking the lock over. */
   readonly beforeTakeover?: () => Promise<void>;
+  /**
+   * Called once, the first time a live holder makes this taker wait, with the holder's pid (0 when the
+   * lock names none), so a long wait is never silent.
+   */
+  readonly onWait?: (holderPid: number) => void;
 }
 
 /**
@@ -26,6 +31,7 @@ export async function withFileLock<T>(
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   const token = `${process.pid} ${randomUUID()}`;
+  let told = false;
   for (;;) {
     if (tryCreate(file, token)) break;
     const held = readToken(file);
@@ -37,6 +43,10 @@ export async function withFileLock<T>(
       if (takeOver(file, held)) continue;
     }
     if (Date.now() >= deadline) throw new EmulatorBusyError(file, holder ?? 0);
+    if (!told) {
+      told = true;
+      hooks.onWait?.(holder ?? 0);
+    }
     await sleep(250);
   }
   try {

@@ -9,6 +9,7 @@ import { groupIdForKey } from '../aws/message-group.ts';
 import { isFifoQueue } from '../aws/queue-url.ts';
 import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
 import type { JobItem } from '../core/contract/job-item.ts';
+import { resentInPlaceOf } from '../core/pipeline/record-message.ts';
 import { Pacer } from '../producer/pacer.ts';
 import { type BrowseResult, browse, KEEP, shortfall, type Visit } from './dlq-browse.ts';
 import {
@@ -368,13 +369,13 @@ async function sendBack(
   await run.pacer.take(1);
   let newMessageId: string;
   try {
-    // The letter's group is the one its job was sent in (SQS took it); a letter without one gets the group
-    // the producer would give its key.
+    // The group its job was sent in (SQS took it); else the one the producer would give its key.
     const groupId = letter.systemAttributes.MessageGroupId ?? groupIdForKey(letter.dedupKey ?? 'leaseq');
     const out = await clients.sqs.send(
       new SendMessageCommand({
         QueueUrl: names.queueUrl,
         MessageBody: letter.body,
+        ...resentInPlaceOf(letter.originalMessageId),
         ...(run.fifo ? { MessageGroupId: groupId, MessageDeduplicationId: randomUUID() } : {}),
       }),
     );

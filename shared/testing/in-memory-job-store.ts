@@ -1,3 +1,4 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   checkItemSize,
   checkJobWrite,
@@ -5,7 +6,6 @@ import {
   giveUpWithHistory,
   isMinimalCause,
 } from '../core/adapters/dynamodb-limits.ts';
-import { storeRefusal } from '../core/adapters/store-errors.ts';
 import { HISTORY_MAX, type HistoryEvent, problemShard } from '../core/contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../core/contract/job-item.ts';
 import type {
@@ -34,16 +34,17 @@ import {
   afterHistoryWrite,
   applyHistory,
   attemptOf,
-  type CarriedHistory,
   carryHistory,
+  checkHistoryKnown,
   claimHistory,
   deadKeyExpired,
   deadKeyUntilOf,
   droppedCopyEvent,
   eventMessage,
+  eventsLeftOut,
   giveUpEvents,
+  type HistoryWrite,
   historyWrite,
-  NO_HISTORY,
   STEP_EVENTS,
   sendFitting,
 } from '../core/decisions/history.ts';
@@ -56,12 +57,8 @@ import {
 } from '../core/decisions/lease-arithmetic.ts';
 import type { StoreUnavailableError } from '../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../resources.ts';
-import {
-  checkTransactionLimits,
-  DYNAMODB_MAX_ITEM_BYTES,
-  type EffectApplier,
-  validationException,
-} from './in-memory-effects.ts';
+import { checkTransactionLimits, type EffectApplier } from './in-memory-effects.ts';
+import { carriedWrite, checkJobItemSize, refusedAsDynamoDb } from './in-memory-job-writes.ts';
 import { redriveReset, redriveUndone } from './in-memory-redrive.ts';
 import { StoreFaults } from './store-faults.ts';
 
@@ -124,8 +121,25 @@ export class InMemoryJobStore implements JobStore {
       'claim',
       (): ClaimResult => {
         const old = this.#items.get(req.dedupKey);
+        if (req.onlyIfMessageId !== undefined) {
+          // The adapter's `attribute_exists(#dedupKey) AND ... #messageId = :onlyIfMessageId`: no item is
+          // refused with nothing to return (DynamoDB's refusal carries no item), any other as a claim's.
+          if (old === undefined) {
+            throw new ConditionalCheckFailedException({
+              message: 'The conditional request failed',
+              $metadata: {},
+            });
+          }
+          if (old.messageId !== req.onlyIfMessageId)
+            return { claimed: false, existing: structuredClone(old) };
+        }
         // A DEAD key past its deadKeyUntil: reset and claimed (the adapter's second write, resetClaimUpdate).
-        if (old !== undefined && !collides(old, req.type) && deadKeyExpired(old, req.now, req.messageId)) {
+        if (
+          old !== undefined &&
+          req.onlyIfMessageId === undefined &&
+          !collides(old, req.type) &&
+          deadKeyExpired(old, req.now, req)
+        ) {
           return this.#resetClaim(req, old);
         }
         // `#type = :type` in the adapter's condition: a job of another type is never taken.
@@ -226,6 +240,7 @@ export class InMemoryJobStore implements JobStore {
         attempts: 1,
         version: lease.version,
         messageId: req.messageId,
+        ...(req.originId === undefined ? {} : { originId: req.originId }),
         createdAt: req.createdAt,
         claimedAt: req.now,
         updatedAt: req.now,
@@ -246,6 +261,7 @@ export class InMemoryJobStore implements JobStore {
     ] as const) {
       delete next[gone];
     }
+    if (req.originId === undefined) delete next.originId;
     this.#items.set(req.dedupKey, next);
     const known = afterHistoryWrite(dead.history, history);
     if (known?.length) lease.history = known;
@@ -261,7 +277,7 @@ export class InMemoryJobStore implements JobStore {
   ): JobItem {
     // Stored items are never changed in place (every write stores a new object), so the new item may
     // share what it keeps of `old`; only what crosses the boundary is copied.
-    return {
+    const item: MutableJobItem = {
       ...old,
       dedupKey: req.dedupKey,
       status,
@@ -269,12 +285,16 @@ export class InMemoryJobStore implements JobStore {
       leaseUntil,
       ...claimCounters(old, req.now),
       messageId: req.messageId,
+      ...(req.originId === undefined ? {} : { originId: req.originId }),
       type: req.type,
       createdAt: old?.createdAt ?? req.createdAt,
       claimedAt: req.now,
       updatedAt: req.now,
       expiresAt: this.#expiresAt(leaseUntil),
     };
+    // The origin is an earlier claimer's unless this request set it (the adapter's REMOVE #originId).
+    if (req.originId === undefined) delete item.originId;
+    return item;
   }
 
   async renew(lease: JobLease, leaseMs: number, now: number, options: RenewOptions = {}): Promise<void> {
@@ -286,7 +306,10 @@ export class InMemoryJobStore implements JobStore {
       this.faults.run(
         'renew',
         () => {
-          const item = applyHistory(this.#fenced(lease, 'renew'), carried.write);
+          const fenced = this.#fenced(lease, 'renew');
+          // The adapter's `size(#history) = :historyKnown` on a trim.
+          checkHistoryKnown(fenced, carried.write);
+          const item = applyHistory(fenced, carried.write);
           applied = true;
           if (cause !== undefined) {
             // The dead-letter fence: records the cause, and sets the lease end as given (see RenewOptions).
@@ -347,6 +370,7 @@ export class InMemoryJobStore implements JobStore {
             this.#writeWithEffects(
               lease,
               'checkpoint',
+              carried.write,
               (item) => item.version === lease.version,
               (item) =>
                 applyHistory(
@@ -390,6 +414,7 @@ export class InMemoryJobStore implements JobStore {
             this.#writeWithEffects(
               lease,
               'complete',
+              carried.write,
               () => true,
               (item) => {
                 const next: MutableJobItem = {
@@ -587,13 +612,16 @@ export class InMemoryJobStore implements JobStore {
     const events = giveUpEvents(lease, status, leaseUntil, error, refund !== undefined, leaseLost, now);
     const fit = giveUpWithHistory(lease, error, events);
     const capped = fit.error;
-    const carried = fit.withEvents ? carryHistory(lease, events, now) : NO_HISTORY;
+    const carried = fit.withEvents
+      ? carryHistory(lease, events, now)
+      : eventsLeftOut(lease.dedupKey, events, now);
     let applied = false;
     await sendFitting(carried, () =>
       this.faults.run(
         operation,
         () => {
           const item = this.#fenced(lease, operation);
+          checkHistoryKnown(item, carried.write);
           const next: MutableJobItem = applyHistory(
             {
               ...item,
@@ -634,6 +662,7 @@ export class InMemoryJobStore implements JobStore {
   #writeWithEffects(
     lease: JobLease,
     operation: 'checkpoint' | 'complete',
+    history: HistoryWrite | undefined,
     extra: (item: JobItem) => boolean,
     build: (item: JobItem) => JobItem,
     effects: readonly Effect[],
@@ -646,6 +675,7 @@ export class InMemoryJobStore implements JobStore {
     // DynamoDB validates the request before it evaluates any condition.
     if (effects.length > 0) checkTransactionLimits(effects, 1);
     const item = this.#fenced(lease, operation, extra);
+    checkHistoryKnown(item, history);
     if (this.#effects !== undefined && effects.length > 0) {
       const applied = this.#effects.apply(effects);
       if (!applied.ok) return { ok: false, reason: 'effect-conflict', index: applied.index };
@@ -657,44 +687,4 @@ export class InMemoryJobStore implements JobStore {
   #expiresAt(fromMs: number): number {
     return expiresAtSeconds(fromMs, this.#ttlSeconds);
   }
-}
-
-/** A fenced write carrying history: done when it applied, undone when not (or it threw). */
-async function carriedWrite(
-  carried: CarriedHistory,
-  write: () => Promise<FencedWriteResult>,
-): Promise<FencedWriteResult> {
-  let out: FencedWriteResult;
-  try {
-    out = await sendFitting(carried, write);
-  } catch (error) {
-    carried.undo();
-    throw error;
-  }
-  if (out.ok) carried.done();
-  else carried.undo();
-  return out;
-}
-
-/**
- * A write's answer as the DynamoDB store gives it: a ValidationException the pre-check (checkJobWrite)
- * could not foresee, such as two Puts of one item when nothing names the table's key, becomes the same
- * StoreRefusedError guardStore makes of DynamoDB's, so the pipeline dead-letters it after one run.
- */
-function refusedAsDynamoDb<T>(operation: string, answer: Promise<T>): Promise<T> {
-  return answer.catch((error: unknown) => {
-    throw storeRefusal(operation, error) ?? error;
-  });
-}
-
-/**
- * Throws DynamoDB's ValidationException when a job item holding `result` would pass the item size limit
- * (the result's JSON plus a margin for the item's other attributes).
- */
-function checkJobItemSize(result: unknown): undefined {
-  const bytes = Buffer.byteLength(JSON.stringify(result) ?? '') + 2048;
-  if (bytes > DYNAMODB_MAX_ITEM_BYTES) {
-    throw validationException('Item size to update has exceeded the maximum allowed size');
-  }
-  return undefined;
 }

@@ -240,7 +240,13 @@ export async function runJob<P, T extends TableMap>(
   );
 }
 
-const HAND_BACKS: ReadonlySet<string> = new Set(['contended', 'own-message-early', 'deferred', 'limited']);
+const HAND_BACKS: ReadonlySet<string> = new Set([
+  'contended',
+  'own-message-early',
+  'deferred',
+  'limited',
+  'resent',
+]);
 
 /** An error as recorded (`<class>: <message>`), split back into its class and message. */
 function recorded(name = '', text = ''): RecordedError {

@@ -1,8 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { Logger } from '@aws-lambda-powertools/logger';
 import { App, Duration, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import type { SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { WORKER_TABLE_ACTIONS, workerExternalModules } from '../../infra/constructs/worker-function.ts';
@@ -12,7 +15,10 @@ import {
   LeaseqPipeline,
   type LeaseqPipelineProps,
 } from '../../infra/leaseq-pipeline.ts';
+import type { ResendOptions } from '../../shared/core/contract/job-queue.ts';
 import { defineTable } from '../../shared/core/model/table.ts';
+import { JobLog } from '../../shared/core/observe/job-log.ts';
+import { RecordMessage } from '../../shared/core/pipeline/record-message.ts';
 import { defineJob, defineJobs } from '../../shared/jobs/define-job.ts';
 import { REDRIVE_MARGIN, redriveMaxReceiveCount } from '../../shared/resources.ts';
 
@@ -248,15 +254,58 @@ describe('Prop: maxBodyBytes (issue 20 item 5)', () => {
     return { jobs: size('shop-jobs'), dlq: size('shop-jobs-dlq') };
   };
 
-  it('gives the jobs queue and the worker the same limit: 1 MiB less the letter reserve unless told', () => {
+  it('gives the worker 1 MiB less the letter reserve unless told, the jobs queue that and the re-send reserve', () => {
     const { template } = synth({});
-    expect(sizes(template)).toEqual({ jobs: 1_015_808, dlq: 1_048_576 });
+    expect(sizes(template)).toEqual({ jobs: 1_015_808 + 256, dlq: 1_048_576 });
     expect(variables(template).LEASEQ_MAX_BODY_BYTES).toBe('1015808');
+  });
+
+  it("leaves room on the jobs queue for a limit's re-send of the largest body (its attributes count toward the size on AWS)", async () => {
+    for (const maxBodyBytes of [undefined, 200_000]) {
+      // Prepare: the largest body the worker runs, in a record as Lambda hands it over.
+      const { template } = synth(maxBodyBytes === undefined ? {} : { maxBodyBytes });
+      const limit = Number(variables(template).LEASEQ_MAX_BODY_BYTES);
+      const sent: { body: string; attributes: Record<string, { dataType: string; stringValue?: string }> }[] =
+        [];
+      const queue = {
+        changeVisibility: async () => undefined,
+        delete: async () => undefined,
+        sendToDeadLetter: async () => undefined,
+        resend: async (body: string, options: ResendOptions) => {
+          sent.push({ body, attributes: { ...options.attributes } });
+        },
+      };
+      const record = {
+        messageId: randomUUID(),
+        receiptHandle: 'r',
+        body: 'x'.repeat(limit),
+        attributes: { ApproximateReceiveCount: '5' },
+        messageAttributes: {},
+      } as unknown as SQSRecord;
+      const log = new JobLog(new Logger({ logLevel: 'SILENT' }), {});
+
+      // Act
+      expect(await new RecordMessage(queue, record, log).resend(5)).toBe(true);
+
+      // Assess: body and attributes (name, data type and value, as SQS counts them) fit the queue.
+      const [copy] = sent;
+      const size =
+        Buffer.byteLength(copy?.body ?? '') +
+        Object.entries(copy?.attributes ?? {}).reduce(
+          (n, [name, v]) =>
+            n +
+            Buffer.byteLength(name) +
+            Buffer.byteLength(v.dataType) +
+            Buffer.byteLength(v.stringValue ?? ''),
+          0,
+        );
+      expect(size).toBeLessThanOrEqual(Number(sizes(template).jobs));
+    }
   });
 
   it('sets both from the prop, the DLQ staying at the SQS maximum', () => {
     const { template } = synth({ maxBodyBytes: 200_000 });
-    expect(sizes(template)).toEqual({ jobs: 200_000, dlq: 1_048_576 });
+    expect(sizes(template)).toEqual({ jobs: 200_256, dlq: 1_048_576 });
     expect(variables(template).LEASEQ_MAX_BODY_BYTES).toBe('200000');
   });
 

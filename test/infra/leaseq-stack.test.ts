@@ -2,7 +2,10 @@ import { Duration, Token } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES } from '../../infra/constructs/job-queue.ts';
+import {
+  DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES,
+  RESEND_ATTRIBUTES_RESERVE_BYTES,
+} from '../../infra/constructs/job-queue.ts';
 import { WORKER_QUEUE_ACTIONS, WORKER_TABLE_ACTIONS } from '../../infra/constructs/worker-function.ts';
 import { createLeaseqApp } from '../../infra/leaseq-app.ts';
 import {
@@ -170,9 +173,12 @@ describe('Class: LeaseqStack', () => {
         const [, jobs] = queue(template, fifo ? 'leaseq-dev-jobs.fifo' : 'leaseq-dev-jobs');
         const [, dlq] = queue(template, fifo ? 'leaseq-dev-jobs-dlq.fifo' : 'leaseq-dev-jobs-dlq');
 
-        // The DLQ takes the SQS maximum (1 MiB); the jobs queue that less the attributes' reserve.
+        // The DLQ takes the SQS maximum (1 MiB); the jobs queue that less the attributes' reserve, plus
+        // room for a limit's re-send of the largest body (its origin attribute).
         expect(dlq.Properties.MaximumMessageSize).toBe(1_048_576);
-        expect(jobs.Properties.MaximumMessageSize).toBe(1_048_576 - DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES);
+        expect(jobs.Properties.MaximumMessageSize).toBe(
+          1_048_576 - DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES + RESEND_ATTRIBUTES_RESERVE_BYTES,
+        );
       },
     );
 

@@ -85,7 +85,7 @@ describe('Function: planFromTemplate', () => {
     expect(jobs?.attributes).toMatchObject({
       VisibilityTimeout: '360',
       MessageRetentionPeriod: '345600',
-      MaximumMessageSize: '1015808',
+      MaximumMessageSize: '1016064',
     });
     // The default maxAttempts (5) plus the safety margin.
     expect(jobs?.redrive).toEqual({

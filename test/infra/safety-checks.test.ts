@@ -158,7 +158,7 @@ describe('Synth-time safety checks', () => {
         cfnQueue(p.queue).maximumMessageSize = undefined;
       }),
     ).toThrow(
-      /letter-fits-dlq: jobs queue MaximumMessageSize is 1048576 bytes and the DLQ's 1048576 bytes; required .*\(at most 1015808\)/,
+      /letter-fits-dlq: jobs queue MaximumMessageSize is 1048576 bytes and the DLQ's 1048576 bytes; required .*\(at most 1016064\)/,
     );
     expect(() =>
       synth({}, (p) => {

@@ -661,7 +661,7 @@ class World {
       dedupKey: key,
       messageId: record.messageId,
     });
-    if (outcome.action === 'limited') {
+    if (outcome.action === 'limited' || outcome.action === 'resent') {
       this.bounces.set(key, (this.bounces.get(key) ?? 0) + 1);
       this.stats.bounces += 1;
       const before = worker.claimsAtReceive.get(record.messageId) ?? 0;

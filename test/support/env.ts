@@ -1,10 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import { type AwsClients, awsConfigFromEnv, createAwsClients } from '../../shared/aws/clients.ts';
+import { ANY_CREDENTIAL, type LocalCredential, ownCredentialFor } from '../../shared/aws/local-credential.ts';
 
 /** The endpoint the integration global setup started or found (`AWS_ENDPOINT_URL` wins). */
 export function testEndpoint(): string {
   return inject('endpoint');
+}
+
+/**
+ * The keys the injected endpoint serves: the embedded emulator's credential of this start when the
+ * endpoint is that emulator, else `test`/`test` (LocalStack and other emulators take any). For clients
+ * leaseq does not build (CloudFormation, Logs, S3 in tests) and for other tools (the AWS CLI).
+ */
+export function testCredentials(): LocalCredential {
+  return ownCredentialFor(testEndpoint()) ?? ANY_CREDENTIAL;
 }
 
 /**

@@ -1,6 +1,7 @@
 // The DynamoDB expressions of the `jobs` table: the condition and update of every write the job store
 // makes (docs/protocol.md, the state machine's edges), and the operator's scan, as plain inputs. Pure;
-// the adapters send them and read the answers (dynamodb-refusals.ts for the refused writes).
+// the adapters send them and read the answers (dynamodb-refusals.ts for the refused writes). A write's
+// history clauses are in dynamodb-history-expressions.ts.
 
 import type { ScanCommandInput } from '@aws-sdk/lib-dynamodb';
 import { ERROR_CLASS_MAX, storableText } from '../../errors.ts';
@@ -14,7 +15,6 @@ import {
 import type { Checkpoint, JobItem } from '../contract/job-item.ts';
 import type { ClaimRequest, DeadLetterCause, Effect, JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
-import type { HistoryWrite } from '../decisions/history.ts';
 import { fenceCause, isMinimalCause } from './dynamodb-limits.ts';
 
 /** An UpdateItem of one job item: sent alone, or as the first item of a transaction with effects. */
@@ -46,6 +46,7 @@ export function claimUpdate(
   completion?: ClaimCompletion,
 ): JobItemUpdate {
   const completes = completion !== undefined;
+  const only = completes ? undefined : (req as Partial<ClaimRequest>).onlyIfMessageId;
   return {
     TableName: tableName,
     Key: { dedupKey: req.dedupKey },
@@ -57,7 +58,10 @@ export function claimUpdate(
       '#version = if_not_exists(#version, :zero) + :one, #messageId = :messageId, #type = :type, ' +
       '#createdAt = if_not_exists(#createdAt, :createdAt), #claimedAt = :now, #updatedAt = :now, ' +
       '#expiresAt = :expiresAt' +
-      (completes ? ', #completedAt = :now, #result = :result REMOVE #lastError, #lastErrorClass' : ''),
+      (req.originId === undefined ? '' : ', #originId = :originId') +
+      (completes ? ', #completedAt = :now, #result = :result' : '') +
+      // The item names its message's origin only for a re-sent message: an earlier claimer's goes.
+      claimRemoves(completes, req.originId !== undefined),
     // The item's type is the one its first claim wrote: a message of another type under the same key
     // must never take the job (it would run its own code on the job's checkpoint and complete it), so
     // the SET of #type below only ever rewrites the same value. A fast commit also refuses an item with
@@ -68,8 +72,12 @@ export function claimUpdate(
       ? 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
         'AND #type = :type AND attribute_not_exists(#checkpoint) AND #attempts < :maxAttempts ' +
         'AND attribute_not_exists(#deadReason))'
-      : 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
-        'AND #type = :type)',
+      : only !== undefined
+        ? // A refused payload's own job (E13): only the item that still names that message.
+          'attribute_exists(#dedupKey) AND NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
+          'AND #type = :type AND #messageId = :onlyIfMessageId'
+        : 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
+          'AND #type = :type)',
     ExpressionAttributeNames: {
       '#dedupKey': 'dedupKey',
       '#status': 'status',
@@ -84,6 +92,7 @@ export function claimUpdate(
       '#claimedAt': 'claimedAt',
       '#updatedAt': 'updatedAt',
       '#expiresAt': 'expiresAt',
+      '#originId': 'originId',
       ...(completes
         ? {
             '#completedAt': 'completedAt',
@@ -106,12 +115,23 @@ export function claimUpdate(
       ':one': 1,
       ':zero': 0,
       ':messageId': req.messageId,
+      ...(req.originId === undefined ? {} : { ':originId': req.originId }),
       ':type': req.type,
       ':createdAt': req.createdAt,
       ':expiresAt': lease.expiresAt,
       ...(completes ? { ':result': completion.result ?? null, ':maxAttempts': completion.maxAttempts } : {}),
+      ...(only !== undefined ? { ':onlyIfMessageId': only } : {}),
     },
   };
+}
+
+/** The REMOVE clause of a claim: a completion's last error, and an earlier claimer's origin unless it is set. */
+function claimRemoves(completes: boolean, setsOrigin: boolean): string {
+  const names = [
+    ...(completes ? ['#lastError', '#lastErrorClass'] : []),
+    ...(setsOrigin ? [] : ['#originId']),
+  ];
+  return names.length === 0 ? '' : ` REMOVE ${names.join(', ')}`;
 }
 
 /**
@@ -264,6 +284,132 @@ export function giveUpUpdate(tableName: string, lease: JobLease, write: GiveUpWr
   });
 }
 
+/** An operator's redrive: back to RETRY_WAIT with fresh attempts, unless finished or under a live lease. */
+export function redriveUpdate(
+  tableName: string,
+  dedupKey: string,
+  now: number,
+  expiresAt: number,
+  leaseEndedBefore = now,
+  history: RedriveHistory = { event: { e: 'redrive', at: now, by: 'unknown' } },
+  planned?: number,
+): JobItemUpdate {
+  // `planned`: the version the redrive planned from; a claim since (a fresh send's reset of a dead key, a
+  // copy's takeover) refuses the reset. A replaced history is written at the version read, the planned one.
+  const plannedCondition = planned !== undefined && !('replace' in history) ? ' AND #version = :planned' : '';
+  // The event is appended while the history has room; a full one is replaced by the caller's trimmed
+  // copy under a version condition (the caller read it), so the bound holds without a read on every redrive.
+  // An item with no room for the event (refused for size) is redriven without it, keeping the index keys
+  // (a redriven job is a problem job still); with no room for those either, without them: the redrive
+  // the history came after, which never grew an item.
+  const none = 'leaveOut' in history;
+  const keys = !('leaveOut' in history) || history.leaveOut === 'events';
+  const appendOrReplace = none
+    ? ''
+    : 'replace' in history
+      ? ', #history = :history, #historyDropped = if_not_exists(#historyDropped, :zero) + :dropped'
+      : ', #history = list_append(if_not_exists(#history, :emptyList), :event)';
+  const historyCondition = none
+    ? ''
+    : 'replace' in history
+      ? ` AND #version = :readVersion AND ${historyAsRead(history.read)}`
+      : ' AND (attribute_not_exists(#history) OR size(#history) < :historyMax)';
+  return {
+    TableName: tableName,
+    Key: { dedupKey },
+    UpdateExpression:
+      'SET #status = :retryWait, #leaseUntil = :zero, #attempts = :zero, #version = #version + :one, ' +
+      `#updatedAt = :now, #expiresAt = :expiresAt${appendOrReplace}` +
+      (keys ? ', #problemShard = :problemShard, #problemAt = :now ' : ' ') +
+      // A redriven job is no longer dead: a later dead marking sets both again (or leaves them unset).
+      'REMOVE #owner, #deadReason, #refunds, #conflicts, #deadAt, #deadKeyUntil',
+    // Not finished, and no live lease: DEAD, RETRY_WAIT, or IN_PROGRESS whose lease has ended. A cancelled
+    // job stays cancelled (its letter, if the queue's own redrive made one, is stale).
+    ConditionExpression:
+      'attribute_exists(#status) AND NOT #status IN (:completed, :cancelled) AND ' +
+      '(#status <> :inProgress OR #leaseUntil < :endedBefore)' +
+      historyCondition +
+      plannedCondition,
+    ExpressionAttributeNames: {
+      ...(none ? {} : { '#history': 'history' }),
+      ...(keys ? { '#problemShard': PROBLEM_SHARD_ATTRIBUTE, '#problemAt': PROBLEM_AT_ATTRIBUTE } : {}),
+      ...('replace' in history ? { '#historyDropped': 'historyDropped' } : {}),
+      '#status': 'status',
+      '#leaseUntil': 'leaseUntil',
+      '#attempts': 'attempts',
+      '#version': 'version',
+      '#updatedAt': 'updatedAt',
+      '#expiresAt': 'expiresAt',
+      '#owner': 'owner',
+      '#deadReason': 'deadReason',
+      '#refunds': 'refunds',
+      '#conflicts': 'conflicts',
+      '#deadAt': 'deadAt',
+      '#deadKeyUntil': 'deadKeyUntil',
+    },
+    ExpressionAttributeValues: {
+      ':retryWait': JobStatus.RetryWait,
+      ':completed': JobStatus.Completed,
+      ':cancelled': JobStatus.Cancelled,
+      ':inProgress': JobStatus.InProgress,
+      ':zero': 0,
+      ':one': 1,
+      ':now': now,
+      ':endedBefore': leaseEndedBefore,
+      ':expiresAt': expiresAt,
+      ...(plannedCondition ? { ':planned': planned } : {}),
+      ...(keys ? { ':problemShard': problemShard(dedupKey) } : {}),
+      ...('replace' in history
+        ? {
+            ':history': history.replace,
+            ':dropped': history.dropped,
+            ':readVersion': history.readVersion,
+            ...historyAsReadValues(history.read),
+          }
+        : 'event' in history
+          ? { ':event': [history.event], ':emptyList': [], ':historyMax': HISTORY_MAX }
+          : {}),
+    },
+  };
+}
+
+/**
+ * The redrive's history write: append `event`, or (history full) replace it with a trimmed copy read at
+ * `readVersion`; or, no room in the item, leave the event out (`events`: the index keys are still set) or
+ * the keys too (`all`).
+ */
+export type RedriveHistory =
+  | { readonly event: HistoryEvent & { readonly e: 'redrive' } }
+  | TrimmedHistory
+  | { readonly leaveOut: 'events' | 'all' };
+
+/**
+ * A full history replaced by its trimmed copy (`replace`, `dropped` more in `historyDropped`), read at
+ * `readVersion` with the list `read`: written only over that very list. The version alone does not tell
+ * it: a heartbeat's event (renewals keep the version), a lost lease's event and a dropped copy's count
+ * change the list and not the version, and the replace would write them over.
+ */
+export interface TrimmedHistory {
+  readonly replace: readonly HistoryEvent[];
+  readonly dropped: number;
+  readonly readVersion: number;
+  readonly read: readonly HistoryEvent[];
+}
+
+/**
+ * The condition that the item's history is still the list `read` (not empty): as long, and ending in the
+ * same event. Any write since appended to it (longer), trimmed it (another last event: every trim ends
+ * in the events it added) or grew its last `dropped` event (another count). One event in the request,
+ * not the list.
+ */
+function historyAsRead(read: readonly HistoryEvent[]): string {
+  return `size(#history) = :readLength AND #history[${Math.max(0, read.length - 1)}] = :readLast`;
+}
+
+function historyAsReadValues(read: readonly HistoryEvent[]): Record<string, unknown> {
+  return { ':readLength': read.length, ':readLast': read[read.length - 1] ?? null };
+}
+
 /** An update of this lease's item under the {@link FENCE} (and `ConditionSuffix`, `' AND ...'`). */
 function fencedUpdate(
   tableName: string,
@@ -327,51 +473,6 @@ export function jobSummaryScan(tableName: string, status?: JobStatus): ScanComma
 }
 
 /**
- * `update` with a history write added to the same request (docs/protocol.md, "History"): the events cost
- * item bytes, never a request. Appends with `list_append(if_not_exists(...))`, or replaces the list and
- * ADDs the dropped count when the writer's known list would pass HISTORY_MAX; a problem event also sets
- * the `problems` index keys. Without `history`, `update` unchanged.
- */
-export function withHistory(update: JobItemUpdate, history: HistoryWrite | undefined): JobItemUpdate {
-  if (history === undefined) return update;
-  const sets =
-    history.mode === 'append'
-      ? ['#history = list_append(if_not_exists(#history, :noEvents), :events)']
-      : ['#history = :events'];
-  const names: Record<string, string> = { '#history': 'history' };
-  const values: Record<string, unknown> =
-    history.mode === 'append' ? { ':noEvents': [], ':events': history.events } : { ':events': history.list };
-  if (history.problemShard !== undefined && history.problemAt !== undefined) {
-    sets.push('#problemShard = :problemShard', '#problemAt = :problemAt');
-    names['#problemShard'] = 'problemShard';
-    names['#problemAt'] = 'problemAt';
-    values[':problemShard'] = history.problemShard;
-    values[':problemAt'] = history.problemAt;
-  }
-  let expression = addSets(update.UpdateExpression ?? '', sets.join(', '));
-  if (history.mode === 'replace') {
-    expression += ' ADD #historyDropped :historyDropped';
-    names['#historyDropped'] = 'historyDropped';
-    values[':historyDropped'] = history.dropped;
-  }
-  return {
-    ...update,
-    UpdateExpression: expression,
-    ExpressionAttributeNames: { ...update.ExpressionAttributeNames, ...names },
-    ExpressionAttributeValues: { ...update.ExpressionAttributeValues, ...values },
-  };
-}
-
-/** `sets` added to the SET clause of `expression` (which starts with one). */
-function addSets(expression: string, sets: string): string {
-  if (!expression.startsWith('SET ')) throw new Error(`unreachable: no SET clause in ${expression}`);
-  const remove = expression.indexOf(' REMOVE ');
-  return remove < 0
-    ? `${expression}, ${sets}`
-    : `${expression.slice(0, remove)}, ${sets}${expression.slice(remove)}`;
-}
-
-/**
  * The claim of a DEAD key whose `deadKeyUntil` passed (a fresh send runs it): the item as `dead` (the
  * refused claim's old item) is reset and claimed in one write: attempts 1, a new token, no checkpoint,
  * dead-letter cause, last error or refunds; its history is kept, with a `reset` event (in `history`).
@@ -389,12 +490,16 @@ export function resetClaimUpdate(
     UpdateExpression:
       'SET #status = :inProgress, #owner = :owner, #leaseUntil = :leaseUntil, #token = :newToken, ' +
       '#attempts = :one, #version = :newVersion, #messageId = :messageId, #createdAt = :createdAt, ' +
-      '#claimedAt = :now, #updatedAt = :now, #expiresAt = :expiresAt ' +
-      'REMOVE #checkpoint, #deadReason, #deadAt, #deadKeyUntil, #lastError, #lastErrorClass, #refunds, #conflicts, #completedAt',
-    // The dead job's own message back (its delete failed) is a copy, not a fresh send.
+      '#claimedAt = :now, #updatedAt = :now, #expiresAt = :expiresAt' +
+      (req.originId === undefined ? '' : ', #originId = :originId') +
+      ' REMOVE #checkpoint, #deadReason, #deadAt, #deadKeyUntil, #lastError, #lastErrorClass, #refunds, #conflicts, #completedAt' +
+      (req.originId === undefined ? ', #originId' : ''),
+    // The dead job's own message back (its delete failed), under any id a limit's re-send gave it, is a
+    // copy, not a fresh send: the item's origin (`originId`, else `messageId`) differs from this one's.
     ConditionExpression:
       '#status = :dead AND #deadKeyUntil < :now AND #token = :deadToken AND #type = :type ' +
-      'AND #messageId <> :messageId',
+      'AND #messageId <> :messageId AND ((attribute_exists(#originId) AND #originId <> :origin) OR ' +
+      '(attribute_not_exists(#originId) AND #messageId <> :origin))',
     ExpressionAttributeNames: {
       '#status': 'status',
       '#owner': 'owner',
@@ -417,10 +522,13 @@ export function resetClaimUpdate(
       '#conflicts': 'conflicts',
       '#completedAt': 'completedAt',
       '#type': 'type',
+      '#originId': 'originId',
     },
     ExpressionAttributeValues: {
       ':inProgress': JobStatus.InProgress,
       ':dead': JobStatus.Dead,
+      ':origin': req.originId ?? req.messageId,
+      ...(req.originId === undefined ? {} : { ':originId': req.originId }),
       ':owner': req.owner,
       ':leaseUntil': lease.leaseUntil,
       ':newToken': dead.token + 1,
@@ -436,75 +544,8 @@ export function resetClaimUpdate(
   };
 }
 
-/**
- * Best effort, unfenced: a `lease-lost` event appended to the item if it exists and its history has room
- * (this write knows no list to cut, so it never passes HISTORY_MAX). No protocol field changes.
- */
-export function leaseLostUpdate(
-  tableName: string,
-  dedupKey: string,
-  event: HistoryEvent,
-  problem: { readonly problemShard: string; readonly problemAt: number },
-): JobItemUpdate {
-  return {
-    TableName: tableName,
-    Key: { dedupKey },
-    UpdateExpression:
-      'SET #history = list_append(if_not_exists(#history, :noEvents), :events), ' +
-      '#problemShard = :problemShard, #problemAt = :problemAt',
-    ConditionExpression:
-      'attribute_exists(#dedupKey) AND (attribute_not_exists(#history) OR size(#history) < :historyMax)',
-    ExpressionAttributeNames: {
-      '#dedupKey': 'dedupKey',
-      '#history': 'history',
-      '#problemShard': 'problemShard',
-      '#problemAt': 'problemAt',
-    },
-    ExpressionAttributeValues: {
-      ':noEvents': [],
-      ':events': [event],
-      ':historyMax': HISTORY_MAX,
-      ':problemShard': problem.problemShard,
-      ':problemAt': problem.problemAt,
-    },
-  };
-}
-
-/**
- * Best effort: one more dropped copy of the DEAD item `dead`: the last event (at `index`) replaced by the
- * grown `dropped` event when it is one, else the event appended (room permitting). Only while the item is
- * that DEAD item (same token) and, in place, its list is the one read (same length).
- */
-export function droppedCopyUpdate(
-  tableName: string,
-  dead: Pick<JobItem, 'dedupKey' | 'token' | 'history'>,
-  dropped: { readonly event: HistoryEvent; readonly index?: number },
-): JobItemUpdate {
-  const inPlace = dropped.index !== undefined;
-  return {
-    TableName: tableName,
-    Key: { dedupKey: dead.dedupKey },
-    UpdateExpression: inPlace
-      ? `SET #history[${dropped.index}] = :event`
-      : 'SET #history = list_append(if_not_exists(#history, :noEvents), :events)',
-    ConditionExpression: inPlace
-      ? '#status = :dead AND #token = :token AND size(#history) = :length'
-      : '#status = :dead AND #token = :token AND (attribute_not_exists(#history) OR size(#history) < :length)',
-    ExpressionAttributeNames: { '#status': 'status', '#token': 'token', '#history': 'history' },
-    ExpressionAttributeValues: {
-      ':dead': JobStatus.Dead,
-      ':token': dead.token,
-      ...(inPlace
-        ? { ':event': dropped.event, ':length': (dead.history ?? []).length }
-        : { ':noEvents': [], ':events': [dropped.event], ':length': HISTORY_MAX }),
-    },
-  };
-}
-
 /** The cancel's history write: append `event`, or (history full) replace it with a trimmed copy read at `readVersion`. */
-export type CancelHistory =
-  | { readonly event: HistoryEvent }
-  | { readonly replace: readonly HistoryEvent[]; readonly dropped: number; readonly readVersion: number };
+export type CancelHistory = { readonly event: HistoryEvent } | TrimmedHistory;
 
 /**
  * A cancel (docs/protocol.md, C1/C2): an unfinished job becomes CANCELLED in place (owner and token stay,
@@ -533,7 +574,8 @@ export function cancelUpdate(
     // A job whose dead-lettering began (its fence recorded `deadReason`) is not cancelled: its letter may
     // be on its way, so its end is decided (the refusal answers finished, DEAD).
     ConditionExpression: replace
-      ? '#status IN (:inProgress, :retryWait) AND #version = :readVersion AND attribute_not_exists(#deadReason)'
+      ? '#status IN (:inProgress, :retryWait) AND #version = :readVersion AND attribute_not_exists(#deadReason) ' +
+        `AND ${historyAsRead(history.read)}`
       : '(attribute_not_exists(#dedupKey) OR #status IN (:inProgress, :retryWait)) ' +
         'AND attribute_not_exists(#deadReason) ' +
         'AND (attribute_not_exists(#history) OR size(#history) < :historyMax)',
@@ -561,7 +603,12 @@ export function cancelUpdate(
       ':expiresAt': write.expiresAt,
       ':problemShard': problemShard(dedupKey),
       ...(replace
-        ? { ':history': history.replace, ':dropped': history.dropped, ':readVersion': history.readVersion }
+        ? {
+            ':history': history.replace,
+            ':dropped': history.dropped,
+            ':readVersion': history.readVersion,
+            ...historyAsReadValues(history.read),
+          }
         : { ':noEvents': [], ':events': [history.event], ':historyMax': HISTORY_MAX }),
     },
   };

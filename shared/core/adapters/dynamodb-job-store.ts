@@ -10,7 +10,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../../resources.ts';
-import { HISTORY_MAX, type HistoryEvent, problemShard } from '../contract/job-history.ts';
+import { type HistoryEvent, problemShard } from '../contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../contract/job-item.ts';
 import type {
   CancelRequest,
@@ -30,7 +30,6 @@ import type {
   RenewOptions,
   StoreCallOptions,
 } from '../contract/job-store.ts';
-import { cancelledEvent } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { classifyClaim } from '../decisions/claim-decision.ts';
 import { holdsFence } from '../decisions/fence-decision.ts';
@@ -44,34 +43,34 @@ import {
   deadKeyUntilOf,
   droppedCopyEvent,
   eventMessage,
+  eventsLeftOut,
   giveUpEvents,
   historyWrite,
-  NO_HISTORY,
   STEP_EVENTS,
   sendFitting,
 } from '../decisions/history.ts';
 import { claimCounters, expiresAtSeconds, leaseEnd } from '../decisions/lease-arithmetic.ts';
 import {
-  type CancelHistory,
-  cancelUpdate,
+  droppedCopyUpdate,
+  HISTORY_KNOWN,
+  leaseLostUpdate,
+  withHistory,
+} from './dynamodb-history-expressions.ts';
+import {
   checkpointUpdate,
   claimUpdate,
   completeUpdate,
-  droppedCopyUpdate,
   giveUpUpdate,
   type JobItemUpdate,
-  leaseLostUpdate,
   renewUpdate,
   resetClaimUpdate,
-  withHistory,
 } from './dynamodb-job-expressions.ts';
 import { checkJobWrite, giveUpWithHistory, type JobWrite } from './dynamodb-limits.ts';
-import { type RedriveStoreIo, resetForRedrive, undoRedrive } from './dynamodb-redrive.ts';
+import { cancelJob, type OperatorTable, resetForRedrive } from './dynamodb-operator-writes.ts';
+import { undoRedrive } from './dynamodb-redrive.ts';
 import {
-  cancelAnswer,
   cancelledFastCommit,
   cancelledFencedWrite,
-  refusedCancel,
   refusedClaim,
   refusedFastCommit,
   refusedFencedWrite,
@@ -100,19 +99,11 @@ export class DynamoDbJobStore implements JobStore {
   readonly #doc: DynamoDBDocumentClient;
   readonly #table: string;
   readonly #ttlSeconds: number;
-  /** What the redrive's writes (dynamodb-redrive.ts) use of this store. */
-  readonly #redriveIo: RedriveStoreIo;
 
   constructor(options: DynamoDbJobStoreOptions) {
     this.#doc = options.client;
     this.#table = options.tableName;
     this.#ttlSeconds = options.dedupTtlSeconds ?? DEFAULT_DEDUP_TTL_SECONDS;
-    this.#redriveIo = {
-      doc: this.#doc,
-      table: this.#table,
-      expiresAt: (fromMs) => this.#expiresAt(fromMs),
-      get: (dedupKey) => this.get(dedupKey),
-    };
   }
 
   async claim(req: ClaimRequest, options: StoreCallOptions = {}): Promise<ClaimResult> {
@@ -155,8 +146,9 @@ export class DynamoDbJobStore implements JobStore {
         const refused = refusedClaim(error.Item, req);
         if (
           !refused.claimed &&
+          req.onlyIfMessageId === undefined &&
           refused.existing.type === req.type &&
-          deadKeyExpired(refused.existing, req.now, req.messageId)
+          deadKeyExpired(refused.existing, req.now, req)
         ) {
           return this.#resetClaim(req, refused.existing, options);
         }
@@ -183,9 +175,12 @@ export class DynamoDbJobStore implements JobStore {
     };
     const reset: HistoryEvent = { e: 'reset', at: req.now, ...attemptOf(lease), wasDeadAt: dead.deadAt ?? 0 };
     const history = historyWrite(req.dedupKey, dead.history, [reset], req.now);
+    // Over the DEAD item's list as refused (its token is the condition): a refusal here would drop the
+    // fresh send as a dead copy, so a dropped copy counted in between may be written over.
     const update = withHistory(
       resetClaimUpdate(this.#table, req, dead, { leaseUntil, expiresAt: this.#expiresAt(leaseUntil) }),
       history,
+      { overKnownList: false },
     );
     try {
       await guardStore('claim', options.signal, (http) =>
@@ -440,7 +435,10 @@ export class DynamoDbJobStore implements JobStore {
     const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt || conflict, leaseLost, now);
     // Near 400 KB the give-up must still fit: the history's new events are then left out.
     const fit = giveUpWithHistory(lease, error, events);
-    const carried = fit.withEvents ? this.#carry(lease, events, now) : NO_HISTORY;
+    // Left out, the events' `problems` index keys are still written: a DEAD job must be listed.
+    const carried = fit.withEvents
+      ? this.#carry(lease, events, now)
+      : eventsLeftOut(lease.dedupKey, events, now);
     const update = giveUpUpdate(this.#table, lease, {
       status,
       leaseUntil,
@@ -471,51 +469,31 @@ export class DynamoDbJobStore implements JobStore {
     return out.Item as JobItem | undefined;
   }
 
-  resetForRedrive(
+  async resetForRedrive(
     dedupKey: string,
     now: number,
     leaseEndedBefore = now,
     by: RedriveBy = { by: 'unknown' },
     planned?: number,
   ): Promise<boolean> {
-    return resetForRedrive(this.#redriveIo, dedupKey, now, leaseEndedBefore, by, planned);
+    return resetForRedrive(this.#operatorTable(), dedupKey, { now, leaseEndedBefore, by, planned });
   }
 
   undoRedrive(before: JobItem, resetVersion: number, now: number): Promise<boolean> {
-    return undoRedrive(this.#redriveIo, before, resetVersion, now);
+    return undoRedrive(this.#operatorTable(), before, resetVersion, now);
   }
 
   async cancel(dedupKey: string, request: CancelRequest): Promise<CancelResult> {
-    const expiresAt = this.#expiresAt(request.now);
-    let history: CancelHistory = { event: cancelledEvent(request) };
-    // One write on every path but a full history, which is replaced at the version its refusal returned
-    // (a change in between refuses it again, and it is decided afresh).
-    for (let tries = 0; ; tries++) {
-      try {
-        const out = await guardStore('cancel', (http) =>
-          this.#doc.send(
-            new UpdateCommand({
-              ...cancelUpdate(this.#table, dedupKey, { now: request.now, expiresAt, history }),
-              ReturnValues: 'ALL_OLD',
-              ReturnValuesOnConditionCheckFailure: ALL_OLD,
-            }),
-            http,
-          ),
-        );
-        return cancelAnswer(out.Attributes as JobItem | undefined);
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        const refused = refusedCancel(error.Item, cancelledEvent(request));
-        if ('outcome' in refused) return refused;
-        if (tries >= 3) throw error;
-        const list = [...(refused.item.history ?? []), cancelledEvent(request)];
-        history = {
-          replace: list.slice(-HISTORY_MAX),
-          dropped: list.length - HISTORY_MAX,
-          readVersion: refused.item.version,
-        };
-      }
-    }
+    return cancelJob(this.#operatorTable(), dedupKey, request);
+  }
+
+  #operatorTable(): OperatorTable {
+    return {
+      doc: this.#doc,
+      tableName: this.#table,
+      expiresAt: (fromMs) => this.#expiresAt(fromMs),
+      get: (dedupKey) => this.get(dedupKey),
+    };
   }
 
   /** DynamoDB's limits on a job write, checked before any request (dynamodb-limits.ts). */
@@ -576,7 +554,13 @@ export class DynamoDbJobStore implements JobStore {
       } catch (error) {
         if (!(error instanceof ConditionalCheckFailedException)) throw error;
         const writtenAt = update.ExpressionAttributeValues[':now'];
-        refusedFencedWrite(lease, operation, { item: error.Item, writtenAt, cause: error }, accept);
+        const historyKnown = update.ExpressionAttributeValues[HISTORY_KNOWN];
+        refusedFencedWrite(
+          lease,
+          operation,
+          { item: error.Item, writtenAt, cause: error, historyKnown },
+          accept,
+        );
         return { ok: true };
       }
     }
@@ -585,7 +569,7 @@ export class DynamoDbJobStore implements JobStore {
       return { ok: true };
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
-      return cancelledFencedWrite(lease, operation, error);
+      return cancelledFencedWrite(lease, operation, error, update.ExpressionAttributeValues[HISTORY_KNOWN]);
     }
   }
 }

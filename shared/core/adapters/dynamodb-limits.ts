@@ -6,7 +6,7 @@
 
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
 import { ERROR_CLASS_MAX, ERROR_TEXT_MAX, StoreRefusedError, storableText } from '../../errors.ts';
-import type { HistoryEvent } from '../contract/job-history.ts';
+import { type HistoryEvent, PROBLEM_KEYS_UPPER_BYTES } from '../contract/job-history.ts';
 import type { Checkpoint } from '../contract/job-item.ts';
 import type { DeadLetterCause, Effect, JobLease } from '../contract/job-store.ts';
 import { historyUpperBytes } from '../decisions/history.ts';
@@ -92,14 +92,14 @@ export function checkJobWrite(write: JobWrite): void {
  * marking's own, after the lease's pending ones): the stored list counts against the error's room
  * always; the new events only when the error keeps all the text it would have without them. Near
  * 400 KB they are left out (the lease keeps its pending ones) rather than cut the error or make the
- * write too large: the write that ends the attempt must fit.
+ * write too large: the write that ends the attempt must fit. Its index keys always count.
  */
 export function giveUpWithHistory(
   lease: JobLease,
   error: { readonly message: string; readonly errorClass: string },
   events: readonly HistoryEvent[],
 ): { readonly error: { message: string; errorClass: string }; readonly withEvents: boolean } {
-  const stored = historyUpperBytes(lease.history);
+  const stored = historyUpperBytes(lease.history) + PROBLEM_KEYS_UPPER_BYTES;
   const plain = giveUpError(lease, error, stored);
   const carried = giveUpError(lease, error, stored + historyUpperBytes(lease.pendingHistory, events));
   const fits = carried.message === plain.message && carried.errorClass === plain.errorClass;

@@ -18,7 +18,8 @@ import type {
 } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { isOwnClaim } from '../decisions/claim-decision.ts';
-import { fenceRefusal } from '../decisions/fence-decision.ts';
+import { fenceRefusal, holdsFence } from '../decisions/fence-decision.ts';
+import { checkHistoryKnown } from '../decisions/history.ts';
 
 /** A refusal's old item, in the low-level (typed) attribute form DynamoDB returns it in. */
 export type RawItem = Record<string, unknown>;
@@ -72,24 +73,49 @@ export function cancelledFastCommit(error: TransactionCanceledException): FastCo
 export function refusedFencedWrite(
   lease: JobLease,
   operation: string,
-  refusal: { readonly item: RawItem | undefined; readonly writtenAt: unknown; readonly cause: unknown },
+  refusal: {
+    readonly item: RawItem | undefined;
+    readonly writtenAt: unknown;
+    readonly cause: unknown;
+    /** The list length a trim of the history expected (HISTORY_KNOWN), when the write trims it. */
+    readonly historyKnown?: unknown;
+  },
   accept?: (old: JobItem) => boolean,
 ): void {
   const { item, writtenAt, cause } = refusal;
   if (isOwnWrite(item, lease, writtenAt)) return;
+  throwIfHistoryMoved(lease, item, refusal.historyKnown);
   if (item && accept?.(unmarshallItem(item))) return;
   throw refusalError(lease, operation, item, cause);
 }
 
-/** A cancelled fenced write with effects: the fence refused it (thrown), or an effect did. */
+/**
+ * A cancelled fenced write with effects: the fence refused it (thrown), or an effect did. `historyKnown`:
+ * as for {@link refusedFencedWrite}.
+ */
 export function cancelledFencedWrite(
   lease: JobLease,
   operation: string,
   error: TransactionCanceledException,
+  historyKnown?: unknown,
 ): FencedWriteResult {
   const first = error.CancellationReasons?.[0];
-  if (first?.Code === 'ConditionalCheckFailed') throw refusalError(lease, operation, first.Item, error);
+  if (first?.Code === 'ConditionalCheckFailed') {
+    throwIfHistoryMoved(lease, first.Item, historyKnown);
+    throw refusalError(lease, operation, first.Item, error);
+  }
   return effectCancellation(operation, error);
+}
+
+/**
+ * A trim refused with the fence still holding, over a list of another length than the one it expected:
+ * another writer appended meanwhile (HistoryMovedError: the trim is built again over the list returned).
+ */
+function throwIfHistoryMoved(lease: JobLease, item: RawItem | undefined, historyKnown: unknown): void {
+  if (item === undefined || typeof historyKnown !== 'number') return;
+  const old = unmarshallItem(item);
+  if (holdsFence(old, lease))
+    checkHistoryKnown(old, { mode: 'replace', list: [], dropped: 0, known: historyKnown });
 }
 
 /**

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { type AwsConfig, isLocalEndpoint } from '../../aws/clients.ts';
+import { localCredentialProvider } from '../../aws/local-credential.ts';
 import { InvalidEnvelopeError, PayloadMissingError } from '../../errors.ts';
 import type { PayloadRef, PayloadStore } from '../contract/payload-store.ts';
 
@@ -104,9 +105,11 @@ function newClient(s3: S3Module, config: AwsConfig): S3Client {
     region: config.region,
     maxAttempts: config.maxAttempts ?? 3,
     ...(config.endpoint ? { endpoint: config.endpoint, forcePathStyle: true } : {}),
-    // An emulator accepts any credentials; real AWS uses the default provider chain.
-    ...(local && !process.env.AWS_ACCESS_KEY_ID
-      ? { credentials: { accessKeyId: 'test', secretAccessKey: 'test' } }
-      : {}),
+    // The embedded emulator serves only its own credential; real AWS uses the default provider chain.
+    ...(config.credentials
+      ? { credentials: config.credentials }
+      : local
+        ? { credentials: localCredentialProvider(config.endpoint as string) }
+        : {}),
   });
 }

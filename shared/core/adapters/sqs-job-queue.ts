@@ -47,8 +47,12 @@ export class SqsJobQueue implements JobQueue {
     );
   }
 
-  /** One SendMessage to the jobs queue (never called for a FIFO queue: it takes no per-message delay). */
+  /**
+   * One SendMessage to the jobs queue. On FIFO: to the tail of `groupId` with `deduplicationId`, and no
+   * per-message delay (a FIFO queue refuses one).
+   */
   async resend(body: string, options: ResendOptions): Promise<void> {
+    const fifo = isFifoQueue(this.#queueUrl);
     const attributes: Record<string, MessageAttributeValue> = {};
     for (const [name, value] of Object.entries(options.attributes ?? {})) {
       attributes[name] = {
@@ -61,9 +65,12 @@ export class SqsJobQueue implements JobQueue {
       new SendMessageCommand({
         QueueUrl: this.#queueUrl,
         MessageBody: body,
-        DelaySeconds: Math.max(0, Math.min(900, Math.ceil(options.delaySeconds))),
+        ...(fifo ? {} : { DelaySeconds: Math.max(0, Math.min(900, Math.ceil(options.delaySeconds))) }),
         ...(Object.keys(attributes).length > 0 ? { MessageAttributes: attributes } : {}),
         ...(options.groupId === undefined ? {} : { MessageGroupId: options.groupId }),
+        ...(fifo && options.deduplicationId !== undefined
+          ? { MessageDeduplicationId: options.deduplicationId }
+          : {}),
       }),
     );
   }

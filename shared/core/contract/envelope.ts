@@ -17,9 +17,18 @@ export const SQS_MIN_MESSAGE_BYTES = 1024;
 export const DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES = 32 * 1024;
 
 /**
+ * Room a limit's re-send needs beside a body of `maxBodyBytes`: SQS counts message attributes (name, data
+ * type and value) toward `MaximumMessageSize`, and the re-send adds `leaseq-origin` (13 + 6 bytes and a
+ * message id of 36). The construct gives the jobs queue this much more than the body limit, so every body
+ * a worker runs can be re-sent; without it a body near the limit could only be given back, and its
+ * bounces would reach the queue's redrive.
+ */
+export const RESEND_ATTRIBUTES_RESERVE_BYTES = 256;
+
+/**
  * The body limit (`maxBodyBytes`) of the worker, the producer and `leaseq send` unless told: the SQS
- * maximum less the letter reserve, which is also the `MaximumMessageSize` the construct gives the jobs
- * queue. A body up to it is sent, run, and when it fails for good still fits into the DLQ (1 MiB) with its
+ * maximum less the letter reserve; the construct gives the jobs queue a `MaximumMessageSize` of it plus
+ * {@link RESEND_ATTRIBUTES_RESERVE_BYTES}. A body up to it is sent, run, and when it fails for good still fits into the DLQ (1 MiB) with its
  * reason attributes. @default 1015808 (1 MiB less 32 KiB)
  */
 export const DEFAULT_MAX_BODY_BYTES = SQS_MAX_MESSAGE_BYTES - DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES;

@@ -94,6 +94,8 @@ export const PROBLEMS_INDEX = 'problems';
 export const PROBLEM_SHARD_ATTRIBUTE = 'problemShard';
 /** Sort key of the index: epoch ms of the job's last problem event. */
 export const PROBLEM_AT_ATTRIBUTE = 'problemAt';
+/** The bytes the index keys take on an item at most (names and values: a shard like `p07`, an epoch ms). */
+export const PROBLEM_KEYS_UPPER_BYTES = 64;
 /**
  * Shards of the index's partition key: a burst of failures (a downstream outage) writes to 16 index
  * partitions, not one (one partition key value takes at most 1,000 writes/s, and a throttled index

@@ -34,7 +34,14 @@ export interface JobItem {
   readonly conflicts?: number;
   /** Bumped on every content change (claim, checkpoint, release, completion); not on lease renewal. */
   readonly version: number;
+  /** The message that last claimed the job (or completed it on the fast path). */
   readonly messageId: string;
+  /**
+   * The id that message was first sent under, when a limit's bounce had re-sent it under `messageId`
+   * (decisions/message-identity.ts); absent when the message is its own origin, as for every job whose
+   * message was never re-sent.
+   */
+  readonly originId?: string;
   readonly type?: string;
   readonly checkpoint?: Checkpoint;
   readonly lastError?: string;

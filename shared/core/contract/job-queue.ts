@@ -17,12 +17,18 @@ export interface ResendAttribute {
   readonly binaryValue?: string;
 }
 
-/** What a re-sent message carries besides its body (standard queues only: FIFO takes no per-message delay). */
+/** What a re-sent message carries besides its body. */
 export interface ResendOptions {
+  /** Seconds before it shows; ignored on FIFO, which takes no per-message delay. */
   readonly delaySeconds: number;
   readonly attributes?: Readonly<Record<string, ResendAttribute>>;
-  /** A standard fair queue's tenant, kept so the copy stays in its tenant's share. */
+  /** The FIFO message group (the copy goes to its tail), or a standard fair queue's tenant (its share). */
   readonly groupId?: string;
+  /**
+   * FIFO only: the re-send's deduplication id, derived from the message it replaces, so a send the SDK
+   * retried after a lost answer is still one message.
+   */
+  readonly deduplicationId?: string;
 }
 
 /**

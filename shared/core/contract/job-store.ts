@@ -36,10 +36,18 @@ export interface ClaimRequest {
   readonly dedupKey: string;
   readonly owner: string;
   readonly messageId: string;
+  /** The id the message was first sent under, when leaseq re-sent it (stored as the item's `originId`). */
+  readonly originId?: string;
   readonly type: string;
   readonly createdAt: string;
   readonly leaseMs: number;
   readonly now: number;
+  /**
+   * Claim only an item that exists and names this message (`messageId`): the job a refused payload's own
+   * message guards (docs/protocol.md, E13), never a job another message guards nor a new one. Such a
+   * claim never resets a dead key. Absent: any claimable item, or none.
+   */
+  readonly onlyIfMessageId?: string;
 }
 
 /** How a successful claim came about, from the item as it was before (undefined: there was none). */
@@ -170,7 +178,8 @@ export interface DeadMarking {
 export interface JobStore {
   /**
    * One conditional write: takes the job if absent, or not finished, its lease over and of the request's
-   * type (an item keeps the type of its first claim; another type's message is refused in every state).
+   * type (an item keeps the type of its first claim; another type's message is refused in every state);
+   * with `onlyIfMessageId`, only an existing item that names that message.
    */
   claim(request: ClaimRequest, options?: StoreCallOptions): Promise<ClaimResult>;
   /** Extends the lease; throws LeaseLostError when the owner/token no longer match. */

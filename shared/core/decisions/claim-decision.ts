@@ -3,6 +3,7 @@ import type { ClaimKind, DeadLetterCause } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { deadKeyExpired } from './history.ts';
 import { isClaimable, leasedRunOnly } from './lease-arithmetic.ts';
+import { isOwnMessage, type MessageIdentity, type MessageRef, sentIdentity } from './message-identity.ts';
 
 /** What a worker does with a message whose claim was refused. */
 export type RefusalDecision =
@@ -21,15 +22,11 @@ export type RefusalDecision =
 
 /**
  * Decides the outcome of a refused claim from the item the store returned (ALL_OLD), this message's id
- * and the clock. Pure: the claim refusals of docs/protocol.md. `formerIds`: the messages a limit's bounce
- * re-sent this one in place of (record-message.ts), which are this message too.
+ * (its identity: a limit's bounce may have re-sent it under a new id, decisions/message-identity.ts; a bare
+ * id is a message never re-sent) and the clock. Pure: the claim refusals of docs/protocol.md.
  */
-export function decideRefusal(
-  old: JobItem,
-  messageId: string,
-  now: number,
-  formerIds: readonly string[] = [],
-): RefusalDecision {
+export function decideRefusal(old: JobItem, message: MessageIdentity | string, now: number): RefusalDecision {
+  const identity = typeof message === 'string' ? sentIdentity(message) : message;
   switch (old.status) {
     case JobStatus.Completed:
       return { kind: 'duplicate-completed' };
@@ -40,7 +37,7 @@ export function decideRefusal(
     case JobStatus.InProgress:
     case JobStatus.RetryWait: {
       if (old.leaseUntil < now) return { kind: 'contended' };
-      if (old.messageId === messageId || (old.messageId !== undefined && formerIds.includes(old.messageId))) {
+      if (isOwnMessage(old, identity)) {
         return { kind: 'own-message-early', hideForMs: old.leaseUntil - now };
       }
       return old.owner === undefined
@@ -101,10 +98,10 @@ export function needsLeasedClaim(
   old: JobItem,
   maxAttempts: number,
   now: number,
-  messageId?: string,
+  message?: MessageRef,
 ): boolean {
   // A DEAD key past its deadKeyUntil runs again, but only leased: its reset is the leased claim's.
-  return (leasedRunOnly(old, maxAttempts) && isClaimable(old, now)) || deadKeyExpired(old, now, messageId);
+  return (leasedRunOnly(old, maxAttempts) && isClaimable(old, now)) || deadKeyExpired(old, now, message);
 }
 
 /**

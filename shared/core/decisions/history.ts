@@ -12,6 +12,7 @@ import {
 import type { JobItem } from '../contract/job-item.ts';
 import type { JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
+import { isOwnMessage, type MessageRef } from './message-identity.ts';
 
 /**
  * Whether a checkpoint appends a `step` event. Off: the checkpoint's `done` list already tells every
@@ -32,7 +33,9 @@ const PROBLEM_EVENTS: ReadonlySet<HistoryEvent['e']> = new Set([
 /**
  * What a write does to the item's history: append `events`, or (when the list it knows would pass
  * HISTORY_MAX) replace it with `list`, the newest events, adding `dropped` to `historyDropped`. With
- * `problemAt`, it also sets the `problems` index keys (`problemShard`, `problemAt`).
+ * `problemAt`, it also sets the `problems` index keys (`problemShard`, `problemAt`). `keys`: the events
+ * were left out (no room in the item), the index keys are still written: a job whose problem event did
+ * not fit must still be found (a DEAD job missing from the index is missing from `dlq list`).
  */
 export type HistoryWrite =
   | {
@@ -45,9 +48,15 @@ export type HistoryWrite =
       readonly mode: 'replace';
       readonly list: readonly HistoryEvent[];
       readonly dropped: number;
+      /**
+       * How many events the list the writer knew holds: the replace applies only over a list that long
+       * (another writer's append in between, a lost lease's event, would be written over otherwise).
+       */
+      readonly known: number;
       readonly problemShard?: string;
       readonly problemAt?: number;
-    };
+    }
+  | { readonly mode: 'keys'; readonly problemShard: string; readonly problemAt: number };
 
 /** Who wrote an event: the lease's owner, token and attempt. */
 export function attemptOf(lease: Pick<JobLease, 'owner' | 'token' | 'attempts'>): {
@@ -121,8 +130,33 @@ export function historyWrite(
     mode: 'replace',
     list: all.slice(all.length - HISTORY_MAX),
     dropped: all.length - HISTORY_MAX,
+    known: old.length,
     ...problem,
   };
+}
+
+/**
+ * A replace refused because the item's list is not the one the writer knew (another writer appended to
+ * it): `history` is the list as the refusal returned it. The write is sent again over it
+ * ({@link sendFitting}); never thrown past it.
+ */
+export class HistoryMovedError extends Error {
+  override readonly name = 'HistoryMovedError';
+  readonly history: readonly HistoryEvent[];
+
+  constructor(history: readonly HistoryEvent[]) {
+    super('the job item history changed since this lease read it');
+    this.history = history;
+  }
+}
+
+/**
+ * Throws {@link HistoryMovedError} when `write` replaces a list other than the one `item` holds (by
+ * length: the only writers besides the lease append): the holder's check before its write applies.
+ */
+export function checkHistoryKnown(item: Pick<JobItem, 'history'>, write: HistoryWrite | undefined): void {
+  if (write?.mode !== 'replace') return;
+  if ((item.history?.length ?? 0) !== write.known) throw new HistoryMovedError(item.history ?? []);
 }
 
 /** The list after a history write applied over `known`, as the lease keeps knowing it. */
@@ -130,7 +164,7 @@ export function afterHistoryWrite(
   known: readonly HistoryEvent[] | undefined,
   write: HistoryWrite | undefined,
 ): HistoryEvent[] | undefined {
-  if (write === undefined) return known === undefined ? undefined : [...known];
+  if (write === undefined || write.mode === 'keys') return known === undefined ? undefined : [...known];
   return write.mode === 'append' ? [...(known ?? []), ...write.events] : [...write.list];
 }
 
@@ -153,18 +187,19 @@ export function returnPending(lease: JobLease, pending: readonly HistoryEvent[])
 
 /**
  * True when `item` is a DEAD job whose key has been dead for its type's `deadKeyTtl`, so a fresh send
- * (`messageId`) runs. The dead job's own message (its delete failed and it came back) is never one.
+ * (`message`) runs. The dead job's own message (its delete failed and it came back, perhaps re-sent by a
+ * limit's bounce under another id) is never one: same origin (decisions/message-identity.ts).
  */
 export function deadKeyExpired(
-  item: Pick<JobItem, 'status' | 'deadKeyUntil' | 'messageId'> | undefined,
+  item: Pick<JobItem, 'status' | 'deadKeyUntil' | 'messageId' | 'originId'> | undefined,
   now: number,
-  messageId?: string,
+  message?: MessageRef,
 ): boolean {
   return (
     item?.status === JobStatus.Dead &&
     item.deadKeyUntil !== undefined &&
     item.deadKeyUntil < now &&
-    item.messageId !== messageId
+    !(message !== undefined && isOwnMessage(item, message))
   );
 }
 
@@ -236,18 +271,45 @@ export interface CarriedHistory {
   undo(): void;
   /**
    * The item has no room for the events (the write was refused for size): they are dropped, and the
-   * write goes again without them (`write` undefined, done and undo do nothing).
+   * write goes again without them, with the `problems` index keys alone when the events set them
+   * (`write` a `keys` write); done and undo do nothing then. Called again (no room for the keys
+   * either), `write` becomes undefined.
    */
   leaveOut(): void;
+  /** The item's list is `history`, not the one the lease knew: the write is built again over it. */
+  rebase(history: readonly HistoryEvent[]): void;
 }
 
-/** A write that carries no history (and takes no pending events). */
-export const NO_HISTORY: CarriedHistory = {
-  write: undefined,
-  done: () => {},
-  undo: () => {},
-  leaveOut: () => {},
-};
+/** `write` without its events: the index keys alone when it sets them, else nothing. */
+function keysOf(write: HistoryWrite | undefined): HistoryWrite | undefined {
+  if (write === undefined || write.mode === 'keys') return undefined;
+  return write.problemShard !== undefined && write.problemAt !== undefined
+    ? { mode: 'keys', problemShard: write.problemShard, problemAt: write.problemAt }
+    : undefined;
+}
+
+/**
+ * A write whose events were left out before it was sent (a give-up near 400 KB, dynamodb-limits.ts):
+ * the index keys `events` would have set, and no events (none taken from the lease).
+ */
+export function eventsLeftOut(
+  dedupKey: string,
+  events: readonly HistoryEvent[],
+  now: number,
+): CarriedHistory {
+  let write = keysOf(historyWrite(dedupKey, undefined, events, now));
+  return {
+    get write() {
+      return write;
+    },
+    done: () => {},
+    undo: () => {},
+    leaveOut: () => {
+      write = undefined;
+    },
+    rebase: () => {},
+  };
+}
 
 /** The history a write of `lease` carries: its pending events (taken now), then the write's own `events`. */
 export function carryHistory(lease: JobLease, events: readonly HistoryEvent[], now: number): CarriedHistory {
@@ -268,7 +330,12 @@ export function carryHistory(lease: JobLease, events: readonly HistoryEvent[], n
     },
     leaveOut: () => {
       left = true;
-      write = undefined;
+      write = keysOf(write);
+    },
+    rebase: (history) => {
+      if (left) return;
+      lease.history = [...history];
+      write = historyWrite(lease.dedupKey, lease.history, [...pending, ...events], now);
     },
   };
 }
@@ -277,22 +344,42 @@ export function carryHistory(lease: JobLease, events: readonly HistoryEvent[], n
  * Sends `write` (which reads `carried.write`); refused for size with history events in it, sends it
  * again without them: the item has no room for them, and a write that fits without its events must
  * never fail for them (a renewal, checkpoint or completion of a full item did not before the history).
- * The events are dropped, not kept for the next write, which would be refused the same way.
+ * The events are dropped, not kept for the next write, which would be refused the same way; their
+ * `problems` index keys stay. A trim refused over a list another writer appended to (HistoryMovedError)
+ * is built again over that list.
  */
 export async function sendFitting<T>(carried: CarriedHistory, write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (error) {
-    if (carried.write === undefined || !(error instanceof StoreRefusedError)) throw error;
-    if (error.problem !== 'item-too-large') throw error;
+  // For size, at most three sends: with the events, with the index keys alone, with neither. A trim
+  // refused because another writer appended meanwhile (a lost lease's event: rare, one per earlier
+  // holder) is built again over the list the refusal returned, a few times, then left out.
+  let moves = 0;
+  for (;;) {
+    try {
+      return await write();
+    } catch (error) {
+      if (error instanceof HistoryMovedError && moves < HISTORY_REBASES) {
+        moves += 1;
+        carried.rebase(error.history);
+        continue;
+      }
+      if (error instanceof HistoryMovedError) {
+        carried.leaveOut();
+        continue;
+      }
+      if (carried.write === undefined || !(error instanceof StoreRefusedError)) throw error;
+      if (error.problem !== 'item-too-large') throw error;
+    }
+    carried.leaveOut();
   }
-  carried.leaveOut();
-  return write();
 }
+
+/** How often a holder's trim is built again over a list another writer changed, before its events go. */
+const HISTORY_REBASES = 3;
 
 /** `item` with a history write applied, as DynamoDB applies withHistory's clauses (for the in-memory store). */
 export function applyHistory<T extends JobItem>(item: T, write: HistoryWrite | undefined): T {
   if (write === undefined) return item;
+  if (write.mode === 'keys') return { ...item, problemShard: write.problemShard, problemAt: write.problemAt };
   return {
     ...item,
     history:

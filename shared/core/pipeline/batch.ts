@@ -54,7 +54,8 @@ export async function processBatch(
         }
         const outcome = await processor.process(record, processOptions);
         outcomes.set(record.messageId, outcome);
-        if (outcome.disposition === 'retain') failed = true;
+        // A head re-sent to its group's tail no longer stands before the rest: they go on.
+        if (outcome.disposition === 'retain' && outcome.action !== 'resent') failed = true;
       }
     });
   } else {

@@ -15,15 +15,17 @@ import type { Settings } from './settings.ts';
 /**
  * The claim (E1-E3), bounded by the lease it asks for: an answer that would come after the lease ended
  * is abandoned. Whatever breaks it, the job is never run unguarded: the message goes back with a backoff
- * and the result is undefined.
+ * and the result is undefined. `onlyIfMessageId`: only the existing item that names that message (E13).
  */
 export async function claim(
   s: Settings,
   job: Job,
   leaseMs: number,
   now: number,
+  onlyIfMessageId?: string,
 ): Promise<ClaimResult | undefined> {
   const { envelope, message, log } = job;
+  const { originId } = message.identity;
   const bound = boundedSignal(leaseMs - leaseSafetyMs(leaseMs), 'the claim would outlast its lease');
   try {
     return await inSpan(
@@ -35,10 +37,12 @@ export async function claim(
             dedupKey: envelope.dedupKey,
             owner: s.worker,
             messageId: message.record.messageId,
+            ...(originId === message.record.messageId ? {} : { originId }),
             type: envelope.type,
             createdAt: envelope.createdAt,
             leaseMs,
             now,
+            ...(onlyIfMessageId === undefined ? {} : { onlyIfMessageId }),
           },
           { signal: bound.signal },
         ),

@@ -231,7 +231,8 @@ export type UnrunLetterDeps = Pick<DeadLettererOptions, 'queue' | 'metrics' | 'w
 };
 
 /**
- * A job refused before it was claimed or run: a payload its schema refuses (`invalid-bad-payload`), or a
+ * A copy refused before it was claimed or run: a payload its schema refuses (`invalid-bad-payload`) of a
+ * message the job item does not wait for (refused-job.ts tells the job's own message apart), or a
  * dedupKey held by a job of another type (`dedup-key-collision`). Nothing was written for it, and the
  * job item (if any) is left exactly as it was: its letter is all that happens. The type is known
  * (registered), so the letter and the metric carry it.

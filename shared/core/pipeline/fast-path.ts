@@ -73,7 +73,7 @@ export async function runFast(
   const { existing } = result;
   if (
     !collides(existing, envelope.type) &&
-    needsLeasedClaim(existing, s.maxAttempts, s.now(), message.record.messageId)
+    needsLeasedClaim(existing, s.maxAttempts, s.now(), message.identity)
   ) {
     return { leased: true };
   }

@@ -24,6 +24,33 @@ export interface LimitWait {
  */
 export const RESEND_AT_RECEIVES = Math.max(2, Math.floor(REDRIVE_MARGIN / 2));
 
+/**
+ * The same on FIFO, where a re-send moves the job to the tail of its group (its later messages then run
+ * first): it holds its place longer, with hides that double per receive (fifoWaitMs), so it is re-sent
+ * only after about 17 minutes of waiting. Below REDRIVE_MARGIN, which every FIFO redrive count exceeds
+ * (attempts x batch size + margin); each hide hands the head's batch-mates back once, so they gain fewer
+ * receives than that too.
+ */
+export const FIFO_RESEND_AT_RECEIVES = REDRIVE_MARGIN;
+
+/**
+ * The receive at which a bounce re-sends: {@link RESEND_AT_RECEIVES} (FIFO: {@link FIFO_RESEND_AT_RECEIVES}),
+ * and below the queue's own `maxReceiveCount` when the worker knows it (a smaller redrive count).
+ */
+export function resendAtReceives(fifo: boolean, maxReceiveCount: number | undefined): number {
+  const at = fifo ? FIFO_RESEND_AT_RECEIVES : RESEND_AT_RECEIVES;
+  return maxReceiveCount === undefined ? at : Math.max(1, Math.min(at, maxReceiveCount - 1));
+}
+
+/**
+ * How long a FIFO head waits for a slot before its next try: 2 s after its first receive, doubling per
+ * receive up to 15 min. Its group waits with it whatever the delay, so the hides grow faster than on a
+ * standard queue (concurrencyWaitMs) to spend few receives: ten cover about 17 minutes.
+ */
+export function fifoWaitMs(receives: number): number {
+  return Math.min(900_000, 1000 * 2 ** Math.max(1, Math.min(receives, 10)));
+}
+
 /** The bounce's delay in seconds: `delayMs` jittered up by up to half (copies spread out), ceil, 1-900. */
 export function bounceSeconds(delayMs: number, random: () => number): number {
   const jittered = Math.max(0, delayMs) * (1 + random() / 2);
@@ -33,12 +60,13 @@ export function bounceSeconds(delayMs: number, random: () => number): number {
 /**
  * Gives the message back for the limit's delay, with no attempt used (the job item is not touched) and
  * never waiting in the worker: the slot may stay busy for long, and a worker blocked on it would keep
- * other keys' jobs from running. Under {@link RESEND_AT_RECEIVES} receives it only changes the message's
+ * other keys' jobs from running. Under {@link resendAtReceives} receives it only changes the message's
  * visibility (one SQS request); from there it sends the body again as a new message with the delay and
- * deletes this one (two requests), which starts the receive count afresh. FIFO queues take no
- * per-message delay, so there it always changes the visibility (their redrive count is higher).
+ * deletes this one (two requests), which starts the receive count afresh: `resent`. On FIFO the head
+ * stays hidden at the head of its group (fifoWaitMs) until then; its re-send goes to the group's tail,
+ * visible at once (no per-message delay), and the group goes on without it.
  */
-export async function bounceForLimit(s: Settings, job: Job, what: LimitWait): Promise<'limited'> {
+export async function bounceForLimit(s: Settings, job: Job, what: LimitWait): Promise<'limited' | 'resent'> {
   const { message, log } = job;
   // A rate wait is already the time to the next permit (jittered by the rate step); waiting half as long
   // again would only waste the permit's window.
@@ -47,13 +75,23 @@ export async function bounceForLimit(s: Settings, job: Job, what: LimitWait): Pr
       ? Math.max(1, Math.min(900, Math.ceil(what.delayMs / 1000)))
       : bounceSeconds(what.delayMs, s.random);
   s.metrics.count(MetricName.LimitWait, 1, { kind: what.kind });
-  const resent = message.receives >= RESEND_AT_RECEIVES && (await message.resend(seconds));
+  const resent =
+    message.receives >= resendAtReceives(message.fifo, s.maxReceiveCount) && (await message.resend(seconds));
   log.info(`${what.kind} limit reached; trying again later without using an attempt`, {
     limit: what.limitKey,
     delaySeconds: seconds,
     receives: message.receives,
     ...(resent ? { resent: true } : {}),
   });
-  if (!resent) await message.giveBack(seconds, `${what.kind} limited`);
+  if (resent) {
+    if (message.fifo) {
+      log.warn(`${what.kind} limit still reached: moved to the tail of its FIFO group, the group goes on`, {
+        limit: what.limitKey,
+        receives: message.receives,
+      });
+    }
+    return 'resent';
+  }
+  await message.giveBack(seconds, `${what.kind} limited`);
   return 'limited';
 }

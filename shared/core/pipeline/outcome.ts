@@ -17,7 +17,12 @@ export type RecordAction =
   | 'deadline'
   | 'deferred'
   /** No concurrency slot or rate permit: given back with a delay, no attempt used (limit-bounce.ts). */
-  | 'limited';
+  | 'limited'
+  /**
+   * The same, sent again as a new message (its receive count starts afresh) and this one deleted; on FIFO
+   * to its group's tail, so the rest of its group goes on (limit-bounce.ts). Retained: nothing to delete.
+   */
+  | 'resent';
 
 /** What happened to one record; `retain` means the message stays in the queue (a batch item failure). */
 export interface RecordOutcome {

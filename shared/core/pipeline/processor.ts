@@ -1,5 +1,5 @@
-// The pipeline of docs/protocol.md's state machine, one record at a time: parse, the payload check, local
-// cache, the fast path (E12, fast-path.ts) or the claim (E1-E3, claim.ts) and its refusals (refusal.ts),
+// The pipeline of docs/protocol.md's state machine, one record at a time: parse, the payload check (its
+// refusal: E13, refused-job.ts), local cache, the fast path (E12, fast-path.ts) or the claim (E1-E3, claim.ts) and its refusals (refusal.ts),
 // the leased run (E4-E6, leased-run.ts, commit.ts), a failure's release or retry (E7/E8, release.ts) or
 // dead letter (E9, dead-letterer.ts). Each step lives in its own file; this one only sequences them.
 import { SpanStatusCode } from '@opentelemetry/api';
@@ -10,23 +10,25 @@ import { type JobEnvelope, parseEnvelope } from '../contract/envelope.ts';
 import { recordedDeadCause } from '../decisions/claim-decision.ts';
 import { capLeaseToDeadline } from '../decisions/lease-timing.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
+import { rateLimits } from '../model/rate-limit.ts';
 import { JobLog } from '../observe/job-log.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { contextFromTraceparent, inSpan, SpanKind } from '../observe/spans.ts';
 import { byType, type Job } from './attempt.ts';
 import { claim, startAttempt } from './claim.ts';
 import { CopyShare } from './copy-share.ts';
-import { DeadLetterer, letterRefusedJob } from './dead-letterer.ts';
+import { DeadLetterer } from './dead-letterer.ts';
 import { readBeforeFast, runFast } from './fast-path.ts';
 import { checkedPayload } from './job-run.ts';
 import { runLeased } from './leased-run.ts';
-import { bounceForLimit } from './limit-bounce.ts';
+import { bounceForLimit, fifoWaitMs } from './limit-bounce.ts';
 import { concurrencyWaitMs, releaseSlotsAfterRuns, takeSlots, trackingRuns } from './limits.ts';
 import { outcomeOf, type RecordAction, type RecordOutcome } from './outcome.ts';
 import { withPayload } from './payload-ref.ts';
 import { takeRatePermits } from './rate-limit.ts';
 import { RecordMessage } from './record-message.ts';
-import { actOnRefusal } from './refusal.ts';
+import { actOnRefusal, dropFinishedCopy } from './refusal.ts';
+import { refuseJob } from './refused-job.ts';
 import { settleFailure } from './release.ts';
 import { checkCollaborators, type JobProcessorOptions, resolveSettings, type Settings } from './settings.ts';
 
@@ -133,21 +135,18 @@ export class JobProcessor {
     s.metrics.count(MetricName.MessageReceived);
     const definition = s.registry.get(envelope.type);
     if (!definition) throw new Error(`unreachable: ${envelope.type} passed parse but is not registered`);
-    // Before anything is claimed or run, as a bad envelope is: a payload nobody can run must not take the
+    // Before anything is claimed or run, as a bad envelope is: a copy nobody can run must not take the
     // job item of its key (it would take over, and dead-letter, a good job waiting for its retry), and
-    // its key stays free for a corrected resend.
+    // its key stays free for a corrected resend. The job's own message is another matter (E13,
+    // refused-job.ts): the job it guards ends DEAD with the refusal's reason.
     let payload: unknown;
     try {
       payload = await checkedPayload(definition, await withPayload(envelope, s.payloads));
     } catch (error) {
       if (error instanceof InvalidEnvelopeError) {
-        const letter = await letterRefusedJob(
-          s,
-          { ...parsed, payload: undefined },
-          `invalid-${error.problem}`,
-          error,
-        );
-        return letter.action;
+        const refusal = { reason: `invalid-${error.problem}`, error };
+        const job = { ...parsed, payload: undefined };
+        return refuseJob(s, job, definition, refusal, this.#deadLetterer, deadline);
       }
       // The schema itself threw, or a claim-checked payload could not be read (not a refusal): nothing was
       // claimed, so the message is what retries it (the queue's maxReceiveCount bounds one that always throws).
@@ -183,16 +182,23 @@ export class JobProcessor {
     // Slots first, then rate permits: a slot is given back (the finally below) but a permit never is, so
     // a job its concurrency limit bounces must not have spent one (else a tenant's backlog, bounced every
     // few seconds, would use up its rate budget with no start).
+    // A rate permit is never given back: a copy of a finished job must not spend one (refusal.ts). A slot
+    // is, with the claim's refusal, so a type with only concurrency limits pays no read for it.
+    if (rateLimits(definition).length > 0) {
+      const dropped = await dropFinishedCopy(s, job);
+      if (dropped !== undefined) return dropped;
+    }
     const slots = await takeSlots(s, job, definition);
     if ('invalid' in slots) {
-      return (await letterRefusedJob(s, job, 'invalid-limit-key', slots.invalid)).action;
+      const refusal = { reason: 'invalid-limit-key', error: slots.invalid };
+      return refuseJob(s, job, definition, refusal, this.#deadLetterer, deadline);
     }
     if ('unavailable' in slots) return this.#limitUnavailable(job, slots.unavailable);
     if ('busy' in slots) {
       return bounceForLimit(s, job, {
         kind: 'concurrency',
         limitKey: slots.busy,
-        delayMs: concurrencyWaitMs(message.receives),
+        delayMs: message.fifo ? fifoWaitMs(message.receives) : concurrencyWaitMs(message.receives),
       });
     }
     if (slots.held.length === 0) {
@@ -221,9 +227,12 @@ export class JobProcessor {
     if (leaseMs < MIN_LEASE_MS) return this.#tooLate(job);
 
     // E12 takes first receives only: a redelivery (a failed attempt, a dead worker, a run past its
-    // budget) runs leased, with the heartbeat, checkpoints and the attempt count.
+    // budget) runs leased, with the heartbeat, checkpoints and the attempt count. A limit's re-send
+    // starts its receive count again, but it is a redelivery too (a fast run past its budget may have
+    // handed it back to run leased before its bounces).
     let failure: { readonly error: unknown } | undefined;
-    if (definition.fastPath === true && message.record.attributes.ApproximateReceiveCount === '1') {
+    const firstReceive = message.record.attributes.ApproximateReceiveCount === '1' && !message.resent;
+    if (definition.fastPath === true && firstReceive) {
       // Each message is noted once: by its read when the read answered, else by its fast run's end (a
       // failed read notes nothing, so failing reads alone would never end the read-first mode).
       let noted = false;

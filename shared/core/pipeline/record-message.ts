@@ -1,15 +1,36 @@
 import type { SQSRecord } from 'aws-lambda';
 import { describe } from '../../errors.ts';
 import type { JobQueue } from '../contract/job-queue.ts';
+import type { MessageIdentity } from '../decisions/message-identity.ts';
 import type { JobLog } from '../observe/job-log.ts';
 
 /**
- * Message attribute a re-send carries: the ids of the messages it replaced (comma-separated, the latest
- * last, at most {@link RESENT_FROM_MAX}), so a claim refused by the job's own item (which names the
- * message that claimed it) tells the job's own message from a copy.
+ * Message attribute a re-send carries: the id the message was first sent under (its origin), the same
+ * through every later re-send. A claim refused by the job's own item (which names the origin of the
+ * message that claimed it), the dead key's guard and the fast path's first-receive test read it
+ * (decisions/message-identity.ts). One attribute of fixed size whatever the number of re-sends.
+ */
+export const ORIGIN_ATTRIBUTE = 'leaseq-origin';
+/**
+ * The ids a message was sent in place of, the oldest first: what a redrive's message carries (the
+ * letter's message id, which the reset item names: resentInPlaceOf), and what a limit's re-send carried
+ * before {@link ORIGIN_ATTRIBUTE} (up to 10). Read into the message's identity; its first id is the origin.
  */
 export const RESENT_FROM_ATTRIBUTE = 'leaseq-resent-from';
-const RESENT_FROM_MAX = 10;
+
+/**
+ * The SendMessage fields of a message sent in place of `messageId` (a redrive's, shared/ops/dlq-redrive.ts):
+ * the job item its redrive reset still names that message, so a worker that must refuse the body (its
+ * claim-checked payload gone, an edit its schema refuses) knows it as the job's own message and ends the
+ * job DEAD instead of leaving it waiting (docs/protocol.md, E13). None without an id.
+ */
+export function resentInPlaceOf(messageId: string | undefined): {
+  MessageAttributes?: Record<string, { DataType: 'String'; StringValue: string }>;
+} {
+  return messageId
+    ? { MessageAttributes: { [RESENT_FROM_ATTRIBUTE]: { DataType: 'String', StringValue: messageId } } }
+    : {};
+}
 
 /**
  * The message side of one record: give it back (visible again after a delay) or delete it. Neither
@@ -40,30 +61,58 @@ export class RecordMessage {
     }
   }
 
-  /**
-   * Sends the body again as a new message visible after `seconds` (same message attributes, same fair
-   * queue group), then deletes this one; false when the queue cannot re-send (FIFO: no per-message delay;
-   * a port without `resend`) or the send failed, and nothing changed. A failed delete after the send
-   * leaves two messages of one job: the claim runs it once and drops the other as a copy.
-   */
-  /** The messages this one was re-sent in place of (a limit's bounce), oldest first; empty for a send. */
-  get formerIds(): readonly string[] {
-    const value = this.record.messageAttributes?.[RESENT_FROM_ATTRIBUTE]?.stringValue;
-    return value ? value.split(',').filter((id) => id.length > 0) : [];
+  /** Who this message is across re-sends: its id and its origin (decisions/message-identity.ts). */
+  get identity(): MessageIdentity {
+    const attributes = this.record.messageAttributes;
+    const formerIds = (attributes?.[RESENT_FROM_ATTRIBUTE]?.stringValue ?? '')
+      .split(',')
+      .filter((id) => id.length > 0);
+    const originId = attributes?.[ORIGIN_ATTRIBUTE]?.stringValue || formerIds[0] || this.record.messageId;
+    return {
+      messageId: this.record.messageId,
+      originId,
+      ...(formerIds.length > 0 ? { formerIds } : {}),
+    };
   }
 
+  /**
+   * True when leaseq re-sent this message (a limit's bounce): its receive count started again at 1 with
+   * the re-send, so it is not a first receive whatever SQS counts.
+   */
+  get resent(): boolean {
+    return this.identity.originId !== this.record.messageId;
+  }
+
+  /** True for a FIFO queue's message (SQS numbers those in their group). */
+  get fifo(): boolean {
+    return this.record.attributes.SequenceNumber !== undefined;
+  }
+
+  /**
+   * Sends the body again as a new message (same message attributes, same group, and its origin in
+   * {@link ORIGIN_ATTRIBUTE}), then deletes this one; false when the queue cannot re-send (a port without
+   * `resend`) or the send failed, and nothing changed. On a standard queue it shows after `seconds`; on
+   * FIFO it goes to the tail of its group at once (no per-message delay), with a deduplication id made
+   * from this message's id. A failed delete after the send leaves two messages of one job: the claim runs
+   * it once and drops the other as a copy.
+   */
   async resend(seconds: number): Promise<boolean> {
     const { record } = this;
-    if (!this.#queue.resend || record.attributes.SequenceNumber !== undefined) return false;
-    const formerIds = [...this.formerIds, record.messageId].slice(-RESENT_FROM_MAX).join(',');
+    if (!this.#queue.resend) return false;
+    const group = record.attributes.MessageGroupId;
+    if (this.fifo && group === undefined) return false;
+    // The older attribute goes: the origin replaces it, so a re-send never has more attributes than
+    // the message had plus one.
+    const { [RESENT_FROM_ATTRIBUTE]: _replaced, ...kept } = record.messageAttributes ?? {};
     try {
       await this.#queue.resend(record.body, {
         delaySeconds: seconds,
         attributes: {
-          ...record.messageAttributes,
-          [RESENT_FROM_ATTRIBUTE]: { dataType: 'String', stringValue: formerIds },
+          ...kept,
+          [ORIGIN_ATTRIBUTE]: { dataType: 'String', stringValue: this.identity.originId },
         },
-        ...(record.attributes.MessageGroupId ? { groupId: record.attributes.MessageGroupId } : {}),
+        ...(group ? { groupId: group } : {}),
+        ...(this.fifo ? { deduplicationId: `leaseq-resend-${record.messageId}` } : {}),
       });
     } catch (error) {
       this.#log.warn('could not re-send the message; giving it back instead', { error: describe(error) });

@@ -4,7 +4,9 @@
 // contended one back.
 import { DEDUP_KEY_COLLISION, DedupKeyCollisionError } from '../../errors.ts';
 import type { JobItem } from '../contract/job-item.ts';
+import { JobStatus } from '../contract/statuses.ts';
 import { collides, decideRefusal } from '../decisions/claim-decision.ts';
+import { deadKeyExpired } from '../decisions/history.ts';
 import { visibilityForLease } from '../decisions/lease-timing.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { byType, type Job } from './attempt.ts';
@@ -16,6 +18,31 @@ import type { Settings } from './settings.ts';
 /** Longest batch: Lambda's (and the local runner's) timeout maximum, 15 min. */
 const MAX_BATCH_SECONDS = 900;
 
+/**
+ * Before a rate-limited job takes its limits: a copy of a job that is already over (COMPLETED, CANCELLED,
+ * or DEAD and not past its `deadKeyUntil` for this message) is dropped as its claim's refusal would drop
+ * it, so it spends no rate permit (never given back) and takes no slot.
+ * One strongly consistent read (a redrive's reset must not read as DEAD); undefined: go on, the claim
+ * decides as before (no item, a running or waiting job, another type's item, or a read that failed).
+ */
+export async function dropFinishedCopy(s: Settings, job: Job): Promise<RecordAction | undefined> {
+  let item: JobItem | undefined;
+  try {
+    item = await s.store.get(job.envelope.dedupKey, { consistent: true });
+  } catch (error) {
+    job.log.info('could not read the job item before its limits; the claim decides', {
+      error: s.errorText(error),
+    });
+    return undefined;
+  }
+  if (item === undefined || collides(item, job.envelope.type)) return undefined;
+  const over =
+    item.status === JobStatus.Completed ||
+    item.status === JobStatus.Cancelled ||
+    (item.status === JobStatus.Dead && !deadKeyExpired(item, s.now(), job.message.identity));
+  return over ? actOnRefusal(s, job, item) : undefined;
+}
+
 /** Acts on a refusal whose returned item is `existing`, and names the outcome. */
 export async function actOnRefusal(s: Settings, job: Job, existing: JobItem): Promise<RecordAction> {
   const { envelope, message, log } = job;
@@ -25,7 +52,7 @@ export async function actOnRefusal(s: Settings, job: Job, existing: JobItem): Pr
     const error = new DedupKeyCollisionError(envelope.type, existing.type);
     return (await letterRefusedJob(s, job, DEDUP_KEY_COLLISION, error)).action;
   }
-  const decision = decideRefusal(existing, message.record.messageId, s.now(), message.formerIds);
+  const decision = decideRefusal(existing, message.identity, s.now());
   const refusal = { status: existing.status, owner: existing.owner, token: existing.token };
   switch (decision.kind) {
     case 'duplicate-completed':

@@ -34,7 +34,8 @@ export async function settleFailure(
     maxConflicts: s.maxConflicts,
     backoffSeconds: s.backoffSeconds,
     conflictBackoffSeconds: s.conflictBackoffSeconds,
-    // A FIFO message cannot be re-sent: past the bounce's re-send point its conflicts count as attempts.
+    // A FIFO re-send goes to its group's tail (limit-bounce.ts), which a conflict does not take: it keeps
+    // its place, and past the bounce's re-send point its conflicts count as attempts.
     conflictGiveBack:
       attempt.message.record.attributes.SequenceNumber === undefined ||
       attempt.message.receives < RESEND_AT_RECEIVES,

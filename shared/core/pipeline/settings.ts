@@ -74,9 +74,16 @@ export interface JobProcessorOptions {
   readonly optimisticTries?: number;
   /**
    * Largest message body accepted (1024 to 1048576); a larger one is dead-lettered `invalid-too-large`.
-   * Set it to the jobs queue's `MaximumMessageSize`. @default DEFAULT_MAX_BODY_BYTES (1015808)
+   * Set it to the jobs queue's `MaximumMessageSize` less RESEND_ATTRIBUTES_RESERVE_BYTES (256; the construct
+   * does so), so a limit's re-send of any body it runs fits the queue. @default DEFAULT_MAX_BODY_BYTES (1015808)
    */
   readonly maxBodyBytes?: number;
+  /**
+   * The jobs queue's redrive `maxReceiveCount` (its safety net), when it is below what the construct sets:
+   * a limit's bounce re-sends the message before its receives reach it. @default unset: the construct's
+   * count (`redriveMaxReceiveCount` in shared/resources.ts), which is above every bounce's re-send point
+   */
+  readonly maxReceiveCount?: number;
   /** Injectable randomness for backoff jitter. @default Math.random */
   readonly random?: () => number;
   /** Injectable clock. @default Date.now */
@@ -110,6 +117,7 @@ export interface Settings {
   readonly maxRefunds: number;
   readonly maxConflicts: number;
   readonly optimisticTries: number;
+  readonly maxReceiveCount: number | undefined;
   /** What parseEnvelope checks every body against: built once, not per record. */
   readonly parseOptions: { readonly maxBytes?: number; readonly isKnownType: (type: string) => boolean };
   readonly random: () => number;
@@ -130,6 +138,7 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
   for (const [name, value] of [
     ['maxAttempts', options.maxAttempts],
     ['optimisticTries', options.optimisticTries],
+    ['maxReceiveCount', options.maxReceiveCount],
   ] as const) {
     if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
       throw new RangeError(`${name} must be an integer >= 1, received ${value}`);
@@ -184,6 +193,7 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
     maxRefunds,
     maxConflicts,
     optimisticTries: options.optimisticTries ?? DEFAULTS.optimisticTries,
+    maxReceiveCount: options.maxReceiveCount,
     parseOptions: {
       ...(options.maxBodyBytes === undefined ? {} : { maxBytes: options.maxBodyBytes }),
       isKnownType: (type) => registry.has(type),

@@ -256,7 +256,7 @@ describe('Command: leaseq dlq', () => {
     const bogus = await leaseq(['dlq', 'redrive', '--reason', 'bogus', '--prefix', prefix]);
     expect(bogus.code).toBe(1);
     expect(bogus.stderr).toMatch(
-      /^leaseq: no dead letter has reason "bogus"; expected one of permanent-error, max-attempts, invalid-not-json.*\n$/,
+      /^leaseq: no dead letter has reason "bogus"; expected one of permanent-error, max-attempts, max-conflicts, invalid-not-json.*\n$/,
     );
     expect(
       (await leaseq(['dlq', 'redrive', '--reason', 'invalid-*', '--dry-run', '--prefix', prefix])).code,

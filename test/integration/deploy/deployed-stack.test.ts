@@ -16,7 +16,7 @@ import { destroyAwsClients } from '../../../shared/aws/clients.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { readStackOutputs } from '../../../shared/local/deploy.ts';
 import { eventually } from '../../support/core-fixture.ts';
-import { runTag, testClients, testEndpoint } from '../../support/env.ts';
+import { runTag, testClients, testCredentials, testEndpoint } from '../../support/env.ts';
 import { leaseq } from '../cli/run-cli.ts';
 
 // The user's deploy loop on the embedded emulator: `leaseq local deploy` (cdk bootstrap + cdk deploy of
@@ -31,7 +31,7 @@ const work = mkdtempSync(join(tmpdir(), 'leaseq-e2e-'));
 const outputsFile = join(work, 'outputs.json');
 const cdkOut = join(work, 'cdk.out');
 const clients = testClients();
-const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+const credentials = testCredentials();
 const cfn = new CloudFormationClient({ endpoint: testEndpoint(), region: 'us-east-1', credentials });
 const logs = new CloudWatchLogsClient({ endpoint: testEndpoint(), region: 'us-east-1', credentials });
 const cw = new CloudWatchClient({ endpoint: testEndpoint(), region: 'us-east-1', credentials });

@@ -27,6 +27,7 @@ import { EmulatorError } from '../../../shared/local/emulator-errors.ts';
 import { LOOPBACK_HOST } from '../../../shared/local/net.ts';
 import { isProcessAlive } from '../../../shared/local/process.ts';
 import { freePort } from '../../support/free-port.ts';
+import { captureSigned } from '../../support/signed-request.ts';
 
 // The embedded emulator is reachable only by leaseq and the user's own tools: started exactly as
 // `leaseq local up` starts it (ensureEmulator, on a free port, in a state directory of its own), it
@@ -35,7 +36,6 @@ import { freePort } from '../../support/free-port.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const stateDir = mkdtempSync(join(tmpdir(), 'leaseq-guard-'));
-const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 /** What the operator's shell exports: none of it may reach the emulator or its functions. */
 const shell = {
   LEASEQ_TEST_SECRET_PROBE: 'x',
@@ -55,6 +55,26 @@ const installedVenv = [
 const saved = new Map<string, string | undefined>();
 let handle: EmulatorHandle;
 let port = 0;
+
+/** The credential of the emulator's start: the only one it serves. */
+function credentials(): { accessKeyId: string; secretAccessKey: string } {
+  if (!handle.credentials) throw new Error('the emulator handle carries no credential');
+  return handle.credentials;
+}
+
+/** SQS ListQueues over the JSON protocol, signed with the emulator's credential for `host`. */
+async function signedListQueues(host: string, withoutLength = false): Promise<Record<string, string>> {
+  const client = new SQSClient({
+    endpoint: `http://${host}`,
+    region: 'us-east-1',
+    credentials: credentials(),
+  });
+  try {
+    return (await captureSigned(client, new ListQueuesCommand({}), withoutLength)).headers;
+  } finally {
+    client.destroy();
+  }
+}
 
 interface RawResponse {
   readonly status: number;
@@ -82,7 +102,7 @@ function raw(method: string, headers: Record<string, string>, body = ''): Promis
   });
 }
 
-/** SQS ListQueues over the JSON protocol, with a signature no one checks (what a web page could send). */
+/** SQS ListQueues over the JSON protocol, with a made-up signature (what a web page could send). */
 const listQueues = {
   'content-type': 'application/x-amz-json-1.0',
   'x-amz-target': 'AmazonSQS.ListQueues',
@@ -182,24 +202,22 @@ describe('the embedded emulator, started as `leaseq local up` starts it', () => 
     const lookalike = await raw('POST', { ...listQueues, host: `localhost.evil.example:${port}` }, '{}');
     expect(lookalike.status).toBe(403);
     // A loopback name on another port is a local TCP proxy in front (Toxiproxy in the fault tests): served.
-    const proxied = await raw('POST', { ...listQueues, host: `${LOOPBACK_HOST}:${port + 1}` }, '{}');
-    expect(proxied.status).toBe(200);
+    const proxyHost = `${LOOPBACK_HOST}:${port + 1}`;
+    const proxied = await raw('POST', await signedListQueues(proxyHost), '{}');
+    expect(proxied.status, proxied.body).toBe(200);
   });
 
   it('serves the same request from a local tool, and the SDK', async () => {
     for (const host of [`${LOOPBACK_HOST}:${port}`, `localhost:${port}`]) {
-      const local = await raw('POST', { ...listQueues, host }, '{}');
+      const local = await raw('POST', await signedListQueues(host), '{}');
       expect(local.status, host).toBe(200);
     }
-    const chunked = await raw(
-      'POST',
-      { ...listQueues, host: `${LOOPBACK_HOST}:${port}`, 'transfer-encoding': 'chunked' },
-      '{}',
-    );
+    const signed = await signedListQueues(`${LOOPBACK_HOST}:${port}`, true);
+    const chunked = await raw('POST', { ...signed, 'transfer-encoding': 'chunked' }, '{}');
     expect(chunked.status).toBe(200);
     expect(chunked.body).toContain('QueueUrls');
 
-    const sqs = new SQSClient({ endpoint: handle.endpoint, region: 'us-east-1', credentials });
+    const sqs = new SQSClient({ endpoint: handle.endpoint, region: 'us-east-1', credentials: credentials() });
     try {
       const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: 'guard-probe' }));
       expect(QueueUrl).toBe(`http://${LOOPBACK_HOST}:${port}/000000000000/guard-probe`);
@@ -210,13 +228,14 @@ describe('the embedded emulator, started as `leaseq local up` starts it', () => 
     }
   });
 
-  it('runs with none of the operator shell variables, and with test credentials only', () => {
+  it("runs with none of the operator shell variables, and with its start's credential only", () => {
     const environ = readFileSync(`/proc/${handle.pid}/environ`, 'utf8').split('\0');
     const env = Object.fromEntries(environ.filter(Boolean).map((kv) => kv.split(/=(.*)/s, 2)));
     expect(env).not.toHaveProperty('LEASEQ_TEST_SECRET_PROBE');
     expect(env).not.toHaveProperty('AWS_SESSION_TOKEN');
     expect(env).not.toHaveProperty('AWS_PROFILE');
-    expect(env.AWS_SECRET_ACCESS_KEY).toBe('test');
+    expect(env.AWS_SECRET_ACCESS_KEY).toBe(credentials().secretAccessKey);
+    expect(env.AWS_SECRET_ACCESS_KEY).not.toBe(shell.AWS_SECRET_ACCESS_KEY);
   });
 
   it('writes its log owner-only', () => {
@@ -225,7 +244,11 @@ describe('the embedded emulator, started as `leaseq local up` starts it', () => 
 
   it('serves queues and tables only, as `local up` starts it: nothing can run code through it', async () => {
     expect(handle.services).toBe('queues-and-tables');
-    const lambda = new LambdaClient({ endpoint: handle.endpoint, region: 'us-east-1', credentials });
+    const lambda = new LambdaClient({
+      endpoint: handle.endpoint,
+      region: 'us-east-1',
+      credentials: credentials(),
+    });
     try {
       const refused = await lambda
         .send(
@@ -268,7 +291,11 @@ describe('the embedded emulator, started as `leaseq local up` starts it', () => 
   });
 
   it('runs a deployed function that cannot see a variable set in the operator shell', async () => {
-    const lambda = new LambdaClient({ endpoint: handle.endpoint, region: 'us-east-1', credentials });
+    const lambda = new LambdaClient({
+      endpoint: handle.endpoint,
+      region: 'us-east-1',
+      credentials: credentials(),
+    });
     try {
       await lambda.send(
         new CreateFunctionCommand({
@@ -287,7 +314,7 @@ describe('the embedded emulator, started as `leaseq local up` starts it', () => 
       expect(out.FunctionError, new TextDecoder().decode(out.Payload)).toBeUndefined();
       expect(JSON.parse(new TextDecoder().decode(out.Payload))).toEqual({
         probe: null,
-        secret: 'test',
+        secret: credentials().secretAccessKey,
         token: null,
         profile: null,
       });

@@ -17,7 +17,7 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAwsClients } from '../../../shared/aws/clients.ts';
 import { documentedInstalls, runDocumented } from '../../support/documented-installs.ts';
-import { runTag, testClients, testEndpoint, uniqueName } from '../../support/env.ts';
+import { runTag, testClients, testCredentials, testEndpoint, uniqueName } from '../../support/env.ts';
 
 // What a new user does: install the packed tarball into their own project (outside this repository),
 // define a job, synthesize a stack with the construct, provision it locally, send with the producer
@@ -47,6 +47,10 @@ let userAppDeployed = false;
 const env = () => ({
   ...process.env,
   AWS_ENDPOINT_URL: testEndpoint(),
+  // The emulator runs from this checkout's state directory, not the project's: its keys come through
+  // the environment, as `eval "$(leaseq local env)"` in the checkout would export them.
+  AWS_ACCESS_KEY_ID: testCredentials().accessKeyId,
+  AWS_SECRET_ACCESS_KEY: testCredentials().secretAccessKey,
   AWS_REGION: 'us-east-1',
   AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
   // The adopter's synths and deploy validate their templates as they would for a user (the test run
@@ -512,8 +516,9 @@ pipeline.addStackOutputs();
               env: {
                 PATH: process.env.PATH,
                 HOME: project,
-                AWS_ACCESS_KEY_ID: 'test',
-                AWS_SECRET_ACCESS_KEY: 'test',
+                // The emulator's credential, as `leaseq local env` prints it for the AWS CLI.
+                AWS_ACCESS_KEY_ID: testCredentials().accessKeyId,
+                AWS_SECRET_ACCESS_KEY: testCredentials().secretAccessKey,
                 AWS_DEFAULT_REGION: 'us-east-1',
               },
             },

@@ -222,6 +222,37 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         expect(await f.store.get(dead)).toMatchObject({ status: JobStatus.Dead, attempts: 1 });
       });
 
+      it("resets a DEAD key past its deadKeyUntil for a fresh send only, never for the dead job's own message under a re-send's id", async () => {
+        // Prepare: one job claimed by its message re-sent (origin m-1), another by its first message; both die.
+        const t0 = Date.now();
+        const viaResend = fresh('dead-resent');
+        const viaFirst = fresh('dead-first');
+        const ttl = { message: 'no more', errorClass: 'PermanentJobError', deadKeyTtlSeconds: 1 };
+        const a = await claim(request(viaResend, 'worker-a', t0, { messageId: 'm-2', originId: 'm-1' }));
+        expect(await f.store.get(viaResend)).toMatchObject({ messageId: 'm-2', originId: 'm-1' });
+        await f.store.markDead(a, ttl);
+        const b = await claim(request(viaFirst, 'worker-a', t0, { messageId: 'm-1' }));
+        await f.store.markDead(b, ttl);
+        const late = t0 + 100 * LEASE_MS;
+
+        // Act: the dead jobs' own messages, under other ids, after deadKeyUntil; then a fresh send.
+        const copies = await Promise.all([
+          f.store.claim(request(viaResend, 'worker-b', late, { messageId: 'm-3', originId: 'm-1' })),
+          f.store.claim(request(viaResend, 'worker-b', late, { messageId: 'm-1' })),
+          f.store.claim(request(viaFirst, 'worker-b', late, { messageId: 'm-4', originId: 'm-1' })),
+        ]);
+        const freshSend = await f.store.claim(request(viaResend, 'worker-c', late + 1, { messageId: 'm-9' }));
+
+        // Assess: the copies were refused and changed nothing; the fresh send reset the key, and its item
+        // names no origin (the message is its own).
+        expect(copies.map((c) => c.claimed)).toEqual([false, false, false]);
+        expect(await f.store.get(viaFirst)).toMatchObject({ status: JobStatus.Dead, messageId: 'm-1' });
+        expect(freshSend.claimed).toBe(true);
+        const reset = await f.store.get(viaResend);
+        expect(reset).toMatchObject({ status: JobStatus.InProgress, messageId: 'm-9', attempts: 1 });
+        expect(reset?.originId).toBeUndefined();
+      });
+
       it('lets exactly one of 20 concurrent claims win; every refusal names the winner', async () => {
         // Prepare
         const key = fresh('race');
@@ -1276,10 +1307,114 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         const released = await f.store.get(key);
         expect(released?.status).toBe(JobStatus.RetryWait);
         expect((released?.lastError ?? '').length).toBeLessThan(400);
+        // Its events may be left out for room; its `problems` index keys never are.
+        expect(released?.problemShard).toBeDefined();
         const again = await claim(request(key, 'worker-b', Date.now() + 1));
+        await new Promise((resolve) => setTimeout(resolve, 5)); // the dead marking's problemAt is later
         await f.store.markDead(again, long);
+        const dead = await f.store.get(key);
+        expect(dead?.status).toBe(JobStatus.Dead);
+        expect(dead?.checkpoint?.step).toBe('s');
+        expect(dead?.problemAt).toBeGreaterThan(released?.problemAt ?? 0);
+      });
+    });
+
+    describe('History: a trim over events another writer appended', () => {
+      it("a holder's release that trims the history keeps the lost-lease event its predecessor appended", async () => {
+        // Prepare: 49 events; worker-a's lease ends and worker-b takes over (knowing the 49, a takeover
+        // event pending); then worker-a learns it lost the lease and appends its `lease-lost` event (50).
+        const key = fresh('trim-over');
+        let t = Date.now();
+        for (let i = 0; i < HISTORY_MAX - 1; i++) {
+          const fill = await claim(request(key, 'worker-fill', t));
+          await f.store.release(fill, t, boom);
+          t += 1;
+        }
+        const { lease: a, after } = await claimAt(key, 'worker-a', t);
+        const b = await claim(request(key, 'worker-b', after));
+        await f.store.recordLeaseLost?.(a, 'renewal refused: worker-b took the job over', after);
+        expect((await f.store.get(key))?.history).toHaveLength(HISTORY_MAX);
+
+        // Act: worker-b's release carries two events over the 49 it knows, so it trims the list.
+        await f.store.release(b, after + LEASE_MS, boom);
+
+        // Assess: the newest HISTORY_MAX events of all, worker-a's among them; worker-b knows the list.
+        const item = await f.store.get(key);
+        expect(item?.history).toHaveLength(HISTORY_MAX);
+        expect(item?.history?.map((e) => e.e).slice(-3)).toEqual(['lease-lost', 'takeover', 'failed']);
+        expect(item?.historyDropped).toBe(2);
+        expect(item?.status).toBe(JobStatus.RetryWait);
+      });
+    });
+
+    describe('Method: claim, only for the item of one message (onlyIfMessageId, E13)', () => {
+      it('claims an unfinished item that names the message: RETRY_WAIT, or IN_PROGRESS whose lease ended', async () => {
+        // Prepare: one job released for a retry, one whose holder's lease ended.
+        const waiting = fresh('only-wait');
+        const released = await claim(request(waiting, 'worker-a', Date.now()));
+        await f.store.release(released, Date.now() - 1, boom);
+        const taken = fresh('only-take');
+        const { after } = await claimAt(taken, 'worker-a', Date.now());
+
+        // Act
+        const retry = await f.store.claim(
+          request(waiting, 'worker-b', Date.now(), { onlyIfMessageId: 'm-worker-a' }),
+        );
+        const takeover = await f.store.claim(
+          request(taken, 'worker-b', after, { onlyIfMessageId: 'm-worker-a' }),
+        );
+
+        // Assess: both claimed as the claim without the condition would; the items name the new message.
+        expect(retry).toMatchObject({ claimed: true, kind: 'retry' });
+        expect(takeover).toMatchObject({ claimed: true, kind: 'takeover' });
+        expect(await f.store.get(waiting)).toMatchObject({
+          status: JobStatus.InProgress,
+          messageId: 'm-worker-b',
+        });
+        expect(await f.store.get(taken)).toMatchObject({ owner: 'worker-b', attempts: 2 });
+      });
+
+      it('refuses an item that names another message, and creates no item', async () => {
+        // Prepare
+        const key = fresh('only-other');
+        const lease = await claim(request(key, 'worker-a', Date.now()));
+        await f.store.release(lease, Date.now() - 1, boom);
+        const before = await f.store.get(key);
+        const absent = fresh('only-absent');
+
+        // Act
+        const other = await f.store.claim(
+          request(key, 'worker-b', Date.now(), { onlyIfMessageId: 'm-other' }),
+        );
+        const none = await f.store
+          .claim(request(absent, 'worker-b', Date.now(), { onlyIfMessageId: 'm-other' }))
+          .then(
+            () => 'claimed',
+            () => 'refused',
+          );
+
+        // Assess: refused with the item as it is (its refusal, as any claim's); no item under the absent key.
+        expect(other).toEqual({ claimed: false, existing: before });
+        expect(await f.store.get(key)).toEqual(before);
+        expect(none).toBe('refused');
+        expect(await f.store.get(absent)).toBeUndefined();
+      });
+
+      it('never resets a dead key, even past its deadKeyUntil', async () => {
+        // Prepare: dead, with a 1 s deadKeyTtl; a claim 5 s later would reset it.
+        const key = fresh('only-dead');
+        const lease = await claim(request(key, 'worker-a', Date.now()));
+        await f.store.markDead(lease, { ...boom, reason: 'permanent-error', deadKeyTtlSeconds: 1 });
+        const later = Date.now() + 5000;
+
+        // Act
+        const result = await f.store.claim(
+          request(key, 'worker-b', later, { onlyIfMessageId: 'm-worker-a' }),
+        );
+
+        // Assess
+        expect(result).toMatchObject({ claimed: false, existing: { status: JobStatus.Dead } });
         expect((await f.store.get(key))?.status).toBe(JobStatus.Dead);
-        expect((await f.store.get(key))?.checkpoint?.step).toBe('s');
       });
     });
 

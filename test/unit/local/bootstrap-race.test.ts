@@ -52,6 +52,7 @@ it('bootstraps an emulator once when two deploys start together on it (found by 
       // Never called: the deploy fails before the tables' gaps are closed.
       dynamodb: new DynamoDBClient({ region: 'us-east-1' }),
       log: () => {},
+      lockDir: project,
     }).catch((error: Error) => error.message);
 
   const [a, b] = await Promise.all([deploy(), deploy()]);

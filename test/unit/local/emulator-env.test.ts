@@ -25,10 +25,13 @@ const shell: NodeJS.ProcessEnv = {
   LEASEQ_TEST_SECRET_PROBE: 'x',
 };
 
+/** The credential of one start (the emulator's own, never the shell's). */
+const credential = { accessKeyId: 'LSQSTARTKEYID0000000', secretAccessKey: 'start-secret' };
+
 describe('Function: emulatorEnv', () => {
   test('passes paths, locale, time zone and region; nothing else of the shell', () => {
     // Act
-    const env = emulatorEnv(shell, { GATEWAY_PORT: '4599' }, '/opt/node22/bin/node');
+    const env = emulatorEnv(shell, { GATEWAY_PORT: '4599' }, credential, '/opt/node22/bin/node');
 
     // Assess
     expect(env).toEqual({
@@ -38,21 +41,21 @@ describe('Function: emulatorEnv', () => {
       TZ: 'UTC',
       TMPDIR: '/tmp/op',
       AWS_REGION: 'eu-west-1',
-      AWS_ACCESS_KEY_ID: 'test',
-      AWS_SECRET_ACCESS_KEY: 'test',
+      AWS_ACCESS_KEY_ID: 'LSQSTARTKEYID0000000',
+      AWS_SECRET_ACCESS_KEY: 'start-secret',
       GATEWAY_PORT: '4599',
       PATH: ['/opt/node22/bin', '/usr/local/bin:/usr/bin'].join(delimiter),
       PYTHONUNBUFFERED: '1',
     });
   });
 
-  test('replaces the shell credentials with the test ones, and drops profile, token and endpoint', () => {
+  test("replaces the shell credentials with the start's own, and drops profile, token and endpoint", () => {
     // Act
-    const env = emulatorEnv(shell, {});
+    const env = emulatorEnv(shell, {}, credential);
 
     // Assess
-    expect(env.AWS_ACCESS_KEY_ID).toBe('test');
-    expect(env.AWS_SECRET_ACCESS_KEY).toBe('test');
+    expect(env.AWS_ACCESS_KEY_ID).toBe(credential.accessKeyId);
+    expect(env.AWS_SECRET_ACCESS_KEY).toBe(credential.secretAccessKey);
     for (const name of [
       'AWS_SESSION_TOKEN',
       'AWS_PROFILE',
@@ -69,7 +72,7 @@ describe('Function: emulatorEnv', () => {
 
   test('starts PATH with the running Node even when the shell has no PATH', () => {
     // Act
-    const env = emulatorEnv({}, {}, '/opt/node22/bin/node');
+    const env = emulatorEnv({}, {}, credential, '/opt/node22/bin/node');
 
     // Assess
     expect(env.PATH).toBe('/opt/node22/bin');

@@ -14,7 +14,7 @@ import {
   receiveAll,
   sendRaw,
 } from '../../../support/core-fixture.ts';
-import { testEndpoint, uniqueName } from '../../../support/env.ts';
+import { testCredentials, testEndpoint, uniqueName } from '../../../support/env.ts';
 import { testRegistry } from '../../../support/test-jobs.ts';
 
 let env: CoreEnv;
@@ -30,7 +30,7 @@ beforeAll(async () => {
     region: env.region,
     endpoint: testEndpoint(),
     forcePathStyle: true,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    credentials: testCredentials(),
   });
   bucket = uniqueName('payloads').toLowerCase().replace(/_/g, '-');
   await s3.send(new CreateBucketCommand({ Bucket: bucket }));

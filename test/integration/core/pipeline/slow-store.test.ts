@@ -21,7 +21,7 @@ import {
   receiveAll,
   sendJob,
 } from '../../../support/core-fixture.ts';
-import { testEndpoint, uniqueName } from '../../../support/env.ts';
+import { testCredentials, testEndpoint, uniqueName } from '../../../support/env.ts';
 
 // A slow store for real: the job store's DynamoDB calls go through Toxiproxy to the emulator, and the
 // proxy holds every answer back longer than what is left of the lease. The processor must stop the job
@@ -52,7 +52,13 @@ describe('A slow store, through Toxiproxy (against the emulator)', () => {
   it('stops the job by the end of its lease when answers come late, and refunds the attempt', async () => {
     if (!proxy) throw new Error('no proxy');
     const front = proxy;
-    const slow = createAwsClients({ endpoint: front.endpoint, region: env.region, maxAttempts: 1 });
+    // Through the proxy (another port): the emulator's credential, given explicitly.
+    const slow = createAwsClients({
+      endpoint: front.endpoint,
+      region: env.region,
+      maxAttempts: 1,
+      credentials: testCredentials(),
+    });
     const runs: { start: number; end?: number; aborted?: boolean }[] = [];
     const work = defineJob({
       type: 'test.slow',

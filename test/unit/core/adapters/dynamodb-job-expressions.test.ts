@@ -1,19 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import {
+  droppedCopyUpdate,
+  leaseLostUpdate,
+  withHistory,
+} from '../../../../shared/core/adapters/dynamodb-history-expressions.ts';
+import {
   checkpointUpdate,
   claimUpdate,
   completeUpdate,
-  droppedCopyUpdate,
   FENCE,
   giveUpUpdate,
   type JobItemUpdate,
   jobSummaryScan,
-  leaseLostUpdate,
+  redriveUpdate,
   renewUpdate,
   resetClaimUpdate,
-  withHistory,
 } from '../../../../shared/core/adapters/dynamodb-job-expressions.ts';
-import { redriveUpdate } from '../../../../shared/core/adapters/dynamodb-redrive.ts';
 import { HISTORY_MAX, type HistoryEvent } from '../../../../shared/core/contract/job-history.ts';
 import type { JobLease } from '../../../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';

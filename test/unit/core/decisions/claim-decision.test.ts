@@ -39,17 +39,32 @@ describe('Function: decideRefusal', () => {
     expect(decideRefusal(item(), 'm-1', NOW)).toEqual({ kind: 'own-message-early', hideForMs: 10_000 });
   });
 
-  it("hides a limit's re-send of our own message (it names the message it replaced) as our own message", () => {
+  it("hides a limit's re-send of our own message (same origin, whatever its id) as our own message", () => {
     // Found by the interleaving model: a bounce re-sent the message of a job waiting for its retry, and
     // the re-send, taken for a racing copy, was deleted: the job was stranded IN_PROGRESS.
-    expect(decideRefusal(item(), 'm-7', NOW, ['m-3', 'm-1'])).toEqual({
+    expect(decideRefusal(item(), { messageId: 'm-7', originId: 'm-1' }, NOW)).toEqual({
       kind: 'own-message-early',
       hideForMs: 10_000,
     });
-    expect(decideRefusal(item(), 'm-7', NOW, ['m-3'])).toEqual({
+    expect(decideRefusal(item(), { messageId: 'm-7', originId: 'm-3' }, NOW)).toEqual({
       kind: 'duplicate-racing',
       owner: 'worker-a',
     });
+    // An item a re-send claimed names that message's origin: a later re-send of it is ours too.
+    const claimedByResend = item({ messageId: 'm-5', originId: 'm-1' });
+    expect(decideRefusal(claimedByResend, { messageId: 'm-9', originId: 'm-1' }, NOW).kind).toBe(
+      'own-message-early',
+    );
+    expect(decideRefusal(claimedByResend, 'm-1', NOW).kind).toBe('own-message-early');
+    expect(decideRefusal(claimedByResend, 'm-2', NOW).kind).toBe('duplicate-racing');
+    // A redrive's message (it names the letter's message, m-5) that a bounce re-sent: its origin is m-5.
+    expect(decideRefusal(claimedByResend, { messageId: 'm-10', originId: 'm-5' }, NOW).kind).toBe(
+      'own-message-early',
+    );
+    // A message an older worker re-sent (its `leaseq-resent-from` list only) is still known.
+    expect(
+      decideRefusal(item(), { messageId: 'm-7', originId: 'm-3', formerIds: ['m-3', 'm-1'] }, NOW).kind,
+    ).toBe('own-message-early');
   });
 
   it('treats a job waiting for its retry like a live lease', () => {

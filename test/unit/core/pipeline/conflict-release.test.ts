@@ -11,7 +11,7 @@ import { InMemoryMetrics } from '../../../../shared/core/observe/metrics.ts';
 import { claim, startAttempt } from '../../../../shared/core/pipeline/claim.ts';
 import { DeadLetterer } from '../../../../shared/core/pipeline/dead-letterer.ts';
 import { RESEND_AT_RECEIVES } from '../../../../shared/core/pipeline/limit-bounce.ts';
-import { RESENT_FROM_ATTRIBUTE, RecordMessage } from '../../../../shared/core/pipeline/record-message.ts';
+import { ORIGIN_ATTRIBUTE, RecordMessage } from '../../../../shared/core/pipeline/record-message.ts';
 import { settleFailure } from '../../../../shared/core/pipeline/release.ts';
 import { resolveSettings } from '../../../../shared/core/pipeline/settings.ts';
 import { OptimisticConflictError } from '../../../../shared/errors.ts';
@@ -176,12 +176,12 @@ describe('Function: settleFailure, an optimistic conflict', () => {
     // Act
     const { record, action } = await w.conflictOnce();
 
-    // Assess: the original is gone; one new message of the same job names it as its former id.
+    // Assess: the original is gone; one new message of the same job names it as its origin.
     expect(action).toBe('retry');
     const left = w.queue.messages();
     expect(left).toHaveLength(1);
     expect(left[0]?.messageId).not.toBe(record.messageId);
-    expect(left[0]?.attributes?.[RESENT_FROM_ATTRIBUTE]?.stringValue).toBe(record.messageId);
+    expect(left[0]?.attributes?.[ORIGIN_ATTRIBUTE]?.stringValue).toBe(record.messageId);
     expect(await w.store.get(KEY)).toMatchObject({ status: JobStatus.RetryWait, attempts: 0, conflicts: 1 });
   });
 });

@@ -8,10 +8,10 @@ import {
   claimUpdate,
   completeUpdate,
   FENCE,
+  redriveUpdate,
   renewUpdate,
 } from '../../../../shared/core/adapters/dynamodb-job-expressions.ts';
 import { giveUpError, MAX_ITEM_BYTES } from '../../../../shared/core/adapters/dynamodb-limits.ts';
-import { redriveUpdate } from '../../../../shared/core/adapters/dynamodb-redrive.ts';
 import { refusedClaim } from '../../../../shared/core/adapters/dynamodb-refusals.ts';
 import { SqsJobQueue } from '../../../../shared/core/adapters/sqs-job-queue.ts';
 import { makeEnvelope, parseEnvelope } from '../../../../shared/core/contract/envelope.ts';

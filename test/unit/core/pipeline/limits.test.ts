@@ -3,7 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { makeEnvelope } from '../../../../shared/core/contract/envelope.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
-import { bounceSeconds, RESEND_AT_RECEIVES } from '../../../../shared/core/pipeline/limit-bounce.ts';
+import {
+  bounceSeconds,
+  fifoWaitMs,
+  RESEND_AT_RECEIVES,
+  resendAtReceives,
+} from '../../../../shared/core/pipeline/limit-bounce.ts';
 import {
   concurrencyWaitMs,
   freeSlotOrder,
@@ -15,7 +20,7 @@ import {
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { resolveSettings } from '../../../../shared/core/pipeline/settings.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { REDRIVE_MARGIN } from '../../../../shared/resources.ts';
+import { REDRIVE_MARGIN, redriveMaxReceiveCount } from '../../../../shared/resources.ts';
 import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryLeaseStore } from '../../../../shared/testing/in-memory-lease-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
@@ -82,6 +87,25 @@ describe('Function: bounceSeconds / concurrencyWaitMs', () => {
     expect([1, 2, 3, 4, 5, 50].map(concurrencyWaitMs)).toEqual([1000, 2000, 4000, 8000, 16_000, 16_000]);
     // Re-sent before the redrive safety net could count bounces.
     expect(RESEND_AT_RECEIVES).toBeLessThan(REDRIVE_MARGIN);
+  });
+});
+
+describe('Function: resendAtReceives / fifoWaitMs', () => {
+  it('re-sends below every redrive count the construct gives, and below a smaller one the worker is told', () => {
+    for (const fifo of [false, true]) {
+      const smallest = redriveMaxReceiveCount({ maxAttempts: 1, batchSize: 1, fifo });
+      expect(resendAtReceives(fifo, undefined)).toBeLessThan(smallest);
+      expect(resendAtReceives(fifo, 3)).toBe(2);
+      expect(resendAtReceives(fifo, 1)).toBe(1);
+    }
+    expect(resendAtReceives(false, undefined)).toBe(RESEND_AT_RECEIVES);
+  });
+
+  it('holds a FIFO head with hides that double (2 s to 15 min): its receives before a re-send cover 15 minutes', () => {
+    expect([1, 2, 3, 9, 10, 40].map((r) => fifoWaitMs(r) / 1000)).toEqual([2, 4, 8, 512, 900, 900]);
+    let waited = 0;
+    for (let r = 1; r < resendAtReceives(true, undefined); r++) waited += fifoWaitMs(r);
+    expect(waited).toBeGreaterThan(15 * 60_000);
   });
 });
 

@@ -191,3 +191,72 @@ describe('Rate limits in the pipeline', () => {
     expect(metrics.counters.get('HandBack')).toBe(1);
   });
 });
+
+describe('Limits and the copies of a finished job', () => {
+  it("spends no rate permit on a cancelled job's copy: the next job of the key starts at once", async () => {
+    // Prepare: k-1 is cancelled before its message comes (a tombstone); one permit per minute.
+    const { processor, queue, store, send, starts } = setup({ limit: 1, perSeconds: 60 });
+    await store.cancel('k-1', { now: Date.now(), reason: 'not wanted' });
+    send(1);
+    send(2);
+    const [copy, next] = queue.receive(2);
+    if (!copy || !next) throw new Error('expected two records');
+
+    // Act
+    const dropped = await processor.process(copy);
+    const ran = await processor.process(next);
+
+    // Assess: the copy was dropped without a permit; k-2 took the minute's only one.
+    expect(dropped.action).toBe('cancelled-copy');
+    expect(ran.action).toBe('completed');
+    expect(starts).toHaveLength(1);
+  });
+
+  it("holds a concurrency slot for a cancelled job's copy only until its claim is refused", async () => {
+    // Prepare: one slot; k-1 cancelled; its copy's store calls are slow.
+    const job = defineJob({
+      type: 'test.single',
+      payload: z.object({ n: z.number() }),
+      concurrency: { limit: 1 },
+      run: async () => ({}),
+    });
+    const store = new InMemoryJobStore();
+    const queue = new InMemoryQueue();
+    const leases = new InMemoryLeaseStore();
+    const processor = new JobProcessor({
+      store,
+      queue,
+      leases,
+      registry: JobRegistry.of([job]),
+      worker: 'w',
+      logger: new Logger({ logLevel: 'SILENT' }),
+    });
+    const send = (n: number) =>
+      queue.send(
+        JSON.stringify(
+          makeEnvelope({ id: `e-${n}`, type: 'test.single', dedupKey: `k-${n}`, payload: { n } }),
+        ),
+      );
+    await store.cancel('k-1', { now: Date.now() });
+    send(1);
+    send(2);
+    const [copy, next] = queue.receive(2);
+    if (!copy || !next) throw new Error('expected two records');
+    store.faults.delayNext('claim', 300);
+
+    // Act: the copy first, the next job while the copy's claim is on its way, and again after.
+    const dropping = processor.process(copy);
+    await new Promise((done) => setTimeout(done, 50));
+    const meanwhile = await processor.process(next);
+    const dropped = await dropping;
+    // Its next try (the same record, as its redelivery would be).
+    const ran = await processor.process(next);
+
+    // Assess: the slot was the copy's for its claim's round trip only (a bounce, no attempt), then free:
+    // nothing the copy took outlives its record.
+    expect(meanwhile.action).toBe('limited');
+    expect(dropped.action).toBe('cancelled-copy');
+    expect((await leases.get('slot:test.single:*#0'))?.owner).toBeUndefined();
+    expect(ran.action).toBe('completed');
+  });
+});
