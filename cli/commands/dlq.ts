@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { findDeadLetter, purgeDlq, surveyDeadLetters } from '../../shared/ops/dlq.ts';
+import { findDeadLetter, purgeDlq, purgeLetters, surveyDeadLetters } from '../../shared/ops/dlq.ts';
 import { shortfall } from '../../shared/ops/dlq-browse.ts';
 import { type DeadJobSummary, type DeadJobsResult, listDeadJobs } from '../../shared/ops/dlq-jobs.ts';
 import { assertKnownReason, type DeadLetter, type DeadLetterSummary } from '../../shared/ops/dlq-letters.ts';
@@ -58,6 +58,7 @@ interface RedriveFlags extends TargetFlags {
 }
 
 interface PurgeFlags extends TargetFlags {
+  readonly messageId?: string[];
   readonly yes?: boolean;
   readonly json?: boolean;
 }
@@ -380,13 +381,23 @@ export function register(program: Command): void {
   targetOptions(
     dlq
       .command('purge')
-      .description('delete every message in the DLQ (asks first on a terminal; --yes for scripts)')
+      .description(
+        'delete every message in the DLQ, or the letters named (asks first on a terminal; --yes for scripts)',
+      )
+      .option(
+        '--message-id <id...>',
+        'delete only these letters (their DLQ message ids, from dlq list --letters)',
+      )
       .option('--yes', 'do not ask (scripts, CI); without a terminal a purge refuses without it')
       .option('--json', 'print the result as JSON on stdout'),
   ).action(async (flags: PurgeFlags) => {
     const target = await resolveTarget(flags);
     try {
       const name = queueName(target.names.dlqUrl);
+      if (flags.messageId) {
+        await purgeNamed(target, name, flags.messageId, flags);
+        return;
+      }
       const depth = totalDepth(await queueStats(target.clients.sqs, target.names.dlqUrl));
       const confirmed = await confirmChange(
         {
@@ -413,4 +424,24 @@ export function register(program: Command): void {
       target.close();
     }
   });
+}
+
+/** `dlq purge --message-id`: deletes the named letters only, after the same confirmation. */
+async function purgeNamed(
+  target: Awaited<ReturnType<typeof resolveTarget>>,
+  name: string,
+  ids: readonly string[],
+  flags: PurgeFlags,
+): Promise<void> {
+  const what = `delete ${ids.length === 1 ? `letter ${ids[0]}` : `${ids.length} letters`} from ${name}; this cannot be undone`;
+  if (!(await confirmChange({ verb: 'purge', name, what, local: target.local }, flags.yes))) {
+    process.exitCode = 1;
+    return;
+  }
+  const report = await purgeLetters(target.clients.sqs, target.names.dlqUrl, ids);
+  if (flags.json) printJson(report);
+  else {
+    const missing = report.notFound.length > 0 ? `; not found: ${report.notFound.join(', ')}` : '';
+    print(`deleted ${report.deleted} letter${report.deleted === 1 ? '' : 's'}${missing}`);
+  }
 }

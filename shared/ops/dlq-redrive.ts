@@ -8,13 +8,7 @@ import { DeleteMessageCommand, type Message, SendMessageCommand } from '@aws-sdk
 import { groupIdForKey } from '../aws/message-group.ts';
 import { isFifoQueue } from '../aws/queue-url.ts';
 import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
-import {
-  bodySizeProblem,
-  DEFAULT_MAX_BODY_BYTES,
-  type JobEnvelope,
-  parseEnvelope,
-  SQS_MAX_MESSAGE_BYTES,
-} from '../core/contract/envelope.ts';
+import type { JobItem } from '../core/contract/job-item.ts';
 import { resentInPlaceOf } from '../core/pipeline/record-message.ts';
 import { Pacer } from '../producer/pacer.ts';
 import { type BrowseResult, browse, KEEP, shortfall, type Visit } from './dlq-browse.ts';
@@ -25,6 +19,7 @@ import {
   matchesFilter,
   toDeadLetter,
 } from './dlq-letters.ts';
+import { editedBody } from './dlq-redrive-edit.ts';
 import {
   type EarlierSend,
   isOtherMessage,
@@ -35,9 +30,10 @@ import {
   REDRIVE_CLOCK_MARGIN_MS,
   type RedriveSkip,
 } from './dlq-redrive-plan.ts';
-import { OpsError, PayloadRefusedError } from './ops-errors.ts';
+import { PayloadRefusedError } from './ops-errors.ts';
 import type { OpsTarget } from './target.ts';
 
+export { editedBody } from './dlq-redrive-edit.ts';
 export {
   type EarlierSend,
   judgeRepeat,
@@ -94,28 +90,6 @@ export interface RedriveOptions {
   };
   /** Largest body the jobs queue's workers take. @default DEFAULT_MAX_BODY_BYTES */
   readonly maxBodyBytes?: number;
-}
-
-/**
- * The letter's envelope with its payload replaced by `payload`: id, dedup key, type, createdAt and trace
- * kept (a claim-check pointer is dropped: the payload is inline now). Throws OpsError when the letter's body
- * is not an envelope, or the new body is above `maxBytes`.
- */
-export function editedBody(letterBody: string, payload: unknown, maxBytes = DEFAULT_MAX_BODY_BYTES): string {
-  let envelope: JobEnvelope;
-  try {
-    envelope = parseEnvelope(letterBody, { maxBytes: SQS_MAX_MESSAGE_BYTES });
-  } catch (error) {
-    throw new OpsError(
-      `the dead letter's body is not a leaseq envelope (${messageOf(error)}); send the job anew with \`leaseq send\``,
-      error,
-    );
-  }
-  const { payloadRef: _pointer, ...rest } = envelope as JobEnvelope & { payloadRef?: unknown };
-  const body = JSON.stringify({ ...rest, payload });
-  const tooLarge = bodySizeProblem(body, maxBytes);
-  if (tooLarge) throw new OpsError(`the corrected job's ${tooLarge}; nothing was sent`);
-  return body;
 }
 
 export interface RedriveItem {
@@ -296,11 +270,12 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
     letter: letter.messageId,
     ...(run.options.payload ? { edited: true } : {}),
   };
-  // The store checks the lease again, with the same margin: a worker may have claimed it since the read.
+  // The store checks the lease again, with the same margin, and that the item is still the version the
+  // plan read: a worker may have claimed it since (a fresh send resetting a dead key makes it another job).
   if (
     reset &&
     letter.dedupKey &&
-    !(await run.store.resetForRedrive(letter.dedupKey, now, now - REDRIVE_CLOCK_MARGIN_MS, by))
+    !(await run.store.resetForRedrive(letter.dedupKey, now, now - REDRIVE_CLOCK_MARGIN_MS, by, item?.version))
   ) {
     record(run, {
       ...fields,
@@ -317,7 +292,12 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
     reset && item
       ? { versionAfter: item.version + 1, at: now, ...letterMessageId }
       : { at: now, ...letterMessageId };
-  return sendBack(run, message, { ...letter, body }, reset, note, earlier);
+  return sendBack(
+    run,
+    message,
+    { ...letter, body },
+    { reset, note, earlier, ...(reset && item ? { item } : {}) },
+  );
 }
 
 /**
@@ -368,16 +348,22 @@ async function leftInDlq(
 
 /**
  * Sends the letter's body to the jobs queue, then deletes the letter. A failed send keeps the letter
- * for the next redrive; a failed delete leaves a duplicate the workers drop by dedup key.
+ * for the next redrive and undoes the reset (`item`, as read before it): no message would bring a reset
+ * job back, and a DEAD job stays listed as dead. A failed delete leaves a duplicate the workers drop by
+ * dedup key.
  */
 async function sendBack(
   run: RedriveRun,
   message: Message,
   letter: DeadLetter,
-  reset: boolean,
-  note: { readonly detail?: string },
-  earlier: EarlierSend,
+  how: {
+    readonly reset: boolean;
+    readonly note: { readonly detail?: string };
+    readonly earlier: EarlierSend;
+    readonly item?: JobItem;
+  },
 ): Promise<Visit> {
+  const { reset, note, earlier } = how;
   const { clients, names } = run.target;
   const fields = letterFields(letter);
   await run.pacer.take(1);
@@ -395,11 +381,16 @@ async function sendBack(
     );
     newMessageId = out.MessageId ?? '';
   } catch (error) {
+    const undone = await undoReset(run, how);
     record(run, {
       ...fields,
       outcome: 'failed',
-      reset,
-      detail: `send to the jobs queue failed: ${messageOf(error)}`,
+      reset: reset && !undone,
+      detail: `send to the jobs queue failed: ${messageOf(error)}; ${
+        undone || !reset
+          ? 'the job is as it was, its letter stays'
+          : 'the job was reset and waits for this letter, which stays: run redrive again'
+      }`,
     });
     return KEEP;
   }
@@ -417,6 +408,20 @@ async function sendBack(
   }
   record(run, { ...fields, outcome: 'redriven', reset, newMessageId, ...note });
   return { deleted: true, stop: run.taken >= run.limit };
+}
+
+/** Puts the item back as it was before this run's reset (its send failed); false if it could not. */
+async function undoReset(
+  run: RedriveRun,
+  how: { readonly reset: boolean; readonly earlier: EarlierSend; readonly item?: JobItem },
+): Promise<boolean> {
+  const { item, earlier } = how;
+  if (!how.reset || !item || earlier.versionAfter === undefined) return false;
+  try {
+    return await run.store.undoRedrive(item, earlier.versionAfter, run.now());
+  } catch {
+    return false;
+  }
 }
 
 function reportOf(run: RedriveRun, browsed: BrowseResult): RedriveReport {

@@ -1,8 +1,14 @@
 /**
- * The DLQ commands that look at or empty the dead-letter queue: list, show (find one) and purge.
+ * The DLQ commands that look at or empty the dead-letter queue: list, show (find one) and purge (all, or
+ * the letters named).
  * Redrive, which sends letters back, is in dlq-redrive.ts; decoding a letter is in dlq-letters.ts.
  */
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  DeleteMessageBatchCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import { type BrowseResult, browse, KEEP, shortfall } from './dlq-browse.ts';
 import { type DeadLetter, type DeadLetterSummary, summarise, toDeadLetter } from './dlq-letters.ts';
 import { DeadLetterNotFoundError } from './ops-errors.ts';
@@ -105,4 +111,35 @@ export async function purgeDlq(sqs: SQSClient, dlqUrl: string): Promise<PurgeRep
     deleted += del.Successful?.length ?? 0;
   }
   return { deleted, remaining: totalDepth(await queueStats(sqs, dlqUrl)) };
+}
+
+/** Result of {@link purgeLetters}. */
+export interface PurgeLettersReport {
+  readonly deleted: number;
+  /** The named letters the browse did not find (gone already, or held hidden by another reader). */
+  readonly notFound: string[];
+}
+
+/**
+ * Deletes the letters named by their message ids, and no other: a stale letter a redrive skipped goes
+ * while the other dead jobs keep theirs. The browse ends once it saw every named letter.
+ */
+export async function purgeLetters(
+  sqs: SQSClient,
+  dlqUrl: string,
+  messageIds: readonly string[],
+): Promise<PurgeLettersReport> {
+  const wanted = new Set(messageIds);
+  let deleted = 0;
+  await browse(sqs, dlqUrl, { visibilitySeconds: BROWSE_VISIBILITY_SECONDS }, async (message) => {
+    const id = message.MessageId ?? '';
+    if (!wanted.has(id)) return KEEP;
+    wanted.delete(id);
+    await sqs.send(
+      new DeleteMessageCommand({ QueueUrl: dlqUrl, ReceiptHandle: message.ReceiptHandle ?? '' }),
+    );
+    deleted += 1;
+    return { deleted: true, stop: wanted.size === 0 };
+  });
+  return { deleted, notFound: [...wanted] };
 }

@@ -26,7 +26,7 @@ import type {
   RenewOptions,
   StoreCallOptions,
 } from '../core/contract/job-store.ts';
-import { cancelledEvent, redriveEvent } from '../core/contract/job-store.ts';
+import { cancelledEvent } from '../core/contract/job-store.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 import { classifyClaim, collides } from '../core/decisions/claim-decision.ts';
 import { fenceRefusal, holdsFence } from '../core/decisions/fence-decision.ts';
@@ -54,12 +54,12 @@ import {
   isClaimable,
   leasedRunOnly,
   leaseEnd,
-  leaseOver,
 } from '../core/decisions/lease-arithmetic.ts';
 import type { StoreUnavailableError } from '../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../resources.ts';
 import { checkTransactionLimits, type EffectApplier } from './in-memory-effects.ts';
 import { carriedWrite, checkJobItemSize, refusedAsDynamoDb } from './in-memory-job-writes.ts';
+import { redriveReset, redriveUndone } from './in-memory-redrive.ts';
 import { StoreFaults } from './store-faults.ts';
 
 /*
@@ -81,6 +81,7 @@ export type JobStoreOperation =
   | 'mark-dead'
   | 'get'
   | 'reset-for-redrive'
+  | 'undo-redrive'
   | 'record-lease-lost'
   | 'record-dropped-copy'
   | 'cancel';
@@ -537,35 +538,21 @@ export class InMemoryJobStore implements JobStore {
     now: number,
     leaseEndedBefore = now,
     by: RedriveBy = { by: 'unknown' },
+    planned?: number,
   ): Promise<boolean> {
     return this.faults.run('reset-for-redrive', () => {
-      const item = this.#items.get(dedupKey);
-      if (!item || item.status === JobStatus.Completed || item.status === JobStatus.Cancelled) return false;
-      if (item.status === JobStatus.InProgress && !leaseOver(item.leaseUntil, leaseEndedBefore)) return false;
-      const next: MutableJobItem = {
-        ...item,
-        status: JobStatus.RetryWait,
-        leaseUntil: 0,
-        attempts: 0,
-        version: item.version + 1,
-        updatedAt: now,
-        expiresAt: this.#expiresAt(now),
-        problemShard: problemShard(dedupKey),
-        problemAt: now,
-      };
-      const history = [...(item.history ?? []), redriveEvent(now, by)];
-      next.history = history.slice(-HISTORY_MAX);
-      if (history.length > HISTORY_MAX) {
-        next.historyDropped = (item.historyDropped ?? 0) + history.length - HISTORY_MAX;
-      }
-      delete next.owner;
-      delete next.deadReason;
-      delete next.refunds;
-      delete next.conflicts;
-      delete next.deadAt;
-      delete next.deadKeyUntil;
-      this.#items.set(dedupKey, next);
-      return true;
+      const reset = { now, leaseEndedBefore, by, planned, expiresAt: this.#expiresAt(now) };
+      const next = redriveReset(this.#items.get(dedupKey), dedupKey, reset);
+      if (next) this.#items.set(dedupKey, structuredClone(next));
+      return next !== undefined;
+    });
+  }
+
+  async undoRedrive(before: JobItem, resetVersion: number, now: number): Promise<boolean> {
+    return this.faults.run('undo-redrive', () => {
+      const next = redriveUndone(this.#items.get(before.dedupKey), before, resetVersion, now);
+      if (next) this.#items.set(before.dedupKey, structuredClone(next));
+      return next !== undefined;
     });
   }
 

@@ -1971,8 +1971,11 @@ class PortStore implements JobStore {
     now: number,
     leaseEndedBefore?: number,
     by?: RedriveBy,
+    planned?: number,
   ): Promise<boolean> {
-    return this.#ports.call(dedupKey, () => this.#inner.resetForRedrive(dedupKey, now, leaseEndedBefore, by));
+    return this.#ports.call(dedupKey, () =>
+      this.#inner.resetForRedrive(dedupKey, now, leaseEndedBefore, by, planned),
+    );
   }
   cancel(dedupKey: string, request: CancelRequest): Promise<CancelResult> {
     const inner = this.#inner;
@@ -2170,9 +2173,10 @@ class AuditStore implements JobStore {
     now: number,
     leaseEndedBefore?: number,
     by?: RedriveBy,
+    planned?: number,
   ): Promise<boolean> {
     return this.#world.protocolWrite(dedupKey, () =>
-      this.#inner.resetForRedrive(dedupKey, now, leaseEndedBefore, by),
+      this.#inner.resetForRedrive(dedupKey, now, leaseEndedBefore, by, planned),
     );
   }
 

@@ -292,7 +292,11 @@ export function redriveUpdate(
   expiresAt: number,
   leaseEndedBefore = now,
   history: RedriveHistory = { event: { e: 'redrive', at: now, by: 'unknown' } },
+  planned?: number,
 ): JobItemUpdate {
+  // `planned`: the version the redrive planned from; a claim since (a fresh send's reset of a dead key, a
+  // copy's takeover) refuses the reset. A replaced history is written at the version read, the planned one.
+  const plannedCondition = planned !== undefined && !('replace' in history) ? ' AND #version = :planned' : '';
   // The event is appended while the history has room; a full one is replaced by the caller's trimmed
   // copy under a version condition (the caller read it), so the bound holds without a read on every redrive.
   // An item with no room for the event (refused for size) is redriven without it, keeping the index keys
@@ -324,7 +328,8 @@ export function redriveUpdate(
     ConditionExpression:
       'attribute_exists(#status) AND NOT #status IN (:completed, :cancelled) AND ' +
       '(#status <> :inProgress OR #leaseUntil < :endedBefore)' +
-      historyCondition,
+      historyCondition +
+      plannedCondition,
     ExpressionAttributeNames: {
       ...(none ? {} : { '#history': 'history' }),
       ...(keys ? { '#problemShard': PROBLEM_SHARD_ATTRIBUTE, '#problemAt': PROBLEM_AT_ATTRIBUTE } : {}),
@@ -352,6 +357,7 @@ export function redriveUpdate(
       ':now': now,
       ':endedBefore': leaseEndedBefore,
       ':expiresAt': expiresAt,
+      ...(plannedCondition ? { ':planned': planned } : {}),
       ...(keys ? { ':problemShard': problemShard(dedupKey) } : {}),
       ...('replace' in history
         ? {

@@ -67,6 +67,7 @@ import {
 } from './dynamodb-job-expressions.ts';
 import { checkJobWrite, giveUpWithHistory, type JobWrite } from './dynamodb-limits.ts';
 import { cancelJob, type OperatorTable, resetForRedrive } from './dynamodb-operator-writes.ts';
+import { undoRedrive } from './dynamodb-redrive.ts';
 import {
   cancelledFastCommit,
   cancelledFencedWrite,
@@ -473,8 +474,13 @@ export class DynamoDbJobStore implements JobStore {
     now: number,
     leaseEndedBefore = now,
     by: RedriveBy = { by: 'unknown' },
+    planned?: number,
   ): Promise<boolean> {
-    return resetForRedrive(this.#operatorTable(), dedupKey, { now, leaseEndedBefore, by });
+    return resetForRedrive(this.#operatorTable(), dedupKey, { now, leaseEndedBefore, by, planned });
+  }
+
+  undoRedrive(before: JobItem, resetVersion: number, now: number): Promise<boolean> {
+    return undoRedrive(this.#operatorTable(), before, resetVersion, now);
   }
 
   async cancel(dedupKey: string, request: CancelRequest): Promise<CancelResult> {

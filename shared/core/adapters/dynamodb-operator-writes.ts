@@ -11,6 +11,7 @@ import { HISTORY_MAX } from '../contract/job-history.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type { CancelRequest, CancelResult, RedriveBy } from '../contract/job-store.ts';
 import { cancelledEvent, redriveEvent } from '../contract/job-store.ts';
+import { JobStatus } from '../contract/statuses.ts';
 import {
   type CancelHistory,
   cancelUpdate,
@@ -38,14 +39,20 @@ export async function resetForRedrive(
     now,
     leaseEndedBefore,
     by,
-  }: { readonly now: number; readonly leaseEndedBefore: number; readonly by: RedriveBy },
+    planned,
+  }: {
+    readonly now: number;
+    readonly leaseEndedBefore: number;
+    readonly by: RedriveBy;
+    readonly planned?: number;
+  },
 ): Promise<boolean> {
   const event = redriveEvent(now, by);
   const send = (history: RedriveHistory) =>
     guardStore('reset-for-redrive', () =>
       t.doc.send(
         new UpdateCommand(
-          redriveUpdate(t.tableName, dedupKey, now, t.expiresAt(now), leaseEndedBefore, history),
+          redriveUpdate(t.tableName, dedupKey, now, t.expiresAt(now), leaseEndedBefore, history, planned),
         ),
       ),
     );
@@ -67,11 +74,15 @@ export async function resetForRedrive(
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
   }
-  // Refused: finished, under a live lease, absent, or its history is full. Only the last is retried,
-  // with the oldest events dropped, over the version and the list read (a change in between, such as a
-  // dropped copy's count, refuses it again, and it is read afresh: at most 3 times).
+  // Refused: finished, under a live lease, absent, moved since the plan's read (`planned`), or its history
+  // is full; or, with `planned`, this very reset landed and its answer was lost (the SDK's retry refused).
+  // Only a full history is retried, with the oldest events dropped, over the version and the list read (a
+  // change in between, such as a dropped copy's count, refuses it again, and it is read afresh: at most 3
+  // times; with `planned`, only at that version).
   for (let tries = 0; tries < 3; tries++) {
     const item = await t.get(dedupKey);
+    if (planned !== undefined && ownRedriveReset(item, planned, now)) return true;
+    if (planned !== undefined && item?.version !== planned) return false;
     if (!item || (item.history?.length ?? 0) < HISTORY_MAX) return false;
     const read = item.history ?? [];
     const history = [...read, event];
@@ -88,6 +99,21 @@ export async function resetForRedrive(
     }
   }
   return false;
+}
+
+/**
+ * Whether `item` is as the redrive reset planned at version `planned` at `now` left it: the version after
+ * it, RETRY_WAIT with no attempt, written at `now` (the reset's own updatedAt). A claim or any other write
+ * since moves the version on, so this is the reset's own write whose answer was lost.
+ */
+function ownRedriveReset(item: JobItem | undefined, planned: number, now: number): boolean {
+  return (
+    item !== undefined &&
+    item.version === planned + 1 &&
+    item.status === JobStatus.RetryWait &&
+    item.attempts === 0 &&
+    item.updatedAt === now
+  );
 }
 
 /** JobStore.cancel (contract/job-store.ts) on the table `t`. */

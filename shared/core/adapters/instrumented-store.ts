@@ -14,6 +14,7 @@ const OPERATIONS = [
   'markDead',
   'get',
   'resetForRedrive',
+  'undoRedrive',
   'recordLeaseLost',
   'recordDroppedCopy',
   'cancel',

@@ -249,9 +249,26 @@ export interface JobStore {
    * died, or its dead marking failed) becomes RETRY_WAIT with attempts 0, no owner, no `deadReason`; the
    * checkpoint is kept. False when refused or absent. An operator's clock may run ahead of the workers',
    * so redrive passes a `leaseEndedBefore` well before its `now`. Appends a `redrive` history event
-   * (`by`; default `unknown`) and sets the `problems` index keys (job-history.ts).
+   * (`by`; default `unknown`) and sets the `problems` index keys (job-history.ts). With `planned` (the
+   * version the caller read and planned from), refused when the item moved since: a claim in between
+   * (a fresh send resetting a dead key, a takeover) made it another job's, or another run's. A reset
+   * whose answer was lost is still true when the item is as it left it.
    */
-  resetForRedrive(dedupKey: string, now: number, leaseEndedBefore?: number, by?: RedriveBy): Promise<boolean>;
+  resetForRedrive(
+    dedupKey: string,
+    now: number,
+    leaseEndedBefore?: number,
+    by?: RedriveBy,
+    planned?: number,
+  ): Promise<boolean>;
+  /**
+   * Undoes a redrive's reset whose letter could not be sent back: the item gets `before`'s status,
+   * attempts, lease, owner and dead fields again (a DEAD job is DEAD again, listed as dead, its letter
+   * still in the DLQ), when it is still as the reset left it (version `resetVersion`, RETRY_WAIT, attempts
+   * 0). False when it moved since (a message of the job claimed it: it runs, nothing is to undo). Optional:
+   * only the operator's redrive calls it, on the DynamoDB store.
+   */
+  undoRedrive?(before: JobItem, resetVersion: number, now: number): Promise<boolean>;
   /**
    * Cancels a job (docs/protocol.md, edge C1-C3): one conditional write. A job not finished (IN_PROGRESS,
    * live lease or not, or RETRY_WAIT) becomes CANCELLED in place: owner and token stay, so its holder's

@@ -59,10 +59,10 @@ describe('Function: redrive (under faults, against the emulator)', () => {
     const first = await redrive({ clients: faulty, names });
     destroyAwsClients(faulty);
 
-    // Assess 1: reported, letter kept, item reset so it can run, nothing sent.
+    // Assess 1: reported, letter kept, the reset undone (no message would bring a reset job back), nothing sent.
     expect(faults.injected.get('SQS.SendMessage')).toBe(1);
     expect(first).toMatchObject({ matched: 1, redriven: 0, failed: 1 });
-    expect((await strict.store.get(key))?.status).toBe(JobStatus.RetryWait);
+    expect((await strict.store.get(key))?.status).toBe(JobStatus.Dead);
     expect(await queueCounts(env, env.dlqUrl)).toMatchObject({ visible: 1 });
     expect(await queueCounts(env)).toMatchObject({ visible: 0, inFlight: 0 });
 

@@ -988,6 +988,49 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         }
       });
 
+      it('refuses a reset planned at a version the item has moved from (a claim since), and changes nothing', async () => {
+        // Prepare: the redrive read the job DEAD at version v; a copy then took it (claimed, released).
+        const key = fresh('planned');
+        const t0 = Date.now();
+        await f.store.markDead(await claim(request(key, 'worker-a', t0)), boom);
+        const read = await f.store.get(key);
+        await f.store.resetForRedrive(key, t0 + 1);
+        await f.store.release(await claim(request(key, 'worker-b', t0 + 2)), t0 + 3, boom);
+        const moved = await f.store.get(key);
+
+        // Act
+        const reset = await f.store.resetForRedrive(key, t0 + 4, t0 + 4, { by: 'ops' }, read?.version);
+
+        // Assess
+        expect(reset).toBe(false);
+        expect(await f.store.get(key)).toEqual(moved);
+        expect(await f.store.resetForRedrive(key, t0 + 5, t0 + 5, { by: 'ops' }, moved?.version)).toBe(true);
+      });
+
+      it('undoes a reset whose send failed: the job is DEAD again as it was, unless it moved since', async () => {
+        // Prepare: a DEAD job, reset by a redrive at the version it read.
+        const key = fresh('undo');
+        const t0 = Date.now();
+        await f.store.markDead(await claim(request(key, 'worker-a', t0)), boom);
+        const dead = await f.store.get(key);
+        if (!dead || !f.store.undoRedrive) throw new Error('no dead item, or no undoRedrive');
+        expect(await f.store.resetForRedrive(key, t0 + 1, t0 + 1, { by: 'ops' }, dead.version)).toBe(true);
+
+        // Act
+        const undone = await f.store.undoRedrive(dead, dead.version + 1, t0 + 2);
+
+        // Assess: DEAD with its reason, attempts and dead key again; a second undo finds it moved.
+        expect(undone).toBe(true);
+        const after = await f.store.get(key);
+        expect(after).toMatchObject({
+          status: JobStatus.Dead,
+          attempts: dead.attempts,
+          version: dead.version + 2,
+        });
+        expect([after?.deadReason, after?.deadKeyUntil]).toEqual([dead.deadReason, dead.deadKeyUntil]);
+        expect(await f.store.undoRedrive(dead, dead.version + 1, t0 + 3)).toBe(false);
+      });
+
       it('refuses a completed job, one a live lease holds, and a key never seen; changes nothing', async () => {
         // Prepare
         const t0 = Date.now();
