@@ -158,6 +158,39 @@ describe('Function: decideRate', () => {
       expect(log?.grants.length).toBeLessThanOrEqual(4);
     });
 
+    it('keeps the limit for a window of perSeconds - d when two clocks are 1.5 s apart (docs/jobs.md, "Clocks")', () => {
+      // Prepare: two workers on a 1-per-10-s key, one clock 1.5 s ahead of the other, each asking again
+      // after the wait it was told (a granted one 100 ms later), for a minute.
+      const d = 1500;
+      let log: RateLog | undefined;
+      const granted: number[] = [];
+      const nextAt = { fast: 0, right: 50 };
+
+      // Act
+      for (let t = 0; t < 60_000; t += 10) {
+        for (const [who, offset] of [
+          ['fast', d],
+          ['right', 0],
+        ] as const) {
+          if (t < nextAt[who]) continue;
+          const decision = decideRate(log, 1, 10, t + offset);
+          if (decision.grant) {
+            log = decision.next;
+            granted.push(t);
+            nextAt[who] = t + 100;
+          } else {
+            nextAt[who] = t + decision.waitMs;
+          }
+        }
+      }
+
+      // Assess: in real time, never two starts within 10 s - 1.5 s; the skew costs waits, not the limit.
+      const tooClose = granted.filter((t, i) => i > 0 && t - (granted[i - 1] ?? 0) < 10_000 - d);
+      expect(tooClose).toEqual([]);
+      expect(busiestWindow(granted, 10_000 - d)).toBe(1);
+      expect(granted.length).toBeGreaterThanOrEqual(5);
+    });
+
     it('counts a grant up to MAX_AHEAD_MS ahead of the latest clock, and a slow request by its latest time', () => {
       const log: RateLog = { version: 1, grants: [1000 + MAX_AHEAD_MS] };
       // At the edge: counted (a clock a little fast, or a request's own time).
