@@ -59,7 +59,11 @@ export function decideRate(
   // or its worker's clock is a little behind) would otherwise miss grants an earlier write pruned by its
   // own later time, and the grants would stop being in order. So the counted log only grows at its end,
   // and what it prunes is out of every window a later decision can look at.
-  const at = Math.max(now, logged.at(-1) ?? now);
+  // Stamped no more than MAX_AHEAD_MS before `latest` either: a take whose `now` was read before a stall
+  // (or whose requests were slow) starts its job later still, and a grant stamped at that old `now` would
+  // leave the window early by the stall, letting the next start in that much sooner. Within the second,
+  // as between clocks, the stamp stays the caller's `now`.
+  const at = Math.max(now, latest - MAX_AHEAD_MS, logged.at(-1) ?? now);
   const recent = logged.filter((t) => t > at - windowMs);
   if (recent.length < limit) {
     return { grant: true, next: { version: (log?.version ?? 0) + 1, grants: [...recent, at, ...ahead] } };

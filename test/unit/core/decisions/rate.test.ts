@@ -191,12 +191,26 @@ describe('Function: decideRate', () => {
       expect(granted.length).toBeGreaterThanOrEqual(5);
     });
 
+    it('stamps a grant at most MAX_AHEAD_MS before the latest clock, so a take slowed by a stall keeps its window', () => {
+      // Prepare: a take on a 1-per-2-s key begun at 0 (its `now`) whose decision came at 2100: the event
+      // loop stalled, or its requests were slow. The job starts after the write, at 2100 or later.
+      const stalled = decideRate(undefined, 1, 2, 0, 2100);
+      if (!stalled.grant) throw new Error('expected a grant');
+
+      // Act: another worker asks at 2200, 100 ms after that start.
+      const next = decideRate(stalled.next, 1, 2, 2200);
+
+      // Assess: refused; the stalled start is stamped 1 s early at most (as a clock 1 s off would be).
+      expect(next).toEqual({ grant: false, waitMs: 900 });
+      expect(stalled.next.grants).toEqual([2100 - MAX_AHEAD_MS]);
+    });
+
     it('counts a grant up to MAX_AHEAD_MS ahead of the latest clock, and a slow request by its latest time', () => {
       const log: RateLog = { version: 1, grants: [1000 + MAX_AHEAD_MS] };
       // At the edge: counted (a clock a little fast, or a request's own time).
       expect(decideRate(log, 1, 1, 1000)).toEqual({ grant: false, waitMs: MAX_AHEAD_MS + 1000 });
-      // A take begun at 0 whose answer came back at 5000: the grant at 2000 is no fast clock's.
-      expect(decideRate(log, 1, 1, 0, 5000)).toEqual({ grant: false, waitMs: 3000 });
+      // A take begun at 0 whose answer came back at 1900: the grant at 2000 is no fast clock's.
+      expect(decideRate(log, 1, 1, 0, 1900)).toEqual({ grant: false, waitMs: 3000 });
       // Past the edge: left out.
       expect(decideRate(log, 1, 1, 999)).toMatchObject({ grant: true });
     });
