@@ -197,12 +197,21 @@ export class JobCancelledError extends LeaseLostError {
 /**
  * Optimistic write kept conflicting after the in-process retries: give the job back with a delay.
  * `detail` says what conflicted (table, key, the version expected and found; core/model/conflict.ts).
+ * `rowUnversioned`: the read-back found the row without its version attribute, so no other writer is in
+ * the way and no re-run can get through (a row seeded by hand): the conflict then uses an attempt.
  */
 export class OptimisticConflictError extends LeaseqError {
   readonly tries: number;
   readonly detail: string | undefined;
+  readonly rowUnversioned: boolean;
 
-  constructor(what: string, tries: number, cause?: unknown, detail?: string) {
+  constructor(
+    what: string,
+    tries: number,
+    cause?: unknown,
+    detail?: string,
+    options: { readonly rowUnversioned?: boolean } = {},
+  ) {
     super(`optimistic write on ${what} conflicted ${tries} times${detail ? `: ${detail}` : ''}`, {
       retryable: true,
       cause,
@@ -210,6 +219,7 @@ export class OptimisticConflictError extends LeaseqError {
     this.name = 'OptimisticConflictError';
     this.tries = tries;
     this.detail = detail;
+    this.rowUnversioned = options.rowUnversioned ?? false;
   }
 }
 

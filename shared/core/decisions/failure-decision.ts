@@ -91,8 +91,9 @@ export function decideFailure(error: unknown, facts: FailureFacts): FailureDecis
     };
   }
   // Someone else changed a row the job wrote: not the job's failure. It goes back with a delay and the
-  // attempt is taken back, bounded apart so a job that never gets through still ends.
-  if (error instanceof OptimisticConflictError && facts.conflictGiveBack !== false) {
+  // attempt is taken back, bounded apart so a job that never gets through still ends. A row without its
+  // version attribute is nobody's write in the way: it never clears, so it counts like any failure.
+  if (error instanceof OptimisticConflictError && !error.rowUnversioned && facts.conflictGiveBack !== false) {
     const conflicts = facts.conflicts ?? 0;
     if (conflicts >= (facts.maxConflicts ?? DEFAULTS.maxConflicts)) {
       return {

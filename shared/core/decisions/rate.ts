@@ -15,22 +15,33 @@ export type RateDecision =
   | { readonly grant: false; readonly waitMs: number };
 
 /**
- * How far ahead of the deciding worker's clock a logged grant may be stamped and still count. Workers
- * whose clocks agree never log a grant ahead of a later decision (a take decides after it read the log,
- * and `latest` covers the time its own requests took), so a stamp further ahead comes from a clock that
- * runs fast. Such a grant is left out of the decision (and kept in the log for its own worker): a worker
- * 10 minutes fast can then take up to `limit` permits a window beside the others, its own grants
+ * How far ahead of the deciding worker's clock a logged grant may be stamped and still count, at the
+ * least (the key's window, when longer, is the bound: {@link countedAheadMs}). Workers whose clocks agree
+ * never log a grant ahead of a later decision (a take decides after it read the log, and `latest` covers
+ * the time its own requests took), so a stamp further ahead comes from a clock that runs fast. A grant up
+ * to a window ahead counts at its stamp: the fast worker's grant then keeps the others waiting up to its
+ * skew longer, and the limit holds for any window of `perSeconds` less the skew (docs/jobs.md, "Rate
+ * limits"). A grant further ahead is left out of the decision (and kept in the log for its own worker): a
+ * worker 10 minutes fast can then take up to `limit` permits a window beside the others, its own grants
  * uncounted by them, instead of stamping the window 10 minutes ahead and stalling every other worker for
- * that long (docs/jobs.md, "Rate limits"). A worker whose clock runs slow is in the same place: the
- * others' grants are ahead of it, so it counts only its own.
+ * that long. A worker whose clock runs slow is in the same place: the others' grants are ahead of it.
  */
 export const MAX_AHEAD_MS = 1000;
+
+/**
+ * How far ahead a grant may be stamped and count for a key of `windowMs`: the window, at least
+ * {@link MAX_AHEAD_MS}. Counting a stamp up to a window ahead costs at most a window's extra wait; leaving
+ * it out would let a worker a second or two off double a long window's limit.
+ */
+export function countedAheadMs(windowMs: number): number {
+  return Math.max(MAX_AHEAD_MS, windowMs);
+}
 
 /**
  * Grants when fewer than `limit` of the logged grants are within the window ending at `now`, writing the
  * pruned log plus `now`; else the wait until enough of them leave the window. `log` undefined: no item.
  * `latest`: the deciding worker's clock now (at least `now`, which was read when its take began); grants
- * logged more than {@link MAX_AHEAD_MS} after it are not counted, and are written back as they were.
+ * logged more than {@link countedAheadMs} after it are not counted, and are written back as they were.
  */
 export function decideRate(
   log: RateLog | undefined,
@@ -40,7 +51,7 @@ export function decideRate(
   latest: number = now,
 ): RateDecision {
   const windowMs = perSeconds * 1000;
-  const bound = Math.max(now, latest) + MAX_AHEAD_MS;
+  const bound = Math.max(now, latest) + countedAheadMs(windowMs);
   const sorted = [...(log?.grants ?? [])].sort((a, b) => a - b);
   const logged = sorted.filter((t) => t <= bound);
   const ahead = sorted.filter((t) => t > bound);
@@ -48,7 +59,11 @@ export function decideRate(
   // or its worker's clock is a little behind) would otherwise miss grants an earlier write pruned by its
   // own later time, and the grants would stop being in order. So the counted log only grows at its end,
   // and what it prunes is out of every window a later decision can look at.
-  const at = Math.max(now, logged.at(-1) ?? now);
+  // Stamped no more than MAX_AHEAD_MS before `latest` either: a take whose `now` was read before a stall
+  // (or whose requests were slow) starts its job later still, and a grant stamped at that old `now` would
+  // leave the window early by the stall, letting the next start in that much sooner. Within the second,
+  // as between clocks, the stamp stays the caller's `now`.
+  const at = Math.max(now, latest - MAX_AHEAD_MS, logged.at(-1) ?? now);
   const recent = logged.filter((t) => t > at - windowMs);
   if (recent.length < limit) {
     return { grant: true, next: { version: (log?.version ?? 0) + 1, grants: [...recent, at, ...ahead] } };

@@ -61,6 +61,11 @@ export async function describeConflict(
   return `${what}: its condition ${op.ConditionExpression ?? ''} failed (${state})`;
 }
 
+/** Whether a {@link describeConflict} sentence says the row has no version attribute (it never clears). */
+export function rowUnversioned(detail: string | undefined): boolean {
+  return detail?.endsWith(NO_VERSION_HINT) ?? false;
+}
+
 function foundVersion(found: { item?: Item } | { unread: true }, attribute: string): string {
   if ('unread' in found) return 'and the item could not be read back';
   if (!found.item) return 'found no item';

@@ -14,7 +14,7 @@ import { type HeldLease, holdLease, jobLeaseOwner, type LeaseHandle } from '../l
 import { MetricName } from '../observe/metric-names.ts';
 import type { MetricsSink } from '../observe/metrics.ts';
 import { inSpan } from '../observe/spans.ts';
-import { describeConflict } from './conflict.ts';
+import { describeConflict, rowUnversioned } from './conflict.ts';
 import type { EffectTable } from './effect-table.ts';
 import type { TableMap } from './table.ts';
 
@@ -303,7 +303,9 @@ export class JobContext<T extends TableMap = TableMap> {
       this.#o.metrics.count(MetricName.OptimisticConflict);
       if (tryNumber >= this.#tries) {
         const detail = await describeConflict(effects, result, this.tables, this.#o.signal);
-        throw new OptimisticConflictError(`step ${name}`, tryNumber, undefined, detail);
+        throw new OptimisticConflictError(`step ${name}`, tryNumber, undefined, detail, {
+          rowUnversioned: rowUnversioned(detail),
+        });
       }
       await conflictPause(tryNumber, this.#o.random);
     }

@@ -8,7 +8,7 @@ import { JobStatus } from '../contract/statuses.ts';
 import { collides, needsLeasedClaim } from '../decisions/claim-decision.ts';
 import { leaseSafetyMs } from '../decisions/lease-timing.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';
-import { conflictRow, describeConflict } from '../model/conflict.ts';
+import { conflictRow, describeConflict, rowUnversioned } from '../model/conflict.ts';
 import { namedLeaseLost } from '../model/job-context.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
 import { MetricName } from '../observe/metric-names.ts';
@@ -184,7 +184,9 @@ async function runAndCommitOnce(
   if (lost) throw namedLeaseLost(lost, 'fast commit');
   // Optimistic conflicts the re-runs did not resolve: recorded under a lease like any failed fast run.
   const detail = await describeConflict(committed, answer, context.tables, signal);
-  throw new OptimisticConflictError('completion', s.optimisticTries, undefined, detail);
+  throw new OptimisticConflictError('completion', s.optimisticTries, undefined, detail, {
+    rowUnversioned: rowUnversioned(detail),
+  });
 }
 
 /**

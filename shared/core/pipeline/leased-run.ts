@@ -4,7 +4,7 @@ import { JobCancelledError, LeaseLostError, OptimisticConflictError } from '../.
 import type { Effect } from '../contract/job-store.ts';
 import { leaseSafetyMs } from '../decisions/lease-timing.ts';
 import { Heartbeat } from '../leases/heartbeat.ts';
-import { conflictRow, describeConflict } from '../model/conflict.ts';
+import { conflictRow, describeConflict, rowUnversioned } from '../model/conflict.ts';
 import { namedLeaseLost } from '../model/job-context.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import type { Attempt } from './attempt.ts';
@@ -92,7 +92,9 @@ async function runAndCommitFenced(s: Settings, attempt: Attempt, heartbeat: Hear
       const lost = context.lostLeaseAt(answer, effectCount);
       if (lost) throw namedLeaseLost(lost, 'completion');
       const detail = await describeConflict(committed, answer, context.tables, signal);
-      throw new OptimisticConflictError('completion', s.optimisticTries, undefined, detail);
+      throw new OptimisticConflictError('completion', s.optimisticTries, undefined, detail, {
+        rowUnversioned: rowUnversioned(detail),
+      });
     }
   } finally {
     // Named leases a job took are held until here, so its commit was fenced by them.

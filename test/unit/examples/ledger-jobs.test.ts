@@ -64,12 +64,13 @@ describe('The ledger example jobs', () => {
       },
     );
 
-    // A version that never matches is a conflict every run: it uses no attempt and ends DEAD once the
-    // conflict budget (maxConflicts) is spent.
-    expect(run).toMatchObject({ status: 'dead-lettered', reason: 'max-conflicts' });
-    expect(run.attempts.length).toBeGreaterThan(5);
+    // A row without a version attribute never takes a versionedPut: no other writer is in the way, so
+    // the conflict uses the attempts (5 of them, seconds), not the conflict budget (20 give-backs with
+    // backoffs up to a minute, three runs each).
+    expect(run).toMatchObject({ status: 'dead-lettered', reason: 'max-attempts' });
+    expect(run.attempts).toHaveLength(5);
     if (run.status === 'dead-lettered') expect(run.error.message).toContain('row has no version attribute');
-    // Every run, one debit: the committed step is skipped on every retry.
+    // Five attempts, one debit: the committed step is skipped on every retry.
     expect(run.tables.ledger).toEqual([
       { account: 'a', balance: 7, version: 1 },
       { account: 'b', balance: 0 },

@@ -153,11 +153,11 @@ describe('Optimistic conflicts say what conflicted', () => {
     const run = await runJob(
       reserve,
       { sku: 'a', qty: 1 },
-      { tables: { stock: [{ sku: 'a', qty: 5 }] }, maxConflicts: 0 },
+      { tables: { stock: [{ sku: 'a', qty: 5 }] }, maxAttempts: 1 },
     );
 
-    // A conflict uses no attempt: this one ends when the conflicts run out.
-    expect(run).toMatchObject({ status: 'dead-lettered', reason: 'max-conflicts' });
+    // A row without its version attribute never clears: the conflict uses the attempt.
+    expect(run).toMatchObject({ status: 'dead-lettered', reason: 'max-attempts' });
     if (run.status !== 'dead-lettered') return;
     expect(run.error.message).toBe(
       `optimistic write on completion conflicted 3 times: versionedPut to table stock key ${keyFingerprint({ sku: 'a' })}: ` +
@@ -197,10 +197,10 @@ describe('Optimistic conflicts say what conflicted', () => {
     const run = await runJob(
       fast,
       { sku: 'a', qty: 1 },
-      { tables: { stock: [{ sku: 'a', qty: 5 }] }, maxConflicts: 0 },
+      { tables: { stock: [{ sku: 'a', qty: 5 }] }, maxAttempts: 1 },
     );
 
-    expect(run).toMatchObject({ status: 'dead-lettered', reason: 'max-conflicts' });
+    expect(run).toMatchObject({ status: 'dead-lettered', reason: 'max-attempts' });
     if (run.status === 'dead-lettered')
       expect(run.error.message).toContain(
         `: versionedPut to table stock key ${keyFingerprint({ sku: 'a' })}: expected no item`,

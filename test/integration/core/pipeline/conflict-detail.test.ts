@@ -55,7 +55,8 @@ describe('Optimistic conflicts on the emulator say what conflicted', () => {
 
     const letter = await creditOnce(account);
 
-    expect(letter.reason).toBe('max-conflicts');
+    // No other writer is in the way (the row has no version): the conflict uses the attempt.
+    expect(letter.reason).toBe('max-attempts');
     expect(letter.errorClass).toBe('OptimisticConflictError');
     expect(letter.errorMessage).toContain(`table ${env.ledgerTable}`);
     // The key as a fingerprint: the text lands in logs and letters, which carry no payload contents.

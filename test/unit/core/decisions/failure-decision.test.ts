@@ -184,5 +184,25 @@ describe('Function: decideFailure', () => {
         cause: { reason: 'max-conflicts', errorClass: 'OptimisticConflictError' },
       });
     });
+
+    it('counts the attempt when the row has no version attribute (no other writer: it never clears)', () => {
+      const unversioned = new OptimisticConflictError(
+        'step credit',
+        3,
+        undefined,
+        'versionedPut to table ledger: found an item without a version attribute',
+        { rowUnversioned: true },
+      );
+      expect(decideFailure(unversioned, withConflicts(1, 0))).toMatchObject({
+        kind: 'retry',
+        delaySeconds: 10,
+        refundAttempt: false,
+        conflict: false,
+      });
+      expect(decideFailure(unversioned, withConflicts(3, 0))).toMatchObject({
+        kind: 'dead-letter',
+        cause: { reason: 'max-attempts', errorClass: 'OptimisticConflictError' },
+      });
+    });
   });
 });

@@ -158,12 +158,59 @@ describe('Function: decideRate', () => {
       expect(log?.grants.length).toBeLessThanOrEqual(4);
     });
 
+    it('keeps the limit for a window of perSeconds - d when two clocks are 1.5 s apart (docs/jobs.md, "Clocks")', () => {
+      // Prepare: two workers on a 1-per-10-s key, one clock 1.5 s ahead of the other, each asking again
+      // after the wait it was told (a granted one 100 ms later), for a minute.
+      const d = 1500;
+      let log: RateLog | undefined;
+      const granted: number[] = [];
+      const nextAt = { fast: 0, right: 50 };
+
+      // Act
+      for (let t = 0; t < 60_000; t += 10) {
+        for (const [who, offset] of [
+          ['fast', d],
+          ['right', 0],
+        ] as const) {
+          if (t < nextAt[who]) continue;
+          const decision = decideRate(log, 1, 10, t + offset);
+          if (decision.grant) {
+            log = decision.next;
+            granted.push(t);
+            nextAt[who] = t + 100;
+          } else {
+            nextAt[who] = t + decision.waitMs;
+          }
+        }
+      }
+
+      // Assess: in real time, never two starts within 10 s - 1.5 s; the skew costs waits, not the limit.
+      const tooClose = granted.filter((t, i) => i > 0 && t - (granted[i - 1] ?? 0) < 10_000 - d);
+      expect(tooClose).toEqual([]);
+      expect(busiestWindow(granted, 10_000 - d)).toBe(1);
+      expect(granted.length).toBeGreaterThanOrEqual(5);
+    });
+
+    it('stamps a grant at most MAX_AHEAD_MS before the latest clock, so a take slowed by a stall keeps its window', () => {
+      // Prepare: a take on a 1-per-2-s key begun at 0 (its `now`) whose decision came at 2100: the event
+      // loop stalled, or its requests were slow. The job starts after the write, at 2100 or later.
+      const stalled = decideRate(undefined, 1, 2, 0, 2100);
+      if (!stalled.grant) throw new Error('expected a grant');
+
+      // Act: another worker asks at 2200, 100 ms after that start.
+      const next = decideRate(stalled.next, 1, 2, 2200);
+
+      // Assess: refused; the stalled start is stamped 1 s early at most (as a clock 1 s off would be).
+      expect(next).toEqual({ grant: false, waitMs: 900 });
+      expect(stalled.next.grants).toEqual([2100 - MAX_AHEAD_MS]);
+    });
+
     it('counts a grant up to MAX_AHEAD_MS ahead of the latest clock, and a slow request by its latest time', () => {
       const log: RateLog = { version: 1, grants: [1000 + MAX_AHEAD_MS] };
       // At the edge: counted (a clock a little fast, or a request's own time).
       expect(decideRate(log, 1, 1, 1000)).toEqual({ grant: false, waitMs: MAX_AHEAD_MS + 1000 });
-      // A take begun at 0 whose answer came back at 5000: the grant at 2000 is no fast clock's.
-      expect(decideRate(log, 1, 1, 0, 5000)).toEqual({ grant: false, waitMs: 3000 });
+      // A take begun at 0 whose answer came back at 1900: the grant at 2000 is no fast clock's.
+      expect(decideRate(log, 1, 1, 0, 1900)).toEqual({ grant: false, waitMs: 3000 });
       // Past the edge: left out.
       expect(decideRate(log, 1, 1, 999)).toMatchObject({ grant: true });
     });
