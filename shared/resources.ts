@@ -29,6 +29,13 @@ export const TTL_ATTRIBUTE = 'expiresAt';
 export const REDRIVE_MARGIN = 10;
 
 /**
+ * Refunded attempts a job item may have (DEFAULTS.maxRefunds), each a receive that is no attempt and may
+ * come at any receive. On FIFO a limit's bounces spend REDRIVE_MARGIN - 1 receives before the head is
+ * re-sent (limit-bounce.ts), so the FIFO count keeps this much room above the attempts besides.
+ */
+export const REFUND_RECEIVES = 3;
+
+/**
  * The queue's redrive `maxReceiveCount`: a safety net above every receive leaseq itself may cause. On a
  * standard queue that is the attempts plus {@link REDRIVE_MARGIN}. When a batch's records cannot all start
  * at once, records are handed back unstarted, each a receive that is not an attempt: on FIFO every retry
@@ -44,8 +51,13 @@ export function redriveMaxReceiveCount(settings: {
   /** Records of a batch run at once (`LEASEQ_BATCH_CONCURRENCY`). @default the batch size (all) */
   readonly batchConcurrency?: number;
 }): number {
+  const handedBack = handsBackUnstarted(settings)
+    ? settings.maxAttempts * settings.batchSize
+    : settings.maxAttempts;
+  // A FIFO head's bounces take nearly all of the margin, its refunds then need room of their own (with a
+  // batch of one there are no batch-mates' receives to take it from).
   return (
-    (handsBackUnstarted(settings) ? settings.maxAttempts * settings.batchSize : settings.maxAttempts) +
+    (settings.fifo ? Math.max(handedBack, settings.maxAttempts + REFUND_RECEIVES) : handedBack) +
     REDRIVE_MARGIN
   );
 }

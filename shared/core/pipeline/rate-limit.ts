@@ -9,7 +9,7 @@ import { rateLimitName, rateLimits } from '../model/rate-limit.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import type { Job } from './attempt.ts';
 import { letterRefusedJob } from './dead-letterer.ts';
-import { bounceForLimit } from './limit-bounce.ts';
+import { bounceForLimit, fifoWaitMs } from './limit-bounce.ts';
 import { InvalidLimitKeyError, limitKeyValue } from './limits.ts';
 import type { RecordAction } from './outcome.ts';
 import type { Settings } from './settings.ts';
@@ -62,7 +62,10 @@ export async function takeRatePermits(
         return bounceForLimit(s, job, {
           kind: 'rate',
           limitKey: rateLimitName(definition.type, limit),
-          delayMs: waitMs,
+          // A FIFO head holds its group's place as a slot's wait does (fifoWaitMs): hidden only until the
+          // next permit, a head that keeps losing it to other groups would spend the receives before its
+          // re-send to the group's tail in seconds.
+          delayMs: job.message.fifo ? Math.max(waitMs, fifoWaitMs(job.message.receives)) : waitMs,
         });
       }
       await new Promise((resolve) => setTimeout(resolve, waitMs));

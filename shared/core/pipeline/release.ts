@@ -12,7 +12,7 @@ import { stopCancelled } from './cancelled.ts';
 import { completedEarlier } from './commit.ts';
 import type { DeadLetterer } from './dead-letterer.ts';
 import { noteLeaseLost } from './history.ts';
-import { RESEND_AT_RECEIVES } from './limit-bounce.ts';
+import { resendAtReceives } from './limit-bounce.ts';
 import type { RecordAction } from './outcome.ts';
 import type { Settings } from './settings.ts';
 
@@ -35,10 +35,11 @@ export async function settleFailure(
     backoffSeconds: s.backoffSeconds,
     conflictBackoffSeconds: s.conflictBackoffSeconds,
     // A FIFO re-send goes to its group's tail (limit-bounce.ts), which a conflict does not take: it keeps
-    // its place, and past the bounce's re-send point its conflicts count as attempts.
+    // its place, and past the standard queue's re-send point (below a smaller redrive count the worker is
+    // told) its conflicts count as attempts.
     conflictGiveBack:
       attempt.message.record.attributes.SequenceNumber === undefined ||
-      attempt.message.receives < RESEND_AT_RECEIVES,
+      attempt.message.receives < resendAtReceives(false, s.maxReceiveCount),
     errorText: s.errorText,
   });
   switch (decision.kind) {
@@ -122,10 +123,11 @@ async function release(
     ...(decision.conflict ? { 'leaseq.retry.conflict': true } : {}),
   });
   // A conflict's give-back is a receive that is no attempt, as a limit's bounce is: from the same
-  // receive count on it re-sends the message, so the queue's redrive never counts a hot row's waits.
+  // receive count on it (below a smaller redrive count the worker is told) it re-sends the message, so
+  // the queue's redrive never counts a hot row's waits.
   const resent =
     decision.conflict &&
-    message.receives >= RESEND_AT_RECEIVES &&
+    message.receives >= resendAtReceives(false, s.maxReceiveCount) &&
     (await message.resend(decision.delaySeconds));
   if (!resent) await message.giveBack(decision.delaySeconds, errorClass(error));
   if (error instanceof LeaseRanOutError) return 'lease-ran-out';

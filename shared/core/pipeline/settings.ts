@@ -80,7 +80,7 @@ export interface JobProcessorOptions {
   readonly maxBodyBytes?: number;
   /**
    * The jobs queue's redrive `maxReceiveCount` (its safety net), when it is below what the construct sets:
-   * a limit's bounce re-sends the message before its receives reach it. @default unset: the construct's
+   * a limit's bounce and a conflict's give-back re-send the message before its receives reach it. @default unset: the construct's
    * count (`redriveMaxReceiveCount` in shared/resources.ts), which is above every bounce's re-send point
    */
   readonly maxReceiveCount?: number;

@@ -1,6 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { DEFAULTS } from '../../../../shared/core/contract/defaults.ts';
 import { makeEnvelope } from '../../../../shared/core/contract/envelope.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import {
@@ -20,7 +21,7 @@ import {
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { resolveSettings } from '../../../../shared/core/pipeline/settings.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { REDRIVE_MARGIN, redriveMaxReceiveCount } from '../../../../shared/resources.ts';
+import { REDRIVE_MARGIN, REFUND_RECEIVES, redriveMaxReceiveCount } from '../../../../shared/resources.ts';
 import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryLeaseStore } from '../../../../shared/testing/in-memory-lease-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
@@ -99,6 +100,28 @@ describe('Function: resendAtReceives / fifoWaitMs', () => {
       expect(resendAtReceives(fifo, 1)).toBe(1);
     }
     expect(resendAtReceives(false, undefined)).toBe(RESEND_AT_RECEIVES);
+  });
+
+  it("keeps the FIFO redrive's refund room at the default refund budget", () => {
+    expect(REFUND_RECEIVES).toBe(DEFAULTS.maxRefunds);
+  });
+
+  it("leaves a job its refunds and its attempts after the bounces before its re-send, within the construct's count", () => {
+    // The receives that use no attempt before the re-send (bounces, and conflicts, which give back only
+    // below the standard queue's re-send point), then every refund (an outage's attempt given back, at any
+    // receive) and every attempt: all must come before the queue's redrive moves the message unrun.
+    for (const fifo of [false, true]) {
+      for (const batchSize of [1, 2, 10]) {
+        for (const maxAttempts of [1, 2, 5]) {
+          const receives = resendAtReceives(fifo, undefined) - 1 + DEFAULTS.maxRefunds + maxAttempts;
+          const count = redriveMaxReceiveCount({ maxAttempts, batchSize, fifo });
+          expect(
+            receives,
+            `fifo ${fifo}, batch ${batchSize}, maxAttempts ${maxAttempts}`,
+          ).toBeLessThanOrEqual(count);
+        }
+      }
+    }
   });
 
   it('holds a FIFO head with hides that double (2 s to 15 min): its receives before a re-send cover 15 minutes', () => {
