@@ -33,7 +33,7 @@ import {
   sleep,
   type Worker,
 } from '../../../support/core-fixture.ts';
-import { testEndpoint, uniqueName } from '../../../support/env.ts';
+import { testCredentials, testEndpoint, uniqueName } from '../../../support/env.ts';
 
 const TYPE = 'report.refusal';
 const PREFIX = 'big/';
@@ -58,7 +58,7 @@ beforeAll(async () => {
     region: env.region,
     endpoint: testEndpoint(),
     forcePathStyle: true,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    credentials: testCredentials(),
   });
   bucket = uniqueName('refusal').toLowerCase().replace(/_/g, '-');
   await s3.send(new CreateBucketCommand({ Bucket: bucket }));
