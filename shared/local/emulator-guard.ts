@@ -54,7 +54,8 @@ LOOPBACK_NAMES = {"127.0.0.1", "localhost", "[::1]"}
 # functions MiniStack runs sign with their account id as the key id and this secret.
 SECRET = os.environ["AWS_SECRET_ACCESS_KEY"]
 KEY_IDS = {os.environ["AWS_ACCESS_KEY_ID"], "${FUNCTION_ACCESS_KEY_ID}"}
-# A custom resource answers CloudFormation with a PUT to the URL it was handed, which holds a random UUID.
+# A custom resource answers CloudFormation with a PUT to the URL it was handed, which holds a random UUID
+# (fullmatch: "$" alone would pass the UUID with a newline after it).
 CFN_RESPONSE = re.compile(r"^/_ministack/cfn-response/[0-9a-f-]{36}$")
 HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 NOT_SIGNED = (
@@ -121,7 +122,7 @@ def header_refusal(scope, headers):
     (None for the CloudFormation response PUT, which is not signed)."""
     method = scope.get("method", "GET")
     path = scope.get("path", "/")
-    if method == "PUT" and CFN_RESPONSE.match(path):
+    if method == "PUT" and CFN_RESPONSE.fullmatch(path):
         return None
     query = parse_qs(scope.get("query_string", b"").decode("utf-8", "replace"), keep_blank_values=True)
     raw_path = scope["raw_path"].decode("latin-1") if scope.get("raw_path") else quote(path)

@@ -11,6 +11,7 @@ import { freePort } from '../../support/free-port.ts';
 // Whoever cannot sign (another local user) cannot make the emulator hold what they send: the guard
 // refuses an unsigned request, or one whose signature does not match, without reading its body into
 // memory first. Before, a 1 GiB unsigned POST from uid 65534 took the emulator to over 2 GB resident.
+// The one unsigned request it serves, the CloudFormation response PUT, is that exact path only.
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const stateDir = mkdtempSync(join(tmpdir(), 'leaseq-body-'));
@@ -126,4 +127,29 @@ describe('the emulator guard does not hold the body of a request it refuses', ()
     expect(out.status).toMatch(/^HTTP\/1\.1 403|^reset/);
     expect(growth, `resident size grew while ${out.sent} bytes were sent`).toBeLessThan(200 * 1024 * 1024);
   }, 120_000);
+});
+
+describe('the unsigned CloudFormation response PUT is that and nothing more', () => {
+  /** An unsigned PUT of `path`, as another local user could send it; its status. */
+  const put = (path: string): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const socket = connect(port, LOOPBACK_HOST);
+      let answer = '';
+      socket.on('data', (data) => {
+        answer += data.toString('latin1');
+      });
+      socket.on('close', () => resolve(Number(answer.split(' ')[1] ?? 0)));
+      socket.on('error', reject);
+      socket.end(
+        `PUT ${path} HTTP/1.1\r\nHost: ${LOOPBACK_HOST}:${port}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
+      );
+    });
+  const token = '0123abcd-0123-0123-0123-0123456789ab';
+
+  it('is served for a random token, and refused for a path that only begins with one', async () => {
+    expect(await put(`/_ministack/cfn-response/${token}`)).toBe(200);
+    expect(await put(`/_ministack/cfn-response/${token}%0A`), 'a token and a newline').toBe(403);
+    expect(await put(`/_ministack/cfn-response/${token}x`)).toBe(403);
+    expect(await put(`/_ministack/cfn-response/../../${token}`)).toBe(403);
+  });
 });
