@@ -67,12 +67,18 @@ _served = gateway.app
 
 def browser_refusal(scope):
     host = None
+    signed = False
     for name, value in scope.get("headers", []):
         name = name.lower()
         if name == b"origin":
             return "refused by leaseq's emulator guard: requests from web pages (with an Origin header) are not served"
         if name == b"sec-fetch-site" and value.strip().lower() != b"none":
             return "refused by leaseq's emulator guard: cross-site browser requests (Sec-Fetch-Site) are not served"
+        if name == b"authorization":
+            # One signature per request: with two, the guard and MiniStack could each read another.
+            if signed:
+                return "refused by leaseq's emulator guard: more than one Authorization header"
+            signed = True
         if name == b"host":
             if host is not None:
                 return "refused by leaseq's emulator guard: more than one Host header"

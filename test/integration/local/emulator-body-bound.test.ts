@@ -3,15 +3,18 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ListQueuesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EmulatorHandle, ensureEmulator, stopEmulator } from '../../../shared/local/emulator.ts';
 import { LOOPBACK_HOST } from '../../../shared/local/net.ts';
 import { freePort } from '../../support/free-port.ts';
+import { captureSigned } from '../../support/signed-request.ts';
 
 // Whoever cannot sign (another local user) cannot make the emulator hold what they send: the guard
 // refuses an unsigned request, or one whose signature does not match, without reading its body into
 // memory first. Before, a 1 GiB unsigned POST from uid 65534 took the emulator to over 2 GB resident.
-// The one unsigned request it serves, the CloudFormation response PUT, is that exact path only.
+// The one unsigned request it serves, the CloudFormation response PUT, is that exact path only; a
+// request with two Authorization headers is refused (the guard and MiniStack could read different ones).
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const stateDir = mkdtempSync(join(tmpdir(), 'leaseq-body-'));
@@ -151,5 +154,35 @@ describe('the unsigned CloudFormation response PUT is that and nothing more', ()
     expect(await put(`/_ministack/cfn-response/${token}%0A`), 'a token and a newline').toBe(403);
     expect(await put(`/_ministack/cfn-response/${token}x`)).toBe(403);
     expect(await put(`/_ministack/cfn-response/../../${token}`)).toBe(403);
+  });
+});
+
+describe('a request with two Authorization headers', () => {
+  it('is refused, though one of them is the signature of this start', async () => {
+    const credentials = (handle as { credentials?: { accessKeyId: string; secretAccessKey: string } })
+      .credentials ?? { accessKeyId: 'test', secretAccessKey: 'test' };
+    const client = new SQSClient({ endpoint: handle.endpoint, region: 'us-east-1', credentials });
+    const signed = await captureSigned(client, new ListQueuesCommand({})).finally(() => client.destroy());
+    const send = (extra: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(port, LOOPBACK_HOST);
+        let answer = '';
+        socket.on('data', (data) => {
+          answer += data.toString('latin1');
+        });
+        socket.on('close', () => resolve(answer.split('\r\n')[0] ?? ''));
+        socket.on('error', reject);
+        const head = Object.entries({ ...signed.headers, connection: 'close' })
+          .filter(([name]) => name.toLowerCase() !== 'authorization')
+          .map(([name, value]) => `${name}: ${value}\r\n`)
+          .join('');
+        const own = `authorization: ${signed.headers.authorization}\r\n`;
+        socket.end(`POST / HTTP/1.1\r\n${head}${extra}${own}\r\n${signed.payload}`);
+      });
+    const date = signed.headers['x-amz-date']?.slice(0, 8);
+    const other = `authorization: AWS4-HMAC-SHA256 Credential=000000000000/${date}/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=${'0'.repeat(64)}\r\n`;
+
+    expect(await send('')).toMatch(/^HTTP\/1\.1 200/);
+    expect(await send(other), 'another Authorization before the signed one').toMatch(/^HTTP\/1\.1 403/);
   });
 });
