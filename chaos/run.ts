@@ -30,6 +30,7 @@ import { EmulatorPauser } from './pauser.ts';
 import { type ChaosReport, reportTable } from './report.ts';
 import { sleep } from './timing.ts';
 import { TOXIPROXY_VERSION, ToxiproxyFront, toxiproxyBinary } from './toxiproxy.ts';
+import { workerCredential } from './worker-credential.ts';
 import { CONTROL_FILE_ENV } from './worker-faults.ts';
 import { planChaosWorkload } from './workload.ts';
 
@@ -127,6 +128,7 @@ async function main(options: ChaosOptions): Promise<number> {
     });
     cleanups.push(() => faults.clear());
 
+    const credential = workerCredential(emulator);
     const pool = new WorkerPool({
       count: options.workers,
       logDir,
@@ -134,11 +136,8 @@ async function main(options: ChaosOptions): Promise<number> {
       env: {
         AWS_ENDPOINT_URL: proxy?.endpoint ?? emulator.endpoint,
         // Through the proxy (another port) the workers would not find the emulator's credential by its port.
-        ...(emulator.credentials
-          ? {
-              AWS_ACCESS_KEY_ID: emulator.credentials.accessKeyId,
-              AWS_SECRET_ACCESS_KEY: emulator.credentials.secretAccessKey,
-            }
+        ...(credential
+          ? { AWS_ACCESS_KEY_ID: credential.accessKeyId, AWS_SECRET_ACCESS_KEY: credential.secretAccessKey }
           : {}),
         NODE_OPTIONS:
           `${process.env.NODE_OPTIONS ?? ''} --import ${import.meta.resolve('tsx')} --import ${PRELOAD}`.trim(),

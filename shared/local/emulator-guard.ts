@@ -54,7 +54,8 @@ LOOPBACK_NAMES = {"127.0.0.1", "localhost", "[::1]"}
 # functions MiniStack runs sign with their account id as the key id and this secret.
 SECRET = os.environ["AWS_SECRET_ACCESS_KEY"]
 KEY_IDS = {os.environ["AWS_ACCESS_KEY_ID"], "${FUNCTION_ACCESS_KEY_ID}"}
-# A custom resource answers CloudFormation with a PUT to the URL it was handed, which holds a random UUID.
+# A custom resource answers CloudFormation with a PUT to the URL it was handed, which holds a random UUID
+# (fullmatch: "$" alone would pass the UUID with a newline after it).
 CFN_RESPONSE = re.compile(r"^/_ministack/cfn-response/[0-9a-f-]{36}$")
 HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 NOT_SIGNED = (
@@ -66,12 +67,18 @@ _served = gateway.app
 
 def browser_refusal(scope):
     host = None
+    signed = False
     for name, value in scope.get("headers", []):
         name = name.lower()
         if name == b"origin":
             return "refused by leaseq's emulator guard: requests from web pages (with an Origin header) are not served"
         if name == b"sec-fetch-site" and value.strip().lower() != b"none":
             return "refused by leaseq's emulator guard: cross-site browser requests (Sec-Fetch-Site) are not served"
+        if name == b"authorization":
+            # One signature per request: with two, the guard and MiniStack could each read another.
+            if signed:
+                return "refused by leaseq's emulator guard: more than one Authorization header"
+            signed = True
         if name == b"host":
             if host is not None:
                 return "refused by leaseq's emulator guard: more than one Host header"
@@ -116,11 +123,12 @@ def secret_for(key_id, headers, query, presigned):
     return str(session.get("SecretAccessKey") or "") or None
 
 
-def signature_refusal(scope, headers, body):
-    """(code, reason) when the request is not signed with this start's credential, else None."""
+def header_refusal(scope, headers):
+    """What the headers alone decide: (code, reason) for a request to refuse, else the signature's context
+    (None for the CloudFormation response PUT, which is not signed)."""
     method = scope.get("method", "GET")
     path = scope.get("path", "/")
-    if method == "PUT" and CFN_RESPONSE.match(path):
+    if method == "PUT" and CFN_RESPONSE.fullmatch(path):
         return None
     query = parse_qs(scope.get("query_string", b"").decode("utf-8", "replace"), keep_blank_values=True)
     raw_path = scope["raw_path"].decode("latin-1") if scope.get("raw_path") else quote(path)
@@ -155,17 +163,59 @@ def signature_refusal(scope, headers, body):
         skewed = sigv4.request_time_failure(signature)
         if skewed:
             return skewed
+    return {"signature": signature, "secret": secret, "method": method, "raw_path": raw_path,
+            "query": query, "presigned": presigned}
+
+
+def body_is_unsigned(context, headers):
+    """True when the signature covers no hash of the body (the JSON and query protocols hash the body
+    itself), so it can be checked only once the whole body is held."""
+    if context["presigned"] and context["signature"].service == "s3":
+        return False
+    return not headers.get("x-amz-content-sha256")
+
+
+def seed_signature_matches(context, headers):
+    """Whether the signature is right over the declared payload hash, before the body is read (an
+    aws-chunked body's chunk signatures and a hex hash are checked against the body afterwards)."""
+    signature = context["signature"]
+    if signature.date_stamp != signature.amz_date[:8]:
+        return False
+    _, string_to_sign = sigv4.header_signing_documents(
+        signature, context["method"], context["raw_path"], context["query"], headers, b"",
+        presigned=context["presigned"],
+    )
+    if signature.region_set is not None:
+        return sigv4.sigv4a_signature_matches(signature.access_key_id, context["secret"], string_to_sign, signature.signature)
+    key = sigv4.derive_signing_key(context["secret"], signature.date_stamp, signature.region, signature.service)
+    computed = hmac.new(key, string_to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+    return sigv4.signatures_match(computed, signature.signature)
+
+
+MISMATCH = (
+    "InvalidSignatureException",
+    "the signature does not match the request signed with the credential of this start",
+)
+
+
+def body_refusal(context, headers, body):
+    """(code, reason) when the body is not the one signed or the signature does not match, else None."""
     declared = headers.get("x-amz-content-sha256", "")
     if HEX_SHA256.match(declared) and not hmac.compare_digest(declared, hashlib.sha256(body).hexdigest()):
         return "XAmzContentSHA256Mismatch", "the body is not the one whose hash was signed"
     failure = sigv4.header_signature_failure(
-        signature, secret, method, raw_path, query, headers, body, presigned=presigned
+        context["signature"], context["secret"], context["method"], context["raw_path"], context["query"],
+        headers, body, presigned=context["presigned"],
     )
-    if failure:
-        return "InvalidSignatureException", (
-            "the signature does not match the request signed with the credential of this start"
-        )
-    return None
+    return MISMATCH if failure else None
+
+
+def signature_refusal(scope, headers, body):
+    """(code, reason) when the request is not signed with this start's credential, else None."""
+    context = header_refusal(scope, headers)
+    if context is None or isinstance(context, tuple):
+        return context
+    return body_refusal(context, headers, body)
 
 
 async def refuse(send, status, reason, code=None, headers=None):
@@ -193,15 +243,41 @@ async def refuse(send, status, reason, code=None, headers=None):
     await send({"type": "http.response.body", "body": body})
 
 
-async def read_body(receive):
+# Who cannot sign must not make the emulator hold what they send. A body is read before its signature
+# is checked only when no hash of it was signed (the JSON and query protocols): then it is bounded,
+# each (Lambda's largest inline code, 50 MB zipped, as base64, with room) and all of them together.
+MAX_UNVERIFIED_BODY = 80 * 1024 * 1024
+MAX_UNVERIFIED_TOTAL = 256 * 1024 * 1024
+MAX_CFN_RESPONSE = 1024 * 1024
+_unverified = [0]
+TOO_LARGE = "RequestEntityTooLarge"
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+async def read_body(receive, limit=None):
+    """The whole body, None when the client left; BodyTooLarge past \`limit\` (counted in the shared
+    budget of unverified bodies while it is held)."""
     chunks = []
-    while True:
-        message = await receive()
-        if message.get("type") != "http.request":
-            return None
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+    held = 0
+    try:
+        while True:
+            message = await receive()
+            if message.get("type") != "http.request":
+                return None
+            chunk = message.get("body", b"")
+            chunks.append(chunk)
+            if limit is not None:
+                held += len(chunk)
+                _unverified[0] += len(chunk)
+                if held > limit or _unverified[0] > MAX_UNVERIFIED_TOTAL:
+                    raise BodyTooLarge()
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+    finally:
+        _unverified[0] -= held
 
 
 def replay(body, receive):
@@ -212,6 +288,12 @@ def replay(body, receive):
         return pending.pop() if pending else await receive()
 
     return replayed
+
+
+async def refuse_signature(send, scope, refused, headers, status=403):
+    code, why = refused
+    print(f"leaseq guard: refused {scope.get('method')} {scope.get('path')}: {code}", file=sys.stderr, flush=True)
+    await refuse(send, status, f"refused by leaseq's emulator guard: {why}", code, headers)
 
 
 async def guarded(scope, receive, send):
@@ -232,14 +314,28 @@ async def guarded(scope, receive, send):
     if scope["type"] == "websocket":
         await _served(scope, receive, send)
         return
-    body = await read_body(receive)
+    context = header_refusal(scope, headers)
+    if not isinstance(context, tuple) and context is not None and not body_is_unsigned(context, headers):
+        if not seed_signature_matches(context, headers):
+            context = MISMATCH
+    if isinstance(context, tuple):
+        await refuse_signature(send, scope, context, headers)
+        return
+    limit = MAX_CFN_RESPONSE if context is None else MAX_UNVERIFIED_BODY if body_is_unsigned(context, headers) else None
+    declared_length = headers.get("content-length", "")
+    if limit is not None and declared_length.isdigit() and int(declared_length) > limit:
+        await refuse_signature(send, scope, (TOO_LARGE, f"a body this emulator must read before it can check its signature is limited to {limit} bytes"), headers, 413)
+        return
+    try:
+        body = await read_body(receive, limit)
+    except BodyTooLarge:
+        await refuse_signature(send, scope, (TOO_LARGE, "too many bytes of bodies whose signature is not yet checked"), headers, 413)
+        return
     if body is None:
         return
-    refused = signature_refusal(scope, headers, body)
+    refused = None if context is None else body_refusal(context, headers, body)
     if refused is not None:
-        code, why = refused
-        print(f"leaseq guard: refused {scope.get('method')} {scope.get('path')}: {code}", file=sys.stderr, flush=True)
-        await refuse(send, 403, f"refused by leaseq's emulator guard: {why}", code, headers)
+        await refuse_signature(send, scope, refused, headers)
         return
     await _served(scope, replay(body, receive), send)
 
