@@ -110,9 +110,8 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
     // The CI variant kills a worker every few seconds: a job slower than its lease can lose ten attempts to
     // kills alone, which is maxAttempts doing its work, not a protocol fault. It gets more room.
     maxAttempts: integer('max-attempts', values['max-attempts'], ci ? 20 : 10, 2, 50),
-    // FIFO gets a minute more: a group's head that waits for a tenant slot holds its place hidden for
-    // longer and longer (fifoWaitMs, limit-bounce.ts), so the burst's last job can start a minute after
-    // its slot came free (a fresh-clone run: every other job done at 197 s, the last at 270 s).
+    // FIFO gets more room: a group's head that waits for a tenant slot holds its place with hides that
+    // grow to 30 s (fifoWaitMs, limit-bounce.ts), and its whole group sleeps with it.
     timeoutSeconds: integer(
       'timeout',
       values.timeout ?? env.CHAOS_TIMEOUT,

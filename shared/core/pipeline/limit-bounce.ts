@@ -27,7 +27,7 @@ export const RESEND_AT_RECEIVES = Math.max(2, Math.floor(REDRIVE_MARGIN / 2));
 /**
  * The same on FIFO, where a re-send moves the job to the tail of its group (its later messages then run
  * first): it holds its place longer, with hides that double per receive (fifoWaitMs), so it is re-sent
- * only after about 17 minutes of waiting. Below REDRIVE_MARGIN, which every FIFO redrive count exceeds
+ * only after about 3 minutes of waiting. Below REDRIVE_MARGIN, which every FIFO redrive count exceeds
  * (attempts x batch size + margin); each hide hands the head's batch-mates back once, so they gain fewer
  * receives than that too.
  */
@@ -42,13 +42,18 @@ export function resendAtReceives(fifo: boolean, maxReceiveCount: number | undefi
   return maxReceiveCount === undefined ? at : Math.max(1, Math.min(at, maxReceiveCount - 1));
 }
 
+/** The longest hide of a FIFO head waiting for a limit: its whole group sleeps with it. */
+export const FIFO_HOLD_MAX_MS = 30_000;
+
 /**
  * How long a FIFO head waits for a slot before its next try: 2 s after its first receive, doubling per
- * receive up to 15 min. Its group waits with it whatever the delay, so the hides grow faster than on a
- * standard queue (concurrencyWaitMs) to spend few receives: ten cover about 17 minutes.
+ * receive up to FIFO_HOLD_MAX_MS (30 s). The hides grow faster than on a standard queue (concurrencyWaitMs)
+ * to spend few receives, but no further: a head hidden for minutes keeps its whole group asleep for up to
+ * that long after its slot came free (with 15-minute hides, the chaos FIFO run's last tenant job started
+ * minutes after its slot was free). The receives before the re-send cover about 3 minutes.
  */
 export function fifoWaitMs(receives: number): number {
-  return Math.min(900_000, 1000 * 2 ** Math.max(1, Math.min(receives, 10)));
+  return Math.min(FIFO_HOLD_MAX_MS, 1000 * 2 ** Math.max(1, Math.min(receives, 10)));
 }
 
 /** The bounce's delay in seconds: `delayMs` jittered up by up to half (copies spread out), ceil, 1-900. */

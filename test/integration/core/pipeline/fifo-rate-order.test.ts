@@ -1,5 +1,5 @@
 // On FIFO a rate-limited head holds its group's place as a slot-limited one does (docs/protocol.md,
-// "Limits on FIFO": hides that double per receive, about 17 minutes before the re-send to the tail). A
+// "Limits on FIFO": hides that double per receive, about 3 minutes before the re-send to the tail). A
 // rate bounce hid the head only for the time to the next permit, so a head that kept losing the permit to
 // other groups spent its ten receives in seconds and was moved behind its group's later messages.
 import { SendMessageCommand } from '@aws-sdk/client-sqs';

@@ -124,11 +124,13 @@ describe('Function: resendAtReceives / fifoWaitMs', () => {
     }
   });
 
-  it('holds a FIFO head with hides that double (2 s to 15 min): its receives before a re-send cover 15 minutes', () => {
-    expect([1, 2, 3, 9, 10, 40].map((r) => fifoWaitMs(r) / 1000)).toEqual([2, 4, 8, 512, 900, 900]);
+  it('holds a FIFO head with hides that double (2 s to 30 s): its receives before a re-send cover 3 minutes, and no hide keeps its group asleep longer than 30 s', () => {
+    expect([1, 2, 3, 4, 5, 9, 10, 40].map((r) => fifoWaitMs(r) / 1000)).toEqual([
+      2, 4, 8, 16, 30, 30, 30, 30,
+    ]);
     let waited = 0;
     for (let r = 1; r < resendAtReceives(true, undefined); r++) waited += fifoWaitMs(r);
-    expect(waited).toBeGreaterThan(15 * 60_000);
+    expect(waited).toBe(180_000);
   });
 });
 
