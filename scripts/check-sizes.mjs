@@ -15,23 +15,35 @@ import { fileURLToPath } from 'node:url';
 export const SOURCE_ROOTS = ['shared', 'cli', 'infra', 'functions', 'bin', 'scripts', 'examples'];
 
 /** Lines a source file may have. */
-export const LIMIT = 450;
+export const LIMIT = 400;
+
+/** Files held to a tighter limit than LIMIT: the processor is the unit of work a reader follows top to bottom. */
+export const FILE_LIMITS = { 'shared/core/pipeline/processor.ts': 300 };
 
 /**
- * Files longer than LIMIT when the rule came in (2026-12-03), each at the size it had then: a ratchet.
+ * Files longer than their limit when the rule came in (2026-12-03; LIMIT went from 450 to 400 the same day), each at the size it had then: a ratchet.
  * Split one and lower (or remove) its entry in the same commit.
  */
 export const CEILINGS = {
-  'cli/ui/app.ts': 595,
-  'cli/target.ts': 464,
+  'cli/commands/dlq.ts': 447,
+  'cli/commands/local.ts': 423,
+  'cli/target.ts': 460,
+  'cli/ui/app.ts': 593,
+  'examples/ledger/demo/run-demo.ts': 404,
+  'infra/constructs/pipeline-monitoring.ts': 409,
   'infra/leaseq-pipeline.ts': 594,
   'scripts/check-layers.mjs': 467,
-  'shared/core/adapters/dynamodb-job-expressions.ts': 650,
-  'shared/core/adapters/dynamodb-job-store.ts': 608,
+  'shared/core/adapters/dynamodb-job-expressions.ts': 615,
+  'shared/core/adapters/dynamodb-job-store.ts': 575,
   'shared/core/adapters/dynamodb-limits.ts': 461,
-  'shared/local/deploy.ts': 517,
+  'shared/core/decisions/history.ts': 402,
+  'shared/core/pipeline/processor.ts': 332,
+  'shared/errors.ts': 401,
+  'shared/local/deploy.ts': 495,
+  'shared/ops/dlq-redrive.ts': 450,
   'shared/producer/job-producer.ts': 493,
   'shared/testing/dynamodb-expressions.ts': 706,
+  'shared/testing/in-memory-effects.ts': 403,
   'shared/testing/in-memory-job-store.ts': 690,
 };
 
@@ -68,6 +80,7 @@ export function checkSizes(root, ceilings = CEILINGS) {
   for (const path of sourceFiles(root)) {
     files += 1;
     const lines = lineCount(readFileSync(join(root, path), 'utf8'));
+    const limit = FILE_LIMITS[path] ?? LIMIT;
     const ceiling = ceilings[path];
     if (ceiling !== undefined) {
       seen.add(path);
@@ -76,22 +89,22 @@ export function checkSizes(root, ceilings = CEILINGS) {
           rule: 'grown',
           path,
           lines,
-          message: `${path}: ${lines} lines, over its ceiling of ${ceiling} (it was already past ${LIMIT}: split it, do not grow it)`,
+          message: `${path}: ${lines} lines, over its ceiling of ${ceiling} (it was already past ${limit}: split it, do not grow it)`,
         });
-      } else if (lines <= LIMIT) {
+      } else if (lines <= limit) {
         violations.push({
           rule: 'stale-ceiling',
           path,
           lines,
-          message: `${path}: ${lines} lines, back under ${LIMIT}: remove its entry from CEILINGS in scripts/check-sizes.mjs`,
+          message: `${path}: ${lines} lines, back under ${limit}: remove its entry from CEILINGS in scripts/check-sizes.mjs`,
         });
       }
-    } else if (lines > LIMIT) {
+    } else if (lines > limit) {
       violations.push({
         rule: 'too-long',
         path,
         lines,
-        message: `${path}: ${lines} lines, over the limit of ${LIMIT}: split it by role`,
+        message: `${path}: ${lines} lines, over the limit of ${limit}: split it by role`,
       });
     }
   }

@@ -51,10 +51,19 @@ describe('check-sizes', () => {
   });
 
   it('refuses a new file over the limit and accepts one at it', () => {
-    const report = check(tree({ 'shared/long.ts': 451, 'shared/ok.ts': 450 }));
+    const report = check(tree({ 'shared/long.ts': 401, 'shared/ok.ts': 400 }));
     expect(report.status).toBe(1);
     expect(report.violations.map((v) => [v.rule, v.path, v.lines])).toEqual([
-      ['too-long', 'shared/long.ts', 451],
+      ['too-long', 'shared/long.ts', 401],
+    ]);
+  });
+
+  it('holds the processor to 300 lines', () => {
+    const report = check(
+      tree({ 'shared/core/pipeline/processor.ts': 301, 'shared/core/pipeline/other.ts': 301 }),
+    );
+    expect(report.violations.map((v) => [v.rule, v.path])).toEqual([
+      ['too-long', 'shared/core/pipeline/processor.ts'],
     ]);
   });
 
