@@ -39,7 +39,7 @@ export class DynamoDbLeaseStore implements LeaseStore {
   async tryAcquire(key: string, owner: string, leaseMs: number, now: number): Promise<AcquireResult> {
     const leaseUntil = now + leaseMs;
     try {
-      const out = await guardStore('lease-acquire', () =>
+      const out = await guardStore('lease-acquire', (http) =>
         this.#doc.send(
           new UpdateCommand({
             TableName: this.#table,
@@ -68,6 +68,7 @@ export class DynamoDbLeaseStore implements LeaseStore {
             ReturnValues: 'ALL_NEW',
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
+          http,
         ),
       );
       const item = out.Attributes as LeaseItem;
@@ -133,9 +134,10 @@ export class DynamoDbLeaseStore implements LeaseStore {
   }
 
   async get(key: string): Promise<LeaseItem | undefined> {
-    const out = await guardStore('lease-get', () =>
+    const out = await guardStore('lease-get', (http) =>
       this.#doc.send(
         new GetCommand({ TableName: this.#table, Key: { leaseKey: key }, ConsistentRead: true }),
+        http,
       ),
     );
     return out.Item as LeaseItem | undefined;
@@ -150,11 +152,12 @@ export class DynamoDbLeaseStore implements LeaseStore {
     const items: LeaseItem[] = [];
     for (let at = 0; at < keys.length; at += 100) {
       const chunk = keys.slice(at, at + 100);
-      const out = await guardStore('lease-get', () =>
+      const out = await guardStore('lease-get', (http) =>
         this.#doc.send(
           new BatchGetCommand({
             RequestItems: { [this.#table]: { Keys: chunk.map((leaseKey) => ({ leaseKey })) } },
           }),
+          http,
         ),
       );
       items.push(...((out.Responses?.[this.#table] ?? []) as LeaseItem[]));
@@ -170,7 +173,7 @@ export class DynamoDbLeaseStore implements LeaseStore {
     conditionSuffix = '',
   ) {
     try {
-      await guardStore(operation, () =>
+      await guardStore(operation, (http) =>
         this.#doc.send(
           new UpdateCommand({
             TableName: this.#table,
@@ -186,6 +189,7 @@ export class DynamoDbLeaseStore implements LeaseStore {
             ExpressionAttributeValues: { ...values, ':owner': lease.owner, ':token': lease.token },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
+          http,
         ),
       );
     } catch (error) {

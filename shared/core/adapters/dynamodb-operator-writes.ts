@@ -49,11 +49,12 @@ export async function resetForRedrive(
 ): Promise<boolean> {
   const event = redriveEvent(now, by);
   const send = (history: RedriveHistory) =>
-    guardStore('reset-for-redrive', () =>
+    guardStore('reset-for-redrive', (http) =>
       t.doc.send(
         new UpdateCommand(
           redriveUpdate(t.tableName, dedupKey, now, t.expiresAt(now), leaseEndedBefore, history, planned),
         ),
+        http,
       ),
     );
   // No room in the item for the event: redriven without it, its index keys kept; no room for them

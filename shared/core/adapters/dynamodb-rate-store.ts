@@ -104,7 +104,7 @@ export class DynamoDbRateStore implements RateStore {
   ): Promise<string | Seen | undefined> {
     const token = randomBytes(6).toString('base64url');
     try {
-      await guardStore('rate-take', () =>
+      await guardStore('rate-take', (http) =>
         this.#doc.send(
           new UpdateCommand({
             TableName: this.#table,
@@ -127,6 +127,7 @@ export class DynamoDbRateStore implements RateStore {
             },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
+          http,
         ),
       );
       return token;

@@ -69,8 +69,8 @@ export async function undoRedrive(
   now: number,
 ): Promise<boolean> {
   try {
-    await guardStore('undo-redrive', () =>
-      t.doc.send(new UpdateCommand(undoRedriveUpdate(t.tableName, before, resetVersion, now))),
+    await guardStore('undo-redrive', (http) =>
+      t.doc.send(new UpdateCommand(undoRedriveUpdate(t.tableName, before, resetVersion, now)), http),
     );
     return true;
   } catch (error) {

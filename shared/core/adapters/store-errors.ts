@@ -59,8 +59,16 @@ export function isStoreUnavailable(error: unknown): boolean {
   return '$metadata' in error;
 }
 
-/** Options handed to the SDK's `send` for one call: its abort signal, when the call is bounded. */
-export type HttpCallOptions = { readonly abortSignal?: AbortSignal } | undefined;
+/**
+ * Options handed to the SDK's `send` for one call: its abort signal, when the call is bounded, and the
+ * store operation it serves. The SDK hands these to its HTTP handler, which reads only the signal; the
+ * operation is there for a client that serves requests itself (leaseq/testing's in-memory DynamoDB
+ * aims its injected faults at an operation by this name).
+ */
+export interface HttpCallOptions {
+  readonly abortSignal?: AbortSignal;
+  readonly leaseqOperation: string;
+}
 
 /**
  * Runs a store call, turning "store not serving" failures into {@link StoreUnavailableError}. With a
@@ -86,7 +94,9 @@ export async function guardStore<T>(
   if (!call) throw new TypeError('guardStore needs a call');
   if (signal?.aborted) throw new StoreUnavailableError(operation, abortCause(signal));
   try {
-    return await call(signal ? { abortSignal: signal } : undefined);
+    return await call(
+      signal ? { abortSignal: signal, leaseqOperation: operation } : { leaseqOperation: operation },
+    );
   } catch (error) {
     if (signal?.aborted) throw new StoreUnavailableError(operation, abortCause(signal));
     if (isStoreUnavailable(error)) throw new StoreUnavailableError(operation, error);
