@@ -162,12 +162,14 @@ export function formatLease(remainingMs: number): string {
 
 /**
  * An instant for people: ISO 8601 and how long ago (or until). Accepts epoch ms or an ISO string;
- * undefined or unparseable input gives undefined.
+ * undefined or unparseable input gives undefined; a number past what a Date holds is shown as it is.
  */
 export function formatInstant(value: number | string | undefined, now: number): string | undefined {
   if (value === undefined) return undefined;
   const ms = typeof value === 'number' ? value : Date.parse(value);
   if (!Number.isFinite(ms)) return typeof value === 'string' ? value : undefined;
+  // A Date holds 8.64e15 ms either side of the epoch; past that toISOString throws (a hand-edited item).
+  if (Math.abs(ms) > 8.64e15) return `${ms} (not a date)`;
   return `${new Date(ms).toISOString()} (${formatRelative(ms, now)})`;
 }
 

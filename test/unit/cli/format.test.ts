@@ -48,6 +48,10 @@ describe('Function: formatRelative / formatLease / formatInstant', () => {
     expect(formatInstant(undefined, now)).toBeUndefined();
     expect(formatInstant('not a date', now)).toBe('not a date');
   });
+  it('shows an instant no calendar holds as its number, not a RangeError (an item is read as stored)', () => {
+    expect(formatInstant(9e15, now)).toBe('9000000000000000 (not a date)');
+    expect(formatInstant(-9e15, now)).toBe('-9000000000000000 (not a date)');
+  });
 });
 
 describe('Function: renderTable', () => {
