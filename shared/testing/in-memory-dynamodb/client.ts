@@ -126,7 +126,12 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     const http = (typeof options === 'object' && options !== null ? options : {}) as SendOptions;
     const input = (command?.input ?? {}) as Input;
     const name: string = command?.constructor?.name ?? typeof command;
-    const body = this.#handler(command, input, name);
+    let body: () => unknown;
+    try {
+      body = this.#handler(command, input, name);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const tables = tablesOf(command, input);
     const actions =
       command instanceof TransactWriteCommand ? ((input.TransactItems as unknown[]) ?? []).length : 0;

@@ -1,4 +1,5 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, it } from 'vitest';
 import { DynamoDbJobStore } from '../../../shared/core/adapters/dynamodb-job-store.ts';
 import { DynamoDbLeaseStore } from '../../../shared/core/adapters/dynamodb-lease-store.ts';
 import { DynamoDbRateStore } from '../../../shared/core/adapters/dynamodb-rate-store.ts';
@@ -70,4 +71,56 @@ rateStoreContract('DynamoDbRateStore on InMemoryDynamoDb', async () => {
     },
     cleanup: () => {},
   };
+});
+
+describe('the real adapters on one InMemoryDynamoDb', () => {
+  const now = Date.now();
+  const claimRequest = (dedupKey: string, owner: string) => ({
+    dedupKey,
+    owner,
+    messageId: `m-${owner}`,
+    type: 'unit',
+    createdAt: new Date(now).toISOString(),
+    leaseMs: 10_000,
+    now,
+  });
+
+  it('claims, checkpoints with a fenced effect and completes; a second claim is refused with the item', async () => {
+    const doc = memory();
+    const jobs = new DynamoDbJobStore({ client: doc, tableName: 'app-jobs' });
+    const leases = new DynamoDbLeaseStore({ client: doc, tableName: 'app-leases' });
+    const claimed = await jobs.claim(claimRequest('job-1', 'worker-a'));
+    if (!claimed.claimed) throw new Error('expected a claim');
+    const named = await leases.tryAcquire('account#1', 'worker-a', 10_000, now);
+    if (!named.acquired) throw new Error('expected the named lease');
+    const refusedLease = await leases.tryAcquire('account#1', 'worker-b', 10_000, now);
+    expect(refusedLease).toMatchObject({ acquired: false, holder: { owner: 'worker-a' } });
+    const effect = versionedPut({
+      tableName: LEDGER,
+      key: { account: '1' },
+      seenVersion: undefined,
+      item: { balance: 10 },
+    });
+    const checkpoint = { step: 'debit', done: ['debit'], at: now };
+    const written = await jobs.checkpoint(claimed.lease, checkpoint, [effect, leases.fence(named.lease)]);
+    expect(written.ok).toBe(true);
+    const ledger = await doc.send(new GetCommand({ TableName: LEDGER, Key: { account: '1' } }));
+    expect(ledger.Item).toMatchObject({ balance: 10, version: 1 });
+    expect((await jobs.complete(claimed.lease, { paid: 10 })).ok).toBe(true);
+    const second = await jobs.claim(claimRequest('job-1', 'worker-b'));
+    expect(second).toMatchObject({
+      claimed: false,
+      existing: { status: 'COMPLETED', owner: 'worker-a', result: { paid: 10 } },
+    });
+    // claim, complete and the refused claim; the checkpoint's transaction.
+    expect(doc.tally()['app-jobs']?.commands).toMatchObject({ UpdateCommand: 3, TransactWriteCommand: 1 });
+  });
+
+  it('takes rate permits up to the limit, then says how long to wait', async () => {
+    const doc = memory();
+    const rates = new DynamoDbRateStore({ client: doc, tableName: 'app-leases' });
+    expect(await rates.take('tenant-a', 2, 60, now)).toEqual({ granted: true });
+    expect(await rates.take('tenant-a', 2, 60, now + 1)).toEqual({ granted: true });
+    expect(await rates.take('tenant-a', 2, 60, now + 2)).toMatchObject({ granted: false });
+  });
 });
