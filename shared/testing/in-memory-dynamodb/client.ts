@@ -115,9 +115,17 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     return table.items.delete(table.keyOf(key));
   }
 
-  /** A copy of every item of a table, in no particular order (for assertions). */
+  /** A copy of every item of a table, in key order (for assertions), outside any request. */
   items(tableName: string): Item[] {
-    return [...this.#table(tableName).items.values()].map(copy);
+    return [...this.#table(tableName).items.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, item]) => copy(item));
+  }
+
+  /** Stores an item outside any request (no condition, faults or tally): a test's starting rows. */
+  seed(tableName: string, item: Item): void {
+    const table = this.#table(tableName);
+    table.items.set(table.keyOfItem(item), copy(item));
   }
 
   /** Serves one command as DynamoDB would, under the injected faults. */

@@ -8,7 +8,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTable } from '../../../shared/core/model/table.ts';
-import { InMemoryDynamoDb, leaseqTables } from '../../../shared/testing/in-memory-dynamodb/index.ts';
+import { InMemoryDynamoDb, leaseqTables } from '../../../shared/testing/index.ts';
 import { type CoreEnv, coreEnv } from '../../support/core-fixture.ts';
 
 // The same requests on the emulator's DynamoDB and on the in-memory one: the answers and the refusals

@@ -5,7 +5,7 @@ import { DynamoDbLeaseStore } from '../../../shared/core/adapters/dynamodb-lease
 import { DynamoDbRateStore } from '../../../shared/core/adapters/dynamodb-rate-store.ts';
 import { versionedPut } from '../../../shared/core/decisions/optimistic.ts';
 import { defineTable } from '../../../shared/core/model/table.ts';
-import { InMemoryDynamoDb, leaseqTables } from '../../../shared/testing/in-memory-dynamodb/index.ts';
+import { InMemoryDynamoDb, leaseqTables } from '../../../shared/testing/index.ts';
 import { jobStoreContract } from '../../support/contracts/job-store-contract.ts';
 import { leaseStoreContract } from '../../support/contracts/lease-store-contract.ts';
 import { rateStoreContract } from '../../support/contracts/rate-store-contract.ts';
