@@ -42,7 +42,6 @@ export const CEILINGS = {
   'shared/local/deploy.ts': 495,
   'shared/ops/dlq-redrive.ts': 450,
   'shared/producer/job-producer.ts': 493,
-  'shared/testing/dynamodb-expressions.ts': 706,
   'shared/testing/in-memory-effects.ts': 403,
   'shared/testing/in-memory-job-store.ts': 690,
 };
