@@ -139,11 +139,19 @@ export class DynamoDbJobStore implements JobStore {
     );
     try {
       await sendFitting(carried, () =>
-        this.#fenced(lease, 'renew', withHistory(update, carried.write), [], options.signal, (old) => {
-          // Refused because a later renewal of this same lease already landed: nothing lost.
-          later = laterRenewal(old, lease, leaseUntil, options.deadLetter);
-          return later !== undefined;
-        }),
+        fencedWrite(
+          this.#doc,
+          lease,
+          'renew',
+          withHistory(update, carried.write),
+          [],
+          options.signal,
+          (old) => {
+            // Refused because a later renewal of this same lease already landed: nothing lost.
+            later = laterRenewal(old, lease, leaseUntil, options.deadLetter);
+            return later !== undefined;
+          },
+        ),
       );
     } catch (error) {
       carried.undo();
@@ -164,7 +172,14 @@ export class DynamoDbJobStore implements JobStore {
     const carried = carryHistory(lease, checkpointEvents(lease, checkpoint), checkpoint.at);
     const update = checkpointUpdate(this.#table, lease, checkpoint);
     const result = await carriedWrite(carried, () =>
-      this.#fenced(lease, 'checkpoint', withHistory(update, carried.write), effects, options.signal),
+      fencedWrite(
+        this.#doc,
+        lease,
+        'checkpoint',
+        withHistory(update, carried.write),
+        effects,
+        options.signal,
+      ),
     );
     if (result.ok) {
       lease.version += 1;
@@ -191,7 +206,7 @@ export class DynamoDbJobStore implements JobStore {
     const carried = carryHistory(lease, [], now);
     const update = completeUpdate(this.#table, lease, { result, now, expiresAt: this.#expiresAt(now) });
     const out = await carriedWrite(carried, () =>
-      this.#fenced(lease, 'complete', withHistory(update, carried.write), effects, options.signal),
+      fencedWrite(this.#doc, lease, 'complete', withHistory(update, carried.write), effects, options.signal),
     );
     if (out.ok) lease.version += 1;
     return out;
@@ -203,24 +218,28 @@ export class DynamoDbJobStore implements JobStore {
     error: { message: string; errorClass: string },
     options: GiveUpOptions & { refundAttempt?: boolean; conflict?: boolean } = {},
   ): Promise<void> {
+    const { refundAttempt = false, conflict = false, leaseLost } = options;
+    const status = JobStatus.RetryWait;
     await this.#giveUp(lease, 'release', options.signal, {
-      status: JobStatus.RetryWait,
+      status,
       leaseUntil: retryAt,
       error,
-      refundAttempt: options.refundAttempt ?? false,
-      conflict: options.conflict ?? false,
-      leaseLost: options.leaseLost,
+      refundAttempt,
+      conflict,
+      leaseLost,
     });
   }
 
   async markDead(lease: JobLease, error: DeadMarking, options: GiveUpOptions = {}): Promise<void> {
+    const { leaseLost } = options;
+    const status = JobStatus.Dead;
     await this.#giveUp(lease, 'mark-dead', options.signal, {
-      status: JobStatus.Dead,
+      status,
       leaseUntil: 0,
       error,
       refundAttempt: false,
       conflict: false,
-      leaseLost: options.leaseLost,
+      leaseLost,
     });
   }
 
@@ -235,7 +254,7 @@ export class DynamoDbJobStore implements JobStore {
     const expiresAt = this.#expiresAt(Math.max(now, req.leaseUntil));
     const { update, carried } = giveUp(this.#table, lease, { ...req, now, expiresAt });
     await carriedWrite(carried, () =>
-      this.#fenced(lease, operation, withHistory(update, carried.write), [], signal),
+      fencedWrite(this.#doc, lease, operation, withHistory(update, carried.write), [], signal),
     );
     lease.version += 1;
   }
@@ -330,17 +349,5 @@ export class DynamoDbJobStore implements JobStore {
 
   #expiresAt(fromMs: number): number {
     return expiresAtSeconds(fromMs, this.#ttlSeconds);
-  }
-
-  /** The job item's fenced update and the effects, all or nothing (dynamodb-job-writes.ts). */
-  #fenced(
-    lease: JobLease,
-    operation: string,
-    update: JobItemUpdate,
-    effects: readonly Effect[],
-    signal: AbortSignal | undefined,
-    accept?: (old: JobItem) => boolean,
-  ): Promise<FencedWriteResult> {
-    return fencedWrite(this.#doc, lease, operation, update, effects, signal, accept);
   }
 }

@@ -110,16 +110,7 @@ export function claimAnswer(
 ): ClaimResult {
   const counted = claimCounters(previous, req.now);
   const kind = classifyClaim(previous);
-  const lease: JobLease = {
-    dedupKey: req.dedupKey,
-    owner: req.owner,
-    token: counted.token,
-    attempts: counted.attempts,
-    messageId: req.messageId,
-    version: counted.version,
-    leaseUntil,
-    ...keptFrom(previous),
-  };
+  const lease = leaseOf(req, { ...counted, leaseUntil }, previous);
   Object.assign(
     lease,
     claimHistory(previous, { owner: req.owner, ...counted }, kind === 'takeover', req.now),
@@ -133,14 +124,7 @@ export function refusedClaim(item: RawItem, req: ClaimRequest): ClaimResult {
   if (!isOwnClaim(existing, req)) return { claimed: false, existing };
   // Our claim went through and only its answer was lost (the SDK retried it): hold it.
   const lease: JobLease = {
-    dedupKey: req.dedupKey,
-    owner: req.owner,
-    token: existing.token,
-    attempts: existing.attempts,
-    messageId: req.messageId,
-    version: existing.version,
-    leaseUntil: existing.leaseUntil,
-    ...keptFrom(existing),
+    ...leaseOf(req, existing, existing),
     // The claim wrote no event: the list is the item's, so this lease's appends keep within the bound.
     ...(existing.history?.length ? { history: [...existing.history] } : {}),
   };
@@ -150,9 +134,21 @@ export function refusedClaim(item: RawItem, req: ClaimRequest): ClaimResult {
   return { claimed: true, lease, kind: existing.attempts > 1 ? 'retry' : 'fresh', previous: existing };
 }
 
-/** What a claim keeps of the item it took and its lease carries: the counts given back, the checkpoint. */
-function keptFrom(item: JobItem | undefined): Pick<JobLease, 'refunds' | 'conflicts' | 'checkpoint'> {
+/** The lease of a claim: `req`'s owner and message, `counts`, and what it keeps of `item` (counts given back, the checkpoint). */
+function leaseOf(
+  req: ClaimRequest,
+  counts: Pick<JobLease, 'token' | 'attempts' | 'version' | 'leaseUntil'>,
+  item: JobItem | undefined,
+): JobLease {
+  const { token, attempts, version, leaseUntil } = counts;
   return {
+    dedupKey: req.dedupKey,
+    owner: req.owner,
+    token,
+    attempts,
+    messageId: req.messageId,
+    version,
+    leaseUntil,
     ...(item?.refunds ? { refunds: item.refunds } : {}),
     ...(item?.conflicts ? { conflicts: item.conflicts } : {}),
     ...(item?.checkpoint ? { checkpoint: item.checkpoint } : {}),

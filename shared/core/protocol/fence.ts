@@ -3,7 +3,7 @@
 // the best-effort `lease-lost` event a holder writes once its fence is refused.
 
 import type { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { type LeaseLostError, StoreUnavailableError } from '../../errors.ts';
+import { StoreUnavailableError } from '../../errors.ts';
 import { HISTORY_MAX, type HistoryEvent } from '../contract/job-history.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type { FencedWriteResult, JobLease } from '../contract/job-store.ts';
@@ -62,8 +62,9 @@ export function refusedFencedWrite(
   const { item, writtenAt, cause } = refusal;
   if (isOwnWrite(item, lease, writtenAt)) return;
   throwIfHistoryMoved(lease, item, refusal.historyKnown);
+  // Otherwise the lost lease it means (done after all, if this lease completed the job).
   if (item && accept?.(unmarshallItem(item))) return;
-  throw refusalError(lease, operation, item, cause);
+  throw fenceRefusal(lease, operation, item && unmarshallItem(item), cause);
 }
 
 /**
@@ -79,7 +80,7 @@ export function cancelledFencedWrite(
   const first = error.CancellationReasons?.[0];
   if (first?.Code === 'ConditionalCheckFailed') {
     throwIfHistoryMoved(lease, first.Item, historyKnown);
-    throw refusalError(lease, operation, first.Item, error);
+    throw fenceRefusal(lease, operation, first.Item && unmarshallItem(first.Item), error);
   }
   return effectCancellation(operation, error);
 }
@@ -139,16 +140,6 @@ function isOwnWrite(item: RawItem | undefined, lease: JobLease, writtenAt: unkno
     old.version === lease.version + 1 &&
     old.updatedAt === writtenAt
   );
-}
-
-/** The lost lease a refused fenced write means (done after all, if this lease completed the job). */
-function refusalError(
-  lease: JobLease,
-  operation: string,
-  item: RawItem | undefined,
-  cause: unknown,
-): LeaseLostError {
-  return fenceRefusal(lease, operation, item === undefined ? undefined : unmarshallItem(item), cause);
 }
 
 /**

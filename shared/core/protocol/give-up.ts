@@ -19,23 +19,13 @@ import { fencedUpdate } from './fence.ts';
 import { checkpointUpperBytes, MAX_ITEM_BYTES, utf8 } from './item-size.ts';
 import { type JobItemUpdate, names } from './update.ts';
 
-/** What ends an attempt that did not complete: a release (`retryAt`, the RETRY_WAIT lease end) or a marking. */
-export interface GiveUpRequest {
-  readonly status: JobStatus;
-  readonly leaseUntil: number;
-  readonly now: number;
-  readonly error: {
-    readonly message: string;
-    readonly errorClass: string;
-    readonly reason?: string;
-    readonly deadKeyTtlSeconds?: number;
-  };
-  readonly refundAttempt: boolean;
+/** What ends an attempt that did not complete: a release (`leaseUntil`, the retry time) or a marking. */
+export type GiveUpRequest = Omit<GiveUpWrite, 'error' | 'conflict' | 'dead'> & {
+  readonly error: GiveUpWrite['error'] & { readonly reason?: string; readonly deadKeyTtlSeconds?: number };
   readonly conflict: boolean;
   /** Why the lease was lost, when a lost lease ended the attempt (its `lease-lost` event). */
   readonly leaseLost: string | undefined;
-  readonly expiresAt: number;
-}
+};
 
 /**
  * The give-up's write and the history it carries: near 400 KB the new events are left out (their
@@ -54,14 +44,10 @@ export function giveUp(
   const carried = fit.withEvents
     ? carryHistory(lease, events, now)
     : eventsLeftOut(lease.dedupKey, events, now);
+  const { leaseLost: _, ...write } = req;
   const update = giveUpUpdate(tableName, lease, {
-    status,
-    leaseUntil,
-    now,
+    ...write,
     error: fit.error,
-    refundAttempt: req.refundAttempt,
-    conflict: req.conflict,
-    expiresAt: req.expiresAt,
     ...(status === JobStatus.Dead ? { dead: deadKeyUntilOf(now, error.deadKeyTtlSeconds) } : {}),
   });
   return { update, carried };
