@@ -1,11 +1,5 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import {
-  checkItemSize,
-  checkJobWrite,
-  fenceCause,
-  giveUpWithHistory,
-  isMinimalCause,
-} from '../core/adapters/dynamodb-limits.ts';
+import { checkJobWrite } from '../core/adapters/dynamodb-limits.ts';
 import { HISTORY_MAX, type HistoryEvent, problemShard } from '../core/contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../core/contract/job-item.ts';
 import type {
@@ -55,6 +49,9 @@ import {
   leasedRunOnly,
   leaseEnd,
 } from '../core/decisions/lease-arithmetic.ts';
+import { giveUpWithHistory } from '../core/protocol/give-up.ts';
+import { checkItemSize } from '../core/protocol/item-size.ts';
+import { fenceCause, isMinimalCause } from '../core/protocol/renew.ts';
 import type { StoreUnavailableError } from '../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../resources.ts';
 import { checkTransactionLimits, type EffectApplier } from './in-memory-effects.ts';
