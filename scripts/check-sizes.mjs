@@ -37,7 +37,6 @@ export const CEILINGS = {
   'shared/core/adapters/dynamodb-job-store.ts': 575,
   'shared/core/adapters/dynamodb-limits.ts': 461,
   'shared/core/decisions/history.ts': 402,
-  'shared/core/pipeline/processor.ts': 332,
   'shared/errors.ts': 401,
   'shared/local/deploy.ts': 495,
   'shared/ops/dlq-redrive.ts': 450,
