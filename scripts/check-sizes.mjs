@@ -36,8 +36,6 @@ export const CEILINGS = {
   'shared/core/adapters/dynamodb-job-expressions.ts': 615,
   'shared/core/adapters/dynamodb-job-store.ts': 575,
   'shared/core/adapters/dynamodb-limits.ts': 461,
-  'shared/core/decisions/history.ts': 402,
-  'shared/errors.ts': 401,
   'shared/local/deploy.ts': 495,
   'shared/ops/dlq-redrive.ts': 450,
   'shared/producer/job-producer.ts': 493,

@@ -1,4 +1,5 @@
-import { DeadlineError, describe, LeaseLostError, LeaseRanOutError } from '../../errors.ts';
+import { describe } from '../../error-text.ts';
+import { DeadlineError, LeaseLostError, LeaseRanOutError } from '../../errors.ts';
 import { boundedSignal } from './timeout-signal.ts';
 
 /** What the heartbeat needs from whoever holds a lease: one renewal call. */

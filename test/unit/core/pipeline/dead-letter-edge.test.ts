@@ -30,12 +30,8 @@ import { InMemoryMetrics } from '../../../../shared/core/observe/metrics.ts';
 import { DeadLetterer } from '../../../../shared/core/pipeline/dead-letterer.ts';
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { RecordMessage } from '../../../../shared/core/pipeline/record-message.ts';
-import {
-  ERROR_TEXT_MAX,
-  LetterRefusedError,
-  PermanentJobError,
-  StoreRefusedError,
-} from '../../../../shared/errors.ts';
+import { ERROR_TEXT_MAX } from '../../../../shared/error-text.ts';
+import { LetterRefusedError, PermanentJobError, StoreRefusedError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
