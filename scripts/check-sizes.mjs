@@ -36,7 +36,6 @@ export const CEILINGS = {
   'shared/core/adapters/dynamodb-job-expressions.ts': 615,
   'shared/core/adapters/dynamodb-job-store.ts': 575,
   'shared/core/adapters/dynamodb-limits.ts': 461,
-  'shared/local/deploy.ts': 495,
   'shared/testing/in-memory-effects.ts': 403,
   'shared/testing/in-memory-job-store.ts': 690,
 };
