@@ -166,7 +166,3 @@ export function reportOf(run: RedriveRun, browsed: BrowseResult): RedriveReport 
     items,
   };
 }
-
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-}

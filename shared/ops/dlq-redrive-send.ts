@@ -8,7 +8,8 @@ import { resentInPlaceOf } from '../core/pipeline/record-message.ts';
 import { KEEP, type Visit } from './dlq-browse.ts';
 import type { DeadLetter } from './dlq-letters.ts';
 import type { EarlierSend } from './dlq-redrive-plan.ts';
-import { letterFields, messageOf, type RedriveRun, record } from './dlq-redrive-run.ts';
+import { letterFields, type RedriveRun, record } from './dlq-redrive-run.ts';
+import { messageOf } from './ops-errors.ts';
 
 /**
  * Sends the letter's body to the jobs queue, then deletes the letter. A failed send keeps the letter

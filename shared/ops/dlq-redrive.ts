@@ -20,7 +20,6 @@ import {
 } from './dlq-redrive-plan.ts';
 import {
   letterFields,
-  messageOf,
   type RedriveOptions,
   type RedriveReport,
   type RedriveRun,
@@ -29,7 +28,7 @@ import {
   startRun,
 } from './dlq-redrive-run.ts';
 import { sendBack } from './dlq-redrive-send.ts';
-import { PayloadRefusedError } from './ops-errors.ts';
+import { messageOf, PayloadRefusedError } from './ops-errors.ts';
 import type { OpsTarget } from './target.ts';
 
 export type { RedriveItem, RedriveOptions, RedriveReport } from './dlq-redrive-run.ts';
