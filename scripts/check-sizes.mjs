@@ -51,7 +51,6 @@ export const SHARED_UNTIL_MERGE = [
   'shared/core/adapters/dynamodb-job-expressions.ts',
   'shared/core/adapters/dynamodb-job-store.ts',
   'shared/core/adapters/dynamodb-limits.ts',
-  'shared/testing/dynamodb-expressions.ts',
   'shared/testing/in-memory-effects.ts',
   'shared/testing/in-memory-job-store.ts',
 ];
