@@ -40,7 +40,7 @@ export const SOURCE_ROOTS = ['shared', 'cli', 'infra', 'functions', 'bin', 'scri
  * - the programs (CLI, Lambda entry, bin, scripts, examples) are at the top and may use everything.
  */
 export const LAYERS = [
-  { rank: 0, name: 'errors', paths: ['shared/errors.ts'] },
+  { rank: 0, name: 'errors', paths: ['shared/errors.ts', 'shared/error-text.ts'] },
   {
     rank: 1,
     name: 'outside world',

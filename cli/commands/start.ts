@@ -13,7 +13,8 @@ import {
   createAwsClients,
   destroyAwsClients,
 } from '../../shared/aws/clients.ts';
-import { deployLocal, localCloudFormation } from '../../shared/local/deploy.ts';
+import { deployLocal } from '../../shared/local/deploy.ts';
+import { localCloudFormation } from '../../shared/local/deploy-env.ts';
 import {
   type EmulatorHandle,
   ensureEmulator,

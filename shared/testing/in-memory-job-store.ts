@@ -27,21 +27,23 @@ import { fenceRefusal, holdsFence } from '../core/decisions/fence-decision.ts';
 import {
   afterHistoryWrite,
   applyHistory,
-  attemptOf,
   carryHistory,
   checkHistoryKnown,
+  eventsLeftOut,
+  type HistoryWrite,
+  historyWrite,
+  sendFitting,
+} from '../core/decisions/history.ts';
+import {
+  attemptOf,
   claimHistory,
   deadKeyExpired,
   deadKeyUntilOf,
   droppedCopyEvent,
   eventMessage,
-  eventsLeftOut,
   giveUpEvents,
-  type HistoryWrite,
-  historyWrite,
   STEP_EVENTS,
-  sendFitting,
-} from '../core/decisions/history.ts';
+} from '../core/decisions/history-events.ts';
 import {
   claimCounters,
   expiresAtSeconds,

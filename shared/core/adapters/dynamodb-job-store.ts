@@ -22,13 +22,8 @@ import type {
   StoreCallOptions,
 } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
-import {
-  attemptOf,
-  carryHistory,
-  droppedCopyEvent,
-  eventMessage,
-  sendFitting,
-} from '../decisions/history.ts';
+import { carryHistory, sendFitting } from '../decisions/history.ts';
+import { attemptOf, droppedCopyEvent, eventMessage } from '../decisions/history-events.ts';
 import { expiresAtSeconds, leaseEnd } from '../decisions/lease-arithmetic.ts';
 import { checkpointEvents, checkpointUpdate } from '../protocol/checkpoint.ts';
 import { claimAnswer, claimUpdate, droppedCopyUpdate, refusedClaim } from '../protocol/claim.ts';

@@ -4,7 +4,7 @@
 import type { HistoryEvent } from '../contract/job-history.ts';
 import type { Checkpoint } from '../contract/job-item.ts';
 import type { JobLease } from '../contract/job-store.ts';
-import { attemptOf, STEP_EVENTS } from '../decisions/history.ts';
+import { attemptOf, STEP_EVENTS } from '../decisions/history-events.ts';
 import { fencedUpdate } from './fence.ts';
 import { type JobItemUpdate, names } from './update.ts';
 

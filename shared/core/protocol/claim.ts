@@ -8,7 +8,7 @@ import type { JobItem } from '../contract/job-item.ts';
 import type { ClaimRequest, ClaimResult, JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { classifyClaim, isOwnClaim } from '../decisions/claim-decision.ts';
-import { claimHistory } from '../decisions/history.ts';
+import { claimHistory } from '../decisions/history-events.ts';
 import { claimCounters } from '../decisions/lease-arithmetic.ts';
 import { type JobItemUpdate, names, type RawItem, unmarshallItem } from './update.ts';
 

@@ -3,18 +3,12 @@
 // fence; the error it stores sized so the write always fits, and the history events it can carry. Its
 // refusal is the fence's (fence.ts).
 
-import { ERROR_CLASS_MAX, ERROR_TEXT_MAX, storableText } from '../../errors.ts';
+import { ERROR_CLASS_MAX, ERROR_TEXT_MAX, storableText } from '../../error-text.ts';
 import { type HistoryEvent, PROBLEM_KEYS_UPPER_BYTES } from '../contract/job-history.ts';
 import type { JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
-import {
-  type CarriedHistory,
-  carryHistory,
-  deadKeyUntilOf,
-  eventsLeftOut,
-  giveUpEvents,
-  historyUpperBytes,
-} from '../decisions/history.ts';
+import { type CarriedHistory, carryHistory, eventsLeftOut, historyUpperBytes } from '../decisions/history.ts';
+import { deadKeyUntilOf, giveUpEvents } from '../decisions/history-events.ts';
 import { fencedUpdate } from './fence.ts';
 import { checkpointUpperBytes, MAX_ITEM_BYTES, utf8 } from './item-size.ts';
 import { type JobItemUpdate, names } from './update.ts';

@@ -2,7 +2,7 @@
 // fence (E9's first step), the renewal that records the cause. Its refusal is the fence's (fence.ts), but
 // for a later renewal of this same lease that landed first ({@link laterRenewal}).
 
-import { ERROR_CLASS_MAX, storableText } from '../../errors.ts';
+import { ERROR_CLASS_MAX, storableText } from '../../error-text.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type { DeadLetterCause, JobLease } from '../contract/job-store.ts';
 import { holdsFence } from '../decisions/fence-decision.ts';

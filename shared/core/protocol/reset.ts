@@ -7,7 +7,8 @@ import type { HistoryEvent } from '../contract/job-history.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type { ClaimRequest, ClaimResult, JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
-import { afterHistoryWrite, attemptOf, deadKeyExpired, historyWrite } from '../decisions/history.ts';
+import { afterHistoryWrite, historyWrite } from '../decisions/history.ts';
+import { attemptOf, deadKeyExpired } from '../decisions/history-events.ts';
 import { withHistory } from './history-writes.ts';
 import { type JobItemUpdate, names } from './update.ts';
 

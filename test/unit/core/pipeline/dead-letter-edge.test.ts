@@ -28,12 +28,8 @@ import { giveUpError } from '../../../../shared/core/protocol/give-up.ts';
 import { MAX_ITEM_BYTES } from '../../../../shared/core/protocol/item-size.ts';
 import { redriveUpdate } from '../../../../shared/core/protocol/redrive.ts';
 import { renewUpdate } from '../../../../shared/core/protocol/renew.ts';
-import {
-  ERROR_TEXT_MAX,
-  LetterRefusedError,
-  PermanentJobError,
-  StoreRefusedError,
-} from '../../../../shared/errors.ts';
+import { ERROR_TEXT_MAX } from '../../../../shared/error-text.ts';
+import { LetterRefusedError, PermanentJobError, StoreRefusedError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
