@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ROOT_CONTEXT } from '@opentelemetry/api';
-import { awsConfigFromEnv, createAwsClients, isLocalEndpoint } from '../aws/clients.ts';
+import { awsConfigFromEnv, createAwsClients, isLocalEndpoint, serviceEndpoint } from '../aws/clients.ts';
 import { groupIdProblem } from '../aws/message-group.ts';
 import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
 import {
@@ -64,7 +64,7 @@ export interface JobProducerOptions {
   /**
    * The SQS endpoint of the client the producer makes (ignored with `client`). An endpoint on this
    * machine (127.0.0.1, localhost, ::1) gets the emulator's test credentials unless AWS_ACCESS_KEY_ID is set.
-   * @default AWS_ENDPOINT_URL, else the queue URL's own origin when it names this machine (no AWS queue
+   * @default AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL, else the queue URL's own origin when it names this machine (no AWS queue
    * does), else AWS
    */
   readonly endpoint?: string;
@@ -449,13 +449,13 @@ function defaultClient(options: JobProducerOptions): SQSClient {
 
 function defaultClients(options: JobProducerOptions): ReturnType<typeof createAwsClients> {
   const config = awsConfigFromEnv();
-  // A loopback queue URL is its own endpoint only when nothing else names one: AWS_ENDPOINT_URL_SQS (a
-  // docker-compose setup whose queue URLs name the port published elsewhere) is the SDK's to apply.
+  // The option is both clients' endpoint, and SQS's over AWS_ENDPOINT_URL_SQS; a loopback queue URL is
+  // its own endpoint only when nothing names one (a compose setup's URLs may name another port).
+  const sqs = options.endpoint ?? serviceEndpoint(config, 'sqs');
   const endpoint =
-    options.endpoint ??
-    config.endpoint ??
-    (process.env.AWS_ENDPOINT_URL_SQS ? undefined : loopbackOrigin(options.queueUrl));
-  return createAwsClients({ ...config, ...(endpoint ? { endpoint } : {}) });
+    options.endpoint ?? config.endpoint ?? (sqs ? undefined : loopbackOrigin(options.queueUrl));
+  const endpoints = { ...config.endpoints, ...(sqs ? { sqs } : {}) };
+  return createAwsClients({ ...config, ...(endpoint ? { endpoint } : {}), endpoints });
 }
 
 /** What a refused key is, without the key itself (it may hold what a log or terminal must not show). */
