@@ -18,7 +18,7 @@ import {
   type StackOutputKey,
 } from '../shared/resources.ts';
 import { credentialSource, remoteEndpointWarning } from './remote-endpoint.ts';
-import { serviceEndpointLines, targetClients } from './service-endpoints.ts';
+import { targetClients } from './service-endpoints.ts';
 
 /** Flags every command that talks to a deployment accepts. */
 export interface TargetFlags {
@@ -277,8 +277,7 @@ export async function resolveTarget(
           : `${caller} (queues in account ${queueAccount})`;
     const resolved = { ...choice, account, local: isLocalEndpoint(endpoint) };
     const line = describeTarget(resolved);
-    for (const shown of [line, ...(choice.kind === 'aws' ? [] : serviceEndpointLines(endpoint, env))])
-      log(shown);
+    log(line);
     return { ...resolved, line, clients, names, close: () => destroyAwsClients(clients) };
   } catch (error) {
     destroyAwsClients(clients);
