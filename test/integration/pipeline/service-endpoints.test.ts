@@ -17,6 +17,7 @@ import {
   sendJob,
 } from '../../support/core-fixture.ts';
 import { testCredentials, testEndpoint, testEndpointOf, uniqueName } from '../../support/env.ts';
+import { leaseq } from '../cli/run-cli.ts';
 
 const LEDGER_JOB_MODULE = fileURLToPath(new URL('../../../examples/ledger/jobs.ts', import.meta.url));
 
@@ -106,7 +107,9 @@ describe('a worker with one service on an endpoint of its own (AWS_ENDPOINT_URL_
     const operations = await creditThroughRelay('sqs', 'AWS_ENDPOINT_URL_SQS');
 
     expect(operations).toContain('AmazonSQS.ReceiveMessage');
-    expect(operations.some((op) => op.startsWith('AmazonSQS.DeleteMessage'))).toBe(true);
+    // The delete follows the commit the balance shows: wait for it.
+    const deleted = () => operations.some((op) => op.startsWith('AmazonSQS.DeleteMessage'));
+    expect(await eventually(async () => deleted(), 15_000, 100)).toBe(true);
     expect(operations.filter((op) => !op.startsWith('AmazonSQS.'))).toEqual([]);
   });
 
@@ -115,5 +118,26 @@ describe('a worker with one service on an endpoint of its own (AWS_ENDPOINT_URL_
 
     expect(operations.some((op) => op.startsWith('DynamoDB_20120810.'))).toBe(true);
     expect(operations.filter((op) => !op.startsWith('DynamoDB_20120810.'))).toEqual([]);
+  });
+});
+
+describe('leaseq status with SQS on an endpoint of its own', () => {
+  it('prints which endpoint each service uses, one line each, and reads the queue there', async () => {
+    relay = await recordingRelay(testEndpointOf('sqs'));
+    const credential = testCredentials();
+    // resourceNames(prefix) names the jobs table `<prefix>-jobs`.
+    const prefix = env.jobsTable.replace(/-jobs$/, '');
+
+    const run = await leaseq(['status', '--prefix', prefix, '--json'], {
+      AWS_ENDPOINT_URL_SQS: relay.endpoint,
+      AWS_ACCESS_KEY_ID: credential.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: credential.secretAccessKey,
+    });
+
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stderr.split('\n');
+    expect(lines).toContain(`leaseq: sqs:      ${relay.endpoint} (AWS_ENDPOINT_URL_SQS)`);
+    expect(lines).toContain(`leaseq: dynamodb: ${testEndpoint()} (the target)`);
+    expect(relay.operations).toContain('AmazonSQS.GetQueueAttributes');
   });
 });
