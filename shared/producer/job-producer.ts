@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { awsConfigFromEnv, createAwsClients, isLocalEndpoint } from '../aws/clients.ts';
+import { awsConfigFromEnv, createAwsClients, isLocalEndpoint, serviceEndpoint } from '../aws/clients.ts';
 import { groupIdProblem } from '../aws/message-group.ts';
 import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
 import {
@@ -242,13 +242,13 @@ export class JobProducer {
  */
 function defaultClients(options: JobProducerOptions): ReturnType<typeof createAwsClients> {
   const config = awsConfigFromEnv();
-  // A loopback queue URL is its own endpoint only when nothing else names one: AWS_ENDPOINT_URL_SQS (a
-  // docker-compose setup whose queue URLs name the port published elsewhere) is the SDK's to apply.
+  // The option is both clients' endpoint, and SQS's over AWS_ENDPOINT_URL_SQS; a loopback queue URL is
+  // its own endpoint only when nothing names one (a compose setup's URLs may name another port).
+  const sqs = options.endpoint ?? serviceEndpoint(config, 'sqs');
   const endpoint =
-    options.endpoint ??
-    config.endpoint ??
-    (process.env.AWS_ENDPOINT_URL_SQS ? undefined : loopbackOrigin(options.queueUrl));
-  return createAwsClients({ ...config, ...(endpoint ? { endpoint } : {}) });
+    options.endpoint ?? config.endpoint ?? (sqs ? undefined : loopbackOrigin(options.queueUrl));
+  const endpoints = { ...config.endpoints, ...(sqs ? { sqs } : {}) };
+  return createAwsClients({ ...config, ...(endpoint ? { endpoint } : {}), endpoints });
 }
 
 /** What a refused key is, without the key itself (it may hold what a log or terminal must not show). */

@@ -40,7 +40,7 @@ export interface JobProducerOptions {
   /**
    * The SQS endpoint of the client the producer makes (ignored with `client`). An endpoint on this
    * machine (127.0.0.1, localhost, ::1) gets the emulator's test credentials unless AWS_ACCESS_KEY_ID is set.
-   * @default AWS_ENDPOINT_URL, else the queue URL's own origin when it names this machine (no AWS queue
+   * @default AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL, else the queue URL's own origin when it names this machine (no AWS queue
    * does), else AWS
    */
   readonly endpoint?: string;
