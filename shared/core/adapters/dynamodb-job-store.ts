@@ -37,9 +37,16 @@ import { leaseLostUpdate } from '../protocol/fence.ts';
 import { type GiveUpRequest, giveUp } from '../protocol/give-up.ts';
 import { withHistory } from '../protocol/history-writes.ts';
 import { laterRenewal, renewUpdate } from '../protocol/renew.ts';
-import { deadKeyToReset, resetClaim } from '../protocol/reset.ts';
+import { deadKeyToReset, refusedReset, resetClaim } from '../protocol/reset.ts';
 import type { JobItemUpdate } from '../protocol/update.ts';
-import { carriedWrite, fencedWrite, refusedItem, sendUpdate, transact } from './dynamodb-job-writes.ts';
+import {
+  carriedWrite,
+  fencedWrite,
+  refusal,
+  refusedItem,
+  sendUpdate,
+  transact,
+} from './dynamodb-job-writes.ts';
 import { checkJobWrite, type JobWrite } from './dynamodb-limits.ts';
 import { cancelJob, type OperatorTable, resetForRedrive, undoRedrive } from './dynamodb-operator-writes.ts';
 import { guardStore } from './store-errors.ts';
@@ -71,7 +78,12 @@ export class DynamoDbJobStore implements JobStore {
     this.#ttlSeconds = options.dedupTtlSeconds ?? DEFAULT_DEDUP_TTL_SECONDS;
   }
 
-  async claim(req: ClaimRequest, options: StoreCallOptions = {}): Promise<ClaimResult> {
+  claim(req: ClaimRequest, options: StoreCallOptions = {}): Promise<ClaimResult> {
+    return this.#claim(req, options, true);
+  }
+
+  /** The claim; `mayReset`: a refusal by a DEAD key past its `deadKeyUntil` resets it (reset.ts). */
+  async #claim(req: ClaimRequest, options: StoreCallOptions, mayReset: boolean): Promise<ClaimResult> {
     const leaseUntil = leaseEnd(req.now, req.leaseMs);
     const update = claimUpdate(this.#table, req, { leaseUntil, expiresAt: this.#expiresAt(leaseUntil) });
     let previous: JobItem | undefined;
@@ -80,7 +92,7 @@ export class DynamoDbJobStore implements JobStore {
       previous = await sendUpdate(this.#doc, 'claim', options.signal, update, true);
     } catch (error) {
       const refused = refusedClaim(refusedItem(error), req);
-      const dead = deadKeyToReset(refused, req);
+      const dead = mayReset ? deadKeyToReset(refused, req) : undefined;
       return dead ? this.#resetClaim(req, dead, options) : refused;
     }
     return claimAnswer(req, previous, leaseUntil);
@@ -96,7 +108,9 @@ export class DynamoDbJobStore implements JobStore {
     try {
       await sendUpdate(this.#doc, 'claim', options.signal, reset.update);
     } catch (error) {
-      return refusedClaim(refusedItem(error), req);
+      const refused = refusedReset(refusal(error), req, dead);
+      // The DEAD item is gone (TTL): the key is a new job's, claimed as any (never reset again).
+      return refused === 'gone' ? this.#claim(req, options, false) : refused;
     }
     return reset.answer;
   }

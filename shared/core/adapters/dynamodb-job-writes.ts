@@ -49,6 +49,12 @@ export function refusedItem(error: unknown): RawItem {
   throw error;
 }
 
+/** The old item a refused UpdateItem returned (ALL_OLD), undefined when there was none; anything else is thrown again. */
+export function refusal(error: unknown): RawItem | undefined {
+  if (error instanceof ConditionalCheckFailedException) return error.Item;
+  throw error;
+}
+
 /** One transaction: the job item's update first (its old item returned on refusal), then the effects. */
 export async function transact(
   doc: DynamoDBDocumentClient,

@@ -9,8 +9,9 @@ import type { ClaimRequest, ClaimResult, JobLease } from '../contract/job-store.
 import { JobStatus } from '../contract/statuses.ts';
 import { afterHistoryWrite, historyWrite } from '../decisions/history.ts';
 import { attemptOf, deadKeyExpired } from '../decisions/history-events.ts';
+import { refusedClaim } from './claim.ts';
 import { withHistory } from './history-writes.ts';
-import { type JobItemUpdate, names } from './update.ts';
+import { type JobItemUpdate, names, type RawItem } from './update.ts';
 
 /** The DEAD item a refused claim (`refused`) may reset: a fresh send of its type past `deadKeyUntil`. */
 export function deadKeyToReset(refused: ClaimResult, req: ClaimRequest): JobItem | undefined {
@@ -47,6 +48,22 @@ export function resetClaim(
   const known = afterHistoryWrite(dead.history, history);
   if (known?.length) claimed.history = known;
   return { update, answer: { claimed: true, lease: claimed, kind: 'fresh', wasDeadAt: dead.deadAt ?? 0 } };
+}
+
+/**
+ * A refused reset claim of `dead` (`item`: its refusal's old item; undefined: there is none). Another
+ * copy reset it first: that refusal. This very reset landed and only its answer was lost (the SDK sent
+ * it again): the claim it made, as when it answers (`wasDeadAt` too). No item: TTL deleted the DEAD item
+ * since the refused claim read it, the key is absent (`gone`: the caller claims it as a new job).
+ */
+export function refusedReset(
+  item: RawItem | undefined,
+  req: ClaimRequest,
+  dead: JobItem,
+): ClaimResult | 'gone' {
+  if (item === undefined) return 'gone';
+  const refused = refusedClaim(item, req);
+  return refused.claimed ? { ...refused, wasDeadAt: dead.deadAt ?? 0 } : refused;
 }
 
 /**
