@@ -133,7 +133,8 @@ export async function cancelJob(
       const refused = refusedCancel(error.Item, cancelledEvent(request));
       if ('outcome' in refused) return refused;
       if (tries >= 3) throw error;
-      history = trimmedHistory(refused.item, cancelledEvent(request));
+      const event = cancelledEvent(request);
+      history = refused.item === undefined ? { event } : trimmedHistory(refused.item, event);
     }
   }
 }

@@ -82,13 +82,15 @@ export function cancelAnswer(old: JobItem | undefined): CancelResult {
  * A refused cancel: the job was finished, or cancelled before (the answer); or it is unfinished and only
  * its full history refused the append (`item`: the caller replaces the list at its version). A refusal by
  * this very cancel (its write landed, its answer was lost and the SDK sent it again: the item's last event
- * is `event`, written at its time) answers what that write did, read from the item it left.
+ * is `event`, written at its time) answers what that write did, read from the item it left. No item (only
+ * a trimmed write, conditioned on the item read, is refused so): it went since (TTL), `item` undefined:
+ * the caller cancels again, a tombstone now.
  */
 export function refusedCancel(
   raw: RawItem | undefined,
   event?: HistoryEvent & { readonly e: 'cancelled' },
-): CancelResult | { readonly item: JobItem } {
-  if (raw === undefined) throw new Error('unreachable: a refused cancel without its item');
+): CancelResult | { readonly item: JobItem | undefined } {
+  if (raw === undefined) return { item: undefined };
   const item = unmarshallItem(raw);
   switch (item.status) {
     case JobStatus.Completed:

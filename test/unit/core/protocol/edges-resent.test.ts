@@ -235,3 +235,18 @@ describe('where the edges meet', () => {
     expect(item(doc)).toMatchObject({ status: 'RETRY_WAIT', version: planned + 1 });
   });
 });
+
+describe('a refusal with no item: the item went between the read and the write', () => {
+  it('a cancel of a full history whose item TTL deletes before the trimmed write leaves a tombstone', async () => {
+    const doc = memory();
+    const plain = new DynamoDbJobStore({ client: doc, tableName: TABLE });
+    await leased(plain);
+    doc.seed(TABLE, { ...item(doc), history: events(50, now0) });
+    const store = new DynamoDbJobStore({
+      client: before(doc, 'cancel', 2, () => doc.remove(TABLE, { dedupKey: 'job-1' })),
+      tableName: TABLE,
+    });
+    expect(await store.cancel('job-1', { now: Date.now(), by: 'op' })).toEqual({ outcome: 'tombstone' });
+    expect(item(doc)).toMatchObject({ status: 'CANCELLED', history: [{ e: 'cancelled', by: 'op' }] });
+  });
+});
