@@ -1,3 +1,4 @@
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { HISTORY_MAX, type HistoryEvent } from '../../../../shared/core/contract/job-history.ts';
 import type { JobItem } from '../../../../shared/core/contract/job-item.ts';
@@ -7,7 +8,7 @@ import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { trimmedHistory } from '../../../../shared/core/protocol/history-writes.ts';
 import { isOwnUndo, refusedRedrive } from '../../../../shared/core/protocol/redrive.ts';
 import { laterRenewal } from '../../../../shared/core/protocol/renew.ts';
-import { deadKeyToReset, resetClaim } from '../../../../shared/core/protocol/reset.ts';
+import { deadKeyToReset, refusedReset, resetClaim } from '../../../../shared/core/protocol/reset.ts';
 
 // The readers the edges' files gained when the adapters' inline decisions moved into core/protocol/: each
 // reads an answer or a refusal's item into what the adapter does next. The adapters' integration tests
@@ -120,5 +121,27 @@ describe('Module: protocol readers', () => {
     });
     expect(answer.claimed && answer.lease.history?.at(-1)).toMatchObject({ e: 'reset', wasDeadAt: 1_200 });
     expect(update.ExpressionAttributeValues).toMatchObject({ ':newToken': 10, ':deadToken': 9 });
+  });
+
+  it('refusedReset: another copy’s reset, this very reset whose answer was lost (its wasDeadAt), or no item', () => {
+    const req: ClaimRequest = {
+      ...lease,
+      type: 't',
+      createdAt: 'c',
+      now: 2_000,
+      leaseMs: 1_000,
+      messageId: 'm2',
+    };
+    const dead = item({ status: JobStatus.Dead, deadAt: 1_200 });
+    const raw = (i: JobItem) => marshall(i, { removeUndefinedValues: true });
+    const other = item({ owner: 'w2', messageId: 'm3', claimedAt: 2_000 });
+    expect(refusedReset(raw(other), req, dead)).toMatchObject({ claimed: false, existing: { owner: 'w2' } });
+    const own = item({ attempts: 1, messageId: 'm2', claimedAt: 2_000 });
+    expect(refusedReset(raw(own), req, dead)).toMatchObject({
+      claimed: true,
+      kind: 'fresh',
+      wasDeadAt: 1_200,
+    });
+    expect(refusedReset(undefined, req, dead)).toBe('gone');
   });
 });
