@@ -1,7 +1,7 @@
 // The reset of a dead key (docs/protocol.md, "Dead keys"): a fresh send of a DEAD key whose
 // `deadKeyUntil` passed claims it in one write, the item reset (attempts 1, a new token, no checkpoint
 // or dead-letter cause) and its history kept with a `reset` event. Asked for by a refused claim
-// ({@link deadKeyToReset}); its own refusal is a refused claim (claim.ts).
+// ({@link deadKeyToReset}); its own refusal is read by {@link refusedReset}.
 
 import type { HistoryEvent } from '../contract/job-history.ts';
 import type { JobItem } from '../contract/job-item.ts';
