@@ -811,7 +811,7 @@ class World implements MeetHost {
     const w = this.#writesOf(dedupKey);
     w.inFlight += 1;
     w.started += 1;
-    const before = this.peek(dedupKey);
+    const before = this.meet.ops.beforeWrite(dedupKey);
     try {
       return await call();
     } finally {
@@ -946,6 +946,7 @@ class World implements MeetHost {
 
   /** Job `dedupKey` is being marked DEAD: with a `deadKeyTtl`, a fresh copy follows it. */
   markingDead(dedupKey: string): void {
+    this.meet.ops.markingDead(dedupKey);
     const ttl = this.scenario.deadKeyTtl;
     if (ttl === undefined || this.#freshSent.has(dedupKey)) return;
     this.#freshSent.add(dedupKey);

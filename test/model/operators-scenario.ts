@@ -114,8 +114,9 @@ const someFifo = fc.oneof(
 );
 
 /**
- * Kind `bounce`: a limited schedule (a tenant's slot, a rate), on a standard or FIFO queue, one job holding
- * its tenant's slot for one to three minutes, with the operators' actions besides.
+ * Kind `bounce`: a limited schedule (a tenant's slot of one, in a third a rate of one per 5-40 s too), on a
+ * standard or FIFO queue, one job holding its tenant's slot for one to three minutes, with the operators'
+ * actions besides.
  */
 const bounceOf = (base: Scenario): fc.Arbitrary<Scenario> =>
   fc
@@ -123,8 +124,15 @@ const bounceOf = (base: Scenario): fc.Arbitrary<Scenario> =>
       holdMs: fc.integer({ min: 60_000, max: 180_000 }),
       fifo: fc.boolean(),
       groups: fc.array(fc.option(fc.nat({ max: 1 }), { nil: undefined }), { minLength: 12, maxLength: 12 }),
+      rate: fc.oneof(
+        { weight: 2, arbitrary: fc.constant(undefined) },
+        {
+          weight: 1,
+          arbitrary: fc.record({ limit: fc.constant(1), perSeconds: fc.integer({ min: 5, max: 40 }) }),
+        },
+      ),
     })
-    .chain(({ holdMs, fifo, groups }) => {
+    .chain(({ holdMs, fifo, groups, rate }) => {
       const tenant = base.jobs.find((j) => j.tenant !== undefined)?.tenant ?? 0;
       const jobs = base.jobs.map((j, i) => ({
         ...j,
@@ -136,6 +144,7 @@ const bounceOf = (base: Scenario): fc.Arbitrary<Scenario> =>
         jobs,
         source: { kind: 'lambda', timeoutMs: 900_000 },
         concurrency: { perTenant: 1 },
+        ...(rate ? { rate } : {}),
       };
       return withOperators(limited, fc.array(anyAction, { maxLength: 2 }), fc.constant(fifo));
     });

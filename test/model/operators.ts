@@ -58,6 +58,8 @@ export class Operators {
   readonly #bounced = new Map<string, number>();
   readonly #overBounced = new Set<string>();
   readonly #unasked = new Set<string>();
+  /** Keys a worker has marked DEAD (or tried to): only their writes are watched for leaving DEAD. */
+  readonly #mayBeDead = new Set<string>();
   #fresh = 0;
 
   constructor(meet: Meet, host: MeetHost) {
@@ -189,6 +191,16 @@ export class Operators {
   /** The operator's redrive is resetting `dedupKey` (+1), or is done with it (-1). */
   resetting(dedupKey: string, delta: 1 | -1): void {
     this.#resetting.set(dedupKey, (this.#resetting.get(dedupKey) ?? 0) + delta);
+  }
+
+  /** A worker is marking `dedupKey` DEAD (harness.ts markingDead). */
+  markingDead(dedupKey: string): void {
+    this.#mayBeDead.add(dedupKey);
+  }
+
+  /** The item before a protocol write on `dedupKey`, when it may be DEAD (a read costs a copy). */
+  beforeWrite(dedupKey: string): JobItem | undefined {
+    return this.#mayBeDead.has(dedupKey) ? this.#host.peek(dedupKey) : undefined;
   }
 
   /**
