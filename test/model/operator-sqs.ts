@@ -132,15 +132,21 @@ export class ModelSqs {
   }
 }
 
-/** The store the DynamoDbJobStores forward to while a redrive runs, and how many redrives run. */
+/** The store the DynamoDbJobStores forward to while an operator action runs, and how many run. */
 let forwardTo: JobStore | undefined;
 let forwarding = 0;
 const savedMethods = new Map<string, unknown>();
 
 /**
- * Makes every DynamoDbJobStore (the redrive builds its own from the target's clients) forward its calls
- * to `store` until the returned function is called (the last of the redrives under way restores them).
- * The model runs no real DynamoDB store otherwise.
+ * DynamoDbJobStores of the model's own (the workers', once they run the real adapter) that keep their
+ * own methods while an operator's store forwards: only the stores the operator's code builds forward.
+ */
+export const unforwarded = new WeakSet<object>();
+
+/**
+ * Makes every DynamoDbJobStore (the redrive and the cancel build their own from the target's clients)
+ * but those in {@link unforwarded} forward its calls to `store` until the returned function is called (the
+ * last of the operator actions under way restores them).
  */
 export function forwardJobStore(store: JobStore): () => void {
   forwardTo = store;
@@ -149,7 +155,9 @@ export function forwardJobStore(store: JobStore): () => void {
     for (const name of Object.getOwnPropertyNames(proto)) {
       if (name === 'constructor' || typeof proto[name] !== 'function') continue;
       savedMethods.set(name, proto[name]);
-      proto[name] = (...args: unknown[]) => {
+      const own = proto[name] as (...a: unknown[]) => unknown;
+      proto[name] = function (this: object, ...args: unknown[]) {
+        if (unforwarded.has(this)) return own.apply(this, args);
         const method = (forwardTo as unknown as Record<string, unknown> | undefined)?.[name];
         if (typeof method !== 'function') throw new Error(`the model's job store has no ${name}`);
         return (method as (...a: unknown[]) => unknown).apply(forwardTo, args);
