@@ -3,7 +3,7 @@ import type { JobItem } from '../../shared/core/contract/job-item.ts';
 import type { CancelRequest, CancelResult } from '../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../shared/core/contract/statuses.ts';
 import type { RecordOutcome } from '../../shared/core/pipeline/outcome.ts';
-import { describe as describeError } from '../../shared/errors.ts';
+import { describe as describeError } from '../../shared/error-text.ts';
 import { cancelJob } from '../../shared/ops/cancel.ts';
 import { purgeDlq, purgeLetters } from '../../shared/ops/dlq.ts';
 import type { DeadLetter } from '../../shared/testing/in-memory-queue.ts';
