@@ -8,6 +8,25 @@ export type { LeaseStore, NamedLease } from '../core/contract/lease-store.ts';
 export type { RateStore, RateTake } from '../core/contract/rate-store.ts';
 export { keyFingerprint } from '../core/model/conflict.ts';
 export { InMemoryMetrics, type MetricsSink, type MetricsSnapshot } from '../core/observe/metrics.ts';
+export type { TableTally } from './in-memory-dynamodb/capacity.ts';
+export { InMemoryDynamoDb, type InMemoryDynamoDbOptions } from './in-memory-dynamodb/client.ts';
+export type { CancellationReason } from './in-memory-dynamodb/errors.ts';
+export {
+  type DelayOptions as DynamoDbDelayOptions,
+  DynamoDbFaults,
+  type FaultKind as DynamoDbFaultKind,
+  type FaultOptions as DynamoDbFaultOptions,
+  type FaultRequest as DynamoDbFaultRequest,
+  type FaultTarget as DynamoDbFaultTarget,
+} from './in-memory-dynamodb/faults.ts';
+export {
+  type IndexSchema,
+  type KeyPart,
+  keyPart,
+  leaseqTables,
+  PROBLEMS_INDEX_SCHEMA,
+  type TableSchema,
+} from './in-memory-dynamodb/tables.ts';
 export { type EffectApplier, InMemoryEffectApplier, type NamedLeaseHolder } from './in-memory-effects.ts';
 export { InMemoryJobStore, type InMemoryJobStoreOptions } from './in-memory-job-store.ts';
 export { InMemoryLeaseStore, type InMemoryLeaseStoreOptions } from './in-memory-lease-store.ts';

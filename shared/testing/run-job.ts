@@ -1,27 +1,27 @@
 // `runJob`: one job, run in memory through the worker's own pipeline (claim, heartbeat, steps and their
-// checkpoints, the fenced commit, release with backoff, dead-lettering), on the in-memory job store, lease
-// store and queue, with application tables that apply every effect `ctx.tables` builds. Time is skipped:
-// a backoff does not wait. What the test sees is what the processor decided, not a re-enactment of it.
+// checkpoints, the fenced commit, release with backoff, dead-lettering), with leaseq's own DynamoDB
+// adapters on the in-memory DynamoDB (its jobs and leases tables and the job's application tables) and the
+// in-memory queue. Time is skipped: a backoff does not wait. What the test sees is what the processor decided, not a re-enactment of it.
 
 import { Logger } from '@aws-lambda-powertools/logger';
-import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
+import { DynamoDbLeaseStore } from '../core/adapters/dynamodb-lease-store.ts';
+import { DynamoDbRateStore } from '../core/adapters/dynamodb-rate-store.ts';
 import { DEFAULTS } from '../core/contract/defaults.ts';
 import { makeEnvelope } from '../core/contract/envelope.ts';
 import type { Checkpoint } from '../core/contract/job-item.ts';
 import type { JobQueue } from '../core/contract/job-queue.ts';
-import type { Effect } from '../core/contract/job-store.ts';
+import type { Effect, JobStore } from '../core/contract/job-store.ts';
 import type { BackoffPolicy } from '../core/decisions/backoff.ts';
 import type { StepOutcome } from '../core/model/job-context.ts';
 import type { AnyJobDefinition, JobDefinition } from '../core/model/job-definition.ts';
 import { JobRegistry } from '../core/model/registry.ts';
-import { keyName, type TableMap } from '../core/model/table.ts';
+import type { TableMap } from '../core/model/table.ts';
 import { JobProcessor } from '../core/pipeline/processor.ts';
 import { EffectTables } from '../jobs/effect-tables.ts';
-import { InMemoryEffectApplier } from './in-memory-effects.ts';
-import { InMemoryJobStore } from './in-memory-job-store.ts';
-import { InMemoryLeaseStore } from './in-memory-lease-store.ts';
+import { InMemoryDynamoDb } from './in-memory-dynamodb/client.ts';
+import { leaseqTables } from './in-memory-dynamodb/tables.ts';
 import { InMemoryQueue } from './in-memory-queue.ts';
-import { InMemoryRateStore } from './in-memory-rate-store.ts';
 
 /** An item of an application table, in document form. */
 export type TableRow = Record<string, unknown>;
@@ -121,33 +121,21 @@ export async function runJob<P, T extends TableMap>(
       );
     }
   }
-  const leases = new InMemoryLeaseStore();
-  const applier = new InMemoryEffectApplier({
-    // Physical name = logical name: one in-memory table per declared table.
-    tables: Object.fromEntries(
-      Object.values(declared).map((t) => [
-        t.name,
-        t.sortKey === undefined ? [keyName(t.partitionKey)] : [keyName(t.partitionKey), keyName(t.sortKey)],
-      ]),
-    ),
-    leases: [leases],
+  // Physical name = logical name: one in-memory table per declared table.
+  const doc = new InMemoryDynamoDb({
+    tables: leaseqTables({
+      jobs: JOBS_TABLE,
+      leases: LEASES_TABLE,
+      app: Object.fromEntries(Object.values(declared).map((t) => [t.name, t])),
+    }),
   });
   for (const [key, rows] of Object.entries(options.tables ?? {}) as [string, readonly TableRow[]][]) {
     const table = declared[key];
-    if (table) for (const row of rows) applier.put(table.name, row);
+    if (table) for (const row of rows) doc.seed(table.name, row);
   }
+  const leases = new DynamoDbLeaseStore({ client: doc, tableName: LEASES_TABLE });
   const committed: Effect[] = [];
-  const store = new InMemoryJobStore({
-    effects: {
-      apply(effects) {
-        const outcome = applier.apply(effects);
-        if (outcome.ok) {
-          committed.push(...effects.filter((e) => e.ConditionCheck?.TableName !== leases.tableName));
-        }
-        return outcome;
-      },
-    },
-  });
+  const store = recordingEffects(new DynamoDbJobStore({ client: doc, tableName: JOBS_TABLE }), committed);
 
   // Skipped time: a backoff moves this offset instead of waiting.
   let skipped = 0;
@@ -167,12 +155,9 @@ export async function runJob<P, T extends TableMap>(
     store,
     queue: port,
     registry: JobRegistry.of([withInjectedFailures(job, options)]),
-    tables: new EffectTables(
-      readerOf(applier),
-      Object.fromEntries(Object.values(declared).map((t) => [t.name, t.name])),
-    ),
+    tables: new EffectTables(doc, Object.fromEntries(Object.values(declared).map((t) => [t.name, t.name]))),
     leases,
-    rates: new InMemoryRateStore(),
+    rates: new DynamoDbRateStore({ client: doc, tableName: LEASES_TABLE }),
     testHooks: options.testHooks ?? false,
     worker: 'run-job',
     logger: new Logger({ serviceName: 'leaseq-run-job', logLevel: options.logs ? 'DEBUG' : 'SILENT' }),
@@ -191,7 +176,7 @@ export async function runJob<P, T extends TableMap>(
   const common = async () => {
     const checkpoint = (await store.get(dedupKey))?.checkpoint;
     const tables = Object.fromEntries(
-      Object.entries(declared).map(([key, t]) => [key, applier.items(t.name)]),
+      Object.entries(declared).map(([key, t]) => [key, doc.items(t.name)]),
     ) as RunJobCommon<T>['tables'];
     return { attempts: reports, tables, effects: committed, ...(checkpoint ? { checkpoint } : {}) };
   };
@@ -284,17 +269,40 @@ function withInjectedFailures(job: AnyJobDefinition, options: RunJobOptions<Tabl
   };
 }
 
+const JOBS_TABLE = 'run-job-jobs';
+const LEASES_TABLE = 'run-job-leases';
+
 /**
- * The one DynamoDB call `ctx.tables.<name>.get` makes, answered from the in-memory tables, so the effect
- * builders are leaseq's own (EffectTable), not a copy.
+ * The job store, recording the effects of every write that committed (named-lease fences left out: they
+ * are ConditionChecks on the leases table).
  */
-function readerOf(applier: InMemoryEffectApplier): DynamoDBDocumentClient {
-  const send = async (command: unknown) => {
-    if (command instanceof GetCommand) {
-      const { TableName, Key } = command.input;
-      return { Item: applier.get(TableName ?? '', Key ?? {}) };
-    }
-    throw new Error(`runJob: ctx.tables only reads with get, got ${(command as object)?.constructor?.name}`);
+function recordingEffects(store: JobStore, committed: Effect[]): JobStore {
+  const record = (effects: readonly Effect[] | undefined) => {
+    for (const e of effects ?? []) if (e.ConditionCheck?.TableName !== LEASES_TABLE) committed.push(e);
   };
-  return { send } as unknown as DynamoDBDocumentClient;
+  const writes: Partial<JobStore> = {
+    checkpoint: async (lease, checkpoint, effects, options) => {
+      const out = await store.checkpoint(lease, checkpoint, effects, options);
+      if (out.ok) record(effects);
+      return out;
+    },
+    complete: async (lease, result, effects, options) => {
+      const out = await store.complete(lease, result, effects, options);
+      if (out.ok) record(effects);
+      return out;
+    },
+    claimAndComplete: async (request, result, effects, options) => {
+      const out = await store.claimAndComplete(request, result, effects, options);
+      if (out.ok) record(effects);
+      return out;
+    },
+  };
+  return new Proxy(store, {
+    get(target, name) {
+      const own = writes[name as keyof JobStore];
+      if (own !== undefined) return own;
+      const value = Reflect.get(target, name, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }

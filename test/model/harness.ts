@@ -38,8 +38,8 @@ import { InMemoryMetrics } from '../../shared/core/observe/metrics.ts';
 import { processBatch } from '../../shared/core/pipeline/batch.ts';
 import { CompletedCache } from '../../shared/core/pipeline/completed-cache.ts';
 import { JobProcessor, type RecordOutcome } from '../../shared/core/pipeline/processor.ts';
+import { describe as describeError } from '../../shared/error-text.ts';
 import {
-  describe as describeError,
   LeaseBusyError,
   LeaseLostError,
   PermanentJobError,

@@ -4,7 +4,7 @@ import { deadLetterAttributes } from '../../shared/core/adapters/sqs-job-queue.t
 import type { JobItem } from '../../shared/core/contract/job-item.ts';
 import type { ClaimRequest, ClaimResult, JobStore } from '../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../shared/core/contract/statuses.ts';
-import { describe as describeError } from '../../shared/errors.ts';
+import { describe as describeError } from '../../shared/error-text.ts';
 import { redrive } from '../../shared/ops/dlq-redrive.ts';
 import type { OpsTarget } from '../../shared/ops/target.ts';
 import { redriveMaxReceiveCount } from '../../shared/resources.ts';

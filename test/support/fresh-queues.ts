@@ -7,7 +7,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { isLocalEndpoint } from '../../shared/aws/clients.ts';
 import { type CoreEnv, queueCounts, sleep } from './core-fixture.ts';
-import { testEndpoint, uniqueName } from './env.ts';
+import { testEndpointOf, uniqueName } from './env.ts';
 
 // Between the cases of one file, tests need empty queues. PurgeQueue cannot give them on AWS: SQS allows
 // one purge per queue every 60 seconds (a second one fails with PurgeQueueInProgress), and messages sent
@@ -56,7 +56,7 @@ export async function freshQueues(env: CoreEnv): Promise<CoreEnv> {
       : {}),
   });
   const queueArn = (await attributesOf(sqs, queueUrl)).QueueArn ?? '';
-  if (!isLocalEndpoint(testEndpoint())) await sleep(Math.max(0, createdAt + 1000 - Date.now()));
+  if (!isLocalEndpoint(testEndpointOf('sqs'))) await sleep(Math.max(0, createdAt + 1000 - Date.now()));
   return { ...env, queueUrl, queueArn, dlqUrl };
 }
 

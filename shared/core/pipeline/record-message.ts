@@ -1,5 +1,5 @@
 import type { SQSRecord } from 'aws-lambda';
-import { describe } from '../../errors.ts';
+import { describe } from '../../error-text.ts';
 import type { JobQueue } from '../contract/job-queue.ts';
 import type { MessageIdentity } from '../decisions/message-identity.ts';
 import { visibilityWithinBudget } from '../decisions/visibility-budget.ts';
@@ -46,7 +46,7 @@ export const SQS_MAX_MESSAGE_ATTRIBUTES = 10;
 
 /**
  * The producer's attributes a re-send keeps beside {@link ORIGIN_ATTRIBUTE}: all of them up to 9; past
- * that the first 9 by name (sorted), the rest dropped (docs/protocol.md, "Re-sends").
+ * that the first 9 by name (sorted), the rest dropped (docs/protocol.md, "Limits": message identity).
  */
 export function keepRoomForOrigin<T>(attributes: Readonly<Record<string, T>>): {
   kept: Record<string, T>;

@@ -23,7 +23,7 @@ import {
   receiveAll,
   sendJob,
 } from '../../../support/core-fixture.ts';
-import { testEndpoint, uniqueName } from '../../../support/env.ts';
+import { testAwsConfig, uniqueName } from '../../../support/env.ts';
 import { freshQueues } from '../../../support/fresh-queues.ts';
 import { RunLog, testRegistry } from '../../../support/test-jobs.ts';
 
@@ -43,7 +43,7 @@ beforeEach(async () => {
 
 /** A worker whose own clients count (and may fail) its requests. Call `close()` when done. */
 function countedWorker(fastPath: boolean, jobs = testRegistry(env, undefined, { fastPath })) {
-  const clients = createAwsClients({ endpoint: testEndpoint(), region: env.region });
+  const clients = createAwsClients({ ...testAwsConfig(), region: env.region });
   const counter = new RequestCounter().attach(clients);
   const capacity = new CapacityMeter().attach(clients);
   const faults = new FaultInjector().attach(clients);

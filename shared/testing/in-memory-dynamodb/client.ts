@@ -1,0 +1,362 @@
+// An in-memory DynamoDB behind the document client's `send()`: leaseq's real DynamoDB adapters run on it
+// unchanged (they take a DynamoDBDocumentClient, and lib-dynamodb's paginators check for one), for unit
+// tests, `runJob`, the interleaving model and the CPU benchmark. It serves exactly the commands leaseq
+// sends and never makes a network call; anything else throws naming the command.
+
+import { DynamoDBClient, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetCommand,
+  DeleteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  ScanCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import type { Item } from '../dynamodb-expressions.ts';
+import { consumed, readUnits, type TableTally, Tally, writeUnits } from './capacity.ts';
+import { asSdkError, conditionFailed, metadata, sdkValidationException } from './errors.ts';
+import { DynamoDbFaults } from './faults.ts';
+import { applyWrite, ConditionRefusal, planWrite, type WriteKind } from './item-ops.ts';
+import { query, type ReadInput, scan } from './query-scan.ts';
+import { Table, type TableSchema } from './tables.ts';
+import { type TransactItem, transactWrite } from './transactions.ts';
+import { copy, itemBytes, project, updatedAttributes } from './values.ts';
+
+/** Options of {@link InMemoryDynamoDb}. */
+export interface InMemoryDynamoDbOptions {
+  /** The tables (e.g. `leaseqTables({ jobs: 'app-jobs', leases: 'app-leases' })`). */
+  readonly tables: readonly TableSchema[];
+  /** The clock TTL expiry reads (epoch ms). @default Date.now */
+  readonly now?: () => number;
+  /**
+   * Each answer arrives this many ms after the request was applied (a timer), as a round trip takes time.
+   * The adapters tell a retried write of their own from another by its millisecond timestamp: two writes
+   * of one lease within the same millisecond (never on AWS, easily in memory) look like one retried.
+   * @default 0
+   */
+  readonly latencyMs?: number;
+}
+
+/** The send options leaseq's adapters pass (HttpCallOptions in store-errors.ts). */
+interface SendOptions {
+  readonly abortSignal?: AbortSignal;
+  readonly leaseqOperation?: string;
+}
+
+let sharedLowLevel: DynamoDBClient | undefined;
+
+/** One low-level client per process, never used to send: the document client's constructor needs one. */
+function lowLevel(): DynamoDBClient {
+  sharedLowLevel ??= new DynamoDBClient({
+    region: 'us-east-1',
+    endpoint: 'http://127.0.0.1:9',
+    credentials: { accessKeyId: 'in-memory', secretAccessKey: 'in-memory' },
+  });
+  return sharedLowLevel;
+}
+
+type Input = Record<string, unknown> & {
+  readonly TableName?: string;
+  readonly ReturnConsumedCapacity?: string;
+};
+
+/** An in-memory DynamoDB as a DynamoDBDocumentClient. */
+export class InMemoryDynamoDb extends DynamoDBDocumentClient {
+  readonly #tables = new Map<string, Table>();
+  readonly #now: () => number;
+  readonly #tally = new Tally();
+  readonly #latencyMs: number;
+  /** Injected failures and delays at the request boundary. */
+  readonly faults = new DynamoDbFaults();
+
+  constructor(options: InMemoryDynamoDbOptions) {
+    super(lowLevel(), { marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false } });
+    for (const schema of options.tables) this.#tables.set(schema.name, new Table(schema));
+    this.#now = options.now ?? Date.now;
+    this.#latencyMs = options.latencyMs ?? 0;
+  }
+
+  /** Requests and capacity so far, by table name. */
+  tally(): Record<string, TableTally> {
+    return this.#tally.snapshot();
+  }
+
+  resetTally(): void {
+    this.#tally.reset();
+  }
+
+  /**
+   * TTL's sweep: deletes the items whose TTL attribute (epoch seconds) is at or before the clock's now.
+   * Until then an expired item is served, as on AWS. Returns how many it deleted.
+   */
+  expire(): number {
+    const nowSeconds = this.#now() / 1000;
+    let deleted = 0;
+    for (const table of this.#tables.values()) {
+      const ttl = table.schema.ttlAttribute;
+      if (ttl === undefined) continue;
+      for (const [key, item] of table.items) {
+        const at = item[ttl];
+        if (typeof at === 'number' && at <= nowSeconds) {
+          table.items.delete(key);
+          deleted += 1;
+        }
+      }
+    }
+    return deleted;
+  }
+
+  /** Deletes an item outside any request (no faults, no tally): a test's own tidy-up. */
+  remove(tableName: string, key: Item): boolean {
+    const table = this.#table(tableName);
+    return table.items.delete(table.keyOf(key));
+  }
+
+  /** A copy of every item of a table, in key order (for assertions), outside any request. */
+  items(tableName: string): Item[] {
+    return [...this.#table(tableName).items.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, item]) => copy(item));
+  }
+
+  /** Stores an item outside any request (no condition, faults or tally): a test's starting rows. */
+  seed(tableName: string, item: Item): void {
+    const table = this.#table(tableName);
+    table.items.set(table.keyOfItem(item), copy(item));
+  }
+
+  /** Serves one command as DynamoDB would, under the injected faults. */
+  // biome-ignore lint/suspicious/noExplicitAny: the document client's overloads of send
+  override send(command: any, options?: any): Promise<any> {
+    const http = (typeof options === 'object' && options !== null ? options : {}) as SendOptions;
+    const input = (command?.input ?? {}) as Input;
+    const name: string = command?.constructor?.name ?? typeof command;
+    let body: () => unknown;
+    try {
+      body = this.#handler(command, input, name);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const tables = tablesOf(command, input);
+    const actions =
+      command instanceof TransactWriteCommand ? ((input.TransactItems as unknown[]) ?? []).length : 0;
+    const request = { operation: http.leaseqOperation, command: name, tables, actions };
+    const answer = this.faults.run(request, body, http.abortSignal);
+    if (this.#latencyMs === 0) return answer;
+    const ms = this.#latencyMs;
+    return answer.then(
+      (value) => new Promise((resolve) => setTimeout(() => resolve(value), ms)),
+      (error: unknown) => new Promise((_, reject) => setTimeout(() => reject(error), ms)),
+    );
+  }
+
+  #handler(command: unknown, input: Input, name: string): () => unknown {
+    if (command instanceof GetCommand) return () => this.#get(input);
+    if (command instanceof PutCommand) return () => this.#write('put', input, name);
+    if (command instanceof UpdateCommand) return () => this.#write('update', input, name);
+    if (command instanceof DeleteCommand) return () => this.#write('delete', input, name);
+    if (command instanceof TransactWriteCommand) return () => this.#transact(input);
+    if (command instanceof BatchGetCommand) return () => this.#batchGet(input);
+    if (command instanceof QueryCommand) return () => this.#read(input, 'QueryCommand');
+    if (command instanceof ScanCommand) return () => this.#read(input, 'ScanCommand');
+    throw new Error(
+      `in-memory DynamoDB: ${name} is not supported (it serves lib-dynamodb's Get, Put, Update, Delete, TransactWrite, BatchGet, Query and Scan commands)`,
+    );
+  }
+
+  #table(name: string | undefined): Table {
+    const table = name === undefined ? undefined : this.#tables.get(name);
+    if (!table) {
+      throw new ResourceNotFoundException({
+        message: `Requested resource not found: Table: ${name} not found`,
+        $metadata: metadata(400),
+      });
+    }
+    return table;
+  }
+
+  #get(input: Input): unknown {
+    const table = this.#table(input.TableName);
+    const item = table.items.get(table.keyOf(input.Key as Item));
+    const consistent = input.ConsistentRead === true;
+    const units = { read: readUnits(item ? itemBytes(item) : 0, consistent) };
+    this.#tally.add(table.schema.name, 'GetCommand', units);
+    const projection = input.ProjectionExpression as string | undefined;
+    return {
+      $metadata: metadata(),
+      ...(item ? { Item: projection ? project(item, topLevel(projection, input)) : copy(item) } : {}),
+      ...capacity(input, table.schema.name, units),
+    };
+  }
+
+  #write(kind: WriteKind, input: Input, command: string): unknown {
+    const table = this.#table(input.TableName);
+    let planned: ReturnType<typeof planWrite>;
+    try {
+      planned = planWrite(table, kind, input);
+    } catch (error) {
+      this.#tally.add(table.schema.name, command, { write: 1 });
+      if (error instanceof ConditionRefusal) {
+        throw conditionFailed(error.old, input.ReturnValuesOnConditionCheckFailure === 'ALL_OLD');
+      }
+      throw asSdkError(error);
+    }
+    applyWrite(planned);
+    const { old, next } = planned;
+    const units = {
+      write: writeUnits(Math.max(old ? itemBytes(old) : 0, next ? itemBytes(next) : 0), false),
+    };
+    this.#tally.add(table.schema.name, command, units);
+    const returned = returnValues(input.ReturnValues as string | undefined, kind, old, next);
+    return {
+      $metadata: metadata(),
+      ...(returned ? { Attributes: returned } : {}),
+      ...capacity(input, table.schema.name, units),
+    };
+  }
+
+  #transact(input: Input): unknown {
+    const items = input.TransactItems as TransactItem[] | undefined;
+    let done: ReturnType<typeof transactWrite>;
+    try {
+      done = transactWrite(items, (name) => this.#table(name));
+    } catch (error) {
+      for (const table of new Set((items ?? []).map((i) => tableOfAction(i)))) {
+        if (table && this.#tables.has(table)) this.#tally.add(table, 'TransactWriteCommand', { write: 2 });
+      }
+      throw asSdkError(error);
+    }
+    const byTable = new Map<string, number>();
+    for (const w of done.writes) {
+      const bytes = Math.max(w.old ? itemBytes(w.old) : 0, w.next ? itemBytes(w.next) : 0);
+      const units = w.kind === 'check' ? readUnits(bytes, true, true) : writeUnits(bytes, true);
+      byTable.set(w.table.schema.name, (byTable.get(w.table.schema.name) ?? 0) + units);
+    }
+    for (const [table, units] of byTable) this.#tally.add(table, 'TransactWriteCommand', { write: units });
+    const mode = input.ReturnConsumedCapacity;
+    return {
+      $metadata: metadata(),
+      ...(mode && mode !== 'NONE'
+        ? { ConsumedCapacity: [...byTable].map(([table, units]) => consumed(table, { write: units }, mode)) }
+        : {}),
+    };
+  }
+
+  #batchGet(input: Input): unknown {
+    const requests = (input.RequestItems ?? {}) as Record<
+      string,
+      { Keys?: Item[]; ConsistentRead?: boolean }
+    >;
+    const keys = Object.values(requests).reduce((n, r) => n + (r.Keys?.length ?? 0), 0);
+    if (keys > 100) {
+      throw sdkValidationException(
+        "1 validation error detected: Value at 'requestItems' failed to satisfy constraint: Member must have length less than or equal to 100",
+      );
+    }
+    const responses: Record<string, Item[]> = {};
+    const capacities: Record<string, unknown>[] = [];
+    for (const [name, request] of Object.entries(requests)) {
+      const table = this.#table(name);
+      const found: Item[] = [];
+      let units = 0;
+      for (const key of request.Keys ?? []) {
+        const item = table.items.get(table.keyOf(key));
+        units += readUnits(item ? itemBytes(item) : 0, request.ConsistentRead === true);
+        if (item) found.push(copy(item));
+      }
+      this.#tally.add(name, 'BatchGetCommand', { read: units });
+      responses[name] = found;
+      capacities.push(consumed(name, { read: units }, input.ReturnConsumedCapacity));
+    }
+    const mode = input.ReturnConsumedCapacity;
+    return {
+      $metadata: metadata(),
+      Responses: responses,
+      UnprocessedKeys: {},
+      ...(mode && mode !== 'NONE' ? { ConsumedCapacity: capacities } : {}),
+    };
+  }
+
+  #read(input: Input, command: 'QueryCommand' | 'ScanCommand'): unknown {
+    const table = this.#table(input.TableName);
+    let page: ReturnType<typeof query>;
+    try {
+      page = command === 'QueryCommand' ? query(table, input as ReadInput) : scan(table, input as ReadInput);
+    } catch (error) {
+      throw asSdkError(error);
+    }
+    const units = { read: readUnits(page.bytes, input.ConsistentRead === true) };
+    this.#tally.add(table.schema.name, command, units);
+    const { bytes: _bytes, ...answer } = page;
+    if (input.Select === 'COUNT') delete (answer as { Items?: unknown }).Items;
+    return {
+      $metadata: metadata(),
+      ...answer,
+      ...capacity(input, table.schema.name, units, input.IndexName as string | undefined),
+    };
+  }
+}
+
+function capacity(
+  input: Input,
+  table: string,
+  units: { readonly read?: number; readonly write?: number },
+  index?: string,
+): { ConsumedCapacity?: Record<string, unknown> } {
+  const mode = input.ReturnConsumedCapacity;
+  if (mode === undefined || mode === 'NONE') return {};
+  return { ConsumedCapacity: consumed(table, units, mode, index) };
+}
+
+function returnValues(
+  mode: string | undefined,
+  kind: WriteKind,
+  old: Item | undefined,
+  next: Item | undefined,
+): Item | undefined {
+  switch (mode) {
+    case undefined:
+    case 'NONE':
+      return undefined;
+    case 'ALL_OLD':
+      return old ? copy(old) : undefined;
+    case 'ALL_NEW':
+      if (kind !== 'update') throw sdkValidationException('ReturnValues can only be ALL_OLD or NONE');
+      return next ? copy(next) : undefined;
+    case 'UPDATED_OLD':
+    case 'UPDATED_NEW':
+      if (kind !== 'update') throw sdkValidationException('ReturnValues can only be ALL_OLD or NONE');
+      return updatedAttributes(old ?? {}, next ?? {}, (mode === 'UPDATED_OLD' ? old : next) ?? {});
+    default:
+      throw sdkValidationException(
+        `1 validation error detected: Value '${mode}' at 'returnValues' failed to satisfy constraint: Member must satisfy enum value set: [ALL_NEW, UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]`,
+      );
+  }
+}
+
+function topLevel(expression: string, input: Input): string[] {
+  const names = input.ExpressionAttributeNames as Record<string, string> | undefined;
+  return expression.split(',').map((part) => {
+    const token = part.trim();
+    return token.startsWith('#') ? (names?.[token] ?? token) : token;
+  });
+}
+
+function tableOfAction(item: TransactItem): string | undefined {
+  return (item.Put ?? item.Update ?? item.Delete ?? item.ConditionCheck)?.TableName;
+}
+
+function tablesOf(command: unknown, input: Input): string[] {
+  if (command instanceof TransactWriteCommand) {
+    return [
+      ...new Set(
+        ((input.TransactItems as TransactItem[]) ?? []).map(tableOfAction).filter((t) => t !== undefined),
+      ),
+    ];
+  }
+  if (command instanceof BatchGetCommand) return Object.keys((input.RequestItems as object) ?? {});
+  return input.TableName === undefined ? [] : [input.TableName];
+}

@@ -1,0 +1,106 @@
+// Item values of the in-memory DynamoDB: copies (so no answer aliases a stored item, and what a caller
+// keeps of its request cannot change the table), sizes as DynamoDB counts them, and projections.
+
+import { NumberValue } from '@aws-sdk/lib-dynamodb';
+import type { Item } from '../dynamodb-expressions.ts';
+
+/**
+ * A copy of a document value, without `undefined` members (the document client's
+ * `removeUndefinedValues`, which leaseq's clients set): plain objects, arrays, Sets and bytes are copied,
+ * scalars are shared.
+ */
+export function copy<T>(value: T): T {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    const out: unknown[] = [];
+    for (const v of value) if (v !== undefined) out.push(copy(v));
+    return out as T;
+  }
+  if (value instanceof Set) return new Set(value) as T;
+  if (value instanceof Uint8Array) return new Uint8Array(value) as T;
+  if (value instanceof NumberValue) return value;
+  const out: Item = {};
+  for (const key in value) {
+    const v = (value as Item)[key];
+    if (v !== undefined) out[key] = copy(v);
+  }
+  return out as T;
+}
+
+/** An item's size in bytes as DynamoDB counts it: names and values (UTF-8), numbers by their digits. */
+export function itemBytes(item: Item): number {
+  let bytes = 0;
+  for (const key in item) {
+    const v = item[key];
+    if (v !== undefined) bytes += Buffer.byteLength(key) + valueBytes(v);
+  }
+  return bytes;
+}
+
+function valueBytes(v: unknown): number {
+  if (typeof v === 'string') return Buffer.byteLength(v);
+  if (typeof v === 'number' || typeof v === 'bigint') return numberBytes(String(v));
+  if (v instanceof NumberValue) return numberBytes(v.value);
+  if (typeof v === 'boolean' || v === null) return 1;
+  if (v instanceof Uint8Array) return v.byteLength;
+  if (v instanceof Set) {
+    let bytes = 0;
+    for (const e of v) bytes += valueBytes(e);
+    return bytes;
+  }
+  if (Array.isArray(v)) {
+    let bytes = 3;
+    for (const e of v) bytes += 1 + valueBytes(e);
+    return bytes;
+  }
+  if (typeof v === 'object') {
+    let bytes = 3;
+    for (const [key, e] of Object.entries(v as Item)) {
+      if (e !== undefined) bytes += 1 + Buffer.byteLength(key) + valueBytes(e);
+    }
+    return bytes;
+  }
+  return 0;
+}
+
+/** DynamoDB: about one byte per two significant digits, plus one. */
+function numberBytes(text: string): number {
+  const digits = text.replace(/^-/, '').replace(/e.*$/i, '').replace('.', '').replace(/^0+/, '');
+  return Math.ceil(Math.max(digits.length, 1) / 2) + 1;
+}
+
+/** The top-level attributes `names` of an item (a ProjectionExpression's, or an index's projection). */
+export function project(item: Item, names: readonly string[]): Item {
+  const out: Item = {};
+  for (const name of names) if (item[name] !== undefined) out[name] = copy(item[name]);
+  return out;
+}
+
+/**
+ * The top-level attributes an update changed (set, removed or altered), of `from`: UPDATED_OLD takes
+ * them from the old item, UPDATED_NEW from the new one.
+ */
+export function updatedAttributes(old: Item, updated: Item, from: Item): Item | undefined {
+  const out: Item = {};
+  let any = false;
+  for (const name of new Set([...Object.keys(old), ...Object.keys(updated)])) {
+    if (!sameValue(old[name], updated[name]) && from[name] !== undefined) {
+      out[name] = copy(from[name]);
+      any = true;
+    }
+  }
+  return any ? out : undefined;
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  return JSON.stringify(a, replacer) === JSON.stringify(b, replacer);
+}
+
+function replacer(_key: string, v: unknown): unknown {
+  if (v instanceof Set) return { $set: [...v].map(String).sort() };
+  if (v instanceof Uint8Array) return { $b: Buffer.from(v).toString('base64') };
+  if (typeof v === 'bigint') return { $n: String(v) };
+  return v;
+}
