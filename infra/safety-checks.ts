@@ -70,6 +70,7 @@ export type PipelineSafetyRule =
   | 'lease-at-least-minimum'
   | 'timeout-leaves-a-lease'
   | 'visibility-covers-timeout'
+  | 'visibility-covers-batching-window'
   | 'heartbeat-before-visibility'
   | 'lease-spans-two-heartbeats'
   | 'redrive-above-attempts'
@@ -123,6 +124,23 @@ export function checkPipelineSafety(facts: PipelineSafetyFacts): PipelineSafetyV
       'visibility-covers-timeout',
       `jobs queue visibility timeout is ${facts.visibilityTimeoutSeconds} s; required at least ${minVisibility} s ` +
         `(${VISIBILITY_TO_TIMEOUT_RATIO} x the worker timeout of ${facts.functionTimeoutSeconds} s)`,
+    );
+  }
+
+  // On a standard queue the event source may gather records for up to its batching window before it
+  // invokes (FIFO takes none: rule below): a record received at the window's start has used that much of
+  // its visibility before the worker sees it, so the window comes on top of the 6x.
+  const window = facts.fifo ? 0 : facts.maxBatchingWindowSeconds;
+  if (
+    window > 0 &&
+    facts.visibilityTimeoutSeconds >= minVisibility &&
+    facts.visibilityTimeoutSeconds < minVisibility + window
+  ) {
+    add(
+      'visibility-covers-batching-window',
+      `jobs queue visibility timeout is ${facts.visibilityTimeoutSeconds} s; required at least ${minVisibility + window} s ` +
+        `(${VISIBILITY_TO_TIMEOUT_RATIO} x the worker timeout of ${facts.functionTimeoutSeconds} s plus the event ` +
+        `source batching window of ${window} s)`,
     );
   }
 

@@ -129,12 +129,34 @@ describe('Synth-time safety checks', () => {
     ).toThrow(
       /no-batching-window-on-fifo: event source batching window is 5 s on a FIFO queue; required 0 s/,
     );
-    // A standard queue may batch.
+    // A standard queue may batch (with a visibility that covers the window: rule below).
     expect(() =>
       synth({}, (p) => {
         mapping(p).maximumBatchingWindowInSeconds = 5;
+        cfnQueue(p.queue).visibilityTimeout = 365;
       }),
     ).not.toThrow();
+  });
+
+  it('rule visibility-covers-batching-window: on a standard queue the visibility must also cover the batching window', () => {
+    // The event source holds the records it received for up to the window before it invokes: their
+    // visibility runs meanwhile.
+    expect(() =>
+      synth({ workerTimeout: Duration.seconds(60) }, (p) => {
+        mapping(p).maximumBatchingWindowInSeconds = 60;
+      }),
+    ).toThrow(
+      /visibility-covers-batching-window: jobs queue visibility timeout is 360 s; required at least 420 s \(6 x the worker timeout of 60 s plus the event source batching window of 60 s\)/,
+    );
+    expect(() =>
+      synth({ workerTimeout: Duration.seconds(60) }, (p) => {
+        mapping(p).maximumBatchingWindowInSeconds = 60;
+        cfnQueue(p.queue).visibilityTimeout = 420;
+      }),
+    ).not.toThrow();
+    expect(
+      checkPipelineSafety({ ...sound, maxBatchingWindowSeconds: 300, visibilityTimeoutSeconds: 660 }),
+    ).toEqual([]);
   });
 
   it('rule dedup-outlives-dlq: a DLQ that keeps letters longer than the dedup records fails synth', () => {

@@ -6,6 +6,7 @@ import { JobStatus } from '../../shared/core/contract/statuses.ts';
 import { listProblemJobs, ProblemJobsFilterError } from '../../shared/ops/problem-jobs.ts';
 import type { OpsTarget } from '../../shared/ops/target.ts';
 import { type CoreEnv, coreEnv } from '../support/core-fixture.ts';
+import { untilIndexed } from '../support/problems-index.ts';
 
 let env: CoreEnv;
 let target: OpsTarget;
@@ -48,6 +49,11 @@ beforeAll(async () => {
     },
   };
   for (let i = 0; i < 20; i++) await put(`k-${i}`, now - 1000 * i);
+  await untilIndexed(
+    env.clients.doc,
+    env.jobsTable,
+    Array.from({ length: 20 }, (_, i) => `k-${i}`),
+  );
 });
 afterAll(() => env?.close());
 
@@ -93,6 +99,7 @@ describe('listProblemJobs with index entries of the wrong shape', () => {
       }),
     );
 
+    await untilIndexed(env.clients.doc, env.jobsTable, ['odd-1', 'odd-2']);
     const listed = await listProblemJobs(target, { limit: 3 }, now);
 
     expect(listed.jobs.map((j) => j.dedupKey)).toEqual(['odd-1', 'odd-2', 'k-0']);

@@ -2,7 +2,6 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import {
   GetQueueAttributesCommand,
   type Message,
-  PurgeQueueCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
@@ -193,10 +192,6 @@ export async function receiveAll(
     if (got.length === 0) break;
   }
   return all;
-}
-
-export async function purge(env: CoreEnv, url: string): Promise<void> {
-  await env.clients.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
 }
 
 export async function getBalance(

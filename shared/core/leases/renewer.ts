@@ -3,6 +3,7 @@ import { StoreRefusedError } from '../../errors.ts';
 import type { JobQueue } from '../contract/job-queue.ts';
 import type { DeadLetterCause, JobLease, JobStore } from '../contract/job-store.ts';
 import { capLeaseToDeadline, visibilityForLease } from '../decisions/lease-timing.ts';
+import { visibilityWithinBudget } from '../decisions/visibility-budget.ts';
 import type { JobLog } from '../observe/job-log.ts';
 import type { Renewable } from './heartbeat.ts';
 
@@ -16,6 +17,11 @@ export interface JobRenewerOptions {
   readonly deadline?: number;
   readonly log: JobLog;
   readonly now: () => number;
+  /**
+   * Epoch ms of the receive that handed out `receiptHandle`: no visibility is asked past SQS's 12 hours
+   * from it. @default the renewer's construction time
+   */
+  readonly receivedAt?: number;
 }
 
 /**
@@ -29,10 +35,13 @@ export interface JobRenewerOptions {
  */
 export class JobRenewer implements Renewable {
   readonly #o: JobRenewerOptions;
+  readonly #receivedAt: number;
   #visibilityWarned = false;
+  #budgetNoted = false;
 
   constructor(options: JobRenewerOptions) {
     this.#o = options;
+    this.#receivedAt = options.receivedAt ?? options.now();
   }
 
   /** Renews; resolves with the new lease end. Throws LeaseLostError when fenced out. */
@@ -77,8 +86,21 @@ export class JobRenewer implements Renewable {
   }
 
   async #followVisibility(ms: number): Promise<void> {
+    const wanted = visibilityForLease(ms);
+    const seconds = visibilityWithinBudget(wanted, this.#receivedAt, this.#o.now());
+    if (seconds < wanted) {
+      // SQS would refuse more: the message shows again when the budget ends, and its copy finds the live
+      // lease and is hidden again under a new receive (the lease is the store's, not the visibility).
+      if (!this.#budgetNoted) {
+        this.#budgetNoted = true;
+        this.#o.log.info(
+          'the message has used its 12 hours of visibility; it will show again while the lease holds',
+        );
+      }
+      if (seconds <= 0) return;
+    }
     try {
-      await this.#o.queue.changeVisibility(this.#o.receiptHandle, visibilityForLease(ms));
+      await this.#o.queue.changeVisibility(this.#o.receiptHandle, seconds);
     } catch (error) {
       if (!this.#visibilityWarned) {
         this.#visibilityWarned = true;

@@ -33,7 +33,12 @@ export async function processBatch(
   const fifo =
     options.fifo ??
     records.some((r) => typeof r.eventSourceARN === 'string' && isFifoQueue(r.eventSourceARN));
-  const processOptions: ProcessOptions = options.deadline === undefined ? {} : { deadline: options.deadline };
+  // The batch's records were received a moment before it arrived: their 12 hours of visibility count
+  // from here (records started later in the batch have used part of them).
+  const processOptions: ProcessOptions = {
+    receivedAt: options.receivedAt ?? Date.now(),
+    ...(options.deadline === undefined ? {} : { deadline: options.deadline }),
+  };
   const outcomes = new Map<string, RecordOutcome>();
 
   if (fifo) {

@@ -102,6 +102,7 @@ export function startAttempt(
     queue: s.queue,
     lease,
     receiptHandle: job.message.record.receiptHandle,
+    receivedAt: job.message.receivedAt,
     leaseMs: s.leaseMs,
     ...(timing.deadline === undefined ? {} : { deadline: timing.deadline }),
     log,

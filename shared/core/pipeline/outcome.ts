@@ -1,5 +1,16 @@
 // What happened to one record, and the one place that decides whether its message is deleted or kept.
 
+/** Per-call options of JobProcessor.process. */
+export interface ProcessOptions {
+  /** Epoch ms by which this record's work must be finished (the invocation's deadline less a margin). */
+  readonly deadline?: number;
+  /**
+   * Epoch ms of the receive that handed out the record (its batch's start): every visibility the
+   * processor asks for keeps within SQS's 12 hours from it. @default when process() is called
+   */
+  readonly receivedAt?: number;
+}
+
 /** Everything the pipeline can do with a record. */
 export type RecordAction =
   | 'completed'

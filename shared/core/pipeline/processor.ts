@@ -22,7 +22,7 @@ import { readBeforeFast, runFast } from './fast-path.ts';
 import { checkedPayload } from './job-run.ts';
 import { runLeased } from './leased-run.ts';
 import { withinLimits } from './limit-gate.ts';
-import { outcomeOf, type RecordAction, type RecordOutcome } from './outcome.ts';
+import { outcomeOf, type ProcessOptions, type RecordAction, type RecordOutcome } from './outcome.ts';
 import { withPayload } from './payload-ref.ts';
 import { RecordMessage } from './record-message.ts';
 import { actOnRefusal } from './refusal.ts';
@@ -30,14 +30,8 @@ import { refuseJob } from './refused-job.ts';
 import { settleFailure } from './release.ts';
 import { checkCollaborators, type JobProcessorOptions, resolveSettings, type Settings } from './settings.ts';
 
-export type { RecordAction, RecordOutcome } from './outcome.ts';
+export type { ProcessOptions, RecordAction, RecordOutcome } from './outcome.ts';
 export type { JobProcessorOptions } from './settings.ts';
-
-/** Per-call options of {@link JobProcessor.process}. */
-export interface ProcessOptions {
-  /** Epoch ms by which this record's work must be finished (the invocation's deadline less a margin). */
-  readonly deadline?: number;
-}
 
 /**
  * The shortest lease worth starting a job (or its fallback claim) under: the configured lease's own
@@ -90,12 +84,17 @@ export class JobProcessor {
   async process(record: SQSRecord, options: ProcessOptions = {}): Promise<RecordOutcome> {
     const s = this.#s;
     const keys = { messageId: record.messageId, worker: s.worker };
+    const timing = { receivedAt: options.receivedAt ?? s.now(), now: s.now };
     let envelope: JobEnvelope;
     try {
       envelope = parseEnvelope(record.body, s.parseOptions);
     } catch (error) {
       const log = new JobLog(s.logger, keys);
-      const done = await this.#deadLetterer.unclaimed(new RecordMessage(s.queue, record, log), error, log);
+      const done = await this.#deadLetterer.unclaimed(
+        new RecordMessage(s.queue, record, log, timing),
+        error,
+        log,
+      );
       return outcomeOf(record.messageId, done.action);
     }
     const log = new JobLog(s.logger, {
@@ -105,7 +104,7 @@ export class JobProcessor {
       // The producer's W3C trace id, so one job can be followed from the send to its result.
       ...(envelope.trace ? { traceId: envelope.trace.split('-')[1] } : {}),
     });
-    const parsed = { message: new RecordMessage(s.queue, record, log), envelope, log };
+    const parsed = { message: new RecordMessage(s.queue, record, log, timing), envelope, log };
     // One span per record, a child of the producer's: the trace runs from the send to the result.
     return inSpan(
       `leaseq.process ${envelope.type}`,

@@ -2,6 +2,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { describe } from '../../error-text.ts';
 import type { JobQueue } from '../contract/job-queue.ts';
 import type { MessageIdentity } from '../decisions/message-identity.ts';
+import { visibilityWithinBudget } from '../decisions/visibility-budget.ts';
 import type { JobLog } from '../observe/job-log.ts';
 
 /**
@@ -32,20 +33,57 @@ export function resentInPlaceOf(messageId: string | undefined): {
     : {};
 }
 
+/** When the record was received, and the clock its visibility budget is read on. */
+export interface ReceiveTiming {
+  /** Epoch ms of the receive (the batch's start: processBatch). @default the construction time */
+  readonly receivedAt?: number | undefined;
+  /** @default Date.now */
+  readonly now?: () => number;
+}
+
+/** Message attributes SQS allows on one message. */
+export const SQS_MAX_MESSAGE_ATTRIBUTES = 10;
+
+/**
+ * The producer's attributes a re-send keeps beside {@link ORIGIN_ATTRIBUTE}: all of them up to 9; past
+ * that the first 9 by name (sorted), the rest dropped (docs/protocol.md, "Limits": message identity).
+ */
+export function keepRoomForOrigin<T>(attributes: Readonly<Record<string, T>>): {
+  kept: Record<string, T>;
+  dropped: string[];
+} {
+  const names = Object.keys(attributes).sort();
+  const room = SQS_MAX_MESSAGE_ATTRIBUTES - 1;
+  const kept: Record<string, T> = {};
+  for (const name of names.slice(0, room)) kept[name] = attributes[name] as T;
+  return { kept, dropped: names.slice(room) };
+}
+
 /**
  * The message side of one record: give it back (visible again after a delay) or delete it. Neither
  * throws: a failed give-back leaves the message to reappear when its visibility ends, a failed delete
- * leaves a copy that the next claim drops. Nothing is lost either way.
+ * leaves a copy that the next claim drops. Nothing is lost either way. Every visibility it asks for
+ * keeps within the 12 hours SQS grants per receive (decisions/visibility-budget.ts).
  */
 export class RecordMessage {
   readonly #queue: JobQueue;
   readonly #log: JobLog;
+  readonly #now: () => number;
   readonly record: SQSRecord;
+  /** Epoch ms of the receive that handed out this record's receipt handle. */
+  readonly receivedAt: number;
 
-  constructor(queue: JobQueue, record: SQSRecord, log: JobLog) {
+  constructor(queue: JobQueue, record: SQSRecord, log: JobLog, timing: ReceiveTiming = {}) {
     this.#queue = queue;
     this.record = record;
     this.#log = log;
+    this.#now = timing.now ?? Date.now;
+    this.receivedAt = timing.receivedAt ?? this.#now();
+  }
+
+  /** `seconds`, or less when SQS's 12 hours from the receive end sooner. */
+  visibilityWithinBudget(seconds: number): number {
+    return visibilityWithinBudget(seconds, this.receivedAt, this.#now());
   }
 
   /** How many times SQS has handed this message out (1 on the first receive). */
@@ -55,7 +93,7 @@ export class RecordMessage {
 
   async giveBack(seconds: number, why: string): Promise<void> {
     try {
-      await this.#queue.changeVisibility(this.record.receiptHandle, seconds);
+      await this.#queue.changeVisibility(this.record.receiptHandle, this.visibilityWithinBudget(seconds));
     } catch (error) {
       this.#log.warn('could not set the message visibility', { why, error: describe(error) });
     }
@@ -101,9 +139,17 @@ export class RecordMessage {
     if (!this.#queue.resend) return false;
     const group = record.attributes.MessageGroupId;
     if (this.fifo && group === undefined) return false;
-    // The older attribute goes: the origin replaces it, so a re-send never has more attributes than
-    // the message had plus one.
-    const { [RESENT_FROM_ATTRIBUTE]: _replaced, ...kept } = record.messageAttributes ?? {};
+    // The older attribute goes: the origin replaces it. SQS takes at most 10 attributes, and the origin
+    // is what keeps the message's identity, so it is the producer's that make room (names only logged).
+    const {
+      [RESENT_FROM_ATTRIBUTE]: _replaced,
+      [ORIGIN_ATTRIBUTE]: _origin,
+      ...theirs
+    } = record.messageAttributes ?? {};
+    const { kept, dropped } = keepRoomForOrigin(theirs);
+    if (dropped.length > 0) {
+      this.#log.warn('re-sending without message attributes past the 10 SQS allows', { dropped });
+    }
     try {
       await this.#queue.resend(record.body, {
         delaySeconds: seconds,
@@ -125,7 +171,7 @@ export class RecordMessage {
   /** Hides the message for `seconds`; false when that failed (the message may show again sooner). */
   async hide(seconds: number): Promise<boolean> {
     try {
-      await this.#queue.changeVisibility(this.record.receiptHandle, seconds);
+      await this.#queue.changeVisibility(this.record.receiptHandle, this.visibilityWithinBudget(seconds));
       return true;
     } catch (error) {
       this.#log.warn('could not hide the message', { seconds, error: describe(error) });

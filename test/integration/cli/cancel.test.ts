@@ -6,6 +6,7 @@ import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { toSqsRecord } from '../../../shared/runner/sqs-records.ts';
 import { type CoreEnv, coreEnv, makeWorker, receiveAll, sendJob } from '../../support/core-fixture.ts';
 import { uniqueName } from '../../support/env.ts';
+import { untilIndexed } from '../../support/problems-index.ts';
 import { testRegistry } from '../../support/test-jobs.ts';
 import { leaseq } from './run-cli.ts';
 
@@ -101,6 +102,7 @@ describe('leaseq cancel (against the emulator)', () => {
     expect(JSON.parse(tomb.stdout)).toEqual({ dedupKey: fresh, outcome: 'tombstone' });
 
     // The listing and the inspector show it, with who and why.
+    await untilIndexed(env.clients.doc, env.jobsTable, [waiting, fresh], { status: JobStatus.Cancelled });
     const listed = await leaseq(['jobs', '--status', 'CANCELLED', '--json', '--prefix', prefix]);
     expect(listed.code).toBe(0);
     const keys = (JSON.parse(listed.stdout) as { jobs: { dedupKey: string; status: string }[] }).jobs;

@@ -6,8 +6,9 @@ import { deadLetterAttributes } from '../../../shared/core/adapters/sqs-job-queu
 import { makeEnvelope } from '../../../shared/core/contract/envelope.ts';
 import type { DeadLetterSummary } from '../../../shared/ops/dlq-letters.ts';
 import { type RedriveReport, redrive } from '../../../shared/ops/dlq-redrive.ts';
-import { type CoreEnv, coreEnv, purge, queueCounts } from '../../support/core-fixture.ts';
+import { type CoreEnv, coreEnv, queueCounts } from '../../support/core-fixture.ts';
 import { testClients, uniqueName } from '../../support/env.ts';
+import { drainQueue } from '../../support/fresh-queues.ts';
 import { type CliRun, leaseq } from './run-cli.ts';
 
 let env: CoreEnv;
@@ -28,9 +29,9 @@ async function fifoJson<T>(args: readonly string[]): Promise<T> {
   if (run.code !== 0) throw new Error(`leaseq ${args.join(' ')} exited ${run.code}: ${run.stderr.trim()}`);
   return JSON.parse(run.stdout) as T;
 }
+// The CLI finds the queues by the stack's prefix, so the cases share them: each starts on them emptied.
 beforeEach(async () => {
-  await purge(env, env.dlqUrl);
-  await purge(env, env.queueUrl);
+  await Promise.all([drainQueue(env, env.dlqUrl), drainQueue(env, env.queueUrl)]);
 });
 
 /**

@@ -4,6 +4,7 @@ import { problemShard } from '../../../shared/core/contract/job-history.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import type { ProblemJobsResult } from '../../../shared/ops/problem-jobs.ts';
 import { type CoreEnv, coreEnv } from '../../support/core-fixture.ts';
+import { untilIndexed } from '../../support/problems-index.ts';
 import { leaseq, leaseqJson } from './run-cli.ts';
 
 let env: CoreEnv;
@@ -91,7 +92,12 @@ beforeAll(async () => {
         RequestItems: { [env.jobsTable]: plain.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) },
       }),
     );
-  }
+  } // The index is eventually consistent: the listings below read it.
+  await untilIndexed(
+    env.clients.doc,
+    env.jobsTable,
+    problems.map((p) => p.dedupKey),
+  );
 });
 afterAll(() => env?.close());
 

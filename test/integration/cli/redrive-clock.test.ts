@@ -1,5 +1,5 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import ledgerJobs from '../../../examples/ledger/jobs.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { redrive } from '../../../shared/ops/dlq-redrive.ts';
@@ -9,22 +9,22 @@ import {
   coreEnv,
   eventually,
   makeWorker,
-  purge,
   queueCounts,
   sendJob,
 } from '../../support/core-fixture.ts';
 import { uniqueName } from '../../support/env.ts';
+import { freshQueues } from '../../support/fresh-queues.ts';
 
+let base: CoreEnv;
 let env: CoreEnv;
 
 beforeAll(async () => {
-  env = await coreEnv('rclock');
+  base = await coreEnv('rclock');
 });
-afterEach(async () => {
-  await purge(env, env.queueUrl);
-  await purge(env, env.dlqUrl);
+beforeEach(async () => {
+  env = await freshQueues(base);
 });
-afterAll(() => env?.close());
+afterAll(() => base?.close());
 
 const MINUTE = 60_000;
 

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseEnvelope } from '../../../shared/core/contract/envelope.ts';
 import type { StatusReport } from '../../../shared/ops/status.ts';
-import { type CoreEnv, coreEnv, purge, queueCounts, receiveAll } from '../../support/core-fixture.ts';
+import { type CoreEnv, coreEnv, queueCounts, receiveAll } from '../../support/core-fixture.ts';
+import { deleteMessages, drainQueue } from '../../support/fresh-queues.ts';
 import { leaseq, leaseqJson } from './run-cli.ts';
 
 let env: CoreEnv;
@@ -16,8 +17,9 @@ beforeAll(async () => {
   // resourceNames(prefix) names the jobs table `<prefix>-jobs`.
   prefix = env.jobsTable.replace(/-jobs$/, '');
 });
+// The CLI finds the queue by the stack's prefix, so the cases share it: each empties it after itself.
 afterEach(async () => {
-  await purge(env, env.queueUrl);
+  await drainQueue(env, env.queueUrl);
 });
 afterAll(() => env?.close());
 
@@ -55,6 +57,7 @@ describe('Command: leaseq send', () => {
     // Assess: the queue
     expect(await queueCounts(env)).toEqual({ visible: 25, inFlight: 0, delayed: 0 });
     const messages = await receiveAll(env, env.queueUrl);
+    await deleteMessages(env, env.queueUrl, messages);
     expect(messages).toHaveLength(25);
     const envelopes = messages.map((m) => parseEnvelope(m.Body ?? ''));
     const perKey = new Map<string, number>();
@@ -93,9 +96,9 @@ describe('Command: leaseq send', () => {
     const out = await leaseqJson<SendJson>(['send', '--prefix', prefix, '--file', file, '--rate', '100/s']);
     // Assess
     expect(out).toMatchObject({ source: 'file', jobs: 2, sent: 3, duplicates: 1, failed: 0 });
-    const keys = (await receiveAll(env, env.queueUrl))
-      .map((m) => parseEnvelope(m.Body ?? '').dedupKey)
-      .sort();
+    const received = await receiveAll(env, env.queueUrl);
+    await deleteMessages(env, env.queueUrl, received);
+    const keys = received.map((m) => parseEnvelope(m.Body ?? '').dedupKey).sort();
     expect(keys).toEqual(['order-1', 'order-1', `${out.runId}-000003`]);
   });
 

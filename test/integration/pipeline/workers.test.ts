@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { readDeadLetterAttributes } from '../../../shared/core/adapters/sqs-job-queue.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { WorkerPool } from '../../../shared/runner/worker-pool.ts';
@@ -16,7 +16,6 @@ import {
   eventually,
   getBalance,
   makeWorker,
-  purge,
   putBalance,
   queueCounts,
   receiveAll,
@@ -24,20 +23,23 @@ import {
   sleep,
 } from '../../support/core-fixture.ts';
 import { testEndpoint, uniqueName } from '../../support/env.ts';
+import { freshQueues } from '../../support/fresh-queues.ts';
 
+let base: CoreEnv;
 let env: CoreEnv;
 let pool: WorkerPool | undefined;
 
 beforeAll(async () => {
-  env = await coreEnv('pipe');
+  base = await coreEnv('pipe');
+});
+beforeEach(async () => {
+  env = await freshQueues(base);
 });
 afterEach(async () => {
   await pool?.stop(5000);
   pool = undefined;
-  await purge(env, env.queueUrl);
-  await purge(env, env.dlqUrl);
 });
-afterAll(() => env?.close());
+afterAll(() => base?.close());
 
 function startPool(
   count: number,

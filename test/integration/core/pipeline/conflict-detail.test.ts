@@ -12,26 +12,26 @@ import {
   coreEnv,
   getBalance,
   makeWorker,
-  purge,
   receiveAll,
   sendJob,
 } from '../../../support/core-fixture.ts';
 import { uniqueName } from '../../../support/env.ts';
+import { freshQueues } from '../../../support/fresh-queues.ts';
 
 // Issue 20 item 4 against the emulator's real conditions: an optimistic conflict that outlasts its tries
 // names the table, the key, the version the job expected and the one found, and a row seeded without a
 // `version` attribute says so (the versionedPut trap). The in-memory twin is in
 // test/unit/testing/run-job.test.ts.
 
+let base: CoreEnv;
 let env: CoreEnv;
 
 beforeAll(async () => {
-  env = await coreEnv('conflict');
+  base = await coreEnv('conflict');
 });
-afterAll(() => env?.close());
+afterAll(() => base?.close());
 beforeEach(async () => {
-  await purge(env, env.queueUrl);
-  await purge(env, env.dlqUrl);
+  env = await freshQueues(base);
 });
 
 async function seed(item: Record<string, unknown>): Promise<void> {

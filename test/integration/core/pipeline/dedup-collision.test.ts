@@ -19,30 +19,30 @@ import {
   coreEnv,
   getBalance,
   makeWorker,
-  purge,
   receiveAll,
   sendJob,
   sleep,
   type Worker,
 } from '../../../support/core-fixture.ts';
 import { uniqueName } from '../../../support/env.ts';
+import { freshQueues } from '../../../support/fresh-queues.ts';
 
 // Issue 18 against the emulator's real DynamoDB conditions and SQS: a message of another type with the
 // same dedupKey never takes over a job waiting for its retry (the claim's and the fast commit's
 // `#type = :type`), and a bad payload is dead-lettered before any claim, so a corrected resend runs. The
 // in-memory twin is test/unit/core/pipeline/dedup-collision.test.ts.
 
+let base: CoreEnv;
 let env: CoreEnv;
 const ran: string[] = [];
 
 beforeAll(async () => {
-  env = await coreEnv('collision');
+  base = await coreEnv('collision');
 });
-afterAll(() => env?.close());
+afterAll(() => base?.close());
 beforeEach(async () => {
   ran.length = 0;
-  await purge(env, env.queueUrl);
-  await purge(env, env.dlqUrl);
+  env = await freshQueues(base);
 });
 
 function registry(): JobRegistry {
@@ -87,15 +87,18 @@ function registry(): JobRegistry {
   return JobRegistry.of([transfer, report, fastReport]);
 }
 
-/** Receives the message `messageId` (waiting until it is visible); nothing else is visible meanwhile. */
-async function receive(messageId: string): Promise<SQSRecord> {
+/**
+ * Receives the message `messageId` (waiting until it is visible), holding it for `visibility` seconds;
+ * nothing else is visible meanwhile.
+ */
+async function receive(messageId: string, visibility = 30): Promise<SQSRecord> {
   for (let i = 0; i < 20; i++) {
     const out = await env.clients.sqs.send(
       new ReceiveMessageCommand({
         QueueUrl: env.queueUrl,
         MaxNumberOfMessages: 1,
         WaitTimeSeconds: 1,
-        VisibilityTimeout: 30,
+        VisibilityTimeout: visibility,
         MessageSystemAttributeNames: ['All'],
         MessageAttributeNames: ['All'],
       }),
@@ -124,30 +127,26 @@ async function settle(worker: Worker, record: SQSRecord): Promise<RecordOutcome>
 }
 
 /**
- * The transfer's first attempt: debit committed, released to RETRY_WAIT (1 s backoff). Its message is
- * then hidden for a minute (as if its redelivery were slow), and the backoff is let run out, so the
- * job item is claimable by its condition. Returns the transfer's message id and receipt.
+ * The transfer's first attempt: debit committed, released to RETRY_WAIT (1 s backoff). Once the give-back
+ * makes its message visible again, a receive holds it for a minute (as if its redelivery were slow: a
+ * message already visible cannot be hidden again by its old receipt on AWS), and the backoff is let run
+ * out, so the job item is claimable by its condition. Returns the transfer's message id and the receipt
+ * that holds it.
  */
 async function transferWaitsForRetry(worker: Worker, key: string, from: string, to: string) {
   const id = await sendJob(env, { dedupKey: key, type: 'ledger.transfer', payload: { from, to, amount: 5 } });
   const record = await receive(id);
   expect((await settle(worker, record)).action).toBe('retry');
-  await env.clients.sqs.send(
-    new ChangeMessageVisibilityCommand({
-      QueueUrl: env.queueUrl,
-      ReceiptHandle: record.receiptHandle,
-      VisibilityTimeout: 60,
-    }),
-  );
+  const held = await receive(id, 60);
   const item = await worker.store.get(key);
   expect(item).toMatchObject({ status: JobStatus.RetryWait, type: 'ledger.transfer', attempts: 1 });
   expect(item?.checkpoint?.done).toEqual(['debit']);
   expect((await getBalance(env, from))?.balance).toBe(-5);
   await sleep(Math.max(0, (item?.leaseUntil ?? 0) - Date.now()) + 50);
-  return { id, record };
+  return { id, record: held };
 }
 
-/** Makes the transfer's hidden message visible again and runs it: its own second attempt credits. */
+/** Makes the transfer's held message visible again (it is in flight) and runs it: its own second attempt credits. */
 async function transferFinishes(worker: Worker, transfer: { id: string; record: SQSRecord }) {
   await env.clients.sqs.send(
     new ChangeMessageVisibilityCommand({

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Message } from '@aws-sdk/client-sqs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { groupIdForKey } from '../../../../shared/aws/message-group.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { JobProducer } from '../../../../shared/producer/job-producer.ts';
@@ -11,11 +11,11 @@ import {
   coreEnv,
   eventually,
   makeWorker,
-  purge,
   queueCounts,
   receiveAll,
 } from '../../../support/core-fixture.ts';
 import { uniqueName } from '../../../support/env.ts';
+import { deleteMessages, drainQueue, freshQueues } from '../../../support/fresh-queues.ts';
 import { testRegistry } from '../../../support/test-jobs.ts';
 import { leaseq } from '../../cli/run-cli.ts';
 
@@ -23,15 +23,25 @@ import { leaseq } from '../../cli/run-cli.ts';
 // up to 128 alphanumerics and !"#$%&'()*+,-./:;<=>?@[\]^_`{|}~, no spaces.
 const AWS_ID = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;
 
+let base: CoreEnv;
 let env: CoreEnv;
 
 beforeAll(async () => {
-  env = await coreEnv('fifogrp', { fifo: true });
+  base = await coreEnv('fifogrp', { fifo: true });
 });
-afterEach(async () => {
-  await purge(env, env.queueUrl);
+beforeEach(async () => {
+  env = await freshQueues(base);
 });
-afterAll(() => env?.close());
+afterAll(() => base?.close());
+
+/**
+ * The file's own queues, emptied, for a case that runs the CLI: it finds the queues by the stack's
+ * prefix, so it cannot work on a case's fresh pair.
+ */
+async function namedQueues(): Promise<CoreEnv> {
+  await Promise.all([drainQueue(base, base.queueUrl), drainQueue(base, base.dlqUrl)]);
+  return base;
+}
 
 function producer(options: Partial<ConstructorParameters<typeof JobProducer>[0]> = {}): JobProducer {
   return new JobProducer({ queueUrl: env.queueUrl, client: env.clients.sqs, ...options });
@@ -132,6 +142,7 @@ describe('FIFO message groups (against the emulator)', () => {
         )
         .join('\n'),
     );
+    env = await namedQueues();
     const prefix = env.jobsTable.replace(/-jobs$/, '');
     const fifo = { LEASEQ_FIFO: 'true' };
 
@@ -146,16 +157,18 @@ describe('FIFO message groups (against the emulator)', () => {
     expect(messages.map((m) => m.Attributes?.MessageGroupId)).toEqual(['acct-7', 'acct-7']);
 
     // Without the flag, the key with a space still gets a valid group.
-    await purge(env, env.queueUrl);
+    await deleteMessages(env, env.queueUrl, messages);
     const plain = await leaseq(['send', '--prefix', prefix, '--file', file], fifo);
     expect(plain.code).toBe(0);
     const again = await receiveAll(env, env.queueUrl, 30);
     expect(again).toHaveLength(2);
     for (const m of again) expect(m.Attributes?.MessageGroupId).toMatch(AWS_ID);
+    await deleteMessages(env, env.queueUrl, again);
   });
 
   it('a dead letter and its redrive stay in the group the producer gave a key SQS would refuse as a group', async () => {
     // Arrange: a job whose key has a space fails for good, so the worker dead-letters it.
+    env = await namedQueues();
     const { registry, log } = testRegistry(env);
     const worker = makeWorker(env, registry);
     const key = `order ${uniqueName('d')}`;
@@ -188,5 +201,6 @@ describe('FIFO message groups (against the emulator)', () => {
     expect(back).toHaveLength(1);
     expect(back[0]?.Attributes?.MessageGroupId).toMatch(AWS_ID);
     expect(back[0]?.Attributes?.MessageGroupId).toBe(groupIdForKey(key));
+    await deleteMessages(env, env.queueUrl, back);
   });
 });

@@ -19,23 +19,23 @@ import {
   coreEnv,
   eventually,
   makeWorker,
-  purge,
   sendJob,
   sleep,
 } from '../../../support/core-fixture.ts';
 import { uniqueName } from '../../../support/env.ts';
+import { freshQueues } from '../../../support/fresh-queues.ts';
 
+let base: CoreEnv;
 let env: CoreEnv;
 let store: DynamoDbJobStore;
 
 beforeAll(async () => {
-  env = await coreEnv('history');
-  store = new DynamoDbJobStore({ client: env.clients.doc, tableName: env.jobsTable });
+  base = await coreEnv('history');
+  store = new DynamoDbJobStore({ client: base.clients.doc, tableName: base.jobsTable });
 });
-afterAll(() => env?.close());
+afterAll(() => base?.close());
 beforeEach(async () => {
-  await purge(env, env.queueUrl);
-  await purge(env, env.dlqUrl);
+  env = await freshQueues(base);
 });
 
 function request(dedupKey: string, owner: string, leaseMs: number): ClaimRequest {

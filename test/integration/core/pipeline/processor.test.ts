@@ -21,7 +21,6 @@ import {
   eventually,
   getBalance,
   makeWorker,
-  purge,
   putBalance,
   queueCounts,
   quietLogger,
@@ -31,17 +30,18 @@ import {
   sleep,
 } from '../../../support/core-fixture.ts';
 import { testAwsConfig, uniqueName } from '../../../support/env.ts';
+import { freshQueues } from '../../../support/fresh-queues.ts';
 import { testRegistry } from '../../../support/test-jobs.ts';
 
+let base: CoreEnv;
 let env: CoreEnv;
 
 beforeAll(async () => {
-  env = await coreEnv('proc');
+  base = await coreEnv('proc');
 });
-afterAll(() => env?.close());
+afterAll(() => base?.close());
 beforeEach(async () => {
-  await purge(env, env.queueUrl);
-  await purge(env, env.dlqUrl);
+  env = await freshQueues(base);
 });
 
 /**

@@ -13,14 +13,7 @@ import { InMemoryMetrics } from '../../../../shared/core/observe/metrics.ts';
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { toSqsRecord } from '../../../../shared/runner/sqs-records.ts';
-import {
-  type CoreEnv,
-  coreEnv,
-  purge,
-  quietLogger,
-  receiveAll,
-  sendJob,
-} from '../../../support/core-fixture.ts';
+import { type CoreEnv, coreEnv, quietLogger, receiveAll, sendJob } from '../../../support/core-fixture.ts';
 import { testCredentials, testEndpoint, uniqueName } from '../../../support/env.ts';
 
 // A slow store for real: the job store's DynamoDB calls go through Toxiproxy to the emulator, and the
@@ -42,10 +35,7 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(async () => {
   proxy?.stop();
-  if (env) {
-    await purge(env, env.queueUrl);
-    env.close();
-  }
+  env?.close();
 });
 
 describe('A slow store, through Toxiproxy (against the emulator)', () => {
