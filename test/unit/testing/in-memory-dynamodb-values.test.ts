@@ -1,7 +1,13 @@
 import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
+import type { Effect } from '../../../shared/core/contract/job-store.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
+import { versionedPut } from '../../../shared/core/decisions/optimistic.ts';
 import { parseCondition, parseUpdate } from '../../../shared/testing/dynamodb-expressions.ts';
 import { InMemoryDynamoDb } from '../../../shared/testing/in-memory-dynamodb/client.ts';
+import { memoryStores } from '../../support/memory-stores.ts';
+
+const LEDGER = 'ledger';
 
 // The expression engine InMemoryDynamoDb evaluates conditions and updates with, and the values the
 // document client refuses before a request leaves (moved from the tests of the hand-written twins).
@@ -220,5 +226,75 @@ describe('Values lib-dynamodb will not send', () => {
     expect(client.items('t')).toEqual([{ pk: 7, n: 5, l: [1] }]);
     await client.send(setTo(1, 7n));
     expect(client.items('t')).toEqual([{ pk: 7, n: 5, l: [1], s: 1 }]);
+  });
+});
+
+describe('Effects DynamoDB refuses, committed through the job store', () => {
+  it('refuses each, and writes nothing', async () => {
+    // Prepare
+    const { store, row } = memoryStores({ tables: { [LEDGER]: 'account' } });
+    const claimed = await store.claim({
+      dedupKey: 'unsupported',
+      owner: 'w',
+      messageId: 'm',
+      type: 'unit',
+      createdAt: new Date().toISOString(),
+      leaseMs: 30_000,
+      now: Date.now(),
+    });
+    if (!claimed.claimed) throw new Error('expected a claim');
+    const ok = versionedPut({
+      tableName: LEDGER,
+      key: { account: 'a' },
+      seenVersion: undefined,
+      item: { balance: 1 },
+    });
+    // Account b and c: an operation on `ok`'s item would be refused first, as the same item twice.
+    const put = { ...(ok.Put ?? { TableName: LEDGER, Item: {} }) };
+    put.Item = { ...put.Item, account: 'c' };
+    const b = { TableName: LEDGER, Key: { account: 'b' } };
+    const cases: [Effect, RegExp][] = [
+      [
+        { Update: { ...b, UpdateExpression: 'SET b = :b' } },
+        /attribute value used in expression is not defined/,
+      ],
+      [{ Update: { ...b, UpdateExpression: 'SET #n = :n', ExpressionAttributeValues: { ':n': 1 } } }, /#n/],
+      [
+        { Update: { ...b, UpdateExpression: 'SET n = :n', ExpressionAttributeValues: { ':n': 1, ':x': 2 } } },
+        /unused/,
+      ],
+      [
+        { Update: { ...b, UpdateExpression: 'SET account = :n', ExpressionAttributeValues: { ':n': 'c' } } },
+        /part of the key/,
+      ],
+      [
+        {
+          Update: {
+            ...b,
+            UpdateExpression: 'SET balance = balance + :n',
+            ExpressionAttributeValues: { ':n': 1 },
+          },
+        },
+        /does not exist/,
+      ],
+      [
+        { ConditionCheck: { ...b, ConditionExpression: 'x' } },
+        /comparison or function expected|Syntax error/,
+      ],
+      [{ Put: { ...put, ConditionExpression: 'attribute_exists(#k) AND' } }, /ends too early|Syntax error/],
+      [{ Put: { ...put, TableName: 'other' } }, /not found/],
+      [{ Put: { ...put, Item: { balance: 1 } } }, /Missing the key account/],
+      [{ Delete: { TableName: LEDGER, Key: { account: 'b', sk: 1 } } }, /does not match the schema/],
+    ];
+
+    // Act + Assess
+    for (const [effect, message] of cases) {
+      await expect(store.complete(claimed.lease, 'x', [ok, effect]), JSON.stringify(effect)).rejects.toThrow(
+        message,
+      );
+    }
+    await expect(store.complete(claimed.lease, 'x', [ok, ok])).rejects.toThrow(/same-item-twice/);
+    expect(row(LEDGER, { account: 'a' })).toBeUndefined();
+    expect(await store.get('unsupported')).toMatchObject({ status: JobStatus.InProgress, version: 1 });
   });
 });
