@@ -1,5 +1,13 @@
-import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, afterEach, expect } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbJobStore } from '../../../../shared/core/adapters/dynamodb-job-store.ts';
 import { DynamoDbLeaseStore } from '../../../../shared/core/adapters/dynamodb-lease-store.ts';
 import { DynamoDbRateStore } from '../../../../shared/core/adapters/dynamodb-rate-store.ts';
@@ -90,4 +98,82 @@ rateStoreContract('DynamoDbRateStore', async () => {
     },
     cleanup: () => env.close(),
   };
+});
+
+// DynamoDB's limits, sent as requests (the adapters refuse most of them before sending: docs/jobs.md,
+// "Limits of a write"); each answer is compared by the differential.
+describe('Limits and refusals, answered alike by the emulator and InMemoryDynamoDb', () => {
+  let env: CoreEnv;
+  let doc: DynamoDBDocumentClient;
+  beforeAll(async () => {
+    env = await coreEnv('limitsdiff');
+    doc = differential(env);
+  });
+  afterAll(() => env?.close());
+
+  const refused = async (send: Promise<unknown>) =>
+    send.then(
+      () => 'answered',
+      (error: Error) => error.name,
+    );
+
+  it('refuses an item past 400 KB, put or grown by an update', async () => {
+    const account = `big-${randomUUID()}`;
+    const t = env.ledgerTable;
+    const big = 'x'.repeat(401 * 1024);
+    expect(await refused(doc.send(new PutCommand({ TableName: t, Item: { account, big } })))).toBe(
+      'ValidationException',
+    );
+    await doc.send(new PutCommand({ TableName: t, Item: { account, a: 'x'.repeat(300 * 1024) } }));
+    const grow = new UpdateCommand({
+      TableName: t,
+      Key: { account },
+      UpdateExpression: 'SET b = :b',
+      ExpressionAttributeValues: { ':b': 'y'.repeat(200 * 1024) },
+    });
+    expect(await refused(doc.send(grow))).toBe('ValidationException');
+  });
+
+  it('refuses a transaction of 101 actions, or with one item twice; cancels one whose condition fails, with the item', async () => {
+    const t = env.ledgerTable;
+    const key = randomUUID();
+    const puts = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        Put: { TableName: t, Item: { account: `${key}-${i}`, n: i } },
+      }));
+    expect(await refused(doc.send(new TransactWriteCommand({ TransactItems: puts(101) })))).toBe(
+      'ValidationException',
+    );
+    const twice = [...puts(1), ...puts(1)];
+    expect(await refused(doc.send(new TransactWriteCommand({ TransactItems: twice })))).toBe(
+      'ValidationException',
+    );
+    await doc.send(new TransactWriteCommand({ TransactItems: puts(2) }));
+    const stale = new TransactWriteCommand({
+      TransactItems: [
+        { Put: { TableName: t, Item: { account: `${key}-5`, n: 5 } } },
+        {
+          Update: {
+            TableName: t,
+            Key: { account: `${key}-1` },
+            UpdateExpression: 'SET n = :n',
+            ConditionExpression: 'n = :seen',
+            ExpressionAttributeValues: { ':n': 2, ':seen': 0 },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          },
+        },
+      ],
+    });
+    expect(await refused(doc.send(stale))).toBe('TransactionCanceledException');
+  });
+
+  it('refuses an expression over 4 KB', async () => {
+    const condition = `attribute_not_exists(a${'x'.repeat(4100)})`;
+    const put = new PutCommand({
+      TableName: env.ledgerTable,
+      Item: { account: randomUUID() },
+      ConditionExpression: condition,
+    });
+    expect(await refused(doc.send(put))).toBe('ValidationException');
+  });
 });
