@@ -3,6 +3,9 @@
 // guarantees themselves are proven against real DynamoDB semantics (the embedded emulator); run your jobs
 // there too (docs/jobs.md, "Testing a job").
 
+export { DynamoDbJobStore, type DynamoDbJobStoreOptions } from '../core/adapters/dynamodb-job-store.ts';
+export { DynamoDbLeaseStore, type DynamoDbLeaseStoreOptions } from '../core/adapters/dynamodb-lease-store.ts';
+export { DynamoDbRateStore, type DynamoDbRateStoreOptions } from '../core/adapters/dynamodb-rate-store.ts';
 export type { JobStore } from '../core/contract/job-store.ts';
 export type { LeaseStore, NamedLease } from '../core/contract/lease-store.ts';
 export type { RateStore, RateTake } from '../core/contract/rate-store.ts';

@@ -23,7 +23,7 @@ import { applyWrite, ConditionRefusal, planWrite, type WriteKind } from './item-
 import { query, type ReadInput, scan } from './query-scan.ts';
 import { Table, type TableSchema } from './tables.ts';
 import { type TransactItem, transactWrite } from './transactions.ts';
-import { copy, itemBytes, project, updatedAttributes } from './values.ts';
+import { checkSendable, copy, itemBytes, project, updatedAttributes } from './values.ts';
 
 /** Options of {@link InMemoryDynamoDb}. */
 export interface InMemoryDynamoDbOptions {
@@ -136,6 +136,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     const name: string = command?.constructor?.name ?? typeof command;
     let body: () => unknown;
     try {
+      sendable(input);
       body = this.#handler(command, input, name);
     } catch (error) {
       return Promise.reject(error);
@@ -359,4 +360,21 @@ function tablesOf(command: unknown, input: Input): string[] {
   }
   if (command instanceof BatchGetCommand) return Object.keys((input.RequestItems as object) ?? {});
   return input.TableName === undefined ? [] : [input.TableName];
+}
+
+/** The document client marshals a request's values before it leaves, and refuses what it cannot send. */
+function sendable(input: Input): void {
+  const values = (request: Record<string, unknown> | undefined) => {
+    if (!request) return;
+    checkSendable(request.Item);
+    checkSendable(request.Key);
+    checkSendable(request.ExpressionAttributeValues);
+    checkSendable(request.ExclusiveStartKey);
+  };
+  values(input);
+  for (const action of (input.TransactItems as Record<string, Record<string, unknown>>[] | undefined) ?? []) {
+    for (const request of Object.values(action)) values(request);
+  }
+  const batch = input.RequestItems as Record<string, { Keys?: unknown }> | undefined;
+  for (const request of Object.values(batch ?? {})) checkSendable(request.Keys);
 }

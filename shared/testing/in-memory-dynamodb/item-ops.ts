@@ -75,7 +75,7 @@ export function planWrite(table: Table, kind: WriteKind, input: WriteInput): Pla
     key = table.keyOfItem(input.Item);
   } else {
     key = table.keyOf(input.Key);
-    keyItem = input.Key;
+    keyItem = copy(input.Key);
   }
   const old = table.items.get(key);
   const condition =

@@ -10,13 +10,14 @@ import type { Item } from '../dynamodb-expressions.ts';
  * scalars are shared.
  */
 export function copy<T>(value: T): T {
+  if (typeof value === 'bigint') return asRead(value) as T;
   if (typeof value !== 'object' || value === null) return value;
   if (Array.isArray(value)) {
     const out: unknown[] = [];
     for (const v of value) if (v !== undefined) out.push(copy(v));
     return out as T;
   }
-  if (value instanceof Set) return new Set(value) as T;
+  if (value instanceof Set) return new Set([...value].map(asRead)) as T;
   if (value instanceof Uint8Array) return new Uint8Array(value) as T;
   if (value instanceof NumberValue) return value;
   const out: Item = {};
@@ -25,6 +26,42 @@ export function copy<T>(value: T): T {
     if (v !== undefined) out[key] = copy(v);
   }
   return out as T;
+}
+
+/** A number as a read returns it: lib-dynamodb reads an N that fits a JS number as a number. */
+function asRead(value: unknown): unknown {
+  return typeof value === 'bigint' &&
+    value <= BigInt(Number.MAX_SAFE_INTEGER) &&
+    value >= BigInt(Number.MIN_SAFE_INTEGER)
+    ? Number(value)
+    : value;
+}
+
+/**
+ * Throws what lib-dynamodb (as leaseq's clients configure it) throws before sending a value it cannot
+ * marshal: an empty set (DynamoDB has none), NaN or Infinity, a number past Number.MAX_SAFE_INTEGER.
+ */
+export function checkSendable(value: unknown): void {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new Error(`Special numeric value ${value} is not allowed`);
+    if (value > Number.MAX_SAFE_INTEGER || value < Number.MIN_SAFE_INTEGER) {
+      throw new Error(
+        `Number ${value} is ${value > 0 ? 'greater than Number.MAX_SAFE_INTEGER' : 'lesser than Number.MIN_SAFE_INTEGER'}. Use NumberValue from @aws-sdk/lib-dynamodb.`,
+      );
+    }
+  } else if (value instanceof Set) {
+    if (value.size === 0) throw new Error('Pass a non-empty set, or options.convertEmptyValues=true.');
+    for (const element of value) checkSendable(element);
+  } else if (Array.isArray(value)) {
+    for (const element of value) checkSendable(element);
+  } else if (
+    typeof value === 'object' &&
+    value !== null &&
+    !(value instanceof Uint8Array) &&
+    !(value instanceof NumberValue)
+  ) {
+    for (const key in value) checkSendable((value as Item)[key]);
+  }
 }
 
 /** An item's size in bytes as DynamoDB counts it: names and values (UTF-8), numbers by their digits. */

@@ -140,6 +140,25 @@ describe('Function: runJob', () => {
     expect(Date.now() - started).toBeLessThan(2000);
   });
 
+  // docs/jobs.md: what lib-dynamodb will not send is refused before anything is written.
+  it('does not commit an effect lib-dynamodb would refuse to send (an empty set)', async () => {
+    const tagged = defineJob({
+      type: 'order.tag',
+      payload: z.object({ orderId: z.string() }),
+      tables: { orders },
+      async run(ctx, p) {
+        return { effects: [ctx.tables.orders.put({ orderId: p.orderId, tags: new Set<string>() })] };
+      },
+    });
+    const run = await runJob(tagged, { orderId: 'o-5' }, { maxAttempts: 1 });
+
+    expect(run).toMatchObject({
+      status: 'dead-lettered',
+      error: { message: expect.stringMatching(/non-empty set/) },
+    });
+    expect(run.tables.orders).toEqual([]);
+  });
+
   it('refuses seed rows for a table the job does not declare', async () => {
     await expect(runJob(charge, { orderId: 'o' }, { tables: { stock: [] } as never })).rejects.toThrow(
       /declares no table stock \(it declares: orders\)/,

@@ -3,9 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { JobRegistry } from '../../../shared/core/model/registry.ts';
 import { resolveSettings } from '../../../shared/core/pipeline/settings.ts';
 import { ConfigError } from '../../../shared/errors.ts';
-import { InMemoryJobStore } from '../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../shared/testing/in-memory-queue.ts';
 import { workerConfigFromEnv, workerSettingsFromEnv } from '../../../shared/worker/config.ts';
+import { memoryStores } from '../../support/memory-stores.ts';
 
 const NAMES = {
   LEASEQ_JOBS_QUEUE_URL: 'q',
@@ -18,7 +18,7 @@ const NAMES = {
 function processorAccepts(leaseMs: number, maxAttempts: number): boolean {
   try {
     resolveSettings({
-      store: new InMemoryJobStore(),
+      store: memoryStores().store,
       queue: new InMemoryQueue(),
       registry: new JobRegistry(),
       worker: 'w',

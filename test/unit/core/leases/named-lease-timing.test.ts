@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { holdLease, withLease } from '../../../../shared/core/leases/named-lease.ts';
 import { DeadlineError, StoreUnavailableError } from '../../../../shared/errors.ts';
-import { InMemoryLeaseStore } from '../../../../shared/testing/in-memory-lease-store.ts';
+import { memoryStores } from '../../../support/memory-stores.ts';
 
 beforeEach(() => {
   vi.useFakeTimers({ now: Date.parse('2026-12-01T00:00:00Z') });
@@ -12,7 +12,7 @@ afterEach(() => {
 
 describe('Function: withLease (fake timers)', () => {
   it('a holder whose renewal hangs is told to stop before anyone else can take the lease', async () => {
-    const store = new InMemoryLeaseStore();
+    const { doc, leases: store } = memoryStores();
     const t0 = Date.now();
     let aAborted: number | undefined;
     const a = withLease(
@@ -27,7 +27,7 @@ describe('Function: withLease (fake timers)', () => {
     ).catch(() => undefined);
     await vi.advanceTimersByTimeAsync(10);
     // The first beat's renewal is stuck in the network for 20 s.
-    store.faults.delayNext('lease-renew', 20_000, { when: 'before' });
+    doc.faults.delayNext('lease-renew', 20_000, { when: 'before' });
     await vi.advanceTimersByTimeAsync(3500);
     let bIn: number | undefined;
     const b = withLease(
@@ -50,11 +50,11 @@ describe('Function: withLease (fake timers)', () => {
 
 describe('Function: holdLease (fake timers)', () => {
   it('an acquire still in flight when the signal aborts is released as it lands; nothing renews it', async () => {
-    const store = new InMemoryLeaseStore();
+    const { doc, leases: store } = memoryStores();
     const renew = vi.spyOn(store, 'renew');
     const job = new AbortController();
     // The write lands at once; its answer takes 5 s, and the job is aborted meanwhile.
-    store.faults.delayNext('lease-acquire', 5000, { when: 'after' });
+    doc.faults.delayNext('lease-acquire', 5000, { when: 'after' });
     const held = holdLease('account#42', { store, owner: 'A', leaseMs: 3000, signal: job.signal });
     const outcome = held.then(
       () => 'acquired',
@@ -69,7 +69,7 @@ describe('Function: holdLease (fake timers)', () => {
   });
 
   it('stops renewing as soon as the signal aborts, even before release()', async () => {
-    const store = new InMemoryLeaseStore();
+    const { leases: store } = memoryStores();
     const renew = vi.spyOn(store, 'renew');
     const job = new AbortController();
     const held = await holdLease('account#42', { store, owner: 'A', leaseMs: 3000, signal: job.signal });
@@ -84,9 +84,9 @@ describe('Function: holdLease (fake timers)', () => {
   });
 
   it('abandons an acquire that hangs past its lease, and releases it when it lands late', async () => {
-    const store = new InMemoryLeaseStore();
+    const { doc, leases: store } = memoryStores();
     // The request reaches the table only after 60 s (a stuck connection the SDK keeps retrying).
-    store.faults.delayNext('lease-acquire', 60_000, { when: 'before' });
+    doc.faults.delayNext('lease-acquire', 60_000, { when: 'before' });
     const outcome = holdLease('account#42', { store, owner: 'A', leaseMs: 3000, waitMs: 0 }).then(
       () => 'acquired',
       (error: unknown) => error,
@@ -98,13 +98,13 @@ describe('Function: holdLease (fake timers)', () => {
   });
 
   it('a late acquire whose release then fails leaves no unhandled rejection; the failure is reported', async () => {
-    const store = new InMemoryLeaseStore();
+    const { doc, leases: store } = memoryStores();
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
     try {
       const reported: unknown[] = [];
-      store.faults.delayNext('lease-acquire', 60_000, { when: 'before' });
+      doc.faults.delayNext('lease-acquire', 60_000, { when: 'before' });
       const outcome = holdLease('account#42', {
         store,
         owner: 'A',
@@ -118,7 +118,7 @@ describe('Function: holdLease (fake timers)', () => {
       await vi.advanceTimersByTimeAsync(3000);
       expect(await outcome).toBeInstanceOf(StoreUnavailableError);
       // The abandoned acquire lands after 60 s; the release that gives it back hits an outage.
-      store.faults.failNext('lease-release');
+      doc.faults.failNext('lease-release');
       await vi.advanceTimersByTimeAsync(60_000);
       // Node reports an unhandled rejection once the microtasks have drained: a real turn of the loop.
       vi.useRealTimers();
@@ -132,8 +132,8 @@ describe('Function: holdLease (fake timers)', () => {
   });
 
   it('recognises its own lease when an acquire landed but its answer was lost, and retries', async () => {
-    const store = new InMemoryLeaseStore();
-    store.faults.failNext('lease-acquire', undefined, { when: 'after' });
+    const { doc, leases: store } = memoryStores();
+    doc.faults.failNext('lease-acquire', undefined, { when: 'after' });
     const held = holdLease('account#42', { store, owner: 'A', leaseMs: 3000, waitMs: 1000 });
     await vi.advanceTimersByTimeAsync(500);
     const lease = await held;

@@ -8,8 +8,8 @@ import { JobRenewer } from '../../../../shared/core/leases/renewer.ts';
 import { boundedSignal } from '../../../../shared/core/leases/timeout-signal.ts';
 import { JobLog } from '../../../../shared/core/observe/job-log.ts';
 import { LeaseLostError, StoreUnavailableError } from '../../../../shared/errors.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { type DynamoDbJobStore, JOBS_TABLE, memoryStores } from '../../../support/memory-stores.ts';
 
 // JobRenewer on the in-memory job store and queue under fake timers (protocol edge E4): the fenced
 // DynamoDB renewal is the lease, the message visibility follows it in the background. Every test reads
@@ -32,7 +32,7 @@ afterEach(() => {
 
 /** One job received as M (visibility 30 s unless told) and claimed by `w-a` with a 3 s lease. */
 async function setup(options: { deadline?: number; visibilitySeconds?: number; claimLeaseMs?: number } = {}) {
-  const store = new InMemoryJobStore();
+  const { doc, store } = memoryStores();
   const queue = new InMemoryQueue({ visibilitySeconds: options.visibilitySeconds ?? 30 });
   const logger = new Logger({ logLevel: 'SILENT' });
   const warn = vi.spyOn(logger, 'warn');
@@ -55,11 +55,11 @@ async function setup(options: { deadline?: number; visibilitySeconds?: number; c
   const visibleAt = () => queue.messages().find((m) => m.messageId === record.messageId)?.visibleAt;
   /** The item's lease end, as the store holds it. */
   const storedLeaseUntil = async () => (await store.get(KEY))?.leaseUntil;
-  return { store, queue, record, lease, renewer, warn, visibleAt, storedLeaseUntil };
+  return { doc, store, queue, record, lease, renewer, warn, visibleAt, storedLeaseUntil };
 }
 
 async function claim(
-  store: InMemoryJobStore,
+  store: DynamoDbJobStore,
   record: SQSRecord,
   owner: string,
   leaseMs = LEASE_MS,
@@ -145,7 +145,7 @@ describe('Class: JobRenewer', () => {
     it('reports the lease lost when the job item is gone, or no longer in progress', async () => {
       // Prepare
       const gone = await setup();
-      gone.store.delete(KEY);
+      gone.doc.remove(JOBS_TABLE, { dedupKey: KEY });
       const released = await setup();
       await released.store.release(released.lease, Date.now() + 5000, { message: 'x', errorClass: 'Error' });
       const releasedVisibleAt = released.visibleAt();
@@ -247,8 +247,8 @@ describe('Class: JobRenewer', () => {
 
     it('moves no visibility when the store renewal fails, and rejects with the store error', async () => {
       // Prepare
-      const { store, lease, renewer, visibleAt, storedLeaseUntil } = await setup();
-      store.faults.failNext('renew');
+      const { lease, renewer, visibleAt, storedLeaseUntil, doc } = await setup();
+      doc.faults.failNext('renew');
       await vi.advanceTimersByTimeAsync(1000);
       const visibleBefore = visibleAt();
       const leaseBefore = lease.leaseUntil;
@@ -266,8 +266,8 @@ describe('Class: JobRenewer', () => {
 
     it('gives up on a renewal its signal abandons, and then moves no visibility', async () => {
       // Prepare: the renewal request hangs for 20 s; the caller allows 1 s.
-      const { store, lease, renewer, visibleAt, storedLeaseUntil } = await setup();
-      store.faults.delayNext('renew', 20_000, { when: 'before' });
+      const { lease, renewer, visibleAt, storedLeaseUntil, doc } = await setup();
+      doc.faults.delayNext('renew', 20_000, { when: 'before' });
       const visibleBefore = visibleAt();
       const leaseBefore = lease.leaseUntil;
       const bound = boundedSignal(1000, 'test budget');
@@ -328,12 +328,12 @@ describe('Class: JobRenewer', () => {
     it('renews nothing at the deadline: the store and the visibility are left as they are', async () => {
       // Prepare
       const deadline = Date.now() + 1200;
-      const { store, lease, renewer, visibleAt, storedLeaseUntil } = await setup({ deadline });
+      const { lease, renewer, visibleAt, storedLeaseUntil, doc } = await setup({ deadline });
       await vi.advanceTimersByTimeAsync(1200);
       const leaseBefore = lease.leaseUntil;
       const visibleBefore = visibleAt();
       // A renewal reaching the store now would fail loudly.
-      store.faults.failNext('renew', new Error('the store must not be called at the deadline'));
+      doc.faults.failNext('renew', new Error('the store must not be called at the deadline'));
 
       // Act
       const until = await renewer.renew();
@@ -343,7 +343,7 @@ describe('Class: JobRenewer', () => {
       expect(until).toBe(leaseBefore);
       expect(await storedLeaseUntil()).toBe(leaseBefore);
       expect(visibleAt()).toBe(visibleBefore);
-      expect(store.faults.pending).toBe(1);
+      expect(doc.faults.pending).toBe(1);
     });
 
     // The dead-letter fence: capped to the deadline like every lease (docs/protocol.md, "Timing rules"),

@@ -8,10 +8,8 @@ import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { TransientJobError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { InMemoryEffectApplier } from '../../../../shared/testing/in-memory-effects.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
-import { InMemoryLeaseStore } from '../../../../shared/testing/in-memory-lease-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { memoryStores } from '../../../support/memory-stores.ts';
 
 // Steps and named leases of a job, on the in-memory stores under fake timers.
 
@@ -23,22 +21,20 @@ afterEach(() => {
 });
 
 function world() {
-  const leases = new InMemoryLeaseStore();
-  const ledger = new InMemoryEffectApplier({ tables: { ledger: ['account'] }, leases: [leases] });
-  const store = new InMemoryJobStore({ effects: ledger });
+  const { doc, store, leases, row } = memoryStores({ tables: { ledger: 'account' } });
   const queue = new InMemoryQueue({ visibilitySeconds: 30 });
   /** An effect adding `delta` to an account, against the version read now. */
   const add = (account: string, delta: number) => {
-    const row = ledger.get('ledger', { account }) as { balance: number; version: number } | undefined;
+    const stored = row('ledger', { account }) as { balance: number; version: number } | undefined;
     return versionedPut({
       tableName: 'ledger',
       key: { account },
-      seenVersion: row?.version,
-      item: { balance: (row?.balance ?? 0) + delta },
+      seenVersion: stored?.version,
+      item: { balance: (stored?.balance ?? 0) + delta },
     });
   };
   const balance = (account: string) =>
-    (ledger.get('ledger', { account }) as { balance?: number } | undefined)?.balance;
+    (row('ledger', { account }) as { balance?: number } | undefined)?.balance;
   const processor = (registry: JobRegistry, worker: string) =>
     new JobProcessor({
       store,
@@ -60,7 +56,7 @@ function world() {
     await vi.advanceTimersByTimeAsync(10_000);
     return outcome;
   };
-  return { leases, store, queue, add, balance, deliver, processor };
+  return { doc, leases, store, queue, add, balance, deliver, processor };
 }
 
 const send = (queue: InMemoryQueue, type: string) =>
@@ -165,7 +161,7 @@ describe('Class: JobContext (in memory, fake timers)', () => {
     const registry = JobRegistry.of([locked]);
     send(w.queue, 'test.locked');
     // The acquire lands at once; its answer takes 8 s, past the invocation's deadline.
-    w.leases.faults.delayNext('lease-acquire', 8000, { when: 'after' });
+    w.doc.faults.delayNext('lease-acquire', 8000, { when: 'after' });
     const [record] = w.queue.receive(1);
     if (!record) throw new Error('no message');
     const first = w.processor(registry, 'w-a').process(record, { deadline: Date.now() + 4000 });
@@ -200,7 +196,7 @@ describe('Class: JobContext (in memory, fake timers)', () => {
     });
     const registry = JobRegistry.of([locked]);
     send(w.queue, 'test.locked');
-    w.leases.faults.delayNext('lease-acquire', 1000, { when: 'after' });
+    w.doc.faults.delayNext('lease-acquire', 1000, { when: 'after' });
     const first = await w.deliver(registry, 'w-a');
     expect(first.action).toBe('retry');
     expect((await w.leases.get('account#a'))?.owner).toBeUndefined();

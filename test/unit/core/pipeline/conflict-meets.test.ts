@@ -14,8 +14,8 @@ import { settleFailure } from '../../../../shared/core/pipeline/release.ts';
 import { resolveSettings } from '../../../../shared/core/pipeline/settings.ts';
 import { OptimisticConflictError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { memoryStores } from '../../../support/memory-stores.ts';
 
 // Where the conflict give-back (issue 31 item 9, edge E8c) meets the features already there: a release
 // whose answer was lost, a cancel racing the release, and an operator's redrive of a job that died
@@ -39,7 +39,7 @@ const conflict = () =>
   new OptimisticConflictError('completion', 3, undefined, 'versionedPut to table stock: expected version 3');
 
 function world() {
-  const store = new InMemoryJobStore();
+  const { doc, store } = memoryStores();
   const queue = new InMemoryQueue({ visibilitySeconds: 30 });
   const metrics = new InMemoryMetrics();
   const logger = new Logger({ logLevel: 'SILENT' });
@@ -83,7 +83,7 @@ function world() {
     });
     return { record, attempt, end: () => settleFailure(s, attempt, conflict(), deadLetterer) };
   };
-  return { store, queue, metrics, claimOne };
+  return { doc, store, queue, metrics, claimOne };
 }
 
 describe('The conflict give-back where it meets other features', () => {
@@ -92,7 +92,7 @@ describe('The conflict give-back where it meets other features', () => {
     const w = world();
     w.queue.send(body);
     const one = await w.claimOne();
-    w.store.faults.failNext('release', undefined, { when: 'after' });
+    w.doc.faults.failNext('release', undefined, { when: 'after' });
 
     // Act: the retry waits a short pause first (fake timers).
     const ending = one.end();
@@ -100,7 +100,7 @@ describe('The conflict give-back where it meets other features', () => {
     const action = await ending;
 
     // Assess: one give-back, counted once, the attempt taken back once (not to -1).
-    expect(w.store.faults.injected.get('release')).toBe(1);
+    expect(w.doc.faults.injected.get('release')).toBe(1);
     expect(action).toBe('retry');
     expect(one.attempt.lease.attempts).toBe(1);
     expect(await w.store.get(KEY)).toMatchObject({ status: JobStatus.RetryWait, attempts: 0, conflicts: 1 });

@@ -16,8 +16,8 @@ import { settleFailure } from '../../../../shared/core/pipeline/release.ts';
 import { resolveSettings } from '../../../../shared/core/pipeline/settings.ts';
 import { OptimisticConflictError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { memoryStores } from '../../../support/memory-stores.ts';
 
 // Issue 31 item 9: an optimistic conflict that outlasted its in-process tries is someone else's write,
 // not the job's failure. settleFailure on the in-memory store and queue, under fake timers: the attempt
@@ -43,7 +43,7 @@ const conflict = () =>
   new OptimisticConflictError('completion', 3, undefined, 'versionedPut to table stock: expected version 3');
 
 function world() {
-  const store = new InMemoryJobStore();
+  const { doc, store } = memoryStores();
   const queue = new InMemoryQueue({ visibilitySeconds: 30 });
   const metrics = new InMemoryMetrics();
   const registry = JobRegistry.of([reserve]);
@@ -90,7 +90,7 @@ function world() {
     const action = await settleFailure(s, attempt, conflict(), deadLetterer);
     return { record, action, attempts: attempt.lease.attempts };
   };
-  return { store, queue, metrics, conflictOnce };
+  return { doc, store, queue, metrics, conflictOnce };
 }
 
 describe('Function: settleFailure, an optimistic conflict', () => {

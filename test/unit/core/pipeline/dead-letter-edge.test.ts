@@ -4,6 +4,7 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { DynamoDbJobStore } from '../../../../shared/core/adapters/dynamodb-job-store.ts';
 import { SqsJobQueue } from '../../../../shared/core/adapters/sqs-job-queue.ts';
 import { makeEnvelope, parseEnvelope } from '../../../../shared/core/contract/envelope.ts';
 import type {
@@ -31,8 +32,9 @@ import { renewUpdate } from '../../../../shared/core/protocol/renew.ts';
 import { ERROR_TEXT_MAX } from '../../../../shared/error-text.ts';
 import { LetterRefusedError, PermanentJobError, StoreRefusedError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
+import { itemBytes } from '../../../../shared/testing/in-memory-dynamodb/values.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { JOBS_TABLE, memoryStores } from '../../../support/memory-stores.ts';
 
 // Issue 18, defect 3, on the in-memory store and queue under fake timers: a letter SQS refuses for its
 // contents is sent again minimal (never looped), and the cause a dead-lettering records at its fence lets
@@ -69,7 +71,7 @@ function world(options: { maxAttempts?: number; fastPath?: boolean } = {}) {
       throw new PermanentJobError('the account 4111 is closed \u001b[31m');
     },
   });
-  const store = new InMemoryJobStore();
+  const { store } = memoryStores();
   const queue = new InMemoryQueue({ visibilitySeconds: 30 });
   const metrics = new InMemoryMetrics();
   const processor = (worker: string) =>
@@ -361,7 +363,7 @@ describe('The recorded cause in the DynamoDB expressions', () => {
 
 // Issue 18 review (rev18): the dead-letter fence and a checkpoint near 400 KB, and a lost claim answer
 // over a recorded cause. Each job here runs the given body; the item, M and the runs are read afterwards.
-function runningWorld(store: InMemoryJobStore, run: (ctx: JobContext) => Promise<void>) {
+function runningWorld(store: DynamoDbJobStore, run: (ctx: JobContext) => Promise<void>) {
   let runs = 0;
   const work = defineJob({
     type: TYPE,
@@ -396,30 +398,6 @@ function runningWorld(store: InMemoryJobStore, run: (ctx: JobContext) => Promise
   };
   queue.send(body);
   return { store, queue, metrics, deliver, runs: () => runs };
-}
-
-/** Refuses, as DynamoDB does (a ValidationException, StoreRefusedError), a fence past 400 KB, by upper bound. */
-class ItemSizeStore extends InMemoryJobStore {
-  fences: string[] = [];
-  override async renew(lease: JobLease, leaseMs: number, now: number, options: RenewOptions = {}) {
-    if (options.deadLetter && lease.checkpoint) {
-      const values = renewUpdate(
-        'jobs',
-        lease,
-        now + leaseMs,
-        0,
-        options.deadLetter,
-      ).ExpressionAttributeValues;
-      const bytes =
-        Buffer.byteLength(JSON.stringify(lease.checkpoint)) +
-        640 +
-        Buffer.byteLength(String(values[':lastError'] ?? '')) +
-        Buffer.byteLength(String(values[':deadReason']));
-      this.fences.push(String(values[':lastError'] ?? '(none)'));
-      if (bytes > MAX_ITEM_BYTES) throw new StoreRefusedError('item-too-large', 'renew', `${bytes} bytes`);
-    }
-    return super.renew(lease, leaseMs, now, options);
-  }
 }
 
 describe('The dead-letter fence near 400 KB (rev18 B)', () => {
@@ -462,7 +440,8 @@ describe('The dead-letter fence near 400 KB (rev18 B)', () => {
   });
 
   it('a permanently failed job with a 408 KB checkpoint is dead-lettered on its first delivery, run once', async () => {
-    const w = runningWorld(new ItemSizeStore(), async (ctx) => {
+    // The in-memory DynamoDB refuses a fence past 400 KB as DynamoDB does (a ValidationException).
+    const w = runningWorld(memoryStores().store, async (ctx) => {
       await ctx.step('a', async () => ({ data: big }));
       throw new PermanentJobError('e'.repeat(900));
     });
@@ -475,7 +454,7 @@ describe('The dead-letter fence near 400 KB (rev18 B)', () => {
   });
 
   it('a fence the store refuses for its size is sent again minimal, and the job still goes to the DLQ once', async () => {
-    class RefuseFirstFence extends InMemoryJobStore {
+    class RefuseFirstFence extends DynamoDbJobStore {
       tries: RenewOptions['deadLetter'][] = [];
       override async renew(l: JobLease, leaseMs: number, now: number, options: RenewOptions = {}) {
         if (options.deadLetter) {
@@ -485,7 +464,7 @@ describe('The dead-letter fence near 400 KB (rev18 B)', () => {
         return super.renew(l, leaseMs, now, options);
       }
     }
-    const store = new RefuseFirstFence();
+    const { store } = memoryStores({ jobStore: (o) => new RefuseFirstFence(o) });
     const w = runningWorld(store, async () => {
       throw new PermanentJobError('closed');
     });
@@ -499,20 +478,26 @@ describe('The dead-letter fence near 400 KB (rev18 B)', () => {
     });
   });
 
-  it('the in-memory store refuses a fence or a release that would pass 400 KB, as DynamoDB does', async () => {
-    const store = new InMemoryJobStore();
-    const claimed = await store.claim({
-      dedupKey: KEY,
-      owner: 'w',
-      messageId: 'm',
-      type: TYPE,
-      createdAt: 'c',
-      now: Date.now(),
-      leaseMs: LEASE_MS,
-    });
-    if (!claimed.claimed) throw new Error('not claimed');
-    const own = claimed.lease;
-    await store.checkpoint(own, { step: 'a', done: ['a'], data: { a: 'x'.repeat(409_450) }, at: 0 });
+  it('the in-memory DynamoDB refuses a fence or a release that would pass 400 KB, as DynamoDB does', async () => {
+    // A checkpoint that leaves 100 bytes of the item's 400 KB (measured on a twin job with no data).
+    const checkpointed = async (data: string) => {
+      const m = memoryStores();
+      const claimed = await m.store.claim({
+        dedupKey: KEY,
+        owner: 'w',
+        messageId: 'm',
+        type: TYPE,
+        createdAt: 'c',
+        now: Date.now(),
+        leaseMs: LEASE_MS,
+      });
+      if (!claimed.claimed) throw new Error('not claimed');
+      await m.store.checkpoint(claimed.lease, { step: 'a', done: ['a'], data: { a: data }, at: 0 });
+      return { ...m, own: claimed.lease, bytes: itemBytes(m.row(JOBS_TABLE, { dedupKey: KEY }) ?? {}) };
+    };
+    const empty = await checkpointed('');
+    const { store, own, bytes } = await checkpointed('x'.repeat(MAX_ITEM_BYTES - empty.bytes - 100));
+    expect(bytes).toBe(MAX_ITEM_BYTES - 100);
     await expect(
       store.renew(own, LEASE_MS, Date.now(), {
         deadLetter: { reason: 'r'.repeat(200), errorClass: '', errorMessage: '' },
@@ -522,7 +507,7 @@ describe('The dead-letter fence near 400 KB (rev18 B)', () => {
 });
 
 /** The DynamoDB adapter's answer when the SDK resent a claim whose first answer was lost. */
-class LostClaimAnswerStore extends InMemoryJobStore {
+class LostClaimAnswerStore extends DynamoDbJobStore {
   loseNextClaimAnswer = false;
   override async claim(req: ClaimRequest, options: StoreCallOptions = {}): Promise<ClaimResult> {
     const out = await super.claim(req, options);
@@ -535,7 +520,7 @@ class LostClaimAnswerStore extends InMemoryJobStore {
 
 describe('A recorded cause and a lost claim answer (rev18 A)', () => {
   it('a claim whose answer was lost still finishes the recorded dead-lettering: the job runs once', async () => {
-    const store = new LostClaimAnswerStore();
+    const { store } = memoryStores({ jobStore: (o) => new LostClaimAnswerStore(o) });
     const w = runningWorld(store, async () => {
       throw new PermanentJobError('closed');
     });
@@ -553,7 +538,7 @@ describe('A recorded cause and a lost claim answer (rev18 A)', () => {
     expect(completeUpdate('jobs', lease(), { result: null, now: 1, expiresAt: 1 }).UpdateExpression).toMatch(
       /REMOVE #lastError, #lastErrorClass, #deadReason$/,
     );
-    const store = new InMemoryJobStore();
+    const { store } = memoryStores();
     const claimed = await store.claim({
       dedupKey: KEY,
       owner: 'w',

@@ -18,9 +18,9 @@ import { DeadLetterer } from '../../../../shared/core/pipeline/dead-letterer.ts'
 import { RecordMessage } from '../../../../shared/core/pipeline/record-message.ts';
 import { TransientJobError } from '../../../../shared/errors.ts';
 import { parseCondition, parseUpdate } from '../../../../shared/testing/dynamodb-expressions.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
 import { expectOnlyLeaseLostNoted } from '../../../support/history.ts';
+import { memoryStores } from '../../../support/memory-stores.ts';
 
 // DeadLetterer on the in-memory job store and queue (with its DLQ) under fake timers: protocol edge E9
 // and the bad-body path. Every test reads the state afterwards: the item in the store, the letters in the
@@ -60,7 +60,7 @@ interface Held {
 }
 
 function world(options: { store?: JobStore } = {}) {
-  const memory = new InMemoryJobStore();
+  const { doc, store: memory } = memoryStores();
   const store: JobStore = options.store ?? memory;
   const queue = new InMemoryQueue({ visibilitySeconds: 30 });
   const metrics = new InMemoryMetrics();
@@ -131,6 +131,7 @@ function world(options: { store?: JobStore } = {}) {
 
   return {
     memory,
+    doc,
     store,
     queue,
     metrics,
@@ -435,7 +436,7 @@ describe('Class: DeadLetterer', () => {
         const w = world();
         const held = await claimAttempt(w, MAX_ATTEMPTS);
         const itemBefore = await w.store.get(KEY);
-        w.memory.faults.failNext('renew');
+        w.doc.faults.failNext('renew');
 
         // Act
         const outcome = await w.deadLetter(held, maxAttemptsCause(failure, MAX_ATTEMPTS));
@@ -454,7 +455,7 @@ describe('Class: DeadLetterer', () => {
         // Prepare: the renewal request is stuck for a minute.
         const w = world();
         const held = await claimAttempt(w, MAX_ATTEMPTS);
-        w.memory.faults.delayNext('renew', 60_000, { when: 'before' });
+        w.doc.faults.delayNext('renew', 60_000, { when: 'before' });
         const start = Date.now();
 
         // Act
@@ -502,7 +503,7 @@ describe('Class: DeadLetterer', () => {
         // Prepare
         const w = world();
         const held = await claimAttempt(w, MAX_ATTEMPTS);
-        w.memory.faults.failNext('mark-dead');
+        w.doc.faults.failNext('mark-dead');
         const cause = maxAttemptsCause(failure, MAX_ATTEMPTS);
 
         // Act 1
@@ -606,7 +607,7 @@ describe('Class: DeadLetterer', () => {
         // Prepare: the marking is applied and its answer lost.
         const w = world();
         const held = await claimAttempt(w, MAX_ATTEMPTS);
-        w.memory.faults.failNext('mark-dead', undefined, { when: 'after' });
+        w.doc.faults.failNext('mark-dead', undefined, { when: 'after' });
 
         // Act
         const outcome = await w.deadLetter(held, maxAttemptsCause(failure, MAX_ATTEMPTS));

@@ -10,9 +10,8 @@ import { CompletedCache } from '../../../../shared/core/pipeline/completed-cache
 import { JobProcessor, type RecordOutcome } from '../../../../shared/core/pipeline/processor.ts';
 import { TransientJobError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { InMemoryEffectApplier } from '../../../../shared/testing/in-memory-effects.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { memoryStores } from '../../../support/memory-stores.ts';
 
 // Issue 18, defect 1: a message of another type with the same dedupKey must never take an unfinished
 // job over (the claim's condition checks the type), and a bad payload is refused before any claim. On
@@ -22,19 +21,18 @@ import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
 const KEY = 'tx-1';
 
 function setup(options: { cache?: boolean } = {}) {
-  const ledger = new InMemoryEffectApplier({ tables: { ledger: ['account'] } });
-  const store = new InMemoryJobStore({ effects: ledger });
+  const { store, row } = memoryStores({ tables: { ledger: 'account' } });
   const queue = new InMemoryQueue({ visibilitySeconds: 10 });
   const ran: string[] = [];
   const balance = (account: string) =>
-    (ledger.get('ledger', { account }) as { balance: number; version: number } | undefined)?.balance ?? 0;
+    (row('ledger', { account }) as { balance: number; version: number } | undefined)?.balance ?? 0;
   const move = (account: string, delta: number) => {
-    const row = ledger.get('ledger', { account }) as { balance: number; version: number } | undefined;
+    const stored = row('ledger', { account }) as { balance: number; version: number } | undefined;
     return versionedPut({
       tableName: 'ledger',
       key: { account },
-      seenVersion: row?.version,
-      item: { balance: (row?.balance ?? 0) + delta },
+      seenVersion: stored?.version,
+      item: { balance: (stored?.balance ?? 0) + delta },
     });
   };
   // Debits in one step, then fails on its first attempt before the credit: the job waits in RETRY_WAIT
@@ -235,7 +233,7 @@ describe('A bad payload is refused before the claim (issue 18)', () => {
   });
 
   it('a schema that throws (rather than refuses) claims nothing and keeps the message for a retry', async () => {
-    const store = new InMemoryJobStore();
+    const { store } = memoryStores();
     const queue = new InMemoryQueue({ visibilitySeconds: 10 });
     let ran = 0;
     const broken = defineJob({

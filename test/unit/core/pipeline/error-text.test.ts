@@ -13,8 +13,8 @@ import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { ERROR_TEXT_MAX, REDACT_ERROR_THREW, type RedactError } from '../../../../shared/error-text.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { memoryStores } from '../../../support/memory-stores.ts';
 
 // Issue item 4: a job error carrying a card number and 76,000 characters went verbatim into log lines,
 // span events, the letter's attributes and lastError. Here the job fails in a step on the in-memory
@@ -75,7 +75,7 @@ function setup(message: string, redactError?: RedactError) {
       });
     },
   });
-  const store = new InMemoryJobStore();
+  const { store } = memoryStores();
   const queue = new InMemoryQueue({ visibilitySeconds: 30 });
   const processor = new JobProcessor({
     store,

@@ -14,9 +14,8 @@ import { JobProcessor, type RecordOutcome } from '../../../../shared/core/pipeli
 import { PermanentJobError, TransientJobError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { EffectTables } from '../../../../shared/jobs/effect-tables.ts';
-import { InMemoryEffectApplier } from '../../../../shared/testing/in-memory-effects.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { memoryStores } from '../../../support/memory-stores.ts';
 
 // The one-write fast path (docs/protocol.md, "Fast path") on the in-memory store and queue under fake
 // timers: which store calls a job costs, racing copies, and every way a fast attempt can end.
@@ -35,8 +34,7 @@ type Behaviour =
   | 'too-large';
 
 function setup(behaviour: Behaviour = 'ok', options: { fastPath?: boolean; maxAttempts?: number } = {}) {
-  const ledger = new InMemoryEffectApplier({ tables: { ledger: ['account'] } });
-  const store = new InMemoryJobStore({ effects: ledger });
+  const { doc, store, row } = memoryStores({ tables: { ledger: 'account' } });
   const queue = new InMemoryQueue({ visibilitySeconds: 10 });
   const metrics = new InMemoryMetrics();
   const calls: string[] = [];
@@ -53,16 +51,16 @@ function setup(behaviour: Behaviour = 'ok', options: { fastPath?: boolean; maxAt
       if (behaviour === 'step') await ctx.step('one', async () => ({}));
       if (behaviour === 'step-sometimes' && p.amount > 3) await ctx.step('big', async () => ({}));
       if (behaviour === 'slow' && runs === 1) await new Promise((r) => setTimeout(r, 10 * LEASE_MS));
-      const row = ledger.get('ledger', { account: 'a' }) as { balance: number; version: number } | undefined;
+      const stored = row('ledger', { account: 'a' }) as { balance: number; version: number } | undefined;
       // The first run of 'conflict-once' commits against a version that is already gone.
-      const seen = behaviour === 'conflict-once' && runs === 1 ? 99 : row?.version;
+      const seen = behaviour === 'conflict-once' && runs === 1 ? 99 : stored?.version;
       return {
         effects: [
           versionedPut({
             tableName: 'ledger',
             key: { account: 'a' },
             seenVersion: seen,
-            item: { balance: (row?.balance ?? 0) + p.amount },
+            item: { balance: (stored?.balance ?? 0) + p.amount },
           }),
         ],
         result: behaviour === 'too-large' ? 'r'.repeat(401 * 1024) : 'ok',
@@ -96,8 +94,8 @@ function setup(behaviour: Behaviour = 'ok', options: { fastPath?: boolean; maxAt
   const body = JSON.stringify(
     makeEnvelope({ id: 'e-1', type: 'test.credit', dedupKey: 'job-1', payload: { amount: 5 } }),
   );
-  const balance = () => (ledger.get('ledger', { account: 'a' }) as { balance: number } | undefined)?.balance;
-  return { store, queue, metrics, calls, processor, body, balance, runs: () => runs };
+  const balance = () => (row('ledger', { account: 'a' }) as { balance: number } | undefined)?.balance;
+  return { doc, store, queue, metrics, calls, processor, body, balance, runs: () => runs };
 }
 
 /** Processes a record and, like the event source, deletes it when its outcome says so. */
@@ -326,7 +324,7 @@ describe('The one-write fast path (in memory, fake timers)', () => {
     it('runs the job fast when the read fails, without counting a failed attempt', async () => {
       const t = setup();
       const worker = await readingFirst(t);
-      t.store.faults.failNext('get');
+      t.doc.faults.failNext('get');
       t.queue.send(job('job-r'));
       const record = receiveOne(t.queue);
 
@@ -343,7 +341,7 @@ describe('The one-write fast path (in memory, fake timers)', () => {
       const worker = await readingFirst(t);
       const before = t.runs();
       // 1.8 s left: a lease of 1.8 s at the start; the read then takes 0.9 s of it.
-      t.store.faults.delayNext('get', 900);
+      t.doc.faults.delayNext('get', 900);
       t.queue.send(job('job-d'));
       const record = receiveOne(t.queue);
 
@@ -539,13 +537,13 @@ describe('The one-write fast path (in memory, fake timers)', () => {
   });
 
   it('counts a lost commit answer as a duplicate when a racing copy did the completing', async () => {
-    const { queue, store, metrics, processor, body } = setup();
+    const { queue, metrics, processor, body, doc } = setup();
     queue.send(body);
     const first = receiveOne(queue);
     await settle(queue, processor('w-a').process(first), first);
     queue.send(body);
     const copy = receiveOne(queue);
-    store.faults.failNext('claim-and-complete', undefined, { when: 'after' });
+    doc.faults.failNext('claim-and-complete', undefined, { when: 'after' });
 
     const outcome = await settle(queue, processor('w-b').process(copy), copy);
 
@@ -554,8 +552,8 @@ describe('The one-write fast path (in memory, fake timers)', () => {
   });
 
   it('treats a lost commit answer as done once one read shows the job COMPLETED', async () => {
-    const { queue, store, calls, processor, body, balance } = setup();
-    store.faults.failNext('claim-and-complete', undefined, { when: 'after' });
+    const { queue, calls, processor, body, balance, doc } = setup();
+    doc.faults.failNext('claim-and-complete', undefined, { when: 'after' });
     queue.send(body);
     const record = receiveOne(queue);
 
@@ -567,8 +565,8 @@ describe('The one-write fast path (in memory, fake timers)', () => {
   });
 
   it('gives the message back when the store is out at the commit; the redelivery completes leased', async () => {
-    const { queue, store, calls, processor, body, balance } = setup();
-    store.faults.failNext('claim-and-complete');
+    const { queue, store, calls, processor, body, balance, doc } = setup();
+    doc.faults.failNext('claim-and-complete');
     queue.send(body);
     const record = receiveOne(queue);
 
@@ -658,7 +656,7 @@ describe('The one-write fast path (in memory, fake timers)', () => {
      * arrives after the lease ended. Returns the job's item, the letters and the runs once it is handled.
      */
     async function exhaustThenDuplicate(fastPath: boolean) {
-      const { queue, store, processor, body, balance, runs } = setup('flaky-twice', {
+      const { queue, store, processor, body, balance, runs, doc } = setup('flaky-twice', {
         fastPath,
         maxAttempts: 2,
       });
@@ -667,7 +665,7 @@ describe('The one-write fast path (in memory, fake timers)', () => {
       const first = receiveOne(queue);
       expect((await settle(queue, worker.process(first), first)).action).toBe('retry');
       await vi.advanceTimersByTimeAsync(1500);
-      store.faults.failNext('mark-dead');
+      doc.faults.failNext('mark-dead');
       const second = receiveOne(queue);
       expect((await settle(queue, worker.process(second), second)).action).toBe('store-unavailable');
       expect(queue.deadLetters).toHaveLength(1);
@@ -709,9 +707,8 @@ describe('The one-write fast path (in memory, fake timers)', () => {
 // the same conflict without the read-back is a failed attempt, recorded and retried.
 describe('The conflict read-back does not change how an attempt ends', () => {
   async function conflictNearTheEnd(readMs: number, fastPath: boolean, deadlineMs?: number) {
-    const ledger = new InMemoryEffectApplier({ tables: { ledger: ['account'] } });
-    ledger.put('ledger', { account: 'a', balance: 0, version: 1 });
-    const store = new InMemoryJobStore({ effects: ledger });
+    const { doc, store, row } = memoryStores({ tables: { ledger: 'account' } });
+    doc.seed('ledger', { account: 'a', balance: 0, version: 1 });
     const queue = new InMemoryQueue({ visibilitySeconds: 10 });
     let runs = 0;
     const stale = defineJob({
@@ -735,7 +732,7 @@ describe('The conflict read-back does not change how an attempt ends', () => {
     const slowReads = {
       send: async (command: { input: { Key: Record<string, unknown> } }) => {
         await new Promise((r) => setTimeout(r, readMs));
-        return { Item: ledger.get('ledger', command.input.Key) };
+        return { Item: row('ledger', command.input.Key) };
       },
     };
     const processor = new JobProcessor({

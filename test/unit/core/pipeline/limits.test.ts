@@ -22,9 +22,8 @@ import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { resolveSettings } from '../../../../shared/core/pipeline/settings.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { REDRIVE_MARGIN, REFUND_RECEIVES, redriveMaxReceiveCount } from '../../../../shared/resources.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
-import { InMemoryLeaseStore } from '../../../../shared/testing/in-memory-lease-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { memoryStores } from '../../../support/memory-stores.ts';
 
 const schema = z.object({ tenant: z.unknown() });
 const run = async () => ({ result: 'ok' });
@@ -188,7 +187,7 @@ describe('Registry: concurrency option', () => {
 
   it('refuses at start a worker with a limited type and no leases table', () => {
     const options = {
-      store: new InMemoryJobStore(),
+      store: memoryStores().store,
       queue: new InMemoryQueue(),
       registry: JobRegistry.of([job({ limit: 3 })]),
       worker: 'w1',
@@ -197,7 +196,7 @@ describe('Registry: concurrency option', () => {
     expect(() => resolveSettings(options)).toThrow(
       /job type t\.limited has concurrency limits.*LEASEQ_LEASES_TABLE/,
     );
-    expect(() => resolveSettings({ ...options, leases: new InMemoryLeaseStore() })).not.toThrow();
+    expect(() => resolveSettings({ ...options, leases: memoryStores().leases })).not.toThrow();
   });
 });
 
@@ -216,9 +215,8 @@ describe('Processor: concurrency limits (in-memory stores)', () => {
         return { result: 'ok' };
       },
     });
-    const store = new InMemoryJobStore();
+    const { store, leases } = memoryStores();
     const queue = new InMemoryQueue();
-    const leases = new InMemoryLeaseStore();
     const processor = new JobProcessor({
       store,
       queue,
@@ -283,10 +281,11 @@ describe('Processor: a run left behind at its deadline keeps its slot', () => {
       },
     });
     const queue = new InMemoryQueue();
+    const { store, leases } = memoryStores();
     const processor = new JobProcessor({
-      store: new InMemoryJobStore(),
+      store,
       queue,
-      leases: new InMemoryLeaseStore(),
+      leases,
       registry: JobRegistry.of([limited]),
       worker: 'w1',
       logger: new Logger({ logLevel: 'SILENT' }),
@@ -316,9 +315,9 @@ describe('Processor: a slot acquire the leases table refuses', () => {
   it('never throws out of process: the record is given back with nothing held or claimed', async () => {
     const limited = defineJob({ type: 't.limited', payload: schema, concurrency: { limit: 2 }, run });
     const queue = new InMemoryQueue();
-    const leases = new InMemoryLeaseStore();
+    const { doc, store, leases } = memoryStores();
     const processor = new JobProcessor({
-      store: new InMemoryJobStore(),
+      store,
       queue,
       leases,
       registry: JobRegistry.of([limited]),
@@ -334,7 +333,7 @@ describe('Processor: a slot acquire the leases table refuses', () => {
       name: 'AccessDeniedException',
       $metadata: { httpStatusCode: 400 },
     });
-    leases.faults.failNext('lease-acquire', denied);
+    doc.faults.failNext('lease-acquire', denied);
     const outcome = await processor.process(record as never);
     expect(outcome.disposition).toBe('retain');
     expect(outcome.action).toBe('store-unavailable');

@@ -7,8 +7,8 @@ import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { JobProcessor, type JobProcessorOptions } from '../../../../shared/core/pipeline/processor.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { memoryStores } from '../../../support/memory-stores.ts';
 
 // The processor on the in-memory store and queue under fake timers: each test drives the clock itself, so
 // lease arithmetic (3 s leases, 2.6 s answers) is exact and the suite runs in milliseconds.
@@ -40,7 +40,7 @@ function setup(jobMs: number) {
       return { result: 'done' };
     },
   });
-  const store = new InMemoryJobStore();
+  const { doc, store } = memoryStores();
   const queue = new InMemoryQueue({ visibilitySeconds: 4 });
   const registry = JobRegistry.of([work]);
   const processor = (worker: string, options: Partial<JobProcessorOptions> = {}) =>
@@ -58,7 +58,7 @@ function setup(jobMs: number) {
   const body = JSON.stringify(
     makeEnvelope({ id: 'e-1', type: 'test.work', dedupKey: 'job-1', payload: { n: 1 } }),
   );
-  return { runs, store, queue, processor, body };
+  return { runs, doc, store, queue, processor, body };
 }
 
 /** Two copies of one job (a duplicate send) received as two records. */
@@ -92,10 +92,10 @@ afterEach(() => {
 describe('Class: JobProcessor (in memory, fake timers)', () => {
   describe('A slow store never lets two workers run one job', () => {
     it('renews at once when the claim answer arrives late, so a duplicate cannot take the job over meanwhile', async () => {
-      const { runs, store, queue, processor, body } = setup(2000);
+      const { runs, queue, processor, body, doc } = setup(2000);
       const [first, copy] = twoCopies(queue, body);
       // The claim lands at once but its answer takes 2.6 s of the 3 s lease.
-      store.faults.delayNext('claim', 2600, { when: 'after' });
+      doc.faults.delayNext('claim', 2600, { when: 'after' });
       const owner = processor('w-a').process(first);
       await vi.advanceTimersByTimeAsync(3100);
       // The copy arrives just after the lease the claim wrote would have ended without a renewal.
@@ -109,11 +109,11 @@ describe('Class: JobProcessor (in memory, fake timers)', () => {
     });
 
     it('abandons a claim whose answer would outlast the lease: the job is not run then, and runs once later', async () => {
-      const { runs, store, queue, processor, body } = setup(100);
+      const { runs, queue, processor, body, doc } = setup(100);
       queue.send(body);
       const [record] = queue.receive(1);
       if (!record) throw new Error('no record');
-      store.faults.delayNext('claim', 20_000, { when: 'after' });
+      doc.faults.delayNext('claim', 20_000, { when: 'after' });
       const started = Date.now();
       let settledAt = 0;
       const outcome = processor('w-a')
@@ -137,12 +137,12 @@ describe('Class: JobProcessor (in memory, fake timers)', () => {
     });
 
     it('stops the job by the end of its lease when a renewal hangs, before anyone can take it over', async () => {
-      const { runs, store, queue, processor, body } = setup(10_000);
+      const { runs, store, queue, processor, body, doc } = setup(10_000);
       const [first, copy] = twoCopies(queue, body);
       const owner = processor('w-a').process(first);
       await vi.advanceTimersByTimeAsync(10);
       // The next renewal is stuck in the network for 20 s (SDK retries against a black-holed store).
-      store.faults.delayNext('renew', 20_000, { when: 'before' });
+      doc.faults.delayNext('renew', 20_000, { when: 'before' });
       await vi.advanceTimersByTimeAsync(LEASE_MS + 500);
       const duplicate = processor('w-b').process(copy);
       await vi.advanceTimersByTimeAsync(30_000);
@@ -166,11 +166,11 @@ describe('Class: JobProcessor (in memory, fake timers)', () => {
 
   describe('Missing edges of the state machine', () => {
     it('a commit whose answer is lost ends as completed: the release is refused by our own COMPLETED item', async () => {
-      const { runs, store, queue, processor, body } = setup(10);
+      const { runs, store, queue, processor, body, doc } = setup(10);
       queue.send(body);
       const [record] = queue.receive(1);
       if (!record) throw new Error('no record');
-      store.faults.failNext('complete', undefined, { when: 'after' });
+      doc.faults.failNext('complete', undefined, { when: 'after' });
       const outcome = processor('w-a').process(record);
       await vi.advanceTimersByTimeAsync(1000);
       expect(await outcome).toMatchObject({ action: 'completed', disposition: 'delete' });
@@ -201,18 +201,18 @@ describe('Class: JobProcessor (in memory, fake timers)', () => {
     });
 
     it('an owner whose renewals keep failing stops by its lease end and releases the job, its attempt refunded', async () => {
-      const { runs, store, queue, processor, body } = setup(60_000);
+      const { runs, store, queue, processor, body, doc } = setup(60_000);
       queue.send(body);
       const [first] = queue.receive(1, { visibilitySeconds: 4 });
       if (!first) throw new Error('no record');
       // Every renewal fails (a network partition between this worker and the store).
-      store.faults.failNext('renew', undefined, { times: 100 });
+      doc.faults.failNext('renew', undefined, { times: 100 });
       void processor('w-a').process(first);
       await vi.advanceTimersByTimeAsync(4100);
       const [again] = queue.receive(1);
       if (!again) throw new Error('the message did not come back');
       expect(again.attributes.ApproximateReceiveCount).toBe('2');
-      store.faults.clear();
+      doc.faults.clear();
       const second = processor('w-b', { leaseMs: 3000 }).process(again);
       await vi.advanceTimersByTimeAsync(1000);
       const item = await store.get('job-1');
@@ -278,13 +278,13 @@ describe('Class: JobProcessor (in memory, fake timers)', () => {
     });
 
     it('a commit that landed but whose answer came after the lease ran out counts as completed', async () => {
-      const { store, queue, processor, body } = setup(2000);
+      const { store, queue, processor, body, doc } = setup(2000);
       queue.send(body);
       const [record] = queue.receive(1);
       if (!record) throw new Error('no record');
-      store.faults.failNext('renew', undefined, { times: 100 });
+      doc.faults.failNext('renew', undefined, { times: 100 });
       // Applied at 2 s, answered at 3 s: after the watchdog (2.7 s) abandoned it.
-      store.faults.delayNext('complete', 1000, { when: 'after' });
+      doc.faults.delayNext('complete', 1000, { when: 'after' });
       const outcome = processor('w-a').process(record);
       await vi.advanceTimersByTimeAsync(5000);
       expect((await outcome).action).toBe('completed');
@@ -292,12 +292,12 @@ describe('Class: JobProcessor (in memory, fake timers)', () => {
     });
 
     it('a fenced commit in flight at the deadline is allowed to finish, not abandoned and re-run', async () => {
-      const { runs, store, queue, processor, body } = setup(2000);
+      const { runs, store, queue, processor, body, doc } = setup(2000);
       queue.send(body);
       const [record] = queue.receive(1);
       if (!record) throw new Error('no record');
       // The commit takes 800 ms (an SDK retry after throttling) and lands after the deadline at 2.5 s.
-      store.faults.delayNext('complete', 800, { when: 'before' });
+      doc.faults.delayNext('complete', 800, { when: 'before' });
       const outcome = processor('w-a').process(record, { deadline: Date.now() + 2500 });
       await vi.advanceTimersByTimeAsync(5000);
       expect((await outcome).action).toBe('completed');

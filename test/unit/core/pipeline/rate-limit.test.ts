@@ -6,10 +6,8 @@ import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { InMemoryMetrics } from '../../../../shared/core/observe/metrics.ts';
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
-import { InMemoryLeaseStore } from '../../../../shared/testing/in-memory-lease-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
-import { InMemoryRateStore } from '../../../../shared/testing/in-memory-rate-store.ts';
+import { LEASES_TABLE, memoryStores } from '../../../support/memory-stores.ts';
 
 // The pipeline's rate step on the in-memory stores (real timers: the waits are short).
 
@@ -24,9 +22,8 @@ function setup(rateLimit: { limit: number; perSeconds: number }) {
       return {};
     },
   });
-  const store = new InMemoryJobStore();
+  const { doc, store, rates } = memoryStores();
   const queue = new InMemoryQueue();
-  const rates = new InMemoryRateStore();
   const processor = new JobProcessor({
     store,
     queue,
@@ -39,7 +36,7 @@ function setup(rateLimit: { limit: number; perSeconds: number }) {
     queue.send(
       JSON.stringify(makeEnvelope({ id: `e-${n}`, type: 'test.paced', dedupKey: `k-${n}`, payload: { n } })),
     );
-  return { starts, store, queue, rates, processor, send, job };
+  return { starts, doc, store, queue, rates, processor, send, job };
 }
 
 describe('Rate limits in the pipeline', () => {
@@ -48,7 +45,7 @@ describe('Rate limits in the pipeline', () => {
     expect(
       () =>
         new JobProcessor({
-          store: new InMemoryJobStore(),
+          store: memoryStores().store,
           queue: new InMemoryQueue(),
           registry: JobRegistry.of([job]),
           worker: 'w',
@@ -97,8 +94,8 @@ describe('Rate limits in the pipeline', () => {
 
   it('gives the message back when the rate store is out, and claims nothing', async () => {
     // Prepare
-    const { processor, queue, store, send, rates } = setup({ limit: 5, perSeconds: 1 });
-    rates.faults.failNext('rate-take');
+    const { processor, queue, store, send, doc } = setup({ limit: 5, perSeconds: 1 });
+    doc.faults.failNext('rate-take');
     send(1);
     const [record] = queue.receive(1);
     if (!record) throw new Error('expected a record');
@@ -128,11 +125,11 @@ describe('Rate limits in the pipeline', () => {
       },
     });
     const queue = new InMemoryQueue();
-    const rates = new InMemoryRateStore();
+    const { store, leases, rates, row } = memoryStores();
     const processor = new JobProcessor({
-      store: new InMemoryJobStore(),
+      store,
       queue,
-      leases: new InMemoryLeaseStore(),
+      leases,
       registry: JobRegistry.of([job]),
       rates,
       worker: 'w',
@@ -157,17 +154,17 @@ describe('Rate limits in the pipeline', () => {
     // Assess: the bounces took no permit, so the second start of the minute is allowed.
     expect(bounced.map((o) => o.action)).toEqual(['limited', 'limited']);
     expect(retried.action).toBe('completed');
-    expect(rates.grants('rate:test.both:*')).toHaveLength(2);
+    expect(row(LEASES_TABLE, { leaseKey: 'rate:test.both:*' })?.g).toHaveLength(2);
   });
 
   it('counts a rate store outage as a hand-back, as a claim outage is', async () => {
     // Prepare
     const { job } = setup({ limit: 5, perSeconds: 1 });
     const queue = new InMemoryQueue();
-    const rates = new InMemoryRateStore();
+    const { doc, store, rates } = memoryStores();
     const metrics = new InMemoryMetrics();
     const processor = new JobProcessor({
-      store: new InMemoryJobStore(),
+      store,
       queue,
       registry: JobRegistry.of([job]),
       rates,
@@ -175,7 +172,7 @@ describe('Rate limits in the pipeline', () => {
       worker: 'w',
       logger: new Logger({ logLevel: 'SILENT' }),
     });
-    rates.faults.failNext('rate-take');
+    doc.faults.failNext('rate-take');
     queue.send(
       JSON.stringify(makeEnvelope({ id: 'e', type: 'test.paced', dedupKey: 'k', payload: { n: 1 } })),
     );
@@ -220,9 +217,8 @@ describe('Limits and the copies of a finished job', () => {
       concurrency: { limit: 1 },
       run: async () => ({}),
     });
-    const store = new InMemoryJobStore();
+    const { doc, store, leases } = memoryStores();
     const queue = new InMemoryQueue();
-    const leases = new InMemoryLeaseStore();
     const processor = new JobProcessor({
       store,
       queue,
@@ -242,7 +238,7 @@ describe('Limits and the copies of a finished job', () => {
     send(2);
     const [copy, next] = queue.receive(2);
     if (!copy || !next) throw new Error('expected two records');
-    store.faults.delayNext('claim', 300);
+    doc.faults.delayNext('claim', 300);
 
     // Act: the copy first, the next job while the copy's claim is on its way, and again after.
     const dropping = processor.process(copy);

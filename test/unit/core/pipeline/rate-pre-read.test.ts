@@ -9,9 +9,8 @@ import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
-import { InMemoryRateStore } from '../../../../shared/testing/in-memory-rate-store.ts';
+import { memoryStores } from '../../../support/memory-stores.ts';
 
 describe('Processor: the rate limit read before the permit', () => {
   it('runs a fresh send of a DEAD key past its deadKeyUntil; drops the dead job own message', async () => {
@@ -27,9 +26,8 @@ describe('Processor: the rate limit read before the permit', () => {
         return { result: 'ok' };
       },
     });
-    const store = new InMemoryJobStore();
+    const { store, rates } = memoryStores();
     const queue = new InMemoryQueue();
-    const rates = new InMemoryRateStore();
     const processor = new JobProcessor({
       store,
       queue,

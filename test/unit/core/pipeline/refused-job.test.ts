@@ -9,9 +9,8 @@ import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { refusedMessageTarget } from '../../../../shared/core/pipeline/refused-job.ts';
 import { TransientJobError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
-import { InMemoryLeaseStore } from '../../../../shared/testing/in-memory-lease-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { type DynamoDbJobStore, memoryStores } from '../../../support/memory-stores.ts';
 
 const NOW = 1_000_000;
 const item = (over: Partial<JobItem> = {}): JobItem => ({
@@ -78,7 +77,7 @@ describe('Function: refusedMessageTarget', () => {
 describe('Processor: a refused job whose item waits for its message (in-memory twin of refused-own-message.test.ts)', () => {
   /** A processor of `t.refused` whose payload `n` must be at least `min`, limited per `key` when given. */
   function processor(
-    store: InMemoryJobStore,
+    store: DynamoDbJobStore,
     queue: InMemoryQueue,
     min: number,
     key?: (p: { n: number }) => unknown,
@@ -95,7 +94,7 @@ describe('Processor: a refused job whose item waits for its message (in-memory t
     return new JobProcessor({
       store,
       queue,
-      leases: new InMemoryLeaseStore(),
+      leases: memoryStores().leases,
       registry: JobRegistry.of([job]),
       worker: `w-${min}`,
       logger: new Logger({ logLevel: 'SILENT' }),
@@ -108,16 +107,16 @@ describe('Processor: a refused job whose item waits for its message (in-memory t
     [
       'a stricter schema',
       'invalid-bad-payload',
-      (s: InMemoryJobStore, q: InMemoryQueue) => processor(s, q, 10),
+      (s: DynamoDbJobStore, q: InMemoryQueue) => processor(s, q, 10),
     ],
     [
       'a limit key that cannot be computed',
       'invalid-limit-key',
-      (s: InMemoryJobStore, q: InMemoryQueue) => processor(s, q, 0, () => 7),
+      (s: DynamoDbJobStore, q: InMemoryQueue) => processor(s, q, 0, () => 7),
     ],
   ])('%s, deployed while the job waits for its retry, ends the job DEAD (%s)', async (_, reason, next) => {
     // Prepare: the first attempt fails; the job waits in RETRY_WAIT for its message.
-    const store = new InMemoryJobStore();
+    const { store } = memoryStores();
     const queue = new InMemoryQueue();
     const id = queue.send(
       JSON.stringify(makeEnvelope({ id: 'j', type: 't.refused', dedupKey: 'k', payload: { n: 1 } })),

@@ -28,9 +28,9 @@ import {
   TransientJobError,
 } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
 import { expectOnlyLeaseLostNoted } from '../../../support/history.ts';
+import { memoryStores } from '../../../support/memory-stores.ts';
 
 // settleFailure on the in-memory job store and queue under fake timers: what a failed attempt leads to
 // (decideFailure), carried out. Protocol edges E7 (release with a backoff), E8 (the same with the attempt
@@ -76,7 +76,7 @@ interface Held {
 }
 
 function world(options: { maxAttempts?: number; random?: number } = {}) {
-  const store = new InMemoryJobStore();
+  const { doc, store } = memoryStores();
   const queue = new InMemoryQueue({ visibilitySeconds: VISIBILITY_S });
   const metrics = new InMemoryMetrics();
   const cache = new CompletedCache();
@@ -142,7 +142,7 @@ function world(options: { maxAttempts?: number; random?: number } = {}) {
   const original = (record: SQSRecord) => queue.messages().find((m) => m.messageId === record.messageId);
   const item = () => store.get(KEY);
 
-  return { store, queue, metrics, cache, random, receive, claimAs, original, item };
+  return { doc, store, queue, metrics, cache, random, receive, claimAs, original, item };
 }
 type World = ReturnType<typeof world>;
 
@@ -175,8 +175,17 @@ async function takenOver(w: World): Promise<{ mine: Held; theirs: Held }> {
 
 /** Commits `held`'s lease with its answer lost (the write applied): the job is COMPLETED under this lease. */
 async function commitWithLostAnswer(w: World, held: Held): Promise<void> {
-  w.store.faults.failNext('complete', undefined, { when: 'after' });
+  w.doc.faults.failNext('complete', undefined, { when: 'after' });
   await expect(w.store.complete(held.attempt.lease, 'ok')).rejects.toBeInstanceOf(StoreUnavailableError);
+  afterAWrite();
+}
+
+/**
+ * The clock moves on past a write (the fake clock stands still): the job store tells its own retried write
+ * from another by its millisecond (dynamodb-refusals.ts isOwnWrite), and on AWS a round trip separates them.
+ */
+function afterAWrite(): void {
+  vi.setSystemTime(Date.now() + 1);
 }
 
 /** Records the store's fenced calls from now on (renew, release, markDead, complete), by method name. */
@@ -793,7 +802,7 @@ describe('Function: settleFailure', () => {
       // Prepare
       const w = world();
       const held = await claimAttempt(w, 1);
-      w.store.faults.failNext('release');
+      w.doc.faults.failNext('release');
       const before = await w.item();
       const at = Date.now();
 
@@ -806,7 +815,7 @@ describe('Function: settleFailure', () => {
       expect(await w.item()).toEqual(before);
       expect(before).toMatchObject({ status: JobStatus.InProgress, owner: 'w-a', attempts: 1 });
       expect(w.original(held.record)?.visibleAt).toBe(at + 8_000);
-      expect(w.store.faults.injected.get('release')).toBe(1);
+      expect(w.doc.faults.injected.get('release')).toBe(1);
       expect(w.metrics.get(MetricName.JobRetried)).toBe(1);
 
       // Act 2: M comes back after the backoff, when the lease has long ended.
@@ -825,7 +834,7 @@ describe('Function: settleFailure', () => {
       const held = await claimAttempt(w, 1);
       await vi.advanceTimersByTimeAsync(1000);
       const at = Date.now();
-      w.store.faults.delayNext('release', 10 * LEASE_MS, { when: 'after' });
+      w.doc.faults.delayNext('release', 10 * LEASE_MS, { when: 'after' });
       let action: RecordAction | undefined;
 
       // Act: the bound is max(one lease, time left) = 3 s.
@@ -853,7 +862,7 @@ describe('Function: settleFailure', () => {
       const w = world();
       const held = await claimAttempt(w, 1);
       await vi.advanceTimersByTimeAsync(LEASE_MS + 2000);
-      w.store.faults.delayNext('release', 10 * LEASE_MS, { when: 'after' });
+      w.doc.faults.delayNext('release', 10 * LEASE_MS, { when: 'after' });
       let action: RecordAction | undefined;
 
       // Act
@@ -879,7 +888,7 @@ describe('Function: settleFailure', () => {
       // commit() reports an outage.
       const w = world();
       const held = await claimAttempt(w, 1);
-      w.store.faults.failNext('complete', undefined, { when: 'after' }).failNext('get');
+      w.doc.faults.failNext('complete', undefined, { when: 'after' }).failNext('get');
       const error = await commit(
         held.s,
         held.attempt.lease,
@@ -889,6 +898,7 @@ describe('Function: settleFailure', () => {
         held.attempt.log,
       ).catch((thrown: unknown) => thrown);
       expect(error).toBeInstanceOf(StoreUnavailableError);
+      afterAWrite();
       const before = await w.item();
       const mBefore = w.original(held.record);
 
@@ -928,7 +938,7 @@ describe('Function: settleFailure', () => {
       // Prepare
       const w = world();
       const held = await claimAttempt(w, MAX_ATTEMPTS);
-      w.store.faults.failNext('release');
+      w.doc.faults.failNext('release');
 
       // Act: the outage is settled; M returns after the backoff (30 s) and is claimed again.
       const settling = held.settle(outage());
@@ -939,7 +949,7 @@ describe('Function: settleFailure', () => {
 
       // Assess: the refund got through on its second try; the claim is the last attempt again, not past it.
       expect(action).toBe('retry');
-      expect(w.store.faults.injected.get('release')).toBe(1);
+      expect(w.doc.faults.injected.get('release')).toBe(1);
       expect((await w.item())?.status).toBe(JobStatus.InProgress);
       expect(again.attempt.lease.attempts).toBe(MAX_ATTEMPTS);
     });
@@ -950,7 +960,7 @@ describe('Function: settleFailure', () => {
       // Prepare
       const w = world();
       const held = await claimAttempt(w, 1);
-      w.store.faults.failNext('release', undefined, { when: 'after' });
+      w.doc.faults.failNext('release', undefined, { when: 'after' });
       const at = Date.now();
 
       // Act
@@ -971,7 +981,7 @@ describe('Function: settleFailure', () => {
       // Prepare: the first try fails before it lands; w-b takes the job over meanwhile.
       const w = world();
       const { mine } = await takenOver(w);
-      w.store.faults.failNext('release');
+      w.doc.faults.failNext('release');
 
       // Act
       const settling = mine.settle(outage());

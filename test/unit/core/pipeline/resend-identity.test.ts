@@ -4,6 +4,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { DynamoDbJobStore } from '../../../../shared/core/adapters/dynamodb-job-store.ts';
 import { makeEnvelope } from '../../../../shared/core/contract/envelope.ts';
 import type {
   ClaimRequest,
@@ -16,15 +17,14 @@ import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { RESEND_AT_RECEIVES } from '../../../../shared/core/pipeline/limit-bounce.ts';
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
-import { InMemoryLeaseStore } from '../../../../shared/testing/in-memory-lease-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { memoryStores } from '../../../support/memory-stores.ts';
 
 const schema = z.object({ tenant: z.string() });
 const SLOT = 'slot:t.limited:k:A#0';
 
 /** A store that counts leased claims (the fast path commits without one). */
-class ClaimCountingStore extends InMemoryJobStore {
+class ClaimCountingStore extends DynamoDbJobStore {
   claims = 0;
   override async claim(req: ClaimRequest, options?: StoreCallOptions): Promise<ClaimResult> {
     this.claims += 1;
@@ -39,12 +39,11 @@ function setup(definition: Partial<AnyJobDefinition> & { run: AnyJobDefinition['
     concurrency: { limit: 1, key: (p: { tenant: string }) => p.tenant },
     ...(definition as object),
   } as never) as AnyJobDefinition;
-  const store = new ClaimCountingStore();
+  const { store, leases } = memoryStores({ jobStore: (o) => new ClaimCountingStore(o) });
   // The queue's own clock, moved on to the next visible message (a bounce hides or delays it).
   let ahead = 0;
   const queueNow = () => Date.now() + ahead;
   const queue = new InMemoryQueue({ now: queueNow });
-  const leases = new InMemoryLeaseStore();
   const processor = new JobProcessor({
     store,
     queue,

@@ -4,12 +4,12 @@ import { DEFAULTS } from '../../../../shared/core/contract/defaults.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { type JobProcessorOptions, resolveSettings } from '../../../../shared/core/pipeline/settings.ts';
 import { ERROR_TEXT_MAX } from '../../../../shared/error-text.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
+import { memoryStores } from '../../../support/memory-stores.ts';
 
 function options(extra: Partial<JobProcessorOptions> = {}): JobProcessorOptions {
   return {
-    store: new InMemoryJobStore(),
+    store: memoryStores().store,
     queue: new InMemoryQueue(),
     registry: new JobRegistry(),
     worker: 'w1',
