@@ -10,7 +10,13 @@
 import { validationException } from './dynamodb-errors.ts';
 import { applyUpdate, checkBounds, checkValueDefined, evaluate } from './dynamodb-expression-eval.ts';
 import { Parser } from './dynamodb-expression-parser.ts';
-import type { Item, PlaceholderRead, Placeholders, UpdateAction } from './dynamodb-expression-types.ts';
+import type {
+  Item,
+  PathPart,
+  PlaceholderRead,
+  Placeholders,
+  UpdateAction,
+} from './dynamodb-expression-types.ts';
 
 export type { Item, Placeholders } from './dynamodb-expression-types.ts';
 export { validationException };
@@ -33,6 +39,14 @@ export function parseCondition(
 export function parseUpdate(expression: string, placeholders: Placeholders): (item: Item) => Item {
   const actions = cached('update', expression, placeholders, updateActions);
   return (item) => applyUpdate(actions, item, placeholders);
+}
+
+/** The document paths an update's actions write (SET, REMOVE, ADD, DELETE), in the expression's order. */
+export function updatePaths(
+  expression: string,
+  placeholders: Placeholders,
+): readonly (readonly PathPart[])[] {
+  return cached('update', expression, placeholders, updateActions).map((a) => a.path);
 }
 
 function updateActions(parser: Parser): readonly UpdateAction[] {

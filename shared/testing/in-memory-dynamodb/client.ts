@@ -20,6 +20,7 @@ import { consumed, readUnits, type TableTally, Tally, writeUnits } from './capac
 import { asSdkError, conditionFailed, metadata, sdkValidationException } from './errors.ts';
 import { DynamoDbFaults } from './faults.ts';
 import { applyWrite, ConditionRefusal, planWrite, type WriteKind } from './item-ops.ts';
+import { checkValues } from './marshalling.ts';
 import { query, type ReadInput, scan } from './query-scan.ts';
 import { Table, type TableSchema } from './tables.ts';
 import { type TransactItem, transactWrite } from './transactions.ts';
@@ -137,6 +138,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     let body: () => unknown;
     try {
       body = this.#handler(command, input, name);
+      checkValues(input);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -255,6 +257,13 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
       throw sdkValidationException(
         "1 validation error detected: Value at 'requestItems' failed to satisfy constraint: Member must have length less than or equal to 100",
       );
+    }
+    for (const [name, request] of Object.entries(requests)) {
+      const table = this.#table(name);
+      const texts = (request.Keys ?? []).map((key) => table.keyOf(key));
+      if (new Set(texts).size !== texts.length) {
+        throw sdkValidationException('Provided list of item keys contains duplicates');
+      }
     }
     const responses: Record<string, Item[]> = {};
     const capacities: Record<string, unknown>[] = [];

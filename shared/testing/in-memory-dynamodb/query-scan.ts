@@ -3,6 +3,7 @@
 // read when more may follow, `ExclusiveStartKey` resumes after it.
 
 import { validationException } from '../dynamodb-errors.ts';
+import { compareStrings } from '../dynamodb-expression-eval.ts';
 import {
   checkUnusedPlaceholders,
   type Item,
@@ -52,11 +53,14 @@ export function query(table: Table, input: ReadInput): ReadPage {
     if (index && !hasKeys(item, index)) continue;
     if (matches(item)) candidates.push(item);
   }
-  candidates.sort(
-    (a, b) => compareKeys(sortKey, a, b) || compareText(table.keyOfItem(a), table.keyOfItem(b)),
+  const forward = input.ScanIndexForward !== false;
+  const order = (a: Item, b: Item) =>
+    compareKeys(sortKey, a, b) || compareText(table.keyOfItem(a), table.keyOfItem(b));
+  candidates.sort(order);
+  if (!forward) candidates.reverse();
+  return page(table, index, candidates, input, placeholders, (item, start) =>
+    forward ? order(item, start) > 0 : order(item, start) < 0,
   );
-  if (input.ScanIndexForward === false) candidates.reverse();
-  return page(table, index, candidates, input, placeholders);
 }
 
 /** One Scan page, in key order. */
@@ -72,6 +76,7 @@ export function scan(table: Table, input: ReadInput): ReadPage {
     keyed.map(([, item]) => item),
     input,
     placeholders,
+    (item, start) => compareText(table.keyOfItem(item), table.keyOfItem(start)) > 0,
   );
 }
 
@@ -81,12 +86,14 @@ function page(
   ordered: readonly Item[],
   input: ReadInput,
   placeholders: Placeholders,
+  isAfter: (item: Item, start: Item) => boolean,
 ): ReadPage {
   let start = 0;
   if (input.ExclusiveStartKey !== undefined) {
-    const after = table.keyOfItem(input.ExclusiveStartKey);
-    const at = ordered.findIndex((item) => table.keyOfItem(item) === after);
-    start = at < 0 ? ordered.length : at + 1;
+    // By the key's place in the order, as DynamoDB resumes: the item it names may be gone since.
+    const after = input.ExclusiveStartKey;
+    const at = ordered.findIndex((item) => isAfter(item, after));
+    start = at < 0 ? ordered.length : at;
   }
   if (input.Limit !== undefined && !(Number.isInteger(input.Limit) && input.Limit >= 1)) {
     throw validationException(
@@ -193,7 +200,7 @@ function compareKeys(part: KeyPart | undefined, a: Item, b: Item): number {
   if (typeof x === 'bigint' || typeof y === 'bigint')
     return x === y ? 0 : (x as bigint) < (y as bigint) ? -1 : 1;
   if (x instanceof Uint8Array && y instanceof Uint8Array) return Buffer.compare(x, y);
-  return compareText(String(x), String(y));
+  return compareStrings(String(x), String(y));
 }
 
 function compareText(a: string, b: string): number {
