@@ -107,6 +107,7 @@ export function planWrite(table: Table, kind: WriteKind, input: WriteInput): Pla
     checkKeyKept(table, updatePaths(input.UpdateExpression as string, placeholders));
     dropUndefined(next);
   }
+  if (next !== undefined) checkIndexKeys(table, next);
   if (next !== undefined && itemBytes(next) > MAX_ITEM_BYTES) {
     throw validationException(
       kind === 'update'
@@ -133,6 +134,42 @@ function checkKeyKept(table: Table, paths: readonly (readonly unknown[])[]): voi
       `One or more parameter values were invalid: Cannot update attribute ${name}. This attribute is part of the key`,
     );
   }
+}
+
+/** DynamoDB refuses an item whose index key attribute has another type than the index's, or is empty. */
+function checkIndexKeys(table: Table, item: Item): void {
+  for (const index of table.schema.indexes ?? []) {
+    for (const part of index.sortKey ? [index.partitionKey, index.sortKey] : [index.partitionKey]) {
+      const v = item[part.name];
+      if (v === undefined) continue;
+      const type = typedName(v);
+      if (type !== part.type) {
+        throw validationException(
+          `One or more parameter values were invalid: Type mismatch for Index Key ${part.name} Expected: ${part.type} Actual: ${type} IndexName: ${index.name}`,
+        );
+      }
+      if ((type === 'S' && v === '') || (type === 'B' && (v as Uint8Array).length === 0)) {
+        throw validationException(
+          `One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty ${type === 'S' ? 'string' : 'binary'} value. IndexName: ${index.name}, IndexKey: ${part.name}`,
+        );
+      }
+    }
+  }
+}
+
+/** The DynamoDB type name of a document value. */
+function typedName(v: unknown): string {
+  if (typeof v === 'string') return 'S';
+  if (typeof v === 'number' || typeof v === 'bigint') return 'N';
+  if (typeof v === 'boolean') return 'BOOL';
+  if (v === null) return 'NULL';
+  if (v instanceof Uint8Array) return 'B';
+  if (Array.isArray(v)) return 'L';
+  if (v instanceof Set) {
+    const first = v.values().next().value;
+    return typeof first === 'string' ? 'SS' : first instanceof Uint8Array ? 'BS' : 'NS';
+  }
+  return 'M';
 }
 
 /** An update may set a value the document client would drop (undefined): it never reaches the table. */

@@ -6,10 +6,12 @@ import { validationException } from '../dynamodb-errors.ts';
 import { compareStrings } from '../dynamodb-expression-eval.ts';
 import {
   checkUnusedPlaceholders,
+  conditionTree,
   type Item,
   type Placeholders,
   parseCondition,
 } from '../dynamodb-expressions.ts';
+import { checkKeyCondition } from './key-conditions.ts';
 import type { IndexSchema, KeyPart, Table } from './tables.ts';
 import { copy, itemBytes, project } from './values.ts';
 
@@ -26,6 +28,7 @@ export interface ReadInput {
   readonly ExclusiveStartKey?: Item;
   readonly ScanIndexForward?: boolean;
   readonly Select?: string;
+  readonly ConsistentRead?: boolean;
 }
 
 /** A page of a Query or Scan, and the bytes it read (for its read units). */
@@ -44,10 +47,15 @@ export function query(table: Table, input: ReadInput): ReadPage {
       'Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.',
     );
   }
-  const index = indexOf(table, input.IndexName);
+  const index = indexOf(table, input.IndexName, input.ConsistentRead);
   const placeholders = placeholdersOf(input, [input.KeyConditionExpression]);
   const matches = parseCondition(input.KeyConditionExpression, placeholders);
   const sortKey = index ? index.sortKey : table.schema.sortKey;
+  checkKeyCondition(
+    conditionTree(input.KeyConditionExpression, placeholders),
+    index ? index.partitionKey : table.schema.partitionKey,
+    sortKey,
+  );
   const candidates: Item[] = [];
   for (const item of table.items.values()) {
     if (index && !hasKeys(item, index)) continue;
@@ -65,7 +73,7 @@ export function query(table: Table, input: ReadInput): ReadPage {
 
 /** One Scan page, in key order. */
 export function scan(table: Table, input: ReadInput): ReadPage {
-  const index = indexOf(table, input.IndexName);
+  const index = indexOf(table, input.IndexName, input.ConsistentRead);
   const placeholders = placeholdersOf(input, []);
   const keyed: [string, Item][] = [];
   for (const [key, item] of table.items) if (!index || hasKeys(item, index)) keyed.push([key, item]);
@@ -116,7 +124,9 @@ function page(
     if (filter && !filter(visible)) continue;
     if (input.Select !== 'COUNT') items.push(names ? project(visible, names) : copy(visible));
   }
-  const last = end < ordered.length && end > start ? (ordered[end - 1] as Item) : undefined;
+  // DynamoDB names the last item read whenever the page stopped at its Limit, more to read or not.
+  const stopped = end < ordered.length || (input.Limit !== undefined && end - start === input.Limit);
+  const last = stopped && end > start ? (ordered[end - 1] as Item) : undefined;
   return {
     Items: items,
     Count: items.length,
@@ -126,11 +136,14 @@ function page(
   };
 }
 
-function indexOf(table: Table, name: string | undefined): IndexSchema | undefined {
+function indexOf(table: Table, name: string | undefined, consistent?: boolean): IndexSchema | undefined {
   if (name === undefined) return undefined;
   const index = table.schema.indexes?.find((i) => i.name === name);
   if (!index) {
     throw validationException(`The table does not have the specified index: ${name}`);
+  }
+  if (consistent === true) {
+    throw validationException('Consistent reads are not supported on global secondary indexes');
   }
   return index;
 }

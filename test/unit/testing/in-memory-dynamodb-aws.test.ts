@@ -1,0 +1,100 @@
+import { PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { InMemoryDynamoDb, leaseqTables } from '../../../shared/testing/index.ts';
+
+// Where the emulator answers otherwise than DynamoDB (it accepts what DynamoDB refuses), the in-memory
+// DynamoDB answers as DynamoDB's documentation and its reported answers say.
+
+const JOBS = 'app-jobs';
+
+function memory(): InMemoryDynamoDb {
+  return new InMemoryDynamoDb({ tables: leaseqTables({ jobs: JOBS }) });
+}
+
+async function refusal(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected a refusal, the request was answered');
+}
+
+describe('InMemoryDynamoDb refuses as DynamoDB does', () => {
+  it.each([
+    ['SET #a = :v REMOVE #a', '[balance], path two: [balance]'],
+    ['SET #a = :v, #b = :v', '[balance], path two: [balance]'],
+    ['SET #a = :v REMOVE #h[0]', undefined],
+    ['SET #h[0] = :v REMOVE #h', '[history, [0]], path two: [history]'],
+  ])('an update whose paths overlap: %s', async (UpdateExpression, paths) => {
+    const doc = memory();
+    await doc.send(new PutCommand({ TableName: JOBS, Item: { dedupKey: 'k', balance: 1, history: [1] } }));
+    const names: Record<string, string> = {};
+    if (UpdateExpression.includes('#a')) names['#a'] = 'balance';
+    if (UpdateExpression.includes('#b')) names['#b'] = 'balance';
+    if (UpdateExpression.includes('#h')) names['#h'] = 'history';
+    const send = doc.send(
+      new UpdateCommand({
+        TableName: JOBS,
+        Key: { dedupKey: 'k' },
+        UpdateExpression,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: { ':v': 2 },
+      }),
+    );
+    if (paths === undefined) {
+      await send;
+      return;
+    }
+    const error = await refusal(send);
+    expect(error.name).toBe('ValidationException');
+    expect(error.message).toBe(
+      `Invalid UpdateExpression: Two document paths overlap with each other; must remove or rewrite one of these paths; path one: ${paths}`,
+    );
+  });
+
+  it.each([
+    ['OR', 'problemShard = :s OR problemAt = :n'],
+    ['NOT', 'problemShard = :s AND NOT problemAt = :n'],
+    ['<>', 'problemShard = :s AND problemAt <> :n'],
+    ['attribute_exists', 'problemShard = :s AND attribute_exists(problemAt)'],
+  ])('a key condition with %s', async (operator, KeyConditionExpression) => {
+    const error = await refusal(
+      memory().send(
+        new QueryCommand({
+          TableName: JOBS,
+          IndexName: 'problems',
+          KeyConditionExpression,
+          ExpressionAttributeValues: {
+            ':s': 'x',
+            ...(KeyConditionExpression.includes(':n') ? { ':n': 1 } : {}),
+          },
+        }),
+      ),
+    );
+    expect(error.name).toBe('ValidationException');
+    expect(error.message).toBe(`Invalid operator used in KeyConditionExpression: ${operator}`);
+  });
+
+  it('a key condition without the partition key, or with two conditions on the sort key', async () => {
+    for (const KeyConditionExpression of [
+      'problemAt = :n',
+      'problemShard = :s AND problemAt > :n AND problemAt < :n',
+    ]) {
+      const error = await refusal(
+        memory().send(
+          new QueryCommand({
+            TableName: JOBS,
+            IndexName: 'problems',
+            KeyConditionExpression,
+            ExpressionAttributeValues: {
+              ':n': 1,
+              ...(KeyConditionExpression.includes(':s') ? { ':s': 'x' } : {}),
+            },
+          }),
+        ),
+      );
+      expect(error.name, KeyConditionExpression).toBe('ValidationException');
+    }
+  });
+});
