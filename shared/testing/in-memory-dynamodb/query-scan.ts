@@ -40,6 +40,9 @@ export interface ReadPage {
   readonly bytes: number;
 }
 
+/** What one Query or Scan page reads at most. */
+const MAX_PAGE_BYTES = 1024 * 1024;
+
 /** One Query page. */
 export function query(table: Table, input: ReadInput): ReadPage {
   if (input.KeyConditionExpression === undefined) {
@@ -108,7 +111,7 @@ function page(
       `1 validation error detected: Value '${input.Limit}' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1`,
     );
   }
-  const end = input.Limit === undefined ? ordered.length : Math.min(ordered.length, start + input.Limit);
+  let end = input.Limit === undefined ? ordered.length : Math.min(ordered.length, start + input.Limit);
   const filter =
     input.FilterExpression === undefined ? undefined : parseCondition(input.FilterExpression, placeholders);
   const names =
@@ -121,6 +124,8 @@ function page(
     const stored = ordered[i] as Item;
     const visible = index ? indexView(table, index, stored) : stored;
     bytes += itemBytes(visible);
+    // A page reads at most 1 MB (before the filter): the item that reaches it is the page's last.
+    if (bytes >= MAX_PAGE_BYTES && i + 1 < end) end = i + 1;
     if (filter && !filter(visible)) continue;
     if (input.Select !== 'COUNT') items.push(names ? project(visible, names) : copy(visible));
   }

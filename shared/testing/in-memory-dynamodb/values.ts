@@ -63,9 +63,14 @@ function valueBytes(v: unknown): number {
   return 0;
 }
 
-/** DynamoDB: about one byte per two significant digits, plus one. */
+/** DynamoDB: one byte per two significant digits (leading and trailing zeros trimmed), plus one. */
 function numberBytes(text: string): number {
-  const digits = text.replace(/^-/, '').replace(/e.*$/i, '').replace('.', '').replace(/^0+/, '');
+  const digits = text
+    .replace(/^-/, '')
+    .replace(/e.*$/i, '')
+    .replace('.', '')
+    .replace(/^0+/, '')
+    .replace(/0+$/, '');
   return Math.ceil(Math.max(digits.length, 1) / 2) + 1;
 }
 

@@ -1,4 +1,4 @@
-import { PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { InMemoryDynamoDb, leaseqTables } from '../../../shared/testing/index.ts';
 
@@ -96,5 +96,29 @@ describe('InMemoryDynamoDb refuses as DynamoDB does', () => {
       );
       expect(error.name, KeyConditionExpression).toBe('ValidationException');
     }
+  });
+});
+
+describe('InMemoryDynamoDb counts and pages as DynamoDB does', () => {
+  it('counts a number by its significant digits, trailing zeros trimmed', async () => {
+    // Names and values: dedupKey (8) + 'k' (1), n (1) + 1000000000 (one digit: 2), s (1) + the string.
+    const item = { dedupKey: 'k', n: 1_000_000_000, s: 'x'.repeat(400 * 1024 - 13) };
+    await memory().send(new PutCommand({ TableName: JOBS, Item: item }));
+  });
+
+  it('stops a page after 1 MB read, naming the last item read', async () => {
+    const doc = memory();
+    for (let i = 0; i < 30; i++) {
+      doc.seed(JOBS, { dedupKey: `k${String(i).padStart(2, '0')}`, s: 'x'.repeat(40 * 1024) });
+    }
+    const first = await doc.send(new ScanCommand({ TableName: JOBS }));
+    // 40 KB and its few bytes of names each: the 26th item passes 1 MB.
+    expect(first.Count).toBe(26);
+    expect(first.LastEvaluatedKey).toEqual({ dedupKey: 'k25' });
+    const rest = await doc.send(
+      new ScanCommand({ TableName: JOBS, ExclusiveStartKey: first.LastEvaluatedKey }),
+    );
+    expect(rest.Count).toBe(4);
+    expect(rest.LastEvaluatedKey).toBeUndefined();
   });
 });
