@@ -18,7 +18,7 @@ import {
 import type { Item } from '../dynamodb-expressions.ts';
 import { consumed, readUnits, type TableTally, Tally, writeUnits } from './capacity.ts';
 import { asSdkError, conditionFailed, metadata, sdkValidationException } from './errors.ts';
-import { DynamoDbFaults } from './faults.ts';
+import { afterLatency, DynamoDbFaults } from './faults.ts';
 import { applyWrite, ConditionRefusal, planWrite, type WriteKind } from './item-ops.ts';
 import { checkValues } from './marshalling.ts';
 import { query, type ReadInput, scan } from './query-scan.ts';
@@ -133,12 +133,14 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
   // biome-ignore lint/suspicious/noExplicitAny: the document client's overloads of send
   override send(command: any, options?: any): Promise<any> {
     const http = (typeof options === 'object' && options !== null ? options : {}) as SendOptions;
-    const input = (command?.input ?? {}) as Input;
+    const sent = (command?.input ?? {}) as Input;
     const name: string = command?.constructor?.name ?? typeof command;
     let body: () => unknown;
+    // The request as sent: a caller changing its objects afterwards (a delayed request) changes nothing.
+    const input = copy(sent);
     try {
       body = this.#handler(command, input, name);
-      checkValues(input);
+      checkValues(sent);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -149,9 +151,13 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     const answer = this.faults.run(request, body, http.abortSignal);
     if (this.#latencyMs === 0) return answer;
     const ms = this.#latencyMs;
+    const later = (settle: () => unknown) => afterLatency(ms, http.abortSignal, settle);
     return answer.then(
-      (value) => new Promise((resolve) => setTimeout(() => resolve(value), ms)),
-      (error: unknown) => new Promise((_, reject) => setTimeout(() => reject(error), ms)),
+      (value) => later(() => value),
+      (error: unknown) =>
+        later(() => {
+          throw error;
+        }),
     );
   }
 

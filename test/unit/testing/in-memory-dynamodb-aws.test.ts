@@ -122,3 +122,28 @@ describe('InMemoryDynamoDb counts and pages as DynamoDB does', () => {
     expect(rest.LastEvaluatedKey).toBeUndefined();
   });
 });
+
+describe('InMemoryDynamoDb takes a request as the SDK sends it', () => {
+  it('stores what was sent, not what the caller changed after sending it', async () => {
+    const doc = memory();
+    doc.faults.delayNext('*', 5, { when: 'before' });
+    const item = { dedupKey: 'k', version: 1 };
+    const sent = doc.send(new PutCommand({ TableName: JOBS, Item: item }));
+    item.version = 2;
+    await sent;
+    expect(doc.items(JOBS)).toEqual([{ dedupKey: 'k', version: 1 }]);
+  });
+
+  it('rejects with AbortError when the signal aborts while the answer is on its way', async () => {
+    const doc = new InMemoryDynamoDb({ tables: leaseqTables({ jobs: JOBS }), latencyMs: 50 });
+    const controller = new AbortController();
+    const sent = doc.send(new PutCommand({ TableName: JOBS, Item: { dedupKey: 'k' } }), {
+      abortSignal: controller.signal,
+    });
+    controller.abort();
+    const error = await refusal(sent);
+    expect(error.name).toBe('AbortError');
+    // The write landed before the answer was lost, as it may on AWS.
+    expect(doc.items(JOBS)).toEqual([{ dedupKey: 'k' }]);
+  });
+});
