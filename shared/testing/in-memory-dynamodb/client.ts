@@ -15,16 +15,17 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { Item } from '../dynamodb-expressions.ts';
+import { checkUnusedPlaceholders, type Item } from '../dynamodb-expressions.ts';
 import { consumed, readUnits, type TableTally, Tally, writeUnits } from './capacity.ts';
 import { asSdkError, conditionFailed, metadata, sdkValidationException } from './errors.ts';
 import { afterLatency, DynamoDbFaults } from './faults.ts';
 import { applyWrite, ConditionRefusal, planWrite, type WriteKind } from './item-ops.ts';
 import { checkValues } from './marshalling.ts';
+import { projectionPaths, projectPaths } from './projection.ts';
 import { query, type ReadInput, scan } from './query-scan.ts';
 import { Table, type TableSchema } from './tables.ts';
 import { type TransactItem, transactWrite } from './transactions.ts';
-import { copy, itemBytes, project, updatedAttributes } from './values.ts';
+import { copy, itemBytes, updatedAttributes } from './values.ts';
 
 /** Options of {@link InMemoryDynamoDb}. */
 export interface InMemoryDynamoDbOptions {
@@ -193,9 +194,14 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     const units = { read: readUnits(item ? itemBytes(item) : 0, consistent) };
     this.#tally.add(table.schema.name, 'GetCommand', units);
     const projection = input.ProjectionExpression as string | undefined;
+    const names = { names: input.ExpressionAttributeNames as Record<string, string> | undefined };
+    if (names.names !== undefined)
+      checkUnusedPlaceholders(names, projection === undefined ? [] : [projection]);
     return {
       $metadata: metadata(),
-      ...(item ? { Item: projection ? project(item, topLevel(projection, input)) : copy(item) } : {}),
+      ...(item
+        ? { Item: projection ? projectPaths(item, projectionPaths(projection, names)) : copy(item) }
+        : {}),
       ...capacity(input, table.schema.name, units),
     };
   }
@@ -350,14 +356,6 @@ function returnValues(
         `1 validation error detected: Value '${mode}' at 'returnValues' failed to satisfy constraint: Member must satisfy enum value set: [ALL_NEW, UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]`,
       );
   }
-}
-
-function topLevel(expression: string, input: Input): string[] {
-  const names = input.ExpressionAttributeNames as Record<string, string> | undefined;
-  return expression.split(',').map((part) => {
-    const token = part.trim();
-    return token.startsWith('#') ? (names?.[token] ?? token) : token;
-  });
 }
 
 function tableOfAction(item: TransactItem): string | undefined {

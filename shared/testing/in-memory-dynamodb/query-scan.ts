@@ -12,8 +12,9 @@ import {
   parseCondition,
 } from '../dynamodb-expressions.ts';
 import { checkKeyCondition } from './key-conditions.ts';
+import { projectionPaths, projectPaths } from './projection.ts';
 import type { IndexSchema, KeyPart, Table } from './tables.ts';
-import { copy, itemBytes, project } from './values.ts';
+import { copy, itemBytes } from './values.ts';
 
 /** The part of a Query or Scan input the in-memory tables read. */
 export interface ReadInput {
@@ -114,10 +115,10 @@ function page(
   let end = input.Limit === undefined ? ordered.length : Math.min(ordered.length, start + input.Limit);
   const filter =
     input.FilterExpression === undefined ? undefined : parseCondition(input.FilterExpression, placeholders);
-  const names =
+  const paths =
     input.ProjectionExpression === undefined
       ? undefined
-      : projectionNames(input.ProjectionExpression, placeholders);
+      : projectionPaths(input.ProjectionExpression, placeholders);
   const items: Item[] = [];
   let bytes = 0;
   for (let i = start; i < end; i++) {
@@ -127,7 +128,7 @@ function page(
     // A page reads at most 1 MB (before the filter): the item that reaches it is the page's last.
     if (bytes >= MAX_PAGE_BYTES && i + 1 < end) end = i + 1;
     if (filter && !filter(visible)) continue;
-    if (input.Select !== 'COUNT') items.push(names ? project(visible, names) : copy(visible));
+    if (input.Select !== 'COUNT') items.push(paths ? projectPaths(visible, paths) : copy(visible));
   }
   // DynamoDB names the last item read whenever the page stopped at its Limit, more to read or not.
   const stopped = end < ordered.length || (input.Limit !== undefined && end - start === input.Limit);
@@ -161,28 +162,6 @@ function placeholdersOf(input: ReadInput, expressions: string[]): Placeholders {
   if (input.ExpressionAttributeNames || input.ExpressionAttributeValues)
     checkUnusedPlaceholders(placeholders, all);
   return placeholders;
-}
-
-/** Top-level attribute names of a ProjectionExpression (nested paths are not supported here). */
-function projectionNames(expression: string, placeholders: Placeholders): string[] {
-  return expression.split(',').map((part) => {
-    const token = part.trim();
-    if (token.startsWith('#')) {
-      const name = placeholders.names?.[token];
-      if (name === undefined) {
-        throw validationException(
-          `Invalid ProjectionExpression: An expression attribute name used in the document path is not defined; attribute name: ${token}`,
-        );
-      }
-      return name;
-    }
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(token)) {
-      throw new Error(
-        `in-memory DynamoDB: ProjectionExpression path ${token} is not supported (top-level names only)`,
-      );
-    }
-    return token;
-  });
 }
 
 function hasKeys(item: Item, index: IndexSchema): boolean {

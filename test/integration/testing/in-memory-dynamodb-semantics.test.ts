@@ -457,3 +457,35 @@ describe('InMemoryDynamoDb refuses and pages the problems index as the emulator 
     expect(got.mem).toEqual(got.real);
   });
 });
+
+describe('InMemoryDynamoDb projects nested paths as the emulator does', () => {
+  it.each([
+    [
+      'the operator scan’s checkpoint fields',
+      '#c.#at, #c.#step, #s',
+      { '#c': 'checkpoint', '#at': 'at', '#step': 'step', '#s': 'status' },
+    ],
+    ['a missing nested field', '#c.#none, #s', { '#c': 'checkpoint', '#none': 'none', '#s': 'status' }],
+    ['a list element', '#l[1], #c.#step', { '#l': 'list', '#c': 'checkpoint', '#step': 'step' }],
+  ])('a get projecting %s', async (_what, ProjectionExpression, names) => {
+    const account = fresh();
+    await seed({
+      account,
+      status: 'RUNNING',
+      list: [1, 2, 3],
+      checkpoint: { at: 5, step: 'b', data: 'x'.repeat(10) },
+    });
+    const got = await both((doc, t) =>
+      doc.send(
+        new GetCommand({
+          TableName: t.ledger,
+          Key: { account },
+          ConsistentRead: true,
+          ProjectionExpression,
+          ExpressionAttributeNames: names,
+        }),
+      ),
+    );
+    expect(got.mem).toEqual(got.real);
+  });
+});

@@ -1,5 +1,6 @@
 import { PutCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { jobSummaryScan } from '../../../shared/core/adapters/dynamodb-job-expressions.ts';
 import { InMemoryDynamoDb, leaseqTables } from '../../../shared/testing/index.ts';
 
 // Where the emulator answers otherwise than DynamoDB (it accepts what DynamoDB refuses), the in-memory
@@ -145,5 +146,19 @@ describe('InMemoryDynamoDb takes a request as the SDK sends it', () => {
     expect(error.name).toBe('AbortError');
     // The write landed before the answer was lost, as it may on AWS.
     expect(doc.items(JOBS)).toEqual([{ dedupKey: 'k' }]);
+  });
+});
+
+describe("InMemoryDynamoDb serves the operator's scan", () => {
+  it('projects the checkpoint fields jobSummaryScan names, and nothing else', async () => {
+    const doc = memory();
+    doc.seed(JOBS, {
+      dedupKey: 'k',
+      status: 'IN_PROGRESS',
+      payload: 'secret',
+      checkpoint: { at: 5, step: 'b', data: { big: 'x' } },
+    });
+    const out = await doc.send(new ScanCommand(jobSummaryScan(JOBS)));
+    expect(out.Items).toEqual([{ dedupKey: 'k', status: 'IN_PROGRESS', checkpoint: { at: 5, step: 'b' } }]);
   });
 });
