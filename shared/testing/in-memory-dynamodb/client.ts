@@ -15,7 +15,7 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { checkUnusedPlaceholders, type Item } from '../dynamodb-expressions.ts';
+import { checkUnusedPlaceholders, type Item, updatePaths } from '../dynamodb-expressions.ts';
 import { consumed, readUnits, type TableTally, Tally, writeUnits } from './capacity.ts';
 import { asSdkError, conditionFailed, metadata, sdkValidationException } from './errors.ts';
 import { afterLatency, DynamoDbFaults } from './faults.ts';
@@ -224,7 +224,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
       write: writeUnits(Math.max(old ? itemBytes(old) : 0, next ? itemBytes(next) : 0), false),
     };
     this.#tally.add(table.schema.name, command, units);
-    const returned = returnValues(input.ReturnValues as string | undefined, kind, old, next);
+    const returned = returnValues(input.ReturnValues as string | undefined, kind, old, next, input);
     return {
       $metadata: metadata(),
       ...(returned ? { Attributes: returned } : {}),
@@ -337,6 +337,7 @@ function returnValues(
   kind: WriteKind,
   old: Item | undefined,
   next: Item | undefined,
+  input: Input,
 ): Item | undefined {
   switch (mode) {
     case undefined:
@@ -350,7 +351,13 @@ function returnValues(
     case 'UPDATED_OLD':
     case 'UPDATED_NEW':
       if (kind !== 'update') throw sdkValidationException('ReturnValues can only be ALL_OLD or NONE');
-      return updatedAttributes(old ?? {}, next ?? {}, (mode === 'UPDATED_OLD' ? old : next) ?? {});
+      return updatedAttributes(
+        updatePaths(input.UpdateExpression as string, {
+          names: input.ExpressionAttributeNames as Record<string, string> | undefined,
+          values: input.ExpressionAttributeValues as Record<string, unknown> | undefined,
+        }),
+        (mode === 'UPDATED_OLD' ? old : next) ?? {},
+      );
     default:
       throw sdkValidationException(
         `1 validation error detected: Value '${mode}' at 'returnValues' failed to satisfy constraint: Member must satisfy enum value set: [ALL_NEW, UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]`,

@@ -82,30 +82,21 @@ export function project(item: Item, names: readonly string[]): Item {
 }
 
 /**
- * The top-level attributes an update changed (set, removed or altered), of `from`: UPDATED_OLD takes
- * them from the old item, UPDATED_NEW from the new one.
+ * The top-level attributes an update's paths name, of `from` (UPDATED_OLD: the old item, UPDATED_NEW: the
+ * new one), written or not: DynamoDB returns an attribute SET to the value it had too.
  */
-export function updatedAttributes(old: Item, updated: Item, from: Item): Item | undefined {
+export function updatedAttributes(
+  paths: readonly (readonly (string | number)[])[],
+  from: Item,
+): Item | undefined {
   const out: Item = {};
   let any = false;
-  for (const name of new Set([...Object.keys(old), ...Object.keys(updated)])) {
-    if (!sameValue(old[name], updated[name]) && from[name] !== undefined) {
+  for (const path of paths) {
+    const name = path[0] as string;
+    if (from[name] !== undefined && !(name in out)) {
       out[name] = copy(from[name]);
       any = true;
     }
   }
   return any ? out : undefined;
-}
-
-function sameValue(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  return JSON.stringify(a, replacer) === JSON.stringify(b, replacer);
-}
-
-function replacer(_key: string, v: unknown): unknown {
-  if (v instanceof Set) return { $set: [...v].map(String).sort() };
-  if (v instanceof Uint8Array) return { $b: Buffer.from(v).toString('base64') };
-  if (typeof v === 'bigint') return { $n: String(v) };
-  return v;
 }

@@ -89,7 +89,7 @@ describe('InMemoryDynamoDb answers as the emulator does', () => {
     },
   );
 
-  it.each(['SET nested.a[1] = :v', 'SET nested.a[7] = :v', 'REMOVE nested.a[0]'])(
+  it.each(['SET nested.a[1] = :v', 'SET nested.a[7] = :v', 'REMOVE nested.a[0]', 'SET balance = :same'])(
     'UPDATED_NEW and UPDATED_OLD of %s',
     async (UpdateExpression) => {
       for (const ReturnValues of ['UPDATED_NEW', 'UPDATED_OLD'] as const) {
