@@ -489,3 +489,95 @@ describe('InMemoryDynamoDb projects nested paths as the emulator does', () => {
     expect(got.mem).toEqual(got.real);
   });
 });
+
+describe('InMemoryDynamoDb evaluates and refuses as the emulator does, more', () => {
+  it.each([
+    ['a list element of a map', '#h[1].#k = :k', { '#h': 'history', '#k': 'kind' }],
+    ['size of a map and a set', 'size(nested) = :two AND size(tags) = :one', {}],
+    ['contains on a string, by a number', 'contains(label, :one)', {}],
+    ['a number against a bigint', 'big = :bigger', {}],
+  ])('a condition: %s', async (_what, ConditionExpression, names) => {
+    const account = fresh();
+    await seed({
+      account,
+      balance: 5,
+      label: 'a1',
+      big: 12345678901234567890n,
+      tags: new Set(['t']),
+      nested: { a: 1, b: 2 },
+      history: [{ kind: 'x' }, { kind: 'y' }],
+    });
+    const all: Record<string, unknown> = {
+      ':k': 'y',
+      ':two': 2,
+      ':one': 1,
+      ':bigger': 12345678901234567890n,
+    };
+    const values = Object.fromEntries(
+      Object.entries(all).filter(([k]) => new RegExp(`${k}(?![A-Za-z0-9_])`).test(ConditionExpression)),
+    );
+    const got = await both((doc, t) =>
+      doc.send(
+        new UpdateCommand({
+          TableName: t.ledger,
+          Key: { account },
+          UpdateExpression: 'SET touched = :t',
+          ConditionExpression,
+          ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
+          ExpressionAttributeValues: { ...values, ':t': true },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      ),
+    );
+    expect(got.mem).toEqual(got.real);
+  });
+
+  it.each([
+    ['decimal sums', 'SET n = :a + :b', { ':a': 0.1, ':b': 0.2 }],
+    ['ADD to a bigint', 'ADD big :one', { ':one': 1 }],
+    ['list_append of a missing list', 'SET l = list_append(l, :l)', { ':l': [1] }],
+    ['ADD of a string set to a number', 'ADD balance :s', { ':s': new Set(['x']) }],
+    ['DELETE of the last element', 'DELETE tags :s', { ':s': new Set(['t']) }],
+  ])('an update: %s', async (_what, UpdateExpression, values) => {
+    const account = fresh();
+    await seed({ account, balance: 5, big: 99999999999999999999n, tags: new Set(['t']) });
+    const got = await both((doc, t) =>
+      doc.send(
+        new UpdateCommand({
+          TableName: t.ledger,
+          Key: { account },
+          UpdateExpression,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+        }),
+      ),
+    );
+    expect(got.mem).toEqual(got.real);
+  });
+
+  it('a transaction whose ConditionCheck fails on a missing item, another table written', async () => {
+    const account = fresh();
+    const got = await both((doc, t) =>
+      doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Put: { TableName: t.jobs, Item: { dedupKey: account } } },
+            {
+              ConditionCheck: {
+                TableName: t.ledger,
+                Key: { account },
+                ConditionExpression: 'attribute_exists(account)',
+                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+              },
+            },
+          ],
+        }),
+      ),
+    );
+    expect(got.mem).toEqual(got.real);
+    const none = await both((doc, t) =>
+      doc.send(new GetCommand({ TableName: t.jobs, Key: { dedupKey: account }, ConsistentRead: true })),
+    );
+    expect(none.mem).toEqual(none.real);
+  });
+});
