@@ -13,7 +13,7 @@ import {
   updatePaths,
 } from '../dynamodb-expressions.ts';
 import type { Table } from './tables.ts';
-import { copy, itemBytes } from './values.ts';
+import { copy, itemBytes, typedName } from './values.ts';
 
 /** Bytes in one item (400 KB), attribute names included. */
 export const MAX_ITEM_BYTES = 400 * 1024;
@@ -155,21 +155,6 @@ function checkIndexKeys(table: Table, item: Item): void {
       }
     }
   }
-}
-
-/** The DynamoDB type name of a document value. */
-function typedName(v: unknown): string {
-  if (typeof v === 'string') return 'S';
-  if (typeof v === 'number' || typeof v === 'bigint') return 'N';
-  if (typeof v === 'boolean') return 'BOOL';
-  if (v === null) return 'NULL';
-  if (v instanceof Uint8Array) return 'B';
-  if (Array.isArray(v)) return 'L';
-  if (v instanceof Set) {
-    const first = v.values().next().value;
-    return typeof first === 'string' ? 'SS' : first instanceof Uint8Array ? 'BS' : 'NS';
-  }
-  return 'M';
 }
 
 /** An update may set a value the document client would drop (undefined): it never reaches the table. */

@@ -100,3 +100,18 @@ export function updatedAttributes(
   }
   return any ? out : undefined;
 }
+
+/** The DynamoDB type name of a document value. */
+export function typedName(v: unknown): string {
+  if (typeof v === 'string') return 'S';
+  if (typeof v === 'number' || typeof v === 'bigint') return 'N';
+  if (typeof v === 'boolean') return 'BOOL';
+  if (v === null) return 'NULL';
+  if (v instanceof Uint8Array) return 'B';
+  if (Array.isArray(v)) return 'L';
+  if (v instanceof Set) {
+    const first = v.values().next().value;
+    return typeof first === 'string' ? 'SS' : first instanceof Uint8Array ? 'BS' : 'NS';
+  }
+  return 'M';
+}

@@ -581,3 +581,22 @@ describe('InMemoryDynamoDb evaluates and refuses as the emulator does, more', ()
     expect(none.mem).toEqual(none.real);
   });
 });
+
+describe('InMemoryDynamoDb refuses malformed keys as the emulator does', () => {
+  it.each([
+    ['a key of the wrong type', { account: 5 }],
+    ['no key', { balance: 1 }],
+  ])('a put of an item with %s', async (_what, Item) => {
+    const got = await both((doc, t) => doc.send(new PutCommand({ TableName: t.ledger, Item })));
+    expect(got.mem).toEqual(got.real);
+  });
+
+  it.each([
+    ['a key of the wrong type', { account: 5 }],
+    ['an extra attribute', { account: 'a', balance: 1 }],
+    ['an empty string', { account: '' }],
+  ])('a get by %s', async (_what, Key) => {
+    const got = await both((doc, t) => doc.send(new GetCommand({ TableName: t.ledger, Key })));
+    expect(got.mem).toEqual(got.real);
+  });
+});
