@@ -5,12 +5,7 @@ import { GetQueueAttributesCommand, GetQueueUrlCommand, QueueDoesNotExist } from
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { Command } from 'commander';
-import {
-  type AwsClients,
-  createAwsClients,
-  destroyAwsClients,
-  isLocalEndpoint,
-} from '../shared/aws/clients.ts';
+import { type AwsClients, destroyAwsClients, isLocalEndpoint } from '../shared/aws/clients.ts';
 import type { JobRegistry } from '../shared/core/model/registry.ts';
 import { tableOutputKey, tablePhysicalName } from '../shared/core/model/table.ts';
 import { ConfigError } from '../shared/errors.ts';
@@ -23,6 +18,7 @@ import {
   type StackOutputKey,
 } from '../shared/resources.ts';
 import { credentialSource, remoteEndpointWarning } from './remote-endpoint.ts';
+import { targetClients } from './service-endpoints.ts';
 
 /** Flags every command that talks to a deployment accepts. */
 export interface TargetFlags {
@@ -266,14 +262,7 @@ export async function resolveTarget(
   if (endpoint) await assertHostResolves(endpoint);
   const warning = remoteEndpointWarning(endpoint, env); // before the first request
   if (warning) stderrNote(warning);
-  // A person waits at the prompt: an endpoint that accepts but never answers is reported in seconds.
-  const clients = createAwsClients({
-    region,
-    ...(endpoint ? { endpoint } : {}),
-    maxAttempts: 2,
-    requestTimeoutMs: 5000,
-    sqsRequestTimeoutMs: 5000,
-  });
+  const clients = targetClients(choice, env);
   try {
     // On AWS, who we are first: missing or expired credentials are reported as such.
     const caller = choice.kind === 'aws' ? await callerAccount(region, env) : undefined;

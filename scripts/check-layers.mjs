@@ -24,8 +24,11 @@ export const SOURCE_ROOTS = ['shared', 'cli', 'infra', 'functions', 'bin', 'scri
  * - then the resource names and the AWS clients, the few facts about the outside world all layers share;
  * - the core, inside out: the contract (envelope, items, the store and queue ports), the pure decisions
  *   over it, observation (logs, metrics, spans), leases, then the authoring model (tables, job context,
- *   job definitions) built on all of those; the adapters are the only code touching a store (DynamoDB,
- *   SQS) and implement the ports, and the pipeline (the processor) drives the model through them;
+ *   job definitions) built on all of those; the protocol (one file per edge of the state machine: its
+ *   requests and the reading of their answers) is pure: `packages` lists the only packages a layer may
+ *   import values from (types from any), so no SDK client and no I/O; the adapters are the only code
+ *   touching a store (DynamoDB, SQS): they send what the protocol builds and implement the ports, and the
+ *   pipeline (the processor) drives the model through them;
  * - the engine never depends on its authoring layer: shared/jobs (defineJob, job modules) sits above the
  *   pipeline, and what runs jobs (Lambda worker, producer, in-memory test stores, then the local runner
  *   and the operator tools) sits above that;
@@ -37,7 +40,7 @@ export const SOURCE_ROOTS = ['shared', 'cli', 'infra', 'functions', 'bin', 'scri
  * - the programs (CLI, Lambda entry, bin, scripts, examples) are at the top and may use everything.
  */
 export const LAYERS = [
-  { rank: 0, name: 'errors', paths: ['shared/errors.ts'] },
+  { rank: 0, name: 'errors', paths: ['shared/errors.ts', 'shared/error-text.ts'] },
   {
     rank: 1,
     name: 'outside world',
@@ -48,22 +51,23 @@ export const LAYERS = [
   { rank: 4, name: 'observe', paths: ['shared/core/observe/'] },
   { rank: 5, name: 'leases', paths: ['shared/core/leases/'] },
   { rank: 6, name: 'model', paths: ['shared/core/model/'] },
-  { rank: 7, name: 'adapters', paths: ['shared/core/adapters/'] },
-  { rank: 8, name: 'pipeline', paths: ['shared/core/pipeline/'] },
-  { rank: 9, name: 'jobs', paths: ['shared/jobs/'] },
+  { rank: 7, name: 'protocol', paths: ['shared/core/protocol/'], packages: ['@aws-sdk/util-dynamodb'] },
+  { rank: 8, name: 'adapters', paths: ['shared/core/adapters/'] },
+  { rank: 9, name: 'pipeline', paths: ['shared/core/pipeline/'] },
+  { rank: 10, name: 'jobs', paths: ['shared/jobs/'] },
   {
-    rank: 10,
+    rank: 11,
     name: 'worker, producer, testing',
     paths: ['shared/worker/', 'shared/producer/', 'shared/testing/'],
   },
-  { rank: 11, name: 'runner', paths: ['shared/runner/'] },
-  { rank: 12, name: 'ops', paths: ['shared/ops/'] },
-  { rank: 13, name: 'example jobs', paths: ['examples/ledger/'] },
-  { rank: 14, name: 'infra', paths: ['infra/'] },
-  { rank: 15, name: 'local', paths: ['shared/local/'] },
-  { rank: 16, name: 'entry points', paths: ['shared/index.ts'] },
+  { rank: 12, name: 'runner', paths: ['shared/runner/'] },
+  { rank: 13, name: 'ops', paths: ['shared/ops/'] },
+  { rank: 14, name: 'example jobs', paths: ['examples/ledger/'] },
+  { rank: 15, name: 'infra', paths: ['infra/'] },
+  { rank: 16, name: 'local', paths: ['shared/local/'] },
+  { rank: 17, name: 'entry points', paths: ['shared/index.ts'] },
   {
-    rank: 17,
+    rank: 18,
     name: 'programs',
     paths: ['cli/', 'functions/', 'bin/', 'scripts/', 'examples/', 'examples/ledger/demo/'],
   },
@@ -75,7 +79,7 @@ export const LAYERS = [
  * it, so internal code never goes through the public surface.
  */
 export const ENTRY_FILE = 'index.ts';
-export const ENTRY_CLIENTS = 17;
+export const ENTRY_CLIENTS = 18;
 
 const CODE = /\.(?:[cm]?ts|tsx|[cm]?js)$/;
 const SKIP_DIRS = new Set(['node_modules', 'dist', 'cdk.out', '.leaseq', 'coverage']);
@@ -100,22 +104,9 @@ const isEntry = (path) => path === ENTRY_FILE || path.endsWith(`/${ENTRY_FILE}`)
 
 // --- finding the specifiers -------------------------------------------------------------------------
 
-const REGEX_AFTER_WORD = new Set([
-  'return',
-  'typeof',
-  'instanceof',
-  'in',
-  'of',
-  'new',
-  'delete',
-  'void',
-  'throw',
-  'case',
-  'do',
-  'else',
-  'yield',
-  'await',
-]);
+const REGEX_AFTER_WORD = new Set(
+  'return typeof instanceof in of new delete void throw case do else yield await'.split(' '),
+);
 
 /**
  * A small tokenizer, enough to tell code from comments, strings, template literals and regular
@@ -204,7 +195,7 @@ const unescaped = (raw) => raw.replace(/\\([\s\S])/g, '$1');
 
 /**
  * The module specifiers a file imports: static imports and re-exports (type-only ones included), side
- * effect imports and dynamic `import()` of a literal. Each is `{ specifier, kind }`.
+ * effect imports and dynamic `import()` of a literal. Each is `{ specifier, kind, typeOnly }`.
  */
 export function findSpecifiers(text) {
   const tokens = tokenize(text);
@@ -232,6 +223,7 @@ export function findSpecifiers(text) {
     // words, commas, `*` and braces; `from` then a string ends it. Anything else (`export const`, `=`)
     // means this is not an import or re-export.
     if (token.value === 'export' && !['{', '*', 'type'].includes(next.value)) continue;
+    const typeOnly = next.value === 'type' && at(k + 2).value !== 'from' && at(k + 2).value !== ',';
     let depth = 0;
     for (let m = k + 1; m < tokens.length; m += 1) {
       const t = tokens[m];
@@ -240,7 +232,7 @@ export function findSpecifiers(text) {
       else if (depth > 0) {
         if (t.type === 'punct' && t.value !== ',') break; // not a clause after all
       } else if (t.type === 'word' && t.value === 'from' && at(m + 1).type === 'string') {
-        found.push({ specifier: at(m + 1).value, kind: token.value });
+        found.push({ specifier: at(m + 1).value, kind: token.value, typeOnly });
         break;
       } else if (t.type !== 'word' && !(t.type === 'punct' && (t.value === ',' || t.value === '*'))) {
         break;
@@ -376,8 +368,16 @@ export function checkLayers(root) {
     if (!layerOf(from) && !isEntry(from)) {
       violations.push({ rule: 'unranked', from, to: '', message: 'no layer in the table for this file' });
     }
-    for (const { specifier } of findSpecifiers(readFileSync(file, 'utf8'))) {
-      if (!specifier.startsWith('./') && !specifier.startsWith('../')) continue; // a package
+    const pure = layerOf(from)?.packages;
+    for (const { specifier, typeOnly } of findSpecifiers(readFileSync(file, 'utf8'))) {
+      if (!specifier.startsWith('./') && !specifier.startsWith('../')) {
+        if (pure && !typeOnly && !pure.includes(specifier)) {
+          const { rank, name } = layerOf(from);
+          const message = `layer ${rank} (${name}) is pure: values only from ${pure.join(', ')} (types from any package)`;
+          violations.push({ rule: 'impure', from, to: specifier, message });
+        }
+        continue; // a package
+      }
       const resolved = resolveSpecifier(file, specifier);
       if (!resolved) {
         violations.push({ rule: 'unresolved', from, to: specifier, message: 'no such file' });

@@ -8,14 +8,9 @@ import {
   isLocalEndpoint,
 } from '../../shared/aws/clients.ts';
 import { ANY_CREDENTIAL } from '../../shared/aws/local-credential.ts';
-import {
-  DeployError,
-  deployLocal,
-  destroyLocal,
-  emulatorStacks,
-  LOCAL_ACCOUNT,
-  localCloudFormation,
-} from '../../shared/local/deploy.ts';
+import { deployLocal, destroyLocal } from '../../shared/local/deploy.ts';
+import { LOCAL_ACCOUNT, localCloudFormation } from '../../shared/local/deploy-env.ts';
+import { emulatorStacks } from '../../shared/local/deployed-stacks.ts';
 import {
   type EmulatorHandle,
   type EmulatorStatus,
@@ -25,7 +20,7 @@ import {
   stopEmulator,
 } from '../../shared/local/emulator.ts';
 import type { EmulatorServices } from '../../shared/local/emulator-config.ts';
-import { EmulatorError } from '../../shared/local/emulator-errors.ts';
+import { DeployError, EmulatorError } from '../../shared/local/emulator-errors.ts';
 import { parsePort } from '../../shared/local/net.ts';
 import { type ProvisionResult, provisionLocal } from '../../shared/local/provision.ts';
 import { isInstalled, missingPackage } from '../../shared/optional-package.ts';

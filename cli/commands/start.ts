@@ -13,7 +13,8 @@ import {
   createAwsClients,
   destroyAwsClients,
 } from '../../shared/aws/clients.ts';
-import { deployLocal, localCloudFormation } from '../../shared/local/deploy.ts';
+import { deployLocal } from '../../shared/local/deploy.ts';
+import { localCloudFormation } from '../../shared/local/deploy-env.ts';
 import {
   type EmulatorHandle,
   ensureEmulator,
@@ -23,6 +24,7 @@ import {
 import { provisionLocal } from '../../shared/local/provision.ts';
 import { fractionArg, integerArg } from '../format.ts';
 import { safeJson, safeLines, safeText } from '../safe-text.ts';
+import { serviceEndpointLines } from '../service-endpoints.ts';
 
 interface StartFlags {
   readonly jobs: number;
@@ -88,6 +90,8 @@ async function start(flags: StartFlags): Promise<number> {
   say(
     `${emulator.mode === 'external' ? 'using' : emulator.started ? 'started' : 'reusing'} ${emulator.endpoint}`,
   );
+  // A service on an endpoint of its own (AWS_ENDPOINT_URL_SQS, ...): one line per service.
+  for (const line of serviceEndpointLines(emulator.endpoint, process.env, 'the emulator')) say(line);
   // Held while the demo runs, so a deploy does not restart the emulator under it.
   process.once('exit', await holdEmulator());
   const clients = createAwsClients({ ...awsConfigFromEnv(), endpoint: emulator.endpoint });

@@ -10,6 +10,7 @@ import {
 import { collectStatus, type StatusReport } from '../../shared/ops/status.ts';
 import { durationArg, formatDuration, print, printJson, renderFields, renderTable } from '../format.ts';
 import { safeText } from '../safe-text.ts';
+import { serviceEndpointLines } from '../service-endpoints.ts';
 import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
 
 interface StatusFlags extends TargetFlags {
@@ -110,6 +111,9 @@ export function register(program: Command): void {
       .option('--json', 'print the report as JSON on stdout'),
   ).action(async (flags: StatusFlags) => {
     const target = await resolveTarget(flags);
+    // Under the target line, which endpoint each service uses when one has its own (AWS_ENDPOINT_URL_SQS).
+    const own = target.kind === 'aws' ? [] : serviceEndpointLines(target.endpoint);
+    for (const line of own) process.stderr.write(`leaseq: ${line}\n`);
     try {
       const report = await collectStatus(
         target,

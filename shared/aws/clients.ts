@@ -4,10 +4,38 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { localCredentialProvider } from './local-credential.ts';
 
+/** The services leaseq talks to, by the SDK's name for their endpoint variable's suffix. */
+export type AwsService =
+  | 'sqs'
+  | 'dynamodb'
+  | 's3'
+  | 'sts'
+  | 'lambda'
+  | 'cloudformation'
+  | 'cloudwatch'
+  | 'logs';
+
+/**
+ * Each service's own endpoint variable, as the SDK names them (`AWS_ENDPOINT_URL_` and the service id):
+ * one set wins over `AWS_ENDPOINT_URL` for that service only.
+ */
+export const SERVICE_ENDPOINT_VARIABLES: Readonly<Record<AwsService, string>> = {
+  sqs: 'AWS_ENDPOINT_URL_SQS',
+  dynamodb: 'AWS_ENDPOINT_URL_DYNAMODB',
+  s3: 'AWS_ENDPOINT_URL_S3',
+  sts: 'AWS_ENDPOINT_URL_STS',
+  lambda: 'AWS_ENDPOINT_URL_LAMBDA',
+  cloudformation: 'AWS_ENDPOINT_URL_CLOUDFORMATION',
+  cloudwatch: 'AWS_ENDPOINT_URL_CLOUDWATCH',
+  logs: 'AWS_ENDPOINT_URL_CLOUDWATCH_LOGS',
+};
+
 /** Where and how the AWS clients connect. Built once in a composition root, then passed in. */
 export interface AwsConfig {
-  /** Service endpoint; `undefined` means real AWS. Emulators and LocalStack set it. */
+  /** Every service's endpoint but those `endpoints` names; `undefined` means real AWS. Emulators and LocalStack set it. */
   readonly endpoint?: string;
+  /** One service's own endpoint, over `endpoint` for that service (`AWS_ENDPOINT_URL_SQS`, ...). */
+  readonly endpoints?: Readonly<Partial<Record<AwsService, string>>>;
   /** @default 'us-east-1' */
   readonly region: string;
   /**
@@ -44,10 +72,29 @@ export interface AwsClients {
  */
 export function awsConfigFromEnv(env: NodeJS.ProcessEnv = process.env, fallbackEndpoint?: string): AwsConfig {
   const endpoint = env.AWS_ENDPOINT_URL?.trim() || fallbackEndpoint;
+  const endpoints = serviceEndpointsFromEnv(env);
   return {
     ...(endpoint ? { endpoint } : {}),
+    ...(Object.keys(endpoints).length > 0 ? { endpoints } : {}),
     region: env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1',
   };
+}
+
+/** The per-service endpoint variables that are set (blank ones are not), by service. */
+export function serviceEndpointsFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+): Partial<Record<AwsService, string>> {
+  const endpoints: Partial<Record<AwsService, string>> = {};
+  for (const [service, variable] of Object.entries(SERVICE_ENDPOINT_VARIABLES)) {
+    const value = env[variable]?.trim();
+    if (value) endpoints[service as AwsService] = value;
+  }
+  return endpoints;
+}
+
+/** The endpoint `service` uses: its own (`AWS_ENDPOINT_URL_<SERVICE>`), else the shared one, else AWS. */
+export function serviceEndpoint(config: Pick<AwsConfig, 'endpoint' | 'endpoints'>, service: AwsService) {
+  return config.endpoints?.[service] ?? config.endpoint;
 }
 
 /** True when the endpoint is an emulator on this machine (dummy credentials are fine there). */
@@ -62,8 +109,9 @@ export function isLocalEndpoint(endpoint: string | undefined): boolean {
 }
 
 /**
- * Builds the SQS and DynamoDB clients with the endpoint set explicitly on every client (some emulators
- * return queue URLs naming hosts that do not resolve here; the SDK must still talk to `endpoint`).
+ * Builds the SQS and DynamoDB clients with each one's endpoint (`serviceEndpoint`) set explicitly (some
+ * emulators return queue URLs naming hosts that do not resolve here; the SDK must still talk to it), and
+ * each signing for its own endpoint: the embedded emulator's credential only where that endpoint is it.
  */
 export function createAwsClients(config: AwsConfig): AwsClients {
   // throwOnRequestTimeout: without it the SDK only logs a warning, and an endpoint that accepts the
@@ -74,25 +122,27 @@ export function createAwsClients(config: AwsConfig): AwsClients {
       requestTimeout,
       throwOnRequestTimeout: true,
     });
-  const local = isLocalEndpoint(config.endpoint);
-  const common = {
+  const common = (endpoint: string | undefined) => ({
     region: config.region,
     maxAttempts: config.maxAttempts ?? 3,
-    ...(config.endpoint ? { endpoint: config.endpoint } : {}),
+    ...(endpoint ? { endpoint } : {}),
     // The embedded emulator serves only its own credential; real AWS uses the default provider chain.
     ...(config.credentials
       ? { credentials: config.credentials }
-      : local
-        ? { credentials: localCredentialProvider(config.endpoint as string) }
+      : isLocalEndpoint(endpoint)
+        ? { credentials: localCredentialProvider(endpoint as string) }
         : {}),
-  };
-  // useQueueUrlAsEndpoint=false keeps requests on `endpoint` whatever host the queue URL names.
+  });
+  // useQueueUrlAsEndpoint=false keeps requests on the endpoint whatever host the queue URL names.
   const sqs = new SQSClient({
-    ...common,
+    ...common(serviceEndpoint(config, 'sqs')),
     requestHandler: handler(config.sqsRequestTimeoutMs ?? 25_000),
     useQueueUrlAsEndpoint: false,
   });
-  const ddb = new DynamoDBClient({ ...common, requestHandler: handler(config.requestTimeoutMs ?? 10_000) });
+  const ddb = new DynamoDBClient({
+    ...common(serviceEndpoint(config, 'dynamodb')),
+    requestHandler: handler(config.requestTimeoutMs ?? 10_000),
+  });
   const doc = DynamoDBDocumentClient.from(ddb, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });

@@ -105,3 +105,12 @@ export class LocalProvisionError extends EmulatorError {
     this.name = 'LocalProvisionError';
   }
 }
+
+/** A step of a local deploy or destroy that failed, with the one line that says why. */
+export class DeployError extends LeaseqError {
+  override readonly name = 'DeployError';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, { retryable: false, cause: options?.cause });
+  }
+}

@@ -6,7 +6,8 @@
 import { GetQueueUrlCommand, QueueDoesNotExist, type SQSClient } from '@aws-sdk/client-sqs';
 import { awsConfigFromEnv, createAwsClients } from '../aws/clients.ts';
 import { LeaseqError } from '../errors.ts';
-import { JobProducer, type JobProducerOptions } from '../producer/job-producer.ts';
+import { JobProducer } from '../producer/job-producer.ts';
+import type { JobProducerOptions } from '../producer/producer-options.ts';
 import { defaultResourcePrefix, resourceNames } from '../resources.ts';
 import { emulatorStatus } from './emulator.ts';
 import { DEFAULT_LOCAL_STAGE } from './provision-template.ts';

@@ -8,7 +8,7 @@ import {
   parseEnvelope,
   SQS_MAX_MESSAGE_BYTES,
 } from '../core/contract/envelope.ts';
-import { OpsError } from './ops-errors.ts';
+import { messageOf, OpsError } from './ops-errors.ts';
 
 /**
  * The letter's envelope with its payload replaced by `payload`: id, dedup key, type, createdAt and trace
@@ -30,8 +30,4 @@ export function editedBody(letterBody: string, payload: unknown, maxBytes = DEFA
   const tooLarge = bodySizeProblem(body, maxBytes);
   if (tooLarge) throw new OpsError(`the corrected job's ${tooLarge}; nothing was sent`);
   return body;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

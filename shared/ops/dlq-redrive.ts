@@ -3,22 +3,10 @@
  * named steps (filter, leave alone, plan from the job item, reset, send back, delete), so the order
  * that makes a crash harmless (see {@link redrive}) reads top to bottom.
  */
-import { randomUUID } from 'node:crypto';
-import { DeleteMessageCommand, type Message, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { groupIdForKey } from '../aws/message-group.ts';
-import { isFifoQueue } from '../aws/queue-url.ts';
-import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
-import type { JobItem } from '../core/contract/job-item.ts';
-import { resentInPlaceOf } from '../core/pipeline/record-message.ts';
-import { Pacer } from '../producer/pacer.ts';
-import { type BrowseResult, browse, KEEP, shortfall, type Visit } from './dlq-browse.ts';
-import {
-  type DeadLetter,
-  type DeadLetterFilter,
-  HOPELESS_REASONS,
-  matchesFilter,
-  toDeadLetter,
-} from './dlq-letters.ts';
+import type { Message } from '@aws-sdk/client-sqs';
+import { SQS_MAX_VISIBILITY_SECONDS } from '../core/decisions/backoff.ts';
+import { browse, KEEP, type Visit } from './dlq-browse.ts';
+import { type DeadLetter, HOPELESS_REASONS, matchesFilter, toDeadLetter } from './dlq-letters.ts';
 import { editedBody } from './dlq-redrive-edit.ts';
 import {
   type EarlierSend,
@@ -30,24 +18,20 @@ import {
   REDRIVE_CLOCK_MARGIN_MS,
   type RedriveSkip,
 } from './dlq-redrive-plan.ts';
-import { PayloadRefusedError } from './ops-errors.ts';
+import {
+  letterFields,
+  type RedriveOptions,
+  type RedriveReport,
+  type RedriveRun,
+  record,
+  reportOf,
+  startRun,
+} from './dlq-redrive-run.ts';
+import { sendBack } from './dlq-redrive-send.ts';
+import { messageOf, PayloadRefusedError } from './ops-errors.ts';
 import type { OpsTarget } from './target.ts';
 
-export { editedBody } from './dlq-redrive-edit.ts';
-export {
-  type EarlierSend,
-  judgeRepeat,
-  type LetterFacts,
-  letterFacts,
-  letterOwner,
-  planRedrive,
-  REDRIVE_CLOCK_MARGIN_MS,
-  type RedrivePlan,
-  type RedriveSkip,
-} from './dlq-redrive-plan.ts';
-
-/** The longest visibility SQS accepts (12 h); a receive asking for more is refused. */
-export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
+export type { RedriveItem, RedriveOptions, RedriveReport } from './dlq-redrive-run.ts';
 
 /**
  * How long redrive holds the letters it browses: a page of 10 must finish (at the rate limit) before
@@ -57,81 +41,6 @@ export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
 export function redriveVisibilitySeconds(ratePerSecond: number | undefined): number {
   const wanted = 60 + Math.ceil(10 / (ratePerSecond ?? Number.POSITIVE_INFINITY));
   return Math.min(wanted, SQS_MAX_VISIBILITY_SECONDS);
-}
-
-export interface RedriveOptions {
-  readonly filter?: DeadLetterFilter;
-  /** Only list what would happen; change nothing. @default false */
-  readonly dryRun?: boolean;
-  /** Messages sent back per second at most. @default undefined (no limit) */
-  readonly ratePerSecond?: number;
-  /** Redrive at most this many. @default undefined (all that match) */
-  readonly limit?: number;
-  /** Called after each matching message. */
-  readonly onProgress?: (item: RedriveItem) => void;
-  /**
-   * Also send letters whose body can only be refused again (not JSON, not an envelope, too large).
-   * @default false
-   */
-  readonly includeHopeless?: boolean;
-  /** @default Date.now */
-  readonly now?: () => number;
-  /** Who redrives, for the job's `redrive` history event (user@host, or the caller's identity). @default 'unknown' */
-  readonly by?: string;
-  /**
-   * Edit and retry: send this payload instead of the letter's, in the letter's envelope (its id, dedup key,
-   * type, createdAt and trace kept). Only with `filter.dedupKey` (one job). `check` (the job type's
-   * schema) runs before anything changes: a problem it names (`payload.<field>: <why>`) throws
-   * PayloadRefusedError.
-   */
-  readonly payload?: {
-    readonly value: unknown;
-    readonly check?: (type: string, payload: unknown) => string | undefined;
-  };
-  /** Largest body the jobs queue's workers take. @default DEFAULT_MAX_BODY_BYTES */
-  readonly maxBodyBytes?: number;
-}
-
-export interface RedriveItem {
-  readonly messageId: string;
-  readonly dedupKey?: string;
-  readonly type?: string;
-  readonly reason: string;
-  /**
-   * `would-redrive` only in a dry run; `dead-again`: a new letter of a job this very redrive sent back
-   * (it failed again while the redrive ran), left in the DLQ; `duplicate`: a second letter of the death
-   * this redrive sent back (an interrupted dead-lettering sends two), left in the DLQ.
-   */
-  readonly outcome: 'redriven' | 'would-redrive' | 'skipped' | 'dead-again' | 'duplicate' | 'failed';
-  /** Why a `skipped` letter stayed (docs/cli.md, "leaseq dlq redrive"); `detail` says it in words. */
-  readonly skip?: RedriveSkip;
-  /** Whether the DEAD job item was (or would be) reset. */
-  readonly reset: boolean;
-  /** Why it was skipped or failed, or a note on how it was sent. */
-  readonly detail?: string;
-  /** Id of the new message in the jobs queue. */
-  readonly newMessageId?: string;
-}
-
-export interface RedriveReport {
-  readonly dryRun: boolean;
-  readonly matched: number;
-  readonly redriven: number;
-  readonly skipped: number;
-  /** Of the redriven jobs, those that were dead-lettered again before the redrive ended. */
-  readonly deadAgain: number;
-  /** Second letters of deaths this redrive sent back (left in the DLQ). */
-  readonly duplicates: number;
-  readonly failed: number;
-  /** Dead letters seen that the filter left alone. */
-  readonly notMatched: number;
-  /** Letters the browse received (any filter), next to `dlqDepth`. */
-  readonly seen: number;
-  /** Letters the DLQ held when the redrive began (visible + in flight; SQS's approximate count). */
-  readonly dlqDepth: number;
-  /** Set when `seen` is below `dlqDepth`: how many were not seen, and why. */
-  readonly unseen?: string;
-  readonly items: readonly RedriveItem[];
 }
 
 /**
@@ -156,68 +65,6 @@ export async function redrive(target: OpsTarget, options: RedriveOptions = {}): 
     },
   );
   return reportOf(run, browsed);
-}
-
-/** One redrive while it walks the DLQ: its settings, and what it has done so far. */
-interface RedriveRun {
-  readonly target: OpsTarget;
-  readonly options: RedriveOptions;
-  readonly store: DynamoDbJobStore;
-  readonly pacer: Pacer;
-  readonly now: () => number;
-  readonly filter: DeadLetterFilter;
-  readonly limit: number;
-  readonly fifo: boolean;
-  /** The letters `filter.messageIds` names that the browse has not reached yet. */
-  readonly wanted?: Set<string>;
-  /**
-   * Ids of the jobs-queue messages this redrive sent, and the jobs it sent (by dedup key): a later
-   * letter of one of them is not sent a second time (see {@link judgeRepeat}).
-   */
-  readonly sentIds: Set<string>;
-  readonly sentJobs: Map<string, EarlierSend>;
-  readonly items: RedriveItem[];
-  /** Dead letters seen that the filter left alone. */
-  notMatched: number;
-  /** Letters sent back (or, in a dry run, that would be), counted against `limit`. */
-  taken: number;
-}
-
-function startRun(target: OpsTarget, options: RedriveOptions): RedriveRun {
-  const { clients, names } = target;
-  return {
-    target,
-    options,
-    store: new DynamoDbJobStore({ client: clients.doc, tableName: names.jobsTable }),
-    pacer: new Pacer({ perSecond: options.dryRun ? undefined : options.ratePerSecond }),
-    now: options.now ?? Date.now,
-    filter: options.filter ?? {},
-    limit: options.limit ?? Number.POSITIVE_INFINITY,
-    fifo: isFifoQueue(names.queueUrl),
-    ...(options.filter?.messageIds ? { wanted: new Set(options.filter.messageIds) } : {}),
-    sentIds: new Set<string>(),
-    sentJobs: new Map<string, EarlierSend>(),
-    items: [],
-    notMatched: 0,
-    taken: 0,
-  };
-}
-
-function record(run: RedriveRun, item: RedriveItem): void {
-  run.items.push(item);
-  run.options.onProgress?.(item);
-}
-
-/** The fields of a {@link RedriveItem} that name its letter. */
-type LetterFields = Pick<RedriveItem, 'messageId' | 'dedupKey' | 'type' | 'reason'>;
-
-function letterFields(letter: DeadLetter): LetterFields {
-  return {
-    messageId: letter.messageId,
-    ...(letter.dedupKey ? { dedupKey: letter.dedupKey } : {}),
-    ...(letter.type ? { type: letter.type } : {}),
-    reason: letter.reason,
-  };
 }
 
 /** Decides what to do with one browsed letter and does it; a dry run stops at the decision. */
@@ -344,107 +191,4 @@ async function leftInDlq(
     };
   }
   return undefined;
-}
-
-/**
- * Sends the letter's body to the jobs queue, then deletes the letter. A failed send keeps the letter
- * for the next redrive and undoes the reset (`item`, as read before it): no message would bring a reset
- * job back, and a DEAD job stays listed as dead. A failed delete leaves a duplicate the workers drop by
- * dedup key.
- */
-async function sendBack(
-  run: RedriveRun,
-  message: Message,
-  letter: DeadLetter,
-  how: {
-    readonly reset: boolean;
-    readonly note: { readonly detail?: string };
-    readonly earlier: EarlierSend;
-    readonly item?: JobItem;
-  },
-): Promise<Visit> {
-  const { reset, note, earlier } = how;
-  const { clients, names } = run.target;
-  const fields = letterFields(letter);
-  await run.pacer.take(1);
-  let newMessageId: string;
-  try {
-    // The group its job was sent in (SQS took it); else the one the producer would give its key.
-    const groupId = letter.systemAttributes.MessageGroupId ?? groupIdForKey(letter.dedupKey ?? 'leaseq');
-    const out = await clients.sqs.send(
-      new SendMessageCommand({
-        QueueUrl: names.queueUrl,
-        MessageBody: letter.body,
-        ...resentInPlaceOf(letter.originalMessageId),
-        ...(run.fifo ? { MessageGroupId: groupId, MessageDeduplicationId: randomUUID() } : {}),
-      }),
-    );
-    newMessageId = out.MessageId ?? '';
-  } catch (error) {
-    const undone = await undoReset(run, how);
-    record(run, {
-      ...fields,
-      outcome: 'failed',
-      reset: reset && !undone,
-      detail: `send to the jobs queue failed: ${messageOf(error)}; ${
-        undone || !reset
-          ? 'the job is as it was, its letter stays'
-          : 'the job was reset and waits for this letter, which stays: run redrive again'
-      }`,
-    });
-    return KEEP;
-  }
-  run.sentIds.add(newMessageId);
-  if (letter.dedupKey) run.sentJobs.set(letter.dedupKey, earlier);
-  run.taken += 1;
-  try {
-    await clients.sqs.send(
-      new DeleteMessageCommand({ QueueUrl: names.dlqUrl, ReceiptHandle: message.ReceiptHandle ?? '' }),
-    );
-  } catch (error) {
-    const detail = `sent, but the dead letter stays in the DLQ (${messageOf(error)}); a second redrive would send a duplicate the workers drop`;
-    record(run, { ...fields, outcome: 'redriven', reset, newMessageId, detail });
-    return { stop: run.taken >= run.limit };
-  }
-  record(run, { ...fields, outcome: 'redriven', reset, newMessageId, ...note });
-  return { deleted: true, stop: run.taken >= run.limit };
-}
-
-/** Puts the item back as it was before this run's reset (its send failed); false if it could not. */
-async function undoReset(
-  run: RedriveRun,
-  how: { readonly reset: boolean; readonly earlier: EarlierSend; readonly item?: JobItem },
-): Promise<boolean> {
-  const { item, earlier } = how;
-  if (!how.reset || !item || earlier.versionAfter === undefined) return false;
-  try {
-    return await run.store.undoRedrive(item, earlier.versionAfter, run.now());
-  } catch {
-    return false;
-  }
-}
-
-function reportOf(run: RedriveRun, browsed: BrowseResult): RedriveReport {
-  const { items, options } = run;
-  // A redrive that stopped at its --limit saw fewer letters on purpose: no shortfall to explain.
-  const unseen = run.taken >= run.limit ? undefined : shortfall(browsed);
-  const count = (outcome: RedriveItem['outcome']) => items.filter((i) => i.outcome === outcome).length;
-  return {
-    dryRun: options.dryRun ?? false,
-    matched: items.length,
-    redriven: count(options.dryRun ? 'would-redrive' : 'redriven'),
-    skipped: count('skipped'),
-    deadAgain: count('dead-again'),
-    duplicates: count('duplicate'),
-    failed: count('failed'),
-    notMatched: run.notMatched,
-    seen: browsed.seen,
-    dlqDepth: browsed.depth,
-    ...(unseen ? { unseen } : {}),
-    items,
-  };
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -1,5 +1,10 @@
 import { LeaseqError } from '../errors.ts';
 
+/** `Name: message` of an Error, else the value as a string: the detail an operator's report gives. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
 /**
  * Base of the errors the operator library throws: a problem the operator fixes (bad input, unknown key),
  * never retryable by waiting. The CLI prints `message` as one line.

@@ -160,7 +160,7 @@ function fromEvent(event: HistoryEvent): TimelineEntry {
   }
 }
 
-/** `Class: message`; the worker stores `Name: message` already (errors.ts errorText), so the class once. */
+/** `Class: message`; the worker stores `Name: message` already (error-text.ts errorText), so the class once. */
 function classed(errorClass: string, message: string): string {
   return !errorClass || message.startsWith(`${errorClass}:`) ? message : `${errorClass}: ${message}`;
 }

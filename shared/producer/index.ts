@@ -5,17 +5,7 @@ export { groupIdForKey, isValidGroupId } from '../aws/message-group.ts';
 export type { CancelResult } from '../core/contract/job-store.ts';
 // The producer for the local deployment, found as the CLI finds it (the embedded emulator's state file).
 export { type LocalJobProducerOptions, localJobProducer } from '../local/local-producer.ts';
-export {
-  type CancelOptions,
-  type FailedJob,
-  InvalidJobError,
-  type JobInput,
-  JobProducer,
-  type JobProducerOptions,
-  newTraceparent,
-  SendJobsError,
-  type SendJobsResult,
-  type SentJob,
-  sendJobs,
-} from './job-producer.ts';
+export { InvalidJobError, JobProducer, newTraceparent, SendJobsError, sendJobs } from './job-producer.ts';
 export type { LargePayloadsOptions } from './large-payloads.ts';
+export type { CancelOptions, JobInput, JobProducerOptions } from './producer-options.ts';
+export type { FailedJob, SendJobsResult, SentJob } from './send-batch.ts';

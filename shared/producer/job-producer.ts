@@ -1,8 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ROOT_CONTEXT } from '@opentelemetry/api';
-import { awsConfigFromEnv, createAwsClients, isLocalEndpoint } from '../aws/clients.ts';
+import { awsConfigFromEnv, createAwsClients, isLocalEndpoint, serviceEndpoint } from '../aws/clients.ts';
 import { groupIdProblem } from '../aws/message-group.ts';
 import { DynamoDbJobStore } from '../core/adapters/dynamodb-job-store.ts';
 import {
@@ -14,138 +12,14 @@ import {
   parseEnvelope,
 } from '../core/contract/envelope.ts';
 import type { CancelResult } from '../core/contract/job-store.ts';
-import { JobRegistry, type JobSource } from '../core/model/registry.ts';
+import { JobRegistry } from '../core/model/registry.ts';
 import { payloadProblem } from '../core/model/standard-schema.ts';
-import {
-  contextFromTraceparent,
-  leaseqTracer,
-  recordFailure,
-  SpanKind,
-  traceparentOf,
-} from '../core/observe/spans.ts';
+import { traceparentOf } from '../core/observe/spans.ts';
 import { InvalidEnvelopeError, LeaseqError } from '../errors.ts';
-import { ClaimCheck, type LargePayloadsOptions } from './large-payloads.ts';
-import { type OutgoingMessage, type SendFailure, sendMessages } from './send-messages.ts';
+import { ClaimCheck } from './large-payloads.ts';
+import type { CancelOptions, JobInput, JobProducerOptions } from './producer-options.ts';
+import { endFailed, producerSpan, type SendJobsResult, type SentJob, sendEnvelopes } from './send-batch.ts';
 import { isFinalSetup } from './setup-problem.ts';
-
-/** One job to send. */
-export interface JobInput<P = unknown> {
-  /** The job type (`email.send`). */
-  readonly type: string;
-  readonly payload: P;
-  /**
-   * The job's business identity (an order id, `invoice-2026-0042`): every message with the same key is
-   * the same job, run at most once in effect. Not the message id: a resend of the same job keeps it.
-   */
-  readonly dedupKey: string;
-  /** This message's own id (for logs). @default a random UUID */
-  readonly id?: string;
-  /** @default now */
-  readonly createdAt?: Date;
-  /**
-   * W3C traceparent to continue; an invalid one is an {@link InvalidJobError}.
-   * @default the producer's `traceparent()`, else a new trace
-   */
-  readonly traceparent?: string;
-  /**
-   * FIFO queues: the message group. Jobs of one group run one at a time, in send order, and a failing job
-   * holds back the rest of its group. 1-128 characters of letters, digits and punctuation, no spaces;
-   * another is an {@link InvalidJobError}. Not sent to a standard queue.
-   * @default the producer's `groupId(job)`, else the dedup key (or, when SQS would refuse the key as a
-   * group id, `leaseq-sha256-<hex SHA-256 of the key>`)
-   */
-  readonly groupId?: string;
-}
-
-/** Settings of {@link JobProducer}; every default is applied in the constructor. */
-export interface JobProducerOptions {
-  /** URL of the jobs queue (stack output `JobsQueueUrl`). */
-  readonly queueUrl: string;
-  /**
-   * The SQS endpoint of the client the producer makes (ignored with `client`). An endpoint on this
-   * machine (127.0.0.1, localhost, ::1) gets the emulator's test credentials unless AWS_ACCESS_KEY_ID is set.
-   * @default AWS_ENDPOINT_URL, else the queue URL's own origin when it names this machine (no AWS queue
-   * does), else AWS
-   */
-  readonly endpoint?: string;
-  /** @default an SQSClient from the environment (AWS_REGION; the endpoint as `endpoint` says) */
-  readonly client?: SQSClient;
-  /**
-   * Your job module's jobs: when given, an unknown type or a payload its schema refuses is an error
-   * before anything is sent (otherwise the worker dead-letters it).
-   * @default no check
-   */
-  readonly jobs?: JobSource;
-  /**
-   * The current trace context, called for every job without its own `traceparent` (wire your tracer's
-   * active span here). Returning undefined starts a new trace.
-   * @default () => undefined
-   */
-  readonly traceparent?: () => string | undefined;
-  /** SendMessageBatch calls in flight (1 for a FIFO send with chosen groups, to keep their order). @default 8 */
-  readonly concurrency?: number;
-  /**
-   * FIFO queues: the group of every job without its own `groupId`; `(job) => 'account-' + job.payload.account`
-   * keeps each account's jobs in order. Returning undefined leaves the job in its dedup key's group.
-   * @default () => undefined
-   */
-  readonly groupId?: (job: JobInput) => string | undefined;
-  /**
-   * The largest body sent (1024 to 1048576): a larger job is an {@link InvalidJobError}. Set it to the
-   * jobs queue's `MaximumMessageSize` (the construct's `maxBodyBytes`).
-   * @default DEFAULT_MAX_BODY_BYTES (1015808: the construct's default queue size)
-   */
-  readonly maxBodyBytes?: number;
-  /**
-   * The claim check for bodies over `maxBodyBytes`: the payload is put into this S3 bucket (the
-   * construct's `largePayloads`) and the job is sent as a pointer the worker follows. Costs one PutObject
-   * per such job; @aws-sdk/client-s3 is loaded on the first one. docs/envelope.md "Large payloads".
-   * @default none (a body over the limit is an InvalidJobError)
-   */
-  readonly largePayloads?: LargePayloadsOptions;
-  /** The `jobs` table (stack output `JobsTableName`): only {@link JobProducer.cancel} needs it. */
-  readonly jobsTable?: string;
-  /**
-   * The DynamoDB document client {@link JobProducer.cancel} writes with.
-   * @default one from the environment, with the same endpoint rule as the SQS client's
-   */
-  readonly dynamoDb?: DynamoDBDocumentClient;
-}
-
-/** Options of {@link JobProducer.cancel}. */
-export interface CancelOptions {
-  /** Why: kept (capped to 240 characters) in the job's history, shown by `leaseq inspect`. */
-  readonly reason?: string;
-  /** Who: kept in the history. @default 'producer' */
-  readonly by?: string;
-}
-
-/** A job SQS accepted. */
-export interface SentJob {
-  readonly dedupKey: string;
-  readonly id: string;
-  readonly messageId: string;
-  readonly traceparent: string;
-}
-
-/** A job SQS did not accept after the retries. */
-export interface FailedJob {
-  readonly dedupKey: string;
-  readonly id: string;
-  readonly code: string;
-  readonly message: string;
-  /**
-   * What to set when the failure is the sender's setup (no credentials, an endpoint host that does not
-   * resolve): sending again without it fails the same way.
-   */
-  readonly setup?: string;
-}
-
-/** What {@link JobProducer.sendBatch} did, job by job. */
-export interface SendJobsResult {
-  readonly sent: readonly SentJob[];
-  readonly failed: readonly FailedJob[];
-}
 
 /** A job refused before sending: unknown type, bad payload, bad dedup key, body too large. */
 export class InvalidJobError extends LeaseqError {
@@ -210,7 +84,7 @@ export class JobProducer {
     if (!options.queueUrl)
       throw new LeaseqError('JobProducer needs queueUrl (stack output JobsQueueUrl)', { retryable: false });
     this.#queueUrl = options.queueUrl;
-    this.#client = options.client ?? defaultClient(options);
+    this.#client = options.client ?? defaultClients(options).sqs;
     this.#jobs = options.jobs === undefined ? undefined : JobRegistry.from(options.jobs);
     this.#traceparent = options.traceparent ?? (() => undefined);
     this.#concurrency = options.concurrency ?? 8;
@@ -331,131 +205,50 @@ export class JobProducer {
    * @throws InvalidJobError before sending anything when a job is invalid.
    */
   async sendBatch(jobs: readonly JobInput[]): Promise<SendJobsResult> {
-    // A PRODUCER span per job (a no-op without an OpenTelemetry SDK): its context is the envelope's
-    // traceparent, so the worker's spans continue this trace. A job given its own traceparent keeps it.
-    // The traceparent() option, when it answers, is the span's parent rather than the active context:
-    // the caller named the trace to continue (docs/envelope.md), and the span still sits in between.
+    // A PRODUCER span per job: its context is the envelope's traceparent, so the worker's spans continue
+    // this trace. A job given its own traceparent keeps it. The traceparent() option, when it answers, is
+    // the span's parent rather than the active context: the caller named the trace to continue
+    // (docs/envelope.md), and the span still sits in between.
     const hooked = jobs.map((job) => (job.traceparent ? undefined : this.#traceparent()));
-    const spans = jobs.map((job, i) => {
-      if (job.traceparent) return undefined;
-      const hook = hooked[i];
-      const parent = hook === undefined ? undefined : contextFromTraceparent(hook);
-      // A value that is not a version-00 traceparent cannot parent a span: the envelope takes it as it
-      // is (and the job is refused when it is not a W3C traceparent at all).
-      if (parent === ROOT_CONTEXT) return undefined;
-      return leaseqTracer().startSpan(
-        `leaseq.send ${job.type}`,
-        {
-          kind: SpanKind.PRODUCER,
-          attributes: {
-            'messaging.system': 'aws_sqs',
-            'messaging.operation.type': 'send',
-            'leaseq.job.type': job.type,
-          },
-        },
-        parent,
-      );
-    });
+    const spans = jobs.map((job, i) => (job.traceparent ? undefined : producerSpan(job.type, hooked[i])));
     let envelopes: JobEnvelope[];
     let groups: (string | undefined)[];
     try {
       envelopes = jobs.map((job, i) => {
         const span = spans[i];
-        const hook = hooked[i];
-        return this.#envelope(job, i, (span ? traceparentOf(span) : undefined) ?? hook);
+        return this.#envelope(job, i, (span ? traceparentOf(span) : undefined) ?? hooked[i]);
       });
       groups = jobs.map((job, i) => this.#chosenGroup(job, i));
     } catch (error) {
-      for (const span of spans) {
-        if (span) recordFailure(span, error);
-        span?.end();
-      }
+      for (const span of spans) endFailed(span, error);
       throw error;
     }
-    const sent: SentJob[] = [];
-    const failed: FailedJob[] = [];
-    const spanOf = new Map(envelopes.map((e, i) => [e, spans[i]]));
-    let toSend: (JobEnvelope | undefined)[] = envelopes;
-    if (this.#claimCheck) {
-      const checked = await this.#claimCheck.apply(envelopes, this.#maxBodyBytes);
-      toSend = envelopes.map((e, i) => {
-        const outcome = checked[i];
-        if (outcome?.status === 'fulfilled') {
-          spanOf.set(outcome.value, spans[i]);
-          return outcome.value;
-        }
-        const error = outcome?.reason;
-        failed.push({
-          dedupKey: e.dedupKey,
-          id: e.id,
-          code: error instanceof Error ? error.name : 'Error',
-          message: `payload not stored in the large-payload bucket: ${error instanceof Error ? error.message : String(error)}`,
-        });
-        const span = spans[i];
-        if (span) recordFailure(span, error);
-        span?.end();
-        return undefined;
-      });
-    }
-    const byMessage = new Map<OutgoingMessage, JobEnvelope>();
-    const messages = toSend.flatMap((envelope, i) => {
-      if (!envelope) return [];
-      const groupId = groups[i];
-      const message: OutgoingMessage = {
-        body: JSON.stringify(envelope),
-        dedupKey: envelope.dedupKey,
-        ...(groupId === undefined ? {} : { groupId }),
-      };
-      byMessage.set(message, envelope);
-      return [message];
-    });
-    await sendMessages(this.#client, this.#queueUrl, messages, {
+    const to = {
+      client: this.#client,
+      queueUrl: this.#queueUrl,
       concurrency: this.#concurrency,
-      onSent: (message, messageId) => {
-        const e = byMessage.get(message);
-        if (!e) return;
-        sent.push({ dedupKey: e.dedupKey, id: e.id, messageId, traceparent: e.trace ?? '' });
-        const span = spanOf.get(e);
-        span?.setAttribute('messaging.message.id', messageId);
-        span?.end();
-      },
-      onFailed: (message, failure: SendFailure) => {
-        const e = byMessage.get(message);
-        if (!e) return;
-        failed.push({
-          dedupKey: e.dedupKey,
-          id: e.id,
-          code: failure.code,
-          message: failure.message,
-          ...(failure.setup ? { setup: failure.setup } : {}),
-        });
-        const span = spanOf.get(e);
-        if (span) recordFailure(span, new Error(`${failure.code}: ${failure.message}`));
-        span?.end();
-      },
-    });
-    return { sent, failed };
+      claimCheck: this.#claimCheck,
+      maxBodyBytes: this.#maxBodyBytes,
+    };
+    return sendEnvelopes(to, envelopes, groups, spans);
   }
 }
 
 /**
- * The producer's own client. A queue URL on this machine is the endpoint when none is configured: an
- * emulator hands out URLs of its own address, AWS never a loopback one, so the only other reading
- * (send to sqs.<region>.amazonaws.com, naming a queue on 127.0.0.1) fails on every call.
+ * The producer's own clients (SQS, and the document client cancel writes with). A queue URL on this
+ * machine is the endpoint when none is configured: an emulator hands out URLs of its own address, AWS
+ * never a loopback one, so the only other reading (send to sqs.<region>.amazonaws.com, naming a queue on
+ * 127.0.0.1) fails on every call.
  */
-function defaultClient(options: JobProducerOptions): SQSClient {
-  return defaultClients(options).sqs;
-}
-
 function defaultClients(options: JobProducerOptions): ReturnType<typeof createAwsClients> {
   const config = awsConfigFromEnv();
-  // A loopback queue URL is its own endpoint only when nothing else names one: AWS_ENDPOINT_URL_SQS (a
-  // docker-compose setup whose queue URLs name the port published elsewhere) is the SDK's to apply.
+  // The option is both clients' endpoint, and SQS's over AWS_ENDPOINT_URL_SQS; a loopback queue URL is
+  // its own endpoint only when nothing names one (a compose setup's URLs may name another port).
+  const sqs = options.endpoint ?? serviceEndpoint(config, 'sqs');
   const endpoint =
-    options.endpoint ??
-    config.endpoint ??
-    (process.env.AWS_ENDPOINT_URL_SQS ? undefined : loopbackOrigin(options.queueUrl));
-  return createAwsClients({ ...config, ...(endpoint ? { endpoint } : {}) });
+    options.endpoint ?? config.endpoint ?? (sqs ? undefined : loopbackOrigin(options.queueUrl));
+  const endpoints = { ...config.endpoints, ...(sqs ? { sqs } : {}) };
+  return createAwsClients({ ...config, ...(endpoint ? { endpoint } : {}), endpoints });
 }
 
 /** What a refused key is, without the key itself (it may hold what a log or terminal must not show). */

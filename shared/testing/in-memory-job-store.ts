@@ -1,11 +1,5 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import {
-  checkItemSize,
-  checkJobWrite,
-  fenceCause,
-  giveUpWithHistory,
-  isMinimalCause,
-} from '../core/adapters/dynamodb-limits.ts';
+import { checkJobWrite } from '../core/adapters/dynamodb-limits.ts';
 import { HISTORY_MAX, type HistoryEvent, problemShard } from '../core/contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../core/contract/job-item.ts';
 import type {
@@ -33,21 +27,23 @@ import { fenceRefusal, holdsFence } from '../core/decisions/fence-decision.ts';
 import {
   afterHistoryWrite,
   applyHistory,
-  attemptOf,
   carryHistory,
   checkHistoryKnown,
+  eventsLeftOut,
+  type HistoryWrite,
+  historyWrite,
+  sendFitting,
+} from '../core/decisions/history.ts';
+import {
+  attemptOf,
   claimHistory,
   deadKeyExpired,
   deadKeyUntilOf,
   droppedCopyEvent,
   eventMessage,
-  eventsLeftOut,
   giveUpEvents,
-  type HistoryWrite,
-  historyWrite,
   STEP_EVENTS,
-  sendFitting,
-} from '../core/decisions/history.ts';
+} from '../core/decisions/history-events.ts';
 import {
   claimCounters,
   expiresAtSeconds,
@@ -55,6 +51,9 @@ import {
   leasedRunOnly,
   leaseEnd,
 } from '../core/decisions/lease-arithmetic.ts';
+import { giveUpWithHistory } from '../core/protocol/give-up.ts';
+import { checkItemSize } from '../core/protocol/item-size.ts';
+import { fenceCause, isMinimalCause } from '../core/protocol/renew.ts';
 import type { StoreUnavailableError } from '../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../resources.ts';
 import { checkTransactionLimits, type EffectApplier } from './in-memory-effects.ts';

@@ -1,6 +1,6 @@
 /**
  * The in-memory job store's redrive writes (InMemoryJobStore.resetForRedrive and undoRedrive), as the
- * DynamoDB adapter makes them (core/adapters/dynamodb-redrive.ts): pure, from the item to the next one.
+ * DynamoDB adapter makes them (core/protocol/redrive.ts): pure, from the item to the next one.
  */
 import { HISTORY_MAX, problemShard } from '../core/contract/job-history.ts';
 import type { JobItem } from '../core/contract/job-item.ts';

@@ -38,8 +38,8 @@ import { InMemoryMetrics } from '../../shared/core/observe/metrics.ts';
 import { processBatch } from '../../shared/core/pipeline/batch.ts';
 import { CompletedCache } from '../../shared/core/pipeline/completed-cache.ts';
 import { JobProcessor, type RecordOutcome } from '../../shared/core/pipeline/processor.ts';
+import { describe as describeError } from '../../shared/error-text.ts';
 import {
-  describe as describeError,
   LeaseBusyError,
   LeaseLostError,
   PermanentJobError,
@@ -58,6 +58,7 @@ import { InMemoryQueue } from '../../shared/testing/in-memory-queue.ts';
 import { InMemoryRateStore } from '../../shared/testing/in-memory-rate-store.ts';
 import { fifoGroup, fifoPick, fifoRecord } from './fifo.ts';
 import { Meet, type MeetHost } from './meet.ts';
+import { refusable } from './operators.ts';
 import {
   ACCOUNTS,
   type CrashSpec,
@@ -325,13 +326,12 @@ class ModelQueue extends InMemoryQueue {
     return id;
   }
   override async sendToDeadLetter(body: string, reason: DeadLetterReason, groupId?: string): Promise<void> {
-    const before = this.deadLetters.length;
     try {
       await super.sendToDeadLetter(body, reason, groupId);
     } finally {
-      // Landed (its answer lost or not): issue 31's books know the life it was sent in.
-      const letter = this.deadLetters[before];
-      if (letter && this.deadLetters.length > before) this.#world.meet.lettered(letter);
+      // Landed (its answer lost or not): issue 31's books know the life it was sent in. Two sends under
+      // way at once (slow ones) may land in either order: the letter is the one the books do not know.
+      this.#world.meet.letteredAny(this.deadLetters);
     }
   }
 }
@@ -702,6 +702,7 @@ class World implements MeetHost {
       dedupKey: key,
       messageId: record.messageId,
     });
+    this.meet.ops.outcome(record, outcome);
     if (outcome.action === 'deferred') this.deferred.set(key, (this.deferred.get(key) ?? 0) + 1);
     if (outcome.action === 'limited' || outcome.action === 'resent') {
       this.bounces.set(key, (this.bounces.get(key) ?? 0) + 1);
@@ -810,11 +811,13 @@ class World implements MeetHost {
     const w = this.#writesOf(dedupKey);
     w.inFlight += 1;
     w.started += 1;
+    const before = this.meet.ops.beforeWrite(dedupKey);
     try {
       return await call();
     } finally {
       w.inFlight -= 1;
       this.stillCancelled(dedupKey);
+      this.meet.ops.wrote(dedupKey, before);
     }
   }
 
@@ -841,7 +844,8 @@ class World implements MeetHost {
     const answers = this.cancelAnswers.get(dedupKey) ?? [];
     this.cancelAnswers.set(dedupKey, answers);
     try {
-      const answer: CancelResult = await store.cancel(dedupKey, {
+      // The operator's cancel (shared/ops/cancel.ts), on this store (operators.ts).
+      const answer: CancelResult = await this.meet.ops.cancel(dedupKey, {
         now: Date.now(),
         by: 'model',
         reason: 'steer kind cancel',
@@ -942,6 +946,7 @@ class World implements MeetHost {
 
   /** Job `dedupKey` is being marked DEAD: with a `deadKeyTtl`, a fresh copy follows it. */
   markingDead(dedupKey: string): void {
+    this.meet.ops.markingDead(dedupKey);
     const ttl = this.scenario.deadKeyTtl;
     if (ttl === undefined || this.#freshSent.has(dedupKey)) return;
     this.#freshSent.add(dedupKey);
@@ -958,6 +963,9 @@ class World implements MeetHost {
         `[history/reset-own-message] ${request.dedupKey} was reset by the claim of ${request.messageId}, the message it died under`,
       );
     }
+    // A new life: the message an earlier life died under is none of its own (back after its delete failed,
+    // it resets the key as a fresh send would, once this life is dead past its deadKeyUntil).
+    this.deadMessages.delete(request.dedupKey);
   }
 
   /** A write answered that it completed the job: that may happen once per job. */
@@ -1218,7 +1226,8 @@ class World implements MeetHost {
       for (const letter of letters) v.push(...letterProblems(letter.reason, letter.body, spec, s, where));
       if (!cancelled) v.push(...this.meet.jobProblems(key, spec, item, letters, where));
       if (spec.poison && status === JobStatus.Dead) {
-        const first = letters[0]?.reason;
+        // Its first letter of a run (issue 32: a redrive's edited payload the schema refuses letters too).
+        const first = letters.find((l) => !refusedPayload(s, l.reason))?.reason;
         if (first && first.reason !== 'permanent-error' && first.reason !== 'max-attempts') {
           v.push(`${where}: the poison's letter says ${first.reason}`);
         }
@@ -1421,8 +1430,9 @@ function letterProblems(
   if (!reason.reason || !reason.errorClass || !reason.errorMessage) {
     problems.push(`${where}: letter without its reasons ${JSON.stringify(reason)}`);
   }
-  // Issue 31 kind `schema`: a refused copy of a job whose payload no longer passes is lettered unclaimed.
-  if (spec.stricterSchema && reason.reason === 'invalid-bad-payload') return problems;
+  // Issue 31 kind `schema`: a refused copy of a job whose payload no longer passes is lettered unclaimed
+  // (issue 32: an edited payload the schema refuses too).
+  if (refusable(scenario, reason.dedupKey ?? '') && reason.reason === 'invalid-bad-payload') return problems;
   if (!(reason.attempts >= 1)) problems.push(`${where}: letter with attempts ${reason.attempts}`);
   if (reason.reason === 'max-attempts' && reason.attempts < scenario.maxAttempts) {
     problems.push(
@@ -1457,7 +1467,7 @@ function leaseId(key: string, token: number): string {
 
 /** A letter of a message refused for its payload by issue 31's stricter schema (kind `schema`). */
 function refusedPayload(s: Scenario, reason: DeadLetterReason): boolean {
-  return reason.reason === 'invalid-bad-payload' && specOf(s, reason.dedupKey ?? '')?.stricterSchema === true;
+  return reason.reason === 'invalid-bad-payload' && refusable(s, reason.dedupKey ?? '');
 }
 
 /** The spec of job `dedupKey` (`job-<index>`). */
@@ -1562,6 +1572,9 @@ class CountingApplier implements EffectApplier {
 /** The payload every model job carries: the index of its JobSpec in the scenario. */
 interface ModelPayload {
   readonly job: number;
+  /** Issue 32: an operator's edited payload (`dlq redrive --payload-file`), which the schema refuses when `bad`. */
+  readonly edited?: boolean;
+  readonly bad?: boolean;
 }
 
 /**
@@ -1574,7 +1587,7 @@ function modelPayload(world: World): PayloadSchema<ModelPayload> {
       version: 1,
       vendor: 'leaseq-model',
       validate: (value) =>
-        world.meet.invalid.has(jobKey((value as ModelPayload).job))
+        world.meet.ops.refuses(value as ModelPayload)
           ? { issues: [{ message: 'required by the stricter schema', path: ['sku'] }] }
           : { value: value as ModelPayload },
     },
@@ -2428,6 +2441,8 @@ function receiveBound(s: Scenario): number {
     (s.deadKeyTtl === undefined ? 0 : 4 * s.maxAttempts + 4) +
     // So does each redrive (issue 31's operator).
     (s.redrives?.length ?? 0) * (4 * s.maxAttempts + 4) +
+    // And each of issue 32's operator actions (a redrive, a fresh send).
+    (s.operators?.length ?? 0) * (4 * s.maxAttempts + 4) +
     10
   );
 }
@@ -2449,7 +2464,7 @@ export function violationKinds(scenario: Scenario, violation: string): (ReviewKi
     return [
       ...kindsOf(spec),
       ...(collided ? (['collision'] as const) : []),
-      ...(spec.stricterSchema ? (['schema'] as const) : []),
+      ...(spec.stricterSchema === true ? (['schema'] as const) : []),
       ...(spec.hot ? (['hot-row'] as const) : []),
       ...whole,
     ];

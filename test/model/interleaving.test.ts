@@ -17,11 +17,16 @@ import {
   violationKinds,
 } from './harness.ts';
 import { meetArb, mixedArb } from './meet-scenario.ts';
+import { operatorTotals } from './operators.ts';
+import { operatorArb } from './operators-scenario.ts';
 import {
   kindsOf,
   MEET_KINDS,
   type MeetKind,
   meetKindsOf,
+  OPERATOR_KINDS,
+  type OperatorKind,
+  operatorKindsOf,
   REVIEW_KINDS,
   type ReviewKind,
   type Scenario,
@@ -130,32 +135,39 @@ function isOpen(scenario: Scenario, violation: string): boolean {
   return kinds.length > 0 && kinds.some((k) => OPEN.has(k));
 }
 
-/** Per review kind: schedules that carried it, schedules with a violation laid to it, per check. */
+type AnyKind = ReviewKind | SteerKind | MeetKind | OperatorKind;
+
+/**
+ * Per review kind: schedules that carried it, schedules with a violation laid to it, per check, and the
+ * wall-clock ms of the schedules that carried it.
+ */
 const byKind = new Map<
-  ReviewKind | SteerKind | MeetKind,
-  { schedules: number; violating: number; checks: Map<string, number>; example?: string }
+  AnyKind,
+  { schedules: number; violating: number; checks: Map<string, number>; ms: number; example?: string }
 >(
-  [...REVIEW_KINDS, ...STEER_KINDS, ...MEET_KINDS].map((k) => [
+  [...REVIEW_KINDS, ...STEER_KINDS, ...MEET_KINDS, ...OPERATOR_KINDS].map((k) => [
     k,
-    { schedules: 0, violating: 0, checks: new Map() },
+    { schedules: 0, violating: 0, checks: new Map(), ms: 0 },
   ]),
 );
 
-function scenarioKinds(scenario: Scenario): Set<ReviewKind | SteerKind | MeetKind> {
-  const kinds = new Set<ReviewKind | SteerKind | MeetKind>([
+function scenarioKinds(scenario: Scenario): Set<AnyKind> {
+  const kinds = new Set<AnyKind>([
     ...scenario.jobs.flatMap(kindsOf),
     ...steerKindsOf(scenario),
     ...meetKindsOf(scenario),
+    ...operatorKindsOf(scenario),
   ]);
   if (scenario.duplicates.some((d) => d.otherType)) kinds.add('collision');
   return kinds;
 }
 
-function tally(scenario: Scenario, violations: readonly string[]): void {
+function tally(scenario: Scenario, violations: readonly string[], ms: number): void {
   for (const kind of scenarioKinds(scenario)) {
     const entry = byKind.get(kind);
     if (!entry) continue;
     entry.schedules += 1;
+    entry.ms += ms;
     const mine = violations.filter((v) => (violationKinds(scenario, v) as string[]).includes(kind));
     if (mine.length > 0) entry.violating += 1;
     for (const v of mine) {
@@ -198,9 +210,14 @@ afterAll(() => {
     if (k.schedules === 0) continue;
     const checks = [...k.checks].map(([c, n]) => `${c} x${n}`).join(', ') || 'none';
     console.log(
-      `[model] review kind ${kind}${OPEN.has(kind) ? ' (open)' : ''}: ${k.schedules} schedules, ` +
+      `[model] review kind ${kind}${OPEN.has(kind) ? ' (open)' : ''}: ${k.schedules} schedules ` +
+        `(${(k.ms / 1000).toFixed(1)} s), ` +
         `${k.violating} with violations; checks: ${checks}${k.example ? `; e.g. ${k.example}` : ''}`,
     );
+  }
+  if (operatorTotals.size > 0) {
+    const acts = [...operatorTotals].map(([act, n]) => `${act} x${n}`).join(', ');
+    console.log(`[model] issue 32 operator actions done (every test of this file): ${acts}`);
   }
   const t = totals;
   console.log(
@@ -232,9 +249,10 @@ describe('Interleaving model', () => {
       try {
         await fc.assert(
           fc.asyncProperty(mixedArb({ pollers: POLLERS }), async (scenario: Scenario) => {
+            const began = Date.now();
             const report = await runScenario(scenario, { trace: TRACE });
             add(report);
-            tally(scenario, report.violations);
+            tally(scenario, report.violations, Date.now() - began);
             if (TRACE && report.trace) console.log(report.trace);
             const hard = report.violations.filter((v) => !isOpen(scenario, v));
             if (hard.length > 0) throw new Error(failure({ ...report, violations: hard }));
@@ -483,6 +501,28 @@ describe('Interleaving model: where features meet (issue 31)', () => {
       }
       if (OPEN.has(kind)) expect(found.length).toBeGreaterThan(0);
       else expect(found).toEqual([]);
+    }, 600_000);
+  }
+});
+
+/**
+ * Per issue 32 kind (operators in the schedules, operators.ts), schedules that all carry it: their checks
+ * (and every other) find nothing on the code as it stands.
+ */
+describe('Interleaving model: operators in the schedules (issue 32)', () => {
+  const RUNS_OF_KIND = positiveInt(process.env.LEASEQ_MODEL_OPERATOR_RUNS, 20);
+  for (const kind of OPERATOR_KINDS) {
+    it(`${kind}: keeps its checks (${RUNS_OF_KIND} schedules)`, async () => {
+      for (const [index, scenario] of fc
+        .sample(operatorArb(kind), { numRuns: RUNS_OF_KIND, seed: 32 })
+        .entries()) {
+        const report = await runScenario(scenario);
+        const hard = report.violations.filter((v) => !isOpen(scenario, v));
+        if (hard.length > 0)
+          throw new Error(
+            `operatorArb('${kind}') seed 32, schedule ${index}:\n${failure({ ...report, violations: hard })}`,
+          );
+      }
     }, 600_000);
   }
 });

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { mixedOperatorsArb } from './operators-scenario.ts';
 import { job, type MeetKind, op, type RedriveSpec, type Scenario, scenarioArb } from './scenario.ts';
 
 /*
@@ -156,11 +157,13 @@ export const meetArb = (kind: MeetKind): fc.Arbitrary<Scenario> =>
 
 /**
  * The random property's schedules: scenario.ts's, and in about one of twelve the features of issue 31's
- * `redrive` or `schema` on top (whatever else the schedule carries).
+ * `redrive` or `schema` on top (whatever else the schedule carries), in about one of thirteen issue 32's
+ * operators (operators-scenario.ts).
  */
 export const mixedArb = (options: { pollers?: boolean } = {}): fc.Arbitrary<Scenario> =>
   fc.oneof(
     { weight: 22, arbitrary: scenarioArb(options) },
     { weight: 1, arbitrary: scenarioArb(options).chain(redriveOf) },
     { weight: 1, arbitrary: scenarioArb(options).chain(schemaOf) },
+    { weight: 2, arbitrary: mixedOperatorsArb(options) },
   );

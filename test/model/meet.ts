@@ -4,13 +4,14 @@ import { deadLetterAttributes } from '../../shared/core/adapters/sqs-job-queue.t
 import type { JobItem } from '../../shared/core/contract/job-item.ts';
 import type { ClaimRequest, ClaimResult, JobStore } from '../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../shared/core/contract/statuses.ts';
-import { describe as describeError } from '../../shared/errors.ts';
-import { redrive } from '../../shared/ops/dlq-redrive.ts';
+import { describe as describeError } from '../../shared/error-text.ts';
+import { type RedriveOptions, redrive } from '../../shared/ops/dlq-redrive.ts';
 import type { OpsTarget } from '../../shared/ops/target.ts';
 import { redriveMaxReceiveCount } from '../../shared/resources.ts';
 import type { DeadLetter, InMemoryQueue } from '../../shared/testing/in-memory-queue.ts';
 import { FIFO_SUFFIX } from './fifo.ts';
 import { forwardJobStore, ModelSqs } from './operator-sqs.ts';
+import { Operators } from './operators.ts';
 import type { JobSpec, RedriveSpec, Scenario } from './scenario.ts';
 
 /*
@@ -50,6 +51,10 @@ export interface MeetHost {
   hold(delta: 1 | -1): void;
   peek(dedupKey: string): JobItem | undefined;
   elapsed(): number;
+  /** Sends job `index` (issue 32's fresh sends: `copy` from 2000, a new envelope created now). */
+  send(index: number, copy: number): void;
+  /** The operator cancels `dedupKey` (the steer kind's bookkeeping and checks; operators.ts runs it). */
+  cancel(dedupKey: string, retry: number): Promise<void>;
 }
 
 /** A letter as the model's DLQ shows it to an SQS client. */
@@ -87,12 +92,16 @@ export class Meet {
   readonly conflicts = new Map<string, number>();
   readonly otherFailures = new Map<string, number>();
   readonly #fired = new Set<RedriveSpec>();
+  readonly #purged = new Set<DeadLetter>();
   /** Redriven messages already reported for claiming another life's job. */
   readonly #overClaimed = new Set<string>();
   /** Messages already reported past maxReceiveCount. */
   readonly #overReceived = new Set<string>();
   readonly maxReceiveCount: number;
   redrives = 0;
+  /** Issue 32's operator actions (operators.ts). */
+  readonly ops: Operators;
+  #operatorStoreOf: JobStore | undefined;
 
   constructor(host: MeetHost) {
     this.#host = host;
@@ -102,6 +111,7 @@ export class Meet {
       batchSize: s.batchSize,
       fifo: s.fifo === true,
     });
+    this.ops = new Operators(this, host);
   }
 
   lifeOf(dedupKey: string): number {
@@ -112,6 +122,7 @@ export class Meet {
     for (const spec of this.#host.scenario.redrives ?? []) {
       if (spec.on === 'at') this.#fire(spec);
     }
+    this.ops.start();
   }
 
   /** A claim answered (or not) on `before`: a DEAD key claimed again was reset by a fresh send. */
@@ -127,6 +138,7 @@ export class Meet {
         after.token !== before.token &&
         after.messageId === request.messageId &&
         after.owner === request.owner);
+    if (answer?.claimed) this.ops.trigger('running', key);
     if (reset) {
       this.lives.set(key, this.lifeOf(key) + 1);
       this.lifeRuns.set(key, 0);
@@ -150,6 +162,13 @@ export class Meet {
     }
   }
 
+  /** A letter reached the DLQ: the first on the queue's list `all` the books do not know yet. */
+  letteredAny(all: readonly DeadLetter[]): void {
+    const known = new Set(this.#letters.map((l) => l.letter));
+    const letter = all.find((l) => !known.has(l));
+    if (letter) this.lettered(letter);
+  }
+
   /** A letter reached the DLQ (`letter`, just pushed onto the queue's list). */
   lettered(letter: DeadLetter): void {
     const key = letter.reason.dedupKey ?? '?';
@@ -165,6 +184,8 @@ export class Meet {
       receives: 0,
     });
     if (life > 0) this.#trigger('second-death');
+    this.ops.lettered(letter);
+    this.ops.trigger('dead', key);
   }
 
   /** A job was released for a retry (answered): a reset key's wait, a stricter schema's deploy. */
@@ -173,8 +194,9 @@ export class Meet {
       this.conflicts.set(dedupKey, (this.conflicts.get(dedupKey) ?? 0) + 1);
     } else this.otherFailures.set(dedupKey, (this.otherFailures.get(dedupKey) ?? 0) + 1);
     if (this.#host.peek(dedupKey)?.status !== JobStatus.RetryWait) return;
+    this.ops.trigger('wait', dedupKey);
     if (this.lifeOf(dedupKey) > 0) this.#trigger('wait-after-reset');
-    if (spec?.stricterSchema && !this.invalid.has(dedupKey)) {
+    if (spec?.stricterSchema === true && !this.invalid.has(dedupKey)) {
       this.invalid.set(dedupKey, this.#host.elapsed());
       this.#host.log('info', 'a stricter schema is deployed: this payload fails it from now on', {
         dedupKey,
@@ -225,11 +247,13 @@ export class Meet {
         );
       }
     }
+    problems.push(...this.ops.jobProblems(key, item, where));
     return problems;
   }
 
   /** Kind `fifo-limit`: no receive past the queue's maxReceiveCount (SQS would move the message). */
   received(records: readonly SQSRecord[]): void {
+    this.ops.received(records);
     if (!this.#host.scenario.fifo) return;
     for (const record of records) {
       const n = Number(record.attributes.ApproximateReceiveCount);
@@ -255,14 +279,17 @@ export class Meet {
     this.#host.later(spec.atMs, () => void this.redrive(0));
   }
 
-  /** The operator's `leaseq dlq redrive` (every letter): the real code, on the model's queue and store. */
-  async redrive(retry: number): Promise<void> {
+  /**
+   * The operator's `leaseq dlq redrive` (every letter; issue 32: `--dedup-key`, `--payload-file`, as
+   * `options` say): the real code, on the model's queue and store.
+   */
+  async redrive(retry: number, options: RedriveOptions = {}): Promise<void> {
     const host = this.#host;
     host.hold(1);
     this.redrives += 1;
-    const restore = forwardJobStore(this.#operatorStore());
+    const restore = forwardJobStore(this.operatorStore());
     try {
-      const report = await redrive(this.#target(), { by: 'model-operator' });
+      const report = await redrive(this.target(), { ...options, by: 'model-operator' });
       for (const item of report.items) {
         host.log('info', `redrive ${item.outcome}`, {
           dedupKey: item.dedupKey,
@@ -274,15 +301,23 @@ export class Meet {
       }
     } catch (error) {
       host.log('info', 'redrive failed', { error: describeError(error) });
-      if (retry === 0) host.later(1000, () => void this.redrive(1));
+      if (retry === 0) host.later(1000, () => void this.redrive(1, options));
     } finally {
       restore();
       host.hold(-1);
     }
   }
 
-  /** The store the redrive's DynamoDB store forwards to: the workers' (audited), its resets checked. */
-  #operatorStore(): JobStore {
+  /**
+   * The store the operator's DynamoDB stores forward to: the workers' (audited), its resets checked. One
+   * per run: forwardJobStore forwards every DynamoDbJobStore to the last one given while any is under way.
+   */
+  operatorStore(): JobStore {
+    this.#operatorStoreOf ??= this.#checkedStore();
+    return this.#operatorStoreOf;
+  }
+
+  #checkedStore(): JobStore {
     const host = this.#host;
     const inner = host.workerStore;
     return new Proxy(inner, {
@@ -294,7 +329,13 @@ export class Meet {
         return async (...args: Parameters<JobStore['resetForRedrive']>) => {
           const [dedupKey, , , by] = args;
           const before = host.peek(dedupKey);
-          const reset = await target.resetForRedrive(...args);
+          this.ops.resetting(dedupKey, 1);
+          let reset: boolean;
+          try {
+            reset = await target.resetForRedrive(...args);
+          } finally {
+            this.ops.resetting(dedupKey, -1);
+          }
           const view = this.#letters.find((l) => l.id === by?.letter);
           if (reset) this.redriveResets.set(dedupKey, (this.redriveResets.get(dedupKey) ?? 0) + 1);
           // The known gap (docs/protocol.md): the message a job died under, its dead marking's answer lost,
@@ -314,7 +355,8 @@ export class Meet {
     });
   }
 
-  #target(): OpsTarget {
+  /** The operator's target: the model's queues (its SQS client) and tables (the forwarded job store). */
+  target(): OpsTarget {
     const fifo = this.#host.scenario.fifo === true;
     const clients = { sqs: new ModelSqs(this, this.#host) } as unknown as AwsClients;
     return {
@@ -328,10 +370,18 @@ export class Meet {
     };
   }
 
-  /** The DLQ's letters as SQS holds them (the queue's list is the truth: a deleted one is gone from it). */
+  /**
+   * The DLQ's letters as SQS holds them (the queue's list is the truth: a deleted one is gone from it; a
+   * purged one stays on it for the checks, but not in the DLQ).
+   */
   letters(): LetterView[] {
     const held = new Set(this.#host.queue.deadLetters);
-    return this.#letters.filter((l) => held.has(l.letter));
+    return this.#letters.filter((l) => held.has(l.letter) && !this.#purged.has(l.letter));
+  }
+
+  /** Issue 32: a purge deleted a letter: gone from the DLQ, still on the queue's list of what was lettered. */
+  purgeLetter(view: LetterView): void {
+    this.#purged.add(view.letter);
   }
 
   /** A redrive deleted a letter: off the queue's list. */
@@ -341,15 +391,29 @@ export class Meet {
     if (at >= 0) list.splice(at, 1);
   }
 
-  /** The life of the letters being redriven with this body (the letter a redrive's send came from). */
+  /**
+   * The life of the letters being redriven with this body (the letter a redrive's send came from): of the
+   * same envelope (an edited payload keeps its id and dedup key).
+   */
   lifeOfBody(body: string): number | undefined {
     const now = Date.now();
+    const same = envelopeOf(body);
     const lives = new Set(
       this.letters()
-        .filter((l) => l.letter.body === body && l.visibleAt > now)
+        .filter((l) => (l.letter.body === body || envelopeOf(l.letter.body) === same) && l.visibleAt > now)
         .map((l) => l.life),
     );
     return lives.size === 1 ? [...lives][0] : undefined;
+  }
+}
+
+/** A body's envelope id and dedup key (`id dedupKey`), or the body itself when it is no envelope. */
+function envelopeOf(body: string): string {
+  try {
+    const parsed = JSON.parse(body) as { id?: unknown; dedupKey?: unknown };
+    return `${String(parsed.id)} ${String(parsed.dedupKey)}`;
+  } catch {
+    return body;
   }
 }
 

@@ -1,5 +1,6 @@
 import {
   ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
   DeleteMessageCommand,
   GetQueueAttributesCommand,
   type Message,
@@ -9,9 +10,9 @@ import {
 import type { SQSRecord } from 'aws-lambda';
 import { DynamoDbJobStore } from '../../shared/core/adapters/dynamodb-job-store.ts';
 import type { JobStore } from '../../shared/core/contract/job-store.ts';
-import type { Meet, MeetHost } from './meet.ts';
+import type { LetterView, Meet, MeetHost } from './meet.ts';
 
-// What the operator's redrive (shared/ops, run by meet.ts) talks to in the interleaving model: an SQS
+// What the operator's redrive and purge (shared/ops, run by meet.ts and operators.ts) talk to in the interleaving model: an SQS
 // client over the model's queues, and the DynamoDB job store it builds, forwarding to the model's store.
 
 /**
@@ -22,10 +23,22 @@ import type { Meet, MeetHost } from './meet.ts';
 export class ModelSqs {
   readonly #meet: Meet;
   readonly #host: MeetHost;
+  /** The letters this client deleted (a purge's are checked against the ids it named). */
+  readonly deleted: LetterView[] = [];
 
-  constructor(meet: Meet, host: MeetHost) {
+  readonly #purging: boolean;
+
+  /** `purging`: its deletes are a purge's (the letters leave the DLQ, not the model's record of letters). */
+  constructor(meet: Meet, host: MeetHost, purging = false) {
     this.#meet = meet;
     this.#host = host;
+    this.#purging = purging;
+  }
+
+  #delete(l: LetterView): void {
+    if (this.#purging) this.#meet.purgeLetter(l);
+    else this.#meet.deleteLetter(l);
+    this.deleted.push(l);
   }
 
   async send(command: unknown): Promise<unknown> {
@@ -76,8 +89,18 @@ export class ModelSqs {
     if (command instanceof DeleteMessageCommand) {
       const handle = command.input.ReceiptHandle ?? '';
       const l = meet.letters().find((x) => x.id === handle.split('#')[0]);
-      if (l) meet.deleteLetter(l);
+      if (l) this.#delete(l);
       return {};
+    }
+    if (command instanceof DeleteMessageBatchCommand) {
+      const done: { Id: string }[] = [];
+      for (const entry of command.input.Entries ?? []) {
+        const l = meet.letters().find((x) => x.id === (entry.ReceiptHandle ?? '').split('#')[0]);
+        if (!l) continue;
+        this.#delete(l);
+        done.push({ Id: entry.Id ?? '' });
+      }
+      return { Successful: done, Failed: [] };
     }
     if (command instanceof SendMessageCommand) {
       const body = command.input.MessageBody ?? '';
@@ -109,15 +132,21 @@ export class ModelSqs {
   }
 }
 
-/** The store the DynamoDbJobStores forward to while a redrive runs, and how many redrives run. */
+/** The store the DynamoDbJobStores forward to while an operator action runs, and how many run. */
 let forwardTo: JobStore | undefined;
 let forwarding = 0;
 const savedMethods = new Map<string, unknown>();
 
 /**
- * Makes every DynamoDbJobStore (the redrive builds its own from the target's clients) forward its calls
- * to `store` until the returned function is called (the last of the redrives under way restores them).
- * The model runs no real DynamoDB store otherwise.
+ * DynamoDbJobStores of the model's own (the workers', once they run the real adapter) that keep their
+ * own methods while an operator's store forwards: only the stores the operator's code builds forward.
+ */
+export const unforwarded = new WeakSet<object>();
+
+/**
+ * Makes every DynamoDbJobStore (the redrive and the cancel build their own from the target's clients)
+ * but those in {@link unforwarded} forward its calls to `store` until the returned function is called (the
+ * last of the operator actions under way restores them).
  */
 export function forwardJobStore(store: JobStore): () => void {
   forwardTo = store;
@@ -126,7 +155,9 @@ export function forwardJobStore(store: JobStore): () => void {
     for (const name of Object.getOwnPropertyNames(proto)) {
       if (name === 'constructor' || typeof proto[name] !== 'function') continue;
       savedMethods.set(name, proto[name]);
-      proto[name] = (...args: unknown[]) => {
+      const own = proto[name] as (...a: unknown[]) => unknown;
+      proto[name] = function (this: object, ...args: unknown[]) {
+        if (unforwarded.has(this)) return own.apply(this, args);
         const method = (forwardTo as unknown as Record<string, unknown> | undefined)?.[name];
         if (typeof method !== 'function') throw new Error(`the model's job store has no ${name}`);
         return (method as (...a: unknown[]) => unknown).apply(forwardTo, args);

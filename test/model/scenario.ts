@@ -59,8 +59,12 @@ export interface JobSpec {
    * are counted over every life (`failRuns`).
    */
   readonly resetFails?: number;
-  /** Issue 31 kind `schema`: a stricter schema is deployed when the job first waits for a retry. */
-  readonly stricterSchema?: boolean;
+  /**
+   * Issue 31 kind `schema`: a stricter schema is deployed when the job first waits for a retry (`true`);
+   * `deploy` (issue 32 kind `deploy`, operators.ts): when the operator deploys it, which refuses the job's
+   * payload from then on if it has an item by then.
+   */
+  readonly stricterSchema?: boolean | 'deploy';
   /** Issue 31 kind `hot-row`: one job of a burst whose every credit goes to one row. */
   readonly hot?: boolean;
   /** Issue 31 kind `fifo-limit`: the job's FIFO message group (`g<n>`); absent: its dedupKey's group. */
@@ -111,11 +115,44 @@ export type SteerKind = (typeof STEER_KINDS)[number];
 export const MEET_KINDS = ['redrive', 'schema', 'fifo-limit', 'hot-row'] as const;
 export type MeetKind = (typeof MEET_KINDS)[number];
 
+/**
+ * Issue 32's operators in the schedules (operators.ts, operators-scenario.ts; checks tagged `[kind/check]`):
+ * the operator's redrive by key and with an edited payload (`redrive` is issue 31's, every letter), the
+ * operator's cancel at any point of a job's life, the DLQ purge (whole and by message id), fresh sends
+ * around a dead key's TTL, a stricter schema deployed while jobs wait, and limit bounces on a standard or
+ * FIFO queue.
+ */
+export const OPERATOR_KINDS = [
+  'redrive-key',
+  'redrive-edit',
+  'op-cancel',
+  'purge',
+  'purge-named',
+  'fresh-send',
+  'deploy',
+  'bounce',
+] as const;
+export type OperatorKind = (typeof OPERATOR_KINDS)[number];
+
+/** The issue 32 kinds a schedule carries. */
+export function operatorKindsOf(s: Scenario): OperatorKind[] {
+  const kinds = new Set<OperatorKind>();
+  for (const o of s.operators ?? []) {
+    if (o.act === 'redrive') kinds.add(o.scope === 'key' ? 'redrive-key' : 'redrive-edit');
+    else if (o.act === 'cancel') kinds.add('op-cancel');
+    else if (o.act === 'purge') kinds.add(o.scope === 'named' ? 'purge-named' : 'purge');
+    else if (o.act === 'fresh') kinds.add('fresh-send');
+    else kinds.add('deploy');
+  }
+  if ((s.concurrency || s.rate) && s.jobs.some((j) => j.tenant !== undefined)) kinds.add('bounce');
+  return [...kinds];
+}
+
 /** The issue 31 kinds a schedule carries. */
 export function meetKindsOf(s: Scenario): MeetKind[] {
   const kinds: MeetKind[] = [];
   if ((s.redrives?.length ?? 0) > 0) kinds.push('redrive');
-  if (s.jobs.some((j) => j.stricterSchema)) kinds.push('schema');
+  if (s.jobs.some((j) => j.stricterSchema === true)) kinds.push('schema');
   if (s.fifo) kinds.push('fifo-limit');
   if (s.jobs.some((j) => j.hot)) kinds.push('hot-row');
   return kinds;
@@ -265,6 +302,8 @@ export interface Scenario {
   readonly cancels?: readonly CancelSpec[];
   /** Issue 31 kind `redrive`: the operator's redrives. */
   readonly redrives?: readonly RedriveSpec[];
+  /** Issue 32: the operator's other actions (operators.ts). */
+  readonly operators?: readonly OperatorSpec[];
   /**
    * Issue 31 kind `fifo-limit`: the queue is FIFO (groups delivered in order, one message of a group in
    * flight at a time; records carry a SequenceNumber and a `.fifo` source), with the redrive
@@ -280,6 +319,25 @@ export interface Scenario {
  */
 export interface RedriveSpec {
   readonly on: 'at' | 'wait-after-reset' | 'second-death';
+  readonly atMs: number;
+}
+
+/**
+ * Issue 32: one operator action (operators.ts) about job `job` (modulo), `atMs` after its trigger: `at` the
+ * start of the run, `running` the job's first claim, `wait` its first release for a retry, `dead` its
+ * first letter. Each fires once (a trigger that never comes fires nothing).
+ * - `redrive`: `leaseq dlq redrive --dedup-key` of the job (`key`), or with `--payload-file` (`edit`: a
+ *   payload its schema takes; `edit-bad`: one its schema refuses, sent without the schema check);
+ * - `cancel`: `leaseq cancel` of the job; `purge`: `leaseq dlq purge` (`all`), or `--message-id` of the
+ *   job's letters as the DLQ holds them then (`named`);
+ * - `fresh`: a new send of the job (a new envelope, created now), before or after its dead key's TTL;
+ * - `deploy`: a stricter schema, refusing the payload of every `stricterSchema: 'deploy'` job with an item.
+ */
+export interface OperatorSpec {
+  readonly act: 'redrive' | 'cancel' | 'purge' | 'fresh' | 'deploy';
+  readonly scope?: 'key' | 'edit' | 'edit-bad' | 'all' | 'named';
+  readonly job: number;
+  readonly on: 'at' | 'running' | 'wait' | 'dead';
   readonly atMs: number;
 }
 

@@ -1,11 +1,39 @@
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
-import { type AwsClients, awsConfigFromEnv, createAwsClients } from '../../shared/aws/clients.ts';
+import {
+  type AwsClients,
+  type AwsConfig,
+  type AwsService,
+  awsConfigFromEnv,
+  createAwsClients,
+  serviceEndpoint,
+} from '../../shared/aws/clients.ts';
 import { ANY_CREDENTIAL, type LocalCredential, ownCredentialFor } from '../../shared/aws/local-credential.ts';
 
 /** The endpoint the integration global setup started or found (`AWS_ENDPOINT_URL` wins). */
 export function testEndpoint(): string {
   return inject('endpoint');
+}
+
+/**
+ * The services whose own endpoint variable (`AWS_ENDPOINT_URL_SQS`, ...) sends them elsewhere than
+ * `testEndpoint()` (e.g. SQS on LocalStack, the rest on the embedded emulator). Empty by default.
+ */
+export function testEndpoints(): Partial<Record<AwsService, string>> {
+  return inject('endpoints') ?? {};
+}
+
+/** Where `service`'s requests go in this run: its own endpoint, else `testEndpoint()`. */
+export function testEndpointOf(service: AwsService): string {
+  return serviceEndpoint({ endpoint: testEndpoint(), endpoints: testEndpoints() }, service) ?? testEndpoint();
+}
+
+/**
+ * The client settings of this run (`testEndpoint()` with each service's own endpoint over it), for a
+ * test that builds clients with settings of its own: `createAwsClients({ ...testAwsConfig(), maxAttempts: 1 })`.
+ */
+export function testAwsConfig(): AwsConfig {
+  return { ...awsConfigFromEnv(process.env), endpoint: testEndpoint(), endpoints: testEndpoints() };
 }
 
 /**
@@ -22,7 +50,7 @@ export function testCredentials(): LocalCredential {
  * close them with `destroyAwsClients` in `afterAll`.
  */
 export function testClients(): AwsClients {
-  return createAwsClients({ ...awsConfigFromEnv(process.env), endpoint: testEndpoint() });
+  return createAwsClients(testAwsConfig());
 }
 
 let counter = 0;

@@ -2,13 +2,22 @@ import { randomBytes } from 'node:crypto';
 import { DeleteTableCommand, paginateListTables } from '@aws-sdk/client-dynamodb';
 import { DeleteQueueCommand, paginateListQueues } from '@aws-sdk/client-sqs';
 import type { TestProject } from 'vitest/node';
-import { createAwsClients, destroyAwsClients } from '../../shared/aws/clients.ts';
+import {
+  type AwsService,
+  awsConfigFromEnv,
+  createAwsClients,
+  destroyAwsClients,
+  SERVICE_ENDPOINT_VARIABLES,
+  serviceEndpointsFromEnv,
+} from '../../shared/aws/clients.ts';
 import { acquireEmulator } from '../../shared/local/emulator.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    /** Endpoint for every AWS client in integration tests. */
+    /** Endpoint for every AWS client in integration tests but those `endpoints` names. */
     endpoint: string;
+    /** Each service's own endpoint (`AWS_ENDPOINT_URL_SQS`, ...), over `endpoint` for that service. */
+    endpoints: Partial<Record<AwsService, string>>;
     /** What answers there: `ministack 1.5.33`, or `external` for AWS_ENDPOINT_URL. */
     emulator: string;
     /** Part of every name `uniqueName` makes in this run, so the teardown finds and removes them. */
@@ -18,7 +27,9 @@ declare module 'vitest' {
 
 /**
  * Global setup of the integration project: uses AWS_ENDPOINT_URL when it is set (LocalStack, any
- * emulator), else the embedded emulator (installed on first use, reused when already running). The
+ * emulator), else the embedded emulator (installed on first use, reused when already running). A
+ * service's own endpoint variable (`AWS_ENDPOINT_URL_SQS`, ...) sends that service elsewhere, as the
+ * SDK does: `npm run test:localstack` runs SQS on LocalStack and the rest on the embedded emulator. The
  * teardown stops the emulator only if a test session started it, and only when the last of the
  * sessions sharing it (concurrent `vitest` runs in this checkout) is done; one started with
  * `leaseq local up` (as .ci/run does) keeps running.
@@ -31,6 +42,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
     services: 'all',
   });
   project.provide('endpoint', handle.endpoint);
+  const endpoints = serviceEndpointsFromEnv(process.env);
+  project.provide('endpoints', endpoints);
+  for (const [service, endpoint] of Object.entries(endpoints)) {
+    const variable = SERVICE_ENDPOINT_VARIABLES[service as AwsService];
+    process.stderr.write(`[leaseq] ${service}: ${endpoint} (${variable}); the rest: ${handle.endpoint}\n`);
+  }
   const runTag = `t${randomBytes(3).toString('hex')}`;
   project.provide('runTag', runTag);
   project.provide(
@@ -55,7 +72,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
  * a shared emulator (or LocalStack) as it found it.
  */
 async function removeRunResources(endpoint: string, runTag: string): Promise<void> {
-  const clients = createAwsClients({ endpoint, region: process.env.AWS_REGION ?? 'us-east-1' });
+  const clients = createAwsClients({ ...awsConfigFromEnv(process.env), endpoint });
   const mine = (name: string) => name.includes(`-${runTag}`);
   try {
     const queues: string[] = [];

@@ -7,12 +7,12 @@ import {
   errorClass,
   errorText,
   REDACT_ERROR_THREW,
-  TransientJobError,
   truncationMarker,
   validText,
-} from '../../shared/errors.ts';
+} from '../../shared/error-text.ts';
+import { TransientJobError } from '../../shared/errors.ts';
 
-// errors.ts's one function for error text that leaves the process (docs/security.md): the deployment's
+// error-text.ts's one function for error text that leaves the process (docs/security.md): the deployment's
 // redaction, the cap with its marker, and text valid for SQS message attributes and DynamoDB.
 
 describe('errorText', () => {

@@ -1,14 +1,5 @@
-import {
-  ConditionalCheckFailedException,
-  type ReturnValuesOnConditionCheckFailure,
-  TransactionCanceledException,
-} from '@aws-sdk/client-dynamodb';
-import {
-  type DynamoDBDocumentClient,
-  GetCommand,
-  TransactWriteCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../../resources.ts';
 import { type HistoryEvent, problemShard } from '../contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../contract/job-item.ts';
@@ -31,50 +22,33 @@ import type {
   StoreCallOptions,
 } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
-import { classifyClaim } from '../decisions/claim-decision.ts';
-import { holdsFence } from '../decisions/fence-decision.ts';
-import {
-  afterHistoryWrite,
-  attemptOf,
-  type CarriedHistory,
-  carryHistory,
-  claimHistory,
-  deadKeyExpired,
-  deadKeyUntilOf,
-  droppedCopyEvent,
-  eventMessage,
-  eventsLeftOut,
-  giveUpEvents,
-  historyWrite,
-  STEP_EVENTS,
-  sendFitting,
-} from '../decisions/history.ts';
-import { claimCounters, expiresAtSeconds, leaseEnd } from '../decisions/lease-arithmetic.ts';
-import {
-  droppedCopyUpdate,
-  HISTORY_KNOWN,
-  leaseLostUpdate,
-  withHistory,
-} from './dynamodb-history-expressions.ts';
-import {
-  checkpointUpdate,
-  claimUpdate,
-  completeUpdate,
-  giveUpUpdate,
-  type JobItemUpdate,
-  renewUpdate,
-  resetClaimUpdate,
-} from './dynamodb-job-expressions.ts';
-import { checkJobWrite, giveUpWithHistory, type JobWrite } from './dynamodb-limits.ts';
-import { cancelJob, type OperatorTable, resetForRedrive } from './dynamodb-operator-writes.ts';
-import { undoRedrive } from './dynamodb-redrive.ts';
+import { carryHistory, sendFitting } from '../decisions/history.ts';
+import { attemptOf, droppedCopyEvent, eventMessage } from '../decisions/history-events.ts';
+import { expiresAtSeconds, leaseEnd } from '../decisions/lease-arithmetic.ts';
+import { checkpointEvents, checkpointUpdate } from '../protocol/checkpoint.ts';
+import { claimAnswer, claimUpdate, droppedCopyUpdate, refusedClaim } from '../protocol/claim.ts';
 import {
   cancelledFastCommit,
-  cancelledFencedWrite,
-  refusedClaim,
+  completeUpdate,
+  fastCommitUpdate,
   refusedFastCommit,
-  refusedFencedWrite,
-} from './dynamodb-refusals.ts';
+} from '../protocol/complete.ts';
+import { leaseLostUpdate } from '../protocol/fence.ts';
+import { type GiveUpRequest, giveUp } from '../protocol/give-up.ts';
+import { withHistory } from '../protocol/history-writes.ts';
+import { laterRenewal, renewUpdate } from '../protocol/renew.ts';
+import { deadKeyToReset, refusedReset, resetClaim } from '../protocol/reset.ts';
+import type { JobItemUpdate } from '../protocol/update.ts';
+import {
+  carriedWrite,
+  fencedWrite,
+  refusal,
+  refusedItem,
+  sendUpdate,
+  transact,
+} from './dynamodb-job-writes.ts';
+import { checkJobWrite, type JobWrite } from './dynamodb-limits.ts';
+import { cancelJob, type OperatorTable, resetForRedrive, undoRedrive } from './dynamodb-operator-writes.ts';
 import { guardStore } from './store-errors.ts';
 
 export interface DynamoDbJobStoreOptions {
@@ -89,11 +63,9 @@ export interface DynamoDbJobStoreOptions {
   readonly dedupTtlSeconds?: number;
 }
 
-const ALL_OLD: ReturnValuesOnConditionCheckFailure = 'ALL_OLD';
-
 /**
- * The `jobs` table adapter. Attributes as docs/protocol.md lists them ("The job item"); the expressions
- * are in dynamodb-job-expressions.ts, the meaning of a refusal in dynamodb-refusals.ts.
+ * The `jobs` table adapter. Attributes as docs/protocol.md lists them ("The job item"); each edge's
+ * request and the meaning of its answer are in core/protocol/ (one file per edge): this only sends them.
  */
 export class DynamoDbJobStore implements JobStore {
   readonly #doc: DynamoDBDocumentClient;
@@ -106,56 +78,24 @@ export class DynamoDbJobStore implements JobStore {
     this.#ttlSeconds = options.dedupTtlSeconds ?? DEFAULT_DEDUP_TTL_SECONDS;
   }
 
-  async claim(req: ClaimRequest, options: StoreCallOptions = {}): Promise<ClaimResult> {
+  claim(req: ClaimRequest, options: StoreCallOptions = {}): Promise<ClaimResult> {
+    return this.#claim(req, options, true);
+  }
+
+  /** The claim; `mayReset`: a refusal by a DEAD key past its `deadKeyUntil` resets it (reset.ts). */
+  async #claim(req: ClaimRequest, options: StoreCallOptions, mayReset: boolean): Promise<ClaimResult> {
     const leaseUntil = leaseEnd(req.now, req.leaseMs);
+    const update = claimUpdate(this.#table, req, { leaseUntil, expiresAt: this.#expiresAt(leaseUntil) });
+    let previous: JobItem | undefined;
     try {
-      const out = await guardStore('claim', options.signal, (http) =>
-        this.#doc.send(
-          new UpdateCommand({
-            ...claimUpdate(this.#table, req, { leaseUntil, expiresAt: this.#expiresAt(leaseUntil) }),
-            // ALL_OLD on success too: the item we replaced tells a takeover from a retry, and the new
-            // values follow from it exactly as the update expression computes them.
-            ReturnValues: 'ALL_OLD',
-            ReturnValuesOnConditionCheckFailure: ALL_OLD,
-          }),
-          http,
-        ),
-      );
-      const previous = out.Attributes as JobItem | undefined;
-      const counted = claimCounters(previous, req.now);
-      const kind = classifyClaim(previous);
-      const lease: JobLease = {
-        dedupKey: req.dedupKey,
-        owner: req.owner,
-        token: counted.token,
-        attempts: counted.attempts,
-        messageId: req.messageId,
-        version: counted.version,
-        leaseUntil,
-        ...(previous?.refunds ? { refunds: previous.refunds } : {}),
-        ...(previous?.conflicts ? { conflicts: previous.conflicts } : {}),
-        ...(previous?.checkpoint ? { checkpoint: previous.checkpoint } : {}),
-      };
-      Object.assign(
-        lease,
-        claimHistory(previous, { owner: req.owner, ...counted }, kind === 'takeover', req.now),
-      );
-      return previous ? { claimed: true, lease, kind, previous } : { claimed: true, lease, kind: 'fresh' };
+      // ALL_OLD on success too: the item we replaced tells a takeover from a retry.
+      previous = await sendUpdate(this.#doc, 'claim', options.signal, update, true);
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException && error.Item) {
-        const refused = refusedClaim(error.Item, req);
-        if (
-          !refused.claimed &&
-          req.onlyIfMessageId === undefined &&
-          refused.existing.type === req.type &&
-          deadKeyExpired(refused.existing, req.now, req)
-        ) {
-          return this.#resetClaim(req, refused.existing, options);
-        }
-        return refused;
-      }
-      throw error;
+      const refused = refusedClaim(refusedItem(error), req);
+      const dead = mayReset ? deadKeyToReset(refused, req) : undefined;
+      return dead ? this.#resetClaim(req, dead, options) : refused;
     }
+    return claimAnswer(req, previous, leaseUntil);
   }
 
   /**
@@ -164,36 +104,15 @@ export class DynamoDbJobStore implements JobStore {
    */
   async #resetClaim(req: ClaimRequest, dead: JobItem, options: StoreCallOptions): Promise<ClaimResult> {
     const leaseUntil = leaseEnd(req.now, req.leaseMs);
-    const lease: JobLease = {
-      dedupKey: req.dedupKey,
-      owner: req.owner,
-      token: dead.token + 1,
-      attempts: 1,
-      messageId: req.messageId,
-      version: dead.version + 1,
-      leaseUntil,
-    };
-    const reset: HistoryEvent = { e: 'reset', at: req.now, ...attemptOf(lease), wasDeadAt: dead.deadAt ?? 0 };
-    const history = historyWrite(req.dedupKey, dead.history, [reset], req.now);
-    // Over the DEAD item's list as refused (its token is the condition): a refusal here would drop the
-    // fresh send as a dead copy, so a dropped copy counted in between may be written over.
-    const update = withHistory(
-      resetClaimUpdate(this.#table, req, dead, { leaseUntil, expiresAt: this.#expiresAt(leaseUntil) }),
-      history,
-      { overKnownList: false },
-    );
+    const reset = resetClaim(this.#table, req, dead, { leaseUntil, expiresAt: this.#expiresAt(leaseUntil) });
     try {
-      await guardStore('claim', options.signal, (http) =>
-        this.#doc.send(new UpdateCommand({ ...update, ReturnValuesOnConditionCheckFailure: ALL_OLD }), http),
-      );
+      await sendUpdate(this.#doc, 'claim', options.signal, reset.update);
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException && error.Item)
-        return refusedClaim(error.Item, req);
-      throw error;
+      const refused = refusedReset(refusal(error), req, dead);
+      // The DEAD item is gone (TTL): the key is a new job's, claimed as any (never reset again).
+      return refused === 'gone' ? this.#claim(req, options, false) : refused;
     }
-    const known = afterHistoryWrite(dead.history, history);
-    if (known?.length) lease.history = known;
-    return { claimed: true, lease, kind: 'fresh', wasDeadAt: dead.deadAt ?? 0 };
+    return reset.answer;
   }
 
   async claimAndComplete(
@@ -203,41 +122,23 @@ export class DynamoDbJobStore implements JobStore {
     options: StoreCallOptions = {},
   ): Promise<FastCommitResult> {
     this.#check('claim-and-complete', req.dedupKey, { result: result ?? null }, effects);
-    const update = claimUpdate(
-      this.#table,
-      req,
-      { leaseUntil: req.now, expiresAt: this.#expiresAt(req.now) },
-      { result, maxAttempts: req.maxAttempts },
-    );
-    if (effects.length === 0) {
-      try {
-        await guardStore('claim-and-complete', options.signal, (http) =>
-          this.#doc.send(
-            new UpdateCommand({ ...update, ReturnValuesOnConditionCheckFailure: ALL_OLD }),
-            http,
-          ),
-        );
-        return { ok: true };
-      } catch (error) {
-        if (error instanceof ConditionalCheckFailedException && error.Item) {
-          return refusedFastCommit(error.Item, req);
-        }
-        throw error;
-      }
-    }
+    const completion = { result, maxAttempts: req.maxAttempts };
+    const update = fastCommitUpdate(this.#table, req, this.#expiresAt(req.now), completion);
     try {
-      await this.#transact('claim-and-complete', update, effects, options.signal);
-      return { ok: true };
+      if (effects.length === 0) await sendUpdate(this.#doc, 'claim-and-complete', options.signal, update);
+      else await transact(this.#doc, 'claim-and-complete', update, effects, options.signal);
     } catch (error) {
+      if (effects.length === 0) return refusedFastCommit(refusedItem(error), req);
       if (!(error instanceof TransactionCanceledException)) throw error;
       return cancelledFastCommit(error);
     }
+    return { ok: true };
   }
 
   async renew(lease: JobLease, leaseMs: number, now: number, options: RenewOptions = {}): Promise<void> {
     const leaseUntil = leaseEnd(now, leaseMs);
     let later: number | undefined;
-    const carried = this.#carry(lease, [], now);
+    const carried = carryHistory(lease, [], now);
     const update = renewUpdate(
       this.#table,
       lease,
@@ -247,18 +148,17 @@ export class DynamoDbJobStore implements JobStore {
     );
     try {
       await sendFitting(carried, () =>
-        this.#writeWithEffects(
+        fencedWrite(
+          this.#doc,
           lease,
           'renew',
           withHistory(update, carried.write),
           [],
           options.signal,
           (old) => {
-            // Refused because a later renewal of this same lease already landed: nothing lost. (The
-            // dead-letter fence has no such condition: its refusal is always the fence's.)
-            if (options.deadLetter || !holdsFence(old, lease) || old.leaseUntil <= leaseUntil) return false;
-            later = old.leaseUntil;
-            return true;
+            // Refused because a later renewal of this same lease already landed: nothing lost.
+            later = laterRenewal(old, lease, leaseUntil, options.deadLetter);
+            return later !== undefined;
           },
         ),
       );
@@ -271,10 +171,6 @@ export class DynamoDbJobStore implements JobStore {
     lease.leaseUntil = later ?? leaseUntil;
   }
 
-  #carry(lease: JobLease, events: readonly HistoryEvent[], now: number): CarriedHistory {
-    return carryHistory(lease, events, now);
-  }
-
   async checkpoint(
     lease: JobLease,
     checkpoint: Checkpoint,
@@ -282,13 +178,11 @@ export class DynamoDbJobStore implements JobStore {
     options: StoreCallOptions = {},
   ): Promise<FencedWriteResult> {
     this.#check('checkpoint', lease.dedupKey, { checkpoint }, effects);
-    const step: HistoryEvent[] = STEP_EVENTS
-      ? [{ e: 'step', at: checkpoint.at, ...attemptOf(lease), step: checkpoint.step }]
-      : [];
-    const carried = this.#carry(lease, step, checkpoint.at);
+    const carried = carryHistory(lease, checkpointEvents(lease, checkpoint), checkpoint.at);
     const update = checkpointUpdate(this.#table, lease, checkpoint);
-    const result = await this.#carried(carried, () =>
-      this.#writeWithEffects(
+    const result = await carriedWrite(carried, () =>
+      fencedWrite(
+        this.#doc,
         lease,
         'checkpoint',
         withHistory(update, carried.write),
@@ -318,29 +212,12 @@ export class DynamoDbJobStore implements JobStore {
     );
     const now = Date.now();
     // A first-time success carries nothing: no history, no index keys.
-    const carried = this.#carry(lease, [], now);
+    const carried = carryHistory(lease, [], now);
     const update = completeUpdate(this.#table, lease, { result, now, expiresAt: this.#expiresAt(now) });
-    const out = await this.#carried(carried, () =>
-      this.#writeWithEffects(lease, 'complete', withHistory(update, carried.write), effects, options.signal),
+    const out = await carriedWrite(carried, () =>
+      fencedWrite(this.#doc, lease, 'complete', withHistory(update, carried.write), effects, options.signal),
     );
     if (out.ok) lease.version += 1;
-    return out;
-  }
-
-  /** Runs a fenced write that carries history: done when it applied, undone when not (or it threw). */
-  async #carried(
-    carried: CarriedHistory,
-    write: () => Promise<FencedWriteResult>,
-  ): Promise<FencedWriteResult> {
-    let out: FencedWriteResult;
-    try {
-      out = await sendFitting(carried, write);
-    } catch (error) {
-      carried.undo();
-      throw error;
-    }
-    if (out.ok) carried.done();
-    else carried.undo();
     return out;
   }
 
@@ -350,21 +227,45 @@ export class DynamoDbJobStore implements JobStore {
     error: { message: string; errorClass: string },
     options: GiveUpOptions & { refundAttempt?: boolean; conflict?: boolean } = {},
   ): Promise<void> {
-    await this.#giveUp(lease, 'release', JobStatus.RetryWait, retryAt, error, {
-      refundAttempt: options.refundAttempt ?? false,
-      conflict: options.conflict ?? false,
-      signal: options.signal,
-      leaseLost: options.leaseLost,
+    const { refundAttempt = false, conflict = false, leaseLost } = options;
+    const status = JobStatus.RetryWait;
+    await this.#giveUp(lease, 'release', options.signal, {
+      status,
+      leaseUntil: retryAt,
+      error,
+      refundAttempt,
+      conflict,
+      leaseLost,
     });
   }
 
   async markDead(lease: JobLease, error: DeadMarking, options: GiveUpOptions = {}): Promise<void> {
-    await this.#giveUp(lease, 'mark-dead', JobStatus.Dead, 0, error, {
+    const { leaseLost } = options;
+    const status = JobStatus.Dead;
+    await this.#giveUp(lease, 'mark-dead', options.signal, {
+      status,
+      leaseUntil: 0,
+      error,
       refundAttempt: false,
       conflict: false,
-      signal: options.signal,
-      leaseLost: options.leaseLost,
+      leaseLost,
     });
+  }
+
+  /** Fenced end of an attempt that did not complete (protocol/give-up.ts). */
+  async #giveUp(
+    lease: JobLease,
+    operation: string,
+    signal: AbortSignal | undefined,
+    req: Omit<GiveUpRequest, 'now' | 'expiresAt'>,
+  ): Promise<void> {
+    const now = Date.now();
+    const expiresAt = this.#expiresAt(Math.max(now, req.leaseUntil));
+    const { update, carried } = giveUp(this.#table, lease, { ...req, now, expiresAt });
+    await carriedWrite(carried, () =>
+      fencedWrite(this.#doc, lease, operation, withHistory(update, carried.write), [], signal),
+    );
+    lease.version += 1;
   }
 
   async recordLeaseLost(
@@ -374,19 +275,13 @@ export class DynamoDbJobStore implements JobStore {
     options: StoreCallOptions = {},
   ): Promise<void> {
     const event: HistoryEvent = { e: 'lease-lost', at: now, ...attemptOf(lease), why: eventMessage(why) };
-    const update = leaseLostUpdate(this.#table, lease.dedupKey, event, {
-      problemShard: problemShard(lease.dedupKey),
-      problemAt: now,
-    });
-    try {
-      await guardStore('record-lease-lost', options.signal, (http) =>
-        this.#doc.send(new UpdateCommand(update), http),
-      );
-    } catch (error) {
-      // Gone, or its history full: nothing to record it on.
-      if (error instanceof ConditionalCheckFailedException) return;
-      throw error;
-    }
+    const problem = { problemShard: problemShard(lease.dedupKey), problemAt: now };
+    // Refused: gone, or its history full: nothing to record it on.
+    await this.#bestEffort(
+      'record-lease-lost',
+      leaseLostUpdate(this.#table, lease.dedupKey, event, problem),
+      options,
+    );
   }
 
   async recordDroppedCopy(
@@ -395,64 +290,19 @@ export class DynamoDbJobStore implements JobStore {
     now: number,
     options: StoreCallOptions = {},
   ): Promise<void> {
-    const update = droppedCopyUpdate(
-      this.#table,
-      existing,
-      droppedCopyEvent(existing.history, messageId, now),
-    );
+    const dropped = droppedCopyEvent(existing.history, messageId, now);
+    // Refused: the item changed since the refusal read it (a redrive, another copy counted): not counted.
+    await this.#bestEffort('record-dropped-copy', droppedCopyUpdate(this.#table, existing, dropped), options);
+  }
+
+  /** An unfenced history write whose refusal changes nothing. */
+  async #bestEffort(operation: string, update: JobItemUpdate, options: StoreCallOptions): Promise<void> {
     try {
-      await guardStore('record-dropped-copy', options.signal, (http) =>
-        this.#doc.send(new UpdateCommand(update), http),
-      );
+      await guardStore(operation, options.signal, (http) => this.#doc.send(new UpdateCommand(update), http));
     } catch (error) {
-      // The item changed since the refusal read it (a redrive, another copy counted): not counted here.
       if (error instanceof ConditionalCheckFailedException) return;
       throw error;
     }
-  }
-
-  /** Fenced end of an attempt that did not complete: new status, lease end, last error; owner removed. */
-  async #giveUp(
-    lease: JobLease,
-    operation: string,
-    status: JobStatus,
-    leaseUntil: number,
-    error: { message: string; errorClass: string; reason?: string; deadKeyTtlSeconds?: number },
-    {
-      refundAttempt,
-      conflict,
-      signal,
-      leaseLost,
-    }: {
-      refundAttempt: boolean;
-      conflict: boolean;
-      signal: AbortSignal | undefined;
-      leaseLost: string | undefined;
-    },
-  ): Promise<void> {
-    const now = Date.now();
-    const dead = status === JobStatus.Dead;
-    const events = giveUpEvents(lease, status, leaseUntil, error, refundAttempt || conflict, leaseLost, now);
-    // Near 400 KB the give-up must still fit: the history's new events are then left out.
-    const fit = giveUpWithHistory(lease, error, events);
-    // Left out, the events' `problems` index keys are still written: a DEAD job must be listed.
-    const carried = fit.withEvents
-      ? this.#carry(lease, events, now)
-      : eventsLeftOut(lease.dedupKey, events, now);
-    const update = giveUpUpdate(this.#table, lease, {
-      status,
-      leaseUntil,
-      now,
-      error: fit.error,
-      refundAttempt,
-      conflict,
-      expiresAt: this.#expiresAt(Math.max(now, leaseUntil)),
-      ...(dead ? { dead: deadKeyUntilOf(now, error.deadKeyTtlSeconds) } : {}),
-    });
-    await this.#carried(carried, () =>
-      this.#writeWithEffects(lease, operation, withHistory(update, carried.write), [], signal),
-    );
-    lease.version += 1;
   }
 
   async get(dedupKey: string, options: GetOptions = {}): Promise<JobItem | undefined> {
@@ -508,68 +358,5 @@ export class DynamoDbJobStore implements JobStore {
 
   #expiresAt(fromMs: number): number {
     return expiresAtSeconds(fromMs, this.#ttlSeconds);
-  }
-
-  /** One transaction: the job item's update first (its old item returned on refusal), then the effects. */
-  async #transact(
-    operation: string,
-    update: JobItemUpdate,
-    effects: readonly Effect[],
-    signal: AbortSignal | undefined,
-  ): Promise<void> {
-    await guardStore(operation, signal, (http) =>
-      this.#doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Update: { ...update, ReturnValuesOnConditionCheckFailure: ALL_OLD } },
-            ...effects,
-          ],
-        }),
-        http,
-      ),
-    );
-  }
-
-  /**
-   * The job item's fenced update and the effects, all or nothing. `accept`: a refusal without effects
-   * that is not a loss (the item as it is); the call then succeeds without writing.
-   */
-  async #writeWithEffects(
-    lease: JobLease,
-    operation: string,
-    update: JobItemUpdate,
-    effects: readonly Effect[],
-    signal: AbortSignal | undefined,
-    accept?: (old: JobItem) => boolean,
-  ): Promise<FencedWriteResult> {
-    if (effects.length === 0) {
-      try {
-        await guardStore(operation, signal, (http) =>
-          this.#doc.send(
-            new UpdateCommand({ ...update, ReturnValuesOnConditionCheckFailure: ALL_OLD }),
-            http,
-          ),
-        );
-        return { ok: true };
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        const writtenAt = update.ExpressionAttributeValues[':now'];
-        const historyKnown = update.ExpressionAttributeValues[HISTORY_KNOWN];
-        refusedFencedWrite(
-          lease,
-          operation,
-          { item: error.Item, writtenAt, cause: error, historyKnown },
-          accept,
-        );
-        return { ok: true };
-      }
-    }
-    try {
-      await this.#transact(operation, update, effects, signal);
-      return { ok: true };
-    } catch (error) {
-      if (!(error instanceof TransactionCanceledException)) throw error;
-      return cancelledFencedWrite(lease, operation, error, update.ExpressionAttributeValues[HISTORY_KNOWN]);
-    }
   }
 }

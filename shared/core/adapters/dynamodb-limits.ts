@@ -1,20 +1,16 @@
 // DynamoDB's limits on one write of a job (docs/jobs.md, "Limits of a write"), checked before the request
 // is sent so a write the store can never take costs no request: at most 100 items per transaction, one
 // operation per item, 400 KB per item, 4 MB per transaction, and only values the document client can
-// send. Pure; the sizes are lower bounds (a write they pass may still be refused by DynamoDB, whose
-// refusal `storeRefusal` in store-errors.ts names the same way), except `giveUpError`'s upper bound.
+// send. Pure; the sizes are lower bounds (core/protocol/item-size.ts: a write they pass may still be
+// refused by DynamoDB, whose refusal `storeRefusal` in store-errors.ts names the same way).
 
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
-import { ERROR_CLASS_MAX, ERROR_TEXT_MAX, StoreRefusedError, storableText } from '../../errors.ts';
-import { type HistoryEvent, PROBLEM_KEYS_UPPER_BYTES } from '../contract/job-history.ts';
-import type { Checkpoint } from '../contract/job-item.ts';
-import type { DeadLetterCause, Effect, JobLease } from '../contract/job-store.ts';
-import { historyUpperBytes } from '../decisions/history.ts';
+import { StoreRefusedError } from '../../errors.ts';
+import type { Effect } from '../contract/job-store.ts';
+import { itemBytes, MAX_ITEM_BYTES, valueBytes } from '../protocol/item-size.ts';
 
 /** Items in one TransactWriteItems call, the job item and named-lease fences included. */
 export const MAX_TRANSACTION_ITEMS = 100;
-/** Bytes in one item (400 KB), attribute names included. */
-export const MAX_ITEM_BYTES = 400 * 1024;
 /** Bytes of all the items of one transaction (4 MB). */
 export const MAX_TRANSACTION_BYTES = 4 * 1024 * 1024;
 
@@ -85,153 +81,6 @@ export function checkJobWrite(write: JobWrite): void {
       `${twice[0]} and ${twice[1]} write the same item; a DynamoDB transaction touches each item once`,
     );
   }
-}
-
-/**
- * The error a release or dead marking stores and the history events it can carry (the release's or
- * marking's own, after the lease's pending ones): the stored list counts against the error's room
- * always; the new events only when the error keeps all the text it would have without them. Near
- * 400 KB they are left out (the lease keeps its pending ones) rather than cut the error or make the
- * write too large: the write that ends the attempt must fit. Its index keys always count.
- */
-export function giveUpWithHistory(
-  lease: JobLease,
-  error: { readonly message: string; readonly errorClass: string },
-  events: readonly HistoryEvent[],
-): { readonly error: { message: string; errorClass: string }; readonly withEvents: boolean } {
-  const stored = historyUpperBytes(lease.history) + PROBLEM_KEYS_UPPER_BYTES;
-  const plain = giveUpError(lease, error, stored);
-  const carried = giveUpError(lease, error, stored + historyUpperBytes(lease.pendingHistory, events));
-  const fits = carried.message === plain.message && carried.errorClass === plain.errorClass;
-  return fits ? { error: carried, withEvents: true } : { error: plain, withEvents: false };
-}
-
-/**
- * The error text and class a release or dead marking stores, capped (ERROR_TEXT_MAX, ERROR_CLASS_MAX)
- * and, for an item its checkpoint fills to near 400 KB, shortened to what is left of it after this
- * lease's checkpoint and the item's other attributes (upper bounds, 3 bytes a character), class first.
- * So the write that ends the attempt always fits; at worst the text is empty.
- */
-export function giveUpError(
-  lease: JobLease,
-  error: { readonly message: string; readonly errorClass: string },
-  reservedBytes = 0,
-): { message: string; errorClass: string } {
-  const known = utf8(lease.dedupKey) + utf8(lease.owner) + utf8(lease.messageId) + reservedBytes;
-  // Every other attribute of the job item, at most: 18 names (~170 bytes), 7 numbers (21 bytes each),
-  // status, type (128 ASCII characters) and createdAt (an ISO date), with room to spare.
-  const others = 640;
-  const checkpoint = lease.checkpoint ? checkpointUpperBytes(lease.checkpoint) : 0;
-  const room = Math.max(0, Math.floor((MAX_ITEM_BYTES - known - others - checkpoint) / 3));
-  const errorClass = storableText(error.errorClass, Math.min(ERROR_CLASS_MAX, room));
-  return {
-    errorClass,
-    message: storableText(error.message, Math.min(ERROR_TEXT_MAX, room - errorClass.length)),
-  };
-}
-
-/**
- * The cause the dead-letter fence (E9) records: its reason capped (ERROR_CLASS_MAX), and its error text
- * and class shortened like {@link giveUpError}'s, counting the reason in the item: a fence that grew an
- * item past 400 KB would be refused on every try, and the job would run again instead of going to the DLQ.
- */
-export function fenceCause(lease: JobLease, cause: DeadLetterCause): DeadLetterCause {
-  const reason = storableText(cause.reason, ERROR_CLASS_MAX);
-  const error = giveUpError(
-    lease,
-    { message: cause.errorMessage, errorClass: cause.errorClass },
-    utf8('deadReason') + 3 * reason.length,
-  );
-  return { reason, errorClass: error.errorClass, errorMessage: error.message };
-}
-
-/** A fence's cause with no error text or class: the minimal fence, which leaves the last error as it was. */
-export function isMinimalCause(cause: DeadLetterCause): boolean {
-  return cause.errorMessage === '' && cause.errorClass === '';
-}
-
-/**
- * Throws DynamoDB's refusal of a write that leaves `item` over 400 KB (a lower bound of its size, so
- * what this refuses DynamoDB refuses too): for the in-memory fakes, which keep whole items.
- */
-export function checkItemSize(item: Readonly<Record<string, unknown>>, operation: string): void {
-  const bytes = itemBytes(item);
-  if (bytes > MAX_ITEM_BYTES) {
-    throw new StoreRefusedError(
-      'item-too-large',
-      operation,
-      `the job item would hold at least ${bytes} bytes; a DynamoDB item holds at most ${MAX_ITEM_BYTES}`,
-    );
-  }
-}
-
-function checkpointUpperBytes(checkpoint: Checkpoint): number {
-  return utf8('checkpoint') + valueBytes(checkpoint, true);
-}
-
-/** A lower bound of an item's size, DynamoDB's way: names and values, UTF-8. */
-export function itemBytes(item: Readonly<Record<string, unknown>>): number {
-  let bytes = 0;
-  for (const [name, value] of Object.entries(item)) {
-    if (value !== undefined) bytes += utf8(name) + valueBytes(value, false);
-  }
-  return bytes;
-}
-
-/**
- * A value's size as DynamoDB counts it: `upper` false gives a lower bound (numbers by their significant
- * digits only, no per-element byte), true an upper bound (21 bytes a number, 1 byte per element).
- */
-function valueBytes(value: unknown, upper: boolean): number {
-  if (typeof value === 'string') return utf8(value);
-  if (typeof value === 'number') return upper ? 21 : numberLowerBytes(value);
-  if (typeof value === 'bigint') return numberBytes(String(value), upper);
-  if (typeof value === 'boolean' || value === null) return 1;
-  if (value instanceof NumberValue) return numberBytes(value.value, upper);
-  if (ArrayBuffer.isView(value)) return value.byteLength;
-  if (value instanceof ArrayBuffer) return value.byteLength;
-  const perElement = upper ? 1 : 0;
-  if (Array.isArray(value) || value instanceof Set) {
-    let bytes = 3;
-    for (const element of value) {
-      if (element !== undefined) bytes += valueBytes(element, upper) + perElement;
-    }
-    return bytes;
-  }
-  if (typeof value === 'object') {
-    let bytes = 3;
-    const entries = value instanceof Map ? value.entries() : Object.entries(value);
-    for (const [name, element] of entries) {
-      if (element !== undefined) bytes += utf8(String(name)) + valueBytes(element, upper) + perElement;
-    }
-    return bytes;
-  }
-  return 0;
-}
-
-/** {@link numberBytes} of a JS number, lower bound: a safe integer's digits counted without its text. */
-function numberLowerBytes(value: number): number {
-  if (!Number.isSafeInteger(value)) return numberBytes(String(value), false);
-  let n = Math.abs(value);
-  if (n === 0) return 0;
-  while (n % 10 === 0) n /= 10;
-  let digits = 0;
-  for (; n >= 1; n = Math.floor(n / 10)) digits++;
-  return Math.ceil(digits / 2);
-}
-
-function numberBytes(text: string, upper: boolean): number {
-  if (upper) return 21;
-  const digits = text
-    .replace(/e.*$/i, '')
-    .replace(/[^0-9]/g, '')
-    .replace(/^0+/, '')
-    .replace(/0+$/, '');
-  return Math.ceil(digits.length / 2);
-}
-
-function utf8(text: string): number {
-  return Buffer.byteLength(text, 'utf8');
 }
 
 /** Where `value` holds something the document client cannot send (a path, no data), or undefined. */

@@ -1,24 +1,23 @@
-// The operator's writes of the `jobs` table (docs/protocol.md, E10 and C1/C2): a redrive's reset and a
-// cancel, each one write on every path but a full history, whose trim is written only over the version
-// and the list read. The job store (dynamodb-job-store.ts) passes its table; workers never call these.
-import {
-  ConditionalCheckFailedException,
-  type ReturnValuesOnConditionCheckFailure,
-} from '@aws-sdk/client-dynamodb';
+// The operator's writes of the `jobs` table (docs/protocol.md, E10 and C1/C2): a redrive's reset and its
+// undo, and a cancel, each one write on every path but a full history, whose trim is written only over the
+// version and the list read. They send what core/protocol/redrive.ts and cancel.ts build and hand the
+// answer to those files' readers. The job store (dynamodb-job-store.ts) passes its table; workers never
+// call these.
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { StoreRefusedError } from '../../errors.ts';
-import { HISTORY_MAX } from '../contract/job-history.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type { CancelRequest, CancelResult, RedriveBy } from '../contract/job-store.ts';
 import { cancelledEvent, redriveEvent } from '../contract/job-store.ts';
-import { JobStatus } from '../contract/statuses.ts';
+import { type CancelHistory, cancelAnswer, cancelUpdate, refusedCancel } from '../protocol/cancel.ts';
+import { trimmedHistory } from '../protocol/history-writes.ts';
 import {
-  type CancelHistory,
-  cancelUpdate,
+  isOwnUndo,
   type RedriveHistory,
   redriveUpdate,
-} from './dynamodb-job-expressions.ts';
-import { cancelAnswer, refusedCancel } from './dynamodb-refusals.ts';
+  refusedRedrive,
+  undoRedriveUpdate,
+} from '../protocol/redrive.ts';
 import { guardStore } from './store-errors.ts';
 
 /** What the operator's writes need of the job store: its client, table, TTL rule and consistent read. */
@@ -28,8 +27,6 @@ export interface OperatorTable {
   readonly expiresAt: (fromMs: number) => number;
   readonly get: (dedupKey: string) => Promise<JobItem | undefined>;
 }
-
-const ALL_OLD: ReturnValuesOnConditionCheckFailure = 'ALL_OLD';
 
 /** JobStore.resetForRedrive (contract/job-store.ts) on the table `t`. */
 export async function resetForRedrive(
@@ -75,25 +72,13 @@ export async function resetForRedrive(
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
   }
-  // Refused: finished, under a live lease, absent, moved since the plan's read (`planned`), or its history
-  // is full; or, with `planned`, this very reset landed and its answer was lost (the SDK's retry refused).
-  // Only a full history is retried, with the oldest events dropped, over the version and the list read (a
-  // change in between, such as a dropped copy's count, refuses it again, and it is read afresh: at most 3
-  // times; with `planned`, only at that version).
+  // Refused: read afresh (refusedRedrive). A full history is retried, trimmed over the version and the
+  // list read (a change in between, such as a dropped copy's count, refuses it again: at most 3 times).
   for (let tries = 0; tries < 3; tries++) {
-    const item = await t.get(dedupKey);
-    if (planned !== undefined && ownRedriveReset(item, planned, now)) return true;
-    if (planned !== undefined && item?.version !== planned) return false;
-    if (!item || (item.history?.length ?? 0) < HISTORY_MAX) return false;
-    const read = item.history ?? [];
-    const history = [...read, event];
+    const next = refusedRedrive(await t.get(dedupKey), event, planned, now);
+    if (typeof next === 'boolean') return next;
     try {
-      await attempt({
-        replace: history.slice(-HISTORY_MAX),
-        dropped: history.length - HISTORY_MAX,
-        readVersion: item.version,
-        read,
-      });
+      await attempt(next);
       return true;
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
@@ -102,19 +87,22 @@ export async function resetForRedrive(
   return false;
 }
 
-/**
- * Whether `item` is as the redrive reset planned at version `planned` at `now` left it: the version after
- * it, RETRY_WAIT with no attempt, written at `now` (the reset's own updatedAt). A claim or any other write
- * since moves the version on, so this is the reset's own write whose answer was lost.
- */
-function ownRedriveReset(item: JobItem | undefined, planned: number, now: number): boolean {
-  return (
-    item !== undefined &&
-    item.version === planned + 1 &&
-    item.status === JobStatus.RetryWait &&
-    item.attempts === 0 &&
-    item.updatedAt === now
-  );
+/** JobStore.undoRedrive on DynamoDB: one conditional update. */
+export async function undoRedrive(
+  t: OperatorTable,
+  before: JobItem,
+  resetVersion: number,
+  now: number,
+): Promise<boolean> {
+  try {
+    await guardStore('undo-redrive', (http) =>
+      t.doc.send(new UpdateCommand(undoRedriveUpdate(t.tableName, before, resetVersion, now)), http),
+    );
+    return true;
+  } catch (error) {
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    return isOwnUndo(await t.get(before.dedupKey), before, resetVersion, now);
+  }
 }
 
 /** JobStore.cancel (contract/job-store.ts) on the table `t`. */
@@ -134,7 +122,7 @@ export async function cancelJob(
           new UpdateCommand({
             ...cancelUpdate(t.tableName, dedupKey, { now: request.now, expiresAt, history }),
             ReturnValues: 'ALL_OLD',
-            ReturnValuesOnConditionCheckFailure: ALL_OLD,
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
           http,
         ),
@@ -145,14 +133,8 @@ export async function cancelJob(
       const refused = refusedCancel(error.Item, cancelledEvent(request));
       if ('outcome' in refused) return refused;
       if (tries >= 3) throw error;
-      const read = refused.item.history ?? [];
-      const list = [...read, cancelledEvent(request)];
-      history = {
-        replace: list.slice(-HISTORY_MAX),
-        dropped: list.length - HISTORY_MAX,
-        readVersion: refused.item.version,
-        read,
-      };
+      const event = cancelledEvent(request);
+      history = refused.item === undefined ? { event } : trimmedHistory(refused.item, event);
     }
   }
 }

@@ -6,7 +6,7 @@ import type { JobItem } from '../contract/job-item.ts';
 import type { LeaseItem } from '../contract/lease-store.ts';
 import { RATE_ITEM_PREFIX } from '../contract/rate-store.ts';
 import type { JobStatus } from '../contract/statuses.ts';
-import { jobSummaryScan } from './dynamodb-job-expressions.ts';
+import { names } from '../protocol/update.ts';
 
 /** The fields of a job item the overview commands read (a projection, so scans stay small). */
 export type JobSummaryItem = Pick<JobItem, 'dedupKey' | 'status' | 'leaseUntil' | 'token' | 'attempts'> &
@@ -54,4 +54,24 @@ export async function* scanLeaseItems(
       yield item as LeaseItem;
     }
   }
+}
+
+/**
+ * The operator's scan of the `jobs` table: a projection onto the fields of `JobSummaryItem`
+ * (below), so no payloads, results or checkpoint data travel; with `status`, only those items.
+ */
+export function jobSummaryScan(tableName: string, status?: JobStatus): ScanCommandInput {
+  return {
+    TableName: tableName,
+    ProjectionExpression:
+      '#dedupKey, #status, #owner, #leaseUntil, #token, #attempts, #type, #claimedAt, #createdAt, #updatedAt, ' +
+      '#checkpoint.#at, #checkpoint.#step',
+    ExpressionAttributeNames: {
+      ...names('dedupKey', 'status', 'owner', 'leaseUntil', 'token', 'attempts', 'type', 'claimedAt'),
+      ...names('createdAt', 'updatedAt', 'checkpoint', 'at', 'step'),
+    },
+    ...(status
+      ? { FilterExpression: '#status = :status', ExpressionAttributeValues: { ':status': status } }
+      : {}),
+  };
 }

@@ -2,7 +2,7 @@
 // without large payloads never loads it (the Lambda's cold start does not pay for it).
 import { createHash } from 'node:crypto';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { type AwsConfig, isLocalEndpoint } from '../../aws/clients.ts';
+import { type AwsConfig, isLocalEndpoint, serviceEndpoint } from '../../aws/clients.ts';
 import { localCredentialProvider } from '../../aws/local-credential.ts';
 import { InvalidEnvelopeError, PayloadMissingError } from '../../errors.ts';
 import type { PayloadRef, PayloadStore } from '../contract/payload-store.ts';
@@ -100,16 +100,16 @@ export class S3PayloadStore implements PayloadStore {
 }
 
 function newClient(s3: S3Module, config: AwsConfig): S3Client {
-  const local = isLocalEndpoint(config.endpoint);
+  const endpoint = serviceEndpoint(config, 's3');
   return new s3.S3Client({
     region: config.region,
     maxAttempts: config.maxAttempts ?? 3,
-    ...(config.endpoint ? { endpoint: config.endpoint, forcePathStyle: true } : {}),
+    ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
     // The embedded emulator serves only its own credential; real AWS uses the default provider chain.
     ...(config.credentials
       ? { credentials: config.credentials }
-      : local
-        ? { credentials: localCredentialProvider(config.endpoint as string) }
+      : isLocalEndpoint(endpoint)
+        ? { credentials: localCredentialProvider(endpoint as string) }
         : {}),
   });
 }

@@ -7,7 +7,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import { groupIdForKey } from '../../aws/message-group.ts';
 import { isFifoQueue } from '../../aws/queue-url.ts';
-import { LetterRefusedError, storableText } from '../../errors.ts';
+import { storableText } from '../../error-text.ts';
+import { LetterRefusedError } from '../../errors.ts';
 import type { DeadLetterReason, JobQueue, ResendOptions } from '../contract/job-queue.ts';
 
 export interface SqsJobQueueOptions {

@@ -1,5 +1,5 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import { storableText } from '../../errors.ts';
+import { storableText } from '../../error-text.ts';
 import type { HistoryEvent } from './job-history.ts';
 import type { Checkpoint, JobItem } from './job-item.ts';
 

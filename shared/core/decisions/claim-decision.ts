@@ -1,7 +1,7 @@
 import type { JobItem } from '../contract/job-item.ts';
 import type { ClaimKind, DeadLetterCause } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
-import { deadKeyExpired } from './history.ts';
+import { deadKeyExpired } from './history-events.ts';
 import { isClaimable, leasedRunOnly } from './lease-arithmetic.ts';
 import { isOwnMessage, type MessageIdentity, type MessageRef, sentIdentity } from './message-identity.ts';
 

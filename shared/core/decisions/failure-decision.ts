@@ -1,7 +1,6 @@
+import { describe, errorClass } from '../../error-text.ts';
 import {
   DeadlineError,
-  describe,
-  errorClass,
   InvalidEnvelopeError,
   JobCancelledError,
   LeaseLostError,

@@ -1,24 +1,11 @@
-// A job's history (contract/job-history.ts, docs/protocol.md "History"): which events a write appends,
-// and how a writer that knows the list keeps it within HISTORY_MAX. Pure; both job stores use it, the
-// DynamoDB adapter turns a HistoryWrite into expression clauses (dynamodb-job-expressions.ts).
-
-import { StoreRefusedError, storableText } from '../../errors.ts';
-import {
-  HISTORY_MAX,
-  HISTORY_MESSAGE_MAX,
-  type HistoryEvent,
-  problemShard,
-} from '../contract/job-history.ts';
+// A job's history (contract/job-history.ts, docs/protocol.md "History"): how a writer that knows the
+// list keeps it within HISTORY_MAX, and how a lease's write carries its pending events. Pure; both job
+// stores use it, the DynamoDB adapter turns a HistoryWrite into expression clauses
+// (protocol/history-writes.ts). The events themselves are built in history-events.ts.
+import { StoreRefusedError } from '../../errors.ts';
+import { HISTORY_MAX, type HistoryEvent, problemShard } from '../contract/job-history.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type { JobLease } from '../contract/job-store.ts';
-import { JobStatus } from '../contract/statuses.ts';
-import { isOwnMessage, type MessageRef } from './message-identity.ts';
-
-/**
- * Whether a checkpoint appends a `step` event. Off: the checkpoint's `done` list already tells every
- * step, and the event would only add item bytes to every step of every job (docs/protocol.md, "History").
- */
-export const STEP_EVENTS = false;
 
 /** The events that put a job into the `problems` index (a step, a dropped copy or a reset do not). */
 const PROBLEM_EVENTS: ReadonlySet<HistoryEvent['e']> = new Set([
@@ -57,57 +44,6 @@ export type HistoryWrite =
       readonly problemAt?: number;
     }
   | { readonly mode: 'keys'; readonly problemShard: string; readonly problemAt: number };
-
-/** Who wrote an event: the lease's owner, token and attempt. */
-export function attemptOf(lease: Pick<JobLease, 'owner' | 'token' | 'attempts'>): {
-  owner: string;
-  token: number;
-  attempt: number;
-} {
-  return { owner: lease.owner, token: lease.token, attempt: lease.attempts };
-}
-
-/** An error message as an event keeps it: valid text, at most HISTORY_MESSAGE_MAX characters. */
-export function eventMessage(message: string): string {
-  return storableText(message, HISTORY_MESSAGE_MAX);
-}
-
-/**
- * The event a claim that took over an ended lease owes (written by the lease's next write): whose lease
- * it took, from `previous`, the item as the claim found it.
- */
-export function takeoverEvent(
-  previous: JobItem,
-  lease: Pick<JobLease, 'owner' | 'token' | 'attempts'>,
-  now: number,
-): HistoryEvent {
-  return {
-    e: 'takeover',
-    at: now,
-    ...attemptOf(lease),
-    ...(previous.owner === undefined ? {} : { fromOwner: previous.owner }),
-    fromToken: previous.token,
-    leaseEndedAt: previous.leaseUntil,
-    ...(previous.claimedAt === undefined ? {} : { fromClaimedAt: previous.claimedAt }),
-    fromAttempt: previous.attempts,
-  };
-}
-
-/**
- * The history fields a claim's lease starts with: the item's events, and a takeover's pending event.
- * A first-time claim or a retry owes nothing.
- */
-export function claimHistory(
-  previous: JobItem | undefined,
-  lease: Pick<JobLease, 'owner' | 'token' | 'attempts'>,
-  takeover: boolean,
-  now: number,
-): Pick<JobLease, 'history' | 'pendingHistory'> {
-  return {
-    ...(previous?.history?.length ? { history: [...previous.history] } : {}),
-    ...(takeover && previous ? { pendingHistory: [takeoverEvent(previous, lease, now)] } : {}),
-  };
-}
 
 /**
  * The history write of `events` over the list `known` (the events the writer knows the item holds), or
@@ -185,83 +121,6 @@ export function returnPending(lease: JobLease, pending: readonly HistoryEvent[])
   lease.pendingHistory = [...pending, ...(lease.pendingHistory ?? [])];
 }
 
-/**
- * True when `item` is a DEAD job whose key has been dead for its type's `deadKeyTtl`, so a fresh send
- * (`message`) runs. The dead job's own message (its delete failed and it came back, perhaps re-sent by a
- * limit's bounce under another id) is never one: same origin (decisions/message-identity.ts).
- */
-export function deadKeyExpired(
-  item: Pick<JobItem, 'status' | 'deadKeyUntil' | 'messageId' | 'originId'> | undefined,
-  now: number,
-  message?: MessageRef,
-): boolean {
-  return (
-    item?.status === JobStatus.Dead &&
-    item.deadKeyUntil !== undefined &&
-    item.deadKeyUntil < now &&
-    !(message !== undefined && isOwnMessage(item, message))
-  );
-}
-
-/**
- * The `dropped` event counting one more dropped copy: the last event grown when it is a `dropped` one
- * (`index` is its position, to update in place), else a new one to append.
- */
-export function droppedCopyEvent(
-  history: readonly HistoryEvent[] | undefined,
-  messageId: string,
-  now: number,
-): { readonly event: HistoryEvent; readonly index?: number } {
-  const events = history ?? [];
-  const last = events[events.length - 1];
-  if (last?.e === 'dropped') {
-    return { event: { e: 'dropped', at: now, count: last.count + 1, messageId }, index: events.length - 1 };
-  }
-  return { event: { e: 'dropped', at: now, count: 1, messageId } };
-}
-
-/**
- * The events a release (`failed`) or a DEAD marking (`dead`) appends, after a `lease-lost` one when the
- * attempt ended because its lease ran out (`leaseLost`: why).
- */
-export function giveUpEvents(
-  lease: Pick<JobLease, 'owner' | 'token' | 'attempts'>,
-  status: JobStatus,
-  retryAt: number,
-  error: { readonly message: string; readonly errorClass: string; readonly reason?: string },
-  refunded: boolean,
-  leaseLost: string | undefined,
-  now: number,
-): HistoryEvent[] {
-  const who = attemptOf(lease);
-  const errorClass = storableText(error.errorClass, HISTORY_MESSAGE_MAX);
-  const message = eventMessage(error.message);
-  const events: HistoryEvent[] =
-    leaseLost === undefined ? [] : [{ e: 'lease-lost', at: now, ...who, why: eventMessage(leaseLost) }];
-  events.push(
-    status === JobStatus.Dead
-      ? { e: 'dead', at: now, ...who, reason: error.reason ?? 'unknown', errorClass, message }
-      : {
-          e: 'failed',
-          at: now,
-          ...who,
-          errorClass,
-          message,
-          retryAt,
-          ...(refunded ? { refunded: true } : {}),
-        },
-  );
-  return events;
-}
-
-/** What a DEAD marking at `now` records of the type's `deadKeyTtl` (seconds; absent: nothing). */
-export function deadKeyUntilOf(
-  now: number,
-  deadKeyTtlSeconds: number | undefined,
-): { deadKeyUntil?: number } {
-  return deadKeyTtlSeconds === undefined ? {} : { deadKeyUntil: now + deadKeyTtlSeconds * 1000 };
-}
-
 /** What a write of a lease carries of its history (see {@link carryHistory}). */
 export interface CarriedHistory {
   readonly write: HistoryWrite | undefined;
@@ -289,7 +148,7 @@ function keysOf(write: HistoryWrite | undefined): HistoryWrite | undefined {
 }
 
 /**
- * A write whose events were left out before it was sent (a give-up near 400 KB, dynamodb-limits.ts):
+ * A write whose events were left out before it was sent (a give-up near 400 KB, protocol/give-up.ts):
  * the index keys `events` would have set, and no events (none taken from the lease).
  */
 export function eventsLeftOut(
@@ -394,7 +253,7 @@ export function applyHistory<T extends JobItem>(item: T, write: HistoryWrite | u
 }
 
 /**
- * An upper bound of the bytes a history holds (3 bytes a character, as dynamodb-limits.ts counts): the
+ * An upper bound of the bytes a history holds (3 bytes a character, as protocol/item-size.ts counts): the
  * room a release or dead marking keeps for the list and its events when it shortens the error text.
  */
 export function historyUpperBytes(...lists: readonly (readonly HistoryEvent[] | undefined)[]): number {

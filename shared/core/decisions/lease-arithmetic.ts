@@ -1,6 +1,6 @@
 // The job lease's arithmetic that both job stores (DynamoDB and in-memory) compute: when a lease ends,
 // when it is over, what a claim counts up, and when TTL may remove the item. The DynamoDB conditions say
-// the same in expressions (dynamodb-job-expressions.ts); keep the two in step.
+// the same in expressions (core/protocol/claim.ts); keep the two in step.
 
 import type { JobItem } from '../contract/job-item.ts';
 import { JobStatus } from '../contract/statuses.ts';

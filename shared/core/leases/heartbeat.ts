@@ -1,5 +1,6 @@
-import { DeadlineError, describe, LeaseLostError, LeaseRanOutError } from '../../errors.ts';
-import { boundedSignal } from './timeout-signal.ts';
+import { describe } from '../../error-text.ts';
+import { DeadlineError, LeaseLostError, LeaseRanOutError } from '../../errors.ts';
+import { boundedSignal, rejectOnAbort } from './timeout-signal.ts';
 
 /** What the heartbeat needs from whoever holds a lease: one renewal call. */
 export interface Renewable {
@@ -248,12 +249,4 @@ export class Heartbeat {
     this.#deadlineTimer = undefined;
     this.#watchdog = undefined;
   }
-}
-
-/** A promise that rejects with the signal's reason when it aborts (and never settles otherwise). */
-function rejectOnAbort(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    if (signal.aborted) reject(signal.reason);
-    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
-  });
 }

@@ -8,7 +8,7 @@ import {
 } from '../contract/lease-store.ts';
 import { leaseSafetyMs, leaseTiming } from '../decisions/lease-timing.ts';
 import { Heartbeat } from './heartbeat.ts';
-import { boundedSignal } from './timeout-signal.ts';
+import { boundedSignal, rejectOnAbort } from './timeout-signal.ts';
 
 export interface WithLeaseOptions {
   readonly store: LeaseStore;
@@ -231,14 +231,6 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
       resolve();
     }, jittered);
     signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** A promise that rejects with the signal's reason when it aborts (and never settles otherwise). */
-function rejectOnAbort(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    if (signal.aborted) reject(signal.reason);
-    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
   });
 }
 

@@ -1,4 +1,5 @@
-import { describe, StoreRefusedError } from '../../errors.ts';
+import { describe } from '../../error-text.ts';
+import { StoreRefusedError } from '../../errors.ts';
 import type { JobQueue } from '../contract/job-queue.ts';
 import type { DeadLetterCause, JobLease, JobStore } from '../contract/job-store.ts';
 import { capLeaseToDeadline, visibilityForLease } from '../decisions/lease-timing.ts';

@@ -35,3 +35,11 @@ function timeOut(controller: AbortController, ms: number, why: string): void {
   reason.name = 'TimeoutError';
   controller.abort(reason);
 }
+
+/** A promise that rejects with the signal's reason when it aborts (and never settles otherwise). */
+export function rejectOnAbort(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+}

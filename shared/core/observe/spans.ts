@@ -12,7 +12,7 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
-import { describe, errorClass } from '../../errors.ts';
+import { describe, errorClass } from '../../error-text.ts';
 
 /*
  * Tracing through the OpenTelemetry API only: without an SDK registered (the default) every span is a

@@ -1,6 +1,5 @@
+import { describe, errorClass } from '../../error-text.ts';
 import {
-  describe,
-  errorClass,
   InvalidEnvelopeError,
   JobCancelledError,
   LeaseLostError,

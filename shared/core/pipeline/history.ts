@@ -1,7 +1,7 @@
 // The history's best-effort writes (docs/protocol.md, "History"): a lost lease and a dropped copy of a
 // dead job are recorded with a request of their own, which may fail without changing the record's
 // outcome: a failure is logged at debug and swallowed.
-import { errorClass } from '../../errors.ts';
+import { errorClass } from '../../error-text.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type { JobLease, JobStore } from '../contract/job-store.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';

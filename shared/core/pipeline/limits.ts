@@ -3,7 +3,9 @@
 // (`slot:<type or name>:<* or k:key>#<i>`), heartbeated like ctx.withLease's and fenced into the job's
 // writes that carry effects. No free slot: the message is bounced (limit-bounce.ts), no attempt used.
 // The processor releases the slots after the attempt's commit or release, in a finally.
-import { errorClass, LeaseBusyError } from '../../errors.ts';
+
+import { errorClass } from '../../error-text.ts';
+import { LeaseBusyError } from '../../errors.ts';
 import { type LeaseItem, type LeaseStore, SLOT_ITEM_PREFIX } from '../contract/lease-store.ts';
 import { type HeldLease, holdLease } from '../leases/named-lease.ts';
 import type { AnyJobDefinition, ConcurrencyLimit } from '../model/job-definition.ts';

@@ -1,16 +1,16 @@
 // The pipeline of docs/protocol.md's state machine, one record at a time: parse, the payload check (its
-// refusal: E13, refused-job.ts), local cache, the fast path (E12, fast-path.ts) or the claim (E1-E3, claim.ts) and its refusals (refusal.ts),
-// the leased run (E4-E6, leased-run.ts, commit.ts), a failure's release or retry (E7/E8, release.ts) or
-// dead letter (E9, dead-letterer.ts). Each step lives in its own file; this one only sequences them.
+// refusal: E13, refused-job.ts), local cache, the limits (limit-gate.ts), the fast path (E12,
+// fast-path.ts) or the claim (E1-E3, claim.ts) and its refusals (refusal.ts), the leased run (E4-E6,
+// leased-run.ts, commit.ts), a failure's release or retry (E7/E8, release.ts) or dead letter (E9,
+// dead-letterer.ts). Each step lives in its own file; this one only sequences them.
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { SQSRecord } from 'aws-lambda';
-import { InvalidEnvelopeError, StoreUnavailableError } from '../../errors.ts';
+import { InvalidEnvelopeError } from '../../errors.ts';
 import { DEFAULTS } from '../contract/defaults.ts';
 import { type JobEnvelope, parseEnvelope } from '../contract/envelope.ts';
 import { recordedDeadCause } from '../decisions/claim-decision.ts';
 import { capLeaseToDeadline } from '../decisions/lease-timing.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
-import { rateLimits } from '../model/rate-limit.ts';
 import { JobLog } from '../observe/job-log.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { contextFromTraceparent, inSpan, SpanKind } from '../observe/spans.ts';
@@ -21,13 +21,11 @@ import { DeadLetterer } from './dead-letterer.ts';
 import { readBeforeFast, runFast } from './fast-path.ts';
 import { checkedPayload } from './job-run.ts';
 import { runLeased } from './leased-run.ts';
-import { bounceForLimit, fifoWaitMs } from './limit-bounce.ts';
-import { concurrencyWaitMs, releaseSlotsAfterRuns, takeSlots, trackingRuns } from './limits.ts';
+import { withinLimits } from './limit-gate.ts';
 import { outcomeOf, type RecordAction, type RecordOutcome } from './outcome.ts';
 import { withPayload } from './payload-ref.ts';
-import { takeRatePermits } from './rate-limit.ts';
 import { RecordMessage } from './record-message.ts';
-import { actOnRefusal, dropFinishedCopy } from './refusal.ts';
+import { actOnRefusal } from './refusal.ts';
 import { refuseJob } from './refused-job.ts';
 import { settleFailure } from './release.ts';
 import { checkCollaborators, type JobProcessorOptions, resolveSettings, type Settings } from './settings.ts';
@@ -176,46 +174,10 @@ export class JobProcessor {
       }
       s.metrics.count(MetricName.CacheMiss);
     }
-
-    // Limits: after the payload check and the cache, before the fast path and the claim, so a job that
-    // finds its limit full writes nothing to its job item and uses no attempt (docs/protocol.md, "Limits").
-    // Slots first, then rate permits: a slot is given back (the finally below) but a permit never is, so
-    // a job its concurrency limit bounces must not have spent one (else a tenant's backlog, bounced every
-    // few seconds, would use up its rate budget with no start).
-    // A rate permit is never given back: a copy of a finished job must not spend one (refusal.ts). A slot
-    // is, with the claim's refusal, so a type with only concurrency limits pays no read for it.
-    if (rateLimits(definition).length > 0) {
-      const dropped = await dropFinishedCopy(s, job);
-      if (dropped !== undefined) return dropped;
-    }
-    const slots = await takeSlots(s, job, definition);
-    if ('invalid' in slots) {
-      const refusal = { reason: 'invalid-limit-key', error: slots.invalid };
-      return refuseJob(s, job, definition, refusal, this.#deadLetterer, deadline);
-    }
-    if ('unavailable' in slots) return this.#limitUnavailable(job, slots.unavailable);
-    if ('busy' in slots) {
-      return bounceForLimit(s, job, {
-        kind: 'concurrency',
-        limitKey: slots.busy,
-        delayMs: message.fifo ? fifoWaitMs(message.receives) : concurrencyWaitMs(message.receives),
-      });
-    }
-    if (slots.held.length === 0) {
-      const limited = await takeRatePermits(s, job, definition, deadline);
-      return limited ?? this.#run(job, definition, deadline);
-    }
-    const store = s.leases;
-    const fenced = slots.held.map((held) => ({ held, fence: store?.fence(held.lease) ?? {} }));
-    const runs = new Set<Promise<unknown>>();
-    try {
-      const limited = await takeRatePermits(s, job, definition, deadline);
-      if (limited !== undefined) return limited;
-      return await this.#run({ ...job, slots: fenced }, trackingRuns(definition, runs), deadline);
-    } finally {
-      // After the commit or the release; a run left behind keeps its slots until it ends (or they expire).
-      await releaseSlotsAfterRuns(slots, runs);
-    }
+    // Limits (limit-gate.ts): a job whose limit is full writes nothing and uses no attempt.
+    return withinLimits(s, job, definition, this.#deadLetterer, deadline, (run, def) =>
+      this.#run(run, def, deadline),
+    );
   }
 
   /** The edges from the fast path on: fast path, claim or its refusal, run or failure. */
@@ -293,28 +255,6 @@ export class JobProcessor {
     if (failure) return settleFailure(s, attempt, failure.error, this.#deadLetterer);
     // E4-E6, then E7/E8 or E9 on failure.
     return runLeased(s, attempt, this.#deadLetterer);
-  }
-
-  /** The leases table did not answer (or refused) a slot's acquire: nothing was claimed, the message retries it. */
-  async #limitUnavailable(job: Job, error: unknown): Promise<'store-unavailable'> {
-    const s = this.#s;
-    const delay = s.backoffSeconds(job.message.receives);
-    s.metrics.count(MetricName.HandBack);
-    const fields = { delaySeconds: delay, error: s.errorText(error) };
-    if (error instanceof StoreUnavailableError) {
-      s.metrics.count(MetricName.StoreUnavailable);
-      job.log.warn(
-        'the leases table did not answer a concurrency slot acquire; giving the message back',
-        fields,
-      );
-    } else {
-      job.log.error(
-        'a concurrency slot acquire failed (not an outage: check permissions and the leases table); giving the message back',
-        fields,
-      );
-    }
-    await job.message.giveBack(delay, 'store unavailable');
-    return 'store-unavailable';
   }
 
   /** Gives the message back at once: too little of the invocation is left to start (or go on). */

@@ -1,5 +1,5 @@
 import type { SQSRecord } from 'aws-lambda';
-import { describe } from '../../errors.ts';
+import { describe } from '../../error-text.ts';
 import type { JobQueue } from '../contract/job-queue.ts';
 import type { MessageIdentity } from '../decisions/message-identity.ts';
 import type { JobLog } from '../observe/job-log.ts';

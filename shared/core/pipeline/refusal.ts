@@ -6,7 +6,7 @@ import { DEDUP_KEY_COLLISION, DedupKeyCollisionError } from '../../errors.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { collides, decideRefusal } from '../decisions/claim-decision.ts';
-import { deadKeyExpired } from '../decisions/history.ts';
+import { deadKeyExpired } from '../decisions/history-events.ts';
 import { visibilityForLease } from '../decisions/lease-timing.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { byType, type Job } from './attempt.ts';

@@ -3,12 +3,14 @@
 // item untouched), but the job's own message, the one its item waits for, ends the job DEAD with the
 // refusal's reason (a claim conditioned on the item still naming that message, then E9), so no job is
 // left waiting for a message that is gone (docs/protocol.md, "A refused job's own message").
-import { errorClass, StoreUnavailableError } from '../../errors.ts';
+
+import { errorClass } from '../../error-text.ts';
+import { StoreUnavailableError } from '../../errors.ts';
 import { DEFAULTS } from '../contract/defaults.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { collides, recordedDeadCause } from '../decisions/claim-decision.ts';
-import { deadKeyExpired } from '../decisions/history.ts';
+import { deadKeyExpired } from '../decisions/history-events.ts';
 import { leaseOver } from '../decisions/lease-arithmetic.ts';
 import { capLeaseToDeadline } from '../decisions/lease-timing.ts';
 import { isOwnMessage } from '../decisions/message-identity.ts';

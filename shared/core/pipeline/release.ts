@@ -2,7 +2,8 @@
 // job to the owner that took it, dead-letter it (E9, dead-letterer.ts), or release the lease with a
 // backoff (E7; E8 refunds the attempt when the cause was outside the job) and give the message back.
 import { trace } from '@opentelemetry/api';
-import { errorClass, JobCancelledError, LeaseLostError, LeaseRanOutError } from '../../errors.ts';
+import { errorClass } from '../../error-text.ts';
+import { JobCancelledError, LeaseLostError, LeaseRanOutError } from '../../errors.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { decideFailure, type FailureDecision } from '../decisions/failure-decision.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';

@@ -1,7 +1,8 @@
 // The processor's options, their defaults (from contract/defaults.ts) and their validation, resolved
 // once per worker into the one value every pipeline step reads.
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { ConfigError, errorText, type RedactError } from '../../errors.ts';
+import { errorText, type RedactError } from '../../error-text.ts';
+import { ConfigError } from '../../errors.ts';
 import { DEFAULTS } from '../contract/defaults.ts';
 import { checkMaxBodyBytes } from '../contract/envelope.ts';
 import type { JobQueue } from '../contract/job-queue.ts';
@@ -128,7 +129,7 @@ export interface Settings {
   readonly rowTurns: RowTurns;
   /** The conflict backoff with this worker's randomness: whole seconds after conflict `n` (1 = first). */
   readonly conflictBackoffSeconds: (conflicts: number) => number;
-  /** The text stored or emitted for a thrown value: `redactError` applied, capped, valid (errors.ts errorText). */
+  /** The text stored or emitted for a thrown value: `redactError` applied, capped, valid (error-text.ts errorText). */
   readonly errorText: (error: unknown) => string;
 }
 

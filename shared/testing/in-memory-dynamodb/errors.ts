@@ -1,6 +1,6 @@
 // The errors of the in-memory DynamoDB, as the SDK's own exception classes with what DynamoDB sends with
 // them. The SDK and the document client hand a refusal's item over as DynamoDB sent it: in the low-level
-// (typed) attribute form, which dynamodb-refusals.ts unmarshalls.
+// (typed) attribute form, which core/protocol/update.ts unmarshalls.
 
 import {
   ConditionalCheckFailedException,

@@ -8,7 +8,7 @@ import { DynamoDbJobStore } from '../../../shared/core/adapters/dynamodb-job-sto
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { cancelJob } from '../../../shared/ops/cancel.ts';
 import { type CoreEnv, coreEnv } from '../../support/core-fixture.ts';
-import { testEndpoint, uniqueName } from '../../support/env.ts';
+import { testAwsConfig, uniqueName } from '../../support/env.ts';
 
 let env: CoreEnv;
 let store: DynamoDbJobStore;
@@ -36,7 +36,7 @@ async function waitingJob(key: string, now: number): Promise<void> {
 
 /** Cancels `key` through clients whose first UpdateItem lands and then answers 503 (the SDK retries it). */
 async function cancelLosingAnswer(key: string, now: number) {
-  const lossy = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 3 });
+  const lossy = createAwsClients({ ...testAwsConfig(), region: env.region, maxAttempts: 3 });
   const faults = new FaultInjector()
     .attach(lossy)
     .fail({ service: 'DynamoDB', command: 'UpdateItem', times: 1, when: 'after' });

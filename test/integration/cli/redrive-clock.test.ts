@@ -2,7 +2,8 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import ledgerJobs from '../../../examples/ledger/jobs.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
-import { REDRIVE_CLOCK_MARGIN_MS, redrive } from '../../../shared/ops/dlq-redrive.ts';
+import { redrive } from '../../../shared/ops/dlq-redrive.ts';
+import { REDRIVE_CLOCK_MARGIN_MS } from '../../../shared/ops/dlq-redrive-plan.ts';
 import {
   type CoreEnv,
   coreEnv,

@@ -13,7 +13,7 @@ import {
   queueCounts,
   sendJob,
 } from '../../support/core-fixture.ts';
-import { testEndpoint, uniqueName } from '../../support/env.ts';
+import { testAwsConfig, uniqueName } from '../../support/env.ts';
 
 let env: CoreEnv;
 
@@ -52,7 +52,7 @@ describe('Function: redrive (under faults, against the emulator)', () => {
     };
 
     // Act 1: the SendMessage back to the jobs queue fails.
-    const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 1 });
+    const faulty = createAwsClients({ ...testAwsConfig(), region: env.region, maxAttempts: 1 });
     const faults = new FaultInjector()
       .attach(faulty)
       .fail({ service: 'SQS', command: 'SendMessage', times: 1 });

@@ -22,7 +22,7 @@ import {
   sendJob,
   sleep,
 } from '../../support/core-fixture.ts';
-import { testEndpoint, uniqueName } from '../../support/env.ts';
+import { testAwsConfig, uniqueName } from '../../support/env.ts';
 
 let env: CoreEnv;
 
@@ -71,7 +71,7 @@ async function sentVersions(key: string): Promise<number[]> {
 
 /** Clients whose first job-item read (GetItem) runs `between` after its answer came, before the caller sees it. */
 function clientsPausingAfterRead(between: () => Promise<void>) {
-  const clients = createAwsClients({ endpoint: testEndpoint(), region: env.region });
+  const clients = createAwsClients({ ...testAwsConfig(), region: env.region });
   let armed = true;
   clients.ddb.middlewareStack.add(
     (next, context) => async (args) => {
@@ -124,7 +124,7 @@ describe('Function: redrive, racing a worker on the same key', () => {
     await sendJob(env, { dedupKey: key, type: TYPE, payload: { mode: 'die', v: 1 } });
     await runUntil(key, JobStatus.Dead);
     const dead = await makeWorker(env, registry).store.get(key);
-    const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region });
+    const faulty = createAwsClients({ ...testAwsConfig(), region: env.region });
     const faults = new FaultInjector()
       .attach(faulty)
       .fail({ service: 'DynamoDB', command: 'UpdateItem', times: 1, when: 'after' });
@@ -154,7 +154,7 @@ describe('Function: redrive, when its send fails after the reset', () => {
     await sendJob(env, { dedupKey: key, type: TYPE, payload: { mode: 'die', v: 1 } });
     await runUntil(key, JobStatus.Dead);
     const dead = await makeWorker(env, registry).store.get(key);
-    const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 1 });
+    const faulty = createAwsClients({ ...testAwsConfig(), region: env.region, maxAttempts: 1 });
     new FaultInjector().attach(faulty).fail({ service: 'SQS', command: 'SendMessage', times: 1 });
 
     // Act

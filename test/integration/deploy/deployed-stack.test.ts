@@ -14,7 +14,7 @@ import { BatchGetCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { destroyAwsClients } from '../../../shared/aws/clients.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
-import { readStackOutputs } from '../../../shared/local/deploy.ts';
+import { readStackOutputs } from '../../../shared/local/deployed-stacks.ts';
 import { eventually } from '../../support/core-fixture.ts';
 import { runTag, testClients, testCredentials, testEndpoint } from '../../support/env.ts';
 import { leaseq } from '../cli/run-cli.ts';

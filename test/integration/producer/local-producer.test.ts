@@ -7,7 +7,7 @@ import { CreateQueueCommand, DeleteQueueCommand, ReceiveMessageCommand } from '@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, destroyAwsClients } from '../../../shared/aws/clients.ts';
 import { emulatorStatus } from '../../../shared/local/emulator.ts';
-import { testClients, testEndpoint, uniqueName } from '../../support/env.ts';
+import { testClients, testEndpoint, testEndpointOf, uniqueName } from '../../support/env.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const CHILD = fileURLToPath(new URL('./produce-child.ts', import.meta.url));
@@ -95,7 +95,8 @@ describe('JobProducer finds the emulator the CLI finds (no AWS_ENDPOINT_URL, no 
   // another kind (LocalStack through AWS_ENDPOINT_URL) has no such record for the child to find.
   const embedded = async () => {
     const status = await emulatorStatus({ env: { ...process.env, AWS_ENDPOINT_URL: '' } });
-    return status.running && status.endpoint === testEndpoint();
+    // The child has no AWS_* variables: SQS elsewhere (AWS_ENDPOINT_URL_SQS, test:localstack) is not its.
+    return status.running && status.endpoint === testEndpoint() && testEndpointOf('sqs') === testEndpoint();
   };
 
   it("localJobProducer(): the running embedded emulator, its test credentials, and the prefix's jobs queue", async (ctx) => {

@@ -118,7 +118,7 @@ describe('Script: check-layers on synthetic trees', () => {
     const { status, stdout } = run(['--root', tree(CLEAN)]);
     expect(status).toBe(0);
     expect(stdout.trim().split('\n')).toHaveLength(1);
-    expect(stdout).toMatch(/^check-layers: 9 files, 11 imports, 18 layers: no circle, no upward import/);
+    expect(stdout).toMatch(/^check-layers: 9 files, 11 imports, 19 layers: no circle, no upward import/);
   });
 
   it('finds a circle of type-only imports', () => {
@@ -162,10 +162,10 @@ describe('Script: check-layers on synthetic trees', () => {
       // errors (0) on the contract (2), by a type-only import
       'shared/errors.ts': "import type { Item } from './core/contract/job-item.ts';\nexport type E = Item;\n",
       'shared/core/contract/job-item.ts': 'export type Item = { id: string };\n',
-      // producer (10) on ops (12)
+      // producer (11) on ops (13)
       'shared/producer/job-producer.ts': "import { send } from '../ops/send.ts';\nexport const p = send;\n",
       'shared/ops/send.ts': 'export const send = 1;\n',
-      // infra (14) on a program (17)
+      // infra (15) on a program (18)
       'infra/reference.ts': "export { main } from '../cli/main.ts';\n",
     });
     const report = check(root);
@@ -176,6 +176,30 @@ describe('Script: check-layers on synthetic trees', () => {
       'upward: shared/producer/job-producer.ts -> shared/ops/send.ts',
     ]);
     expect(report.violations[1]?.message).toBe('layer 0 (errors) imports layer 2 (contract)');
+  });
+
+  it('holds the protocol pure: values only from its listed packages, types from any', () => {
+    const root = tree({
+      ...CLEAN,
+      'shared/core/protocol/claim.ts': [
+        "import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';",
+        "import { unmarshall } from '@aws-sdk/util-dynamodb';",
+        "import { DynamoDBClient } from '@aws-sdk/client-dynamodb';",
+        "export type { ScanCommandInput } from '@aws-sdk/lib-dynamodb';",
+        "export const read = () => import('node:fs');",
+        'export const c = [unmarshall, DynamoDBClient] as unknown as UpdateCommandInput;',
+        '',
+      ].join('\n'),
+    });
+    const report = check(root);
+    expect(report.status).toBe(1);
+    expect(report.violations.map(edge)).toEqual([
+      'impure: shared/core/protocol/claim.ts -> @aws-sdk/client-dynamodb',
+      'impure: shared/core/protocol/claim.ts -> node:fs',
+    ]);
+    expect(report.violations[0]?.message).toBe(
+      'layer 7 (protocol) is pure: values only from @aws-sdk/util-dynamodb (types from any package)',
+    );
   });
 
   it('lets only an index.ts or a program import an entry point', () => {

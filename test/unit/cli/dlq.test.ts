@@ -4,6 +4,7 @@ import { describeRedrive } from '../../../cli/commands/dlq.ts';
 import { deadLetterAttributes } from '../../../shared/core/adapters/sqs-job-queue.ts';
 import type { JobItem } from '../../../shared/core/contract/job-item.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
+import { SQS_MAX_VISIBILITY_SECONDS } from '../../../shared/core/decisions/backoff.ts';
 import {
   assertKnownReason,
   type DeadLetterSummary,
@@ -12,16 +13,14 @@ import {
   summarise,
   toDeadLetter,
 } from '../../../shared/ops/dlq-letters.ts';
+import { type RedriveItem, redriveVisibilitySeconds } from '../../../shared/ops/dlq-redrive.ts';
 import {
   judgeRepeat,
   letterFacts,
   letterOwner,
   planRedrive,
   REDRIVE_CLOCK_MARGIN_MS,
-  type RedriveItem,
-  redriveVisibilitySeconds,
-  SQS_MAX_VISIBILITY_SECONDS,
-} from '../../../shared/ops/dlq-redrive.ts';
+} from '../../../shared/ops/dlq-redrive-plan.ts';
 import { InvalidFilterError } from '../../../shared/ops/ops-errors.ts';
 
 const body = JSON.stringify({

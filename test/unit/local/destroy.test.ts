@@ -1,6 +1,7 @@
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { describe, expect, it } from 'vitest';
-import { destroyLocal, emulatorStacks } from '../../../shared/local/deploy.ts';
+import { destroyLocal } from '../../../shared/local/deploy.ts';
+import { emulatorStacks } from '../../../shared/local/deployed-stacks.ts';
 
 /** A CloudFormation stand-in holding `stacks` (name -> function names); it records the calls it got. */
 function cloudFormation(stacks: Record<string, string[]>) {

@@ -15,7 +15,7 @@ import { rateStoreContract } from '../../support/contracts/rate-store-contract.t
 
 const LEDGER = 'app-ledger';
 
-// The job store tells its own retried write by its millisecond timestamp (dynamodb-refusals.ts
+// The job store tells its own retried write by its millisecond timestamp (core/protocol/fence.ts
 // isOwnWrite): the contract's second release must not land in the same millisecond as the first.
 function memory(): InMemoryDynamoDb {
   return new InMemoryDynamoDb({

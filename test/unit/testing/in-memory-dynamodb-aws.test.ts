@@ -1,6 +1,6 @@
 import { PutCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { jobSummaryScan } from '../../../shared/core/adapters/dynamodb-job-expressions.ts';
+import { jobSummaryScan } from '../../../shared/core/adapters/dynamodb-scans.ts';
 import { InMemoryDynamoDb, leaseqTables } from '../../../shared/testing/index.ts';
 
 // Where the emulator answers otherwise than DynamoDB (it accepts what DynamoDB refuses), the in-memory

@@ -4,7 +4,7 @@ import { createAwsClients, destroyAwsClients } from '../../../../shared/aws/clie
 import { FaultInjector } from '../../../../shared/aws/fault-injector.ts';
 import { DynamoDbRateStore } from '../../../../shared/core/adapters/dynamodb-rate-store.ts';
 import { type CoreEnv, coreEnv } from '../../../support/core-fixture.ts';
-import { testEndpoint, uniqueName } from '../../../support/env.ts';
+import { testAwsConfig, uniqueName } from '../../../support/env.ts';
 
 // What only the DynamoDB rate store can meet: a write that landed but whose answer was lost.
 
@@ -33,7 +33,7 @@ describe('DynamoDbRateStore and lost answers (real leases table)', () => {
     async (_, before) => {
       // Prepare: the permit write lands, its answer is lost (a 503 after the write), the SDK sends it again.
       const key = `rate:lost:k:${uniqueName('key')}`;
-      const lossy = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 3 });
+      const lossy = createAwsClients({ ...testAwsConfig(), region: env.region, maxAttempts: 3 });
       const faults = new FaultInjector().attach(lossy);
       const store = new DynamoDbRateStore({ client: lossy.doc, tableName: env.leasesTable });
       const now = Date.now();
@@ -58,7 +58,7 @@ describe('DynamoDbRateStore and lost answers (real leases table)', () => {
   it('takes one permit, not two, when a lost answer is retried with room left in the window', async () => {
     // Prepare
     const key = `rate:lost:k:${uniqueName('key')}`;
-    const lossy = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: 3 });
+    const lossy = createAwsClients({ ...testAwsConfig(), region: env.region, maxAttempts: 3 });
     const faults = new FaultInjector()
       .attach(lossy)
       .fail({ service: 'DynamoDB', command: 'UpdateItem', times: 1, when: 'after' });

@@ -19,7 +19,7 @@ import {
   sendJob,
   sleep,
 } from '../../../support/core-fixture.ts';
-import { testEndpoint, uniqueName } from '../../../support/env.ts';
+import { testAwsConfig, uniqueName } from '../../../support/env.ts';
 
 let env: CoreEnv;
 let store: DynamoDbLeaseStore;
@@ -176,7 +176,7 @@ describe('Named leases of jobs, and lost answers (real lease table)', () => {
     // Prepare: the first lease write lands and its answer is lost (a 503 after the write).
     const key = `account#${uniqueName('lost')}`;
     const lossy = createAwsClients({
-      endpoint: testEndpoint(),
+      ...testAwsConfig(),
       region: env.region,
       maxAttempts: sdkAttempts,
     });

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { readDeadLetterAttributes } from '../../../../shared/core/adapters/sqs-job-queue.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
-import { ERROR_TEXT_MAX, TransientJobError } from '../../../../shared/errors.ts';
+import { ERROR_TEXT_MAX } from '../../../../shared/error-text.ts';
+import { TransientJobError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import {
   type CoreEnv,

@@ -24,7 +24,7 @@ import {
   receiveAll,
   sendJob,
 } from '../../../support/core-fixture.ts';
-import { testEndpoint, uniqueName } from '../../../support/env.ts';
+import { testAwsConfig, uniqueName } from '../../../support/env.ts';
 import { RunLog, testRegistry } from '../../../support/test-jobs.ts';
 
 // The one-write fast path against the emulator's real DynamoDB transactions and SQS: what a job costs,
@@ -43,7 +43,7 @@ beforeEach(async () => {
 
 /** A worker whose own clients count (and may fail) its requests. Call `close()` when done. */
 function countedWorker(fastPath: boolean, jobs = testRegistry(env, undefined, { fastPath })) {
-  const clients = createAwsClients({ endpoint: testEndpoint(), region: env.region });
+  const clients = createAwsClients({ ...testAwsConfig(), region: env.region });
   const counter = new RequestCounter().attach(clients);
   const capacity = new CapacityMeter().attach(clients);
   const faults = new FaultInjector().attach(clients);

@@ -14,7 +14,7 @@ import {
   receiveAll,
   sendRaw,
 } from '../../../support/core-fixture.ts';
-import { testCredentials, testEndpoint, uniqueName } from '../../../support/env.ts';
+import { testCredentials, testEndpointOf, uniqueName } from '../../../support/env.ts';
 import { testRegistry } from '../../../support/test-jobs.ts';
 
 let env: CoreEnv;
@@ -28,7 +28,7 @@ beforeAll(async () => {
   // The emulator's S3 (local up --all-services), addressed by path as the store's own client does.
   s3 = new S3Client({
     region: env.region,
-    endpoint: testEndpoint(),
+    endpoint: testEndpointOf('s3'),
     forcePathStyle: true,
     credentials: testCredentials(),
   });

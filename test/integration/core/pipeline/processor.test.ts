@@ -30,7 +30,7 @@ import {
   sendRaw,
   sleep,
 } from '../../../support/core-fixture.ts';
-import { testEndpoint, uniqueName } from '../../../support/env.ts';
+import { testAwsConfig, uniqueName } from '../../../support/env.ts';
 import { testRegistry } from '../../../support/test-jobs.ts';
 
 let env: CoreEnv;
@@ -49,7 +49,7 @@ beforeEach(async () => {
  * it does for lost answers), on the env's queues and tables. Call `close()` when done.
  */
 function faultyProcessor(registry: JobRegistry, worker: string, rule: FaultRule, sdkAttempts: number) {
-  const faulty = createAwsClients({ endpoint: testEndpoint(), region: env.region, maxAttempts: sdkAttempts });
+  const faulty = createAwsClients({ ...testAwsConfig(), region: env.region, maxAttempts: sdkAttempts });
   const faults = new FaultInjector().attach(faulty).fail(rule);
   const metrics = new InMemoryMetrics();
   const processor = new JobProcessor({

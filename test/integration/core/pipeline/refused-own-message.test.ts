@@ -33,7 +33,7 @@ import {
   sleep,
   type Worker,
 } from '../../../support/core-fixture.ts';
-import { testCredentials, testEndpoint, uniqueName } from '../../../support/env.ts';
+import { testCredentials, testEndpointOf, uniqueName } from '../../../support/env.ts';
 
 const TYPE = 'report.refusal';
 const PREFIX = 'big/';
@@ -56,7 +56,7 @@ beforeAll(async () => {
   };
   s3 = new S3Client({
     region: env.region,
-    endpoint: testEndpoint(),
+    endpoint: testEndpointOf('s3'),
     forcePathStyle: true,
     credentials: testCredentials(),
   });

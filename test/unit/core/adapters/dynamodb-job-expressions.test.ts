@@ -1,25 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import {
-  droppedCopyUpdate,
-  leaseLostUpdate,
-  withHistory,
-} from '../../../../shared/core/adapters/dynamodb-history-expressions.ts';
-import {
-  checkpointUpdate,
-  claimUpdate,
-  completeUpdate,
-  FENCE,
-  giveUpUpdate,
-  type JobItemUpdate,
-  jobSummaryScan,
-  redriveUpdate,
-  renewUpdate,
-  resetClaimUpdate,
-} from '../../../../shared/core/adapters/dynamodb-job-expressions.ts';
+import { jobSummaryScan } from '../../../../shared/core/adapters/dynamodb-scans.ts';
 import { HISTORY_MAX, type HistoryEvent } from '../../../../shared/core/contract/job-history.ts';
 import type { JobLease } from '../../../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { historyWrite } from '../../../../shared/core/decisions/history.ts';
+import { checkpointUpdate } from '../../../../shared/core/protocol/checkpoint.ts';
+import { claimUpdate, droppedCopyUpdate } from '../../../../shared/core/protocol/claim.ts';
+import { completeUpdate } from '../../../../shared/core/protocol/complete.ts';
+import { FENCE, leaseLostUpdate } from '../../../../shared/core/protocol/fence.ts';
+import { giveUpUpdate } from '../../../../shared/core/protocol/give-up.ts';
+import { withHistory } from '../../../../shared/core/protocol/history-writes.ts';
+import { redriveUpdate } from '../../../../shared/core/protocol/redrive.ts';
+import { renewUpdate } from '../../../../shared/core/protocol/renew.ts';
+import { resetClaimUpdate } from '../../../../shared/core/protocol/reset.ts';
+import type { JobItemUpdate } from '../../../../shared/core/protocol/update.ts';
 import { parseCondition, parseUpdate } from '../../../../shared/testing/dynamodb-expressions.ts';
 
 const lease: JobLease = {

@@ -1,14 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import {
-  checkJobWrite,
-  giveUpError,
-  giveUpWithHistory,
-  itemBytes,
-  type JobWrite,
-  MAX_ITEM_BYTES,
-} from '../../../../shared/core/adapters/dynamodb-limits.ts';
+import { checkJobWrite, type JobWrite } from '../../../../shared/core/adapters/dynamodb-limits.ts';
 import { type HistoryEvent, PROBLEM_KEYS_UPPER_BYTES } from '../../../../shared/core/contract/job-history.ts';
 import type { Effect, JobLease } from '../../../../shared/core/contract/job-store.ts';
+import { giveUpError, giveUpWithHistory } from '../../../../shared/core/protocol/give-up.ts';
+import { itemBytes, MAX_ITEM_BYTES } from '../../../../shared/core/protocol/item-size.ts';
 import { StoreRefusedError } from '../../../../shared/errors.ts';
 
 const KB = 1024;

@@ -1,16 +1,12 @@
 import { type AttributeValue, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
-import {
-  cancelledFastCommit,
-  cancelledFencedWrite,
-  refusedClaim,
-  refusedFastCommit,
-  refusedFencedWrite,
-} from '../../../../shared/core/adapters/dynamodb-refusals.ts';
 import type { JobItem } from '../../../../shared/core/contract/job-item.ts';
 import type { JobLease } from '../../../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
+import { refusedClaim } from '../../../../shared/core/protocol/claim.ts';
+import { cancelledFastCommit, refusedFastCommit } from '../../../../shared/core/protocol/complete.ts';
+import { cancelledFencedWrite, refusedFencedWrite } from '../../../../shared/core/protocol/fence.ts';
 import { LeaseLostError, StoreUnavailableError } from '../../../../shared/errors.ts';
 
 const lease: JobLease = {

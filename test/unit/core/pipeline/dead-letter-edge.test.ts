@@ -4,15 +4,6 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import {
-  claimUpdate,
-  completeUpdate,
-  FENCE,
-  redriveUpdate,
-  renewUpdate,
-} from '../../../../shared/core/adapters/dynamodb-job-expressions.ts';
-import { giveUpError, MAX_ITEM_BYTES } from '../../../../shared/core/adapters/dynamodb-limits.ts';
-import { refusedClaim } from '../../../../shared/core/adapters/dynamodb-refusals.ts';
 import { SqsJobQueue } from '../../../../shared/core/adapters/sqs-job-queue.ts';
 import { makeEnvelope, parseEnvelope } from '../../../../shared/core/contract/envelope.ts';
 import type {
@@ -30,12 +21,15 @@ import { InMemoryMetrics } from '../../../../shared/core/observe/metrics.ts';
 import { DeadLetterer } from '../../../../shared/core/pipeline/dead-letterer.ts';
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
 import { RecordMessage } from '../../../../shared/core/pipeline/record-message.ts';
-import {
-  ERROR_TEXT_MAX,
-  LetterRefusedError,
-  PermanentJobError,
-  StoreRefusedError,
-} from '../../../../shared/errors.ts';
+import { claimUpdate, refusedClaim } from '../../../../shared/core/protocol/claim.ts';
+import { completeUpdate } from '../../../../shared/core/protocol/complete.ts';
+import { FENCE } from '../../../../shared/core/protocol/fence.ts';
+import { giveUpError } from '../../../../shared/core/protocol/give-up.ts';
+import { MAX_ITEM_BYTES } from '../../../../shared/core/protocol/item-size.ts';
+import { redriveUpdate } from '../../../../shared/core/protocol/redrive.ts';
+import { renewUpdate } from '../../../../shared/core/protocol/renew.ts';
+import { ERROR_TEXT_MAX } from '../../../../shared/error-text.ts';
+import { LetterRefusedError, PermanentJobError, StoreRefusedError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';

@@ -11,7 +11,7 @@ import { makeEnvelope } from '../../../../shared/core/contract/envelope.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
-import { ERROR_TEXT_MAX, REDACT_ERROR_THREW, type RedactError } from '../../../../shared/errors.ts';
+import { ERROR_TEXT_MAX, REDACT_ERROR_THREW, type RedactError } from '../../../../shared/error-text.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../../../shared/core/contract/defaults.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { type JobProcessorOptions, resolveSettings } from '../../../../shared/core/pipeline/settings.ts';
-import { ERROR_TEXT_MAX } from '../../../../shared/errors.ts';
+import { ERROR_TEXT_MAX } from '../../../../shared/error-text.ts';
 import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
 

@@ -1,12 +1,10 @@
-// The DynamoDB expressions of a job item's history (docs/protocol.md, "History"): a write's events added
-// to its update, the operators' trim of a full list over the list they read, and the best-effort appends
-// (a lost lease, a dropped copy). Pure, like dynamodb-job-expressions.ts, whose updates they extend.
+// The history clauses of the edges' writes (docs/protocol.md, "History"): a write's events added to its
+// update, and the operators' trim of a full list (a redrive's, a cancel's) over the list they read.
 
 import { HISTORY_MAX, type HistoryEvent } from '../contract/job-history.ts';
 import type { JobItem } from '../contract/job-item.ts';
-import { JobStatus } from '../contract/statuses.ts';
 import type { HistoryWrite } from '../decisions/history.ts';
-import type { JobItemUpdate } from './dynamodb-job-expressions.ts';
+import type { JobItemUpdate } from './update.ts';
 
 /**
  * `update` with a history write added to the same request (docs/protocol.md, "History"): the events cost
@@ -65,7 +63,7 @@ export function withHistory(
 
 /**
  * The placeholder of the length a holder's trim expects the item's list to have (withHistory); a refusal
- * of a write that carries it may be the list's, not the fence's (dynamodb-refusals.ts).
+ * of a write that carries it may be the list's, not the fence's (fence.ts, `refusedFencedWrite`).
  */
 export const HISTORY_KNOWN = ':historyKnown';
 
@@ -79,66 +77,55 @@ function addSets(expression: string, sets: string): string {
 }
 
 /**
- * Best effort, unfenced: a `lease-lost` event appended to the item if it exists and its history has room
- * (this write knows no list to cut, so it never passes HISTORY_MAX). No protocol field changes.
+ * A full history replaced by its trimmed copy (`replace`, `dropped` more in `historyDropped`), read at
+ * `readVersion` with the list `read`: written only over that very list. The version alone does not tell
+ * it: a heartbeat's event (renewals keep the version), a lost lease's event and a dropped copy's count
+ * change the list and not the version, and the replace would write them over.
  */
-export function leaseLostUpdate(
-  tableName: string,
-  dedupKey: string,
+export interface TrimmedHistory {
+  readonly replace: readonly HistoryEvent[];
+  readonly dropped: number;
+  readonly readVersion: number;
+  readonly read: readonly HistoryEvent[];
+}
+
+/** `item`'s full history with `event` added and its oldest events dropped, to be written over it as read. */
+export function trimmedHistory(
+  item: Pick<JobItem, 'history' | 'version'>,
   event: HistoryEvent,
-  problem: { readonly problemShard: string; readonly problemAt: number },
-): JobItemUpdate {
+): TrimmedHistory {
+  const read = item.history ?? [];
+  const list = [...read, event];
   return {
-    TableName: tableName,
-    Key: { dedupKey },
-    UpdateExpression:
-      'SET #history = list_append(if_not_exists(#history, :noEvents), :events), ' +
-      '#problemShard = :problemShard, #problemAt = :problemAt',
-    ConditionExpression:
-      'attribute_exists(#dedupKey) AND (attribute_not_exists(#history) OR size(#history) < :historyMax)',
-    ExpressionAttributeNames: {
-      '#dedupKey': 'dedupKey',
-      '#history': 'history',
-      '#problemShard': 'problemShard',
-      '#problemAt': 'problemAt',
-    },
-    ExpressionAttributeValues: {
-      ':noEvents': [],
-      ':events': [event],
-      ':historyMax': HISTORY_MAX,
-      ':problemShard': problem.problemShard,
-      ':problemAt': problem.problemAt,
-    },
+    replace: list.slice(-HISTORY_MAX),
+    dropped: list.length - HISTORY_MAX,
+    readVersion: item.version,
+    read,
   };
 }
 
+/** The SET of a trimmed history ({@link TrimmedHistory}), its values in {@link trimmedValues}. */
+export const TRIMMED_SET =
+  '#history = :history, #historyDropped = if_not_exists(#historyDropped, :zero) + :dropped';
+
 /**
- * Best effort: one more dropped copy of the DEAD item `dead`: the last event (at `index`) replaced by the
- * grown `dropped` event when it is one, else the event appended (room permitting). Only while the item is
- * that DEAD item (same token) and, in place, its list is the one read (same length).
+ * The condition that the item's history is still the list `read` (not empty): as long, and ending in the
+ * same event. Any write since appended to it (longer), trimmed it (another last event: every trim ends
+ * in the events it added) or grew its last `dropped` event (another count). One event in the request,
+ * not the list.
  */
-export function droppedCopyUpdate(
-  tableName: string,
-  dead: Pick<JobItem, 'dedupKey' | 'token' | 'history'>,
-  dropped: { readonly event: HistoryEvent; readonly index?: number },
-): JobItemUpdate {
-  const inPlace = dropped.index !== undefined;
+export function historyAsRead(read: readonly HistoryEvent[]): string {
+  return `size(#history) = :readLength AND #history[${Math.max(0, read.length - 1)}] = :readLast`;
+}
+
+/** The values of {@link TRIMMED_SET}, `:readVersion` and {@link historyAsRead}. */
+export function trimmedValues(history: TrimmedHistory): Record<string, unknown> {
+  const { read } = history;
   return {
-    TableName: tableName,
-    Key: { dedupKey: dead.dedupKey },
-    UpdateExpression: inPlace
-      ? `SET #history[${dropped.index}] = :event`
-      : 'SET #history = list_append(if_not_exists(#history, :noEvents), :events)',
-    ConditionExpression: inPlace
-      ? '#status = :dead AND #token = :token AND size(#history) = :length'
-      : '#status = :dead AND #token = :token AND (attribute_not_exists(#history) OR size(#history) < :length)',
-    ExpressionAttributeNames: { '#status': 'status', '#token': 'token', '#history': 'history' },
-    ExpressionAttributeValues: {
-      ':dead': JobStatus.Dead,
-      ':token': dead.token,
-      ...(inPlace
-        ? { ':event': dropped.event, ':length': (dead.history ?? []).length }
-        : { ':noEvents': [], ':events': [dropped.event], ':length': HISTORY_MAX }),
-    },
+    ':history': history.replace,
+    ':dropped': history.dropped,
+    ':readVersion': history.readVersion,
+    ':readLength': read.length,
+    ':readLast': read[read.length - 1] ?? null,
   };
 }

@@ -1,0 +1,83 @@
+import fc from 'fast-check';
+import { describe, expect, it, vi } from 'vitest';
+import { runScenario } from './harness.ts';
+import { operatorArb } from './operators-scenario.ts';
+import type { OperatorKind } from './scenario.ts';
+
+/*
+ * Issue 32's checks (operators.ts) catch what they are for: each test breaks the code under test on
+ * purpose, the way its defect did, and sees its check fire. Off everywhere else in this file.
+ */
+const broken = vi.hoisted(() => ({ ownMessage: false, plan: false }));
+
+// A job's own message not told from a copy (a dead key reset by the message it died under; a refused own
+// message lettered as a copy, its job left waiting).
+vi.mock('../../shared/core/decisions/message-identity.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../shared/core/decisions/message-identity.ts')>();
+  return {
+    ...real,
+    isOwnMessage: (...args: Parameters<typeof real.isOwnMessage>) =>
+      broken.ownMessage ? false : real.isOwnMessage(...args),
+  };
+});
+
+// A redrive planned without asking whose letter it is: every letter planned as the item's own.
+vi.mock('../../shared/ops/dlq-redrive-plan.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../shared/ops/dlq-redrive-plan.ts')>();
+  return {
+    ...real,
+    planRedrive: (...[item, now, letter]: Parameters<typeof real.planRedrive>) =>
+      real.planRedrive(
+        broken.plan && item && letter?.messageId
+          ? { ...item, messageId: letter.messageId, history: [] }
+          : item,
+        now,
+        letter,
+      ),
+  };
+});
+
+/** The checks (`tag/check`) with `tag` found in the first `runs` focused schedules of `kind`. */
+async function found(kind: OperatorKind, tag: string, runs: number): Promise<string[]> {
+  const checks = new Set<string>();
+  for (const scenario of fc.sample(operatorArb(kind), { numRuns: runs, seed: 32 })) {
+    const report = await runScenario(scenario);
+    for (const v of report.violations) {
+      const check = /^\[([a-z-]+\/[a-z-]+)\]/.exec(v)?.[1];
+      if (check?.startsWith(`${tag}/`)) checks.add(check);
+    }
+    if (checks.size > 0) break;
+  }
+  return [...checks];
+}
+
+describe('Issue 32 checks catch what they are for', () => {
+  it('a refused own message lettered as a copy is caught ([refused/own-ends-dead])', async () => {
+    broken.ownMessage = true;
+    try {
+      expect(await found('redrive-edit', 'refused', 150)).toEqual(['refused/own-ends-dead']);
+      expect(await found('deploy', 'refused', 60)).toEqual(['refused/own-ends-dead']);
+    } finally {
+      broken.ownMessage = false;
+    }
+  }, 600_000);
+
+  it('a dead key reset by the message it died under is caught ([dead/runs-unasked])', async () => {
+    broken.ownMessage = true;
+    try {
+      expect(await found('fresh-send', 'dead', 150)).toEqual(['dead/runs-unasked']);
+    } finally {
+      broken.ownMessage = false;
+    }
+  }, 600_000);
+
+  it('a redrive by key or with an edited payload over another life of its key is caught', async () => {
+    broken.plan = true;
+    try {
+      expect(await found('redrive-key', 'redrive', 150)).toEqual(['redrive/over-another-job']);
+      expect(await found('redrive-edit', 'redrive', 150)).toEqual(['redrive/over-another-job']);
+    } finally {
+      broken.plan = false;
+    }
+  }, 600_000);
+});
