@@ -140,6 +140,11 @@ function value(o: Operand, item: Item, p: Placeholders): unknown {
       if (o.fn === 'list_append') {
         const a = value(first as Operand, item, p);
         const b = value(second as Operand, item, p);
+        if (a === undefined || b === undefined) {
+          throw validationException(
+            'The provided expression refers to an attribute that does not exist in the item',
+          );
+        }
         if (!Array.isArray(a) || !Array.isArray(b)) {
           throw validationException('Invalid UpdateExpression: list_append takes two lists');
         }
@@ -168,9 +173,30 @@ function same(a: unknown, b: unknown): boolean {
 /** The order of two values of one ordered type (numbers, strings, bytes); NaN for any other pair. */
 export function order(a: unknown, b: unknown): number {
   if (isDynamoNumber(a) && isDynamoNumber(b)) return compareNumbers(a, b);
-  if (typeof a === 'string' && typeof b === 'string') return a < b ? -1 : a > b ? 1 : 0;
+  if (typeof a === 'string' && typeof b === 'string') return compareStrings(a, b);
   if (a instanceof Uint8Array && b instanceof Uint8Array) return Buffer.compare(a, b);
   return Number.NaN;
+}
+
+/**
+ * Strings in DynamoDB's order, their UTF-8 bytes' (code points'): JS's `<` orders UTF-16 units, which
+ * puts a surrogate pair (U+10000 and up) before U+E000..U+FFFF.
+ */
+export function compareStrings(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    return codePointRank(x) - codePointRank(y);
+  }
+  return a.length - b.length;
+}
+
+/** A UTF-16 unit's rank in code point order: surrogates after every other BMP unit. */
+function codePointRank(unit: number): number {
+  return unit >= 0xe000 ? unit - 0x800 : unit >= 0xd800 ? unit + 0x2000 : unit;
 }
 
 function typeOf(v: unknown): string {

@@ -10,9 +10,16 @@
 import { validationException } from './dynamodb-errors.ts';
 import { applyUpdate, checkBounds, checkValueDefined, evaluate } from './dynamodb-expression-eval.ts';
 import { Parser } from './dynamodb-expression-parser.ts';
-import type { Item, PlaceholderRead, Placeholders, UpdateAction } from './dynamodb-expression-types.ts';
+import type {
+  Condition,
+  Item,
+  PathPart,
+  PlaceholderRead,
+  Placeholders,
+  UpdateAction,
+} from './dynamodb-expression-types.ts';
 
-export type { Item, Placeholders } from './dynamodb-expression-types.ts';
+export type { Condition, Item, Placeholders } from './dynamodb-expression-types.ts';
 export { validationException };
 
 /** A parsed condition: `test(item)` evaluates it (item undefined: no such item). */
@@ -20,19 +27,32 @@ export function parseCondition(
   expression: string,
   placeholders: Placeholders,
 ): (item: Item | undefined) => boolean {
-  const condition = cached('condition', expression, placeholders, (parser) => {
+  const condition = conditionTree(expression, placeholders);
+  return (item) => evaluate(condition, item ?? {}, placeholders);
+}
+
+/** The parsed form of a condition (a Query's key condition is checked against the key schema by it). */
+export function conditionTree(expression: string, placeholders: Placeholders): Condition {
+  return cached('condition', expression, placeholders, (parser) => {
     const parsed = parser.condition();
     if (!parser.done())
       throw validationException(`Invalid ConditionExpression: unexpected ${parser.peek()} in ${expression}`);
     return parsed;
   });
-  return (item) => evaluate(condition, item ?? {}, placeholders);
 }
 
 /** A parsed update: `apply(item)` returns the updated copy (the item created from its key when absent). */
 export function parseUpdate(expression: string, placeholders: Placeholders): (item: Item) => Item {
   const actions = cached('update', expression, placeholders, updateActions);
   return (item) => applyUpdate(actions, item, placeholders);
+}
+
+/** The document paths an update's actions write (SET, REMOVE, ADD, DELETE), in the expression's order. */
+export function updatePaths(
+  expression: string,
+  placeholders: Placeholders,
+): readonly (readonly PathPart[])[] {
+  return cached('update', expression, placeholders, updateActions).map((a) => a.path);
 }
 
 function updateActions(parser: Parser): readonly UpdateAction[] {
@@ -60,7 +80,27 @@ function updateActions(parser: Parser): readonly UpdateAction[] {
   }
   if (actions.length === 0)
     throw validationException('Invalid UpdateExpression: The expression can not be empty');
+  checkOverlaps(actions);
   return actions;
+}
+
+/** DynamoDB refuses an update two of whose actions write one path, or a path and a part of it. */
+function checkOverlaps(actions: readonly UpdateAction[]): void {
+  for (let i = 0; i < actions.length; i++) {
+    for (let j = i + 1; j < actions.length; j++) {
+      const [a, b] = [(actions[i] as UpdateAction).path, (actions[j] as UpdateAction).path];
+      const n = Math.min(a.length, b.length);
+      let shared = 0;
+      while (shared < n && a[shared] === b[shared]) shared++;
+      if (shared === n) {
+        const show = (p: readonly PathPart[]) =>
+          `[${p.map((x) => (typeof x === 'number' ? `[${x}]` : x)).join(', ')}]`;
+        throw validationException(
+          `Invalid UpdateExpression: Two document paths overlap with each other; must remove or rewrite one of these paths; path one: ${show(a)}, path two: ${show(b)}`,
+        );
+      }
+    }
+  }
 }
 
 /**
@@ -125,6 +165,14 @@ function sameNames(reads: readonly PlaceholderRead[], placeholders: Placeholders
  * uses (DynamoDB refuses those too).
  */
 export function checkUnusedPlaceholders(placeholders: Placeholders, expressions: readonly string[]): void {
+  for (const [field, map] of [
+    ['ExpressionAttributeNames', placeholders.names],
+    ['ExpressionAttributeValues', placeholders.values],
+  ] as const) {
+    if (map !== undefined && Object.keys(map).length === 0) {
+      throw validationException(`1 validation error detected: ${field} must not be empty`);
+    }
+  }
   const used = (token: string) => {
     let whole = TOKEN_PATTERNS.get(token);
     if (whole === undefined) {

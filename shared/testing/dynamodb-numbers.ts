@@ -55,6 +55,30 @@ export function numberText(v: DynamoNumber): string {
   return decimalText(toDecimal(v));
 }
 
+/**
+ * DynamoDB's refusal of a number a request carries (its N text as sent) past its precision or range, in
+ * the wording of a request's validation.
+ */
+export function checkNumberText(text: string): void {
+  const match = /^[+-]?(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text);
+  if (!match) return; // the SDK sends only numbers it formatted
+  const [, whole = '', fraction = '', power = '0'] = match;
+  const d = normalize(BigInt(`${whole}${fraction}` || '0'), Number(power) - fraction.length);
+  if (d.coefficient === 0n) return;
+  const digits = d.coefficient.toString().replace('-', '').length;
+  const refuse = (why: string) => {
+    throw validationException(`1 validation error detected: ${why}`);
+  };
+  if (digits > MAX_DIGITS)
+    refuse(`Attempting to store more than ${MAX_DIGITS} significant digits in a Number`);
+  if (d.exponent + digits > MAX_MAGNITUDE_EXPONENT) {
+    refuse('Number overflow. Attempting to store a number with magnitude larger than supported range');
+  }
+  if (d.exponent + digits - 1 < MIN_EXPONENT) {
+    refuse('Number underflow. Attempting to store a number with magnitude smaller than supported range');
+  }
+}
+
 function toDecimal(v: DynamoNumber): Decimal {
   if (typeof v === 'bigint') return normalize(v, 0);
   if (!Number.isFinite(v)) {

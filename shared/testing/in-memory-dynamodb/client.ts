@@ -15,15 +15,17 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { Item } from '../dynamodb-expressions.ts';
+import { checkUnusedPlaceholders, type Item, updatePaths } from '../dynamodb-expressions.ts';
 import { consumed, readUnits, type TableTally, Tally, writeUnits } from './capacity.ts';
 import { asSdkError, conditionFailed, metadata, sdkValidationException } from './errors.ts';
-import { DynamoDbFaults } from './faults.ts';
+import { afterLatency, DynamoDbFaults } from './faults.ts';
 import { applyWrite, ConditionRefusal, planWrite, type WriteKind } from './item-ops.ts';
+import { checkValues } from './marshalling.ts';
+import { projectionPaths, projectPaths } from './projection.ts';
 import { query, type ReadInput, scan } from './query-scan.ts';
 import { Table, type TableSchema } from './tables.ts';
 import { type TransactItem, transactWrite } from './transactions.ts';
-import { checkSendable, copy, itemBytes, project, updatedAttributes } from './values.ts';
+import { copy, itemBytes, updatedAttributes } from './values.ts';
 
 /** Options of {@link InMemoryDynamoDb}. */
 export interface InMemoryDynamoDbOptions {
@@ -132,12 +134,15 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
   // biome-ignore lint/suspicious/noExplicitAny: the document client's overloads of send
   override send(command: any, options?: any): Promise<any> {
     const http = (typeof options === 'object' && options !== null ? options : {}) as SendOptions;
-    const input = (command?.input ?? {}) as Input;
+    const sent = (command?.input ?? {}) as Input;
     const name: string = command?.constructor?.name ?? typeof command;
     let body: () => unknown;
+    // The request as sent: a caller changing its objects afterwards (a delayed request) changes nothing.
+    // Without a fault rule a request is applied before send() returns, so only then is a copy needed.
+    const input = this.faults.pending > 0 ? copy(sent) : sent;
     try {
-      sendable(input);
       body = this.#handler(command, input, name);
+      checkValues(sent);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -148,9 +153,13 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     const answer = this.faults.run(request, body, http.abortSignal);
     if (this.#latencyMs === 0) return answer;
     const ms = this.#latencyMs;
+    const later = (settle: () => unknown) => afterLatency(ms, http.abortSignal, settle);
     return answer.then(
-      (value) => new Promise((resolve) => setTimeout(() => resolve(value), ms)),
-      (error: unknown) => new Promise((_, reject) => setTimeout(() => reject(error), ms)),
+      (value) => later(() => value),
+      (error: unknown) =>
+        later(() => {
+          throw error;
+        }),
     );
   }
 
@@ -186,9 +195,14 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     const units = { read: readUnits(item ? itemBytes(item) : 0, consistent) };
     this.#tally.add(table.schema.name, 'GetCommand', units);
     const projection = input.ProjectionExpression as string | undefined;
+    const names = { names: input.ExpressionAttributeNames as Record<string, string> | undefined };
+    if (names.names !== undefined)
+      checkUnusedPlaceholders(names, projection === undefined ? [] : [projection]);
     return {
       $metadata: metadata(),
-      ...(item ? { Item: projection ? project(item, topLevel(projection, input)) : copy(item) } : {}),
+      ...(item
+        ? { Item: projection ? projectPaths(item, projectionPaths(projection, names)) : copy(item) }
+        : {}),
       ...capacity(input, table.schema.name, units),
     };
   }
@@ -211,7 +225,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
       write: writeUnits(Math.max(old ? itemBytes(old) : 0, next ? itemBytes(next) : 0), false),
     };
     this.#tally.add(table.schema.name, command, units);
-    const returned = returnValues(input.ReturnValues as string | undefined, kind, old, next);
+    const returned = returnValues(input.ReturnValues as string | undefined, kind, old, next, input);
     return {
       $metadata: metadata(),
       ...(returned ? { Attributes: returned } : {}),
@@ -256,6 +270,13 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
       throw sdkValidationException(
         "1 validation error detected: Value at 'requestItems' failed to satisfy constraint: Member must have length less than or equal to 100",
       );
+    }
+    for (const [name, request] of Object.entries(requests)) {
+      const table = this.#table(name);
+      const texts = (request.Keys ?? []).map((key) => table.keyOf(key));
+      if (new Set(texts).size !== texts.length) {
+        throw sdkValidationException('Provided list of item keys contains duplicates');
+      }
     }
     const responses: Record<string, Item[]> = {};
     const capacities: Record<string, unknown>[] = [];
@@ -317,6 +338,7 @@ function returnValues(
   kind: WriteKind,
   old: Item | undefined,
   next: Item | undefined,
+  input: Input,
 ): Item | undefined {
   switch (mode) {
     case undefined:
@@ -330,20 +352,18 @@ function returnValues(
     case 'UPDATED_OLD':
     case 'UPDATED_NEW':
       if (kind !== 'update') throw sdkValidationException('ReturnValues can only be ALL_OLD or NONE');
-      return updatedAttributes(old ?? {}, next ?? {}, (mode === 'UPDATED_OLD' ? old : next) ?? {});
+      return updatedAttributes(
+        updatePaths(input.UpdateExpression as string, {
+          names: input.ExpressionAttributeNames as Record<string, string> | undefined,
+          values: input.ExpressionAttributeValues as Record<string, unknown> | undefined,
+        }),
+        (mode === 'UPDATED_OLD' ? old : next) ?? {},
+      );
     default:
       throw sdkValidationException(
         `1 validation error detected: Value '${mode}' at 'returnValues' failed to satisfy constraint: Member must satisfy enum value set: [ALL_NEW, UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]`,
       );
   }
-}
-
-function topLevel(expression: string, input: Input): string[] {
-  const names = input.ExpressionAttributeNames as Record<string, string> | undefined;
-  return expression.split(',').map((part) => {
-    const token = part.trim();
-    return token.startsWith('#') ? (names?.[token] ?? token) : token;
-  });
 }
 
 function tableOfAction(item: TransactItem): string | undefined {
@@ -360,21 +380,4 @@ function tablesOf(command: unknown, input: Input): string[] {
   }
   if (command instanceof BatchGetCommand) return Object.keys((input.RequestItems as object) ?? {});
   return input.TableName === undefined ? [] : [input.TableName];
-}
-
-/** The document client marshals a request's values before it leaves, and refuses what it cannot send. */
-function sendable(input: Input): void {
-  const values = (request: Record<string, unknown> | undefined) => {
-    if (!request) return;
-    checkSendable(request.Item);
-    checkSendable(request.Key);
-    checkSendable(request.ExpressionAttributeValues);
-    checkSendable(request.ExclusiveStartKey);
-  };
-  values(input);
-  for (const action of (input.TransactItems as Record<string, Record<string, unknown>>[] | undefined) ?? []) {
-    for (const request of Object.values(action)) values(request);
-  }
-  const batch = input.RequestItems as Record<string, { Keys?: unknown }> | undefined;
-  for (const request of Object.values(batch ?? {})) checkSendable(request.Keys);
 }

@@ -196,6 +196,32 @@ function whenAborted(signal: AbortSignal): Promise<never> {
   });
 }
 
+/**
+ * Settles with `settle()` after `ms` (an answer's way back), or rejects as the SDK does when `signal`
+ * aborts first: the request has been applied, its answer is lost.
+ */
+export function afterLatency<T>(ms: number, signal: AbortSignal | undefined, settle: () => T): Promise<T> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(aborted(signal));
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(aborted(signal as AbortSignal));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      try {
+        resolve(settle());
+      } catch (error) {
+        reject(error);
+      }
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 /** What the SDK throws for a request whose signal aborted. */
 function aborted(signal: AbortSignal): Error {
   const error = new Error(`Request aborted (${String(signal.reason ?? 'aborted')})`);

@@ -10,9 +10,10 @@ import {
   type Placeholders,
   parseCondition,
   parseUpdate,
+  updatePaths,
 } from '../dynamodb-expressions.ts';
 import type { Table } from './tables.ts';
-import { copy, itemBytes } from './values.ts';
+import { copy, itemBytes, typedName } from './values.ts';
 
 /** Bytes in one item (400 KB), attribute names included. */
 export const MAX_ITEM_BYTES = 400 * 1024;
@@ -43,6 +44,14 @@ export interface PlannedWrite {
 /** A condition the item failed: the item it was tested on. */
 export class ConditionRefusal {
   constructor(readonly old: Item | undefined) {}
+}
+
+/**
+ * An update DynamoDB refused while applying it to the item (a missing operand, a wrong type, a bad
+ * document path): a ValidationException alone, a `ValidationError` reason in a transaction.
+ */
+export function isApplyRefusal(error: unknown): boolean {
+  return error instanceof Error && (error as { applying?: boolean }).applying === true;
 }
 
 /**
@@ -87,10 +96,18 @@ export function planWrite(table: Table, kind: WriteKind, input: WriteInput): Pla
   let next: Item | undefined;
   if (kind === 'put') next = copy(input.Item as Item);
   else if (update !== undefined) {
-    next = update(old ?? copy(keyItem as Item));
-    checkKeyKept(table, next, keyItem as Item);
+    try {
+      next = update(old ?? copy(keyItem as Item));
+    } catch (error) {
+      if (error instanceof Error && error.name === 'ValidationException') {
+        Object.assign(error, { applying: true });
+      }
+      throw error;
+    }
+    checkKeyKept(table, updatePaths(input.UpdateExpression as string, placeholders));
     dropUndefined(next);
   }
+  if (next !== undefined) checkIndexKeys(table, next);
   if (next !== undefined && itemBytes(next) > MAX_ITEM_BYTES) {
     throw validationException(
       kind === 'update'
@@ -108,20 +125,35 @@ export function applyWrite(write: PlannedWrite): void {
   else write.table.items.set(write.key, write.next);
 }
 
-/** DynamoDB refuses an update that changes a key attribute. */
-function checkKeyKept(table: Table, next: Item, key: Item): void {
-  for (const name of table.keyNames) {
-    const v = next[name];
-    if (v === key[name]) continue;
-    if (
-      v instanceof Uint8Array &&
-      key[name] instanceof Uint8Array &&
-      Buffer.compare(v, key[name] as Uint8Array) === 0
-    )
-      continue;
+/** DynamoDB refuses an update that names a key attribute, even to write the value it has. */
+function checkKeyKept(table: Table, paths: readonly (readonly unknown[])[]): void {
+  for (const path of paths) {
+    const name = path[0];
+    if (typeof name !== 'string' || !table.keyNames.includes(name)) continue;
     throw validationException(
       `One or more parameter values were invalid: Cannot update attribute ${name}. This attribute is part of the key`,
     );
+  }
+}
+
+/** DynamoDB refuses an item whose index key attribute has another type than the index's, or is empty. */
+function checkIndexKeys(table: Table, item: Item): void {
+  for (const index of table.schema.indexes ?? []) {
+    for (const part of index.sortKey ? [index.partitionKey, index.sortKey] : [index.partitionKey]) {
+      const v = item[part.name];
+      if (v === undefined) continue;
+      const type = typedName(v);
+      if (type !== part.type) {
+        throw validationException(
+          `One or more parameter values were invalid: Type mismatch for Index Key ${part.name} Expected: ${part.type} Actual: ${type} IndexName: ${index.name}`,
+        );
+      }
+      if ((type === 'S' && v === '') || (type === 'B' && (v as Uint8Array).length === 0)) {
+        throw validationException(
+          `One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty ${type === 'S' ? 'string' : 'binary'} value. IndexName: ${index.name}, IndexKey: ${part.name}`,
+        );
+      }
+    }
   }
 }
 

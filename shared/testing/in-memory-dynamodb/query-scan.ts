@@ -3,14 +3,18 @@
 // read when more may follow, `ExclusiveStartKey` resumes after it.
 
 import { validationException } from '../dynamodb-errors.ts';
+import { compareStrings } from '../dynamodb-expression-eval.ts';
 import {
   checkUnusedPlaceholders,
+  conditionTree,
   type Item,
   type Placeholders,
   parseCondition,
 } from '../dynamodb-expressions.ts';
+import { checkKeyCondition } from './key-conditions.ts';
+import { projectionPaths, projectPaths } from './projection.ts';
 import type { IndexSchema, KeyPart, Table } from './tables.ts';
-import { copy, itemBytes, project } from './values.ts';
+import { copy, itemBytes } from './values.ts';
 
 /** The part of a Query or Scan input the in-memory tables read. */
 export interface ReadInput {
@@ -25,6 +29,7 @@ export interface ReadInput {
   readonly ExclusiveStartKey?: Item;
   readonly ScanIndexForward?: boolean;
   readonly Select?: string;
+  readonly ConsistentRead?: boolean;
 }
 
 /** A page of a Query or Scan, and the bytes it read (for its read units). */
@@ -36,6 +41,9 @@ export interface ReadPage {
   readonly bytes: number;
 }
 
+/** What one Query or Scan page reads at most. */
+const MAX_PAGE_BYTES = 1024 * 1024;
+
 /** One Query page. */
 export function query(table: Table, input: ReadInput): ReadPage {
   if (input.KeyConditionExpression === undefined) {
@@ -43,25 +51,33 @@ export function query(table: Table, input: ReadInput): ReadPage {
       'Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.',
     );
   }
-  const index = indexOf(table, input.IndexName);
+  const index = indexOf(table, input.IndexName, input.ConsistentRead);
   const placeholders = placeholdersOf(input, [input.KeyConditionExpression]);
   const matches = parseCondition(input.KeyConditionExpression, placeholders);
   const sortKey = index ? index.sortKey : table.schema.sortKey;
+  checkKeyCondition(
+    conditionTree(input.KeyConditionExpression, placeholders),
+    index ? index.partitionKey : table.schema.partitionKey,
+    sortKey,
+  );
   const candidates: Item[] = [];
   for (const item of table.items.values()) {
     if (index && !hasKeys(item, index)) continue;
     if (matches(item)) candidates.push(item);
   }
-  candidates.sort(
-    (a, b) => compareKeys(sortKey, a, b) || compareText(table.keyOfItem(a), table.keyOfItem(b)),
+  const forward = input.ScanIndexForward !== false;
+  const order = (a: Item, b: Item) =>
+    compareKeys(sortKey, a, b) || compareText(table.keyOfItem(a), table.keyOfItem(b));
+  candidates.sort(order);
+  if (!forward) candidates.reverse();
+  return page(table, index, candidates, input, placeholders, (item, start) =>
+    forward ? order(item, start) > 0 : order(item, start) < 0,
   );
-  if (input.ScanIndexForward === false) candidates.reverse();
-  return page(table, index, candidates, input, placeholders);
 }
 
 /** One Scan page, in key order. */
 export function scan(table: Table, input: ReadInput): ReadPage {
-  const index = indexOf(table, input.IndexName);
+  const index = indexOf(table, input.IndexName, input.ConsistentRead);
   const placeholders = placeholdersOf(input, []);
   const keyed: [string, Item][] = [];
   for (const [key, item] of table.items) if (!index || hasKeys(item, index)) keyed.push([key, item]);
@@ -72,6 +88,7 @@ export function scan(table: Table, input: ReadInput): ReadPage {
     keyed.map(([, item]) => item),
     input,
     placeholders,
+    (item, start) => compareText(table.keyOfItem(item), table.keyOfItem(start)) > 0,
   );
 }
 
@@ -81,35 +98,41 @@ function page(
   ordered: readonly Item[],
   input: ReadInput,
   placeholders: Placeholders,
+  isAfter: (item: Item, start: Item) => boolean,
 ): ReadPage {
   let start = 0;
   if (input.ExclusiveStartKey !== undefined) {
-    const after = table.keyOfItem(input.ExclusiveStartKey);
-    const at = ordered.findIndex((item) => table.keyOfItem(item) === after);
-    start = at < 0 ? ordered.length : at + 1;
+    // By the key's place in the order, as DynamoDB resumes: the item it names may be gone since.
+    const after = input.ExclusiveStartKey;
+    const at = ordered.findIndex((item) => isAfter(item, after));
+    start = at < 0 ? ordered.length : at;
   }
   if (input.Limit !== undefined && !(Number.isInteger(input.Limit) && input.Limit >= 1)) {
     throw validationException(
       `1 validation error detected: Value '${input.Limit}' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1`,
     );
   }
-  const end = input.Limit === undefined ? ordered.length : Math.min(ordered.length, start + input.Limit);
+  let end = input.Limit === undefined ? ordered.length : Math.min(ordered.length, start + input.Limit);
   const filter =
     input.FilterExpression === undefined ? undefined : parseCondition(input.FilterExpression, placeholders);
-  const names =
+  const paths =
     input.ProjectionExpression === undefined
       ? undefined
-      : projectionNames(input.ProjectionExpression, placeholders);
+      : projectionPaths(input.ProjectionExpression, placeholders);
   const items: Item[] = [];
   let bytes = 0;
   for (let i = start; i < end; i++) {
     const stored = ordered[i] as Item;
     const visible = index ? indexView(table, index, stored) : stored;
     bytes += itemBytes(visible);
+    // A page reads at most 1 MB (before the filter): the item that reaches it is the page's last.
+    if (bytes >= MAX_PAGE_BYTES && i + 1 < end) end = i + 1;
     if (filter && !filter(visible)) continue;
-    if (input.Select !== 'COUNT') items.push(names ? project(visible, names) : copy(visible));
+    if (input.Select !== 'COUNT') items.push(paths ? projectPaths(visible, paths) : copy(visible));
   }
-  const last = end < ordered.length && end > start ? (ordered[end - 1] as Item) : undefined;
+  // DynamoDB names the last item read whenever the page stopped at its Limit, more to read or not.
+  const stopped = end < ordered.length || (input.Limit !== undefined && end - start === input.Limit);
+  const last = stopped && end > start ? (ordered[end - 1] as Item) : undefined;
   return {
     Items: items,
     Count: items.length,
@@ -119,11 +142,14 @@ function page(
   };
 }
 
-function indexOf(table: Table, name: string | undefined): IndexSchema | undefined {
+function indexOf(table: Table, name: string | undefined, consistent?: boolean): IndexSchema | undefined {
   if (name === undefined) return undefined;
   const index = table.schema.indexes?.find((i) => i.name === name);
   if (!index) {
     throw validationException(`The table does not have the specified index: ${name}`);
+  }
+  if (consistent === true) {
+    throw validationException('Consistent reads are not supported on global secondary indexes');
   }
   return index;
 }
@@ -136,28 +162,6 @@ function placeholdersOf(input: ReadInput, expressions: string[]): Placeholders {
   if (input.ExpressionAttributeNames || input.ExpressionAttributeValues)
     checkUnusedPlaceholders(placeholders, all);
   return placeholders;
-}
-
-/** Top-level attribute names of a ProjectionExpression (nested paths are not supported here). */
-function projectionNames(expression: string, placeholders: Placeholders): string[] {
-  return expression.split(',').map((part) => {
-    const token = part.trim();
-    if (token.startsWith('#')) {
-      const name = placeholders.names?.[token];
-      if (name === undefined) {
-        throw validationException(
-          `Invalid ProjectionExpression: An expression attribute name used in the document path is not defined; attribute name: ${token}`,
-        );
-      }
-      return name;
-    }
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(token)) {
-      throw new Error(
-        `in-memory DynamoDB: ProjectionExpression path ${token} is not supported (top-level names only)`,
-      );
-    }
-    return token;
-  });
 }
 
 function hasKeys(item: Item, index: IndexSchema): boolean {
@@ -193,7 +197,7 @@ function compareKeys(part: KeyPart | undefined, a: Item, b: Item): number {
   if (typeof x === 'bigint' || typeof y === 'bigint')
     return x === y ? 0 : (x as bigint) < (y as bigint) ? -1 : 1;
   if (x instanceof Uint8Array && y instanceof Uint8Array) return Buffer.compare(x, y);
-  return compareText(String(x), String(y));
+  return compareStrings(String(x), String(y));
 }
 
 function compareText(a: string, b: string): number {

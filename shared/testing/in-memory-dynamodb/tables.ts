@@ -11,6 +11,7 @@ import { type KeyAttribute, keyName, keyType, type TableDefinition } from '../..
 import { KEY_ATTRIBUTES, TTL_ATTRIBUTE } from '../../resources.ts';
 import { validationException } from '../dynamodb-errors.ts';
 import type { Item } from '../dynamodb-expressions.ts';
+import { typedName } from './values.ts';
 
 /** A key attribute of a table or index: its name and DynamoDB type. */
 export interface KeyPart {
@@ -145,6 +146,6 @@ function keyText(part: KeyPart, value: unknown, what: 'key' | 'item'): string {
   if (part.type === 'B' && value instanceof Uint8Array) return Buffer.from(value).toString('base64');
   if (what === 'key') throw validationException('The provided key element does not match the schema');
   throw validationException(
-    `One or more parameter values were invalid: Type mismatch for key ${part.name} expected: ${part.type}`,
+    `One or more parameter values were invalid: Type mismatch for key ${part.name} expected: ${part.type} actual: ${typedName(value)}`,
   );
 }

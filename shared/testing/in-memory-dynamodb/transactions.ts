@@ -12,6 +12,7 @@ import {
 import {
   applyWrite,
   ConditionRefusal,
+  isApplyRefusal,
   type PlannedWrite,
   planWrite,
   type WriteInput,
@@ -113,7 +114,11 @@ function reasonOf(error: unknown, input: Action): CancellationReason {
       ...(withItem ? { Item: marshalled(item) } : {}),
     };
   }
-  if (error instanceof Error && error.name === 'ValidationException' && /item size/i.test(error.message)) {
+  if (
+    error instanceof Error &&
+    error.name === 'ValidationException' &&
+    (isApplyRefusal(error) || /item size/i.test(error.message))
+  ) {
     return { Code: 'ValidationError', Message: error.message };
   }
   throw error;

@@ -37,33 +37,6 @@ function asRead(value: unknown): unknown {
     : value;
 }
 
-/**
- * Throws what lib-dynamodb (as leaseq's clients configure it) throws before sending a value it cannot
- * marshal: an empty set (DynamoDB has none), NaN or Infinity, a number past Number.MAX_SAFE_INTEGER.
- */
-export function checkSendable(value: unknown): void {
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new Error(`Special numeric value ${value} is not allowed`);
-    if (value > Number.MAX_SAFE_INTEGER || value < Number.MIN_SAFE_INTEGER) {
-      throw new Error(
-        `Number ${value} is ${value > 0 ? 'greater than Number.MAX_SAFE_INTEGER' : 'lesser than Number.MIN_SAFE_INTEGER'}. Use NumberValue from @aws-sdk/lib-dynamodb.`,
-      );
-    }
-  } else if (value instanceof Set) {
-    if (value.size === 0) throw new Error('Pass a non-empty set, or options.convertEmptyValues=true.');
-    for (const element of value) checkSendable(element);
-  } else if (Array.isArray(value)) {
-    for (const element of value) checkSendable(element);
-  } else if (
-    typeof value === 'object' &&
-    value !== null &&
-    !(value instanceof Uint8Array) &&
-    !(value instanceof NumberValue)
-  ) {
-    for (const key in value) checkSendable((value as Item)[key]);
-  }
-}
-
 /** An item's size in bytes as DynamoDB counts it: names and values (UTF-8), numbers by their digits. */
 export function itemBytes(item: Item): number {
   let bytes = 0;
@@ -100,9 +73,14 @@ function valueBytes(v: unknown): number {
   return 0;
 }
 
-/** DynamoDB: about one byte per two significant digits, plus one. */
+/** DynamoDB: one byte per two significant digits (leading and trailing zeros trimmed), plus one. */
 function numberBytes(text: string): number {
-  const digits = text.replace(/^-/, '').replace(/e.*$/i, '').replace('.', '').replace(/^0+/, '');
+  const digits = text
+    .replace(/^-/, '')
+    .replace(/e.*$/i, '')
+    .replace('.', '')
+    .replace(/^0+/, '')
+    .replace(/0+$/, '');
   return Math.ceil(Math.max(digits.length, 1) / 2) + 1;
 }
 
@@ -114,14 +92,18 @@ export function project(item: Item, names: readonly string[]): Item {
 }
 
 /**
- * The top-level attributes an update changed (set, removed or altered), of `from`: UPDATED_OLD takes
- * them from the old item, UPDATED_NEW from the new one.
+ * The top-level attributes an update's paths name, of `from` (UPDATED_OLD: the old item, UPDATED_NEW: the
+ * new one), written or not: DynamoDB returns an attribute SET to the value it had too.
  */
-export function updatedAttributes(old: Item, updated: Item, from: Item): Item | undefined {
+export function updatedAttributes(
+  paths: readonly (readonly (string | number)[])[],
+  from: Item,
+): Item | undefined {
   const out: Item = {};
   let any = false;
-  for (const name of new Set([...Object.keys(old), ...Object.keys(updated)])) {
-    if (!sameValue(old[name], updated[name]) && from[name] !== undefined) {
+  for (const path of paths) {
+    const name = path[0] as string;
+    if (from[name] !== undefined && !(name in out)) {
       out[name] = copy(from[name]);
       any = true;
     }
@@ -129,15 +111,17 @@ export function updatedAttributes(old: Item, updated: Item, from: Item): Item | 
   return any ? out : undefined;
 }
 
-function sameValue(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  return JSON.stringify(a, replacer) === JSON.stringify(b, replacer);
-}
-
-function replacer(_key: string, v: unknown): unknown {
-  if (v instanceof Set) return { $set: [...v].map(String).sort() };
-  if (v instanceof Uint8Array) return { $b: Buffer.from(v).toString('base64') };
-  if (typeof v === 'bigint') return { $n: String(v) };
-  return v;
+/** The DynamoDB type name of a document value. */
+export function typedName(v: unknown): string {
+  if (typeof v === 'string') return 'S';
+  if (typeof v === 'number' || typeof v === 'bigint') return 'N';
+  if (typeof v === 'boolean') return 'BOOL';
+  if (v === null) return 'NULL';
+  if (v instanceof Uint8Array) return 'B';
+  if (Array.isArray(v)) return 'L';
+  if (v instanceof Set) {
+    const first = v.values().next().value;
+    return typeof first === 'string' ? 'SS' : first instanceof Uint8Array ? 'BS' : 'NS';
+  }
+  return 'M';
 }
