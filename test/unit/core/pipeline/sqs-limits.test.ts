@@ -9,7 +9,7 @@ import { JobRenewer } from '../../../../shared/core/leases/renewer.ts';
 import { JobLog } from '../../../../shared/core/observe/job-log.ts';
 import { ORIGIN_ATTRIBUTE, RecordMessage } from '../../../../shared/core/pipeline/record-message.ts';
 import { toSqsRecord } from '../../../../shared/runner/sqs-records.ts';
-import { InMemoryJobStore } from '../../../../shared/testing/in-memory-job-store.ts';
+import { memoryStores } from '../../../support/memory-stores.ts';
 
 // Two limits of SQS that an emulator may not hold leaseq to (docs/emulators.md): no ChangeMessageVisibility
 // may hide a message past 12 hours after the receive that returned its receipt handle, and a message
@@ -98,7 +98,7 @@ describe('The 12-hour visibility budget, counted from the receive', () => {
     let at = RECEIVED_AT;
     const now = () => at;
     const { queue, hidden } = sqsLikeQueue(now);
-    const store = new InMemoryJobStore();
+    const { store } = memoryStores({ now });
     const claimed = await store.claim({
       dedupKey: 'k-1',
       owner: 'w-a',
