@@ -53,7 +53,8 @@ export interface AwsConfig {
   /** SDK attempts per call (1 = no SDK retry). @default 3 */
   readonly maxAttempts?: number;
   /**
-   * Keys to sign with. @default for a loopback endpoint, the embedded emulator's credential from the
+   * Keys to sign with, on `endpoint` only (a service on an endpoint of its own in `endpoints` signs as
+   * the default says for that endpoint). @default for a loopback endpoint, the embedded emulator's credential from the
    * state directory (`local-credential.ts`), else the environment's keys, else `test`/`test`; for any
    * other endpoint, the SDK's default provider chain.
    */
@@ -127,7 +128,8 @@ export function createAwsClients(config: AwsConfig): AwsClients {
     maxAttempts: config.maxAttempts ?? 3,
     ...(endpoint ? { endpoint } : {}),
     // The embedded emulator serves only its own credential; real AWS uses the default provider chain.
-    ...(config.credentials
+    // Given keys are for the shared endpoint: a service on one of its own signs for that one instead.
+    ...(config.credentials && endpoint === config.endpoint
       ? { credentials: config.credentials }
       : isLocalEndpoint(endpoint)
         ? { credentials: localCredentialProvider(endpoint as string) }

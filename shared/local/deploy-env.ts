@@ -79,13 +79,20 @@ export function bootstrapLockFile(options: Pick<DeployTarget, 'endpoint' | 'regi
   return join(dir, `bootstrap-${id}.lock`);
 }
 
-/** The environment of the cdk commands: this process's, plus the emulator's endpoint and its keys. */
+/**
+ * The environment of the cdk commands: this process's, plus the emulator's endpoint and its keys, less
+ * every service's own endpoint (`AWS_ENDPOINT_URL_S3`, ...): the SDK would send that service elsewhere,
+ * signed with the emulator's keys, and a deploy acts on the emulator only.
+ */
 export function cdkEnv(
   options: Pick<DeployTarget, 'endpoint' | 'region' | 'credentials'>,
 ): NodeJS.ProcessEnv {
   const credential = deployCredential(options);
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('AWS_ENDPOINT_URL_')),
+  );
   return {
-    ...process.env,
+    ...inherited,
     AWS_ACCESS_KEY_ID: credential.accessKeyId,
     AWS_SECRET_ACCESS_KEY: credential.secretAccessKey,
     AWS_SESSION_TOKEN: '',

@@ -12,6 +12,7 @@ import { MetricName } from '../observe/metric-names.ts';
 import { byType, type Job } from './attempt.ts';
 import { letterRefusedJob } from './dead-letterer.ts';
 import { noteDroppedCopy } from './history.ts';
+import { resendAtReceives } from './limit-bounce.ts';
 import type { RecordAction } from './outcome.ts';
 import type { Settings } from './settings.ts';
 
@@ -106,6 +107,12 @@ export async function actOnRefusal(s: Settings, job: Job, existing: JobItem): Pr
         hideSeconds: seconds,
       });
       s.metrics.count(MetricName.HandBack);
+      // Each time back is a receive and no attempt (a job past its 12 hours of visibility comes back once
+      // a lease): near the redrive count a standard queue's copy is re-sent, or SQS would move a running
+      // job's message to the DLQ. A FIFO one is kept at its group's head (a re-send would let the group
+      // run on while the job does).
+      const resend = !message.fifo && message.receives >= resendAtReceives(false, s.maxReceiveCount);
+      if (resend && (await message.resend(seconds))) return 'own-message-early';
       await message.giveBack(seconds, 'own message early');
       return 'own-message-early';
     }
