@@ -191,7 +191,9 @@ async function deployTarget(purpose: 'deploy' | 'destroy') {
     : isLocalEndpoint(handle.endpoint)
       ? {}
       : { credentials: ANY_CREDENTIAL };
-  const config = { ...awsConfigFromEnv(), endpoint: handle.endpoint, ...own };
+  // Every client on the emulator: a service's own endpoint in the shell (AWS_ENDPOINT_URL_SQS) is not
+  // where this deploy goes.
+  const config = { ...awsConfigFromEnv(), endpoints: {}, endpoint: handle.endpoint, ...own };
   const clients = createAwsClients(config);
   const cloudFormation = await localCloudFormation(handle.endpoint, config.region, handle.credentials);
   const why = handle.mode === 'external' ? 'AWS_ENDPOINT_URL' : 'the embedded emulator leaseq runs';
