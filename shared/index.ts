@@ -42,6 +42,6 @@ export {
   StoreUnavailableError,
   TransientJobError,
 } from './errors.ts';
-export { defineJob, defineJobs } from './jobs/define-job.ts';
+export { type DefinedJob, defineJob, defineJobs } from './jobs/define-job.ts';
 export { type WorkerConfig, workerConfigFromEnv } from './worker/config.ts';
 export { createWorkerHandler, type WorkerHandler, type WorkerHandlerOptions } from './worker/handler.ts';

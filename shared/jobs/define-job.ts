@@ -1,5 +1,6 @@
 import type { AnyJobDefinition, JobDefinition } from '../core/model/job-definition.ts';
 import { JobRegistry } from '../core/model/registry.ts';
+import type { PayloadSchema } from '../core/model/standard-schema.ts';
 import type { TableMap } from '../core/model/table.ts';
 
 /**
@@ -18,19 +19,32 @@ import type { TableMap } from '../core/model/table.ts';
  * });
  * ```
  *
- * The definition is validated when a job set is built from it ({@link defineJobs}).
+ * The definition is validated when a job set is built from it ({@link defineJobs}). Its type keeps the
+ * literal `type` (`K`) and the schema's own type (`S`), so a producer given the job set checks each job's
+ * `type` and `payload` at compile time (docs/jobs.md, "Sending jobs").
  */
-export function defineJob<P, T extends TableMap = Record<never, never>>(
-  definition: JobDefinition<P, T>,
-): JobDefinition<P, T> {
+export function defineJob<
+  P,
+  T extends TableMap = Record<never, never>,
+  const K extends string = string,
+  S extends PayloadSchema<P> = PayloadSchema<P>,
+>(definition: JobDefinition<P, T> & { readonly type: K; readonly payload: S }): DefinedJob<P, T, K, S> {
   return Object.freeze({ ...definition });
 }
+
+/** A job definition as {@link defineJob} returns it: its `type` literal and payload schema kept in the type. */
+export type DefinedJob<
+  P = unknown,
+  T extends TableMap = TableMap,
+  K extends string = string,
+  S extends PayloadSchema<P> = PayloadSchema<P>,
+> = JobDefinition<P, T> & { readonly type: K; readonly payload: S };
 
 /**
  * The job module's one list of job types: what the worker runs, what `leaseq send` checks, and what the
  * CDK construct creates tables for and grants access to.
  * @throws ConfigError for a duplicate type, a malformed definition, or one table declared two ways.
  */
-export function defineJobs(jobs: readonly AnyJobDefinition[]): JobRegistry {
+export function defineJobs<J extends readonly AnyJobDefinition[]>(jobs: J): JobRegistry<J[number]> {
   return JobRegistry.of(jobs);
 }

@@ -5,6 +5,7 @@
  */
 import { GetQueueUrlCommand, QueueDoesNotExist, type SQSClient } from '@aws-sdk/client-sqs';
 import { awsConfigFromEnv, createAwsClients } from '../aws/clients.ts';
+import type { AnyJobDefinition } from '../core/model/job-definition.ts';
 import { LeaseqError } from '../errors.ts';
 import { JobProducer } from '../producer/job-producer.ts';
 import type { JobProducerOptions } from '../producer/producer-options.ts';
@@ -13,8 +14,8 @@ import { emulatorStatus } from './emulator.ts';
 import { DEFAULT_LOCAL_STAGE } from './provision-template.ts';
 
 /** Settings of {@link localJobProducer}: those of {@link JobProducerOptions}, the queue found for you. */
-export interface LocalJobProducerOptions
-  extends Omit<JobProducerOptions, 'queueUrl' | 'client' | 'endpoint'> {
+export interface LocalJobProducerOptions<J extends AnyJobDefinition = AnyJobDefinition>
+  extends Omit<JobProducerOptions<J>, 'queueUrl' | 'client' | 'endpoint'> {
   /** @default the jobs queue of the local deployment named by `prefix` */
   readonly queueUrl?: string;
   /** Resource prefix of the local deployment. @default LEASEQ_PREFIX, else `leaseq-local` (as the CLI) */
@@ -30,7 +31,9 @@ export interface LocalJobProducerOptions
  * running embedded emulator), the emulator's test credentials, and its jobs queue.
  * @throws LeaseqError (not retryable) when no emulator runs or the queue does not exist, saying what to run.
  */
-export async function localJobProducer(options: LocalJobProducerOptions = {}): Promise<JobProducer> {
+export async function localJobProducer<J extends AnyJobDefinition = AnyJobDefinition>(
+  options: LocalJobProducerOptions<J> = {},
+): Promise<JobProducer<J>> {
   const { prefix, fifo, env = process.env, queueUrl, ...producerOptions } = options;
   const status = await emulatorStatus({ env });
   if (status.mode === 'embedded' && !status.running) {
@@ -47,7 +50,7 @@ export async function localJobProducer(options: LocalJobProducerOptions = {}): P
     queueUrl ??
     (await jobsQueueUrl(client, resourcePrefix, fifo ?? env.LEASEQ_FIFO === 'true', status.endpoint));
   // The local deployment's jobs table, so `cancel` works as it does against a deployed stack.
-  return new JobProducer({
+  return new JobProducer<J>({
     jobsTable: resourceNames(resourcePrefix).tables.jobs.name,
     dynamoDb: clients.doc,
     ...producerOptions,

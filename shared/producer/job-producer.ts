@@ -12,12 +12,13 @@ import {
   parseEnvelope,
 } from '../core/contract/envelope.ts';
 import type { CancelResult } from '../core/contract/job-store.ts';
+import type { AnyJobDefinition } from '../core/model/job-definition.ts';
 import { JobRegistry } from '../core/model/registry.ts';
 import { payloadProblem } from '../core/model/standard-schema.ts';
 import { traceparentOf } from '../core/observe/spans.ts';
 import { InvalidEnvelopeError, LeaseqError } from '../errors.ts';
 import { ClaimCheck } from './large-payloads.ts';
-import type { CancelOptions, JobInput, JobProducerOptions } from './producer-options.ts';
+import type { CancelOptions, JobInput, JobInputOf, JobProducerOptions } from './producer-options.ts';
 import { endFailed, producerSpan, type SendJobsResult, type SentJob, sendEnvelopes } from './send-batch.ts';
 import { isFinalSetup } from './setup-problem.ts';
 
@@ -63,12 +64,15 @@ export class SendJobsError extends LeaseqError {
  * checks it as the worker will, and sends in batches of 10 with SQS's own failures retried. Nobody
  * writes an envelope by hand.
  *
+ * Given the job module's `jobs`, it is typed by them (`J`, inferred): `type` must be one of theirs and
+ * `payload` its schema's input, checked by the compiler as well as before sending.
+ *
  * ```ts
  * const producer = new JobProducer({ queueUrl, jobs });
  * await producer.send({ type: 'email.send', dedupKey: `welcome-${user.id}`, payload: { to: user.email } });
  * ```
  */
-export class JobProducer {
+export class JobProducer<J extends AnyJobDefinition = AnyJobDefinition> {
   readonly #queueUrl: string;
   readonly #client: SQSClient;
   readonly #jobs: JobRegistry | undefined;
@@ -77,10 +81,10 @@ export class JobProducer {
   readonly #groupId: (job: JobInput) => string | undefined;
   readonly #maxBodyBytes: number | undefined;
   readonly #claimCheck: ClaimCheck | undefined;
-  readonly #options: JobProducerOptions;
+  readonly #options: JobProducerOptions<J>;
   #cancelStore: DynamoDbJobStore | undefined;
 
-  constructor(options: JobProducerOptions) {
+  constructor(options: JobProducerOptions<J>) {
     if (!options.queueUrl)
       throw new LeaseqError('JobProducer needs queueUrl (stack output JobsQueueUrl)', { retryable: false });
     this.#queueUrl = options.queueUrl;
@@ -88,7 +92,9 @@ export class JobProducer {
     this.#jobs = options.jobs === undefined ? undefined : JobRegistry.from(options.jobs);
     this.#traceparent = options.traceparent ?? (() => undefined);
     this.#concurrency = options.concurrency ?? 8;
-    this.#groupId = options.groupId ?? (() => undefined);
+    // Every job this producer builds is a JobInputOf<J>, so its own groupId sees only those.
+    this.#groupId =
+      (options.groupId as ((job: JobInput) => string | undefined) | undefined) ?? (() => undefined);
     this.#maxBodyBytes = checkedBodyLimit(options.maxBodyBytes);
     this.#claimCheck = options.largePayloads ? new ClaimCheck(options.largePayloads) : undefined;
     this.#options = options;
@@ -144,7 +150,7 @@ export class JobProducer {
    * The envelope of one job, checked: the body the worker receives.
    * @throws InvalidJobError when the worker would refuse it.
    */
-  envelope<P>(job: JobInput<P>, index = 0): JobEnvelope {
+  envelope(job: JobInputOf<J>, index = 0): JobEnvelope {
     return this.#envelope(job, index, job.traceparent ? undefined : this.#traceparent());
   }
 
@@ -194,7 +200,7 @@ export class JobProducer {
    * @throws InvalidJobError before sending anything when a job is invalid;
    * @throws SendJobsError (with the per-job result) when SQS did not accept some.
    */
-  async send(...jobs: JobInput[]): Promise<SentJob[]> {
+  async send(...jobs: JobInputOf<J>[]): Promise<SentJob[]> {
     const result = await this.sendBatch(jobs);
     if (result.failed.length > 0) throw new SendJobsError(result);
     return [...result.sent];
@@ -204,7 +210,7 @@ export class JobProducer {
    * Sends jobs and reports each one's fate instead of throwing for the ones SQS refused.
    * @throws InvalidJobError before sending anything when a job is invalid.
    */
-  async sendBatch(jobs: readonly JobInput[]): Promise<SendJobsResult> {
+  async sendBatch(jobs: readonly JobInputOf<J>[]): Promise<SendJobsResult> {
     // A PRODUCER span per job: its context is the envelope's traceparent, so the worker's spans continue
     // this trace. A job given its own traceparent keeps it. The traceparent() option, when it answers, is
     // the span's parent rather than the active context: the caller named the trace to continue
@@ -266,8 +272,11 @@ function loopbackOrigin(queueUrl: string): string | undefined {
  * Sends jobs with a one-off {@link JobProducer}.
  * @throws InvalidJobError or SendJobsError as {@link JobProducer.send}.
  */
-export function sendJobs(options: JobProducerOptions, jobs: readonly JobInput[]): Promise<SentJob[]> {
-  return new JobProducer(options).send(...jobs);
+export function sendJobs<J extends AnyJobDefinition = AnyJobDefinition>(
+  options: JobProducerOptions<J>,
+  jobs: readonly JobInputOf<J>[],
+): Promise<SentJob[]> {
+  return new JobProducer<J>(options).send(...jobs);
 }
 
 /** The maxBodyBytes option, checked. @throws LeaseqError (not retryable) naming the range. */

@@ -1,13 +1,15 @@
 // What a JobProducer (job-producer.ts) is given: its settings, each job to send, a cancel's options.
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { AnyJobDefinition } from '../core/model/job-definition.ts';
 import type { JobSource } from '../core/model/registry.ts';
+import type { PayloadInputOf } from '../core/model/standard-schema.ts';
 import type { LargePayloadsOptions } from './large-payloads.ts';
 
-/** One job to send. */
-export interface JobInput<P = unknown> {
+/** One job to send: `P` its payload's type, `K` its type's. */
+export interface JobInput<P = unknown, K extends string = string> {
   /** The job type (`email.send`). */
-  readonly type: string;
+  readonly type: K;
   readonly payload: P;
   /**
    * The job's business identity (an order id, `invoice-2026-0042`): every message with the same key is
@@ -33,8 +35,29 @@ export interface JobInput<P = unknown> {
   readonly groupId?: string;
 }
 
-/** Settings of {@link JobProducer}; every default is applied in the constructor. */
-export interface JobProducerOptions {
+/**
+ * One job of the job set `J` (a union of job definitions): for each definition, its `type` with a payload
+ * of its schema's input type, so a misspelt type or a payload of the wrong shape does not compile. With
+ * the default (any definition) it is {@link JobInput}: any type, any payload.
+ */
+export type JobInputOf<J extends AnyJobDefinition = AnyJobDefinition> = J extends AnyJobDefinition
+  ? JobInput<PayloadInputOf<J['payload']>, J['type']>
+  : never;
+
+/** The job types of the job set `J`: `string` for an untyped producer. */
+export type JobTypeOf<J extends AnyJobDefinition = AnyJobDefinition> = J['type'];
+
+/**
+ * The definitions' type of a job set (`JobsOf<typeof jobs>`), to name a typed producer's type:
+ * `JobProducer<JobsOf<typeof jobs>>`.
+ */
+export type JobsOf<S> = S extends JobSource<infer J> ? J : AnyJobDefinition;
+
+/**
+ * Settings of {@link JobProducer}; every default is applied in the constructor. `J`, the job set's
+ * definitions, is inferred from `jobs` (`defineJobs([...])` or a list of `defineJob(...)`).
+ */
+export interface JobProducerOptions<J extends AnyJobDefinition = AnyJobDefinition> {
   /** URL of the jobs queue (stack output `JobsQueueUrl`). */
   readonly queueUrl: string;
   /**
@@ -48,10 +71,11 @@ export interface JobProducerOptions {
   readonly client?: SQSClient;
   /**
    * Your job module's jobs: when given, an unknown type or a payload its schema refuses is an error
-   * before anything is sent (otherwise the worker dead-letters it).
-   * @default no check
+   * before anything is sent (otherwise the worker dead-letters it). Their types also type the producer:
+   * `send` then takes only their `type`s, each with its schema's input as `payload`.
+   * @default no check, and any type and payload compile
    */
-  readonly jobs?: JobSource;
+  readonly jobs?: JobSource<J>;
   /**
    * The current trace context, called for every job without its own `traceparent` (wire your tracer's
    * active span here). Returning undefined starts a new trace.
@@ -65,7 +89,7 @@ export interface JobProducerOptions {
    * keeps each account's jobs in order. Returning undefined leaves the job in its dedup key's group.
    * @default () => undefined
    */
-  readonly groupId?: (job: JobInput) => string | undefined;
+  readonly groupId?: (job: JobInputOf<J>) => string | undefined;
   /**
    * The largest body sent (1024 to 1048576): a larger job is an {@link InvalidJobError}. Set it to the
    * jobs queue's `MaximumMessageSize` (the construct's `maxBodyBytes`).

@@ -263,7 +263,17 @@ export class JobContext<T extends TableMap = TableMap> {
    * checkpointed; otherwise `build` computes the step's effects, which commit atomically with the
    * checkpoint. An optimistic conflict re-runs `build` (re-reading state) a few times, then gives up with
    * {@link OptimisticConflictError} so the job goes back to the queue with a delay.
+   *
+   * A step whose outcome always has `data` gives `T`: the checkpoint stores a step's data with its done
+   * mark in one write, so a skipped step hands back what it returned. Only a step that may omit `data`
+   * gives `T | undefined` (its checkpoint then holds none). Renaming a step, not changing what it returns,
+   * is how a new version of the job keeps a checkpoint of the old one from answering for it.
    */
+  step<T>(
+    name: string,
+    build: () => Promise<{ readonly effects?: readonly Effect[]; readonly data: T }>,
+  ): Promise<T>;
+  step<T = undefined>(name: string, build: () => Promise<StepOutcome<T>>): Promise<T | undefined>;
   async step<T>(name: string, build: () => Promise<StepOutcome<T>>): Promise<T | undefined> {
     if (this.isDone(name)) return this.stepData<T>(name);
     this.#needsLease('step');

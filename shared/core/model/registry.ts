@@ -16,8 +16,15 @@ export interface JobRegistryLike {
   get(type: string): AnyJobDefinition | undefined;
 }
 
-/** Where jobs can come from: `defineJobs([...])`, a plain list of `defineJob(...)`, or another copy's registry. */
-export type JobSource = JobRegistry | JobRegistryLike | readonly AnyJobDefinition[];
+/**
+ * Where jobs can come from: `defineJobs([...])`, a plain list of `defineJob(...)`, or another copy's
+ * registry. `J` is the definitions' type, which types a producer's jobs; a registry of another copy
+ * carries none, and its producer takes any type.
+ */
+export type JobSource<J extends AnyJobDefinition = AnyJobDefinition> =
+  | JobRegistry<J>
+  | JobRegistryLike
+  | readonly J[];
 
 /** True for a registry of this or another copy of leaseq. */
 export function isRegistryLike(value: unknown): value is JobRegistryLike {
@@ -30,8 +37,13 @@ export function isRegistryLike(value: unknown): value is JobRegistryLike {
   );
 }
 
-/** The job types a worker knows, and the application tables they write. An unregistered `type` is a permanent error. */
-export class JobRegistry {
+/**
+ * The job types a worker knows, and the application tables they write. An unregistered `type` is a permanent error.
+ * `J` is the registered definitions' type (what `defineJobs` was given), for typing producers only.
+ */
+export class JobRegistry<J extends AnyJobDefinition = AnyJobDefinition> {
+  /** Types only (never set): the definitions' type, read by `JobProducer` to type `type` and `payload`. */
+  declare readonly '~jobs'?: J;
   readonly #definitions = new Map<string, AnyJobDefinition>();
   readonly #tables = new Map<string, TableDefinition>();
   /** Rate limit name -> "limit per perSeconds": a name shared by types must mean one limit. */

@@ -24,6 +24,16 @@ interface SchemaIssue {
 /** The payload type a schema produces. */
 export type PayloadOf<S> = S extends PayloadSchema<infer O> ? O : never;
 
+/**
+ * The payload type a schema accepts (Standard Schema's `types.input`: what a producer sends, before
+ * defaults and transforms); unknown for a schema that does not declare it.
+ */
+export type PayloadInputOf<S> = S extends { readonly '~standard': { readonly types?: infer T } }
+  ? NonNullable<T> extends { readonly input: infer I }
+    ? I
+    : unknown
+  : unknown;
+
 /** Outcome of {@link validatePayload}: the parsed value, or the first problem as one line. */
 export type PayloadCheck<T> =
   | { readonly ok: true; readonly value: T }

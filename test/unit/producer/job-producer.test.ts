@@ -8,6 +8,7 @@ import {
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseEnvelope } from '../../../shared/core/contract/envelope.ts';
+import type { AnyJobDefinition } from '../../../shared/core/model/job-definition.ts';
 import { defineJob, defineJobs } from '../../../shared/jobs/define-job.ts';
 import { InvalidJobError, JobProducer } from '../../../shared/producer/job-producer.ts';
 
@@ -20,7 +21,12 @@ const jobs = defineJobs([
 ]);
 // Never reached: every case below is refused or built before anything is sent.
 const client = new SQSClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9' });
-const producer = new JobProducer({ queueUrl: 'http://127.0.0.1:9/000000000000/q', client, jobs });
+// Untyped (checked at run time only): the cases below send what a producer typed by `jobs` would not compile.
+const producer = new JobProducer<AnyJobDefinition>({
+  queueUrl: 'http://127.0.0.1:9/000000000000/q',
+  client,
+  jobs,
+});
 
 describe('Class: JobProducer', () => {
   describe('Method: envelope', () => {
@@ -80,7 +86,7 @@ describe('Class: JobProducer', () => {
     });
 
     it('refuses a body over its maxBodyBytes with one line naming the size and the limit', async () => {
-      const small = new JobProducer({
+      const small = new JobProducer<AnyJobDefinition>({
         queueUrl: 'http://127.0.0.1:9/000000000000/q',
         client,
         jobs,
