@@ -201,4 +201,33 @@ describe('LeaseqPipeline on an existing queue and tables', () => {
       { Action: ['kms:Decrypt', 'kms:GenerateDataKey'], Effect: 'Allow', Resource: keyArn },
     ]);
   });
+
+  it("reads a queue of the same app from its own resource: a short visibility fails synth on the queue's value", () => {
+    const s = stack();
+    const dlq = new sqs.Queue(s, 'Dlq');
+    const queue = new sqs.Queue(s, 'Q', {
+      visibilityTimeout: Duration.seconds(100),
+      deadLetterQueue: { queue: dlq, maxReceiveCount: 20 },
+    });
+    // The described values are for imported queues: the queue's own 100 s is what is checked.
+    const existingQueue = { queue, deadLetterQueue: dlq, visibilityTimeout: Duration.seconds(360) };
+    new LeaseqPipeline(s, 'Jobs', { entry: ENTRY, existingQueue });
+    expect(() => Template.fromStack(s)).toThrow(
+      /visibility-covers-timeout: jobs queue visibility timeout is 100 s; required at least 360 s/,
+    );
+  });
+
+  it('refuses state tables of the same app keyed otherwise than leaseq reads them', () => {
+    const s = stack();
+    const key = (name: string) => ({ partitionKey: { name, type: dynamodb.AttributeType.STRING } });
+    const jobsTable = new dynamodb.Table(s, 'J', {
+      ...key('id'),
+      sortKey: { name: 'at', type: dynamodb.AttributeType.NUMBER },
+    });
+    const leases = new dynamodb.Table(s, 'L', key('leaseKey'));
+    new LeaseqPipeline(s, 'Jobs', { entry: ENTRY, existingStateTables: { jobs: jobsTable, leases } });
+    expect(() => Template.fromStack(s)).toThrow(
+      /existingStateTables.jobs has the key id \(HASH\), at \(RANGE\); required the partition key dedupKey \(string\) alone: make the table with partitionKey dedupKey/,
+    );
+  });
 });
