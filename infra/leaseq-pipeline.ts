@@ -11,7 +11,6 @@ import { DEFAULTS } from '../shared/core/contract/defaults.ts';
 import { DEFAULT_PAYLOAD_PREFIX } from '../shared/core/contract/payload-store.ts';
 import { JobRegistry, type JobSource } from '../shared/core/model/registry.ts';
 import { type TableDefinition, tableOutputKey, tablePhysicalName } from '../shared/core/model/table.ts';
-import { ConfigError } from '../shared/errors.ts';
 import {
   assertValidResourcePrefix,
   DEFAULT_WORKER_TIMEOUT_SECONDS,
@@ -21,11 +20,6 @@ import {
   type StackOutputKey,
   WORKER_ENV,
 } from '../shared/resources.ts';
-import {
-  DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES,
-  JOBS_QUEUE_MAX_MESSAGE_BYTES,
-  JobQueue,
-} from './constructs/job-queue.ts';
 import { grantPayloadPuts, grantPayloadReads, payloadBucket } from './constructs/payload-bucket.ts';
 import {
   type LeaseqAlarms,
@@ -33,9 +27,17 @@ import {
   PipelineMonitoring,
   resolveAlarmThresholds,
 } from './constructs/pipeline-monitoring.ts';
-import { leaseqTable, StateTables } from './constructs/state-tables.ts';
+import {
+  InvalidLeaseqPropsError,
+  type LeaseqExistingQueue,
+  type LeaseqExistingTables,
+  pipelineResources,
+} from './constructs/pipeline-resources.ts';
+import { leaseqTable } from './constructs/state-tables.ts';
 import { WorkerFunction, type WorkerLogLevel } from './constructs/worker-function.ts';
 import { pipelineSafetyErrors } from './safety-checks.ts';
+
+export { InvalidLeaseqPropsError, type LeaseqExistingQueue, type LeaseqExistingTables };
 
 /** Properties of {@link LeaseqPipeline}. */
 export interface LeaseqPipelineProps {
@@ -56,6 +58,10 @@ export interface LeaseqPipelineProps {
    * @default {}
    */
   readonly tables?: Readonly<Record<string, dynamodb.ITable>>;
+  /** An existing jobs queue and DLQ instead of new ones (see {@link LeaseqExistingQueue}). @default new queues */
+  readonly existingQueue?: LeaseqExistingQueue;
+  /** Existing `jobs` and `leases` tables (see {@link LeaseqExistingTables}). @default new tables */
+  readonly existingStateTables?: LeaseqExistingTables;
   /**
    * Prefix of every physical queue and table name (`<prefix>-jobs`, `<prefix>-leases`, `<prefix>-<table>`);
    * the `leaseq` command finds a deployment by it (`--prefix`).
@@ -163,17 +169,6 @@ export interface ResolvedPipelineSettings {
   readonly batchConcurrency: number;
 }
 
-/** A construct property outside its allowed range; the message shows the value received and expected. */
-export class InvalidLeaseqPropsError extends ConfigError {
-  readonly prop: string;
-
-  constructor(construct: string, prop: string, received: unknown, expected: string, cause?: unknown) {
-    super(`${construct} prop ${prop} is ${JSON.stringify(received)}; expected ${expected}`, cause);
-    this.name = 'InvalidLeaseqPropsError';
-    this.prop = prop;
-  }
-}
-
 /**
  * Applies the documented defaults in one place and validates them.
  * @throws InvalidLeaseqPropsError naming the prop, the value received and the range expected.
@@ -244,10 +239,12 @@ export function resolvePipelineSettings(
  */
 export class LeaseqPipeline extends Construct {
   readonly settings: ResolvedPipelineSettings;
-  readonly queue: sqs.Queue;
-  readonly deadLetterQueue: sqs.Queue;
-  readonly jobsTable: dynamodb.Table;
-  readonly leasesTable: dynamodb.Table;
+  /** The jobs queue and DLQ: made here, or `existingQueue`'s. */
+  readonly queue: sqs.IQueue;
+  readonly deadLetterQueue: sqs.IQueue;
+  /** The state tables: made here, or `existingStateTables`'. */
+  readonly jobsTable: dynamodb.ITable;
+  readonly leasesTable: dynamodb.ITable;
   /** The application tables the worker writes, by logical name (created here or given in `tables`). */
   readonly effectTables: Readonly<Record<string, dynamodb.ITable>>;
   readonly worker: WorkerFunction;
@@ -299,38 +296,16 @@ export class LeaseqPipeline extends Construct {
     const deletionProtection = props.deletionProtection ?? false;
     const names = resourceNames(settings.resourcePrefix, { fifo: settings.fifo });
 
-    const maxBodyBytes = props.maxBodyBytes ?? JOBS_QUEUE_MAX_MESSAGE_BYTES;
-    if (
-      !Number.isInteger(maxBodyBytes) ||
-      maxBodyBytes < 1024 ||
-      maxBodyBytes > JOBS_QUEUE_MAX_MESSAGE_BYTES
-    ) {
-      throw new InvalidLeaseqPropsError(
-        'LeaseqPipeline',
-        'maxBodyBytes',
-        maxBodyBytes,
-        `an integer from 1024 to ${JOBS_QUEUE_MAX_MESSAGE_BYTES} (1 MiB less ${DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES} bytes a dead letter's reason attributes need)`,
-      );
-    }
-    const jobQueue = new JobQueue(this, 'JobQueue', {
-      maxMessageSizeBytes: maxBodyBytes,
-      queueName: names.queues.jobs,
-      deadLetterQueueName: names.queues.dlq,
-      consumerTimeout: settings.workerTimeout,
-      maxReceiveCount: redriveMaxReceiveCount(settings),
-      fifo: settings.fifo,
-      removalPolicy,
-    });
-    this.queue = jobQueue.queue;
-    this.deadLetterQueue = jobQueue.deadLetterQueue;
-
-    const state = new StateTables(this, 'StateTables', {
-      names: names.tables,
+    const resources = pipelineResources(this, {
+      ...props,
+      settings,
+      names,
       removalPolicy,
       deletionProtection,
     });
-    this.jobsTable = state.jobs;
-    this.leasesTable = state.leases;
+    const { maxBodyBytes } = resources;
+    ({ queue: this.queue, deadLetterQueue: this.deadLetterQueue } = resources);
+    ({ jobsTable: this.jobsTable, leasesTable: this.leasesTable } = resources);
 
     const declared = jobTables(props.jobs);
     const given = props.tables ?? {};
@@ -435,6 +410,7 @@ export class LeaseqPipeline extends Construct {
           queue: this.queue,
           deadLetterQueue: this.deadLetterQueue,
           function: this.worker.function,
+          ...(resources.queueFacts ? { queueFacts: resources.queueFacts } : {}),
         }),
     });
   }

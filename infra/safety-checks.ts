@@ -1,6 +1,7 @@
 import { Stack, Token } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { CfnQueue } from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
 import { DEFAULTS } from '../shared/core/contract/defaults.ts';
 import { minInvocationTimeoutSeconds } from '../shared/core/decisions/lease-timing.ts';
@@ -19,6 +20,8 @@ import {
 
 /** SQS's own default message retention, used when a queue sets none. */
 const SQS_DEFAULT_RETENTION_SECONDS = 4 * 24 * 3600;
+/** SQS's longest retention: an imported DLQ's, whose own setting synth cannot read. */
+const SQS_MAX_RETENTION_SECONDS = 14 * 24 * 3600;
 
 /** The settings of a deployed pipeline the protocol's timing and redrive rules depend on. */
 export interface PipelineSafetyFacts {
@@ -123,7 +126,8 @@ export function checkPipelineSafety(facts: PipelineSafetyFacts): PipelineSafetyV
     add(
       'visibility-covers-timeout',
       `jobs queue visibility timeout is ${facts.visibilityTimeoutSeconds} s; required at least ${minVisibility} s ` +
-        `(${VISIBILITY_TO_TIMEOUT_RATIO} x the worker timeout of ${facts.functionTimeoutSeconds} s)`,
+        `(${VISIBILITY_TO_TIMEOUT_RATIO} x the worker timeout of ${facts.functionTimeoutSeconds} s): raise the ` +
+        `queue's VisibilityTimeout to at least ${minVisibility} s or lower workerTimeout`,
     );
   }
 
@@ -183,7 +187,8 @@ export function checkPipelineSafety(facts: PipelineSafetyFacts): PipelineSafetyV
         : `maxAttempts ${facts.maxAttempts} + margin`;
     add(
       'redrive-above-attempts',
-      `jobs queue redrive maxReceiveCount is ${facts.maxReceiveCount}; required at least ${minReceives} (${formula})`,
+      `jobs queue redrive maxReceiveCount is ${facts.maxReceiveCount}; required at least ${minReceives} (${formula}): ` +
+        `raise the queue's redrive maxReceiveCount to ${minReceives} or lower maxAttempts`,
     );
   }
 
@@ -246,10 +251,23 @@ export function checkPipelineSafety(facts: PipelineSafetyFacts): PipelineSafetyV
   return found;
 }
 
+/**
+ * The settings of an imported jobs queue, as the pipeline's props describe them (synth cannot read them).
+ * With these the DLQ's retention counts as SQS's longest (14 days) and rule `letter-fits-dlq` is skipped.
+ */
+export interface ExistingQueueFacts {
+  readonly visibilityTimeoutSeconds: number;
+  readonly maxReceiveCount: number;
+  readonly fifo: boolean;
+}
+
 /** The resources of a pipeline the facts are read from. */
 export interface PipelineSafetyResources {
-  readonly queue: sqs.Queue;
-  readonly deadLetterQueue: sqs.Queue;
+  /** A `Queue` of the app (its CfnQueue is read), or an imported one described by `queueFacts`. */
+  readonly queue: sqs.IQueue;
+  readonly deadLetterQueue: sqs.IQueue;
+  /** The described settings of an imported queue. @default read from the queue's CfnQueue */
+  readonly queueFacts?: ExistingQueueFacts;
   readonly function: lambda.Function;
   /** @default DEFAULT_DEDUP_TTL_SECONDS (the job store's default) */
   readonly dedupTtlSeconds?: number;
@@ -277,8 +295,11 @@ export function pipelineSafetyFacts(
     return n;
   };
 
-  const queue = resources.queue.node.defaultChild as sqs.CfnQueue;
-  const dlq = resources.deadLetterQueue.node.defaultChild as sqs.CfnQueue;
+  const described = resources.queueFacts;
+  // An imported queue has no CfnQueue: its described settings stand in, the rest is SQS's worst case.
+  const queue = (described ? {} : (resources.queue.node.defaultChild ?? {})) as Partial<sqs.CfnQueue>;
+  const dlqChild = resources.deadLetterQueue.node.defaultChild;
+  const dlq = (dlqChild instanceof CfnQueue ? dlqChild : {}) as Partial<sqs.CfnQueue>;
   const fn = resources.function.node.defaultChild as lambda.CfnFunction;
   const mappings = resources.function.node
     .findAll()
@@ -287,7 +308,9 @@ export function pipelineSafetyFacts(
   if (!mapping || mappings.length > 1) {
     problems.push(`the worker has ${mappings.length} event source mappings; expected exactly one`);
   }
-  const redrive = resolved(queue.redrivePolicy) as { maxReceiveCount?: unknown } | undefined;
+  const redrive = (
+    described ? { maxReceiveCount: described.maxReceiveCount } : resolved(queue.redrivePolicy)
+  ) as { maxReceiveCount?: unknown } | undefined;
   const env = ((resolved(fn.environment) as { variables?: Record<string, unknown> } | undefined)?.variables ??
     {}) as Record<string, unknown>;
   const envInt = (name: string, fallback: number): number => {
@@ -302,7 +325,9 @@ export function pipelineSafetyFacts(
 
   const scaling = resolved(mapping?.scalingConfig) as { maximumConcurrency?: unknown } | undefined;
   const facts: PipelineSafetyFacts = {
-    visibilityTimeoutSeconds: number('jobs queue VisibilityTimeout', queue.visibilityTimeout, 30),
+    visibilityTimeoutSeconds:
+      described?.visibilityTimeoutSeconds ??
+      number('jobs queue VisibilityTimeout', queue.visibilityTimeout, 30),
     // CloudFormation's default Lambda timeout is 3 s.
     functionTimeoutSeconds: number('worker Timeout', fn.timeout, 3),
     leaseMs: envInt(WORKER_ENV.leaseMs, DEFAULTS.leaseMs),
@@ -312,7 +337,7 @@ export function pipelineSafetyFacts(
     maxAttempts: envInt(WORKER_ENV.maxAttempts, DEFAULTS.maxAttempts),
     // The Lambda default batch size for SQS is 10.
     batchSize: number('event source BatchSize', mapping?.batchSize, 10),
-    fifo: resolved(queue.fifoQueue) === true,
+    fifo: described?.fifo ?? resolved(queue.fifoQueue) === true,
     maxBatchingWindowSeconds: number(
       'event source MaximumBatchingWindowInSeconds',
       mapping?.maximumBatchingWindowInSeconds,
@@ -321,7 +346,7 @@ export function pipelineSafetyFacts(
     deadLetterRetentionSeconds: number(
       'DLQ MessageRetentionPeriod',
       dlq.messageRetentionPeriod,
-      SQS_DEFAULT_RETENTION_SECONDS,
+      dlqChild instanceof CfnQueue ? SQS_DEFAULT_RETENTION_SECONDS : SQS_MAX_RETENTION_SECONDS,
     ),
     dedupTtlSeconds: resources.dedupTtlSeconds ?? DEFAULT_DEDUP_TTL_SECONDS,
     ...(scaling?.maximumConcurrency === undefined
@@ -334,16 +359,20 @@ export function pipelineSafetyFacts(
       : {
           reservedConcurrency: number('worker ReservedConcurrentExecutions', fn.reservedConcurrentExecutions),
         }),
-    jobsMaxMessageBytes: number(
-      'jobs queue MaximumMessageSize',
-      queue.maximumMessageSize,
-      SQS_MAX_MESSAGE_BYTES,
-    ),
-    deadLetterMaxMessageBytes: number(
-      'DLQ MaximumMessageSize',
-      dlq.maximumMessageSize,
-      SQS_MAX_MESSAGE_BYTES,
-    ),
+    ...(described || !(dlqChild instanceof CfnQueue)
+      ? {}
+      : {
+          jobsMaxMessageBytes: number(
+            'jobs queue MaximumMessageSize',
+            queue.maximumMessageSize,
+            SQS_MAX_MESSAGE_BYTES,
+          ),
+          deadLetterMaxMessageBytes: number(
+            'DLQ MaximumMessageSize',
+            dlq.maximumMessageSize,
+            SQS_MAX_MESSAGE_BYTES,
+          ),
+        }),
   };
   return problems.length > 0 ? { problems } : { facts, problems: [] };
 }

@@ -32,7 +32,7 @@ export const CEILINGS = {
   'cli/ui/app.ts': 593,
   'examples/ledger/demo/run-demo.ts': 404,
   'infra/constructs/pipeline-monitoring.ts': 409,
-  'infra/leaseq-pipeline.ts': 594,
+  'infra/leaseq-pipeline.ts': 570,
   'scripts/check-layers.mjs': 467,
   'shared/testing/in-memory-effects.ts': 403,
   'shared/testing/in-memory-job-store.ts': 690,

@@ -100,6 +100,9 @@ export const WORKER_QUEUE_ACTIONS = {
   deadLetter: ['sqs:SendMessage'],
 } as const;
 
+/** On the KMS key of an existing queue encrypted with one (the queues leaseq makes use SQS-managed SSE). */
+export const WORKER_QUEUE_KMS_ACTIONS = ['kms:Decrypt', 'kms:GenerateDataKey'] as const;
+
 /**
  * What the worker's role gets only when its jobs declare limits (WorkerFunctionProps.limits): a
  * concurrency scope's busy acquire reads the scope's slots with one BatchGetItem on the leases table, and
@@ -218,6 +221,10 @@ export class WorkerFunction extends Construct {
     // The queues are SQS-managed SSE (no KMS key to grant); see WORKER_QUEUE_ACTIONS.
     props.jobsQueue.grant(this.function, ...WORKER_QUEUE_ACTIONS.jobs);
     props.deadLetterQueue.grant(this.function, ...WORKER_QUEUE_ACTIONS.deadLetter);
+    // An existing queue may be encrypted with a KMS key (given with `Queue.fromQueueAttributes({ keyArn })`):
+    // receiving needs kms:Decrypt, sending (the DLQ, a limit's re-send) GenerateDataKey and Decrypt.
+    for (const queue of [props.jobsQueue, props.deadLetterQueue])
+      queue.encryptionMasterKey?.grant(this.function, ...WORKER_QUEUE_KMS_ACTIONS);
     // On the table's ARN alone: `Table.grant` would add `<table>/index/*` for the problems index, which the
     // worker never reads (item actions do not apply to an index; listings are the operator's).
     iam.Grant.addToPrincipal({

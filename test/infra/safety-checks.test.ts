@@ -20,7 +20,7 @@ function synth(props: Partial<LeaseqPipelineProps> = {}, tamper?: (pipeline: Lea
   return Template.fromStack(stack);
 }
 
-const cfnQueue = (queue: sqs.Queue) => queue.node.defaultChild as sqs.CfnQueue;
+const cfnQueue = (queue: sqs.IQueue) => queue.node.defaultChild as sqs.CfnQueue;
 const mapping = (pipeline: LeaseqPipeline) => {
   const found = pipeline.worker.function.node
     .findAll()
