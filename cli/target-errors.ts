@@ -5,6 +5,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { QueueDoesNotExist } from '@aws-sdk/client-sqs';
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { ConfigError } from '../shared/errors.ts';
@@ -64,6 +65,13 @@ export function isNetworkFailure(error: unknown): boolean {
     /getaddrinfo|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH|socket hang up/.test(
       error.message,
     )
+  );
+}
+
+/** SQS's answer for a queue that is not there (the JSON and the query protocol name it differently). */
+export function isMissingQueue(error: unknown): boolean {
+  return (
+    error instanceof QueueDoesNotExist || (error instanceof Error && error.name.includes('NonExistentQueue'))
   );
 }
 

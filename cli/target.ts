@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { GetQueueAttributesCommand, GetQueueUrlCommand, QueueDoesNotExist } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import type { Command } from 'commander';
 import { type AwsClients, destroyAwsClients, isLocalEndpoint } from '../shared/aws/clients.ts';
 import type { JobRegistry } from '../shared/core/model/registry.ts';
@@ -18,6 +18,7 @@ import {
   assertHostResolves,
   callerAccount,
   EMULATOR_ACCOUNTS,
+  isMissingQueue,
   outputsWithoutTarget,
   type Place,
   placeFor,
@@ -327,10 +328,7 @@ async function queueUrlOf(clients: AwsClients, name: string, where: Place): Prom
     if (!out.QueueUrl) throw new TargetError(`queue ${name} has no URL at ${where.name}`);
     return out.QueueUrl;
   } catch (error) {
-    if (
-      error instanceof QueueDoesNotExist ||
-      (error instanceof Error && error.name.includes('NonExistentQueue'))
-    ) {
+    if (isMissingQueue(error)) {
       throw new TargetError(
         `queue ${name} does not exist at ${where.name}: run \`npm start\` (local) or \`npx cdk deploy\`, or pass --prefix / --outputs`,
       );
@@ -346,6 +344,11 @@ async function queueArn(clients: AwsClients, queueUrl: string, where: Place): Pr
     );
     return out.Attributes?.QueueArn ?? '';
   } catch (error) {
+    if (isMissingQueue(error)) {
+      throw new TargetError(
+        `queue ${queueUrl} does not exist at ${where.name}: deploy it again, or pass the outputs of the deployment that has it`,
+      );
+    }
     throw unreachable(error, where);
   }
 }

@@ -93,4 +93,16 @@ describe('Command: the target errors say what happened', () => {
     expect(line).toContain('unset AWS_ENDPOINT_URL to use the embedded emulator');
     expect(line).not.toContain('start it with `npx leaseq local up`');
   }, 60_000);
+
+  it('outputs naming a queue the running emulator does not have say so, not that it cannot be reached', async () => {
+    const endpoint = process.env.AWS_ENDPOINT_URL ?? 'http://127.0.0.1:4566';
+    const file = outputs(
+      'gone.json',
+      `${endpoint}/000000000000/leaseq-gone-${process.pid}-jobs`,
+      `${endpoint}/000000000000/leaseq-gone-${process.pid}-dlq`,
+    );
+    const line = oneLine(await leaseq(['status', '--outputs', file]));
+    expect(line).toContain(`queue ${endpoint}/000000000000/leaseq-gone-${process.pid}-jobs does not exist`);
+    expect(line).not.toContain('cannot reach');
+  }, 60_000);
 });
