@@ -1,14 +1,9 @@
-import { lookup } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
-import { GetQueueAttributesCommand, GetQueueUrlCommand, QueueDoesNotExist } from '@aws-sdk/client-sqs';
-import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import type { Command } from 'commander';
 import { type AwsClients, destroyAwsClients, isLocalEndpoint } from '../shared/aws/clients.ts';
 import type { JobRegistry } from '../shared/core/model/registry.ts';
 import { tableOutputKey, tablePhysicalName } from '../shared/core/model/table.ts';
-import { ConfigError } from '../shared/errors.ts';
 import { type EmulatorStatus, emulatorStatus } from '../shared/local/emulator.ts';
 import { DEFAULT_LOCAL_STAGE } from '../shared/local/provision-template.ts';
 import {
@@ -19,6 +14,19 @@ import {
 } from '../shared/resources.ts';
 import { credentialSource, remoteEndpointWarning } from './remote-endpoint.ts';
 import { targetClients } from './service-endpoints.ts';
+import {
+  assertHostResolves,
+  callerAccount,
+  EMULATOR_ACCOUNTS,
+  isMissingQueue,
+  outputsWithoutTarget,
+  type Place,
+  placeFor,
+  TargetError,
+  unreachable,
+} from './target-errors.ts';
+
+export { TargetError } from './target-errors.ts';
 
 /** Flags every command that talks to a deployment accepts. */
 export interface TargetFlags {
@@ -92,14 +100,6 @@ export interface Target extends TargetChoice {
   close(): void;
 }
 
-/** A problem the user fixes with a flag or a command; printed as one line. */
-export class TargetError extends ConfigError {
-  constructor(message: string) {
-    super(message);
-    this.name = 'TargetError';
-  }
-}
-
 /** Adds --endpoint, --aws, --prefix, --outputs and --region to a command. */
 export function targetOptions(command: Command): Command {
   return command
@@ -120,8 +120,6 @@ export function targetOptions(command: Command): Command {
 export const NO_TARGET_MESSAGE =
   'no target chosen: no --endpoint, no AWS_ENDPOINT_URL and no running emulator, and leaseq never falls back to AWS by itself; ' +
   'start the emulator (`npx leaseq local up`), pass --endpoint <url>, or pass --aws --region <region> to act on real AWS';
-
-const EMULATOR_ACCOUNTS = new Set(['000000000000', '123456789012']);
 
 /** The region and account of an SQS queue URL on AWS (`https://sqs.<region>.amazonaws.com/<account>/<name>`). */
 export function awsQueueUrl(url: string): { region: string; account: string } | undefined {
@@ -219,7 +217,11 @@ export async function chooseTarget(
     };
   }
   const status = await facts.emulator();
-  if (status.mode === 'embedded' && status.running) {
+  const running = status.mode === 'embedded' && status.running;
+  const refused =
+    facts.outputsQueueUrl && outputsWithoutTarget(flags.outputs ?? '', facts.outputsQueueUrl, running);
+  if (refused) throw new TargetError(refused);
+  if (running) {
     return {
       kind: 'emulator',
       endpoint: status.endpoint,
@@ -266,7 +268,7 @@ export async function resolveTarget(
   try {
     // On AWS, who we are first: missing or expired credentials are reported as such.
     const caller = choice.kind === 'aws' ? await callerAccount(region, env) : undefined;
-    const where = endpoint ?? `AWS (${region})`;
+    const where = placeFor(endpoint ?? `AWS (${region})`, choice.why);
     const names = await resolveNames(clients, flags, outputs, endpoint, env, where);
     const queueAccount = /^arn:[^:]+:sqs:[^:]*:(\d+):/.exec(names.queueArn)?.[1];
     const account =
@@ -285,38 +287,13 @@ export async function resolveTarget(
   }
 }
 
-/** The caller's account on AWS (STS GetCallerIdentity): who the command acts as. */
-async function callerAccount(region: string, env: NodeJS.ProcessEnv): Promise<string> {
-  const sts = new STSClient({
-    region,
-    maxAttempts: 2,
-    requestHandler: new NodeHttpHandler({
-      connectionTimeout: 3000,
-      requestTimeout: 5000,
-      throwOnRequestTimeout: true,
-    }),
-  });
-  try {
-    const out = await sts.send(new GetCallerIdentityCommand({}));
-    if (!out.Account) throw new Error('no account in the answer');
-    return out.Account;
-  } catch (error) {
-    const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    throw new TargetError(
-      `cannot tell which AWS account this is (STS GetCallerIdentity: ${detail}); check the credentials (${credentialSource(env)})`,
-    );
-  } finally {
-    sts.destroy();
-  }
-}
-
 async function resolveNames(
   clients: AwsClients,
   flags: TargetFlags,
   outputs: Outputs | undefined,
   endpoint: string | undefined,
   env: NodeJS.ProcessEnv,
-  where: string,
+  where: Place,
 ): Promise<TargetNames> {
   if (outputs) {
     const queueUrl = outputs.JobsQueueUrl;
@@ -345,71 +322,35 @@ async function resolveNames(
   };
 }
 
-async function queueUrlOf(clients: AwsClients, name: string, where: string): Promise<string> {
+async function queueUrlOf(clients: AwsClients, name: string, where: Place): Promise<string> {
   try {
     const out = await clients.sqs.send(new GetQueueUrlCommand({ QueueName: name }));
-    if (!out.QueueUrl) throw new TargetError(`queue ${name} has no URL at ${where}`);
+    if (!out.QueueUrl) throw new TargetError(`queue ${name} has no URL at ${where.name}`);
     return out.QueueUrl;
   } catch (error) {
-    if (
-      error instanceof QueueDoesNotExist ||
-      (error instanceof Error && error.name.includes('NonExistentQueue'))
-    ) {
+    if (isMissingQueue(error)) {
       throw new TargetError(
-        `queue ${name} does not exist at ${where}: run \`npm start\` (local) or \`npx cdk deploy\`, or pass --prefix / --outputs`,
+        `queue ${name} does not exist at ${where.name}: run \`npm start\` (local) or \`npx cdk deploy\`, or pass --prefix / --outputs`,
       );
     }
     throw unreachable(error, where);
   }
 }
 
-async function queueArn(clients: AwsClients, queueUrl: string, where: string): Promise<string> {
+async function queueArn(clients: AwsClients, queueUrl: string, where: Place): Promise<string> {
   try {
     const out = await clients.sqs.send(
       new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
     );
     return out.Attributes?.QueueArn ?? '';
   } catch (error) {
-    throw unreachable(error, where);
-  }
-}
-
-/**
- * A host name that does not resolve is reported as such, before the SDK would report something else
- * first (missing credentials for a non-local endpoint).
- */
-async function assertHostResolves(endpoint: string): Promise<void> {
-  const host = new URL(endpoint).hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host) || host === 'localhost') return;
-  try {
-    await lookup(host);
-  } catch (error) {
-    const code = error instanceof Error && 'code' in error ? String(error.code) : '';
-    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') {
+    if (isMissingQueue(error)) {
       throw new TargetError(
-        `cannot reach ${endpoint}: the host ${host} does not resolve; check --endpoint or AWS_ENDPOINT_URL`,
+        `queue ${queueUrl} does not exist at ${where.name}: deploy it again, or pass the outputs of the deployment that has it`,
       );
     }
+    throw unreachable(error, where);
   }
-}
-
-function unreachable(error: unknown, where: string): Error {
-  if (error instanceof TargetError) return error;
-  // The SDK got an answer it could not read as SQS: a web server, a proxy, another service's port.
-  const response = (error as { $response?: { statusCode?: number } } | null)?.$response;
-  if (
-    response?.statusCode !== undefined &&
-    error instanceof Error &&
-    /Deserialization|not valid JSON|Unexpected token/.test(error.message)
-  ) {
-    return new TargetError(
-      `${where} answered, but not like SQS (HTTP ${response.statusCode}); is it the right port? (the embedded emulator: \`npx leaseq local status\`)`,
-    );
-  }
-  const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return new TargetError(
-    `cannot reach ${where} (${detail}); start it with \`npx leaseq local up\` or check --endpoint`,
-  );
 }
 
 type Outputs = Record<Exclude<StackOutputKey, 'WorkerFunctionName'>, string> & Record<string, string>;

@@ -17,8 +17,10 @@ import {
   stackFunctions,
 } from './deployed-stacks.ts';
 import { DeployError } from './emulator-errors.ts';
+import { nodeRuntimes, runtimeMismatch } from './function-node.ts';
 import { functionWorkers, stopFunctionWorkers } from './function-workers.ts';
 import { withFileLock } from './lock.ts';
+import { readEmulatorState } from './state.ts';
 
 export interface LocalDeployOptions {
   /** The emulator's endpoint (the deploy talks to nothing else). */
@@ -149,6 +151,11 @@ export async function deployLocal(options: LocalDeployOptions): Promise<LocalDep
     for (const line of gapsClosed) options.log(line);
     stacks.push({ stackName: stack.stackName, outputs: written[stack.stackName] ?? {}, gapsClosed });
   }
+  // The embedded emulator runs every Node function on the one Node it was started with.
+  const node = options.lockDir ? readEmulatorState(join(options.lockDir, 'emulator.json'))?.node : undefined;
+  const templates = selectStacks(assembly, options.stacks).map((s) => s.templateFile);
+  const mismatch = node && runtimeMismatch(nodeRuntimes(templates), node);
+  if (mismatch) options.log(mismatch);
   return { stacks, bootstrapped, seconds: (Date.now() - started) / 1000 };
 }
 

@@ -30,9 +30,9 @@ const PASSED_PREFIX = 'LC_';
  * The emulator's whole environment: the allow-listed variables of `parent`, the credential of this
  * start (as `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`: the guard checks signatures with it, and the
  * functions the emulator runs get it from there, so they sign with it and never see a real key), the
- * emulator's own settings (`settings`, which win), and PATH with the directory of the Node this process
- * runs on first, because the emulator runs deployed Node functions with the `node` on its PATH (under
- * npm scripts that is the Node 22 dev dependency, not whatever the system PATH finds first).
+ * emulator's own settings (`settings`, which win), and PATH with the directory of `nodeBinary` first,
+ * because the emulator runs deployed Node functions with the `node` on its PATH (the caller passes the
+ * project's Node dev dependency, `function-node.ts`, not whatever the system PATH finds first).
  */
 export function emulatorEnv(
   parent: NodeJS.ProcessEnv,

@@ -4,13 +4,14 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, renameSync, statSync, writeSync } from 'node:fs';
-import { newLocalCredential, writeLocalCredential } from '../aws/local-credential.ts';
+import { defaultProjectDir, newLocalCredential, writeLocalCredential } from '../aws/local-credential.ts';
 import { display, endpointFor, QUEUES_AND_TABLES, type ResolvedOptions } from './emulator-config.ts';
 import { emulatorEnv } from './emulator-env.ts';
 import { EmulatorError, EmulatorStartError } from './emulator-errors.ts';
 import { writeGuardLauncher } from './emulator-guard.ts';
 import { waitUntilAnswering } from './emulator-probe.ts';
 import { EMULATORS, type EmulatorSpec } from './emulators.ts';
+import { chooseFunctionNode } from './function-node.ts';
 import { LOOPBACK_HOST } from './net.ts';
 import { openPrivateLog } from './private-files.ts';
 import { isProcessAlive, signalGroup, sleep } from './process.ts';
@@ -59,6 +60,8 @@ export async function startProcess(cfg: ResolvedOptions): Promise<EmulatorState>
   // requests signed with it, and only the operator can read the file it is kept in.
   const credential = newLocalCredential();
   writeLocalCredential(cfg.stateDir, credential, cfg.port);
+  // The Node the project's functions are built for, first on the emulator's PATH (function-node.ts).
+  const node = chooseFunctionNode([process.cwd(), defaultProjectDir()]);
   const child = spawn(command, args, {
     cwd: cfg.stateDir,
     // Its own process group, so `down` can stop it with everything it spawned, and so it outlives
@@ -70,6 +73,7 @@ export async function startProcess(cfg: ResolvedOptions): Promise<EmulatorState>
       cfg.parentEnv,
       { ...spec.env(LOOPBACK_HOST, cfg.port), ...servicesFilter(spec, cfg) },
       credential,
+      node.path,
     ),
   });
   closeSync(logFd);
@@ -105,6 +109,7 @@ export async function startProcess(cfg: ResolvedOptions): Promise<EmulatorState>
     startedAt: startedAt.toISOString(),
     startupMs: Math.round(performance.now() - t0),
     services: spec.name === 'ministack' ? cfg.services : 'all',
+    node,
   };
 }
 

@@ -23,6 +23,8 @@ export interface EmulatorState {
   readonly autoStop?: boolean;
   /** What it serves (`emulator-config.ts`); absent in records written before it was chosen: `all`. */
   readonly services?: 'queues-and-tables' | 'all';
+  /** The Node it runs `nodejs*` functions on (`function-node.ts`); absent in older records. */
+  readonly node?: { readonly path: string; readonly version: string };
 }
 
 const stateSchema = z.object({
@@ -35,6 +37,7 @@ const stateSchema = z.object({
   startupMs: z.number().nonnegative(),
   autoStop: z.boolean().optional(),
   services: z.enum(['queues-and-tables', 'all']).optional(),
+  node: z.object({ path: z.string().min(1), version: z.string().min(1) }).optional(),
 });
 
 /**

@@ -120,10 +120,26 @@ describe('Logic: which target a command acts on', () => {
       region: 'eu-west-1',
       why: '--outputs cdk-outputs.json names queues of AWS account 111122223333; credentials: AWS_PROFILE=p',
     });
-    // Outputs of a local deploy name the emulator's queues: they choose nothing.
+    // Outputs of a local deploy name the emulator's queues: they choose nothing, and say so when the
+    // emulator they name is not running.
+    const local = 'http://127.0.0.1:4566/000000000000/leaseq-dev-jobs';
+    await expect(choose({ outputs: 'o.json' }, {}, stopped, local)).rejects.toThrow(
+      '--outputs o.json names queues on http://127.0.0.1:4566, where nothing runs (no embedded emulator started)',
+    );
+    await expect(choose({ outputs: 'o.json' }, {}, running, local)).resolves.toMatchObject({
+      kind: 'emulator',
+    });
+    // The documentation's example account on an AWS host is nobody's deployment, and not the embedded
+    // emulator's; an endpoint the user chose (moto names AWS hosts with it) takes it.
+    const example = 'https://sqs.us-east-1.amazonaws.com/123456789012/leaseq-dev-jobs';
+    for (const emulator of [stopped, running]) {
+      await expect(choose({ outputs: 'o.json' }, {}, emulator, example)).rejects.toThrow(
+        '--outputs o.json names queues of account 123456789012 on an AWS host',
+      );
+    }
     await expect(
-      choose({ outputs: 'o.json' }, {}, stopped, 'http://127.0.0.1:4566/000000000000/leaseq-dev-jobs'),
-    ).rejects.toThrow(NO_TARGET_MESSAGE);
+      choose({ outputs: 'o.json' }, { AWS_ENDPOINT_URL: 'http://127.0.0.1:5000' }, never, example),
+    ).resolves.toMatchObject({ kind: 'endpoint', why: 'AWS_ENDPOINT_URL' });
     expect(awsQueueUrl(AWS_OUTPUTS_URL)).toEqual({ region: 'eu-west-1', account: '111122223333' });
     expect(awsQueueUrl('https://sqs.us-east-1.amazonaws.com/000000000000/q')).toBeUndefined();
     expect(awsQueueUrl('http://localhost:4566/000000000000/q')).toBeUndefined();
