@@ -12,7 +12,8 @@ import type { JobStore } from '../../shared/core/contract/job-store.ts';
 import type { Meet, MeetHost } from './meet.ts';
 
 // What the operator's redrive (shared/ops, run by meet.ts) talks to in the interleaving model: an SQS
-// client over the model's queues, and the DynamoDB job store it builds, forwarding to the model's store.
+// client over the model's queues, and the DynamoDB job store it builds, forwarding to the model's store
+// (itself a DynamoDbJobStore on the schedule's in-memory DynamoDB, behind the model's audit).
 
 /**
  * Just what shared/ops's redrive asks of SQS, over the model's queues: the DLQ's depth, receives that hide
@@ -109,24 +110,33 @@ export class ModelSqs {
   }
 }
 
-/** The store the DynamoDbJobStores forward to while a redrive runs, and how many redrives run. */
+/** The store the operator's DynamoDbJobStores forward to while a redrive runs, and how many redrives run. */
 let forwardTo: JobStore | undefined;
 let forwarding = 0;
 const savedMethods = new Map<string, unknown>();
+/** The model's own job stores (the workers', on the schedule's DynamoDB): never forwarded. */
+const modelStores = new WeakSet<object>();
+
+/** `store` is the model's own: its calls are never forwarded (see {@link forwardJobStore}). */
+export function modelJobStore(store: object): void {
+  modelStores.add(store);
+}
 
 /**
- * Makes every DynamoDbJobStore (the redrive builds its own from the target's clients) forward its calls
- * to `store` until the returned function is called (the last of the redrives under way restores them).
- * The model runs no real DynamoDB store otherwise.
+ * Makes every other DynamoDbJobStore (the redrive builds its own from the target's clients) forward its
+ * calls to `store` until the returned function is called (the last of the redrives under way restores
+ * them): the operator's writes pass the model's audit and its redrive checks, which sit at the store.
  */
 export function forwardJobStore(store: JobStore): () => void {
   forwardTo = store;
   const proto = DynamoDbJobStore.prototype as unknown as Record<string, unknown>;
   if (forwarding++ === 0) {
     for (const name of Object.getOwnPropertyNames(proto)) {
-      if (name === 'constructor' || typeof proto[name] !== 'function') continue;
-      savedMethods.set(name, proto[name]);
-      proto[name] = (...args: unknown[]) => {
+      const original = proto[name];
+      if (name === 'constructor' || typeof original !== 'function') continue;
+      savedMethods.set(name, original);
+      proto[name] = function (this: object, ...args: unknown[]) {
+        if (modelStores.has(this)) return (original as (...a: unknown[]) => unknown).apply(this, args);
         const method = (forwardTo as unknown as Record<string, unknown> | undefined)?.[name];
         if (typeof method !== 'function') throw new Error(`the model's job store has no ${name}`);
         return (method as (...a: unknown[]) => unknown).apply(forwardTo, args);

@@ -19,7 +19,7 @@ import type { Item } from '../dynamodb-expressions.ts';
 import { consumed, readUnits, type TableTally, Tally, writeUnits } from './capacity.ts';
 import { asSdkError, conditionFailed, metadata, sdkValidationException } from './errors.ts';
 import { DynamoDbFaults } from './faults.ts';
-import { applyWrite, ConditionRefusal, planWrite, type WriteKind } from './item-ops.ts';
+import { applyWrite, ConditionRefusal, type PlannedWrite, planWrite, type WriteKind } from './item-ops.ts';
 import { query, type ReadInput, scan } from './query-scan.ts';
 import { Table, type TableSchema } from './tables.ts';
 import { type TransactItem, transactWrite } from './transactions.ts';
@@ -38,6 +38,24 @@ export interface InMemoryDynamoDbOptions {
    * @default 0
    */
   readonly latencyMs?: number;
+  /**
+   * Told of every write that landed (a single write or a whole transaction), as it lands: before its
+   * answer, which a fault may still lose or delay. For a test's books (what committed), never to change
+   * the items. @default none
+   */
+  readonly onWrite?: (write: LandedWrite) => void;
+}
+
+/** A write that landed, as {@link InMemoryDynamoDbOptions.onWrite} is told of it. */
+export interface LandedWrite {
+  /** The store operation the adapter named (`leaseqOperation`), if any. */
+  readonly operation: string | undefined;
+  /** `PutCommand`, `UpdateCommand`, `DeleteCommand` or `TransactWriteCommand`. */
+  readonly command: string;
+  /** The command's input, as sent (a transaction's actions are the caller's own objects). */
+  readonly input: Readonly<Record<string, unknown>>;
+  /** Per item written (a transaction's in action order, condition checks included): before and after. */
+  readonly writes: readonly PlannedWrite[];
 }
 
 /** The send options leaseq's adapters pass (HttpCallOptions in store-errors.ts). */
@@ -69,6 +87,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
   readonly #now: () => number;
   readonly #tally = new Tally();
   readonly #latencyMs: number;
+  readonly #onWrite: ((write: LandedWrite) => void) | undefined;
   /** Injected failures and delays at the request boundary. */
   readonly faults = new DynamoDbFaults();
 
@@ -77,6 +96,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     for (const schema of options.tables) this.#tables.set(schema.name, new Table(schema));
     this.#now = options.now ?? Date.now;
     this.#latencyMs = options.latencyMs ?? 0;
+    this.#onWrite = options.onWrite;
   }
 
   /** Requests and capacity so far, by table name. */
@@ -115,6 +135,13 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     return table.items.delete(table.keyOf(key));
   }
 
+  /** A copy of the item under `key`, outside any request (no faults, no tally). */
+  item(tableName: string, key: Item): Item | undefined {
+    const table = this.#table(tableName);
+    const item = table.items.get(table.keyOf(key));
+    return item === undefined ? undefined : copy(item);
+  }
+
   /** A copy of every item of a table, in key order (for assertions), outside any request. */
   items(tableName: string): Item[] {
     return [...this.#table(tableName).items.entries()]
@@ -136,7 +163,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     const name: string = command?.constructor?.name ?? typeof command;
     let body: () => unknown;
     try {
-      body = this.#handler(command, input, name);
+      body = this.#handler(command, input, name, http.leaseqOperation);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -153,12 +180,12 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     );
   }
 
-  #handler(command: unknown, input: Input, name: string): () => unknown {
+  #handler(command: unknown, input: Input, name: string, operation: string | undefined): () => unknown {
     if (command instanceof GetCommand) return () => this.#get(input);
-    if (command instanceof PutCommand) return () => this.#write('put', input, name);
-    if (command instanceof UpdateCommand) return () => this.#write('update', input, name);
-    if (command instanceof DeleteCommand) return () => this.#write('delete', input, name);
-    if (command instanceof TransactWriteCommand) return () => this.#transact(input);
+    if (command instanceof PutCommand) return () => this.#write('put', input, name, operation);
+    if (command instanceof UpdateCommand) return () => this.#write('update', input, name, operation);
+    if (command instanceof DeleteCommand) return () => this.#write('delete', input, name, operation);
+    if (command instanceof TransactWriteCommand) return () => this.#transact(input, operation);
     if (command instanceof BatchGetCommand) return () => this.#batchGet(input);
     if (command instanceof QueryCommand) return () => this.#read(input, 'QueryCommand');
     if (command instanceof ScanCommand) return () => this.#read(input, 'ScanCommand');
@@ -192,7 +219,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     };
   }
 
-  #write(kind: WriteKind, input: Input, command: string): unknown {
+  #write(kind: WriteKind, input: Input, command: string, operation: string | undefined): unknown {
     const table = this.#table(input.TableName);
     let planned: ReturnType<typeof planWrite>;
     try {
@@ -205,6 +232,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
       throw asSdkError(error);
     }
     applyWrite(planned);
+    this.#onWrite?.({ operation, command, input, writes: [planned] });
     const { old, next } = planned;
     const units = {
       write: writeUnits(Math.max(old ? itemBytes(old) : 0, next ? itemBytes(next) : 0), false),
@@ -218,7 +246,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     };
   }
 
-  #transact(input: Input): unknown {
+  #transact(input: Input, operation: string | undefined): unknown {
     const items = input.TransactItems as TransactItem[] | undefined;
     let done: ReturnType<typeof transactWrite>;
     try {
@@ -229,6 +257,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
       }
       throw asSdkError(error);
     }
+    this.#onWrite?.({ operation, command: 'TransactWriteCommand', input, writes: done.writes });
     const byTable = new Map<string, number>();
     for (const w of done.writes) {
       const bytes = Math.max(w.old ? itemBytes(w.old) : 0, w.next ? itemBytes(w.next) : 0);
