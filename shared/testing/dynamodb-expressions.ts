@@ -125,6 +125,18 @@ function sameNames(reads: readonly PlaceholderRead[], placeholders: Placeholders
  * uses (DynamoDB refuses those too).
  */
 export function checkUnusedPlaceholders(placeholders: Placeholders, expressions: readonly string[]): void {
+  // A request's expressions and placeholder keys repeat from call to call: checked once per shape.
+  const shape = `${expressions.join('\u0000')}\u0001${Object.keys(placeholders.names ?? {}).join(',')}\u0001${Object.keys(placeholders.values ?? {}).join(',')}`;
+  if (PLACEHOLDERS_USED.has(shape)) return;
+  checkEachUsed(placeholders, expressions);
+  if (PLACEHOLDERS_USED.size >= PARSED_MAX) PLACEHOLDERS_USED.clear();
+  PLACEHOLDERS_USED.add(shape);
+}
+
+/** Shapes (expressions and placeholder keys) whose every placeholder is used. */
+const PLACEHOLDERS_USED = new Set<string>();
+
+function checkEachUsed(placeholders: Placeholders, expressions: readonly string[]): void {
   const used = (token: string) => {
     let whole = TOKEN_PATTERNS.get(token);
     if (whole === undefined) {

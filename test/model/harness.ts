@@ -817,8 +817,9 @@ class World implements MeetHost {
   /** After an acknowledged cancel the job stays CANCELLED, whatever write comes. */
   stillCancelled(dedupKey: string): void {
     const acked = this.cancelAcked.get(dedupKey);
+    if (!acked) return;
     const status = this.model.peek(dedupKey)?.status;
-    if (acked && status !== JobStatus.Cancelled && !this.cancelAnswers.get(dedupKey)?.includes('moved')) {
+    if (status !== JobStatus.Cancelled && !this.cancelAnswers.get(dedupKey)?.includes('moved')) {
       this.cancelAnswers.get(dedupKey)?.push('moved');
       this.violations.push(
         `[cancel/status-moved] ${dedupKey} is ${status ?? 'absent'} at t=${Date.now() - T0} ms, after its cancel was acknowledged (${acked.outcome}) at t=${acked.at - T0} ms`,

@@ -23,7 +23,7 @@ import { applyWrite, ConditionRefusal, type PlannedWrite, planWrite, type WriteK
 import { query, type ReadInput, scan } from './query-scan.ts';
 import { Table, type TableSchema } from './tables.ts';
 import { type TransactItem, transactWrite } from './transactions.ts';
-import { copy, itemBytes, project, updatedAttributes } from './values.ts';
+import { copy, project, storedBytes, updatedAttributes } from './values.ts';
 
 /** Options of {@link InMemoryDynamoDb}. */
 export interface InMemoryDynamoDbOptions {
@@ -167,10 +167,13 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     } catch (error) {
       return Promise.reject(error);
     }
-    const tables = tablesOf(command, input);
-    const actions =
-      command instanceof TransactWriteCommand ? ((input.TransactItems as unknown[]) ?? []).length : 0;
-    const request = { operation: http.leaseqOperation, command: name, tables, actions };
+    const request = () => ({
+      operation: http.leaseqOperation,
+      command: name,
+      tables: tablesOf(command, input),
+      actions:
+        command instanceof TransactWriteCommand ? ((input.TransactItems as unknown[]) ?? []).length : 0,
+    });
     const answer = this.faults.run(request, body, http.abortSignal);
     if (this.#latencyMs === 0) return answer;
     const ms = this.#latencyMs;
@@ -209,7 +212,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     const table = this.#table(input.TableName);
     const item = table.items.get(table.keyOf(input.Key as Item));
     const consistent = input.ConsistentRead === true;
-    const units = { read: readUnits(item ? itemBytes(item) : 0, consistent) };
+    const units = { read: readUnits(item ? storedBytes(item) : 0, consistent) };
     this.#tally.add(table.schema.name, 'GetCommand', units);
     const projection = input.ProjectionExpression as string | undefined;
     return {
@@ -235,7 +238,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     this.#onWrite?.({ operation, command, input, writes: [planned] });
     const { old, next } = planned;
     const units = {
-      write: writeUnits(Math.max(old ? itemBytes(old) : 0, next ? itemBytes(next) : 0), false),
+      write: writeUnits(Math.max(old ? storedBytes(old) : 0, next ? storedBytes(next) : 0), false),
     };
     this.#tally.add(table.schema.name, command, units);
     const returned = returnValues(input.ReturnValues as string | undefined, kind, old, next);
@@ -260,7 +263,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     this.#onWrite?.({ operation, command: 'TransactWriteCommand', input, writes: done.writes });
     const byTable = new Map<string, number>();
     for (const w of done.writes) {
-      const bytes = Math.max(w.old ? itemBytes(w.old) : 0, w.next ? itemBytes(w.next) : 0);
+      const bytes = Math.max(w.old ? storedBytes(w.old) : 0, w.next ? storedBytes(w.next) : 0);
       const units = w.kind === 'check' ? readUnits(bytes, true, true) : writeUnits(bytes, true);
       byTable.set(w.table.schema.name, (byTable.get(w.table.schema.name) ?? 0) + units);
     }
@@ -293,7 +296,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
       let units = 0;
       for (const key of request.Keys ?? []) {
         const item = table.items.get(table.keyOf(key));
-        units += readUnits(item ? itemBytes(item) : 0, request.ConsistentRead === true);
+        units += readUnits(item ? storedBytes(item) : 0, request.ConsistentRead === true);
         if (item) found.push(copy(item));
       }
       this.#tally.add(name, 'BatchGetCommand', { read: units });

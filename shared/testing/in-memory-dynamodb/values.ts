@@ -27,6 +27,21 @@ export function copy<T>(value: T): T {
   return out as T;
 }
 
+const STORED_BYTES = new WeakMap<Item, number>();
+
+/**
+ * {@link itemBytes} of an item a table holds or is about to store, kept with it: a stored item is never
+ * changed (every write stores a new object), so its size is counted once, not on every request.
+ */
+export function storedBytes(item: Item): number {
+  let bytes = STORED_BYTES.get(item);
+  if (bytes === undefined) {
+    bytes = itemBytes(item);
+    STORED_BYTES.set(item, bytes);
+  }
+  return bytes;
+}
+
 /** An item's size in bytes as DynamoDB counts it: names and values (UTF-8), numbers by their digits. */
 export function itemBytes(item: Item): number {
   let bytes = 0;
@@ -39,6 +54,7 @@ export function itemBytes(item: Item): number {
 
 function valueBytes(v: unknown): number {
   if (typeof v === 'string') return Buffer.byteLength(v);
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return integerBytes(v);
   if (typeof v === 'number' || typeof v === 'bigint') return numberBytes(String(v));
   if (v instanceof NumberValue) return numberBytes(v.value);
   if (typeof v === 'boolean' || v === null) return 1;
@@ -61,6 +77,13 @@ function valueBytes(v: unknown): number {
     return bytes;
   }
   return 0;
+}
+
+/** {@link numberBytes} of a safe integer (its text has no exponent or point), without building it. */
+function integerBytes(v: number): number {
+  let digits = 1;
+  for (let n = Math.abs(v); n >= 10; n = Math.floor(n / 10)) digits += 1;
+  return Math.ceil(digits / 2) + 1;
 }
 
 /** DynamoDB: about one byte per two significant digits, plus one. */
