@@ -112,6 +112,19 @@ function cached<T>(
 
 /** A placeholder as a whole token (not the start of a longer one), by placeholder. */
 const TOKEN_PATTERNS = new Map<string, RegExp>();
+const SIMPLE_TOKEN = /^[#:][A-Za-z0-9_]+$/;
+/** The `#name` and `:value` tokens of an expression, by its text. */
+const TOKENS = new Map<string, ReadonlySet<string>>();
+
+function tokensOf(expression: string): ReadonlySet<string> {
+  let tokens = TOKENS.get(expression);
+  if (tokens === undefined) {
+    tokens = new Set(expression.match(/[#:][A-Za-z0-9_]+/g) ?? []);
+    if (TOKENS.size >= PARSED_MAX) TOKENS.clear();
+    TOKENS.set(expression, tokens);
+  }
+  return tokens;
+}
 
 function sameNames(reads: readonly PlaceholderRead[], placeholders: Placeholders): boolean {
   for (const read of reads) {
@@ -125,19 +138,10 @@ function sameNames(reads: readonly PlaceholderRead[], placeholders: Placeholders
  * uses (DynamoDB refuses those too).
  */
 export function checkUnusedPlaceholders(placeholders: Placeholders, expressions: readonly string[]): void {
-  // A request's expressions and placeholder keys repeat from call to call: checked once per shape.
-  const shape = `${expressions.join('\u0000')}\u0001${Object.keys(placeholders.names ?? {}).join(',')}\u0001${Object.keys(placeholders.values ?? {}).join(',')}`;
-  if (PLACEHOLDERS_USED.has(shape)) return;
-  checkEachUsed(placeholders, expressions);
-  if (PLACEHOLDERS_USED.size >= PARSED_MAX) PLACEHOLDERS_USED.clear();
-  PLACEHOLDERS_USED.add(shape);
-}
-
-/** Shapes (expressions and placeholder keys) whose every placeholder is used. */
-const PLACEHOLDERS_USED = new Set<string>();
-
-function checkEachUsed(placeholders: Placeholders, expressions: readonly string[]): void {
   const used = (token: string) => {
+    // A placeholder of word characters is used when an expression has it as a whole token (its tokens
+    // are read once per expression text); any other spelling is looked for as written.
+    if (SIMPLE_TOKEN.test(token)) return expressions.some((e) => tokensOf(e).has(token));
     let whole = TOKEN_PATTERNS.get(token);
     if (whole === undefined) {
       if (TOKEN_PATTERNS.size >= PARSED_MAX) TOKEN_PATTERNS.clear();
