@@ -13,10 +13,9 @@ import { processBatch } from '../../shared/core/pipeline/batch.ts';
 import { JobProcessor } from '../../shared/core/pipeline/processor.ts';
 import { TransientJobError } from '../../shared/errors.ts';
 import { defineJob } from '../../shared/jobs/define-job.ts';
-import { InMemoryJobStore } from '../../shared/testing/in-memory-job-store.ts';
 import { InMemoryQueue } from '../../shared/testing/in-memory-queue.ts';
 import { type RunOptions, runScenario } from './harness.ts';
-import type { ModelDb } from './model-db.ts';
+import { ModelDb } from './model-db.ts';
 import { type Scenario, type SteerKind, scenarioArb } from './scenario.ts';
 
 /*
@@ -137,7 +136,8 @@ describe('Defect D1: a racing duplicate deleted late strands its job', () => {
         },
       }),
     ]);
-    const store = new InMemoryJobStore();
+    // The job store that ships, on the in-memory DynamoDB.
+    const store = new ModelDb({ committed: () => undefined, granted: () => undefined }).store;
     const queue = new InMemoryQueue();
     const worker = (id: string) =>
       new JobProcessor({
