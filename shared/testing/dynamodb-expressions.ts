@@ -141,7 +141,10 @@ export function checkUnusedPlaceholders(placeholders: Placeholders, expressions:
   const used = (token: string) => {
     // A placeholder of word characters is used when an expression has it as a whole token (its tokens
     // are read once per expression text); any other spelling is looked for as written.
-    if (SIMPLE_TOKEN.test(token)) return expressions.some((e) => tokensOf(e).has(token));
+    if (SIMPLE_TOKEN.test(token)) {
+      for (const e of expressions) if (tokensOf(e).has(token)) return true;
+      return false;
+    }
     let whole = TOKEN_PATTERNS.get(token);
     if (whole === undefined) {
       if (TOKEN_PATTERNS.size >= PARSED_MAX) TOKEN_PATTERNS.clear();

@@ -12,7 +12,7 @@ import {
   parseUpdate,
 } from '../dynamodb-expressions.ts';
 import type { Table } from './tables.ts';
-import { copy, storedBytes } from './values.ts';
+import { copy, storedBytes, updatedBytes } from './values.ts';
 
 /** Bytes in one item (400 KB), attribute names included. */
 export const MAX_ITEM_BYTES = 400 * 1024;
@@ -91,7 +91,10 @@ export function planWrite(table: Table, kind: WriteKind, input: WriteInput): Pla
     checkKeyKept(table, next, keyItem as Item);
     dropUndefined(next);
   }
-  if (next !== undefined && storedBytes(next) > MAX_ITEM_BYTES) {
+  if (
+    next !== undefined &&
+    (old && kind === 'update' ? updatedBytes(old, next) : storedBytes(next)) > MAX_ITEM_BYTES
+  ) {
     throw validationException(
       kind === 'update'
         ? 'Item size to update has exceeded the maximum allowed size'

@@ -42,12 +42,45 @@ export function storedBytes(item: Item): number {
   return bytes;
 }
 
+/**
+ * {@link storedBytes} of `next`, an update of the stored `old` that shares every attribute it left as it
+ * was (the update copies on write): only the attributes it changed are counted again.
+ */
+export function updatedBytes(old: Item, next: Item): number {
+  let bytes = STORED_BYTES.get(next);
+  if (bytes !== undefined) return bytes;
+  bytes = storedBytes(old);
+  for (const key in old) {
+    const v = old[key];
+    if (v !== undefined && next[key] !== v) bytes -= nameBytes(key) + valueBytes(v);
+  }
+  for (const key in next) {
+    const v = next[key];
+    if (v !== undefined && old[key] !== v) bytes += nameBytes(key) + valueBytes(v);
+  }
+  STORED_BYTES.set(next, bytes);
+  return bytes;
+}
+
 /** An item's size in bytes as DynamoDB counts it: names and values (UTF-8), numbers by their digits. */
 export function itemBytes(item: Item): number {
   let bytes = 0;
   for (const key in item) {
     const v = item[key];
-    if (v !== undefined) bytes += Buffer.byteLength(key) + valueBytes(v);
+    if (v !== undefined) bytes += nameBytes(key) + valueBytes(v);
+  }
+  return bytes;
+}
+
+/** UTF-8 bytes of attribute names, which repeat from item to item. */
+const NAME_BYTES = new Map<string, number>();
+
+function nameBytes(name: string): number {
+  let bytes = NAME_BYTES.get(name);
+  if (bytes === undefined) {
+    bytes = Buffer.byteLength(name);
+    if (NAME_BYTES.size >= 10_000) NAME_BYTES.clear();
+    NAME_BYTES.set(name, bytes);
   }
   return bytes;
 }

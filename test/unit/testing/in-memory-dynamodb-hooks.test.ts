@@ -1,6 +1,8 @@
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { defineTable } from '../../../shared/core/model/table.ts';
+import { parseUpdate } from '../../../shared/testing/dynamodb-expressions.ts';
+import { itemBytes, updatedBytes } from '../../../shared/testing/in-memory-dynamodb/values.ts';
 import { InMemoryDynamoDb, type LandedWrite, leaseqTables } from '../../../shared/testing/index.ts';
 
 const LEDGER = 'app-ledger';
@@ -97,6 +99,28 @@ describe('Class: InMemoryDynamoDb', () => {
         entries: [{ i: 0 }, { i: 1 }],
       });
       expect(now.Item).toEqual({ account: 'a', meta: { deep: { k: 'w' } }, entries: [{ i: 0 }, { i: 2 }] });
+    });
+  });
+
+  describe('Function: updatedBytes', () => {
+    it('counts an updated item as itemBytes does, from the old size and the changed attributes', () => {
+      // Prepare
+      const old = { dedupKey: 'k', version: 9, history: [{ e: 'claimed', at: 1 }], note: 'é', gone: true };
+      const update = parseUpdate(
+        'SET version = version + :one, history[1] = :e, note = :n, added = :a REMOVE gone',
+        {
+          values: { ':one': 1, ':e': { e: 'released', at: 2 }, ':n': 'ünïcode', ':a': [1, 'two', null] },
+        },
+      );
+
+      // Act
+      const next = update(old);
+
+      // Assess
+      expect(updatedBytes(old, next)).toBe(itemBytes(next));
+      expect(itemBytes(old)).toBe(
+        itemBytes({ dedupKey: 'k', version: 9, history: [{ e: 'claimed', at: 1 }], note: 'é', gone: true }),
+      );
     });
   });
 });
