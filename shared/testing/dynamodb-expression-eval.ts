@@ -220,12 +220,15 @@ export function applyUpdate(actions: readonly UpdateAction[], original: Item, p:
   // List indices name the elements as they were too (AWS: REMOVE l[1], l[2] removes the second and
   // third): list elements are removed last, the highest index first, so no removal shifts another.
   const removesElement = (a: UpdateAction) => a.kind === 'remove' && typeof a.path.at(-1) === 'number';
-  planned.sort((x, y) => {
-    const [a, b] = [removesElement(x.action), removesElement(y.action)];
-    return a && b ? comparePaths(y.action.path, x.action.path) : Number(a) - Number(b);
-  });
+  if (actions.some(removesElement)) {
+    planned.sort((x, y) => {
+      const [a, b] = [removesElement(x.action), removesElement(y.action)];
+      return a && b ? comparePaths(y.action.path, x.action.path) : Number(a) - Number(b);
+    });
+  }
   for (const { action, value: v } of planned) {
-    const current = read(original, action.path);
+    const current =
+      action.kind === 'add' || action.kind === 'delete' ? read(original, action.path) : undefined;
     switch (action.kind) {
       case 'set':
         if (v === undefined)
