@@ -48,9 +48,9 @@ export class ModelDb {
     this.tables = new EffectTables(this.db, { [LEDGER]: LEDGER });
   }
 
-  /** The job item as stored (a copy). */
+  /** The job item as stored (the stored object: to read, never to change). */
   peek(dedupKey: string): JobItem | undefined {
-    return this.db.item(JOBS_TABLE, { dedupKey }) as JobItem | undefined;
+    return this.db.item(JOBS_TABLE, { dedupKey }, { copy: false }) as JobItem | undefined;
   }
 
   /** The named lease (or slot) as stored (a copy). */

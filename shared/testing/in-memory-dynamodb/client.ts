@@ -135,11 +135,14 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     return table.items.delete(table.keyOf(key));
   }
 
-  /** A copy of the item under `key`, outside any request (no faults, no tally). */
-  item(tableName: string, key: Item): Item | undefined {
+  /**
+   * A copy of the item under `key`, outside any request (no faults, no tally). `copy: false`: the stored
+   * item itself, to read and never change (a write stores a new object; a harness peeking often).
+   */
+  item(tableName: string, key: Item, options: { readonly copy?: boolean } = {}): Item | undefined {
     const table = this.#table(tableName);
     const item = table.items.get(table.keyOf(key));
-    return item === undefined ? undefined : copy(item);
+    return item === undefined || options.copy === false ? item : copy(item);
   }
 
   /** A copy of every item of a table, in key order (for assertions), outside any request. */
