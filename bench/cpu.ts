@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 /**
- * CPU microseconds per job of leaseq's own code, on the in-memory stores (no I/O): the processor as
+ * CPU microseconds per job of leaseq's own code, on the in-memory DynamoDB (no I/O) under the job store
+ * that ships (DynamoDbJobStore: its requests built, served and their answers read): the processor as
  * shipped (Powertools logger at INFO, metrics, local cache), the same with the job on the one-write fast
  * path (`fastPath: true`), the processor with logs off, and a bare loop
  * that only parses the body and applies the effect. Variants run interleaved, several rounds; the table
@@ -11,6 +12,8 @@ import { existsSync } from 'node:fs';
  * BENCH_BASELINE=<dir> also runs the two leaseq variants of another checkout (a git worktree of main,
  * with its node_modules) in the same process, alternating with this one's, and prints this/baseline as
  * the median of per-round ratios: a change of a few percent shows through noise that moves whole runs.
+ * A checkout without the in-memory DynamoDB (before issue 32) runs on its hand-written twins
+ * (InMemoryJobStore with InMemoryEffectApplier).
  * Runs under tsx, so every closure created in this checkout's sources pays esbuild's keepNames `__name`;
  * the built package (tsc) and the Lambda bundle do not. BENCH_BUILT=<dir> (`dist` after `npm run build`)
  * also runs the built JavaScript of this checkout, what the package ships (tsx adds no `__name` to .js),
@@ -21,15 +24,18 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { z } from 'zod';
+import { DynamoDbJobStore } from '../shared/core/adapters/dynamodb-job-store.ts';
 import { makeEnvelope } from '../shared/core/contract/envelope.ts';
+import type { JobStore } from '../shared/core/contract/job-store.ts';
 import { versionedPut } from '../shared/core/decisions/optimistic.ts';
 import { JobRegistry } from '../shared/core/model/registry.ts';
+import { defineTable } from '../shared/core/model/table.ts';
 import { InMemoryMetrics } from '../shared/core/observe/metrics.ts';
 import { CompletedCache } from '../shared/core/pipeline/completed-cache.ts';
 import { JobProcessor } from '../shared/core/pipeline/processor.ts';
 import { defineJob } from '../shared/jobs/define-job.ts';
-import { InMemoryEffectApplier } from '../shared/testing/in-memory-effects.ts';
-import { InMemoryJobStore } from '../shared/testing/in-memory-job-store.ts';
+import { InMemoryDynamoDb } from '../shared/testing/in-memory-dynamodb/client.ts';
+import { leaseqTables } from '../shared/testing/in-memory-dynamodb/tables.ts';
 import { InMemoryQueue } from '../shared/testing/in-memory-queue.ts';
 import { formatRatio, median, minMax, renderTable } from './report.ts';
 
@@ -66,9 +72,38 @@ interface Leaseq {
   readonly JobProcessor: typeof JobProcessor;
   readonly JobRegistry: typeof JobRegistry;
   readonly defineJob: typeof defineJob;
-  readonly InMemoryEffectApplier: typeof InMemoryEffectApplier;
-  readonly InMemoryJobStore: typeof InMemoryJobStore;
   readonly InMemoryQueue: typeof InMemoryQueue;
+  /** A fresh job store with its ledger table, and the ledger's rows as stored. */
+  readonly backend: () => Backend;
+}
+
+interface Backend {
+  readonly store: JobStore;
+  readonly row: (account: string) => { balance: number; version: number } | undefined;
+}
+
+/** Modules of a checkout, by path (`.ts` under tsx, or the built `.js`). */
+type Loaded = Record<string, Record<string, unknown>>;
+
+/** The shipped job store on the in-memory DynamoDB, from a checkout's own modules. */
+function dynamoBackend(m: {
+  InMemoryDynamoDb: typeof InMemoryDynamoDb;
+  leaseqTables: typeof leaseqTables;
+  DynamoDbJobStore: typeof DynamoDbJobStore;
+  defineTable: typeof defineTable;
+}): () => Backend {
+  return () => {
+    const doc = new m.InMemoryDynamoDb({
+      tables: m.leaseqTables({
+        jobs: 'bench-jobs',
+        app: { ledger: m.defineTable('ledger', { partitionKey: 'account' }) },
+      }),
+    });
+    return {
+      store: new m.DynamoDbJobStore({ client: doc, tableName: 'bench-jobs' }),
+      row: (account) => doc.item('ledger', { account }) as { balance: number; version: number } | undefined,
+    };
+  };
 }
 
 const HERE: Leaseq = {
@@ -78,10 +113,46 @@ const HERE: Leaseq = {
   JobProcessor,
   JobRegistry,
   defineJob,
-  InMemoryEffectApplier,
-  InMemoryJobStore,
   InMemoryQueue,
+  backend: dynamoBackend({ InMemoryDynamoDb, leaseqTables, DynamoDbJobStore, defineTable }),
 };
+
+/** A checkout's backend: the in-memory DynamoDB when it has one, else its twins (before issue 32). */
+async function backendOf(
+  from: (path: string) => Promise<Loaded[string]>,
+  ext: string,
+): Promise<() => Backend> {
+  const client = `shared/testing/in-memory-dynamodb/client.${ext}`;
+  try {
+    const [c, tables, store, table] = await Promise.all([
+      from(client),
+      from(`shared/testing/in-memory-dynamodb/tables.${ext}`),
+      from(`shared/core/adapters/dynamodb-job-store.${ext}`),
+      from(`shared/core/model/table.${ext}`),
+    ]);
+    return dynamoBackend({
+      InMemoryDynamoDb: c.InMemoryDynamoDb as typeof InMemoryDynamoDb,
+      leaseqTables: tables.leaseqTables as typeof leaseqTables,
+      DynamoDbJobStore: store.DynamoDbJobStore as typeof DynamoDbJobStore,
+      defineTable: table.defineTable as typeof defineTable,
+    });
+  } catch (error) {
+    if (!String(error).includes(client)) throw error;
+  }
+  const [twin, effects] = await Promise.all([
+    from(`shared/testing/in-memory-job-store.${ext}`),
+    from(`shared/testing/in-memory-effects.${ext}`),
+  ]);
+  type Twin = new (o: { effects: unknown }) => JobStore;
+  type Applier = new (o: { tables: Record<string, string[]> }) => { get(t: string, k: object): unknown };
+  return () => {
+    const ledger = new (effects.InMemoryEffectApplier as Applier)({ tables: { ledger: ['account'] } });
+    return {
+      store: new (twin.InMemoryJobStore as Twin)({ effects: ledger }),
+      row: (account) => ledger.get('ledger', { account }) as { balance: number; version: number } | undefined,
+    };
+  };
+}
 
 async function loadBaseline(dir: string): Promise<Leaseq> {
   const root = isAbsolute(dir) ? dir : resolve(dir);
@@ -90,15 +161,13 @@ async function loadBaseline(dir: string): Promise<Leaseq> {
     const path = paths.find((p) => existsSync(join(root, p))) ?? paths[0] ?? '';
     return import(pathToFileURL(join(root, path)).href);
   };
-  const [cache, metrics, optimistic, processor, registry, jobs, store, effects, queue] = await Promise.all([
+  const [cache, metrics, optimistic, processor, registry, jobs, queue] = await Promise.all([
     from('shared/core/pipeline/completed-cache.ts', 'shared/core/completed-cache.ts'),
     from('shared/core/observe/metrics.ts', 'shared/core/metrics.ts'),
     from('shared/core/decisions/optimistic.ts', 'shared/core/optimistic.ts'),
     from('shared/core/pipeline/processor.ts', 'shared/core/processor.ts'),
     from('shared/core/model/registry.ts', 'shared/core/registry.ts'),
     from('shared/jobs/define-job.ts'),
-    from('shared/testing/in-memory-job-store.ts'),
-    from('shared/testing/in-memory-effects.ts', 'shared/testing/in-memory-job-store.ts'),
     from('shared/testing/in-memory-queue.ts'),
   ]);
   return {
@@ -108,9 +177,8 @@ async function loadBaseline(dir: string): Promise<Leaseq> {
     JobProcessor: processor.JobProcessor,
     JobRegistry: registry.JobRegistry,
     defineJob: jobs.defineJob,
-    InMemoryEffectApplier: effects.InMemoryEffectApplier,
-    InMemoryJobStore: store.InMemoryJobStore,
     InMemoryQueue: queue.InMemoryQueue,
+    backend: await backendOf((path) => from(path), 'ts'),
   };
 }
 
@@ -123,15 +191,13 @@ async function loadBuilt(dir: string): Promise<Leaseq> {
     if (!existsSync(join(root, path))) throw new Error(`BENCH_BUILT: no ${join(root, path)} (npm run build)`);
     return import(pathToFileURL(join(root, path)).href);
   };
-  const [cache, metrics, optimistic, processor, registry, jobs, store, effects, queue] = await Promise.all([
+  const [cache, metrics, optimistic, processor, registry, jobs, queue] = await Promise.all([
     from('shared/core/pipeline/completed-cache.js'),
     from('shared/core/observe/metrics.js'),
     from('shared/core/decisions/optimistic.js'),
     from('shared/core/pipeline/processor.js'),
     from('shared/core/model/registry.js'),
     from('shared/jobs/define-job.js'),
-    from('shared/testing/in-memory-job-store.js'),
-    from('shared/testing/in-memory-effects.js'),
     from('shared/testing/in-memory-queue.js'),
   ]);
   return {
@@ -141,9 +207,8 @@ async function loadBuilt(dir: string): Promise<Leaseq> {
     JobProcessor: processor.JobProcessor,
     JobRegistry: registry.JobRegistry,
     defineJob: jobs.defineJob,
-    InMemoryEffectApplier: effects.InMemoryEffectApplier,
-    InMemoryJobStore: store.InMemoryJobStore,
     InMemoryQueue: queue.InMemoryQueue,
+    backend: await backendOf(async (path) => from(path), 'js'),
   };
 }
 
@@ -182,19 +247,16 @@ async function withLeaseq(
   leaseq: Leaseq = HERE,
   fastPath = false,
 ): Promise<void> {
-  const { InMemoryEffectApplier, InMemoryJobStore, InMemoryQueue, defineJob, versionedPut } = leaseq;
+  const { InMemoryQueue, defineJob, versionedPut } = leaseq;
   const { JobProcessor, JobRegistry, InMemoryMetrics, CompletedCache } = leaseq;
-  const ledger = new InMemoryEffectApplier({ tables: { ledger: ['account'] } });
-  const store = new InMemoryJobStore({ effects: ledger });
+  const { store, row: ledgerRow } = leaseq.backend();
   const queue = new InMemoryQueue();
   const credit = defineJob({
     type: 'bench.credit',
     ...(fastPath ? { fastPath: true } : {}),
     payload: z.object({ account: z.string(), amount: z.number().int() }),
     async run(_ctx, p) {
-      const row = ledger.get('ledger', { account: p.account }) as
-        | { balance: number; version: number }
-        | undefined;
+      const row = ledgerRow(p.account);
       return {
         effects: [
           versionedPut({

@@ -234,7 +234,10 @@ function read(item: Item, path: readonly PathPart[]): unknown {
 }
 
 export function applyUpdate(actions: readonly UpdateAction[], original: Item, p: Placeholders): Item {
-  const item = structuredClone(original);
+  // Copy on write: the top level now, a nested map or list only when a path writes into it, so the
+  // original stays as it was (the refusal's and ReturnValues' old item) without a deep clone per update.
+  const item: Item = { ...original };
+  const fresh = new WeakSet<object>([item]);
   // Every value is computed from the item as it was before the update, as DynamoDB does.
   const planned = actions.map((a) => ({
     action: a,
@@ -243,34 +246,37 @@ export function applyUpdate(actions: readonly UpdateAction[], original: Item, p:
   // List indices name the elements as they were too (AWS: REMOVE l[1], l[2] removes the second and
   // third): list elements are removed last, the highest index first, so no removal shifts another.
   const removesElement = (a: UpdateAction) => a.kind === 'remove' && typeof a.path.at(-1) === 'number';
-  planned.sort((x, y) => {
-    const [a, b] = [removesElement(x.action), removesElement(y.action)];
-    return a && b ? comparePaths(y.action.path, x.action.path) : Number(a) - Number(b);
-  });
+  if (actions.some(removesElement)) {
+    planned.sort((x, y) => {
+      const [a, b] = [removesElement(x.action), removesElement(y.action)];
+      return a && b ? comparePaths(y.action.path, x.action.path) : Number(a) - Number(b);
+    });
+  }
   for (const { action, value: v } of planned) {
-    const current = read(original, action.path);
+    const current =
+      action.kind === 'add' || action.kind === 'delete' ? read(original, action.path) : undefined;
     switch (action.kind) {
       case 'set':
         if (v === undefined)
           throw validationException(
             'The provided expression refers to an attribute that does not exist in the item',
           );
-        write(item, action.path, v);
+        write(item, action.path, v, fresh);
         break;
       case 'remove':
-        write(item, action.path, undefined);
+        write(item, action.path, undefined, fresh);
         break;
       case 'add':
         if (isDynamoNumber(v)) {
           if (current !== undefined && !isDynamoNumber(current)) {
             throw validationException('An operand in the update expression has an incorrect data type');
           }
-          write(item, action.path, current === undefined ? v : addNumbers(current, v));
+          write(item, action.path, current === undefined ? v : addNumbers(current, v), fresh);
         } else if (v instanceof Set) {
           if (current !== undefined && !(current instanceof Set)) {
             throw validationException('An operand in the update expression has an incorrect data type');
           }
-          write(item, action.path, new Set([...(current ?? []), ...v]));
+          write(item, action.path, new Set([...(current ?? []), ...v]), fresh);
         } else {
           throw validationException(
             'Incorrect operand type for operator or function; operator: ADD (a number or a set)',
@@ -288,7 +294,7 @@ export function applyUpdate(actions: readonly UpdateAction[], original: Item, p:
           throw validationException('An operand in the update expression has an incorrect data type');
         const left = new Set([...current].filter((e) => ![...v].some((d) => isDeepStrictEqual(d, e))));
         // DynamoDB has no empty sets: removing the last element removes the attribute.
-        write(item, action.path, left.size === 0 ? undefined : left);
+        write(item, action.path, left.size === 0 ? undefined : left, fresh);
         break;
       }
     }
@@ -309,11 +315,15 @@ function comparePaths(a: readonly PathPart[], b: readonly PathPart[]): number {
   return 0;
 }
 
-/** Writes (or, with `undefined`, removes) the value at `path`; the parent must exist, as in DynamoDB. */
-function write(item: Item, path: readonly PathPart[], v: unknown): void {
+/**
+ * Writes (or, with `undefined`, removes) the value at `path`; the parent must exist, as in DynamoDB. Each
+ * map or list on the way that is not `fresh` (this update's own copy) is copied first, into its parent.
+ */
+function write(item: Item, path: readonly PathPart[], v: unknown, fresh: WeakSet<object>): void {
   let parent: unknown = item;
-  for (const part of path.slice(0, -1)) {
-    parent =
+  for (let i = 0; i < path.length - 1; i++) {
+    const part = path[i] as PathPart;
+    let child: unknown =
       typeof part === 'number'
         ? Array.isArray(parent)
           ? parent[part]
@@ -321,9 +331,18 @@ function write(item: Item, path: readonly PathPart[], v: unknown): void {
         : isMap(parent)
           ? parent[part]
           : undefined;
-    if (parent === undefined) {
+    if (child === undefined) {
       throw validationException('The document path provided in the update expression is invalid for update');
     }
+    if (typeof child === 'object' && child !== null && !fresh.has(child)) {
+      if (Array.isArray(child)) child = [...child];
+      else if (isMap(child)) child = { ...child };
+      if (Array.isArray(child) || isMap(child)) {
+        fresh.add(child);
+        (parent as Record<string | number, unknown>)[part] = child;
+      }
+    }
+    parent = child;
   }
   const last = path[path.length - 1] as PathPart;
   if (typeof last === 'number') {

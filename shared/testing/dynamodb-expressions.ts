@@ -152,6 +152,19 @@ function cached<T>(
 
 /** A placeholder as a whole token (not the start of a longer one), by placeholder. */
 const TOKEN_PATTERNS = new Map<string, RegExp>();
+const SIMPLE_TOKEN = /^[#:][A-Za-z0-9_]+$/;
+/** The `#name` and `:value` tokens of an expression, by its text. */
+const TOKENS = new Map<string, ReadonlySet<string>>();
+
+function tokensOf(expression: string): ReadonlySet<string> {
+  let tokens = TOKENS.get(expression);
+  if (tokens === undefined) {
+    tokens = new Set(expression.match(/[#:][A-Za-z0-9_]+/g) ?? []);
+    if (TOKENS.size >= PARSED_MAX) TOKENS.clear();
+    TOKENS.set(expression, tokens);
+  }
+  return tokens;
+}
 
 function sameNames(reads: readonly PlaceholderRead[], placeholders: Placeholders): boolean {
   for (const read of reads) {
@@ -174,6 +187,12 @@ export function checkUnusedPlaceholders(placeholders: Placeholders, expressions:
     }
   }
   const used = (token: string) => {
+    // A placeholder of word characters is used when an expression has it as a whole token (its tokens
+    // are read once per expression text); any other spelling is looked for as written.
+    if (SIMPLE_TOKEN.test(token)) {
+      for (const e of expressions) if (tokensOf(e).has(token)) return true;
+      return false;
+    }
     let whole = TOKEN_PATTERNS.get(token);
     if (whole === undefined) {
       if (TOKEN_PATTERNS.size >= PARSED_MAX) TOKEN_PATTERNS.clear();

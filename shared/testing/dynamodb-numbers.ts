@@ -27,6 +27,11 @@ export function isDynamoNumber(v: unknown): v is DynamoNumber {
 
 /** `a + b` or `a - b` as DynamoDB computes it, read back as lib-dynamodb reads it. */
 export function addNumbers(a: DynamoNumber, b: DynamoNumber, op: '+' | '-' = '+'): DynamoNumber {
+  // Safe integers with a safe sum (a version, a counter) are exact as they are: no decimals needed.
+  if (typeof a === 'number' && typeof b === 'number' && Number.isSafeInteger(a) && Number.isSafeInteger(b)) {
+    const sum = op === '+' ? a + b : a - b;
+    if (Number.isSafeInteger(sum)) return sum === 0 ? 0 : sum;
+  }
   const x = toDecimal(a);
   const y = toDecimal(b);
   const exponent = Math.min(x.exponent, y.exponent);

@@ -12,7 +12,11 @@ export type { RateStore, RateTake } from '../core/contract/rate-store.ts';
 export { keyFingerprint } from '../core/model/conflict.ts';
 export { InMemoryMetrics, type MetricsSink, type MetricsSnapshot } from '../core/observe/metrics.ts';
 export type { TableTally } from './in-memory-dynamodb/capacity.ts';
-export { InMemoryDynamoDb, type InMemoryDynamoDbOptions } from './in-memory-dynamodb/client.ts';
+export {
+  InMemoryDynamoDb,
+  type InMemoryDynamoDbOptions,
+  type LandedWrite,
+} from './in-memory-dynamodb/client.ts';
 export type { CancellationReason } from './in-memory-dynamodb/errors.ts';
 export {
   type DelayOptions as DynamoDbDelayOptions,

@@ -13,10 +13,9 @@ import { processBatch } from '../../shared/core/pipeline/batch.ts';
 import { JobProcessor } from '../../shared/core/pipeline/processor.ts';
 import { TransientJobError } from '../../shared/errors.ts';
 import { defineJob } from '../../shared/jobs/define-job.ts';
-import { InMemoryJobStore } from '../../shared/testing/in-memory-job-store.ts';
-import type { InMemoryLeaseStore } from '../../shared/testing/in-memory-lease-store.ts';
 import { InMemoryQueue } from '../../shared/testing/in-memory-queue.ts';
 import { type RunOptions, runScenario } from './harness.ts';
+import { ModelDb } from './model-db.ts';
 import { type Scenario, type SteerKind, scenarioArb } from './scenario.ts';
 
 /*
@@ -137,7 +136,8 @@ describe('Defect D1: a racing duplicate deleted late strands its job', () => {
         },
       }),
     ]);
-    const store = new InMemoryJobStore();
+    // The job store that ships, on the in-memory DynamoDB.
+    const store = new ModelDb({ committed: () => undefined, granted: () => undefined }).store;
     const queue = new InMemoryQueue();
     const worker = (id: string) =>
       new JobProcessor({
@@ -367,12 +367,12 @@ describe('Issue 21 checks catch what they are for', () => {
     }
     return [...tags].filter((t) => want.includes(t)).sort();
   };
-  const leaseStore = (leases: InMemoryLeaseStore, overrides: Partial<LeaseStore>): LeaseStore => ({
+  const leaseStore = (leases: LeaseStore, overrides: Partial<LeaseStore>): LeaseStore => ({
     tryAcquire: (key, owner, leaseMs, now) => leases.tryAcquire(key, owner, leaseMs, now),
     renew: (lease, leaseMs, now) => leases.renew(lease, leaseMs, now),
     release: (lease) => leases.release(lease),
     get: (key) => leases.get(key),
-    getMany: (keys) => leases.getMany(keys),
+    getMany: (keys) => (leases.getMany as NonNullable<LeaseStore['getMany']>).call(leases, keys),
     fence: (lease) => leases.fence(lease),
     ...overrides,
   });
@@ -380,7 +380,7 @@ describe('Issue 21 checks catch what they are for', () => {
   it('concurrency/over-limit: slots that never refuse (each job its own slot item) let more runs of a tenant commit at once', async () => {
     // The slot's condition ignored: every owner gets an item of its own, so no acquire is refused, and
     // each run's fence checks its own item and passes.
-    const own = (leases: InMemoryLeaseStore) =>
+    const own = (leases: LeaseStore) =>
       leaseStore(leases, {
         tryAcquire: (key, owner, ms, now) => leases.tryAcquire(`${key}/${owner}`, owner, ms, now),
       });
@@ -390,7 +390,7 @@ describe('Issue 21 checks catch what they are for', () => {
   });
 
   it("concurrency/slot-outlives-crash: a slot renewal that extends past one lease keeps a dead worker's slot", async () => {
-    const greedy = (leases: InMemoryLeaseStore) =>
+    const greedy = (leases: LeaseStore) =>
       leaseStore(leases, {
         tryAcquire: (key, owner, ms, now) =>
           leases.tryAcquire(key, owner, key.startsWith('slot:') ? 4 * ms : ms, now),
@@ -401,7 +401,7 @@ describe('Issue 21 checks catch what they are for', () => {
   });
 
   it('concurrency/held-after-settle: a slot release that writes nothing leaves slots held', async () => {
-    const keeping = (leases: InMemoryLeaseStore) =>
+    const keeping = (leases: LeaseStore) =>
       leaseStore(leases, {
         release: (lease) => (lease.key.startsWith('slot:') ? Promise.resolve() : leases.release(lease)),
       });
@@ -474,7 +474,7 @@ describe('Issue 21 checks catch what they are for', () => {
     expect((await runScenario(scenario)).violations).toEqual([]);
     // The check still sees a real leak on this very schedule: with slot releases that write nothing,
     // live workers' slots stay held after every job settled.
-    const keeping = (leases: InMemoryLeaseStore) =>
+    const keeping = (leases: LeaseStore) =>
       leaseStore(leases, {
         release: (lease) => (lease.key.startsWith('slot:') ? Promise.resolve() : leases.release(lease)),
       });
@@ -494,7 +494,7 @@ describe('Issue 21 checks catch what they are for', () => {
   });
 
   it('cancel/*: claims and fast commits that ignore CANCELLED run and commit a cancelled job', async () => {
-    const ignoring = (store: InMemoryJobStore): JobStore => {
+    const ignoring = (store: JobStore, db: ModelDb): JobStore => {
       const bound = {
         claim: store.claim.bind(store),
         claimAndComplete: store.claimAndComplete.bind(store),
@@ -505,11 +505,11 @@ describe('Issue 21 checks catch what they are for', () => {
         markDead: store.markDead.bind(store),
         get: store.get.bind(store),
         resetForRedrive: store.resetForRedrive.bind(store),
-        cancel: store.cancel.bind(store),
+        cancel: (store.cancel as NonNullable<JobStore['cancel']>).bind(store),
       };
       // A CANCELLED item is taken like a missing one.
       const forget = (key: string) => {
-        if (store.peek(key)?.status === JobStatus.Cancelled) store.delete(key);
+        if (db.peek(key)?.status === JobStatus.Cancelled) db.deleteJob(key);
       };
       return {
         ...bound,
@@ -533,7 +533,7 @@ describe('Issue 21 checks catch what they are for', () => {
   });
 
   it('cancel/final-applied: a cancel that overwrites a COMPLETED job (instead of answering finished)', async () => {
-    const overwriting = (store: InMemoryJobStore): JobStore => ({
+    const overwriting = (store: JobStore, db: ModelDb): JobStore => ({
       claim: store.claim.bind(store),
       claimAndComplete: store.claimAndComplete.bind(store),
       renew: store.renew.bind(store),
@@ -544,8 +544,8 @@ describe('Issue 21 checks catch what they are for', () => {
       get: store.get.bind(store),
       resetForRedrive: store.resetForRedrive.bind(store),
       cancel: (key, request) => {
-        if (store.peek(key)?.status === JobStatus.Completed) store.delete(key);
-        return store.cancel(key, request);
+        if (db.peek(key)?.status === JobStatus.Completed) db.deleteJob(key);
+        return (store.cancel as NonNullable<JobStore['cancel']>)(key, request);
       },
     });
     expect(await found('cancel', 100, 27, { wrapStore: overwriting }, ['cancel/final-applied'])).toEqual([

@@ -5,8 +5,6 @@ import type { JobQueue } from '../../shared/core/contract/job-queue.ts';
 import type { Effect, JobLease, JobStore } from '../../shared/core/contract/job-store.ts';
 import type { LeaseStore } from '../../shared/core/contract/lease-store.ts';
 import { JobStatus } from '../../shared/core/contract/statuses.ts';
-import type { InMemoryJobStore } from '../../shared/testing/in-memory-job-store.ts';
-import type { InMemoryLeaseStore } from '../../shared/testing/in-memory-lease-store.ts';
 import type { InMemoryQueue } from '../../shared/testing/in-memory-queue.ts';
 import {
   BUDGET_MS,
@@ -17,6 +15,7 @@ import {
   violationKinds,
 } from './harness.ts';
 import { meetArb, mixedArb } from './meet-scenario.ts';
+import type { ModelDb } from './model-db.ts';
 import { operatorTotals } from './operators.ts';
 import { operatorArb } from './operators-scenario.ts';
 import {
@@ -305,7 +304,7 @@ describe('Interleaving model', () => {
 });
 
 /** The store's methods, bound, with some of them replaced: a store broken on purpose. */
-function overriding(store: InMemoryJobStore, overrides: Partial<JobStore>): JobStore {
+function overriding(store: JobStore, overrides: Partial<JobStore>): JobStore {
   const bound: JobStore = {
     claim: store.claim.bind(store),
     claimAndComplete: store.claimAndComplete.bind(store),
@@ -316,7 +315,7 @@ function overriding(store: InMemoryJobStore, overrides: Partial<JobStore>): JobS
     markDead: store.markDead.bind(store),
     get: store.get.bind(store),
     resetForRedrive: store.resetForRedrive.bind(store),
-    cancel: store.cancel.bind(store),
+    ...(store.cancel ? { cancel: store.cancel.bind(store) } : {}),
   };
   return { ...bound, ...overrides };
 }
@@ -327,7 +326,7 @@ describe('Interleaving model: the harness itself', () => {
   const firstFound = async (
     n: number,
     seed: number,
-    wrapStore: (store: InMemoryJobStore) => JobStore,
+    wrapStore: (store: JobStore, db: ModelDb) => JobStore,
     pattern: RegExp,
   ): Promise<string[]> => {
     for (const scenario of sample(n, seed)) {
@@ -352,7 +351,7 @@ describe('Interleaving model: the harness itself', () => {
     // token and version the item has: a worker that lost its lease still commits its step, which the new
     // owner commits again. (The heartbeat stops a stale worker before a takeover, so only a write that
     // lands late can show the missing fence.)
-    const unfenced = (store: InMemoryJobStore): JobStore =>
+    const unfenced = (store: JobStore): JobStore =>
       overriding(store, {
         async checkpoint(lease: JobLease, checkpoint: Checkpoint, effects?: readonly Effect[]) {
           await new Promise((resolve) => setTimeout(resolve, 7000));
@@ -370,7 +369,7 @@ describe('Interleaving model: the harness itself', () => {
   });
 
   it('catches a healthy owner aborted: renewals that answer OK but do not extend the lease', async () => {
-    const forgetful = (store: InMemoryJobStore): JobStore =>
+    const forgetful = (store: JobStore): JobStore =>
       overriding(store, {
         async renew() {},
       });
@@ -380,12 +379,12 @@ describe('Interleaving model: the harness itself', () => {
   it('catches a fast commit that ignores the claim condition (a job completed twice)', async () => {
     // Refused, it deletes the item it found and writes again: it commits over a COMPLETED job (or over a
     // live lease), as a one-write commit without its condition would.
-    const unconditional = (store: InMemoryJobStore): JobStore =>
+    const unconditional = (store: JobStore, db: ModelDb): JobStore =>
       overriding(store, {
         async claimAndComplete(request, result, effects, options) {
           const first = await store.claimAndComplete(request, result, effects, options);
           if (first.ok || first.reason !== 'refused') return first;
-          store.delete(request.dedupKey);
+          db.deleteJob(request.dedupKey);
           return store.claimAndComplete(request, result, effects, options);
         },
       });
@@ -415,7 +414,7 @@ describe('Interleaving model: the harness itself', () => {
     // A release that answers OK but writes nothing: a job's lease outlives its job, so a later attempt of
     // the same job waits on its own earlier one (busy-own-attempt), and leases are still held once every
     // job has settled (held-after-settle).
-    const keeping = (leases: InMemoryLeaseStore): LeaseStore => ({
+    const keeping = (leases: LeaseStore): LeaseStore => ({
       tryAcquire: (key, owner, leaseMs, now) => leases.tryAcquire(key, owner, leaseMs, now),
       renew: (lease, leaseMs, now) => leases.renew(lease, leaseMs, now),
       release: async () => {},
@@ -437,7 +436,7 @@ describe('Interleaving model: the harness itself', () => {
   it('catches a refused fast commit whose effects were applied', async () => {
     // It commits, then answers as if refused: the job is COMPLETED once, with its effect once, and its
     // copy is dropped as a duplicate, so only the audit of the answer against the effects can tell.
-    const lying = (store: InMemoryJobStore): JobStore =>
+    const lying = (store: JobStore): JobStore =>
       overriding(store, {
         async claimAndComplete(request, result, effects, options) {
           const answer = await store.claimAndComplete(request, result, effects, options);

@@ -2,7 +2,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { JobQueue } from '../../shared/core/contract/job-queue.ts';
 import type { JobStore } from '../../shared/core/contract/job-store.ts';
-import type { InMemoryJobStore } from '../../shared/testing/in-memory-job-store.ts';
 import type { InMemoryQueue } from '../../shared/testing/in-memory-queue.ts';
 import { type RunOptions, runScenario } from './harness.ts';
 import { meetArb } from './meet-scenario.ts';
@@ -28,7 +27,7 @@ async function found(kind: MeetKind, runs: number, seed: number, options: RunOpt
 
 describe('Issue 31 checks catch what they are for', () => {
   it('hot-row: a release that takes the attempt of every conflict (no give-back) is caught', async () => {
-    const charging = (store: InMemoryJobStore): JobStore =>
+    const charging = (store: JobStore): JobStore =>
       new Proxy(store, {
         get(target, name) {
           if (name === 'release') {

@@ -12,8 +12,10 @@ import { DynamoDbJobStore } from '../../shared/core/adapters/dynamodb-job-store.
 import type { JobStore } from '../../shared/core/contract/job-store.ts';
 import type { LetterView, Meet, MeetHost } from './meet.ts';
 
-// What the operator's redrive and purge (shared/ops, run by meet.ts and operators.ts) talk to in the interleaving model: an SQS
-// client over the model's queues, and the DynamoDB job store it builds, forwarding to the model's store.
+// What the operator's redrive, purge and cancel (shared/ops, run by meet.ts and operators.ts) talk to in the
+// interleaving model: an SQS client over the model's queues, and the DynamoDB job store they build,
+// forwarding to the model's store (itself a DynamoDbJobStore on the schedule's in-memory DynamoDB, behind
+// the model's audit).
 
 /**
  * Just what shared/ops's redrive asks of SQS, over the model's queues: the DLQ's depth, receives that hide
@@ -136,28 +138,30 @@ export class ModelSqs {
 let forwardTo: JobStore | undefined;
 let forwarding = 0;
 const savedMethods = new Map<string, unknown>();
+/** The model's own job stores (the workers', on the schedule's DynamoDB): never forwarded. */
+const modelStores = new WeakSet<object>();
+
+/** `store` is the model's own: its calls are never forwarded (see {@link forwardJobStore}). */
+export function modelJobStore(store: object): void {
+  modelStores.add(store);
+}
 
 /**
- * DynamoDbJobStores of the model's own (the workers', once they run the real adapter) that keep their
- * own methods while an operator's store forwards: only the stores the operator's code builds forward.
- */
-export const unforwarded = new WeakSet<object>();
-
-/**
- * Makes every DynamoDbJobStore (the redrive and the cancel build their own from the target's clients)
- * but those in {@link unforwarded} forward its calls to `store` until the returned function is called (the
- * last of the operator actions under way restores them).
+ * Makes every other DynamoDbJobStore (the redrive and the cancel build their own from the target's
+ * clients) forward its calls to `store` until the returned function is called (the last of the operator
+ * actions under way restores them): the operator's writes pass the model's audit and its checks, which
+ * sit at the store.
  */
 export function forwardJobStore(store: JobStore): () => void {
   forwardTo = store;
   const proto = DynamoDbJobStore.prototype as unknown as Record<string, unknown>;
   if (forwarding++ === 0) {
     for (const name of Object.getOwnPropertyNames(proto)) {
-      if (name === 'constructor' || typeof proto[name] !== 'function') continue;
-      savedMethods.set(name, proto[name]);
-      const own = proto[name] as (...a: unknown[]) => unknown;
+      const original = proto[name];
+      if (name === 'constructor' || typeof original !== 'function') continue;
+      savedMethods.set(name, original);
       proto[name] = function (this: object, ...args: unknown[]) {
-        if (unforwarded.has(this)) return own.apply(this, args);
+        if (modelStores.has(this)) return (original as (...a: unknown[]) => unknown).apply(this, args);
         const method = (forwardTo as unknown as Record<string, unknown> | undefined)?.[name];
         if (typeof method !== 'function') throw new Error(`the model's job store has no ${name}`);
         return (method as (...a: unknown[]) => unknown).apply(forwardTo, args);

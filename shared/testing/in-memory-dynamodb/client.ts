@@ -19,13 +19,13 @@ import { checkUnusedPlaceholders, type Item, updatePaths } from '../dynamodb-exp
 import { consumed, readUnits, type TableTally, Tally, writeUnits } from './capacity.ts';
 import { asSdkError, conditionFailed, metadata, sdkValidationException } from './errors.ts';
 import { afterLatency, DynamoDbFaults } from './faults.ts';
-import { applyWrite, ConditionRefusal, planWrite, type WriteKind } from './item-ops.ts';
+import { applyWrite, ConditionRefusal, type PlannedWrite, planWrite, type WriteKind } from './item-ops.ts';
 import { checkValues } from './marshalling.ts';
 import { projectionPaths, projectPaths } from './projection.ts';
 import { query, type ReadInput, scan } from './query-scan.ts';
 import { Table, type TableSchema } from './tables.ts';
 import { type TransactItem, transactWrite } from './transactions.ts';
-import { copy, itemBytes, updatedAttributes } from './values.ts';
+import { copy, itemBytes, project, storedBytes, updatedAttributes } from './values.ts';
 
 /** Options of {@link InMemoryDynamoDb}. */
 export interface InMemoryDynamoDbOptions {
@@ -40,6 +40,24 @@ export interface InMemoryDynamoDbOptions {
    * @default 0
    */
   readonly latencyMs?: number;
+  /**
+   * Told of every write that landed (a single write or a whole transaction), as it lands: before its
+   * answer, which a fault may still lose or delay. For a test's books (what committed), never to change
+   * the items. @default none
+   */
+  readonly onWrite?: (write: LandedWrite) => void;
+}
+
+/** A write that landed, as {@link InMemoryDynamoDbOptions.onWrite} is told of it. */
+export interface LandedWrite {
+  /** The store operation the adapter named (`leaseqOperation`), if any. */
+  readonly operation: string | undefined;
+  /** `PutCommand`, `UpdateCommand`, `DeleteCommand` or `TransactWriteCommand`. */
+  readonly command: string;
+  /** The command's input, as sent (a transaction's actions are the caller's own objects). */
+  readonly input: Readonly<Record<string, unknown>>;
+  /** Per item written (a transaction's in action order, condition checks included): before and after. */
+  readonly writes: readonly PlannedWrite[];
 }
 
 /** The send options leaseq's adapters pass (HttpCallOptions in store-errors.ts). */
@@ -71,6 +89,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
   readonly #now: () => number;
   readonly #tally = new Tally();
   readonly #latencyMs: number;
+  readonly #onWrite: ((write: LandedWrite) => void) | undefined;
   /** Injected failures and delays at the request boundary. */
   readonly faults = new DynamoDbFaults();
 
@@ -79,6 +98,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     for (const schema of options.tables) this.#tables.set(schema.name, new Table(schema));
     this.#now = options.now ?? Date.now;
     this.#latencyMs = options.latencyMs ?? 0;
+    this.#onWrite = options.onWrite;
   }
 
   /** Requests and capacity so far, by table name. */
@@ -117,6 +137,16 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     return table.items.delete(table.keyOf(key));
   }
 
+  /**
+   * A copy of the item under `key`, outside any request (no faults, no tally). `copy: false`: the stored
+   * item itself, to read and never change (a write stores a new object; a harness peeking often).
+   */
+  item(tableName: string, key: Item, options: { readonly copy?: boolean } = {}): Item | undefined {
+    const table = this.#table(tableName);
+    const item = table.items.get(table.keyOf(key));
+    return item === undefined || options.copy === false ? item : copy(item);
+  }
+
   /** A copy of every item of a table, in key order (for assertions), outside any request. */
   items(tableName: string): Item[] {
     return [...this.#table(tableName).items.entries()]
@@ -141,15 +171,18 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     // Without a fault rule a request is applied before send() returns, so only then is a copy needed.
     const input = this.faults.pending > 0 ? copy(sent) : sent;
     try {
-      body = this.#handler(command, input, name);
+      body = this.#handler(command, input, name, http.leaseqOperation);
       checkValues(sent);
     } catch (error) {
       return Promise.reject(error);
     }
-    const tables = tablesOf(command, input);
-    const actions =
-      command instanceof TransactWriteCommand ? ((input.TransactItems as unknown[]) ?? []).length : 0;
-    const request = { operation: http.leaseqOperation, command: name, tables, actions };
+    const request = () => ({
+      operation: http.leaseqOperation,
+      command: name,
+      tables: tablesOf(command, input),
+      actions:
+        command instanceof TransactWriteCommand ? ((input.TransactItems as unknown[]) ?? []).length : 0,
+    });
     const answer = this.faults.run(request, body, http.abortSignal);
     if (this.#latencyMs === 0) return answer;
     const ms = this.#latencyMs;
@@ -163,12 +196,12 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     );
   }
 
-  #handler(command: unknown, input: Input, name: string): () => unknown {
+  #handler(command: unknown, input: Input, name: string, operation: string | undefined): () => unknown {
     if (command instanceof GetCommand) return () => this.#get(input);
-    if (command instanceof PutCommand) return () => this.#write('put', input, name);
-    if (command instanceof UpdateCommand) return () => this.#write('update', input, name);
-    if (command instanceof DeleteCommand) return () => this.#write('delete', input, name);
-    if (command instanceof TransactWriteCommand) return () => this.#transact(input);
+    if (command instanceof PutCommand) return () => this.#write('put', input, name, operation);
+    if (command instanceof UpdateCommand) return () => this.#write('update', input, name, operation);
+    if (command instanceof DeleteCommand) return () => this.#write('delete', input, name, operation);
+    if (command instanceof TransactWriteCommand) return () => this.#transact(input, operation);
     if (command instanceof BatchGetCommand) return () => this.#batchGet(input);
     if (command instanceof QueryCommand) return () => this.#read(input, 'QueryCommand');
     if (command instanceof ScanCommand) return () => this.#read(input, 'ScanCommand');
@@ -192,7 +225,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     const table = this.#table(input.TableName);
     const item = table.items.get(table.keyOf(input.Key as Item));
     const consistent = input.ConsistentRead === true;
-    const units = { read: readUnits(item ? itemBytes(item) : 0, consistent) };
+    const units = { read: readUnits(item ? storedBytes(item) : 0, consistent) };
     this.#tally.add(table.schema.name, 'GetCommand', units);
     const projection = input.ProjectionExpression as string | undefined;
     const names = { names: input.ExpressionAttributeNames as Record<string, string> | undefined };
@@ -207,7 +240,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     };
   }
 
-  #write(kind: WriteKind, input: Input, command: string): unknown {
+  #write(kind: WriteKind, input: Input, command: string, operation: string | undefined): unknown {
     const table = this.#table(input.TableName);
     let planned: ReturnType<typeof planWrite>;
     try {
@@ -220,9 +253,10 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
       throw asSdkError(error);
     }
     applyWrite(planned);
+    this.#onWrite?.({ operation, command, input, writes: [planned] });
     const { old, next } = planned;
     const units = {
-      write: writeUnits(Math.max(old ? itemBytes(old) : 0, next ? itemBytes(next) : 0), false),
+      write: writeUnits(Math.max(old ? storedBytes(old) : 0, next ? storedBytes(next) : 0), false),
     };
     this.#tally.add(table.schema.name, command, units);
     const returned = returnValues(input.ReturnValues as string | undefined, kind, old, next, input);
@@ -233,7 +267,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     };
   }
 
-  #transact(input: Input): unknown {
+  #transact(input: Input, operation: string | undefined): unknown {
     const items = input.TransactItems as TransactItem[] | undefined;
     let done: ReturnType<typeof transactWrite>;
     try {
@@ -244,9 +278,10 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
       }
       throw asSdkError(error);
     }
+    this.#onWrite?.({ operation, command: 'TransactWriteCommand', input, writes: done.writes });
     const byTable = new Map<string, number>();
     for (const w of done.writes) {
-      const bytes = Math.max(w.old ? itemBytes(w.old) : 0, w.next ? itemBytes(w.next) : 0);
+      const bytes = Math.max(w.old ? storedBytes(w.old) : 0, w.next ? storedBytes(w.next) : 0);
       const units = w.kind === 'check' ? readUnits(bytes, true, true) : writeUnits(bytes, true);
       byTable.set(w.table.schema.name, (byTable.get(w.table.schema.name) ?? 0) + units);
     }
@@ -286,7 +321,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
       let units = 0;
       for (const key of request.Keys ?? []) {
         const item = table.items.get(table.keyOf(key));
-        units += readUnits(item ? itemBytes(item) : 0, request.ConsistentRead === true);
+        units += readUnits(item ? storedBytes(item) : 0, request.ConsistentRead === true);
         if (item) found.push(copy(item));
       }
       this.#tally.add(name, 'BatchGetCommand', { read: units });

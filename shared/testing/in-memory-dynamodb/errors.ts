@@ -35,11 +35,28 @@ export function marshalled(item: Item): Record<string, unknown> {
 
 /** A refused condition; with ReturnValuesOnConditionCheckFailure ALL_OLD, the item it was tested on. */
 export function conditionFailed(old: Item | undefined, returnOld: boolean): ConditionalCheckFailedException {
-  return new ConditionalCheckFailedException({
-    message: 'The conditional request failed',
-    $metadata: metadata(400),
-    ...(returnOld && old !== undefined ? { Item: marshalled(old) as never } : {}),
-  });
+  return unstacked(
+    () =>
+      new ConditionalCheckFailedException({
+        message: 'The conditional request failed',
+        $metadata: metadata(400),
+        ...(returnOld && old !== undefined ? { Item: marshalled(old) as never } : {}),
+      }),
+  );
+}
+
+/**
+ * A refusal built without a stack: an everyday answer (a fenced write refused, a claim of a busy job),
+ * whose frames would only name this file; the SDK's own come from its deserializer, not the caller.
+ */
+function unstacked<T>(build: () => T): T {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return build();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
 }
 
 /** One action's reason in a cancelled transaction. */
@@ -51,11 +68,14 @@ export interface CancellationReason {
 
 /** A cancelled transaction, with one reason per action in order. */
 export function transactionCanceled(reasons: readonly CancellationReason[]): TransactionCanceledException {
-  return new TransactionCanceledException({
-    message: `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.map((r) => r.Code).join(', ')}]`,
-    $metadata: metadata(400),
-    CancellationReasons: reasons.map((r) => ({ ...r })) as never,
-  });
+  return unstacked(
+    () =>
+      new TransactionCanceledException({
+        message: `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.map((r) => r.Code).join(', ')}]`,
+        $metadata: metadata(400),
+        CancellationReasons: reasons.map((r) => ({ ...r })) as never,
+      }),
+  );
 }
 
 /** DynamoDB's refusal of an invalid request (HTTP 400), as the SDK builds it (no modelled class). */

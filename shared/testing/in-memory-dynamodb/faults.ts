@@ -102,10 +102,14 @@ export class DynamoDbFaults {
     return this.#rules.reduce((sum, rule) => sum + rule.left, 0);
   }
 
-  /** Runs one request under the rules (`body` applies it and builds its answer). */
-  async run<T>(request: FaultRequest, body: () => T, signal: AbortSignal | undefined): Promise<T> {
+  /**
+   * Runs one request under the rules (`body` applies it and builds its answer); `describe` tells the
+   * request, asked only while some rule is left.
+   */
+  async run<T>(describe: () => FaultRequest, body: () => T, signal: AbortSignal | undefined): Promise<T> {
     if (signal?.aborted) throw aborted(signal);
     if (this.#rules.length === 0) return body();
+    const request = describe();
     const rule = this.#rules.find((r) => r.left > 0 && matches(r.target, request));
     if (!rule) return body();
     rule.left -= 1;

@@ -13,7 +13,7 @@ import {
   updatePaths,
 } from '../dynamodb-expressions.ts';
 import type { Table } from './tables.ts';
-import { copy, itemBytes, typedName } from './values.ts';
+import { copy, itemBytes, storedBytes, typedName, updatedBytes } from './values.ts';
 
 /** Bytes in one item (400 KB), attribute names included. */
 export const MAX_ITEM_BYTES = 400 * 1024;
@@ -108,7 +108,10 @@ export function planWrite(table: Table, kind: WriteKind, input: WriteInput): Pla
     dropUndefined(next);
   }
   if (next !== undefined) checkIndexKeys(table, next);
-  if (next !== undefined && itemBytes(next) > MAX_ITEM_BYTES) {
+  if (
+    next !== undefined &&
+    (old && kind === 'update' ? updatedBytes(old, next) : storedBytes(next)) > MAX_ITEM_BYTES
+  ) {
     throw validationException(
       kind === 'update'
         ? 'Item size to update has exceeded the maximum allowed size'

@@ -37,18 +37,67 @@ function asRead(value: unknown): unknown {
     : value;
 }
 
+const STORED_BYTES = new WeakMap<Item, number>();
+
+/**
+ * {@link itemBytes} of an item a table holds or is about to store, kept with it: a stored item is never
+ * changed (every write stores a new object), so its size is counted once, not on every request.
+ */
+export function storedBytes(item: Item): number {
+  let bytes = STORED_BYTES.get(item);
+  if (bytes === undefined) {
+    bytes = itemBytes(item);
+    STORED_BYTES.set(item, bytes);
+  }
+  return bytes;
+}
+
+/**
+ * {@link storedBytes} of `next`, an update of the stored `old` that shares every attribute it left as it
+ * was (the update copies on write): only the attributes it changed are counted again.
+ */
+export function updatedBytes(old: Item, next: Item): number {
+  let bytes = STORED_BYTES.get(next);
+  if (bytes !== undefined) return bytes;
+  bytes = storedBytes(old);
+  for (const key in old) {
+    const v = old[key];
+    if (v !== undefined && next[key] !== v) bytes -= nameBytes(key) + valueBytes(v);
+  }
+  for (const key in next) {
+    const v = next[key];
+    if (v !== undefined && old[key] !== v) bytes += nameBytes(key) + valueBytes(v);
+  }
+  STORED_BYTES.set(next, bytes);
+  return bytes;
+}
+
 /** An item's size in bytes as DynamoDB counts it: names and values (UTF-8), numbers by their digits. */
 export function itemBytes(item: Item): number {
   let bytes = 0;
   for (const key in item) {
     const v = item[key];
-    if (v !== undefined) bytes += Buffer.byteLength(key) + valueBytes(v);
+    if (v !== undefined) bytes += nameBytes(key) + valueBytes(v);
+  }
+  return bytes;
+}
+
+/** UTF-8 bytes of attribute names, which repeat from item to item. */
+const NAME_BYTES = new Map<string, number>();
+
+function nameBytes(name: string): number {
+  let bytes = NAME_BYTES.get(name);
+  if (bytes === undefined) {
+    bytes = Buffer.byteLength(name);
+    if (NAME_BYTES.size >= 10_000) NAME_BYTES.clear();
+    NAME_BYTES.set(name, bytes);
   }
   return bytes;
 }
 
 function valueBytes(v: unknown): number {
   if (typeof v === 'string') return Buffer.byteLength(v);
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return integerBytes(v);
   if (typeof v === 'number' || typeof v === 'bigint') return numberBytes(String(v));
   if (v instanceof NumberValue) return numberBytes(v.value);
   if (typeof v === 'boolean' || v === null) return 1;
@@ -71,6 +120,16 @@ function valueBytes(v: unknown): number {
     return bytes;
   }
   return 0;
+}
+
+/** {@link numberBytes} of a safe integer (its text has no exponent or point), without building it. */
+function integerBytes(v: number): number {
+  let n = Math.abs(v);
+  // Trailing zeros are not significant (1000000000 is one digit), as in numberBytes.
+  while (n >= 10 && n % 10 === 0) n /= 10;
+  let digits = 1;
+  for (; n >= 10; n = Math.floor(n / 10)) digits += 1;
+  return Math.ceil(digits / 2) + 1;
 }
 
 /** DynamoDB: one byte per two significant digits (leading and trailing zeros trimmed), plus one. */
