@@ -3,7 +3,7 @@
 // The few files that were already longer when the rule came in are listed in CEILINGS with the size they
 // had: they may shrink, never grow, and an entry whose file is back under the limit (or gone) is reported
 // as stale so the list only gets shorter. The library (`shared/`) is held to the limit with no exception:
-// CEILINGS may not list a file under shared/ (but, until their splits are merged, SHARED_UNTIL_MERGE's).
+// CEILINGS may not list a file under shared/.
 //
 //   node scripts/check-sizes.mjs [--root <dir>] [--json]
 //
@@ -33,22 +33,9 @@ export const CEILINGS = {
   'infra/constructs/pipeline-monitoring.ts': 409,
   'infra/leaseq-pipeline.ts': 570,
   'scripts/check-layers.mjs': 467,
-  'shared/testing/in-memory-effects.ts': 403,
-  'shared/testing/in-memory-job-store.ts': 690,
 };
 
-/**
- * The library is held to its limits with no exception: a CEILINGS entry under shared/ is a violation, but
- * for these files, being split on other branches when the rule came in (2026-12-03). Each entry must
- * still be in CEILINGS (one whose file was split and its ceiling removed is reported stale): when the
- * last split is merged the list is empty, and the rule holds for every file of shared/.
- */
-export const SHARED_UNTIL_MERGE = [
-  'shared/testing/in-memory-effects.ts',
-  'shared/testing/in-memory-job-store.ts',
-];
-
-/** The folder whose files CEILINGS may not list. */
+/** The folder whose files CEILINGS may not list: the library is held to the limit with no exception. */
 const LIBRARY = 'shared/';
 
 const CODE = /\.(?:[cm]?ts|tsx|[cm]?js)$/;
@@ -77,28 +64,17 @@ function* sourceFiles(root) {
 const lineCount = (text) => (text === '' ? 0 : text.split('\n').length - (text.endsWith('\n') ? 1 : 0));
 
 /**
- * Checks a tree; `ceilings` defaults to CEILINGS and `exceptions` (the shared/ files CEILINGS may still
- * list) to SHARED_UNTIL_MERGE (the synthetic trees of the unit test pass their own).
+ * Checks a tree; `ceilings` defaults to CEILINGS (the synthetic trees of the unit test pass their own).
  */
-export function checkSizes(root, ceilings = CEILINGS, exceptions = SHARED_UNTIL_MERGE) {
+export function checkSizes(root, ceilings = CEILINGS) {
   const violations = [];
   for (const path of Object.keys(ceilings)) {
-    if (path.startsWith(LIBRARY) && !exceptions.includes(path)) {
+    if (path.startsWith(LIBRARY)) {
       violations.push({
         rule: 'library-ceiling',
         path,
         lines: 0,
         message: `${path}: listed in CEILINGS, but no file of ${LIBRARY} may pass the limit: split it and remove its entry`,
-      });
-    }
-  }
-  for (const path of exceptions) {
-    if (ceilings[path] === undefined) {
-      violations.push({
-        rule: 'stale-exception',
-        path,
-        lines: 0,
-        message: `${path}: in SHARED_UNTIL_MERGE but no longer in CEILINGS: remove it from SHARED_UNTIL_MERGE in scripts/check-sizes.mjs`,
       });
     }
   }
@@ -145,7 +121,7 @@ export function checkSizes(root, ceilings = CEILINGS, exceptions = SHARED_UNTIL_
       });
     }
   }
-  return { files, limit: LIMIT, ceilings, exceptions, violations };
+  return { files, limit: LIMIT, ceilings, violations };
 }
 
 function main(argv) {
@@ -154,16 +130,13 @@ function main(argv) {
     rootIndex >= 0
       ? resolve(argv[rootIndex + 1] ?? '.')
       : resolve(dirname(fileURLToPath(import.meta.url)), '..');
-  // A synthetic tree brings its own ceilings and exceptions (JSON files at its root), so the repository's
-  // lists do not apply.
+  // A synthetic tree brings its own ceilings (a JSON file at its root), so the repository's list does not
+  // apply.
   const own = (file, none) => {
     const path = join(root, file);
     return existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : none;
   };
-  const report =
-    rootIndex >= 0
-      ? checkSizes(root, own('size-ceilings.json', {}), own('size-exceptions.json', []))
-      : checkSizes(root);
+  const report = rootIndex >= 0 ? checkSizes(root, own('size-ceilings.json', {})) : checkSizes(root);
   if (argv.includes('--json')) {
     process.stdout.write(`${JSON.stringify(report)}\n`);
   } else if (report.violations.length > 0) {

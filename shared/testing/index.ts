@@ -1,7 +1,8 @@
-// `leaseq/testing`: `runJob` runs one of your jobs in memory through the worker's pipeline; the
-// in-memory stores under it (leaseq's own unit tests run on them, with fault injection) are here too. The
-// guarantees themselves are proven against real DynamoDB semantics (the embedded emulator); run your jobs
-// there too (docs/jobs.md, "Testing a job").
+// `leaseq/testing`: `runJob` runs one of your jobs in memory through the worker's pipeline, on the stores
+// the worker ships (DynamoDbJobStore, DynamoDbLeaseStore, DynamoDbRateStore) over InMemoryDynamoDb, with
+// fault injection at its request boundary; leaseq's own unit tests and interleaving model run on the same.
+// The in-memory DynamoDB is checked against the embedded emulator request by request (the store contracts'
+// differential check); run your jobs there too (docs/jobs.md, "Testing a job").
 
 export { DynamoDbJobStore, type DynamoDbJobStoreOptions } from '../core/adapters/dynamodb-job-store.ts';
 export { DynamoDbLeaseStore, type DynamoDbLeaseStoreOptions } from '../core/adapters/dynamodb-lease-store.ts';
@@ -34,9 +35,6 @@ export {
   PROBLEMS_INDEX_SCHEMA,
   type TableSchema,
 } from './in-memory-dynamodb/tables.ts';
-export { type EffectApplier, InMemoryEffectApplier, type NamedLeaseHolder } from './in-memory-effects.ts';
-export { InMemoryJobStore, type InMemoryJobStoreOptions } from './in-memory-job-store.ts';
-export { InMemoryLeaseStore, type InMemoryLeaseStoreOptions } from './in-memory-lease-store.ts';
 export {
   type DeadLetter,
   InMemoryQueue,
@@ -44,7 +42,6 @@ export {
   type QueuedMessage,
   type QueueOperation,
 } from './in-memory-queue.ts';
-export { InMemoryRateStore, type RateStoreOperation } from './in-memory-rate-store.ts';
 export {
   type AttemptReport,
   type InjectedFailure,

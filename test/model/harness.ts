@@ -72,7 +72,8 @@ import {
 
 /*
  * The interleaving model's harness: 2-3 JobProcessors poll one simulated SQS queue (InMemoryQueue) and
- * share one InMemoryJobStore whose effects land in an in-memory ledger, under a schedule of duplicate
+ * share the shipped DynamoDbJobStore on one InMemoryDynamoDb (model-db.ts), whose ledger table takes the
+ * jobs' effects, under a schedule of duplicate
  * sends, store/queue faults (outages, lost answers, slow calls) and process kills.
  *
  * Time. The protocol is driven by timers (leases, heartbeats, visibility timeouts, backoff, slow calls),

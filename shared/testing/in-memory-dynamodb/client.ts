@@ -15,7 +15,8 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { checkUnusedPlaceholders, type Item, updatePaths } from '../dynamodb-expressions.ts';
+import { checkUnusedPlaceholders, type Item } from '../dynamodb-expressions.ts';
+import { capacity, returnValues } from './answers.ts';
 import { consumed, readUnits, type TableTally, Tally, writeUnits } from './capacity.ts';
 import { asSdkError, conditionFailed, metadata, sdkValidationException } from './errors.ts';
 import { afterLatency, DynamoDbFaults } from './faults.ts';
@@ -25,7 +26,7 @@ import { projectionPaths, projectPaths } from './projection.ts';
 import { query, type ReadInput, scan } from './query-scan.ts';
 import { Table, type TableSchema } from './tables.ts';
 import { type TransactItem, transactWrite } from './transactions.ts';
-import { copy, itemBytes, project, storedBytes, updatedAttributes } from './values.ts';
+import { copy, storedBytes } from './values.ts';
 
 /** Options of {@link InMemoryDynamoDb}. */
 export interface InMemoryDynamoDbOptions {
@@ -90,6 +91,8 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
   readonly #tally = new Tally();
   readonly #latencyMs: number;
   readonly #onWrite: ((write: LandedWrite) => void) | undefined;
+  /** The request as the caller sent it, by the copy a pending fault rule made of it. */
+  readonly #sent = new WeakMap<object, Input>();
   /** Injected failures and delays at the request boundary. */
   readonly faults = new DynamoDbFaults();
 
@@ -170,6 +173,8 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     // The request as sent: a caller changing its objects afterwards (a delayed request) changes nothing.
     // Without a fault rule a request is applied before send() returns, so only then is a copy needed.
     const input = this.faults.pending > 0 ? copy(sent) : sent;
+    // onWrite is told of the caller's own objects (a test matches them by identity), not of the copy.
+    if (input !== sent) this.#sent.set(input, sent);
     try {
       body = this.#handler(command, input, name, http.leaseqOperation);
       checkValues(sent);
@@ -253,7 +258,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
       throw asSdkError(error);
     }
     applyWrite(planned);
-    this.#onWrite?.({ operation, command, input, writes: [planned] });
+    this.#onWrite?.({ operation, command, input: this.#sent.get(input) ?? input, writes: [planned] });
     const { old, next } = planned;
     const units = {
       write: writeUnits(Math.max(old ? storedBytes(old) : 0, next ? storedBytes(next) : 0), false),
@@ -278,7 +283,12 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
       }
       throw asSdkError(error);
     }
-    this.#onWrite?.({ operation, command: 'TransactWriteCommand', input, writes: done.writes });
+    this.#onWrite?.({
+      operation,
+      command: 'TransactWriteCommand',
+      input: this.#sent.get(input) ?? input,
+      writes: done.writes,
+    });
     const byTable = new Map<string, number>();
     for (const w of done.writes) {
       const bytes = Math.max(w.old ? storedBytes(w.old) : 0, w.next ? storedBytes(w.next) : 0);
@@ -354,50 +364,6 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
       ...answer,
       ...capacity(input, table.schema.name, units, input.IndexName as string | undefined),
     };
-  }
-}
-
-function capacity(
-  input: Input,
-  table: string,
-  units: { readonly read?: number; readonly write?: number },
-  index?: string,
-): { ConsumedCapacity?: Record<string, unknown> } {
-  const mode = input.ReturnConsumedCapacity;
-  if (mode === undefined || mode === 'NONE') return {};
-  return { ConsumedCapacity: consumed(table, units, mode, index) };
-}
-
-function returnValues(
-  mode: string | undefined,
-  kind: WriteKind,
-  old: Item | undefined,
-  next: Item | undefined,
-  input: Input,
-): Item | undefined {
-  switch (mode) {
-    case undefined:
-    case 'NONE':
-      return undefined;
-    case 'ALL_OLD':
-      return old ? copy(old) : undefined;
-    case 'ALL_NEW':
-      if (kind !== 'update') throw sdkValidationException('ReturnValues can only be ALL_OLD or NONE');
-      return next ? copy(next) : undefined;
-    case 'UPDATED_OLD':
-    case 'UPDATED_NEW':
-      if (kind !== 'update') throw sdkValidationException('ReturnValues can only be ALL_OLD or NONE');
-      return updatedAttributes(
-        updatePaths(input.UpdateExpression as string, {
-          names: input.ExpressionAttributeNames as Record<string, string> | undefined,
-          values: input.ExpressionAttributeValues as Record<string, unknown> | undefined,
-        }),
-        (mode === 'UPDATED_OLD' ? old : next) ?? {},
-      );
-    default:
-      throw sdkValidationException(
-        `1 validation error detected: Value '${mode}' at 'returnValues' failed to satisfy constraint: Member must satisfy enum value set: [ALL_NEW, UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]`,
-      );
   }
 }
 

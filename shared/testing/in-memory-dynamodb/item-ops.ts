@@ -13,7 +13,7 @@ import {
   updatePaths,
 } from '../dynamodb-expressions.ts';
 import type { Table } from './tables.ts';
-import { copy, itemBytes, storedBytes, typedName, updatedBytes } from './values.ts';
+import { copy, storedBytes, typedName, updatedBytes } from './values.ts';
 
 /** Bytes in one item (400 KB), attribute names included. */
 export const MAX_ITEM_BYTES = 400 * 1024;

@@ -16,7 +16,6 @@ interface Report {
   readonly files: number;
   readonly limit: number;
   readonly ceilings: Record<string, number>;
-  readonly exceptions: string[];
   readonly violations: { rule: string; path: string; lines: number; message: string }[];
 }
 
@@ -33,11 +32,7 @@ afterAll(() => {
   for (const root of roots) rmSync(root, { recursive: true, force: true });
 });
 
-function tree(
-  files: Record<string, number>,
-  ceilings: Record<string, number> = {},
-  exceptions: string[] = [],
-): string {
+function tree(files: Record<string, number>, ceilings: Record<string, number> = {}): string {
   const root = mkdtempSync(join(tmpdir(), 'leaseq-sizes-'));
   roots.push(root);
   for (const [path, lines] of Object.entries(files)) {
@@ -45,7 +40,6 @@ function tree(
     writeFileSync(join(root, path), 'export const x = 1;\n'.repeat(lines));
   }
   writeFileSync(join(root, 'size-ceilings.json'), JSON.stringify(ceilings));
-  writeFileSync(join(root, 'size-exceptions.json'), JSON.stringify(exceptions));
   return root;
 }
 
@@ -89,28 +83,16 @@ describe('check-sizes', () => {
     ]);
   });
 
-  it('lists no file of shared/ in CEILINGS but those being split on other branches', () => {
-    // The files under split when the library was held to the limit (issue 32); their ceilings go when the
-    // splits are merged, and then this list is empty: no shared/ file may ever be added.
-    const underSplit = ['shared/testing/in-memory-effects.ts', 'shared/testing/in-memory-job-store.ts'];
+  it('lists no file of shared/ in CEILINGS: the library is held to the limit with no exception', () => {
     const report = check();
-    const library = Object.keys(report.ceilings).filter((path) => path.startsWith('shared/'));
-    expect(library.filter((path) => !underSplit.includes(path))).toEqual([]);
-    expect(report.exceptions.filter((path) => !underSplit.includes(path))).toEqual([]);
+    expect(Object.keys(report.ceilings).filter((path) => path.startsWith('shared/'))).toEqual([]);
   });
 
-  it('refuses a ceiling for a file of shared/, and an exception whose ceiling is gone', () => {
+  it('refuses a ceiling for a file of shared/', () => {
     const report = check(
-      tree(
-        { 'shared/old.ts': 450, 'shared/split.ts': 450, 'cli/old.ts': 450 },
-        { 'shared/old.ts': 450, 'shared/split.ts': 450, 'cli/old.ts': 450 },
-        ['shared/split.ts', 'shared/gone.ts'],
-      ),
+      tree({ 'shared/old.ts': 450, 'cli/old.ts': 450 }, { 'shared/old.ts': 450, 'cli/old.ts': 450 }),
     );
     expect(report.status).toBe(1);
-    expect(report.violations.map((v) => `${v.rule} ${v.path}`).sort()).toEqual([
-      'library-ceiling shared/old.ts',
-      'stale-exception shared/gone.ts',
-    ]);
+    expect(report.violations.map((v) => `${v.rule} ${v.path}`)).toEqual(['library-ceiling shared/old.ts']);
   });
 });
