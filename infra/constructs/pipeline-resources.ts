@@ -1,5 +1,6 @@
 import { type Duration, type RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { PROBLEMS_INDEX } from '../../shared/core/contract/job-history.ts';
@@ -13,6 +14,7 @@ import {
   VISIBILITY_TO_TIMEOUT_RATIO,
 } from './job-queue.ts';
 import { StateTables } from './state-tables.ts';
+import { WORKER_QUEUE_KMS_ACTIONS } from './worker-function.ts';
 
 /** A construct property outside its allowed range; the message shows the value received and expected. */
 export class InvalidLeaseqPropsError extends ConfigError {
@@ -232,4 +234,13 @@ function checkTables(scope: Construct, given: LeaseqExistingTables, names: Resou
       return errors;
     },
   });
+}
+
+/**
+ * `sqs:SendMessage` on the jobs queue and, for an existing queue encrypted with a KMS key (imported with
+ * `keyArn`), Decrypt and GenerateDataKey on that key: SendMessage makes the message's data key with it.
+ */
+export function grantQueueSend(queue: sqs.IQueue, grantee: iam.IGrantable): void {
+  queue.grant(grantee, 'sqs:SendMessage');
+  queue.encryptionMasterKey?.grant(grantee, ...WORKER_QUEUE_KMS_ACTIONS);
 }
