@@ -137,7 +137,13 @@ export function pipelineResources(scope: Construct, props: PipelineResourcesProp
           ? "(a standard queue's DLQ is standard)"
           : '(set fifo: true for a FIFO queue)';
       const wanted = settings.fifo ? 'a FIFO queue as fifo is true' : 'a standard queue as fifo is false';
-      throw fail(prop, queueLabel(queue), `${wanted} ${why}`);
+      const label = queueLabel(queue);
+      // A name synth cannot read (an ARN token) says nothing of `.fifo`: CDK takes such a queue as standard.
+      const token =
+        settings.fifo && label === queue.node.path
+          ? 'its ARN is a token: import it with Queue.fromQueueAttributes({ queueArn, fifo: true }), or '
+          : '';
+      throw fail(prop, label, `${wanted} ${token ? `(${token}${why.slice(1)}` : why}`);
     }
   }
   const base = { ...tables, queue: given.queue, deadLetterQueue: given.deadLetterQueue, maxBodyBytes };

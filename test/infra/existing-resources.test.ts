@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { App, Duration, Stack } from 'aws-cdk-lib';
+import { App, Duration, Fn, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -129,6 +129,26 @@ describe('LeaseqPipeline on an existing queue and tables', () => {
       synth((s) => imported(s, { visibilityTimeout: undefined, maxReceiveCount: undefined })),
     ).toThrow(
       "LeaseqPipeline prop existingQueue.visibilityTimeout is undefined; expected the imported queue's visibility timeout (at least 360 s, 6 x workerTimeout): it cannot be read at synth",
+    );
+  });
+
+  it('tells how to mark a queue imported from an ARN token as FIFO, instead of turning the pipeline standard', () => {
+    // Fn.importValue: synth cannot read `.fifo` off the name, so CDK takes the queue as standard.
+    expect(() =>
+      synth((s) => ({
+        fifo: true,
+        existingQueue: {
+          queue: sqs.Queue.fromQueueAttributes(s, 'F', { queueArn: Fn.importValue('OrdersQueueArn') }),
+          deadLetterQueue: sqs.Queue.fromQueueAttributes(s, 'FD', {
+            queueArn: Fn.importValue('OrdersDlqArn'),
+            fifo: true,
+          }),
+          visibilityTimeout: Duration.seconds(360),
+          maxReceiveCount: 100,
+        },
+      })),
+    ).toThrow(
+      'LeaseqPipeline prop existingQueue.queue is "Orders/F"; expected a FIFO queue as fifo is true (its ARN is a token: import it with Queue.fromQueueAttributes({ queueArn, fifo: true }), or set fifo: false for a standard queue)',
     );
   });
 
