@@ -104,7 +104,7 @@ export const WORKER_QUEUE_ACTIONS = {
 export const WORKER_QUEUE_KMS_ACTIONS = ['kms:Decrypt', 'kms:GenerateDataKey'] as const;
 
 /**
- * On the KMS key of an existing state table encrypted with a customer managed key (given with
+ * On the KMS key of an existing state or application table encrypted with a customer managed key (given with
  * `Table.fromTableAttributes({ encryptionKey })`): DynamoDB uses it with the caller's permissions to read
  * and write items (the tables leaseq makes use the AWS managed key, which needs no grant).
  */
@@ -254,9 +254,10 @@ export class WorkerFunction extends Construct {
     for (const table of Object.values(props.effectTables ?? {})) this.grantEffects(table);
   }
 
-  /** Lets the worker read `table` and write it from effects (item-level actions only). */
+  /** Lets the worker read `table` and write it from effects (item-level actions only, and its KMS key's). */
   grantEffects(table: dynamodb.ITable): void {
     table.grant(this.function, ...WORKER_TABLE_ACTIONS.effects);
+    table.encryptionKey?.grant(this.function, ...WORKER_TABLE_KMS_ACTIONS);
   }
 }
 
