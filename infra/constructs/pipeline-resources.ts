@@ -1,4 +1,4 @@
-import { type Duration, type RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { type Duration, type RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -145,6 +145,15 @@ export function pipelineResources(scope: Construct, props: PipelineResourcesProp
           : '';
       throw fail(prop, label, `${wanted} ${token ? `(${token}${why.slice(1)}` : why}`);
     }
+  }
+  const region = Stack.of(scope).region;
+  const queueRegion = given.queue.env.region;
+  if (!Token.isUnresolved(region) && !Token.isUnresolved(queueRegion) && queueRegion !== region) {
+    throw fail(
+      'existingQueue.queue',
+      queueLabel(given.queue),
+      `a queue in the stack's region ${region}, not ${queueRegion} (a Lambda event source reads a queue of its own region): deploy the pipeline in ${queueRegion}`,
+    );
   }
   const base = { ...tables, queue: given.queue, deadLetterQueue: given.deadLetterQueue, maxBodyBytes };
   if (given.queue instanceof sqs.Queue) {

@@ -152,6 +152,21 @@ describe('LeaseqPipeline on an existing queue and tables', () => {
     );
   });
 
+  it("refuses an imported queue in another region than the stack's: Lambda's event source takes only its own", () => {
+    expect(() =>
+      synth((s) => ({
+        existingQueue: {
+          queue: sqs.Queue.fromQueueArn(s, 'Far', 'arn:aws:sqs:us-east-1:111122223333:orders'),
+          deadLetterQueue: sqs.Queue.fromQueueArn(s, 'FarDlq', DLQ_ARN),
+          visibilityTimeout: Duration.seconds(360),
+          maxReceiveCount: 15,
+        },
+      })),
+    ).toThrow(
+      'LeaseqPipeline prop existingQueue.queue is "orders"; expected a queue in the stack\'s region eu-west-1, not us-east-1 (a Lambda event source reads a queue of its own region): deploy the pipeline in us-east-1',
+    );
+  });
+
   it('refuses a FIFO queue under a standard pipeline and the reverse, in one line', () => {
     expect(() =>
       synth((s) => ({
