@@ -360,9 +360,14 @@ function readOutputs(file: string): Outputs {
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
-    throw new TargetError(
-      `cannot read stack outputs from ${file}: ${error instanceof Error ? error.message : error}`,
-    );
+    // JSON.parse quotes the start of the text: a key file given by mistake would be printed in part.
+    const why =
+      error instanceof SyntaxError
+        ? `not valid JSON; write them with \`npx cdk deploy --outputs-file ${file}\``
+        : error instanceof Error
+          ? error.message
+          : String(error);
+    throw new TargetError(`cannot read stack outputs from ${file}: ${why}`);
   }
   // `cdk deploy --outputs-file` writes { "<StackName>": { "<OutputKey>": value } }; accept either level.
   const candidates = typeof raw === 'object' && raw !== null ? [raw, ...Object.values(raw)] : [];

@@ -28,6 +28,7 @@ import {
   resolveAlarmThresholds,
 } from './constructs/pipeline-monitoring.ts';
 import {
+  grantQueueSend,
   InvalidLeaseqPropsError,
   type LeaseqExistingQueue,
   type LeaseqExistingTables,
@@ -449,12 +450,9 @@ export class LeaseqPipeline extends Construct {
     }
   }
 
-  /**
-   * Lets a producer send jobs: `sqs:SendMessage` on the jobs queue and, with `largePayloads`,
-   * `s3:PutObject` on the bucket's objects under the key prefix. Nothing else (no reads, no deletes).
-   */
+  /** Lets a producer send jobs ({@link grantQueueSend}); with `largePayloads`, PutObject under the prefix. */
   grantProducer(grantee: iam.IGrantable): void {
-    this.queue.grant(grantee, 'sqs:SendMessage');
+    grantQueueSend(this.queue, grantee);
     const bucket = this.payloadBucket;
     if (!bucket) return;
     grantPayloadPuts(grantee, bucket, this.#payloadPrefix);

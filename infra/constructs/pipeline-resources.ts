@@ -1,5 +1,6 @@
-import { type Duration, type RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { type Duration, type RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { PROBLEMS_INDEX } from '../../shared/core/contract/job-history.ts';
@@ -13,6 +14,7 @@ import {
   VISIBILITY_TO_TIMEOUT_RATIO,
 } from './job-queue.ts';
 import { StateTables } from './state-tables.ts';
+import { WORKER_QUEUE_KMS_ACTIONS } from './worker-function.ts';
 
 /** A construct property outside its allowed range; the message shows the value received and expected. */
 export class InvalidLeaseqPropsError extends ConfigError {
@@ -135,8 +137,23 @@ export function pipelineResources(scope: Construct, props: PipelineResourcesProp
           ? "(a standard queue's DLQ is standard)"
           : '(set fifo: true for a FIFO queue)';
       const wanted = settings.fifo ? 'a FIFO queue as fifo is true' : 'a standard queue as fifo is false';
-      throw fail(prop, queueLabel(queue), `${wanted} ${why}`);
+      const label = queueLabel(queue);
+      // A name synth cannot read (an ARN token) says nothing of `.fifo`: CDK takes such a queue as standard.
+      const token =
+        settings.fifo && label === queue.node.path
+          ? 'its ARN is a token: import it with Queue.fromQueueAttributes({ queueArn, fifo: true }), or '
+          : '';
+      throw fail(prop, label, `${wanted} ${token ? `(${token}${why.slice(1)}` : why}`);
     }
+  }
+  const region = Stack.of(scope).region;
+  const queueRegion = given.queue.env.region;
+  if (!Token.isUnresolved(region) && !Token.isUnresolved(queueRegion) && queueRegion !== region) {
+    throw fail(
+      'existingQueue.queue',
+      queueLabel(given.queue),
+      `a queue in the stack's region ${region}, not ${queueRegion} (a Lambda event source reads a queue of its own region): deploy the pipeline in ${queueRegion}`,
+    );
   }
   const base = { ...tables, queue: given.queue, deadLetterQueue: given.deadLetterQueue, maxBodyBytes };
   if (given.queue instanceof sqs.Queue) {
@@ -232,4 +249,13 @@ function checkTables(scope: Construct, given: LeaseqExistingTables, names: Resou
       return errors;
     },
   });
+}
+
+/**
+ * `sqs:SendMessage` on the jobs queue and, for an existing queue encrypted with a KMS key (imported with
+ * `keyArn`), Decrypt and GenerateDataKey on that key: SendMessage makes the message's data key with it.
+ */
+export function grantQueueSend(queue: sqs.IQueue, grantee: iam.IGrantable): void {
+  queue.grant(grantee, 'sqs:SendMessage');
+  queue.encryptionMasterKey?.grant(grantee, ...WORKER_QUEUE_KMS_ACTIONS);
 }

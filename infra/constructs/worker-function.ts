@@ -104,6 +104,18 @@ export const WORKER_QUEUE_ACTIONS = {
 export const WORKER_QUEUE_KMS_ACTIONS = ['kms:Decrypt', 'kms:GenerateDataKey'] as const;
 
 /**
+ * On the KMS key of an existing state or application table encrypted with a customer managed key (given with
+ * `Table.fromTableAttributes({ encryptionKey })`): DynamoDB uses it with the caller's permissions to read
+ * and write items (the tables leaseq makes use the AWS managed key, which needs no grant).
+ */
+export const WORKER_TABLE_KMS_ACTIONS = [
+  'kms:Decrypt',
+  'kms:DescribeKey',
+  'kms:Encrypt',
+  'kms:GenerateDataKey',
+] as const;
+
+/**
  * What the worker's role gets only when its jobs declare limits (WorkerFunctionProps.limits): a
  * concurrency scope's busy acquire reads the scope's slots with one BatchGetItem on the leases table, and
  * a concurrency or rate limit's bounce re-sends a message received often (SendMessage on the jobs queue),
@@ -233,6 +245,8 @@ export class WorkerFunction extends Construct {
       resourceArns: [props.jobsTable.tableArn],
     });
     props.leasesTable.grant(this.function, ...WORKER_TABLE_ACTIONS.leases);
+    for (const table of [props.jobsTable, props.leasesTable])
+      table.encryptionKey?.grant(this.function, ...WORKER_TABLE_KMS_ACTIONS);
     const limits = props.limits ?? { concurrency: true, rate: true };
     if (limits.concurrency) props.leasesTable.grant(this.function, ...WORKER_LIMIT_ACTIONS.leases);
     if (limits.concurrency || limits.rate)
@@ -240,9 +254,10 @@ export class WorkerFunction extends Construct {
     for (const table of Object.values(props.effectTables ?? {})) this.grantEffects(table);
   }
 
-  /** Lets the worker read `table` and write it from effects (item-level actions only). */
+  /** Lets the worker read `table` and write it from effects (item-level actions only, and its KMS key's). */
   grantEffects(table: dynamodb.ITable): void {
     table.grant(this.function, ...WORKER_TABLE_ACTIONS.effects);
+    table.encryptionKey?.grant(this.function, ...WORKER_TABLE_KMS_ACTIONS);
   }
 }
 

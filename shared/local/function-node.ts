@@ -80,5 +80,10 @@ export function runtimeMismatch(
   if (other.length === 0) return undefined;
   const declared = [...new Set(other.map((f) => f.runtime))].join(', ');
   const wanted = /^nodejs(\d+)/.exec(other[0]?.runtime ?? '')?.[1] ?? '';
-  return `warning: ${other.map((f) => f.id).join(', ')} declare${other.length === 1 ? 's' : ''} ${declared}, but the emulator runs functions on Node ${node.version} (${node.path}): install Node ${wanted} in the project (npm install --save-dev node@${wanted}) and restart the emulator (leaseq local down, then leaseq local up)`;
+  const head = `warning: ${other.map((f) => f.id).join(', ')} declare${other.length === 1 ? 's' : ''} ${declared}, but the emulator runs functions on Node ${node.version} (${node.path})`;
+  // Functions of several majors (a CDK handler declares the latest Node): installing one moves the others.
+  const majors = [...new Set(functions.map((f) => f.runtime))].sort();
+  if (majors.length > 1)
+    return `${head}: it runs every function on that one Node, and the functions declare several majors (${majors.join(', ')})`;
+  return `${head}: install Node ${wanted} in the project (npm install --save-dev node@${wanted}) and restart the emulator (leaseq local down, then leaseq local up)`;
 }

@@ -75,11 +75,13 @@ export interface ProblemJobsResult {
 export const PROBLEM_JOBS_DEFAULT_LIMIT = 50;
 export const PROBLEM_JOBS_MAX_LIMIT = 1000;
 
-/** The table has no `problems` index (made before it existed, or by another tool). */
+/** The table has no `problems` index (made before it existed, by another tool, or given as an existing table). */
 export class ProblemsIndexMissingError extends OpsError {
   constructor(tableName: string, cause?: unknown) {
     super(
-      `the jobs table ${tableName} has no \`${PROBLEMS_INDEX}\` index (run \`leaseq local provision\`, or deploy the stack again)`,
+      `the jobs table ${tableName} has no \`${PROBLEMS_INDEX}\` index: deploy the stack again or run ` +
+        '`leaseq local provision` for a table leaseq made; add it with addProblemsIndex(table) from leaseq/cdk ' +
+        'to a table of yours (existingStateTables)',
       cause,
     );
     this.name = 'ProblemsIndexMissingError';

@@ -1,8 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { App, Stack, Validations } from 'aws-cdk-lib';
+import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -115,6 +116,32 @@ describe('cdk-nag AwsSolutions checks', () => {
       resourcePrefix: 'shop',
       alarmTopic: topic,
     });
+    expect(nagFindings(app)).toEqual([]);
+  });
+
+  it('find nothing on the construct over an imported queue, DLQ, KMS key and state tables, with a producer', () => {
+    const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
+    const stack = new Stack(app, 'OrdersStack', { env: { account: '111122223333', region: 'eu-west-1' } });
+    const arn = (name: string) => `arn:aws:sqs:eu-west-1:111122223333:${name}`;
+    const pipeline = new LeaseqPipeline(stack, 'Jobs', {
+      entry: fileURLToPath(new URL('../../functions/worker.ts', import.meta.url)),
+      resourcePrefix: 'orders',
+      existingQueue: {
+        queue: sqs.Queue.fromQueueAttributes(stack, 'Orders', {
+          queueArn: arn('orders'),
+          keyArn: 'arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab',
+        }),
+        deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'OrdersDlq', arn('orders-dlq')),
+        visibilityTimeout: Duration.seconds(360),
+        maxReceiveCount: 15,
+      },
+      existingStateTables: {
+        jobs: dynamodb.Table.fromTableName(stack, 'JobsTable', 'orders-leaseq-jobs'),
+        leases: dynamodb.Table.fromTableName(stack, 'LeasesTable', 'orders-leaseq-leases'),
+      },
+    });
+    pipeline.addStackOutputs();
+    pipeline.grantProducer(new iam.Role(stack, 'Producer', { assumedBy: new iam.AccountRootPrincipal() }));
     expect(nagFindings(app)).toEqual([]);
   });
 

@@ -1,7 +1,9 @@
 import { fileURLToPath } from 'node:url';
-import { App, Duration, Stack } from 'aws-cdk-lib';
+import { App, Duration, Fn, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
 import { cdkJsonContext } from '../../infra/leaseq-app.ts';
@@ -130,6 +132,41 @@ describe('LeaseqPipeline on an existing queue and tables', () => {
     );
   });
 
+  it('tells how to mark a queue imported from an ARN token as FIFO, instead of turning the pipeline standard', () => {
+    // Fn.importValue: synth cannot read `.fifo` off the name, so CDK takes the queue as standard.
+    expect(() =>
+      synth((s) => ({
+        fifo: true,
+        existingQueue: {
+          queue: sqs.Queue.fromQueueAttributes(s, 'F', { queueArn: Fn.importValue('OrdersQueueArn') }),
+          deadLetterQueue: sqs.Queue.fromQueueAttributes(s, 'FD', {
+            queueArn: Fn.importValue('OrdersDlqArn'),
+            fifo: true,
+          }),
+          visibilityTimeout: Duration.seconds(360),
+          maxReceiveCount: 100,
+        },
+      })),
+    ).toThrow(
+      'LeaseqPipeline prop existingQueue.queue is "Orders/F"; expected a FIFO queue as fifo is true (its ARN is a token: import it with Queue.fromQueueAttributes({ queueArn, fifo: true }), or set fifo: false for a standard queue)',
+    );
+  });
+
+  it("refuses an imported queue in another region than the stack's: Lambda's event source takes only its own", () => {
+    expect(() =>
+      synth((s) => ({
+        existingQueue: {
+          queue: sqs.Queue.fromQueueArn(s, 'Far', 'arn:aws:sqs:us-east-1:111122223333:orders'),
+          deadLetterQueue: sqs.Queue.fromQueueArn(s, 'FarDlq', DLQ_ARN),
+          visibilityTimeout: Duration.seconds(360),
+          maxReceiveCount: 15,
+        },
+      })),
+    ).toThrow(
+      'LeaseqPipeline prop existingQueue.queue is "orders"; expected a queue in the stack\'s region eu-west-1, not us-east-1 (a Lambda event source reads a queue of its own region): deploy the pipeline in us-east-1',
+    );
+  });
+
   it('refuses a FIFO queue under a standard pipeline and the reverse, in one line', () => {
     expect(() =>
       synth((s) => ({
@@ -200,6 +237,57 @@ describe('LeaseqPipeline on an existing queue and tables', () => {
     expect(kms).toEqual([
       { Action: ['kms:Decrypt', 'kms:GenerateDataKey'], Effect: 'Allow', Resource: keyArn },
     ]);
+  });
+
+  it('lets a producer send to an imported queue encrypted with a KMS key: GenerateDataKey and Decrypt on that key', () => {
+    const keyArn = 'arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+    const s = stack();
+    const pipeline = new LeaseqPipeline(s, 'Jobs', {
+      entry: ENTRY,
+      resourcePrefix: 'orders',
+      existingQueue: {
+        queue: sqs.Queue.fromQueueAttributes(s, 'K', { queueArn: QUEUE_ARN, keyArn }),
+        deadLetterQueue: sqs.Queue.fromQueueArn(s, 'KD', DLQ_ARN),
+        visibilityTimeout: Duration.seconds(360),
+        maxReceiveCount: 15,
+      },
+    });
+    const producer = new iam.Role(s, 'Producer', { assumedBy: new iam.AccountRootPrincipal() });
+    pipeline.grantProducer(producer);
+    const policies = Template.fromStack(s).findResources('AWS::IAM::Policy', {
+      Properties: { Roles: [{ Ref: Match.stringLikeRegexp('^Producer') }] },
+    });
+    const producerKms = Object.values(policies)
+      .flatMap(
+        (p) =>
+          (p as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties.PolicyDocument
+            .Statement,
+      )
+      .filter((st) => [st.Action].flat().some((a) => a.startsWith('kms:')));
+    expect(producerKms).toEqual([
+      { Action: ['kms:Decrypt', 'kms:GenerateDataKey'], Effect: 'Allow', Resource: keyArn },
+    ]);
+  });
+
+  it('grants the worker its KMS actions on the key of imported state tables encrypted with one', () => {
+    const jobsKey = 'arn:aws:kms:eu-west-1:111122223333:key/11111111-12ab-34cd-56ef-1234567890ab';
+    const leasesKey = 'arn:aws:kms:eu-west-1:111122223333:key/22222222-12ab-34cd-56ef-1234567890ab';
+    const { template } = synth((s) => ({
+      existingStateTables: {
+        jobs: dynamodb.Table.fromTableAttributes(s, 'J', {
+          tableName: 'orders-leaseq-jobs',
+          encryptionKey: kms.Key.fromKeyArn(s, 'JK', jobsKey),
+        }),
+        leases: dynamodb.Table.fromTableAttributes(s, 'L', {
+          tableName: 'orders-leaseq-leases',
+          encryptionKey: kms.Key.fromKeyArn(s, 'LK', leasesKey),
+        }),
+      },
+    }));
+    const keys = statements(template)
+      .filter((st) => [st.Action].flat().some((a) => a.startsWith('kms:')))
+      .flatMap((st) => [st.Resource].flat());
+    expect(keys.sort()).toEqual([jobsKey, leasesKey].sort());
   });
 
   it("reads a queue of the same app from its own resource: a short visibility fails synth on the queue's value", () => {

@@ -5,10 +5,15 @@ import { App, Duration, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import type { SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { WORKER_TABLE_ACTIONS, workerExternalModules } from '../../infra/constructs/worker-function.ts';
+import {
+  WORKER_TABLE_ACTIONS,
+  WORKER_TABLE_KMS_ACTIONS,
+  workerExternalModules,
+} from '../../infra/constructs/worker-function.ts';
 import { cdkJsonContext, stackPropsFromContext } from '../../infra/leaseq-app.ts';
 import {
   InvalidLeaseqPropsError,
@@ -112,6 +117,26 @@ describe('Construct: LeaseqPipeline', () => {
     const policies = JSON.stringify(template.findResources('AWS::IAM::Policy'));
     expect(policies).toContain('table/existing-audit');
     expect(policies).toContain('table/other-table');
+  });
+
+  it('grants the worker the KMS actions on the key of an application table you pass encrypted with one', () => {
+    const keyArn = 'arn:aws:kms:us-east-1:111122223333:key/33333333-12ab-34cd-56ef-1234567890ab';
+    const { template } = synth({ jobs }, (scope) => ({
+      tables: {
+        audit: dynamodb.Table.fromTableAttributes(scope, 'Existing', {
+          tableName: 'existing-audit',
+          encryptionKey: kms.Key.fromKeyArn(scope, 'AuditKey', keyArn),
+        }),
+      },
+    }));
+    const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap(
+      (p) =>
+        (p as { Properties: { PolicyDocument: { Statement: { Action: unknown; Resource: unknown }[] } } })
+          .Properties.PolicyDocument.Statement,
+    );
+    expect(statements.filter((st) => JSON.stringify(st.Action).includes('kms:'))).toEqual([
+      expect.objectContaining({ Action: [...WORKER_TABLE_KMS_ACTIONS], Resource: keyArn }),
+    ]);
   });
 
   it('turns test hooks on only when asked', () => {

@@ -221,3 +221,23 @@ describe('Logic: confirming a change', () => {
     expect(isInteractive({}, true, false)).toBe(false);
   });
 });
+
+describe('resolveTarget on an --outputs file that is not JSON', () => {
+  it('says so in one line without quoting the file (a key file passed by mistake stays unprinted)', async () => {
+    const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { resolveTarget } = await import('../../../cli/target.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'leaseq-outputs-'));
+    try {
+      const file = join(dir, 'outputs.json');
+      writeFileSync(file, 'wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY\n');
+      const error = await resolveTarget({ outputs: file }, {}, () => {}).catch((e: unknown) => e);
+      expect((error as Error).message).toBe(
+        `cannot read stack outputs from ${file}: not valid JSON; write them with \`npx cdk deploy --outputs-file ${file}\``,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

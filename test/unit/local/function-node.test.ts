@@ -65,6 +65,18 @@ describe('runtimeMismatch', () => {
     expect(line).not.toContain('\n');
   });
 
+  test('functions of several Node majors: no advice to install one that moves the others off theirs', () => {
+    // A bucket with autoDeleteObjects in the same app: CDK's handler declares the latest Node.
+    const functions = [
+      { id: 'Worker', runtime: 'nodejs22.x' },
+      { id: 'CustomS3AutoDeleteObjectsHandler', runtime: 'nodejs24.x' },
+    ];
+    const line = runtimeMismatch(functions, { path: '/p/node', version: 'v22.23.3' });
+    expect(line).toBe(
+      'warning: CustomS3AutoDeleteObjectsHandler declares nodejs24.x, but the emulator runs functions on Node v22.23.3 (/p/node): it runs every function on that one Node, and the functions declare several majors (nodejs22.x, nodejs24.x)',
+    );
+  });
+
   test('the emulator record keeps the Node it was started with', () => {
     const record = {
       pid: 1,

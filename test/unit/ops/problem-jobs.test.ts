@@ -96,4 +96,20 @@ describe('Function: listProblemJobs', () => {
     );
     expect((error as Error).cause).toBe(throttle);
   });
+
+  it('says how to add the problems index to a jobs table made outside the stack (existingStateTables)', async () => {
+    const missing = Object.assign(new Error('The table does not have the specified index: problems'), {
+      name: 'ValidationException',
+    });
+    const { target } = fakeTarget(entries, () => missing);
+
+    const error = await listProblemJobs(target, {}, now).catch((e: unknown) => e);
+
+    // Deploying the stack again adds nothing to a table the stack only imports.
+    expect((error as Error).message).toBe(
+      'the jobs table jobs has no `problems` index: deploy the stack again or run `leaseq local provision` ' +
+        'for a table leaseq made; add it with addProblemsIndex(table) from leaseq/cdk to a table of yours ' +
+        '(existingStateTables)',
+    );
+  });
 });
