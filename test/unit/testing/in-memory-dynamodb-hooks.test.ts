@@ -55,6 +55,29 @@ describe('Class: InMemoryDynamoDb', () => {
     });
   });
 
+  describe('Option: onWrite, with a fault rule pending', () => {
+    it("hands over the caller's own actions though the request is copied while a rule waits", async () => {
+      // Prepare: a rule pending on another operation, and one that delays this very transaction
+      const landed: LandedWrite[] = [];
+      const doc = memory(landed);
+      doc.faults.failNext('renew');
+      doc.faults.delayNext('commit', 5);
+      const effect = { Put: { TableName: LEDGER, Item: { account: 'b', balance: 2 } } };
+      const put = { Put: { TableName: LEDGER, Item: { account: 'c', balance: 3 } } };
+
+      // Act
+      await doc.send(new TransactWriteCommand({ TransactItems: [put, effect] }), {
+        leaseqOperation: 'commit',
+      });
+
+      // Assess: the model tells a commit by these objects (test/model/harness.ts CommittedEffects)
+      const items = landed[0]?.input.TransactItems as unknown[] | undefined;
+      expect(items?.[0]).toBe(put);
+      expect(items?.[1]).toBe(effect);
+      expect(doc.item(LEDGER, { account: 'b' })).toEqual({ account: 'b', balance: 2 });
+    });
+  });
+
   describe('Method: item', () => {
     it('reads one item outside any request: a copy, no faults, no tally', async () => {
       // Prepare
