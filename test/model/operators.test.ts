@@ -1,6 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
+import { JobStatus } from '../../shared/core/contract/statuses.ts';
 import { runScenario } from './harness.ts';
+import type { Meet, MeetHost } from './meet.ts';
+import { Operators } from './operators.ts';
 import { operatorArb } from './operators-scenario.ts';
 import type { OperatorKind } from './scenario.ts';
 
@@ -110,4 +113,52 @@ describe('Issue 32 checks catch what they are for', () => {
       broken.plan = false;
     }
   }, 600_000);
+});
+
+describe('Class: Operators ([dead/runs-unasked] on one write)', () => {
+  /** A DEAD item, a watched key, and the operators' check over a host whose item the test moves. */
+  function watched(): { ops: Operators; violations: string[]; set: (status: JobStatus) => void } {
+    let item: { status: JobStatus; [field: string]: unknown } = {
+      dedupKey: 'job-0',
+      status: JobStatus.Dead,
+      messageId: 'm-1',
+      attempts: 4,
+    };
+    const violations: string[] = [];
+    const host = { peek: () => item, violations, elapsed: () => 0, scenario: {} } as unknown as MeetHost;
+    const ops = new Operators({} as Meet, host);
+    ops.markingDead('job-0');
+    return { ops, violations, set: (status) => (item = { ...item, status, attempts: 0 }) };
+  }
+
+  it('excuses a write in flight across a whole redrive reset (begun after it, done before its answer)', () => {
+    // Prepare
+    const { ops, violations, set } = watched();
+    const start = ops.beforeWrite('job-0');
+
+    // Act: the operator's redrive resets the key while the worker's write is in flight
+    ops.resetting('job-0', 1);
+    set(JobStatus.RetryWait);
+    ops.resetting('job-0', -1);
+    ops.wrote('job-0', start);
+
+    // Assess
+    expect(violations).toEqual([]);
+  });
+
+  it('still reports a DEAD job that leaves DEAD with no reset begun during the write', () => {
+    // Prepare: a reset done before the write began excuses nothing
+    const { ops, violations, set } = watched();
+    ops.resetting('job-0', 1);
+    ops.resetting('job-0', -1);
+    const start = ops.beforeWrite('job-0');
+
+    // Act
+    set(JobStatus.RetryWait);
+    ops.wrote('job-0', start);
+
+    // Assess
+    expect(violations).toHaveLength(1);
+    expect(violations[0]).toMatch(/^\[dead\/runs-unasked\] job-0: DEAD \(message m-1/);
+  });
 });

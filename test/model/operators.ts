@@ -50,6 +50,8 @@ export class Operators {
   readonly #fired = new Set<OperatorSpec>();
   /** Per key, the operator's redrive resets under way (a reset they make is an operator asking). */
   readonly #resetting = new Map<string, number>();
+  /** How many redrive resets of each key have started (one that began and ended inside a write counts). */
+  readonly #resetsStarted = new Map<string, number>();
   /** Keys a deployed schema refuses while they run (no end is expected of them but the usual). */
   readonly refusing = new Set<string>();
   /** Per key, the refusals of its messages (their letters' reasons), and when. */
@@ -191,6 +193,7 @@ export class Operators {
   /** The operator's redrive is resetting `dedupKey` (+1), or is done with it (-1). */
   resetting(dedupKey: string, delta: 1 | -1): void {
     this.#resetting.set(dedupKey, (this.#resetting.get(dedupKey) ?? 0) + delta);
+    if (delta > 0) this.#resetsStarted.set(dedupKey, (this.#resetsStarted.get(dedupKey) ?? 0) + 1);
   }
 
   /** A worker is marking `dedupKey` DEAD (harness.ts markingDead). */
@@ -198,9 +201,13 @@ export class Operators {
     this.#mayBeDead.add(dedupKey);
   }
 
-  /** The item before a protocol write on `dedupKey`, when it may be DEAD (a read costs a copy). */
-  beforeWrite(dedupKey: string): JobItem | undefined {
-    return this.#mayBeDead.has(dedupKey) ? this.#host.peek(dedupKey) : undefined;
+  /**
+   * The item before a protocol write on `dedupKey`, when it may be DEAD (a read costs a copy), with the
+   * count of the key's redrive resets started so far.
+   */
+  beforeWrite(dedupKey: string): { item: JobItem | undefined; resets: number } | undefined {
+    if (!this.#mayBeDead.has(dedupKey)) return undefined;
+    return { item: this.#host.peek(dedupKey), resets: this.#resetsStarted.get(dedupKey) ?? 0 };
   }
 
   /**
@@ -208,12 +215,15 @@ export class Operators {
    * started: a DEAD job that is no longer DEAD (nor CANCELLED) was reset by an operator's redrive or
    * claimed by a fresh send past its deadKeyUntil, or it runs again unasked.
    */
-  wrote(dedupKey: string, before: JobItem | undefined): void {
+  wrote(dedupKey: string, start: { item: JobItem | undefined; resets: number } | undefined): void {
+    const before = start?.item;
     if (before?.status !== JobStatus.Dead) return;
     const host = this.#host;
     const after = host.peek(dedupKey);
     if (!after || after.status === JobStatus.Dead || after.status === JobStatus.Cancelled) return;
+    // A redrive's reset under way, or one that began (and maybe ended) while this write was in flight.
     if ((this.#resetting.get(dedupKey) ?? 0) > 0) return;
+    if ((this.#resetsStarted.get(dedupKey) ?? 0) > (start?.resets ?? 0)) return;
     const fresh =
       before.deadKeyUntil !== undefined &&
       before.deadKeyUntil < Date.now() &&
