@@ -260,11 +260,16 @@ export class Operators {
     if (n >= this.#meet.maxReceiveCount) this.#overBounce(id, `${outcome.action} at receive ${n}`);
   }
 
-  /** A batch was received: no message that bounced is received past the redrive count. */
+  /**
+   * A batch was received: no message is received past the redrive count because it bounced, i.e. with
+   * no more receives besides its bounces than its attempts (receives lost to outages, crashes and stalls,
+   * which use no attempt either, are SQS's backstop, not a bounce's doing).
+   */
   received(records: readonly SQSRecord[]): void {
     for (const record of records) {
       const n = Number(record.attributes.ApproximateReceiveCount);
-      if (n > this.#meet.maxReceiveCount && (this.#bounced.get(record.messageId) ?? 0) > 0) {
+      const bounced = this.#bounced.get(record.messageId) ?? 0;
+      if (n > this.#meet.maxReceiveCount && bounced > 0 && n - bounced <= this.#host.scenario.maxAttempts) {
         this.#overBounce(record.messageId, `received ${n} times`);
       }
     }
