@@ -35,11 +35,35 @@ function checkRequest(input: Input): void {
 }
 
 function checkMap(map: Input): void {
+  // Most requests hold only strings, safe integers, booleans and plain maps and lists of them, which the
+  // client marshalls and DynamoDB takes as they are: only anything else goes through marshall (the
+  // largest cost of a request here, measured by bench:cpu).
+  if (isPlain(map)) return;
   const typed = marshall(map, OPTIONS);
   try {
     for (const v of Object.values(typed)) checkTyped(v);
   } catch (error) {
     throw asSdkError(error);
+  }
+}
+
+function isPlain(v: unknown): boolean {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isSafeInteger(v);
+    case 'object': {
+      if (v === null) return true;
+      if (Array.isArray(v)) return v.every(isPlain);
+      const proto = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) return false;
+      for (const key in v) if (!isPlain((v as Input)[key])) return false;
+      return true;
+    }
+    default:
+      return false;
   }
 }
 
