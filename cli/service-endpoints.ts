@@ -9,6 +9,7 @@ import {
   SERVICE_ENDPOINT_VARIABLES,
   serviceEndpointsFromEnv,
 } from '../shared/aws/clients.ts';
+import { endpointText } from '../shared/aws/endpoint-text.ts';
 
 /** The services a command's clients call: the queue and the tables. */
 const SHOWN: readonly AwsService[] = ['sqs', 'dynamodb'];
@@ -28,8 +29,8 @@ export function serviceEndpointLines(
   const width = Math.max(...services.map((service) => service.length)) + 1;
   return services.map((service) => {
     const where = own[service]
-      ? `${own[service]} (${SERVICE_ENDPOINT_VARIABLES[service]})`
-      : `${endpoint ?? 'AWS'} (${targetName})`;
+      ? `${endpointText(own[service])} (${SERVICE_ENDPOINT_VARIABLES[service]})`
+      : `${endpoint ? endpointText(endpoint) : 'AWS'} (${targetName})`;
     return `${`${service}:`.padEnd(width)} ${where}`;
   });
 }

@@ -8,6 +8,7 @@ import { isIP } from 'node:net';
 import { QueueDoesNotExist } from '@aws-sdk/client-sqs';
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { endpointText } from '../shared/aws/endpoint-text.ts';
 import { ConfigError } from '../shared/errors.ts';
 import { credentialSource } from './remote-endpoint.ts';
 
@@ -26,7 +27,8 @@ export interface Place {
 }
 
 /** The advice for a target that does not answer, by what chose it (`TargetChoice.why`). */
-export function placeFor(where: string, why: string): Place {
+export function placeFor(endpoint: string, why: string): Place {
+  const where = endpointText(endpoint);
   if (why === 'AWS_ENDPOINT_URL') {
     return {
       name: where,
@@ -121,7 +123,7 @@ export async function assertHostResolves(endpoint: string): Promise<void> {
     const code = error instanceof Error && 'code' in error ? String(error.code) : '';
     if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') {
       throw new TargetError(
-        `cannot reach ${endpoint}: the host ${host} does not resolve; check --endpoint or AWS_ENDPOINT_URL`,
+        `cannot reach ${endpointText(endpoint)}: the host ${host} does not resolve; check --endpoint or AWS_ENDPOINT_URL`,
       );
     }
   }

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import type { Command } from 'commander';
 import { type AwsClients, destroyAwsClients, isLocalEndpoint } from '../shared/aws/clients.ts';
+import { endpointText } from '../shared/aws/endpoint-text.ts';
 import type { JobRegistry } from '../shared/core/model/registry.ts';
 import { tableOutputKey, tablePhysicalName } from '../shared/core/model/table.ts';
 import { type EmulatorStatus, emulatorStatus } from '../shared/local/emulator.ts';
@@ -238,7 +239,7 @@ export function describeTarget(target: Omit<Target, 'line' | 'close' | 'clients'
     return `target: AWS account ${target.account}, region ${target.region} (${target.why})`;
   }
   const what = target.kind === 'emulator' ? 'local emulator' : target.local ? 'local endpoint' : 'endpoint';
-  return `target: ${what} ${target.endpoint}, account ${target.account}, region ${target.region} (${target.why})`;
+  return `target: ${what} ${endpointText(target.endpoint ?? '')}, account ${target.account}, region ${target.region} (${target.why})`;
 }
 
 /** Writes a line to stderr the way the CLI's notes look. */
@@ -346,7 +347,7 @@ async function queueArn(clients: AwsClients, queueUrl: string, where: Place): Pr
   } catch (error) {
     if (isMissingQueue(error)) {
       throw new TargetError(
-        `queue ${queueUrl} does not exist at ${where.name}: deploy it again, or pass the outputs of the deployment that has it`,
+        `queue ${endpointText(queueUrl)} does not exist at ${where.name}: deploy it again, or pass the outputs of the deployment that has it`,
       );
     }
     throw unreachable(error, where);

@@ -7,6 +7,7 @@ import {
   destroyAwsClients,
   isLocalEndpoint,
 } from '../../shared/aws/clients.ts';
+import { endpointText } from '../../shared/aws/endpoint-text.ts';
 import { ANY_CREDENTIAL } from '../../shared/aws/local-credential.ts';
 import { deployLocal, destroyLocal } from '../../shared/local/deploy.ts';
 import { LOCAL_ACCOUNT, localCloudFormation } from '../../shared/local/deploy-env.ts';
@@ -45,7 +46,7 @@ export function describeProvision(result: ProvisionResult, endpoint: string, job
   );
   const module = jobModule ? ` --job-module ${jobModule}` : '';
   lines.push(
-    `prefix ${result.prefix} at ${endpoint}: \`leaseq workers --prefix ${result.prefix}${module}\` runs your jobs`,
+    `prefix ${result.prefix} at ${endpointText(endpoint)}: \`leaseq workers --prefix ${result.prefix}${module}\` runs your jobs`,
   );
   for (const note of result.notes) lines.push(`note: ${note}`);
   return lines.join('\n');
@@ -97,7 +98,7 @@ function seconds(ms: number | undefined): string {
 
 export function describeUp(handle: EmulatorHandle): string {
   if (handle.mode === 'external') {
-    return `AWS_ENDPOINT_URL is set: using ${handle.endpoint} (it answers); leaseq started nothing`;
+    return `AWS_ENDPOINT_URL is set: using ${endpointText(handle.endpoint)} (it answers); leaseq started nothing`;
   }
   const name = `${handle.emulator} ${handle.version}`;
   if (handle.restarted) {
@@ -123,14 +124,14 @@ export function describeDown(result: StopResult): string {
 export function describeStatus(status: EmulatorStatus): string {
   if (status.mode === 'external') {
     const state = status.answering ? 'answering' : `not answering (${status.reason})`;
-    return `endpoint: ${status.endpoint} (AWS_ENDPOINT_URL; leaseq does not manage it)\nstate:    ${state}`;
+    return `endpoint: ${endpointText(status.endpoint)} (AWS_ENDPOINT_URL; leaseq does not manage it)\nstate:    ${state}`;
   }
   if (!status.running) {
     return `emulator: ${status.emulator} ${status.version} is not running; \`leaseq local up\` starts it on ${status.endpoint}`;
   }
   const lines = [
     `emulator: ${status.emulator} ${status.version} (embedded)`,
-    `endpoint: ${status.endpoint}`,
+    `endpoint: ${endpointText(status.endpoint)}`,
     `state:    ${status.answering ? 'answering' : `running but not answering (${status.reason})`}, pid ${status.pid}, since ${status.startedAt} (answered after ${seconds(status.startupMs)})`,
   ];
   lines.push(`serves:   ${servicesLine(status.services)}`);
@@ -200,7 +201,7 @@ async function deployTarget(purpose: 'deploy' | 'destroy') {
   return {
     clients,
     /** The target line: a deploy or destroy acts on the emulator only, in its local account. */
-    line: `target: ${isLocalEndpoint(handle.endpoint) ? 'local emulator' : 'endpoint'} ${handle.endpoint}, account ${LOCAL_ACCOUNT}, region ${config.region} (${why})`,
+    line: `target: ${isLocalEndpoint(handle.endpoint) ? 'local emulator' : 'endpoint'} ${endpointText(handle.endpoint)}, account ${LOCAL_ACCOUNT}, region ${config.region} (${why})`,
     local: isLocalEndpoint(handle.endpoint),
     /** False for a queues-and-tables emulator: it cannot hold a stack. */
     servesStacks: handle.services !== 'queues-and-tables',
@@ -360,7 +361,7 @@ export function register(program: Command): void {
         // synth knows; a destroy leaves the others).
         const present = await emulatorStacks(target.common.cloudFormation);
         if (present.length === 0) {
-          progress(`no stack on ${target.common.endpoint}: nothing destroyed`);
+          progress(`no stack on ${endpointText(target.common.endpoint)}: nothing destroyed`);
           return;
         }
         const confirmed = await confirmChange(
@@ -369,7 +370,7 @@ export function register(program: Command): void {
             // What a person types to confirm off this machine: the names, or `all`.
             name: target.local || flags.stack.length > 0 ? flags.stack.join(' ') || which : 'all',
             what:
-              `cdk destroy of ${which} on ${target.common.endpoint} (stacks there now: ${present.join(', ')}): ` +
+              `cdk destroy of ${which} on ${endpointText(target.common.endpoint)} (stacks there now: ${present.join(', ')}): ` +
               'their queues, tables (with their items) and functions',
             local: target.local,
           },
@@ -388,7 +389,8 @@ export function register(program: Command): void {
         if (flags.json) print(JSON.stringify(result));
         else if (result.destroyed.length > 0)
           progress(`destroyed ${result.destroyed.join(', ')} in ${result.seconds.toFixed(1)} s`);
-        else progress(`no stack of the app was on ${target.common.endpoint}: nothing destroyed`);
+        else
+          progress(`no stack of the app was on ${endpointText(target.common.endpoint)}: nothing destroyed`);
       } finally {
         target.close();
       }

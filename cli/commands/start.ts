@@ -13,6 +13,7 @@ import {
   createAwsClients,
   destroyAwsClients,
 } from '../../shared/aws/clients.ts';
+import { endpointText } from '../../shared/aws/endpoint-text.ts';
 import { deployLocal } from '../../shared/local/deploy.ts';
 import { localCloudFormation } from '../../shared/local/deploy-env.ts';
 import {
@@ -88,7 +89,7 @@ async function start(flags: StartFlags): Promise<number> {
     services: flags.runtime === 'lambda' ? 'all' : 'queues-and-tables',
   });
   say(
-    `${emulator.mode === 'external' ? 'using' : emulator.started ? 'started' : 'reusing'} ${emulator.endpoint}`,
+    `${emulator.mode === 'external' ? 'using' : emulator.started ? 'started' : 'reusing'} ${endpointText(emulator.endpoint)}`,
   );
   // A service on an endpoint of its own (AWS_ENDPOINT_URL_SQS, ...): one line per service.
   for (const line of serviceEndpointLines(emulator.endpoint, process.env, 'the emulator')) say(line);
@@ -362,7 +363,7 @@ export function summary(r: DemoResult, endpoint: string, prefix?: string): strin
   }
   const p = prefix ? ` --prefix ${prefix}` : '';
   lines.push(
-    `  emulator still running at ${endpoint}: try \`npx leaseq status${p}\`, \`npx leaseq dlq list${p}\`;`,
+    `  emulator still running at ${endpointText(endpoint)}: try \`npx leaseq status${p}\`, \`npx leaseq dlq list${p}\`;`,
   );
   lines.push('  `npx leaseq local down` stops it.');
   lines.push('');

@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { dirname, join, resolve } from 'node:path';
 import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { endpointText } from '../aws/endpoint-text.ts';
 import type { LocalCredential } from '../aws/local-credential.ts';
 import { bootstrapLockFile, cdkEnv, LOCAL_ACCOUNT } from './deploy-env.ts';
 import {
@@ -113,7 +114,7 @@ export async function deployLocal(options: LocalDeployOptions): Promise<LocalDep
   }
   mkdirSync(dirname(resolve(options.projectDir, options.outputsFile)), { recursive: true });
   const which = options.stacks?.length ? options.stacks.join(', ') : 'every stack of the app';
-  options.log(`cdk deploy ${which} to ${options.endpoint}`);
+  options.log(`cdk deploy ${which} to ${endpointText(options.endpoint)}`);
   const code = await runCdk(
     [
       'deploy',
@@ -185,11 +186,11 @@ export async function destroyLocal(options: LocalDestroyOptions): Promise<LocalD
   // not looked up here: cdk says when nothing matches. Only an emulator with no stack at all is skipped.
   const before = await stackFunctions(options.cloudFormation);
   if ([...before.keys()].every((stack) => stack === BOOTSTRAP_STACK)) {
-    options.log(`no stack on ${options.endpoint}: nothing to destroy`);
+    options.log(`no stack on ${endpointText(options.endpoint)}: nothing to destroy`);
     return { destroyed: [], stoppedWorkers: 0, seconds: 0 };
   }
   options.log(
-    `cdk destroy ${named.length > 0 ? named.join(', ') : 'every stack of the app'} on ${options.endpoint}`,
+    `cdk destroy ${named.length > 0 ? named.join(', ') : 'every stack of the app'} on ${endpointText(options.endpoint)}`,
   );
   const code = await runCdk(
     [

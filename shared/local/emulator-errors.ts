@@ -1,3 +1,4 @@
+import { endpointText } from '../aws/endpoint-text.ts';
 import { LeaseqError } from '../errors.ts';
 
 /**
@@ -76,7 +77,7 @@ export class EndpointUnreachableError extends EmulatorError {
 
   constructor(endpoint: string, reason: string, cause?: unknown) {
     super(
-      `AWS_ENDPOINT_URL ${endpoint} is not reachable (${reason}); start it (e.g. docker compose up -d) or unset AWS_ENDPOINT_URL to use the embedded emulator`,
+      `AWS_ENDPOINT_URL ${endpointText(endpoint)} is not reachable (${reason}); start it (e.g. docker compose up -d) or unset AWS_ENDPOINT_URL to use the embedded emulator`,
       { cause, retryable: true },
     );
     this.name = 'EndpointUnreachableError';

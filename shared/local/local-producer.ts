@@ -5,6 +5,7 @@
  */
 import { GetQueueUrlCommand, QueueDoesNotExist, type SQSClient } from '@aws-sdk/client-sqs';
 import { awsConfigFromEnv, createAwsClients } from '../aws/clients.ts';
+import { endpointText } from '../aws/endpoint-text.ts';
 import type { AnyJobDefinition } from '../core/model/job-definition.ts';
 import { LeaseqError } from '../errors.ts';
 import { JobProducer } from '../producer/job-producer.ts';
@@ -38,7 +39,7 @@ export async function localJobProducer<J extends AnyJobDefinition = AnyJobDefini
   const status = await emulatorStatus({ env });
   if (status.mode === 'embedded' && !status.running) {
     throw new LeaseqError(
-      `no local emulator is running (expected on ${status.endpoint}): start it with \`npx leaseq local up\`, or set AWS_ENDPOINT_URL`,
+      `no local emulator is running (expected on ${endpointText(status.endpoint)}): start it with \`npx leaseq local up\`, or set AWS_ENDPOINT_URL`,
       { retryable: false },
     );
   }
@@ -77,7 +78,7 @@ async function jobsQueueUrl(
     if (!missing) throw error;
   }
   throw new LeaseqError(
-    `queue ${name} does not exist at ${endpoint}: run \`npm start\` or \`npx leaseq local provision\`, or pass prefix or queueUrl`,
+    `queue ${name} does not exist at ${endpointText(endpoint)}: run \`npm start\` or \`npx leaseq local provision\`, or pass prefix or queueUrl`,
     { retryable: false },
   );
 }

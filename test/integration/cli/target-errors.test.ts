@@ -94,6 +94,23 @@ describe('Command: the target errors say what happened', () => {
     expect(line).not.toContain('start it with `npx leaseq local up`');
   }, 60_000);
 
+  it('an endpoint with a user and password in it is printed without them', async () => {
+    const port = await freePort();
+    const env = { AWS_ENDPOINT_URL: `http://ops:s3cr3t-pw@127.0.0.1:${port}`, LEASEQ_STATE_DIR: stateDir };
+    const dead = await leaseq(['status'], env);
+    expect(oneLine(dead)).toContain(`cannot reach http://***@127.0.0.1:${port}`);
+    // A live one: the target line and the per-service lines.
+    const endpoint = process.env.AWS_ENDPOINT_URL ?? 'http://127.0.0.1:4566';
+    const withUser = endpoint.replace('://', '://ops:s3cr3t-pw@');
+    const live = await leaseq(['status', '--prefix', `leaseq-nocreds-${process.pid}`], {
+      AWS_ENDPOINT_URL: withUser,
+      AWS_ENDPOINT_URL_SQS: withUser,
+    });
+    expect(live.stderr).toContain('***@');
+    expect(`${live.stdout}${live.stderr}`).not.toContain('s3cr3t-pw');
+    expect(dead.stderr).not.toContain('s3cr3t-pw');
+  }, 60_000);
+
   it('outputs naming a queue the running emulator does not have say so, not that it cannot be reached', async () => {
     const endpoint = process.env.AWS_ENDPOINT_URL ?? 'http://127.0.0.1:4566';
     const file = outputs(
