@@ -28,7 +28,6 @@ export const FILE_LIMITS = { 'shared/core/pipeline/processor.ts': 300 };
 export const CEILINGS = {
   'cli/commands/dlq.ts': 447,
   'cli/commands/local.ts': 423,
-  'cli/ui/app.ts': 593,
   'examples/ledger/demo/run-demo.ts': 404,
   'infra/constructs/pipeline-monitoring.ts': 409,
   'infra/leaseq-pipeline.ts': 570,

@@ -12,7 +12,7 @@ import {
   tokenMatches,
   traceHostAllowed,
 } from '../../../cli/ui/guard.ts';
-import { PALETTE } from '../../../cli/ui/html.ts';
+import { PALETTE } from '../../../cli/ui/layout.ts';
 import { UiSessions } from '../../../cli/ui/session.ts';
 
 const HOST = 'leaseq-0123456789abcdef01234567.localhost';
