@@ -288,9 +288,9 @@ export class DynamoDbJobStore implements JobStore {
     existing: JobItem,
     messageId: string,
     now: number,
-    options: StoreCallOptions = {},
+    options: StoreCallOptions & { readonly life?: number } = {},
   ): Promise<void> {
-    const dropped = droppedCopyEvent(existing.history, messageId, now);
+    const dropped = droppedCopyEvent(existing.history, messageId, now, options.life);
     // Refused: the item changed since the refusal read it (a redrive, another copy counted): not counted.
     await this.#bestEffort('record-dropped-copy', droppedCopyUpdate(this.#table, existing, dropped), options);
   }

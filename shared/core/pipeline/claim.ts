@@ -25,7 +25,7 @@ export async function claim(
   onlyIfMessageId?: string,
 ): Promise<ClaimResult | undefined> {
   const { envelope, message, log } = job;
-  const { originId } = message.identity;
+  const { originId, life } = message.identity;
   const bound = boundedSignal(leaseMs - leaseSafetyMs(leaseMs), 'the claim would outlast its lease');
   try {
     return await inSpan(
@@ -38,6 +38,7 @@ export async function claim(
             owner: s.worker,
             messageId: message.record.messageId,
             ...(originId === message.record.messageId ? {} : { originId }),
+            ...(life === undefined ? {} : { life }),
             type: envelope.type,
             createdAt: envelope.createdAt,
             leaseMs,
