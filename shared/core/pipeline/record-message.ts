@@ -63,6 +63,9 @@ export interface ReceiveTiming {
   readonly now?: () => number;
 }
 
+/** The longest DelaySeconds SQS takes on a message (15 min). */
+const SQS_MAX_DELAY_SECONDS = 900;
+
 /** Message attributes SQS allows on one message. */
 export const SQS_MAX_MESSAGE_ATTRIBUTES = 10;
 
@@ -117,9 +120,23 @@ export class RecordMessage {
     return Number(this.record.attributes.ApproximateReceiveCount ?? '1') || 1;
   }
 
+  /**
+   * Visible again after `seconds`. When the receive's 12 hours have less left than that (and less than a
+   * re-send's delay, SQS's 15 min at most), a standard queue's message is re-sent with the delay instead
+   * (same origin, a receive of its own and its own 12 hours): capped, it would show at once and come back
+   * before its backoff. A FIFO message, or a failed re-send, gets what is left.
+   */
   async giveBack(seconds: number, why: string): Promise<void> {
+    const granted = this.visibilityWithinBudget(seconds);
+    if (granted < Math.min(seconds, SQS_MAX_DELAY_SECONDS) && !this.fifo && (await this.resend(seconds))) {
+      this.#log.info('the receive has used its 12 hours of visibility: re-sent the message instead', {
+        why,
+        delaySeconds: Math.min(seconds, SQS_MAX_DELAY_SECONDS),
+      });
+      return;
+    }
     try {
-      await this.#queue.changeVisibility(this.record.receiptHandle, this.visibilityWithinBudget(seconds));
+      await this.#queue.changeVisibility(this.record.receiptHandle, granted);
     } catch (error) {
       this.#log.warn('could not set the message visibility', { why, error: describe(error) });
     }
@@ -199,10 +216,15 @@ export class RecordMessage {
     return true;
   }
 
-  /** Hides the message for `seconds`; false when that failed (the message may show again sooner). */
+  /**
+   * Hides the message for `seconds` (for what is left of the receive's 12 hours when that is less); false
+   * when that failed, or nothing was left to hide it with (the message may show again sooner).
+   */
   async hide(seconds: number): Promise<boolean> {
+    const granted = this.visibilityWithinBudget(seconds);
+    if (granted === 0 && seconds > 0) return false;
     try {
-      await this.#queue.changeVisibility(this.record.receiptHandle, this.visibilityWithinBudget(seconds));
+      await this.#queue.changeVisibility(this.record.receiptHandle, granted);
       return true;
     } catch (error) {
       this.#log.warn('could not hide the message', { seconds, error: describe(error) });

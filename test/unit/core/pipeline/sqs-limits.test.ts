@@ -98,6 +98,45 @@ describe('The 12-hour visibility budget, counted from the receive', () => {
     }
   });
 
+  it('a give-back with the 12 hours used up re-sends the message, delayed by the backoff, instead of showing it at once', async () => {
+    // Prepare: 12 hours into the receive (nothing left of the budget), a backoff of 10 minutes is asked for.
+    const now = () => RECEIVED_AT + 12 * HOUR - 60_000;
+    const { queue, hidden, sent, deleted } = sqsLikeQueue(now);
+    const message = new RecordMessage(queue, record(), log(), { receivedAt: RECEIVED_AT, now });
+
+    // Act
+    await message.giveBack(600, 'retry');
+
+    // Assess: a new message of the same origin, delayed 600 s (its own 12 hours start with its receive);
+    // the old one deleted, not made visible.
+    expect(hidden).toEqual([]);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatchObject({ delaySeconds: 600 });
+    expect(sent[0]?.attributes?.[ORIGIN_ATTRIBUTE]?.stringValue).toBe('m-1');
+    expect(deleted).toEqual(['r-1']);
+  });
+
+  it('a hide with nothing left of the budget says it hid nothing; a give-back on FIFO shows the message', async () => {
+    // Prepare
+    const now = () => RECEIVED_AT + 12 * HOUR - 60_000;
+    const { queue, hidden, sent } = sqsLikeQueue(now);
+    const message = new RecordMessage(queue, record(), log(), { receivedAt: RECEIVED_AT, now });
+    const fifoRecord = record();
+    fifoRecord.attributes.SequenceNumber = '1';
+    fifoRecord.attributes.MessageGroupId = 'g';
+    const fifo = new RecordMessage(queue, fifoRecord, log(), { receivedAt: RECEIVED_AT, now });
+
+    // Act
+    const hid = await message.hide(900);
+    await fifo.giveBack(600, 'retry');
+
+    // Assess: the caller of the hide keeps the copy (it shows again and is judged under a new receive); a
+    // FIFO head is never re-sent behind its group: it shows at once, as before.
+    expect(hid).toBe(false);
+    expect(sent).toEqual([]);
+    expect(hidden).toEqual([0]);
+  });
+
   it('a heartbeat past the budget renews the lease and asks SQS for nothing it would refuse', async () => {
     // Prepare: a job claimed at the receive, beating 12 hours later.
     let at = RECEIVED_AT;
