@@ -142,6 +142,21 @@ export class StoreRefusedError extends LeaseqError {
 }
 
 /**
+ * A conditional write the store could not settle: the item it was conditioned on is gone (TTL deleted
+ * it since it was read), or it kept changing under the write's tries. Nothing was written. Retryable:
+ * the same action, tried again, decides afresh on the item as it is then.
+ */
+export class StoreConflictError extends LeaseqError {
+  readonly operation: string;
+
+  constructor(operation: string, detail: string, cause?: unknown) {
+    super(`${operation}: ${detail}`, { retryable: true, cause });
+    this.name = 'StoreConflictError';
+    this.operation = operation;
+  }
+}
+
+/**
  * This worker no longer owns the job or lease: a renewal, checkpoint or commit was refused because
  * the owner or fencing token changed. Whatever the worker was doing must stop; its writes are refused.
  */

@@ -40,7 +40,8 @@ export async function sendBack(
       new SendMessageCommand({
         QueueUrl: names.queueUrl,
         MessageBody: letter.body,
-        ...resentInPlaceOf(letter.originalMessageId),
+        // A reset job's message is for the item's life only: late, it never runs on a newer job of the key.
+        ...resentInPlaceOf(letter.originalMessageId, reset && how.item ? (how.item.life ?? 0) : undefined),
         ...(run.fifo ? { MessageGroupId: groupId, MessageDeduplicationId: randomUUID() } : {}),
       }),
     );

@@ -128,7 +128,10 @@ function fromEvent(event: HistoryEvent): TimelineEntry {
       return {
         at: event.at,
         kind: 'dropped',
-        title: `${event.count} cop${event.count === 1 ? 'y' : 'ies'} of the dead job dropped`,
+        title:
+          event.life === undefined
+            ? `${event.count} cop${event.count === 1 ? 'y' : 'ies'} of the dead job dropped`
+            : `${event.count} redriven message${event.count === 1 ? '' : 's'} of the key's life ${event.life} dropped (a fresh send reset the key since)`,
         detail: `last: message ${event.messageId}`,
       };
     case 'reset':

@@ -107,10 +107,11 @@ import {
 const RUNS = positiveInt(process.env.LEASEQ_MODEL_RUNS, 5000);
 /**
  * CI (CI=true) runs one fixed seed, so that a red run means the change broke something; a run without
- * CI draws a new seed each time and keeps looking. Open, found by a random seed and not yet traced
- * (docs/reliability.md, "Open"): LEASEQ_MODEL_SEED=-1515368965 LEASEQ_MODEL_PATH=4709:535:1:2:2:2:3:3:3:3:3:3:3:3:4:8:5:5:4:5:4:4
- * reports `[redrive/over-another-job] job-4: message m-11, sent by a redrive from a letter of the key's
- * life 0, claimed the job of life 1`.
+ * CI draws a new seed each time and keeps looking. Found by a random seed and fixed (docs/reliability.md,
+ * "The interleaving model"): LEASEQ_MODEL_SEED=-1515368965 LEASEQ_MODEL_PATH=4709:535:1:2:2:2:3:3:3:3:3:3:3:3:4:8:5:5:4:5:4:4
+ * reported `[redrive/over-another-job] job-4: message m-11, sent by a redrive from a letter of the key's
+ * life 0, claimed the job of life 1`: a redrive's message late across a dead key's reset. It now carries
+ * the life it was sent for (`leaseq-life`) and the claim refuses it on another life; the replay passes.
  */
 const CI_SEED = 303;
 const SEED = process.env.LEASEQ_MODEL_SEED

@@ -1,5 +1,6 @@
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { StoreConflictError } from '../../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../../resources.ts';
 import { type HistoryEvent, problemShard } from '../contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../contract/job-item.ts';
@@ -91,6 +92,14 @@ export class DynamoDbJobStore implements JobStore {
       // ALL_OLD on success too: the item we replaced tells a takeover from a retry.
       previous = await sendUpdate(this.#doc, 'claim', options.signal, update, true);
     } catch (error) {
+      // Only a claim of one message's item (E13) is refused with no item: it went since it was read.
+      if (req.onlyIfMessageId !== undefined && refusal(error) === undefined) {
+        throw new StoreConflictError(
+          'claim',
+          `no job item under ${req.dedupKey} any more (TTL deleted it since it was read): nothing claimed`,
+          error,
+        );
+      }
       const refused = refusedClaim(refusedItem(error), req);
       const dead = mayReset ? deadKeyToReset(refused, req) : undefined;
       return dead ? this.#resetClaim(req, dead, options) : refused;
@@ -288,9 +297,9 @@ export class DynamoDbJobStore implements JobStore {
     existing: JobItem,
     messageId: string,
     now: number,
-    options: StoreCallOptions = {},
+    options: StoreCallOptions & { readonly life?: number } = {},
   ): Promise<void> {
-    const dropped = droppedCopyEvent(existing.history, messageId, now);
+    const dropped = droppedCopyEvent(existing.history, messageId, now, options.life);
     // Refused: the item changed since the refusal read it (a redrive, another copy counted): not counted.
     await this.#bestEffort('record-dropped-copy', droppedCopyUpdate(this.#table, existing, dropped), options);
   }

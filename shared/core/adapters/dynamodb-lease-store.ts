@@ -6,7 +6,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { LeaseLostError } from '../../errors.ts';
+import { LeaseLostError, StoreUnavailableError } from '../../errors.ts';
 import type { Effect } from '../contract/job-store.ts';
 import {
   type AcquireResult,
@@ -16,6 +16,13 @@ import {
   type NamedLease,
 } from '../contract/lease-store.ts';
 import { guardStore } from './store-errors.ts';
+
+/** BatchGet requests per batch of keys before its unprocessed keys are an outage (getMany). */
+export const BATCH_GET_TRIES = 6;
+/** The pause before the second BatchGet of a batch; it doubles each time (25 + 50 + ... + 400 ms). */
+const BATCH_GET_PAUSE_MS = 25;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export interface DynamoDbLeaseStoreOptions {
   readonly client: DynamoDBDocumentClient;
@@ -148,19 +155,31 @@ export class DynamoDbLeaseStore implements LeaseStore {
    * Keys DynamoDB leaves unprocessed (throttling) are simply not returned, so they read as free and the
    * acquire's condition decides.
    */
+  /**
+   * The lease items of `keys` that exist, 100 keys per BatchGet. Keys a BatchGet leaves unprocessed (a
+   * throttled table answers so, with no error) are asked for again with a doubling pause, up to
+   * {@link BATCH_GET_TRIES} requests per batch; left then: StoreUnavailableError, never a partial list.
+   */
   async getMany(keys: readonly string[]): Promise<LeaseItem[]> {
     const items: LeaseItem[] = [];
     for (let at = 0; at < keys.length; at += 100) {
       const chunk = keys.slice(at, at + 100);
-      const out = await guardStore('lease-get', (http) =>
-        this.#doc.send(
-          new BatchGetCommand({
-            RequestItems: { [this.#table]: { Keys: chunk.map((leaseKey) => ({ leaseKey })) } },
-          }),
-          http,
-        ),
-      );
-      items.push(...((out.Responses?.[this.#table] ?? []) as LeaseItem[]));
+      let wanted: Record<string, unknown>[] = chunk.map((leaseKey) => ({ leaseKey }));
+      for (let tries = 1; wanted.length > 0; tries++) {
+        if (tries > 1) await sleep(BATCH_GET_PAUSE_MS * 2 ** (tries - 2));
+        const out = await guardStore('lease-get', (http) =>
+          this.#doc.send(new BatchGetCommand({ RequestItems: { [this.#table]: { Keys: wanted } } }), http),
+        );
+        items.push(...((out.Responses?.[this.#table] ?? []) as LeaseItem[]));
+        wanted = (out.UnprocessedKeys?.[this.#table]?.Keys ?? []) as Record<string, unknown>[];
+        if (wanted.length > 0 && tries >= BATCH_GET_TRIES) {
+          const left = new Error(
+            `${wanted.length} of ${chunk.length} keys left unprocessed by BatchGetItem after ${tries} tries (the table throttled them)`,
+          );
+          left.name = 'UnprocessedKeys';
+          throw new StoreUnavailableError('lease-get', left);
+        }
+      }
     }
     return items;
   }

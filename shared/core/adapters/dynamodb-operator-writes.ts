@@ -5,7 +5,7 @@
 // call these.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { StoreRefusedError } from '../../errors.ts';
+import { StoreConflictError, StoreRefusedError } from '../../errors.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type { CancelRequest, CancelResult, RedriveBy } from '../contract/job-store.ts';
 import { cancelledEvent, redriveEvent } from '../contract/job-store.ts';
@@ -132,7 +132,13 @@ export async function cancelJob(
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const refused = refusedCancel(error.Item, cancelledEvent(request));
       if ('outcome' in refused) return refused;
-      if (tries >= 3) throw error;
+      if (tries >= 3) {
+        throw new StoreConflictError(
+          'cancel',
+          `the job item under ${dedupKey} kept changing while its full history was trimmed (${tries + 1} tries): not cancelled; run the cancel again`,
+          error,
+        );
+      }
       const event = cancelledEvent(request);
       history = refused.item === undefined ? { event } : trimmedHistory(refused.item, event);
     }

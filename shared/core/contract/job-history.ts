@@ -69,8 +69,16 @@ export type HistoryEvent =
       /** The payload was replaced by the operator's corrected one. */
       readonly edited?: true;
     })
-  /** Copies of a dead job were dropped (counted: one event per run of drops, `count` grows). */
-  | (EventBase & { readonly e: 'dropped'; readonly count: number; readonly messageId: string })
+  /**
+   * Copies of a dead job were dropped (counted: one event per run of drops, `count` grows); with `life`,
+   * messages a redrive sent for that earlier life of the key, dropped by the job of a later one.
+   */
+  | (EventBase & {
+      readonly e: 'dropped';
+      readonly count: number;
+      readonly messageId: string;
+      readonly life?: number;
+    })
   /** A fresh send under a dead job's key ran after the type's `deadKeyTtl`: the item was reset. */
   | (EventBase & { readonly e: 'reset'; readonly wasDeadAt: number })
   /** The job was cancelled (`JobStore.cancel`): it never runs again. */

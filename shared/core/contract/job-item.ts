@@ -42,6 +42,11 @@ export interface JobItem {
    * message was never re-sent.
    */
   readonly originId?: string;
+  /**
+   * The key's life: how many times a fresh send reset it after a death (E1 starts life 0: absent). A
+   * message a redrive sent for one life (`leaseq-life`) claims no other (docs/protocol.md, "Claim refusals").
+   */
+  readonly life?: number;
   readonly type?: string;
   readonly checkpoint?: Checkpoint;
   readonly lastError?: string;

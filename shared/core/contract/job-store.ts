@@ -38,6 +38,11 @@ export interface ClaimRequest {
   readonly messageId: string;
   /** The id the message was first sent under, when leaseq re-sent it (stored as the item's `originId`). */
   readonly originId?: string;
+  /**
+   * The key's life the message was sent for (a redrive's `leaseq-life`, kept by every re-send): it claims
+   * only an item of that life (or none), and never resets a dead key. Absent: any life (a producer's send).
+   */
+  readonly life?: number;
   readonly type: string;
   readonly createdAt: string;
   readonly leaseMs: number;
@@ -89,6 +94,8 @@ export interface FastCommitRequest {
   /** This worker: stored as the owner of the completion. */
   readonly owner: string;
   readonly messageId: string;
+  /** As {@link ClaimRequest.life}: a message sent for one life of the key commits only on that life. */
+  readonly life?: number;
   readonly type: string;
   readonly createdAt: string;
   /** The commit's time: a lease ending before it is no longer live. */
@@ -233,13 +240,14 @@ export interface JobStore {
   /**
    * Best effort: counts a dropped copy of the DEAD job `existing` (as a refused claim returned it) in a
    * `dropped` event: the last event's count grows when it is one, else one is appended. Applies only
-   * while the item is still that DEAD item (same token).
+   * while the item is still that item (same status and token). With `options.life`: a message a redrive
+   * sent for that other life of the key, dropped by the waiting (RETRY_WAIT) or DEAD job of this one.
    */
   recordDroppedCopy?(
     existing: JobItem,
     messageId: string,
     now: number,
-    options?: StoreCallOptions,
+    options?: StoreCallOptions & { readonly life?: number },
   ): Promise<void>;
   /** Reads one item (strongly consistent unless `options.consistent` is false). */
   get(dedupKey: string, options?: GetOptions): Promise<JobItem | undefined>;

@@ -3,7 +3,13 @@ import type { ClaimKind, DeadLetterCause } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { deadKeyExpired } from './history-events.ts';
 import { isClaimable, leasedRunOnly } from './lease-arithmetic.ts';
-import { isOwnMessage, type MessageIdentity, type MessageRef, sentIdentity } from './message-identity.ts';
+import {
+  isOwnMessage,
+  type MessageIdentity,
+  type MessageRef,
+  sentForAnotherLife,
+  sentIdentity,
+} from './message-identity.ts';
 
 /** What a worker does with a message whose claim was refused. */
 export type RefusalDecision =
@@ -17,6 +23,11 @@ export type RefusalDecision =
   | { readonly kind: 'dead-copy' }
   /** The job was cancelled (or a cancel left a tombstone before it came): delete this copy, never run it. */
   | { readonly kind: 'cancelled-copy' }
+  /**
+   * A redrive sent this message for another life of the key (`life`), and the unfinished job is of a later
+   * one (a fresh send reset the key since): not its copy; delete it, never run it.
+   */
+  | { readonly kind: 'other-life'; readonly life: number }
   /** The refusal is stale (lease ended between the write and now): give it back for a quick retry. */
   | { readonly kind: 'contended' };
 
@@ -36,6 +47,10 @@ export function decideRefusal(old: JobItem, message: MessageIdentity | string, n
       return { kind: 'cancelled-copy' };
     case JobStatus.InProgress:
     case JobStatus.RetryWait: {
+      // Before the lease: the claim refuses such a message whatever the lease says.
+      if (identity.life !== undefined && sentForAnotherLife(old, identity)) {
+        return { kind: 'other-life', life: identity.life };
+      }
       if (old.leaseUntil < now) return { kind: 'contended' };
       if (isOwnMessage(old, identity)) {
         return { kind: 'own-message-early', hideForMs: old.leaseUntil - now };

@@ -69,7 +69,8 @@ export function claimHistory(
 /**
  * True when `item` is a DEAD job whose key has been dead for its type's `deadKeyTtl`, so a fresh send
  * (`message`) runs. The dead job's own message (its delete failed and it came back, perhaps re-sent by a
- * limit's bounce under another id) is never one: same origin (decisions/message-identity.ts).
+ * limit's bounce under another id) is never one: same origin (decisions/message-identity.ts); nor is a
+ * message a redrive sent for a life of the key (`life`): it was sent to run that job, not a new one.
  */
 export function deadKeyExpired(
   item: Pick<JobItem, 'status' | 'deadKeyUntil' | 'messageId' | 'originId'> | undefined,
@@ -80,25 +81,32 @@ export function deadKeyExpired(
     item?.status === JobStatus.Dead &&
     item.deadKeyUntil !== undefined &&
     item.deadKeyUntil < now &&
+    message?.life === undefined &&
     !(message !== undefined && isOwnMessage(item, message))
   );
 }
 
 /**
  * The `dropped` event counting one more dropped copy: the last event grown when it is a `dropped` one
- * (`index` is its position, to update in place), else a new one to append.
+ * of the same kind (`index` is its position, to update in place), else a new one to append. `life`: a
+ * redrive's message of that earlier life of the key, dropped by a later life's job.
  */
 export function droppedCopyEvent(
   history: readonly HistoryEvent[] | undefined,
   messageId: string,
   now: number,
+  life?: number,
 ): { readonly event: HistoryEvent; readonly index?: number } {
   const events = history ?? [];
   const last = events[events.length - 1];
-  if (last?.e === 'dropped') {
-    return { event: { e: 'dropped', at: now, count: last.count + 1, messageId }, index: events.length - 1 };
+  const of = life === undefined ? {} : { life };
+  if (last?.e === 'dropped' && last.life === life) {
+    return {
+      event: { e: 'dropped', at: now, count: last.count + 1, messageId, ...of },
+      index: events.length - 1,
+    };
   }
-  return { event: { e: 'dropped', at: now, count: 1, messageId } };
+  return { event: { e: 'dropped', at: now, count: 1, messageId, ...of } };
 }
 
 /**

@@ -13,10 +13,17 @@ export interface MessageIdentity {
    * message re-sent before the origin attribute existed is still known; empty for every newer message.
    */
   readonly formerIds?: readonly string[];
+  /**
+   * The key's life a redrive sent it for (`leaseq-life`, kept by every later re-send); absent for a
+   * producer's message and its re-sends, which any life may take.
+   */
+  readonly life?: number;
 }
 
 /** A message as a claim request names it: its origin, when absent, is its own id. */
-export type MessageRef = Pick<MessageIdentity, 'messageId' | 'formerIds'> & { readonly originId?: string };
+export type MessageRef = Pick<MessageIdentity, 'messageId' | 'formerIds' | 'life'> & {
+  readonly originId?: string;
+};
 
 /** The identity of a message leaseq never re-sent: it is its own origin. */
 export function sentIdentity(messageId: string): MessageIdentity {
@@ -44,4 +51,13 @@ export function isOwnMessage(item: Pick<JobItem, 'messageId' | 'originId'>, mess
     itemOrigin(item) === origin ||
     (message.formerIds?.includes(item.messageId) ?? false)
   );
+}
+
+/**
+ * True when `message` was sent for another life of the key than `item`'s: a redrive's message (or a
+ * re-send of one) still in flight when the job it was sent for died again and a fresh send reset the key.
+ * It is not a copy of the item's job: its claim is refused and it is dropped, never run. Pure.
+ */
+export function sentForAnotherLife(item: Pick<JobItem, 'life'>, message: Pick<MessageRef, 'life'>): boolean {
+  return message.life !== undefined && message.life !== (item.life ?? 0);
 }

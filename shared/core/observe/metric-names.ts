@@ -41,5 +41,10 @@ export const MetricName = {
   JobCancelled: 'JobCancelled',
   /** A copy of a cancelled job (or one sent after a cancel's tombstone) dropped (dimension `jobType`). */
   CancelledCopyDropped: 'CancelledCopyDropped',
+  /**
+   * A message a redrive sent for an earlier life of its key, dropped unrun by the job of a later life (a
+   * fresh send reset the dead key while it was in flight; dimension `jobType`).
+   */
+  OtherLifeDropped: 'OtherLifeDropped',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];

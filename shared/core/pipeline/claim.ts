@@ -1,7 +1,7 @@
 // E1-E3, the claim: one conditional write that takes the job (new, retried, or taken over from a lease
 // that ran out), bounded by the lease it asks for; and the attempt that a successful claim starts.
 import { trace } from '@opentelemetry/api';
-import { StoreUnavailableError } from '../../errors.ts';
+import { StoreConflictError, StoreUnavailableError } from '../../errors.ts';
 import type { ClaimResult } from '../contract/job-store.ts';
 import { leaseSafetyMs } from '../decisions/lease-timing.ts';
 import { JobRenewer } from '../leases/renewer.ts';
@@ -25,7 +25,7 @@ export async function claim(
   onlyIfMessageId?: string,
 ): Promise<ClaimResult | undefined> {
   const { envelope, message, log } = job;
-  const { originId } = message.identity;
+  const { originId, life } = message.identity;
   const bound = boundedSignal(leaseMs - leaseSafetyMs(leaseMs), 'the claim would outlast its lease');
   try {
     return await inSpan(
@@ -38,6 +38,7 @@ export async function claim(
             owner: s.worker,
             messageId: message.record.messageId,
             ...(originId === message.record.messageId ? {} : { originId }),
+            ...(life === undefined ? {} : { life }),
             type: envelope.type,
             createdAt: envelope.createdAt,
             leaseMs,
@@ -50,7 +51,13 @@ export async function claim(
     );
   } catch (error) {
     const delay = s.backoffSeconds(message.receives);
-    if (error instanceof StoreUnavailableError) {
+    if (error instanceof StoreConflictError) {
+      // The item changed under the claim in a way it cannot act on (it went): judged again when back.
+      log.info('claim not settled; giving the message back', {
+        delaySeconds: delay,
+        error: s.errorText(error),
+      });
+    } else if (error instanceof StoreUnavailableError) {
       s.metrics.count(MetricName.StoreUnavailable);
       log.warn('store unavailable: job not run; giving the message back', {
         delaySeconds: delay,

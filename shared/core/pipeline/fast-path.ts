@@ -160,6 +160,7 @@ async function runAndCommitOnce(
               dedupKey: envelope.dedupKey,
               owner: s.worker,
               messageId: message.record.messageId,
+              ...(message.identity.life === undefined ? {} : { life: message.identity.life }),
               type: envelope.type,
               createdAt: envelope.createdAt,
               now: s.now(),

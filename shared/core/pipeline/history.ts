@@ -36,15 +36,19 @@ export async function noteLeaseLost(
   await bestEffort('the lost lease', log, (signal) => store.recordLeaseLost?.(lease, why, now, { signal }));
 }
 
-/** Counts a dropped copy of the DEAD job `existing` in its history; never throws. */
+/**
+ * Counts a dropped copy of the DEAD job `existing` in its history (`life`: a message sent for another
+ * life of the key, dropped by this job, DEAD or waiting); never throws.
+ */
 export async function noteDroppedCopy(
   store: JobStore,
   existing: JobItem,
   messageId: string,
   now: number,
   log: JobLog,
+  life?: number,
 ): Promise<void> {
   await bestEffort('the dropped copy', log, (signal) =>
-    store.recordDroppedCopy?.(existing, messageId, now, { signal }),
+    store.recordDroppedCopy?.(existing, messageId, now, { signal, ...(life === undefined ? {} : { life }) }),
   );
 }

@@ -18,6 +18,8 @@ export type RecordAction =
   | 'dead-copy'
   | 'cancelled'
   | 'cancelled-copy'
+  /** A redrive's message of an earlier life of its key, met by the job of a later one: deleted, never run. */
+  | 'other-life-copy'
   | 'own-message-early'
   | 'contended'
   | 'retry'
@@ -53,7 +55,8 @@ export function dispositionOf(action: RecordAction): RecordOutcome['disposition'
     action === 'duplicate' ||
     action === 'dead-copy' ||
     action === 'cancelled' ||
-    action === 'cancelled-copy'
+    action === 'cancelled-copy' ||
+    action === 'other-life-copy'
     ? 'delete'
     : 'retain';
 }

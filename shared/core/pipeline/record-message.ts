@@ -18,19 +18,41 @@ export const ORIGIN_ATTRIBUTE = 'leaseq-origin';
  * before {@link ORIGIN_ATTRIBUTE} (up to 10). Read into the message's identity; its first id is the origin.
  */
 export const RESENT_FROM_ATTRIBUTE = 'leaseq-resent-from';
+/**
+ * The key's life a redrive sent the message for (the reset item's `life`, 0 before any dead-key reset),
+ * kept by every re-send: a claim takes only an item of that life, so a redrive's message still in flight
+ * when its job died again and a fresh send reset the key is dropped by the newer job, never run on it.
+ */
+export const LIFE_ATTRIBUTE = 'leaseq-life';
 
 /**
  * The SendMessage fields of a message sent in place of `messageId` (a redrive's, shared/ops/dlq-redrive.ts):
  * the job item its redrive reset still names that message, so a worker that must refuse the body (its
  * claim-checked payload gone, an edit its schema refuses) knows it as the job's own message and ends the
- * job DEAD instead of leaving it waiting (docs/protocol.md, E13). None without an id.
+ * job DEAD instead of leaving it waiting (docs/protocol.md, E13). With `life`, the life of the key the
+ * reset item is in ({@link LIFE_ATTRIBUTE}). None without either.
  */
-export function resentInPlaceOf(messageId: string | undefined): {
+export function resentInPlaceOf(
+  messageId: string | undefined,
+  life?: number,
+): {
   MessageAttributes?: Record<string, { DataType: 'String'; StringValue: string }>;
 } {
-  return messageId
-    ? { MessageAttributes: { [RESENT_FROM_ATTRIBUTE]: { DataType: 'String', StringValue: messageId } } }
-    : {};
+  const attributes = {
+    ...(messageId
+      ? { [RESENT_FROM_ATTRIBUTE]: { DataType: 'String' as const, StringValue: messageId } }
+      : {}),
+    ...(life === undefined
+      ? {}
+      : { [LIFE_ATTRIBUTE]: { DataType: 'String' as const, StringValue: String(life) } }),
+  };
+  return Object.keys(attributes).length > 0 ? { MessageAttributes: attributes } : {};
+}
+
+/** The life a message's {@link LIFE_ATTRIBUTE} names: a whole number, else none. */
+export function lifeOf(value: string | undefined): number | undefined {
+  const life = value === undefined || value === '' ? Number.NaN : Number(value);
+  return Number.isSafeInteger(life) && life >= 0 ? life : undefined;
 }
 
 /** When the record was received, and the clock its visibility budget is read on. */
@@ -41,19 +63,26 @@ export interface ReceiveTiming {
   readonly now?: () => number;
 }
 
+/** The longest DelaySeconds SQS takes on a message (15 min). */
+const SQS_MAX_DELAY_SECONDS = 900;
+
 /** Message attributes SQS allows on one message. */
 export const SQS_MAX_MESSAGE_ATTRIBUTES = 10;
 
 /**
- * The producer's attributes a re-send keeps beside {@link ORIGIN_ATTRIBUTE}: all of them up to 9; past
- * that the first 9 by name (sorted), the rest dropped (docs/protocol.md, "Limits": message identity).
+ * The producer's attributes a re-send keeps beside {@link ORIGIN_ATTRIBUTE} (and `reserved` more of
+ * leaseq's own: a redrive's {@link LIFE_ATTRIBUTE}): all of them up to 9 (less `reserved`); past that the
+ * first ones by name (sorted), the rest dropped (docs/protocol.md, "Limits": message identity).
  */
-export function keepRoomForOrigin<T>(attributes: Readonly<Record<string, T>>): {
+export function keepRoomForOrigin<T>(
+  attributes: Readonly<Record<string, T>>,
+  reserved = 0,
+): {
   kept: Record<string, T>;
   dropped: string[];
 } {
   const names = Object.keys(attributes).sort();
-  const room = SQS_MAX_MESSAGE_ATTRIBUTES - 1;
+  const room = SQS_MAX_MESSAGE_ATTRIBUTES - 1 - reserved;
   const kept: Record<string, T> = {};
   for (const name of names.slice(0, room)) kept[name] = attributes[name] as T;
   return { kept, dropped: names.slice(room) };
@@ -91,9 +120,23 @@ export class RecordMessage {
     return Number(this.record.attributes.ApproximateReceiveCount ?? '1') || 1;
   }
 
+  /**
+   * Visible again after `seconds`. When the receive's 12 hours have less left than that (and less than a
+   * re-send's delay, SQS's 15 min at most), a standard queue's message is re-sent with the delay instead
+   * (same origin, a receive of its own and its own 12 hours): capped, it would show at once and come back
+   * before its backoff. A FIFO message, or a failed re-send, gets what is left.
+   */
   async giveBack(seconds: number, why: string): Promise<void> {
+    const granted = this.visibilityWithinBudget(seconds);
+    if (granted < Math.min(seconds, SQS_MAX_DELAY_SECONDS) && !this.fifo && (await this.resend(seconds))) {
+      this.#log.info('the receive has used its 12 hours of visibility: re-sent the message instead', {
+        why,
+        delaySeconds: Math.min(seconds, SQS_MAX_DELAY_SECONDS),
+      });
+      return;
+    }
     try {
-      await this.#queue.changeVisibility(this.record.receiptHandle, this.visibilityWithinBudget(seconds));
+      await this.#queue.changeVisibility(this.record.receiptHandle, granted);
     } catch (error) {
       this.#log.warn('could not set the message visibility', { why, error: describe(error) });
     }
@@ -106,10 +149,12 @@ export class RecordMessage {
       .split(',')
       .filter((id) => id.length > 0);
     const originId = attributes?.[ORIGIN_ATTRIBUTE]?.stringValue || formerIds[0] || this.record.messageId;
+    const life = lifeOf(attributes?.[LIFE_ATTRIBUTE]?.stringValue);
     return {
       messageId: this.record.messageId,
       originId,
       ...(formerIds.length > 0 ? { formerIds } : {}),
+      ...(life === undefined ? {} : { life }),
     };
   }
 
@@ -141,12 +186,14 @@ export class RecordMessage {
     if (this.fifo && group === undefined) return false;
     // The older attribute goes: the origin replaces it. SQS takes at most 10 attributes, and the origin
     // is what keeps the message's identity, so it is the producer's that make room (names only logged).
+    // A redrive's life stays too: the re-send is still the message sent for that life of the key.
     const {
       [RESENT_FROM_ATTRIBUTE]: _replaced,
       [ORIGIN_ATTRIBUTE]: _origin,
+      [LIFE_ATTRIBUTE]: life,
       ...theirs
     } = record.messageAttributes ?? {};
-    const { kept, dropped } = keepRoomForOrigin(theirs);
+    const { kept, dropped } = keepRoomForOrigin(theirs, life === undefined ? 0 : 1);
     if (dropped.length > 0) {
       this.#log.warn('re-sending without message attributes past the 10 SQS allows', { dropped });
     }
@@ -155,6 +202,7 @@ export class RecordMessage {
         delaySeconds: seconds,
         attributes: {
           ...kept,
+          ...(life === undefined ? {} : { [LIFE_ATTRIBUTE]: life }),
           [ORIGIN_ATTRIBUTE]: { dataType: 'String', stringValue: this.identity.originId },
         },
         ...(group ? { groupId: group } : {}),
@@ -168,10 +216,15 @@ export class RecordMessage {
     return true;
   }
 
-  /** Hides the message for `seconds`; false when that failed (the message may show again sooner). */
+  /**
+   * Hides the message for `seconds` (for what is left of the receive's 12 hours when that is less); false
+   * when that failed, or nothing was left to hide it with (the message may show again sooner).
+   */
   async hide(seconds: number): Promise<boolean> {
+    const granted = this.visibilityWithinBudget(seconds);
+    if (granted === 0 && seconds > 0) return false;
     try {
-      await this.#queue.changeVisibility(this.record.receiptHandle, this.visibilityWithinBudget(seconds));
+      await this.#queue.changeVisibility(this.record.receiptHandle, granted);
       return true;
     } catch (error) {
       this.#log.warn('could not hide the message', { seconds, error: describe(error) });

@@ -1,13 +1,14 @@
 // What a refused claim (E1-E3) or a refused fast commit (E12) does with its message, as decided by
 // decisions/claim-decision.ts: dead-letter a message whose dedupKey belongs to a job of another type,
-// drop a copy of a finished, running, dead or cancelled job, hide our own message while its lease runs, or hand a
-// contended one back.
+// drop a copy of a finished, running, dead or cancelled job (or a redrive's message of another life of
+// the key), hide our own message while its lease runs, or hand a contended one back.
 import { DEDUP_KEY_COLLISION, DedupKeyCollisionError } from '../../errors.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { collides, decideRefusal } from '../decisions/claim-decision.ts';
 import { deadKeyExpired } from '../decisions/history-events.ts';
 import { visibilityForLease } from '../decisions/lease-timing.ts';
+import { sentForAnotherLife } from '../decisions/message-identity.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { byType, type Job } from './attempt.ts';
 import { letterRefusedJob } from './dead-letterer.ts';
@@ -21,8 +22,9 @@ const MAX_BATCH_SECONDS = 900;
 
 /**
  * Before a rate-limited job takes its limits: a copy of a job that is already over (COMPLETED, CANCELLED,
- * or DEAD and not past its `deadKeyUntil` for this message) is dropped as its claim's refusal would drop
- * it, so it spends no rate permit (never given back) and takes no slot.
+ * or DEAD and not past its `deadKeyUntil` for this message), or a redrive's message of another life of
+ * the key, is dropped as its claim's refusal would drop it, so it spends no rate permit (never given
+ * back) and takes no slot.
  * One strongly consistent read (a redrive's reset must not read as DEAD); undefined: go on, the claim
  * decides as before (no item, a running or waiting job, another type's item, or a read that failed).
  */
@@ -40,7 +42,8 @@ export async function dropFinishedCopy(s: Settings, job: Job): Promise<RecordAct
   const over =
     item.status === JobStatus.Completed ||
     item.status === JobStatus.Cancelled ||
-    (item.status === JobStatus.Dead && !deadKeyExpired(item, s.now(), job.message.identity));
+    (item.status === JobStatus.Dead && !deadKeyExpired(item, s.now(), job.message.identity)) ||
+    sentForAnotherLife(item, job.message.identity);
   return over ? actOnRefusal(s, job, item) : undefined;
 }
 
@@ -79,6 +82,24 @@ export async function actOnRefusal(s: Settings, job: Job, existing: JobItem): Pr
       log.info('another message holds this job: deleted this copy', refusal);
       return 'duplicate';
     }
+    case 'other-life': {
+      // Sent for a job that died again before it came, and the key is a newer job's now: running it would
+      // run the old job's body on the new one. It can never claim: deleted as the batch ends, counted.
+      s.metrics.count(MetricName.OtherLifeDropped, 1, byType(envelope));
+      log.warn(
+        "a redrive's message of an earlier life of this key (a fresh send reset it since): deleting it",
+        {
+          ...refusal,
+          life: decision.life,
+          itemLife: existing.life ?? 0,
+        },
+      );
+      // A waiting job's history tells it too; a running one's holder is left alone.
+      if (existing.status === JobStatus.RetryWait) {
+        await noteDroppedCopy(s.store, existing, message.record.messageId, s.now(), log, decision.life);
+      }
+      return 'other-life-copy';
+    }
     case 'dead-copy':
       s.metrics.count(MetricName.DeadCopyDropped, 1, byType(envelope));
       log.warn(
@@ -91,7 +112,14 @@ export async function actOnRefusal(s: Settings, job: Job, existing: JobItem): Pr
         },
       );
       // Counted on the item too, so `leaseq inspect` tells how many copies came after the job died.
-      await noteDroppedCopy(s.store, existing, message.record.messageId, s.now(), log);
+      await noteDroppedCopy(
+        s.store,
+        existing,
+        message.record.messageId,
+        s.now(),
+        log,
+        sentForAnotherLife(existing, message.identity) ? message.identity.life : undefined,
+      );
       return 'dead-copy';
     case 'cancelled-copy':
       // Before the job ever ran (a tombstone) or after its cancel: never run. Deleted as the batch ends

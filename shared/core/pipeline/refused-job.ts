@@ -13,7 +13,7 @@ import { collides, recordedDeadCause } from '../decisions/claim-decision.ts';
 import { deadKeyExpired } from '../decisions/history-events.ts';
 import { leaseOver } from '../decisions/lease-arithmetic.ts';
 import { capLeaseToDeadline } from '../decisions/lease-timing.ts';
-import { isOwnMessage } from '../decisions/message-identity.ts';
+import { isOwnMessage, sentForAnotherLife } from '../decisions/message-identity.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
 import { MetricName } from '../observe/metric-names.ts';
@@ -30,9 +30,10 @@ export type RefusedMessageTarget =
   /** No item, another type's, one another message guards, or a dead key a fresh send may reset: a copy. */
   | { readonly kind: 'copy' }
   /**
-   * A finished job (COMPLETED, CANCELLED, DEAD and not open to this message): the copy is dropped as a
-   * refused claim drops it (refusal.ts), with no letter: the job can never take it, and a dead job's own
-   * message back (a second delivery, a failed delete) would letter one death twice.
+   * A finished job (COMPLETED, CANCELLED, DEAD and not open to this message), or one of another life than
+   * the message's: the copy is dropped as a refused claim drops it (refusal.ts), with no letter: the job
+   * can never take it, and a dead job's own message back (a second delivery, a failed delete) would letter
+   * one death twice.
    */
   | { readonly kind: 'finished'; readonly item: JobItem }
   /** The item waits for this message, and a live lease (or its backoff) holds it: hide the message. */
@@ -60,6 +61,9 @@ export function refusedMessageTarget(
     return { kind: 'finished', item };
   }
   if (item.status !== JobStatus.RetryWait && item.status !== JobStatus.InProgress) return { kind: 'copy' };
+  // A redrive's message of another life of the key: dropped as its claim would drop it, no letter (the
+  // job it was sent for died again and has its own).
+  if (sentForAnotherLife(item, message.identity)) return { kind: 'finished', item };
   if (!isOwnMessage(item, message.identity)) return { kind: 'copy' };
   return leaseOver(item.leaseUntil, now)
     ? { kind: 'take', messageId: item.messageId }

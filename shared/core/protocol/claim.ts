@@ -31,6 +31,10 @@ export function claimUpdate(
 ): JobItemUpdate {
   const completes = completion !== undefined;
   const only = completes ? undefined : (req as Partial<ClaimRequest>).onlyIfMessageId;
+  // A message a redrive sent for one life of the key takes an item of that life only (or none).
+  const life = req.life;
+  const ofLife =
+    life === undefined ? '' : life === 0 ? ' AND attribute_not_exists(#life)' : ' AND #life = :life';
   return {
     TableName: tableName,
     Key: { dedupKey: req.dedupKey },
@@ -55,16 +59,17 @@ export function claimUpdate(
     ConditionExpression: completes
       ? 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
         'AND #type = :type AND attribute_not_exists(#checkpoint) AND #attempts < :maxAttempts ' +
-        'AND attribute_not_exists(#deadReason))'
+        `AND attribute_not_exists(#deadReason)${ofLife})`
       : only !== undefined
         ? // A refused payload's own job (E13): only the item that still names that message.
           'attribute_exists(#dedupKey) AND NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
-          'AND #type = :type AND #messageId = :onlyIfMessageId'
+          `AND #type = :type AND #messageId = :onlyIfMessageId${ofLife}`
         : 'attribute_not_exists(#dedupKey) OR (NOT #status IN (:completed, :dead, :cancelled) AND #leaseUntil < :now ' +
-          'AND #type = :type)',
+          `AND #type = :type${ofLife})`,
     ExpressionAttributeNames: {
       ...names('dedupKey', 'status', 'owner', 'leaseUntil', 'token', 'attempts', 'version', 'messageId'),
       ...names('type', 'createdAt', 'claimedAt', 'updatedAt', 'expiresAt', 'originId'),
+      ...(life === undefined ? {} : names('life')),
       ...(completes
         ? names('completedAt', 'result', 'checkpoint', 'deadReason', 'lastError', 'lastErrorClass')
         : {}),
@@ -86,6 +91,7 @@ export function claimUpdate(
       ':expiresAt': lease.expiresAt,
       ...(completes ? { ':result': completion.result ?? null, ':maxAttempts': completion.maxAttempts } : {}),
       ...(only !== undefined ? { ':onlyIfMessageId': only } : {}),
+      ...(life ? { ':life': life } : {}),
     },
   };
 }
@@ -156,14 +162,16 @@ function leaseOf(
 }
 
 /**
- * Best effort, after a refused claim of a DEAD item `dead` dropped a copy: one more dropped copy, the last
- * event (at `index`) replaced by the grown `dropped` event when it is one, else the event appended (room
- * permitting). Only while the item is that DEAD item (same token) and, in place, its list is the one read
- * (same length); refused, the item changed since (a redrive, another copy counted): not counted here.
+ * Best effort, after a refused claim of a DEAD item `dead` dropped a copy (or of a waiting item, RETRY_WAIT,
+ * a message sent for another life of its key: `dead.status`): one more dropped copy, the last event (at
+ * `index`) replaced by the grown `dropped` event when it is one, else the event appended (room
+ * permitting). Only while the item is that item (same status and token) and, in place, its list is the
+ * one read (same length); refused, the item changed since (a redrive, a claim, another copy counted): not
+ * counted here.
  */
 export function droppedCopyUpdate(
   tableName: string,
-  dead: Pick<JobItem, 'dedupKey' | 'token' | 'history'>,
+  dead: Pick<JobItem, 'dedupKey' | 'token' | 'history'> & { readonly status?: JobStatus },
   dropped: { readonly event: HistoryEvent; readonly index?: number },
 ): JobItemUpdate {
   const inPlace = dropped.index !== undefined;
@@ -174,11 +182,11 @@ export function droppedCopyUpdate(
       ? `SET #history[${dropped.index}] = :event`
       : 'SET #history = list_append(if_not_exists(#history, :noEvents), :events)',
     ConditionExpression: inPlace
-      ? '#status = :dead AND #token = :token AND size(#history) = :length'
-      : '#status = :dead AND #token = :token AND (attribute_not_exists(#history) OR size(#history) < :length)',
+      ? '#status = :status AND #token = :token AND size(#history) = :length'
+      : '#status = :status AND #token = :token AND (attribute_not_exists(#history) OR size(#history) < :length)',
     ExpressionAttributeNames: names('status', 'token', 'history'),
     ExpressionAttributeValues: {
-      ':dead': JobStatus.Dead,
+      ':status': dead.status ?? JobStatus.Dead,
       ':token': dead.token,
       ...(inPlace
         ? { ':event': dropped.event, ':length': (dead.history ?? []).length }

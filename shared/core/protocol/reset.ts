@@ -1,6 +1,7 @@
 // The reset of a dead key (docs/protocol.md, "Dead keys"): a fresh send of a DEAD key whose
 // `deadKeyUntil` passed claims it in one write, the item reset (attempts 1, a new token, no checkpoint
-// or dead-letter cause) and its history kept with a `reset` event. Asked for by a refused claim
+// or dead-letter cause, the key's next `life`) and its history kept with a `reset` event. A message a
+// redrive sent for a life of the key (`life`) is never a fresh send. Asked for by a refused claim
 // ({@link deadKeyToReset}); its own refusal is read by {@link refusedReset}.
 
 import type { HistoryEvent } from '../contract/job-history.ts';
@@ -84,7 +85,8 @@ export function resetClaimUpdate(
     UpdateExpression:
       'SET #status = :inProgress, #owner = :owner, #leaseUntil = :leaseUntil, #token = :newToken, ' +
       '#attempts = :one, #version = :newVersion, #messageId = :messageId, #createdAt = :createdAt, ' +
-      '#claimedAt = :now, #updatedAt = :now, #expiresAt = :expiresAt' +
+      '#claimedAt = :now, #updatedAt = :now, #expiresAt = :expiresAt, ' +
+      '#life = if_not_exists(#life, :zero) + :one' +
       (req.originId === undefined ? '' : ', #originId = :originId') +
       ' REMOVE #checkpoint, #deadReason, #deadAt, #deadKeyUntil, #lastError, #lastErrorClass, #refunds, #conflicts, #completedAt' +
       (req.originId === undefined ? ', #originId' : ''),
@@ -98,6 +100,7 @@ export function resetClaimUpdate(
       ...names('status', 'owner', 'leaseUntil', 'token', 'attempts', 'version', 'messageId', 'createdAt'),
       ...names('claimedAt', 'updatedAt', 'expiresAt', 'checkpoint', 'deadReason', 'deadAt', 'deadKeyUntil'),
       ...names('lastError', 'lastErrorClass', 'refunds', 'conflicts', 'completedAt', 'type', 'originId'),
+      ...names('life'),
     },
     ExpressionAttributeValues: {
       ':inProgress': JobStatus.InProgress,
@@ -110,6 +113,7 @@ export function resetClaimUpdate(
       ':deadToken': dead.token,
       ':one': 1,
       ':newVersion': dead.version + 1,
+      ':zero': 0,
       ':messageId': req.messageId,
       ':createdAt': req.createdAt,
       ':now': req.now,

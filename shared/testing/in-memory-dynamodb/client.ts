@@ -187,6 +187,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
       tables: tablesOf(command, input),
       actions:
         command instanceof TransactWriteCommand ? ((input.TransactItems as unknown[]) ?? []).length : 0,
+      ...(command instanceof BatchGetCommand ? { batchKeys: batchKeysOf(input) } : {}),
     });
     const answer = this.faults.run(request, body, http.abortSignal);
     if (this.#latencyMs === 0) return answer;
@@ -381,4 +382,10 @@ function tablesOf(command: unknown, input: Input): string[] {
   }
   if (command instanceof BatchGetCommand) return Object.keys((input.RequestItems as object) ?? {});
   return input.TableName === undefined ? [] : [input.TableName];
+}
+
+/** A BatchGet's keys by table, as the fault rules see them. */
+function batchKeysOf(input: Input): Record<string, Record<string, unknown>[]> {
+  const requests = (input.RequestItems ?? {}) as Record<string, { Keys?: Record<string, unknown>[] }>;
+  return Object.fromEntries(Object.entries(requests).map(([table, r]) => [table, r.Keys ?? []]));
 }

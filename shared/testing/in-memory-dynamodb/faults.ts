@@ -21,6 +21,8 @@ export interface FaultRequest {
   readonly tables: readonly string[];
   /** Actions of a transaction (a conflict cancels the first), 0 otherwise. */
   readonly actions: number;
+  /** A BatchGet's keys by table (what {@link DynamoDbFaults.leaveUnprocessed} may leave unread). */
+  readonly batchKeys?: Readonly<Record<string, readonly Readonly<Record<string, unknown>>[]>>;
 }
 
 export interface FaultOptions {
@@ -49,6 +51,8 @@ type ErrorSpec = FaultKind | Error | ((operation: string) => Error);
 interface Rule {
   readonly target: FaultTarget;
   readonly error?: ErrorSpec;
+  /** A BatchGet answered with only this many keys of each table read, the rest in UnprocessedKeys. */
+  readonly served?: number;
   readonly delayMs: number;
   readonly when: 'before' | 'after';
   left: number;
@@ -92,6 +96,28 @@ export class DynamoDbFaults {
     return this;
   }
 
+  /**
+   * The next BatchGet(s) matching `target` read only the first `served` keys of each table and answer the
+   * rest in `UnprocessedKeys`, as DynamoDB does when it throttles a batch read (or its answer would pass
+   * 16 MB): no error, the caller must ask for them again.
+   */
+  leaveUnprocessed(
+    target: FaultTarget,
+    options: { readonly served?: number; readonly times?: number } = {},
+  ): this {
+    const served = options.served ?? 0;
+    if (!(Number.isInteger(served) && served >= 0))
+      throw new RangeError(`leaveUnprocessed served must be an integer >= 0, got ${served}`);
+    this.#rules.push({
+      target,
+      served,
+      delayMs: 0,
+      when: 'after',
+      left: times('leaveUnprocessed', options.times),
+    });
+    return this;
+  }
+
   /** Drops every rule not yet spent. */
   clear(): void {
     this.#rules.length = 0;
@@ -116,6 +142,7 @@ export class DynamoDbFaults {
     if (rule.left === 0) this.#rules.splice(this.#rules.indexOf(rule), 1);
     const name = request.operation ?? request.command;
     this.injected.set(name, (this.injected.get(name) ?? 0) + 1);
+    if (rule.served !== undefined) return unprocessed(body(), request.batchKeys ?? {}, rule.served);
     if (rule.error === undefined) return delayed(rule, body, signal);
     if (rule.when === 'after') {
       try {
@@ -126,6 +153,22 @@ export class DynamoDbFaults {
     }
     throw errorOf(rule.error, request);
   }
+}
+
+/** A BatchGet's `answer` with each table's keys past `served` moved to `UnprocessedKeys`, their items out. */
+function unprocessed<T>(answer: T, keys: NonNullable<FaultRequest['batchKeys']>, served: number): T {
+  const out = answer as { Responses?: Record<string, Record<string, unknown>[]>; UnprocessedKeys?: unknown };
+  if (out?.Responses === undefined) return answer;
+  const responses: Record<string, Record<string, unknown>[]> = {};
+  const left: Record<string, { Keys: Readonly<Record<string, unknown>>[] }> = {};
+  for (const [table, items] of Object.entries(out.Responses)) {
+    const unread = (keys[table] ?? []).slice(served);
+    const isUnread = (item: Record<string, unknown>) =>
+      unread.some((key) => Object.entries(key).every(([name, value]) => item[name] === value));
+    responses[table] = items.filter((item) => !isUnread(item));
+    if (unread.length > 0) left[table] = { Keys: [...unread] };
+  }
+  return { ...out, Responses: responses, UnprocessedKeys: left } as T;
 }
 
 function matches(target: FaultTarget, request: FaultRequest): boolean {

@@ -253,6 +253,44 @@ export function jobStoreContract(name: string, setup: () => Promise<JobStoreFixt
         expect(reset?.originId).toBeUndefined();
       });
 
+      it("refuses a message sent for an earlier life of the key (a redrive's `life`) in every unfinished state, and never lets it reset a dead key", async () => {
+        // Prepare: life 0 dies; after its deadKeyUntil a fresh send resets the key (life 1), which fails
+        // once and waits for its retry.
+        const t0 = Date.now();
+        const key = fresh('older-life');
+        const ttl = { message: 'no more', errorClass: 'PermanentJobError', deadKeyTtlSeconds: 1 };
+        await f.store.markDead(await claim(request(key, 'worker-a', t0, { messageId: 'm-1' })), ttl);
+        const t1 = t0 + 100 * LEASE_MS;
+        const reset = await claim(request(key, 'worker-b', t1, { messageId: 'm-2' }));
+        expect(await f.store.get(key)).toMatchObject({ status: JobStatus.InProgress, messageId: 'm-2' });
+        await f.store.release(reset, t1 + 1, boom);
+        const waiting = await f.store.get(key);
+
+        // Act: a redrive's message of life 0 (re-sent in place of m-1), after the retry time; then one of life 1.
+        const older = await f.store.claim(
+          request(key, 'worker-c', t1 + 2, { messageId: 'm-3', originId: 'm-1', life: 0 }),
+        );
+        const unchanged = await f.store.get(key);
+        const own = await f.store.claim(
+          request(key, 'worker-c', t1 + 3, { messageId: 'm-4', originId: 'm-1', life: 1 }),
+        );
+
+        // Assess: refused with the item, which it left as it was; the message of the item's life claims it.
+        expect(older).toMatchObject({ claimed: false, existing: { status: JobStatus.RetryWait, life: 1 } });
+        expect(unchanged).toEqual(waiting);
+        expect(own).toMatchObject({ claimed: true, kind: 'retry', lease: { attempts: 2 } });
+
+        // A dead key past its deadKeyUntil: a message of a life (a redrive's) is a copy, not a fresh send.
+        const dead = fresh('older-life-dead');
+        await f.store.markDead(await claim(request(dead, 'worker-a', t0, { messageId: 'm-1' })), ttl);
+        const before = await f.store.get(dead);
+        const stale = await f.store.claim(
+          request(dead, 'worker-b', t1, { messageId: 'm-5', originId: 'm-0', life: 0 }),
+        );
+        expect(stale).toMatchObject({ claimed: false, existing: { status: JobStatus.Dead } });
+        expect(await f.store.get(dead)).toEqual(before);
+      });
+
       it('lets exactly one of 20 concurrent claims win; every refusal names the winner', async () => {
         // Prepare
         const key = fresh('race');

@@ -29,6 +29,19 @@ const claim = { dedupKey: 'k', owner: 'w1', messageId: 'm', type: 't', createdAt
 
 const updates: Record<string, JobItemUpdate> = {
   claim: claimUpdate('jobs', claim, { leaseUntil: 31_000, expiresAt: 99 }),
+  claimOfFirstLife: claimUpdate('jobs', { ...claim, life: 0 }, { leaseUntil: 31_000, expiresAt: 99 }),
+  claimOfLife: claimUpdate('jobs', { ...claim, life: 2 }, { leaseUntil: 31_000, expiresAt: 99 }),
+  fastCommitOfLife: claimUpdate(
+    'jobs',
+    { ...claim, life: 1 },
+    { leaseUntil: 1_000, expiresAt: 99 },
+    { result: undefined, maxAttempts: 5 },
+  ),
+  ownClaimOfLife: claimUpdate(
+    'jobs',
+    { ...claim, life: 2, onlyIfMessageId: 'm' },
+    { leaseUntil: 31_000, expiresAt: 99 },
+  ),
   fastCommit: claimUpdate(
     'jobs',
     claim,
@@ -244,6 +257,41 @@ describe('Module: dynamodb-job-expressions', () => {
       expect(apply(update, { ...dead, status: JobStatus.Completed })).toBeUndefined();
       // The dead job's own message, back because its delete failed, is a copy: never a reset.
       expect(apply(update, { ...dead, messageId: claim.messageId })).toBeUndefined();
+      // The reset starts the key's next life.
+      expect(reset.life).toBe(1);
+      expect(apply(update, { ...dead, life: 1 })?.life).toBe(2);
+    });
+
+    it("claims with a message of one life (a redrive's) only an item of that life, or none", () => {
+      // Prepare: a job waiting for its retry, at the first life (no `life`) and after two resets.
+      const waiting = {
+        dedupKey: 'k',
+        status: JobStatus.RetryWait,
+        leaseUntil: 0,
+        type: 't',
+        token: 7,
+        version: 3,
+      };
+      const first = updates.claimOfFirstLife as JobItemUpdate;
+      const third = updates.claimOfLife as JobItemUpdate;
+
+      // Act + Assess
+      expect(apply(first, waiting)).toMatchObject({ status: JobStatus.InProgress });
+      expect(apply(first, { ...waiting, life: 2 })).toBeUndefined();
+      expect(apply(third, { ...waiting, life: 2 })).toMatchObject({ status: JobStatus.InProgress, life: 2 });
+      expect(apply(third, waiting)).toBeUndefined();
+      expect(apply(third, { ...waiting, life: 1 })).toBeUndefined();
+      expect(apply(third, {})).toMatchObject({ status: JobStatus.InProgress });
+      expect(
+        apply(updates.ownClaimOfLife as JobItemUpdate, { ...waiting, messageId: 'm', life: 1 }),
+      ).toBeUndefined();
+      const fast = updates.fastCommitOfLife as JobItemUpdate;
+      expect(apply(fast, { ...waiting, attempts: 0, life: 1 })).toMatchObject({
+        status: JobStatus.Completed,
+      });
+      expect(apply(fast, { ...waiting, attempts: 0 })).toBeUndefined();
+      // A message of no life (a producer's) takes any life, as before.
+      expect(apply(updates.claim as JobItemUpdate, { ...waiting, life: 2 })).toMatchObject({ life: 2 });
     });
 
     it('appends a lost lease only to an existing item with room, changing no protocol field', () => {

@@ -81,6 +81,30 @@ describe('Function: decideRefusal', () => {
   it('calls a refusal by an already expired lease contended (retry soon)', () => {
     expect(decideRefusal(item({ leaseUntil: NOW - 1 }), 'm-2', NOW)).toEqual({ kind: 'contended' });
   });
+
+  it("drops a redrive's message of another life of the key, whatever the lease says (never handed back)", () => {
+    // Prepare: a job of life 1 (a fresh send reset the key), waiting or running, live or ended; a
+    // redrive's message sent in place of life 0's message m-1.
+    const redriven = { messageId: 'm-9', originId: 'm-1', formerIds: ['m-1'], life: 0 };
+    const items = [
+      item({ life: 1 }),
+      item({ life: 1, leaseUntil: NOW - 1 }),
+      item({ life: 1, status: JobStatus.RetryWait, owner: undefined, leaseUntil: NOW - 1 }),
+    ];
+
+    // Act + Assess
+    for (const old of items)
+      expect(decideRefusal(old, redriven, NOW)).toEqual({ kind: 'other-life', life: 0 });
+    // Its own life's item, or one met by a message of no life, decides as before.
+    expect(decideRefusal(item({ messageId: 'm-1' }), redriven, NOW)).toEqual({
+      kind: 'own-message-early',
+      hideForMs: 10_000,
+    });
+    expect(decideRefusal(item({ life: 1, leaseUntil: NOW - 1 }), 'm-2', NOW)).toEqual({ kind: 'contended' });
+    expect(decideRefusal(item({ life: 1, status: JobStatus.Dead }), redriven, NOW)).toEqual({
+      kind: 'dead-copy',
+    });
+  });
 });
 
 describe('Function: classifyClaim', () => {

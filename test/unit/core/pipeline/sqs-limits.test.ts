@@ -7,7 +7,12 @@ import type { JobLease } from '../../../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { JobRenewer } from '../../../../shared/core/leases/renewer.ts';
 import { JobLog } from '../../../../shared/core/observe/job-log.ts';
-import { ORIGIN_ATTRIBUTE, RecordMessage } from '../../../../shared/core/pipeline/record-message.ts';
+import {
+  LIFE_ATTRIBUTE,
+  ORIGIN_ATTRIBUTE,
+  RESENT_FROM_ATTRIBUTE,
+  RecordMessage,
+} from '../../../../shared/core/pipeline/record-message.ts';
 import { toSqsRecord } from '../../../../shared/runner/sqs-records.ts';
 import { memoryStores } from '../../../support/memory-stores.ts';
 
@@ -93,6 +98,45 @@ describe('The 12-hour visibility budget, counted from the receive', () => {
     }
   });
 
+  it('a give-back with the 12 hours used up re-sends the message, delayed by the backoff, instead of showing it at once', async () => {
+    // Prepare: 12 hours into the receive (nothing left of the budget), a backoff of 10 minutes is asked for.
+    const now = () => RECEIVED_AT + 12 * HOUR - 60_000;
+    const { queue, hidden, sent, deleted } = sqsLikeQueue(now);
+    const message = new RecordMessage(queue, record(), log(), { receivedAt: RECEIVED_AT, now });
+
+    // Act
+    await message.giveBack(600, 'retry');
+
+    // Assess: a new message of the same origin, delayed 600 s (its own 12 hours start with its receive);
+    // the old one deleted, not made visible.
+    expect(hidden).toEqual([]);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatchObject({ delaySeconds: 600 });
+    expect(sent[0]?.attributes?.[ORIGIN_ATTRIBUTE]?.stringValue).toBe('m-1');
+    expect(deleted).toEqual(['r-1']);
+  });
+
+  it('a hide with nothing left of the budget says it hid nothing; a give-back on FIFO shows the message', async () => {
+    // Prepare
+    const now = () => RECEIVED_AT + 12 * HOUR - 60_000;
+    const { queue, hidden, sent } = sqsLikeQueue(now);
+    const message = new RecordMessage(queue, record(), log(), { receivedAt: RECEIVED_AT, now });
+    const fifoRecord = record();
+    fifoRecord.attributes.SequenceNumber = '1';
+    fifoRecord.attributes.MessageGroupId = 'g';
+    const fifo = new RecordMessage(queue, fifoRecord, log(), { receivedAt: RECEIVED_AT, now });
+
+    // Act
+    const hid = await message.hide(900);
+    await fifo.giveBack(600, 'retry');
+
+    // Assess: the caller of the hide keeps the copy (it shows again and is judged under a new receive); a
+    // FIFO head is never re-sent behind its group: it shows at once, as before.
+    expect(hid).toBe(false);
+    expect(sent).toEqual([]);
+    expect(hidden).toEqual([0]);
+  });
+
   it('a heartbeat past the budget renews the lease and asks SQS for nothing it would refuse', async () => {
     // Prepare: a job claimed at the receive, beating 12 hours later.
     let at = RECEIVED_AT;
@@ -158,5 +202,34 @@ describe('A re-send keeps within the 10 message attributes of SQS', () => {
     expect(sent[0]?.attributes?.[ORIGIN_ATTRIBUTE]?.stringValue).toBe('m-1');
     expect(deleted).toEqual(['r-1']);
     expect(hidden).toEqual([]);
+  });
+
+  it("re-sends a redrive's message with the life it was sent for, within 10 attributes beside the producer's", async () => {
+    // Prepare: a redrive's message (in place of m-0, for life 2) that also carries 9 producer attributes.
+    const now = () => RECEIVED_AT;
+    const { queue, sent } = sqsLikeQueue(now);
+    const attributes = {
+      ...Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`a${i}`, `v${i}`])),
+      [RESENT_FROM_ATTRIBUTE]: 'm-0',
+      [LIFE_ATTRIBUTE]: '2',
+    };
+    const message = new RecordMessage(queue, record(attributes), log(), { receivedAt: RECEIVED_AT, now });
+    expect(message.identity).toMatchObject({ originId: 'm-0', life: 2 });
+
+    // Act
+    const resent = await message.resend(5);
+
+    // Assess: the re-send is the same message of the same life (its identity read back from what was sent).
+    expect(resent).toBe(true);
+    const out = sent[0]?.attributes ?? {};
+    expect(Object.keys(out).length).toBeLessThanOrEqual(10);
+    expect(out[ORIGIN_ATTRIBUTE]?.stringValue).toBe('m-0');
+    expect(out[LIFE_ATTRIBUTE]?.stringValue).toBe('2');
+    const stringsOf = Object.fromEntries(Object.entries(out).map(([k, v]) => [k, v.stringValue ?? '']));
+    const again = new RecordMessage(queue, { ...record(stringsOf), messageId: 'm-2' }, log(), {
+      receivedAt: RECEIVED_AT,
+      now,
+    });
+    expect(again.identity).toMatchObject({ messageId: 'm-2', originId: 'm-0', life: 2 });
   });
 });
