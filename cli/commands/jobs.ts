@@ -24,6 +24,7 @@ interface JobsFlags extends TargetFlags {
   readonly status?: ProblemStatusFilter[];
   readonly type?: string;
   readonly error?: string;
+  readonly reason?: string;
   readonly since?: number;
   readonly limit?: number;
   readonly cursor?: string;
@@ -106,6 +107,10 @@ export function register(program: Command): void {
       )
       .option('--type <type>', 'only jobs of this type')
       .option('--error <text>', 'only jobs whose last error (class or message) contains this, any case')
+      .option(
+        '--reason <reason>',
+        'only jobs with this dead reason (e.g. max-attempts) or stuck reason, exactly',
+      )
       .option('--since <duration>', 'only jobs whose last problem is this recent (e.g. 1h, 30m)', durationArg)
       .option(
         '--limit <n>',
@@ -129,6 +134,7 @@ export function register(program: Command): void {
           ...(flags.status ? { status: flags.status } : {}),
           ...(flags.type === undefined ? {} : { type: flags.type }),
           ...(flags.error === undefined ? {} : { errorContains: flags.error }),
+          ...(flags.reason === undefined ? {} : { reason: flags.reason }),
           ...(flags.since === undefined ? {} : { since: now - flags.since }),
           ...(flags.limit === undefined ? {} : { limit: flags.limit }),
           ...(flags.cursor === undefined ? {} : { cursor: flags.cursor }),

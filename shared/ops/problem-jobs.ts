@@ -24,6 +24,8 @@ export interface ProblemJobsFilter {
   readonly type?: string;
   /** Case-insensitive substring of `lastErrorClass: lastError`. */
   readonly errorContains?: string;
+  /** The dead reason (`deadReason`, as a letter's `reason`) or the stuck reason, exactly. */
+  readonly reason?: string;
   /** Only jobs whose last problem is at or after this (epoch ms). */
   readonly since?: number;
   /** Most jobs returned. @default 50 (at most 1000) */
@@ -133,6 +135,9 @@ export async function listProblemJobs(
     : undefined;
   const matches = (view: ProblemJobView): boolean => {
     if (wanted && !wanted.plain.has(view.status) && !(wanted.stuck && view.stuck)) return false;
+    if (filter.reason !== undefined && view.deadReason !== filter.reason && view.stuck !== filter.reason) {
+      return false;
+    }
     if (needle !== undefined) {
       const text = `${view.lastErrorClass ?? ''}: ${view.lastError ?? ''}`.toLowerCase();
       if (!text.includes(needle)) return false;
