@@ -1,8 +1,11 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
+import { S3PayloadStore } from '../../shared/core/adapters/s3-payload-store.ts';
 import { operationalSmells, poolMetricsDir, poolsOf, readPoolMetrics } from '../../shared/ops/smells.ts';
+import { jobModuleOption, loadCliJobs } from '../job-module.ts';
 import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
 import { newToken, TRACE_TOKEN_HEADER } from '../ui/guard.ts';
+import { loadRedactHook } from '../ui/job-hooks.ts';
 import { startUi, UI_HOST, UI_HOST_V6 } from '../ui/server.ts';
 import { SpanBuffer } from '../ui/spans.ts';
 
@@ -10,6 +13,8 @@ interface UiFlags extends TargetFlags {
   readonly port: number;
   readonly readOnly?: boolean;
   readonly maxSpans: number;
+  readonly jobModule?: string;
+  readonly payloadBucket?: string;
 }
 
 /** The default port: free on most machines, easy to type. */
@@ -31,8 +36,7 @@ function countArg(value: string): number {
 /** Adds `leaseq ui`. */
 export function register(program: Command): void {
   targetOptions(
-    program
-      .command('ui')
+    jobModuleOption(program.command('ui'))
       .description(
         `a local web inspector on ${UI_HOST} only: queue and DLQ depth over time, live and stuck leases, problem jobs, ` +
           "one job's timeline and traces, the DLQ with redrive and purge (behind the printed token and a confirmation). " +
@@ -41,9 +45,35 @@ export function register(program: Command): void {
       )
       .option('--port <port>', `port on ${UI_HOST} (0: any free port)`, portArg, DEFAULT_UI_PORT)
       .option('--read-only', 'no actions: redrive and purge are off')
-      .option('--max-spans <n>', 'spans kept in memory (the oldest go first)', countArg, 5000),
+      .option('--max-spans <n>', 'spans kept in memory (the oldest go first)', countArg, 5000)
+      .option(
+        '--payload-bucket <name>',
+        'the bucket of claim-checked payloads (stack output PayloadBucketName): an offloaded payload is shown from it',
+      ),
   ).action(async (flags: UiFlags) => {
+    // The job module: the schema an edited payload is checked against, and the redaction hook (redactError).
+    // One found by the environment or package.json that fails to load only turns editing off: the
+    // inspector reads without it.
+    let jobs: Awaited<ReturnType<typeof loadCliJobs>>;
+    let redact: Awaited<ReturnType<typeof loadRedactHook>>;
+    try {
+      jobs = await loadCliJobs(flags.jobModule);
+      redact = jobs ? await loadRedactHook(jobs.path) : undefined;
+    } catch (error) {
+      if (flags.jobModule !== undefined) throw error;
+      jobs = undefined;
+      redact = undefined;
+      process.stderr.write(
+        `leaseq ui: ${error instanceof Error ? error.message : String(error)}; payload editing is off\n`,
+      );
+    }
     const target = await resolveTarget(flags);
+    const payloadStore = flags.payloadBucket
+      ? new S3PayloadStore({
+          bucket: flags.payloadBucket,
+          config: { region: target.region, ...(target.endpoint ? { endpoint: target.endpoint } : {}) },
+        })
+      : undefined;
     const token = newToken();
     const traceToken = newToken();
     const ui = await startUi(
@@ -53,6 +83,9 @@ export function register(program: Command): void {
         token,
         traceToken,
         readOnly: flags.readOnly === true,
+        ...(jobs ? { jobs } : {}),
+        ...(redact ? { redact } : {}),
+        ...(payloadStore ? { payloadStore } : {}),
         spans: new SpanBuffer(flags.maxSpans),
         localWorkers: () =>
           operationalSmells(

@@ -5,10 +5,11 @@
  */
 import type { Context, Hono } from 'hono';
 import type { OpsTarget } from '../../shared/ops/target.ts';
+import type { PayloadSettings } from './find-context.ts';
 import { page } from './layout.ts';
 import type { SpanBuffer } from './spans.ts';
 
-export interface UiConfig {
+export interface UiConfig extends PayloadSettings {
   readonly target: OpsTarget;
   /** The CLI's target line, shown in the header. */
   readonly targetLine: string;
@@ -34,6 +35,8 @@ export interface UiConfig {
 
 /** Extras of one page's frame: banners of the calls that failed, a notice, the page's script. */
 export interface FrameExtras {
+  /** The header's search box text (the find page's query). */
+  readonly search?: string;
   readonly problems?: string[];
   readonly notice?: string;
   readonly script?: string;

@@ -25,6 +25,10 @@ export interface FindUi {
   readonly readMs: number;
   readonly actionMs: number;
   readonly log: (line: string) => void;
-  frame(title: string, body: string, extra?: { problems?: string[]; notice?: string }): string;
+  frame(
+    title: string,
+    body: string,
+    extra?: { problems?: string[]; notice?: string; search?: string },
+  ): string;
   refuseIfReadOnly(c: Context): Response | Promise<Response> | undefined;
 }

@@ -4,7 +4,6 @@
  * (`cursor`), with a bounded count (shared/ops/find-jobs.ts). The box's syntax is search.ts's.
  */
 import type { Hono } from 'hono';
-import { JobStatus } from '../../shared/core/contract/statuses.ts';
 import {
   describeCount,
   FIND_COUNT_BOUND,
@@ -14,26 +13,17 @@ import {
 } from '../../shared/ops/find-jobs.ts';
 import { ProblemJobsFilterError } from '../../shared/ops/problem-jobs.ts';
 import { formatErrorText } from '../format.ts';
+import { statusBadge } from './components.ts';
 import { bounded } from './data.ts';
 import type { FindUi } from './find-context.ts';
 import { esc, human } from './html.ts';
-import { parseSearch, SEARCH_MAX_CHARS } from './search.ts';
-
-/** The search box: a GET form to /find, labelled, on every page (the layout places it). */
-export function searchBox(q = ''): string {
-  return `<form class="search" method="get" action="/find" role="search" aria-label="find jobs"><input id="find-q" name="q" type="search" maxlength="${SEARCH_MAX_CHARS}" value="${esc(q)}" placeholder="dedup key, or type: status: reason: error: since:" aria-label="dedup key or filters" size="42"><button type="submit">Find</button></form>`;
-}
+import { parseSearch } from './search.ts';
 
 const HELP = `<p>Type a dedup key to open its job, or filters to list problem jobs (retried, waiting for a retry, dead, stuck, cancelled):</p>
 <ul><li><code>type:ledger.credit status:DEAD reason:max-attempts</code></li>
 <li><code>error:"connection reset" since:1h</code> (since: a duration back from now, 90s 15m 1h 7d, or an ISO 8601 time)</li>
 <li><code>status:RETRY_WAIT,stuck</code> · words outside a filter are error text: <code>status:DEAD timeout</code></li>
 <li><code>key:type:123</code> for a key that starts like a filter</li></ul>`;
-
-function statusBadge(status: JobStatus): string {
-  const kind = status === JobStatus.Completed ? 'good' : status === JobStatus.Dead ? 'bad' : 'warn';
-  return `<span class="badge ${kind}">${esc(status)}</span>`;
-}
 
 function resultTable(found: FindPage, now: number): string {
   if (found.jobs.length === 0) return '<p class="muted" id="find-none">No problem job matches.</p>';
@@ -55,7 +45,7 @@ export function findRoute(app: Hono, ui: FindUi): void {
     const from = Math.max(0, Math.min(1_000_000, Number.parseInt(c.req.query('from') ?? '0', 10) || 0));
     const search = parseSearch(q, now);
     const frame = (body: string, extra: { problems?: string[] } = {}) =>
-      ui.frame('Find', `<h1>Find</h1>${searchBox(q)}${body}`, extra);
+      ui.frame('Find', `<h1>Find</h1>${body}`, { ...extra, search: q });
     if (search.kind === 'empty') return c.html(frame(HELP));
     if (search.kind === 'invalid') {
       return c.html(

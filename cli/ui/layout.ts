@@ -3,6 +3,7 @@
  * body, the page's script) and its stylesheet, shared by every page.
  */
 import { esc } from './html.ts';
+import { SEARCH_MAX_CHARS } from './search.ts';
 
 /**
  * The colours of the stylesheet, as text-on-background pairs: each pair is checked against WCAG AA
@@ -68,6 +69,9 @@ ol.timeline li.completed::before{background:#1e7d3a}
 ol.timeline .when{font-variant-numeric:tabular-nums;color:${P.muted.fg};font-size:.85rem;margin-right:.5rem}
 svg text{font:12px system-ui,sans-serif;fill:${P.text.fg}}
 .legend span{margin-right:1rem;font-size:.85rem}
+header form.search{display:flex;gap:.3rem}
+header form.search input{width:22rem;max-width:60vw}
+textarea{font:13px/1.4 ui-monospace,Menlo,Consolas,monospace;width:100%;padding:.4rem;border:1px solid #8a939e;border-radius:.25rem;color:${P.text.fg};background:${P.text.bg}}
 .sw{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:-.1rem}
 `;
 
@@ -86,9 +90,16 @@ export interface PageOptions {
   readonly problems?: readonly string[];
   readonly notice?: string;
   readonly script?: string;
+  /** The search box's text (the find page keeps what was searched). */
+  readonly search?: string;
 }
 
-/** The page frame: header with navigation, banners, the body. */
+/** The search box of every page's header: a GET to /find (find-page.ts; its syntax is search.ts's). */
+export function searchBox(q = ''): string {
+  return `<form class="search" method="get" action="/find" role="search" aria-label="find jobs"><input id="find-q" name="q" type="search" maxlength="${SEARCH_MAX_CHARS}" value="${esc(q)}" placeholder="dedup key, or type: status: reason: error: since:" aria-label="dedup key or filters"><button type="submit">Find</button></form>`;
+}
+
+/** The page frame: header with navigation, the search box, banners, the body. */
 export function page(body: string, options: PageOptions): string {
   const banners = (options.problems ?? [])
     .map((p) => `<div class="banner" role="alert">${esc(p)}</div>`)
@@ -98,6 +109,6 @@ export function page(body: string, options: PageOptions): string {
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${esc(options.title)} · leaseq</title><style>${CSS}</style></head>
 <body><header><strong>leaseq</strong><nav aria-label="pages">${NAV.map(([href, label]) => `<a href="${href}">${esc(label)}</a>`).join(' · ')}</nav>
-<span class="target">${esc(options.target)}</span></header>
+${searchBox(options.search)}<span class="target">${esc(options.target)}</span></header>
 <main>${banners}${notice}${body}</main>${options.script ? `<script>${options.script}</script>` : ''}</body></html>`;
 }

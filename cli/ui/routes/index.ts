@@ -4,6 +4,9 @@
  * counts where paths overlap: put a fixed path (`/jobs/search`) before a parameter one (`/jobs/:key`).
  */
 import type { UiRoute } from '../context.ts';
+import { findRoute } from '../find-page.ts';
+import { fixRoute } from '../fix-page.ts';
+import { revealRoute } from '../reveal-page.ts';
 import { dlqRoutes } from './dlq.ts';
 import { dlqLetterRoutes } from './dlq-letter.ts';
 import { dlqPurgeRoutes } from './dlq-purge.ts';
@@ -19,6 +22,9 @@ export const ROUTES: readonly UiRoute[] = [
   problemJobsRoutes,
   jobRoutes,
   jobCancelRoutes,
+  findRoute,
+  revealRoute,
+  fixRoute,
   dlqRoutes,
   dlqLetterRoutes,
   dlqRedriveRoutes,

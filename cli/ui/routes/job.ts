@@ -1,4 +1,7 @@
-/** One job `/jobs/<dedupKey>`: its fields, lease, checkpoint, timeline and spans; its data on request. */
+/**
+ * One job `/jobs/<dedupKey>`: its fields, lease, checkpoint, timeline and spans; its payload, result and
+ * dead letters on request (a POST: reveal-page.ts).
+ */
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { inspectJob } from '../../../shared/ops/inspect.ts';
 import { jobTimeline } from '../../../shared/ops/timeline.ts';
@@ -7,13 +10,13 @@ import { leaseLeft, statusBadge } from '../components.ts';
 import type { UiRoute } from '../context.ts';
 import { bounded } from '../data.ts';
 import { esc, human, iso } from '../html.ts';
+import { revealButton } from '../reveal-page.ts';
 import { waterfall } from '../waterfall.ts';
 
 export const jobRoutes: UiRoute = (app, ui) => {
   const { config, frame } = ui;
   app.get('/jobs/:key', async (c) => {
     const key = c.req.param('key');
-    const show = c.req.query('show');
     const report = await bounded('DynamoDB', `read of job ${key}`, ui.readMs, () =>
       inspectJob(ui.target, key),
     );
@@ -22,7 +25,7 @@ export const jobRoutes: UiRoute = (app, ui) => {
       return c.html(
         frame(
           key,
-          `<h1>Job ${esc(key)}</h1><p>No job item under this key (never claimed, or removed by TTL).</p>`,
+          `<h1>Job ${esc(key)}</h1><p>No job item under this key (never claimed, or removed by TTL).</p><p class="muted">A message refused before any claim may still be in the DLQ:</p>${revealButton(key)}`,
         ),
         404,
       );
@@ -61,10 +64,8 @@ export const jobRoutes: UiRoute = (app, ui) => {
         '',
       )}</ol>${job.historyDropped ? `<p class="muted">${esc(job.historyDropped)} older events dropped.</p>` : ''}`;
     const spans = config.spans.forMessages([job.messageId]);
-    const data =
-      show === 'data'
-        ? `<h2>Checkpoint data and result</h2><pre>${esc(JSON.stringify({ checkpointData: job.checkpoint?.data, result: job.result }, null, 2))}</pre>`
-        : `<p><a class="button" href="/jobs/${encodeURIComponent(key)}?show=data">Show checkpoint data and result</a></p>`;
+    // Payloads are not on the page by default: only on request, by a POST (no URL or history holds one).
+    const data = `<h2>Payload and result</h2><p class="muted">Not shown by default: the payload (from the job's dead letters${job.status === JobStatus.Dead ? ', where it can be edited and redriven' : ''}), the result and the checkpoint data, redacted by the deployment's hook.</p>${revealButton(key)}`;
     // Only an unfinished job can be cancelled; a read-only inspector shows no action.
     const cancellable = job.status === JobStatus.InProgress || job.status === JobStatus.RetryWait;
     const cancel =
