@@ -34,19 +34,22 @@ export interface ShownPayload extends ShownValue {
   readonly value: unknown;
 }
 
+/** Pure: `text` through the hook (none: as it is); a hook that throws or returns no string withholds it. */
+export function redactText(text: string, redact: RedactText | undefined): string {
+  if (!redact) return text;
+  try {
+    const out: unknown = redact(text);
+    return typeof out === 'string' ? out : REDACT_THREW;
+  } catch {
+    return REDACT_THREW;
+  }
+}
+
 /** Pure: `value` as the page shows it. */
 export function showValue(value: unknown, redact: RedactText | undefined): ShownValue {
   const compact = JSON.stringify(value) ?? 'undefined';
   const pretty = JSON.stringify(value, null, 2) ?? 'undefined';
-  let text = pretty;
-  if (redact) {
-    try {
-      const out: unknown = redact(pretty);
-      text = typeof out === 'string' ? out : REDACT_THREW;
-    } catch {
-      text = REDACT_THREW;
-    }
-  }
+  const text = redactText(pretty, redact);
   return { text, bytes: Buffer.byteLength(compact, 'utf8'), redacted: text !== pretty };
 }
 

@@ -1,13 +1,22 @@
-/** One dead letter `/dlq/letters/<messageId>`: its attributes, its body on request (not when read-only). */
+/**
+ * One dead letter `/dlq/letters/<messageId>`: its error, attributes and a link to its job; its body and
+ * payload on request (a POST; redacted by the deployment's hook, with their sizes). Not when read-only.
+ */
+import type { Context } from 'hono';
+import type { BlankEnv } from 'hono/types';
 import { findDeadLetter } from '../../../shared/ops/dlq.ts';
+import { redactText, showLetterPayload } from '../../../shared/ops/payload-view.ts';
+import { formatErrorText } from '../../format.ts';
+import { jobLink } from '../components.ts';
 import type { UiRoute } from '../context.ts';
 import { bounded } from '../data.ts';
 import { esc } from '../html.ts';
+import { shownBlock } from '../reveal-page.ts';
 
 export const dlqLetterRoutes: UiRoute = (app, ui) => {
   const { config, frame, target } = ui;
-  app.get('/dlq/letters/:id', async (c) => {
-    const id = c.req.param('id');
+  const letterPage = async (c: Context<BlankEnv, '/dlq/letters/:id'>, reveal: boolean) => {
+    const id = c.req.param('id') ?? '';
     if (config.readOnly) {
       const why = 'Started with --read-only: a letter is not read (finding it means receiving letters).';
       return c.html(frame('Read-only', `<h1>Read-only</h1><p>${esc(why)}</p>`), 403);
@@ -32,12 +41,26 @@ export const dlqLetterRoutes: UiRoute = (app, ui) => {
     const attrs = Object.entries(l.attributes)
       .map(([k, v]) => `<tr><th scope="row">${esc(k)}</th><td>${esc(v)}</td></tr>`)
       .join('');
-    const body =
-      c.req.query('show') === 'body'
-        ? `<h2>Body</h2><pre>${esc(l.body)}</pre>`
-        : `<p><a class="button" href="/dlq/letters/${encodeURIComponent(id)}?show=body">Show the message body</a></p>`;
-    return c.html(
-      frame('Letter', `<h1>Dead letter ${esc(id)}</h1><table><tbody>${attrs}</tbody></table>${body}`),
-    );
-  });
+    const body = reveal
+      ? await revealed(l.body, config)
+      : `<form method="post" action="/dlq/letters/${encodeURIComponent(id)}" aria-label="show the message body"><button type="submit" id="reveal-body">Show the message body and payload</button></form>`;
+    const head = `<table><tbody><tr><th scope="row">job</th><td>${l.dedupKey ? jobLink(l.dedupKey) : '<span class="muted">unreadable</span>'}</td></tr><tr><th scope="row">error</th><td>${esc(formatErrorText(l.errorClass, l.errorMessage) ?? '-')}</td></tr>${attrs}</tbody></table>`;
+    return c.html(frame('Letter', `<h1>Dead letter ${esc(id)}</h1>${head}${body}`));
+  };
+  app.get('/dlq/letters/:id', (c) => letterPage(c, false));
+  app.post('/dlq/letters/:id', (c) => letterPage(c, true));
 };
+
+/** The body (the hook over its whole text) and the payload in it, each with its size. */
+async function revealed(body: string, config: Parameters<UiRoute>[1]['config']): Promise<string> {
+  const payload = await showLetterPayload(body, {
+    ...(config.redact ? { redact: config.redact } : {}),
+    ...(config.payloadStore ? { store: config.payloadStore } : {}),
+  });
+  const shownPayload =
+    'problem' in payload
+      ? `<p class="muted">${esc(payload.problem)}</p>`
+      : shownBlock('letter-payload', 'Payload', payload, payload.source === 's3' ? ', offloaded to S3' : '');
+  const text = redactText(body, config.redact);
+  return `${shownPayload}<h3>Body <span class="muted">(${Buffer.byteLength(body, 'utf8').toLocaleString('en')} bytes${text !== body ? ', redacted' : ''})</span></h3><pre id="letter-body">${esc(text)}</pre>`;
+}

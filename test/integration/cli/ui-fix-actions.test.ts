@@ -1,0 +1,254 @@
+/**
+ * The inspector's search, payload and fix routes where they meet the rest, against the emulator's real
+ * SQS and DynamoDB through the app's routes (the gate as a browser passes it): a fix whose job was
+ * cancelled, whose letter went, without a job module, across origins, read-only; a payload the hook
+ * redacts is never shown whole nor offered for editing; a key search answers from one read.
+ */
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createUiApp } from '../../../cli/ui/app.ts';
+import { TOKEN_COOKIE } from '../../../cli/ui/guard.ts';
+import { SpanBuffer } from '../../../cli/ui/spans.ts';
+import ledgerJobs from '../../../examples/ledger/jobs.ts';
+import { DynamoDbJobStore } from '../../../shared/core/adapters/dynamodb-job-store.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
+import { purgeDlq } from '../../../shared/ops/dlq.ts';
+import { lettersOfJob } from '../../../shared/ops/job-letters.ts';
+import {
+  type CoreEnv,
+  coreEnv,
+  eventually,
+  makeWorker,
+  queueCounts,
+  sendJob,
+} from '../../support/core-fixture.ts';
+import { uniqueName } from '../../support/env.ts';
+
+const PORT = 8686;
+const HOST = 'fix.leaseq.localhost';
+const ORIGIN = `http://${HOST}:${PORT}`;
+const token = 'fix-token';
+const JOBS = { path: 'examples/ledger/jobs.ts', jobs: ledgerJobs };
+let env: CoreEnv;
+
+type App = ReturnType<typeof createUiApp>;
+function makeApp(extra: Record<string, unknown> = {}): App {
+  return createUiApp({
+    target: {
+      clients: env.clients,
+      names: {
+        queueUrl: env.queueUrl,
+        dlqUrl: env.dlqUrl,
+        jobsTable: env.jobsTable,
+        leasesTable: env.leasesTable,
+      },
+    } as never,
+    targetLine: 'test',
+    token,
+    host: HOST,
+    traceToken: 'trace-token',
+    port: () => PORT,
+    readOnly: false,
+    spans: new SpanBuffer(10),
+    ...extra,
+  });
+}
+
+const cookies = new WeakMap<App, string>();
+async function cookieOf(a: App): Promise<string> {
+  const known = cookies.get(a);
+  if (known) return known;
+  const traded = await a.request(`${ORIGIN}/?token=${token}`, { headers: { host: `${HOST}:${PORT}` } });
+  const cookie = (traded.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+  expect(cookie).toMatch(new RegExp(`^${TOKEN_COOKIE}=`));
+  cookies.set(a, cookie);
+  return cookie;
+}
+const get = async (a: App, path: string) =>
+  a.request(`${ORIGIN}${path}`, { headers: { host: `${HOST}:${PORT}`, cookie: await cookieOf(a) } });
+const post = async (
+  a: App,
+  path: string,
+  form: Record<string, string>,
+  headers: Record<string, string> = {},
+) =>
+  a.request(`${ORIGIN}${path}`, {
+    method: 'POST',
+    headers: {
+      host: `${HOST}:${PORT}`,
+      origin: ORIGIN,
+      cookie: await cookieOf(a),
+      'content-type': 'application/x-www-form-urlencoded',
+      ...headers,
+    },
+    body: new URLSearchParams(form).toString(),
+  });
+
+/** A dead ledger.credit with its letter in the DLQ; its letter's id. */
+async function deadJob(account: string): Promise<{ key: string; letterId: string }> {
+  const key = uniqueName('dead');
+  await sendJob(env, {
+    dedupKey: key,
+    type: 'ledger.credit',
+    payload: { account, amount: 5, simulate: { failTimes: 1 } },
+  });
+  const worker = makeWorker(env, ledgerJobs, { worker: 'w-strict', maxAttempts: 1 });
+  expect(
+    await eventually(
+      async () => {
+        await worker.poll();
+        const q = await queueCounts(env);
+        return q.visible + q.inFlight + q.delayed === 0;
+      },
+      30_000,
+      100,
+    ),
+  ).toBe(true);
+  const { letters } = await lettersOfJob(target() as never, key);
+  expect(letters.length).toBe(1);
+  return { key, letterId: letters[0]?.messageId ?? '' };
+}
+
+const target = () => ({
+  clients: env.clients,
+  names: {
+    queueUrl: env.queueUrl,
+    dlqUrl: env.dlqUrl,
+    jobsTable: env.jobsTable,
+    leasesTable: env.leasesTable,
+  },
+});
+const fixed = (account: string) => JSON.stringify({ account, amount: 7 });
+
+beforeAll(async () => {
+  env = await coreEnv('cliuifix');
+});
+afterAll(() => env?.close());
+
+describe('leaseq ui: fix and redrive where it meets the rest', () => {
+  it('refuses a fix whose job was cancelled since the form was drawn, and leaves the letter and the job as they are', async () => {
+    const app = makeApp({ jobs: JOBS });
+    const account = uniqueName('acct');
+    const { key, letterId } = await deadJob(account);
+    const store = new DynamoDbJobStore({ client: env.clients.doc, tableName: env.jobsTable });
+    const item = await store.get(key);
+    await env.clients.doc.send(
+      new PutCommand({ TableName: env.jobsTable, Item: { ...item, status: JobStatus.Cancelled } }),
+    );
+    for (const confirmed of ['', 'yes']) {
+      const answer = await post(app, `/jobs/${key}/fix`, {
+        letter: letterId,
+        payload: fixed(account),
+        confirmed,
+      });
+      expect(answer.status).toBe(400);
+      expect(await answer.text()).toContain('is CANCELLED now');
+    }
+    expect((await store.get(key))?.status).toBe(JobStatus.Cancelled);
+    expect((await lettersOfJob(target() as never, key)).letters.map((l) => l.messageId)).toEqual([letterId]);
+  });
+
+  it('says the letter is gone when another operator redrove or purged it, and changes nothing', async () => {
+    const app = makeApp({ jobs: JOBS });
+    const account = uniqueName('acct');
+    const { key, letterId } = await deadJob(account);
+    await purgeDlq(env.clients.sqs, env.dlqUrl);
+    const answer = await post(app, `/jobs/${key}/fix`, {
+      letter: letterId,
+      payload: fixed(account),
+      confirmed: 'yes',
+    });
+    expect(answer.status).toBe(404);
+    expect(await answer.text()).toContain('no longer in the DLQ');
+    expect(
+      (await new DynamoDbJobStore({ client: env.clients.doc, tableName: env.jobsTable }).get(key))?.status,
+    ).toBe(JobStatus.Dead);
+  });
+
+  it('without a job module offers no edit and refuses one: the schema check cannot run', async () => {
+    const app = makeApp();
+    const account = uniqueName('acct');
+    const { key, letterId } = await deadJob(account);
+    const reveal = await (await post(app, `/jobs/${key}/reveal`, {})).text();
+    expect(reveal).toContain(account);
+    expect(reveal).not.toContain('id="fix-payload"');
+    expect(reveal).toContain('No job module');
+    const answer = await post(app, `/jobs/${key}/fix`, {
+      letter: letterId,
+      payload: fixed(account),
+      confirmed: 'yes',
+    });
+    expect(answer.status).toBe(400);
+    expect((await lettersOfJob(target() as never, key)).letters.length).toBe(1);
+    await purgeDlq(env.clients.sqs, env.dlqUrl);
+  });
+
+  it("shows a payload the deployment's hook redacts only redacted, on the job's and the letter's pages, and offers no edit of it", async () => {
+    const redact = (text: string) => text.replace(/acct-[a-z0-9]+/g, '[account]');
+    const app = makeApp({ jobs: JOBS, redact });
+    const account = uniqueName('acct');
+    const { key, letterId } = await deadJob(account);
+    const reveal = await (await post(app, `/jobs/${key}/reveal`, {})).text();
+    expect(reveal).toContain('[account]');
+    expect(reveal).toContain('redacted');
+    expect(reveal).not.toContain(account);
+    expect(reveal).not.toContain('id="fix-payload"');
+    const letter = await (await post(app, `/dlq/letters/${letterId}`, {})).text();
+    expect(letter).toContain('[account]');
+    expect(letter).not.toContain(account);
+    // A form made by hand is refused too: its diff would show the payload whole.
+    const answer = await post(app, `/jobs/${key}/fix`, { letter: letterId, payload: fixed(account) });
+    expect(answer.status).toBe(400);
+    expect(await answer.text()).not.toContain(`"${account}"`);
+    await purgeDlq(env.clients.sqs, env.dlqUrl);
+  });
+
+  it('takes no reveal or fix without the session, from another origin, or (the fix) when read-only', async () => {
+    const app = makeApp({ jobs: JOBS });
+    const readOnly = makeApp({ jobs: JOBS, readOnly: true });
+    const form = new URLSearchParams({ letter: 'm-1', payload: '{}', confirmed: 'yes' }).toString();
+    for (const path of ['/jobs/k/fix', '/jobs/k/reveal', '/dlq/letters/m-1']) {
+      const bare = await app.request(`${ORIGIN}${path}`, {
+        method: 'POST',
+        headers: { host: `${HOST}:${PORT}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: form,
+      });
+      expect(bare.status, path).toBe(403);
+      const foreign = await post(
+        app,
+        path,
+        { letter: 'm-1', payload: '{}', confirmed: 'yes' },
+        { origin: 'http://evil.example' },
+      );
+      expect(foreign.status, path).toBe(403);
+    }
+    expect(
+      (await post(readOnly, '/jobs/k/fix', { letter: 'm-1', payload: '{}', confirmed: 'yes' })).status,
+    ).toBe(403);
+  });
+
+  it('answers a key search from one read: the job when there is one, a 404 that says so when not; filters need the index', async () => {
+    const app = makeApp();
+    const key = uniqueName('done');
+    await new DynamoDbJobStore({ client: env.clients.doc, tableName: env.jobsTable }).claim({
+      dedupKey: key,
+      owner: 'w',
+      messageId: uniqueName('m'),
+      type: 'ledger.credit',
+      createdAt: new Date().toISOString(),
+      leaseMs: 1000,
+      now: Date.now(),
+    });
+    const found = await get(app, `/find?q=${encodeURIComponent(key)}`);
+    expect(found.status).toBe(303);
+    expect(found.headers.get('location')).toBe(`/jobs/${encodeURIComponent(key)}`);
+    const none = await get(app, `/find?q=${encodeURIComponent(`${key}-x`)}`);
+    expect(none.status).toBe(404);
+    expect(await none.text()).toContain('No job has the dedup key');
+    const bad = await get(app, `/find?q=${encodeURIComponent('status:DONE')}`);
+    expect(bad.status).toBe(400);
+    const badCursor = await get(app, `/find?q=${encodeURIComponent('status:DEAD')}&cursor=nope`);
+    expect(badCursor.status).toBe(400);
+    expect(await badCursor.text()).toContain('cursor is not one a listing returned');
+  });
+});
