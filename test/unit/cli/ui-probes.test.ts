@@ -90,7 +90,7 @@ function call(
 const cookieFrom = (answer: Answer) =>
   ([answer.headers['set-cookie'] ?? []].flat()[0] ?? '').split(';')[0] ?? '';
 const form = { 'content-type': 'application/x-www-form-urlencoded' };
-const ACTIONS = ['/dlq/purge', '/dlq/redrive', '/jobs/k/cancel'];
+const ACTIONS = ['/dlq/purge', '/dlq/redrive', '/jobs/k/cancel', '/jobs/k/fix'];
 
 let ui: RunningUi;
 let readOnly: RunningUi;
