@@ -223,6 +223,16 @@ describe('leaseq ui: find, see, fix', () => {
     if ((await row.count()) === 0) throw new Error(await page.locator('main').innerHTML());
     await expect(row.textContent()).resolves.toContain('TransientJobError: simulated transient failure');
     await expect(row.textContent()).resolves.not.toContain('completed since');
+    // Between the letter and its job: the letter's page links the job, its body comes on request.
+    await row.getByRole('link', { name: 'letter' }).click();
+    await expect(page.locator('tr', { hasText: 'error' }).first().textContent()).resolves.toContain(
+      'simulated transient failure',
+    );
+    expect(await page.content()).not.toContain(account);
+    await page.locator('#reveal-body').click();
+    await expect(page.locator('#letter-payload').textContent()).resolves.toContain(account);
+    await page.getByRole('link', { name: key }).click();
+    await expect(page.locator('h1').textContent()).resolves.toBe(`Job ${key}`);
     // The job completes by another way (as a copy run elsewhere would leave it): its letter is stale now.
     await env.clients.doc.send(
       new PutCommand({ TableName: env.jobsTable, Item: { ...dead, status: JobStatus.Completed } }),

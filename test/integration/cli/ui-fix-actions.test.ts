@@ -4,6 +4,9 @@
  * cancelled, whose letter went, without a job module, across origins, read-only; a payload the hook
  * redacts is never shown whole nor offered for editing; a key search answers from one read.
  */
+import { randomUUID } from 'node:crypto';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUiApp } from '../../../cli/ui/app.ts';
@@ -11,6 +14,8 @@ import { TOKEN_COOKIE } from '../../../cli/ui/guard.ts';
 import { SpanBuffer } from '../../../cli/ui/spans.ts';
 import ledgerJobs from '../../../examples/ledger/jobs.ts';
 import { DynamoDbJobStore } from '../../../shared/core/adapters/dynamodb-job-store.ts';
+import { S3PayloadStore } from '../../../shared/core/adapters/s3-payload-store.ts';
+import { makeEnvelope } from '../../../shared/core/contract/envelope.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { purgeDlq } from '../../../shared/ops/dlq.ts';
 import { lettersOfJob } from '../../../shared/ops/job-letters.ts';
@@ -22,7 +27,7 @@ import {
   queueCounts,
   sendJob,
 } from '../../support/core-fixture.ts';
-import { uniqueName } from '../../support/env.ts';
+import { testCredentials, testEndpointOf, uniqueName } from '../../support/env.ts';
 
 const PORT = 8686;
 const HOST = 'fix.leaseq.localhost';
@@ -250,5 +255,52 @@ describe('leaseq ui: fix and redrive where it meets the rest', () => {
     const badCursor = await get(app, `/find?q=${encodeURIComponent('status:DEAD')}&cursor=nope`);
     expect(badCursor.status).toBe(400);
     expect(await badCursor.text()).toContain('cursor is not one a listing returned');
+  });
+
+  it('shows a payload offloaded to S3 from its object with --payload-bucket, and names the object without it', async () => {
+    const s3 = new S3Client({
+      region: env.region,
+      endpoint: testEndpointOf('s3'),
+      forcePathStyle: true,
+      credentials: testCredentials(),
+    });
+    try {
+      const bucket = uniqueName('uipayloads').toLowerCase().replace(/_/g, '-');
+      await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+      const payloads = new S3PayloadStore({ bucket, client: s3 });
+      const account = uniqueName('acct');
+      const ref = await payloads.put(
+        `payloads/2026-12-03/${randomUUID()}.json`,
+        JSON.stringify({ account, amount: 3 }),
+      );
+      const key = uniqueName('big');
+      const { payload: _none, ...pointer } = makeEnvelope({
+        id: uniqueName('job'),
+        dedupKey: key,
+        type: 'ledger.credit',
+        payload: null,
+      });
+      await env.clients.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: env.dlqUrl,
+          MessageBody: JSON.stringify({ ...pointer, payloadRef: ref }),
+          MessageAttributes: {
+            'leaseq.reason': { DataType: 'String', StringValue: 'max-attempts' },
+            'leaseq.dedupKey': { DataType: 'String', StringValue: key },
+            'leaseq.type': { DataType: 'String', StringValue: 'ledger.credit' },
+          },
+        }),
+      );
+      const shown = await (await post(makeApp({ payloadStore: payloads }), `/jobs/${key}/reveal`, {})).text();
+      expect(shown).toContain(account);
+      expect(shown).toContain(`offloaded to s3://${bucket}/${ref.key}`);
+      expect(shown).toContain(`(${ref.bytes} bytes`);
+      const named = await (await post(makeApp(), `/jobs/${key}/reveal`, {})).text();
+      expect(named).not.toContain(account);
+      expect(named).toContain(`--payload-bucket ${bucket}`);
+      await purgeDlq(env.clients.sqs, env.dlqUrl);
+    } finally {
+      s3.destroy();
+    }
   });
 });
