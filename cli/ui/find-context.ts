@@ -25,6 +25,8 @@ export interface FindUi {
   readonly readMs: number;
   readonly actionMs: number;
   readonly log: (line: string) => void;
+  /** Who acts, for the history's redrive event (the inspector's actor, where it has one); else user@host. */
+  readonly actor?: string;
   frame(
     title: string,
     body: string,

@@ -153,7 +153,7 @@ ${diffTable(diff)}
       redrive(ui.target, {
         filter: { messageIds: [letterId] },
         payload: { value: parsed.value, check: (t, p) => payloadCheck(jobs, t, p) },
-        by: operatorIdentity(),
+        by: ui.actor ?? operatorIdentity(),
         // A body refused for its content is what an edit corrects; redrive skips those unless asked.
         ...(letter.reason.startsWith('invalid-') ? { includeHopeless: true } : {}),
       }),
