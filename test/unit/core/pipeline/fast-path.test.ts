@@ -11,11 +11,12 @@ import { defineTable } from '../../../../shared/core/model/table.ts';
 import { MetricName } from '../../../../shared/core/observe/metric-names.ts';
 import { InMemoryMetrics } from '../../../../shared/core/observe/metrics.ts';
 import { JobProcessor, type RecordOutcome } from '../../../../shared/core/pipeline/processor.ts';
+import { LIFE_ATTRIBUTE } from '../../../../shared/core/pipeline/record-message.ts';
 import { PermanentJobError, TransientJobError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { EffectTables } from '../../../../shared/jobs/effect-tables.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
-import { memoryStores } from '../../../support/memory-stores.ts';
+import { JOBS_TABLE, memoryStores } from '../../../support/memory-stores.ts';
 
 // The one-write fast path (docs/protocol.md, "Fast path") on the in-memory store and queue under fake
 // timers: which store calls a job costs, racing copies, and every way a fast attempt can end.
@@ -173,6 +174,31 @@ describe('The one-write fast path (in memory, fake timers)', () => {
     expect(outcome).toMatchObject({ action: 'duplicate', disposition: 'delete' });
     expect(calls).toEqual(['claimAndComplete', 'claimAndComplete']);
     expect(balance()).toBe(5);
+  });
+
+  it("drops a redrive's message of an earlier life of its key at its fast commit, its effect not applied", async () => {
+    // Prepare: job-1 is a later life (a fresh send reset the key) waiting for its retry; a redrive's
+    // message of life 0 whose letter named no message (the queue's own redrive moved it) comes first-time.
+    const { doc, queue, processor, body, balance } = setup();
+    const now = Date.now();
+    const waiting = {
+      dedupKey: 'job-1',
+      status: JobStatus.RetryWait,
+      leaseUntil: now - 1,
+      token: 9,
+      attempts: 1,
+    };
+    doc.seed(JOBS_TABLE, { ...waiting, version: 4, messageId: 'm-0', type: 'test.credit', life: 1 });
+    queue.send(body, { attributes: { [LIFE_ATTRIBUTE]: { dataType: 'String', stringValue: '0' } } });
+    const record = receiveOne(queue);
+
+    // Act
+    const outcome = await settle(queue, processor('w-a').process(record), record);
+
+    // Assess: refused by the life, dropped; the waiting job is as it was, no credit applied.
+    expect(outcome).toMatchObject({ action: 'other-life-copy', disposition: 'delete' });
+    expect(balance()).toBeUndefined();
+    expect(doc.item(JOBS_TABLE, { dedupKey: 'job-1' })).toMatchObject({ ...waiting, life: 1 });
   });
 
   it('reads first from the first copy met: a later copy then costs one read and does not run', async () => {

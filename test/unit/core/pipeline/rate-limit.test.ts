@@ -5,6 +5,7 @@ import { makeEnvelope } from '../../../../shared/core/contract/envelope.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { InMemoryMetrics } from '../../../../shared/core/observe/metrics.ts';
 import { JobProcessor } from '../../../../shared/core/pipeline/processor.ts';
+import { LIFE_ATTRIBUTE, RESENT_FROM_ATTRIBUTE } from '../../../../shared/core/pipeline/record-message.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { InMemoryQueue } from '../../../../shared/testing/in-memory-queue.ts';
 import { LEASES_TABLE, memoryStores } from '../../../support/memory-stores.ts';
@@ -205,6 +206,51 @@ describe('Limits and the copies of a finished job', () => {
 
     // Assess: the copy was dropped without a permit; k-2 took the minute's only one.
     expect(dropped.action).toBe('cancelled-copy');
+    expect(ran.action).toBe('completed');
+    expect(starts).toHaveLength(1);
+  });
+
+  it("spends no rate permit on a redrive's message of an earlier life of its key: dropped unrun", async () => {
+    // Prepare: k-1's life 0 died; a fresh send reset the key (life 1), which waits for its retry. A
+    // redrive's message of life 0 comes late; one permit per minute.
+    const { processor, queue, store, send, starts } = setup({ limit: 1, perSeconds: 60 });
+    const t0 = Date.now();
+    const claim = (messageId: string, now: number) =>
+      store.claim({
+        dedupKey: 'k-1',
+        owner: 'w0',
+        messageId,
+        type: 'test.paced',
+        createdAt: 'c',
+        leaseMs: 3000,
+        now,
+      });
+    const first = await claim('m-0', t0);
+    if (!first.claimed) throw new Error('expected a claim');
+    await store.markDead(first.lease, { message: 'no', errorClass: 'E', deadKeyTtlSeconds: 1 });
+    const reset = await claim('m-2', t0 + 5_000);
+    if (!reset.claimed) throw new Error('expected the reset');
+    await store.release(reset.lease, t0 + 5_001, { message: 'again', errorClass: 'E' });
+    queue.send(
+      JSON.stringify(makeEnvelope({ id: 'e-1', type: 'test.paced', dedupKey: 'k-1', payload: { n: 1 } })),
+      {
+        attributes: {
+          [RESENT_FROM_ATTRIBUTE]: { dataType: 'String', stringValue: 'm-0' },
+          [LIFE_ATTRIBUTE]: { dataType: 'String', stringValue: '0' },
+        },
+      },
+    );
+    send(2);
+    const [stale, next] = queue.receive(2);
+    if (!stale || !next) throw new Error('expected two records');
+
+    // Act
+    const dropped = await processor.process(stale);
+    const ran = await processor.process(next);
+
+    // Assess: dropped before its permit; k-1 still waits at its attempt; k-2 took the minute's permit.
+    expect(dropped).toMatchObject({ action: 'other-life-copy', disposition: 'delete' });
+    expect(await store.get('k-1')).toMatchObject({ status: 'RETRY_WAIT', attempts: 1, life: 1 });
     expect(ran.action).toBe('completed');
     expect(starts).toHaveLength(1);
   });

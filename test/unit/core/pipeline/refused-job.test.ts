@@ -72,6 +72,21 @@ describe('Function: refusedMessageTarget', () => {
     expect(kind(expired, message('m-9', ['m-1']))).toBe('finished');
     expect(kind(item({ status: JobStatus.Dead, deadKeyUntil: NOW + 1 }), message('m-2'))).toBe('finished');
   });
+
+  it("drops a redrive's message of another life of the key (no letter), and never takes the newer job with it", () => {
+    // Prepare: life 1's job waits (a fresh send reset the key); a redrive's message of life 0, whose
+    // payload is refused now; and one of life 1, the item's own.
+    const waiting = item({ life: 1, messageId: 'm-1' });
+    const older = { identity: { messageId: 'm-9', originId: 'm-1', formerIds: ['m-1'], life: 0 } };
+    const own = { identity: { ...older.identity, life: 1 } };
+    const dead = item({ status: JobStatus.Dead, deadKeyUntil: NOW - 1, messageId: 'm-5' });
+
+    // Act + Assess
+    expect(refusedMessageTarget(waiting, older, 't', NOW)).toEqual({ kind: 'finished', item: waiting });
+    expect(refusedMessageTarget(waiting, own, 't', NOW)).toEqual({ kind: 'take', messageId: 'm-1' });
+    // A dead key past deadKeyUntil is not open to a redrive's message: it is no fresh send.
+    expect(refusedMessageTarget(dead, older, 't', NOW).kind).toBe('finished');
+  });
 });
 
 describe('Processor: a refused job whose item waits for its message (in-memory twin of refused-own-message.test.ts)', () => {
