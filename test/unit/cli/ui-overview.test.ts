@@ -245,4 +245,46 @@ describe('leaseq ui overview: bounded reads', () => {
     expect(answer.jobs).toBeNull();
     expect(answer.html['o-leases']).toBeNull();
   });
+
+  it("counts named leases without the rate limits' permit items that share their table", async () => {
+    const db = store(10);
+    const now = Date.now();
+    for (let i = 0; i < 5; i++) db.seed(names.leasesTable, { leaseKey: `rate:api#${i}`, permits: 3 });
+    db.seed(names.leasesTable, {
+      leaseKey: 'ledger-lock',
+      owner: 'w-gone',
+      token: 4,
+      leaseUntil: now - 60_000,
+    });
+    db.seed(names.leasesTable, { leaseKey: 'report-lock', owner: 'w-1', token: 1, leaseUntil: now + 60_000 });
+    const answer = await answerOf(await inspector(db).get('/api/overview'));
+    expect(answer.named).toEqual({
+      held: 1,
+      abandoned: 1,
+      free: 0,
+      abandonedKeys: ['ledger-lock'],
+      complete: true,
+    });
+    expect(answer.html['o-named']).toContain('1 abandoned named lease');
+  });
+
+  it('a jobs table made before the problems index: figures from the sample, no banner', async () => {
+    const db = new InMemoryDynamoDb({
+      tables: [
+        { name: names.jobsTable, partitionKey: { name: 'dedupKey', type: 'S' } },
+        { name: names.leasesTable, partitionKey: { name: 'leaseKey', type: 'S' } },
+      ],
+    });
+    const now = Date.now();
+    db.seed(names.jobsTable, {
+      dedupKey: 'd',
+      status: JobStatus.Dead,
+      leaseUntil: now,
+      token: 1,
+      attempts: 3,
+    });
+    const answer = await answerOf(await inspector(db).get('/api/overview'));
+    expect(answer.problems).toEqual([]);
+    expect(answer.jobs).toMatchObject({ complete: true, dead: { n: 1 } });
+  });
 });
