@@ -66,7 +66,11 @@ export const CHART_SCRIPT = `
     else if (done == null) { rateEl.textContent = '–'; rateEl.title = 'needs the whole jobs table, more than one refresh reads'; }
     pts.push({ at: d.at, visible: d.queue?.visible, inFlight: d.queue?.inFlight, delayed: d.queue?.delayed, dlq: d.dlq?.depth, rate });
     while (pts.length && pts[0].at < d.at - KEEP_MS) pts.shift();
-    if (d.problems.length === 0) lastOk = d.at;
+    if (d.problems.length === 0) {
+      lastOk = d.at;
+      // The page's own banners were of its first read: they go once a refresh reads everything again.
+      for (const el of document.querySelectorAll('main > div.banner')) el.remove();
+    }
     note.className = d.problems.length ? 'banner' : 'muted';
     note.textContent = d.problems.length
       ? d.problems.map((p) => p.replace(/\\((\\w+): [^)]*\\)$/, '($1)')).join(' · ') + '. Figures not read this time are kept, greyed, with the time they were read.'

@@ -256,6 +256,16 @@ describe('leaseq ui overview in a browser', () => {
         .poll(() => page.locator('#c-live').getAttribute('class'), { timeout: 10_000 })
         .not.toContain('stale');
       await expect(page.locator('#chart-note').textContent()).resolves.toMatch(/^Figures of/);
+      // A page opened while the store throttles: its banners go once a refresh reads everything again.
+      db.faults.failNext('*', 'throttle', { times: 100_000 });
+      await page.waitForTimeout(1100); // past the 1 s in which a finished read is answered again
+      await page.reload();
+      await expect(page.locator('main > div.banner').count()).resolves.toBeGreaterThan(0);
+      db.faults.clear();
+      await expect
+        .poll(() => page.locator('#chart-note').textContent(), { timeout: 10_000 })
+        .toMatch(/^Figures of/);
+      await expect(page.locator('main > div.banner').count()).resolves.toBe(0);
       await page.close();
     } finally {
       await running?.close();
