@@ -18,32 +18,56 @@ export type Bounded<T> =
 export function problemText(service: string, what: string, error: unknown, timeoutMs: number): string {
   if (error instanceof UiTimeout) return `${service} not answering: ${what} took longer than ${timeoutMs} ms`;
   const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  // Throttled is not down: the store answers, it refuses the rate (on-demand's limit, a hot partition).
+  const state = isThrottle(error) ? 'throttling' : 'not answering';
   // Escaped here (safe-text.ts), not only by the HTML: the chart's script shows it from JSON as text.
-  return `${service} not answering: ${what} failed (${safeText(detail.replace(/\s+/g, ' ').slice(0, 300))})`;
+  return `${service} ${state}: ${what} failed (${safeText(detail.replace(/\s+/g, ' ').slice(0, 300))})`;
+}
+
+/** The SDK's throttling errors (DynamoDB's and SQS's), by their `name` as the SDK sets it. */
+const THROTTLES = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'RequestThrottled',
+]);
+
+function isThrottle(error: unknown): boolean {
+  return error instanceof Error && THROTTLES.has(error.name);
 }
 
 class UiTimeout extends Error {}
 
 /**
- * Runs `fn` for at most `timeoutMs`. A call still running then is left to finish on its own (the SDK's
- * own request timeout ends it); its answer is dropped.
+ * Runs `fn` for at most `timeoutMs`. `fn` is given a signal that aborts at the bound, or when `outer`
+ * aborts (the browser went away): a read passes it to the SDK, so a call given up on ends its request
+ * rather than running on holding a connection.
  */
 export async function bounded<T>(
   service: 'DynamoDB' | 'SQS',
   what: string,
   timeoutMs: number,
-  fn: () => Promise<T>,
+  fn: (signal: AbortSignal) => Promise<T>,
+  outer?: AbortSignal,
 ): Promise<Bounded<T>> {
+  const stop = new AbortController();
   let timer: NodeJS.Timeout | undefined;
+  const onOuter = () => stop.abort(outer?.reason);
+  outer?.addEventListener('abort', onOuter, { once: true });
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new UiTimeout()), timeoutMs);
+    timer = setTimeout(() => {
+      reject(new UiTimeout());
+      stop.abort(new UiTimeout());
+    }, timeoutMs);
   });
   try {
-    return { ok: true, value: await Promise.race([fn(), timeout]) };
+    if (outer?.aborted) throw outer.reason ?? new Error('aborted');
+    return { ok: true, value: await Promise.race([fn(stop.signal), timeout]) };
   } catch (error) {
     return { ok: false, problem: problemText(service, what, error, timeoutMs) };
   } finally {
     clearTimeout(timer);
+    outer?.removeEventListener('abort', onOuter);
   }
 }
 

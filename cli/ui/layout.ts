@@ -53,6 +53,8 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 .cards{display:flex;gap:.8rem;flex-wrap:wrap;margin:.4rem 0 1rem}
 .card{border:1px solid #c9d0d8;border-radius:.4rem;padding:.5rem .8rem;min-width:9rem}
 .card .n{font-size:1.5rem;font-weight:650;font-variant-numeric:tabular-nums}
+.card .n.stale{color:${P.muted.fg}}
+.card .n.stale::after{content:" (as of " attr(data-as-of) ")";font-size:.75rem;font-weight:400}
 button,.button{font:inherit;border:0;border-radius:.3rem;padding:.35rem .8rem;background:${P.button.bg};color:${P.button.fg};cursor:pointer;text-decoration:none;display:inline-block}
 button.danger{background:${P.danger.bg};color:${P.danger.fg}}
 button:focus-visible,a:focus-visible,input:focus-visible,select:focus-visible{outline:3px solid #f29900;outline-offset:2px}

@@ -10,8 +10,12 @@ export interface QueueDepth {
   readonly delayed: number;
 }
 
-/** Reads a queue's visible / in-flight / delayed counts with one GetQueueAttributes call. */
-export async function queueStats(sqs: SQSClient, queueUrl: string): Promise<QueueDepth> {
+/** Reads a queue's visible / in-flight / delayed counts with one GetQueueAttributes call (`abortSignal` ends it). */
+export async function queueStats(
+  sqs: SQSClient,
+  queueUrl: string,
+  abortSignal?: AbortSignal,
+): Promise<QueueDepth> {
   const out = await sqs.send(
     new GetQueueAttributesCommand({
       QueueUrl: queueUrl,
@@ -21,6 +25,7 @@ export async function queueStats(sqs: SQSClient, queueUrl: string): Promise<Queu
         'ApproximateNumberOfMessagesDelayed',
       ],
     }),
+    abortSignal ? { abortSignal } : {},
   );
   const attributes = out.Attributes ?? {};
   const count = (name: string) => Number(attributes[name as keyof typeof attributes] ?? 0) || 0;

@@ -88,8 +88,11 @@ export async function queryProblemShard(
   doc: DynamoDBDocumentClient,
   tableName: string,
   q: ProblemShardQuery,
+  options: { readonly abortSignal?: AbortSignal } = {},
 ): Promise<ProblemShardPage> {
-  const out = await doc.send(new QueryCommand(problemShardQuery(tableName, q)));
+  const out = await doc.send(new QueryCommand(problemShardQuery(tableName, q)), {
+    ...(options.abortSignal ? { abortSignal: options.abortSignal } : {}),
+  });
   return {
     items: (out.Items ?? []) as ProblemIndexItem[],
     ...(out.LastEvaluatedKey ? { lastKey: out.LastEvaluatedKey as ProblemShardKey } : {}),

@@ -1,7 +1,12 @@
 // Whole-table reads for the operator's overview commands (status, leases, inspect): the `jobs` table
 // through a projection, the `leases` table as it is. Workers never scan; these are for people.
 
-import { type DynamoDBDocumentClient, paginateScan, type ScanCommandInput } from '@aws-sdk/lib-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  paginateScan,
+  ScanCommand,
+  type ScanCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import type { JobItem } from '../contract/job-item.ts';
 import type { LeaseItem } from '../contract/lease-store.ts';
 import { RATE_ITEM_PREFIX } from '../contract/rate-store.ts';
@@ -54,6 +59,47 @@ export async function* scanLeaseItems(
       yield item as LeaseItem;
     }
   }
+}
+
+/** One page of a bounded read: at most `limit` items read, and whether the table holds more. */
+export interface ScanPage<T> {
+  readonly items: T[];
+  /** True when the table holds items past this page (DynamoDB gave a LastEvaluatedKey). */
+  readonly more: boolean;
+}
+
+export interface ScanPageOptions {
+  /** Items read at most (DynamoDB's `Limit`, counted before any filter). */
+  readonly limit: number;
+  readonly abortSignal?: AbortSignal;
+}
+
+/**
+ * The first page of the operator's scan of the `jobs` table: one request reading at most `limit` items,
+ * whatever the table's size (the overview's bounded sample; a table of at most `limit` items is read whole).
+ */
+export async function scanJobSummaryPage(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  options: ScanPageOptions,
+): Promise<ScanPage<JobSummaryItem>> {
+  const out = await doc.send(new ScanCommand({ ...jobSummaryScan(tableName), Limit: options.limit }), {
+    ...(options.abortSignal ? { abortSignal: options.abortSignal } : {}),
+  });
+  return { items: (out.Items ?? []) as JobSummaryItem[], more: out.LastEvaluatedKey !== undefined };
+}
+
+/** The first page of the `leases` table (named leases; rate permits left out), one request of `limit` items. */
+export async function scanLeasePage(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  options: ScanPageOptions,
+): Promise<ScanPage<LeaseItem>> {
+  const out = await doc.send(new ScanCommand({ TableName: tableName, Limit: options.limit }), {
+    ...(options.abortSignal ? { abortSignal: options.abortSignal } : {}),
+  });
+  const items = (out.Items ?? []).filter((item) => !String(item.leaseKey).startsWith(RATE_ITEM_PREFIX));
+  return { items: items as LeaseItem[], more: out.LastEvaluatedKey !== undefined };
 }
 
 /**
