@@ -29,6 +29,8 @@ export interface PlainJobContext {
   readonly type: string;
   /** The notification `unwrap` took off (the SNS notification, the EventBridge event, the S3 message); else the body. */
   readonly wrapper: unknown;
+  /** Which carrier's notification it was; absent when the queue unwraps nothing. */
+  readonly carrier?: PlainUnwrap;
 }
 
 /** A dedup key: a path into the document (`order.id`), or a function of it returning the key. */
@@ -40,9 +42,11 @@ export interface PlainBodies {
    * Takes the carrier's notification off first, and the paths read what it carries: `sns` the JSON of an
    * SNS notification's `Message` (a subscription without raw message delivery), `eventbridge` an event's
    * `detail`, `s3` the one record of an S3 event notification (a message of several records is refused
-   * `invalid-plain-shape`, as is S3's test event). @default none: the paths read the body itself
+   * `invalid-plain-shape`, as is S3's test event). A list takes each body off by the first carrier whose
+   * shape it has (a queue both an SNS topic and an EventBridge rule send to); a body of none of them is
+   * refused `invalid-plain-shape`. @default none: the paths read the body itself
    */
-  readonly unwrap?: PlainUnwrap;
+  readonly unwrap?: PlainUnwrap | readonly PlainUnwrap[];
   /**
    * The job type: a registered type (every plain body is one), `{ path }` to read it from the document, or
    * a function of the document and the notification (`(detail, { wrapper }) => map[wrapper['detail-type']]`).
@@ -50,7 +54,7 @@ export interface PlainBodies {
   readonly type:
     | string
     | { readonly path: string }
-    | ((document: unknown, context: { readonly wrapper: unknown }) => string);
+    | ((document: unknown, context: Omit<PlainJobContext, 'type'>) => string);
   /**
    * The dedup key: a path or function ({@link PlainKey}), or per type a map of those. A string or number it
    * selects is the key (a number as its JSON text); it must be 1-256 printable ASCII characters.
@@ -146,66 +150,75 @@ function readerOf<C>(name: string, option: string | ((d: unknown, c: C) => unkno
   }
 }
 
-/** The carrier's notification off, or the refusal of a body that is not one. */
-function unwrapped(unwrap: PlainUnwrap | undefined, raw: unknown): { document: unknown; wrapper: unknown } {
-  if (unwrap === undefined) return { document: raw, wrapper: raw };
+/** Each carrier's shape (what tells its notification apart) and what it carries. */
+const CARRIERS: Readonly<
+  Record<PlainUnwrap, { readonly is: (o: Record<string, unknown>) => boolean; readonly shape: string }>
+> = {
+  sns: {
+    is: (o) => o.Type === 'Notification' && typeof o.Message === 'string',
+    shape: 'an SNS notification {Type: "Notification", Message}',
+  },
+  eventbridge: {
+    is: (o) => typeof o['detail-type'] === 'string' && typeof o.source === 'string' && 'detail' in o,
+    shape: 'an EventBridge event {source, detail-type, detail}',
+  },
+  s3: {
+    is: (o) => Array.isArray(o.Records) || o.Event === 's3:TestEvent',
+    shape: 'an S3 event notification {Records: [one record]}',
+  },
+};
+
+/** The carrier's notification off (the first of `unwraps` whose shape the body has), or the refusal. */
+function unwrapped(
+  unwraps: readonly PlainUnwrap[],
+  raw: unknown,
+): { document: unknown; wrapper: unknown; carrier?: PlainUnwrap } {
+  if (unwraps.length === 0) return { document: raw, wrapper: raw };
   const o =
     typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
-  if (unwrap === 'sns') {
-    if (o.Type !== 'Notification' || typeof o.Message !== 'string') {
-      throw refuse(
-        'plain-shape',
-        'expected an SNS notification {Type: "Notification", Message} (unwrap: sns)',
-      );
-    }
+  const carrier = unwraps.find((c) => CARRIERS[c].is(o));
+  if (carrier === undefined) {
+    const shapes = unwraps.map((c) => CARRIERS[c].shape).join(' or ');
+    throw refuse('plain-shape', `expected ${shapes} (unwrap: ${unwraps.join(', ')})`);
+  }
+  return { document: carried(carrier, o), wrapper: raw, carrier };
+}
+
+function carried(carrier: PlainUnwrap, o: Record<string, unknown>): unknown {
+  if (carrier === 'sns') {
     try {
-      return { document: JSON.parse(o.Message), wrapper: raw };
+      return JSON.parse(o.Message as string);
     } catch (error) {
       throw refuse('plain-shape', "the SNS notification's Message is not JSON (unwrap: sns)", error);
     }
   }
-  if (unwrap === 'eventbridge') {
-    if (typeof o['detail-type'] !== 'string' || typeof o.source !== 'string' || !('detail' in o)) {
-      throw refuse(
-        'plain-shape',
-        'expected an EventBridge event {source, detail-type, detail} (unwrap: eventbridge)',
-      );
-    }
-    return { document: o.detail, wrapper: raw };
-  }
+  if (carrier === 'eventbridge') return o.detail;
   if (o.Event === 's3:TestEvent') {
     throw refuse(
       'plain-shape',
       'an S3 test event (s3:TestEvent), sent when the notification was set up: no job',
     );
   }
-  const records = o.Records;
-  if (!Array.isArray(records) || records.length === 0) {
-    throw refuse('plain-shape', 'expected an S3 event notification {Records: [one record]} (unwrap: s3)');
-  }
-  if (records.length > 1) {
+  const records = o.Records as unknown[];
+  if (records.length !== 1) {
     throw refuse(
       'plain-shape',
       `the S3 notification holds ${records.length} records; leaseq runs one job per message (unwrap: s3)`,
     );
   }
-  return { document: records[0], wrapper: raw };
+  return records[0];
 }
 
-/** The default keys: an S3 object version's event, an EventBridge event's id. */
-function defaultKey(unwrap: PlainUnwrap | undefined): Reader<PlainJobContext> | undefined {
-  if (unwrap === 's3') {
-    const bucket = compileBodyPath('s3.bucket.name');
-    const object = compileBodyPath('s3.object.key');
-    const sequencer = compileBodyPath('s3.object.sequencer');
-    return (record) => {
-      const [b, k, s] = [bucket.read(record), object.read(record), sequencer.read(record)];
-      if (typeof b !== 'string' || typeof k !== 'string' || typeof s !== 'string') return undefined;
-      return `s3:${b}/${k}@${s}`;
-    };
-  }
-  if (unwrap === 'eventbridge') return (_detail, { wrapper }) => (wrapper as { id?: unknown }).id;
-  return undefined;
+const S3_BUCKET = compileBodyPath('s3.bucket.name');
+const S3_OBJECT = compileBodyPath('s3.object.key');
+const S3_SEQUENCER = compileBodyPath('s3.object.sequencer');
+
+/** The default key of a carried body: an S3 object event's, an EventBridge event's id. */
+function defaultKey(document: unknown, { carrier, wrapper }: PlainJobContext): unknown {
+  if (carrier === 'eventbridge') return (wrapper as { id?: unknown }).id;
+  const [b, k, s] = [S3_BUCKET.read(document), S3_OBJECT.read(document), S3_SEQUENCER.read(document)];
+  if (typeof b !== 'string' || typeof k !== 'string' || typeof s !== 'string') return undefined;
+  return `s3:${b}/${k}@${s}`;
 }
 
 /** The key's text: a string, or a finite number's JSON text; else the refusal. */
@@ -237,24 +250,28 @@ export function compilePlainBodies(config: PlainBodies, types: readonly string[]
       `plainBodies must be an object { type, key, unwrap?, payload? }, received ${typeof config}`,
     );
   }
-  const { unwrap } = config;
-  if (unwrap !== undefined && !PLAIN_UNWRAPS.includes(unwrap)) {
-    throw new ConfigError(
-      `plainBodies.unwrap must be one of ${PLAIN_UNWRAPS.join(', ')}, received ${JSON.stringify(unwrap)}`,
-    );
+  const unwraps: readonly PlainUnwrap[] =
+    config.unwrap === undefined ? [] : Array.isArray(config.unwrap) ? config.unwrap : [config.unwrap];
+  for (const unwrap of unwraps) {
+    if (!PLAIN_UNWRAPS.includes(unwrap)) {
+      throw new ConfigError(
+        `plainBodies.unwrap must be one of ${PLAIN_UNWRAPS.join(', ')} (or a list of them), received ${JSON.stringify(unwrap)}`,
+      );
+    }
   }
   const typeOf = typeReader(config.type, types);
-  const keys = keyReaders(config, types);
+  const keys = keyReaders(config, unwraps, types);
   const payloadOf =
     config.payload === undefined ? (d: unknown) => d : readerOf<PlainJobContext>('payload', config.payload);
   return Object.freeze({
     config,
     read(raw: unknown, message: PlainMessage, isKnownType: (type: string) => boolean): JobEnvelope {
-      const { document, wrapper } = unwrapped(unwrap, raw);
-      const type = typeOf(document, wrapper);
+      const { document, wrapper, carrier } = unwrapped(unwraps, raw);
+      const carriedBy = { wrapper, ...(carrier ? { carrier } : {}) };
+      const type = typeOf(document, carriedBy);
       if (!isKnownType(type))
         throw new InvalidEnvelopeError('unknown-type', `job type ${type} is not registered`);
-      const context: PlainJobContext = { type, wrapper };
+      const context: PlainJobContext = { type, ...carriedBy };
       const key = keys(type);
       let value: unknown;
       try {
@@ -269,7 +286,7 @@ export function compilePlainBodies(config: PlainBodies, types: readonly string[]
       } catch (error) {
         throw refuse('plain-shape', `the payload function threw: ${causeText(error)}`, error);
       }
-      const id = carrierId(unwrap, wrapper) ?? message.messageId;
+      const id = carrierId(carrier, wrapper) ?? message.messageId;
       return {
         v: ENVELOPE_VERSION,
         id: ENVELOPE_ID.test(id) ? id : 'plain',
@@ -285,7 +302,7 @@ export function compilePlainBodies(config: PlainBodies, types: readonly string[]
 function typeReader(
   option: PlainBodies['type'],
   types: readonly string[],
-): (document: unknown, wrapper: unknown) => string {
+): (document: unknown, carriedBy: Omit<PlainJobContext, 'type'>) => string {
   if (typeof option === 'string') {
     if (!types.includes(option)) {
       throw new ConfigError(
@@ -305,10 +322,10 @@ function typeReader(
   }
   const what =
     typeof option === 'function' ? 'the type function' : `the type path ${(option as { path: string }).path}`;
-  return (document, wrapper) => {
+  return (document, carriedBy) => {
     let type: unknown;
     try {
-      type = fn(document, { wrapper });
+      type = fn(document, carriedBy);
     } catch (error) {
       throw refuse('plain-type', `the type function threw: ${causeText(error)}`, error);
     }
@@ -324,24 +341,26 @@ function typeReader(
 
 type KeyReader = { readonly read: Reader<PlainJobContext>; readonly what: string };
 
-function keyReaders(config: PlainBodies, types: readonly string[]): (type: string) => KeyReader {
+function keyReaders(
+  config: PlainBodies,
+  unwraps: readonly PlainUnwrap[],
+  types: readonly string[],
+): (type: string) => KeyReader {
   const one = (name: string, option: PlainKey): KeyReader => ({
     read: readerOf<PlainJobContext>(name, option),
     what: typeof option === 'function' ? 'the key function' : `the key path ${option}`,
   });
   const { key } = config;
   if (key === undefined) {
-    const fallback = defaultKey(config.unwrap);
-    if (fallback === undefined) {
+    // Only S3 and EventBridge notifications name an event of their own; a producer's JSON (bare or in SNS) has its key.
+    if (unwraps.length === 0 || unwraps.includes('sns')) {
       throw new ConfigError(
-        'plainBodies.key is required (a path such as "order.id", or a function of the body)',
+        'plainBodies.key is required (a path such as "order.id", or a function of the body); only unwrap s3 and eventbridge have a default',
       );
     }
     const what =
-      config.unwrap === 's3'
-        ? 'the S3 default key (bucket, object key, sequencer)'
-        : "the EventBridge event's id";
-    return () => ({ read: fallback, what });
+      "the default key (an S3 object event's bucket, key and sequencer; an EventBridge event's id)";
+    return () => ({ read: defaultKey, what });
   }
   if (typeof key === 'string' || typeof key === 'function') {
     const reader = one('key', key);
@@ -361,8 +380,8 @@ function keyReaders(config: PlainBodies, types: readonly string[]): (type: strin
 }
 
 /** The carrier's own id (SNS MessageId, EventBridge id), kept as the envelope id; else the SQS message's. */
-function carrierId(unwrap: PlainUnwrap | undefined, wrapper: unknown): string | undefined {
-  if (unwrap !== 'sns' && unwrap !== 'eventbridge') return undefined;
-  const id = (wrapper as Record<string, unknown>)[unwrap === 'sns' ? 'MessageId' : 'id'];
+function carrierId(carrier: PlainUnwrap | undefined, wrapper: unknown): string | undefined {
+  if (carrier !== 'sns' && carrier !== 'eventbridge') return undefined;
+  const id = (wrapper as Record<string, unknown>)[carrier === 'sns' ? 'MessageId' : 'id'];
   return typeof id === 'string' ? id : undefined;
 }

@@ -242,6 +242,23 @@ describe('Function: readJobBody with unwrap', () => {
   });
 });
 
+describe('Function: readJobBody with a list of carriers', () => {
+  it('takes each body off by the carrier whose shape it has, and refuses a body of none', () => {
+    const config: PlainBodies = {
+      unwrap: ['sns', 'eventbridge'],
+      type: 'order.placed',
+      key: (d, { carrier }) => `${carrier}:${(d as { orderId: string }).orderId}`,
+    };
+    expect(read(config, snsOf({ orderId: 'o-1' })).dedupKey).toBe('sns:o-1');
+    expect(read(config, eventOf('OrderPlaced', { orderId: 'o-1' })).dedupKey).toBe('eventbridge:o-1');
+    expect(refusal(config, { orderId: 'o-1' })).toEqual({
+      problem: 'plain-shape',
+      message:
+        'plain body: expected an SNS notification {Type: "Notification", Message} or an EventBridge event {source, detail-type, detail} (unwrap: sns, eventbridge)',
+    });
+  });
+});
+
 describe('Function: defineJobs with plainBodies', () => {
   const job = (type: string) => defineJob({ type, payload: z.object({}).loose(), async run() {} });
 
