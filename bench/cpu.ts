@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
  * CPU microseconds per job of leaseq's own code, on the in-memory DynamoDB (no I/O) under the job store
  * that ships (DynamoDbJobStore: its requests built, served and their answers read): the processor as
  * shipped (Powertools logger at INFO, metrics, local cache), the same with the job on the one-write fast
- * path (`fastPath: true`), the processor with logs off, and a bare loop
+ * path (`fastPath: true`), the processor reading plain bodies (a key path, no envelope), the processor with logs off, and a bare loop
  * that only parses the body and applies the effect. Variants run interleaved, several rounds; the table
  * gives medians (min-max) and ratios within the run. Figures, not assertions: these machines are noisy.
  *
@@ -50,6 +50,7 @@ type Variant =
   | 'leaseq, logs off'
   | 'leaseq as shipped'
   | 'fast path as shipped'
+  | 'plain body as shipped'
   | 'baseline, logs off'
   | 'baseline as shipped'
   | 'baseline fast path'
@@ -60,6 +61,7 @@ const VARIANTS: readonly Variant[] = [
   'leaseq, logs off',
   'leaseq as shipped',
   'fast path as shipped',
+  'plain body as shipped',
   ...(BASELINE ? (['baseline, logs off', 'baseline as shipped', 'baseline fast path'] as const) : []),
   ...(BUILT ? (['built as shipped', 'built fast path'] as const) : []),
 ];
@@ -214,6 +216,17 @@ async function loadBuilt(dir: string): Promise<Leaseq> {
 
 const built = BUILT ? await loadBuilt(BUILT) : undefined;
 
+/**
+ * The same jobs as a producer's own JSON (docs/envelope.md, "Plain bodies"): read by a key path, a fixed
+ * type and a payload path, as a Powertools-keyed queue's bodies are. Beside 'leaseq as shipped' it shows
+ * what reading a plain body adds per job (the paths' reads; no request).
+ */
+function plainBodies(run: string): string[] {
+  return Array.from({ length: JOBS }, (_, i) =>
+    JSON.stringify({ event: 'Credit', order: { id: `${run}-${i}`, account: `a${i % 50}`, amount: 1 } }),
+  );
+}
+
 function bodies(run: string): string[] {
   return Array.from({ length: JOBS }, (_, i) =>
     JSON.stringify(
@@ -246,6 +259,7 @@ async function withLeaseq(
   shipped: boolean,
   leaseq: Leaseq = HERE,
   fastPath = false,
+  plain = false,
 ): Promise<void> {
   const { InMemoryQueue, defineJob, versionedPut } = leaseq;
   const { JobProcessor, JobRegistry, InMemoryMetrics, CompletedCache } = leaseq;
@@ -272,12 +286,16 @@ async function withLeaseq(
   const processor = new JobProcessor({
     store,
     queue,
-    registry: JobRegistry.of([credit]),
+    registry: plain
+      ? JobRegistry.of([credit], {
+          plainBodies: { type: 'bench.credit', key: 'order.id', payload: 'order' },
+        })
+      : JobRegistry.of([credit]),
     worker: 'bench',
     logger: new Logger({ serviceName: 'bench', logLevel: shipped ? 'INFO' : 'SILENT' }),
     ...(shipped ? { metrics: new InMemoryMetrics(), cache: new CompletedCache() } : {}),
   });
-  for (const body of bodies(run)) queue.send(body);
+  for (const body of plain ? plainBodies(run) : bodies(run)) queue.send(body);
   for (;;) {
     const records = queue.receive(10);
     if (records.length === 0) break;
@@ -300,6 +318,7 @@ async function measure(variant: Variant, round: number): Promise<number> {
     else if (variant.startsWith('baseline')) {
       await withLeaseq(run, variant !== 'baseline, logs off', baseline, variant === 'baseline fast path');
     } else if (variant === 'fast path as shipped') await withLeaseq(run, true, HERE, true);
+    else if (variant === 'plain body as shipped') await withLeaseq(run, true, HERE, false, true);
     else await withLeaseq(run, variant === 'leaseq as shipped');
   } finally {
     process.stdout.write = write;
