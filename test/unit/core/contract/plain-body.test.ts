@@ -8,6 +8,7 @@ import {
   type PlainBodies,
   readJobBody,
 } from '../../../../shared/core/contract/plain-body.ts';
+import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { ConfigError, InvalidEnvelopeError } from '../../../../shared/errors.ts';
 import { defineJob, defineJobs } from '../../../../shared/jobs/define-job.ts';
 import { editedBody } from '../../../../shared/ops/dlq-redrive-edit.ts';
@@ -277,6 +278,25 @@ describe('Function: defineJobs with plainBodies', () => {
     );
     expect(defineJobs(jobs, { plainBodies: { type: 'order.placed', key: 'id' } }).plainBodies).toBeDefined();
     expect(defineJobs(jobs).plainBodies).toBeUndefined();
+  });
+
+  it('keeps plainBodies through a registry of another installed copy of leaseq', () => {
+    // Prepare: what JobRegistry.from sees of a registry made by another copy: its methods and fields only.
+    const own = defineJobs([job('order.placed')], { plainBodies: { type: 'order.placed', key: 'order.id' } });
+    const foreign = {
+      types: () => own.types(),
+      get: (t: string) => own.get(t),
+      plainBodies: own.plainBodies,
+    };
+
+    // Act
+    const registry = JobRegistry.from(foreign);
+
+    // Assess: the copy reads plain bodies by the same rules.
+    const plain = registry.plainBodies;
+    expect(plain).toBeDefined();
+    const body = JSON.stringify({ order: { id: 'o-7' } });
+    expect(readJobBody(body, { isKnownType: (t) => registry.has(t), plain }, message).dedupKey).toBe('o-7');
   });
 });
 
