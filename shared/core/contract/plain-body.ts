@@ -15,6 +15,7 @@ import {
   ENVELOPE_VERSION,
   envelopeOf,
   isEnvelopeDedupKey,
+  isEnvelopeType,
   type JobEnvelope,
   parseEnvelope,
 } from './envelope.ts';
@@ -269,6 +270,13 @@ export function compilePlainBodies(config: PlainBodies, types: readonly string[]
       const { document, wrapper, carrier } = unwrapped(unwraps, raw);
       const carriedBy = { wrapper, ...(carrier ? { carrier } : {}) };
       const type = typeOf(document, carriedBy);
+      // A type read from the body is named in the refusal only when it has a type's alphabet.
+      if (!isEnvelopeType(type)) {
+        throw refuse(
+          'plain-type',
+          'the type read from the body is not a job type (letters, digits and . _ : -)',
+        );
+      }
       if (!isKnownType(type))
         throw new InvalidEnvelopeError('unknown-type', `job type ${type} is not registered`);
       const context: PlainJobContext = { type, ...carriedBy };

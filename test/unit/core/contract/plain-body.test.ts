@@ -176,6 +176,9 @@ describe('Function: readJobBody with plain bodies', () => {
     expect(refusal({ type: { path: 'kind' }, key: 'id' }, { id: 'x', kind: 'no.such' }).problem).toBe(
       'unknown-type',
     );
+    const forged = refusal({ type: { path: 'kind' }, key: 'id' }, { id: 'x', kind: 'a\nforged log line' });
+    expect(forged.problem).toBe('plain-type');
+    expect(forged.message).not.toContain('forged');
     const threw = refusal(
       {
         type: 'order.placed',
