@@ -6,8 +6,10 @@ import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { MetricName } from '../../../../shared/core/observe/metric-names.ts';
 import { RESEND_AT_RECEIVES } from '../../../../shared/core/pipeline/limit-bounce.ts';
 import { ORIGIN_ATTRIBUTE } from '../../../../shared/core/pipeline/record-message.ts';
+import { PermanentJobError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { cancelJob } from '../../../../shared/ops/cancel.ts';
+import { redrive } from '../../../../shared/ops/dlq-redrive.ts';
 import {
   type CoreEnv,
   coreEnv,
@@ -34,14 +36,20 @@ afterAll(() => {
 });
 
 /** A job of `type` reading `{ ticket: { id, tenant } }` bodies; `runs` gets each run's key. */
-function ticketJob(type: string, runs: string[], extra: { fastPath?: boolean; limit?: number } = {}) {
+function ticketJob(
+  type: string,
+  runs: string[],
+  extra: { fastPath?: boolean; limit?: number; deadKeyTtl?: number; broken?: () => boolean } = {},
+) {
   const job = defineJob({
     type,
     payload: z.object({ id: z.string(), tenant: z.string() }),
     ...(extra.fastPath ? { fastPath: true } : {}),
+    ...(extra.deadKeyTtl ? { deadKeyTtl: extra.deadKeyTtl } : {}),
     ...(extra.limit ? { concurrency: { limit: extra.limit, key: (p: { tenant: string }) => p.tenant } } : {}),
     async run(ctx) {
       runs.push(ctx.dedupKey);
+      if (extra.broken?.()) throw new PermanentJobError('the downstream is broken');
       return { result: 'ok' };
     },
   });
@@ -147,6 +155,57 @@ describe('Plain bodies where they meet the protocol (emulator)', () => {
     expect((await worker.store.get(key))?.status).toBe(JobStatus.Completed);
     expect(worker.metrics.get(MetricName.JobSucceeded)).toBe(1);
     expect(runs.filter((k) => k === key).length).toBeGreaterThanOrEqual(1);
+  }, 60_000);
+
+  it("a redrive sends the producer's body back as it was, and it runs under the same key", async () => {
+    // Prepare: the job dies for good while its downstream is broken.
+    const type = uniqueName('t_redrive');
+    const runs: string[] = [];
+    let broken = true;
+    const worker = makeWorker(env, ticketJob(type, runs, { broken: () => broken }));
+    const key = uniqueName('tk');
+    await sendRaw(env, ticket(key));
+    expect(await drain(env, worker)).toBe(true);
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Dead);
+
+    // Act: the downstream is fixed; the operator redrives by key, the letter's body unchanged.
+    broken = false;
+    const target = {
+      clients: env.clients,
+      names: {
+        queueUrl: env.queueUrl,
+        dlqUrl: env.dlqUrl,
+        jobsTable: env.jobsTable,
+        leasesTable: env.leasesTable,
+      },
+    };
+    expect(await redrive(target, { filter: { dedupKey: key }, by: 'ops@test' })).toMatchObject({
+      redriven: 1,
+    });
+    expect(await drain(env, worker)).toBe(true);
+
+    // Assess
+    expect(runs).toEqual([key, key]);
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Completed);
+  }, 60_000);
+
+  it('a dead key past its deadKeyTtl runs a fresh plain send as a new job', async () => {
+    const type = uniqueName('t_deadkey');
+    const runs: string[] = [];
+    let broken = true;
+    const worker = makeWorker(env, ticketJob(type, runs, { deadKeyTtl: 1, broken: () => broken }));
+    const key = uniqueName('tk');
+    await sendRaw(env, ticket(key));
+    expect(await drain(env, worker)).toBe(true);
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Dead);
+
+    broken = false;
+    await new Promise((r) => setTimeout(r, 1_500));
+    await sendRaw(env, ticket(key));
+    expect(await drain(env, worker)).toBe(true);
+
+    expect(runs).toEqual([key, key]);
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Completed);
   }, 60_000);
 
   it('on FIFO, plain bodies keep the group SQS gave them and run in order, the copy dropped', async () => {
