@@ -12,6 +12,7 @@ import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { ConfigError, InvalidEnvelopeError } from '../../../../shared/errors.ts';
 import { defineJob, defineJobs } from '../../../../shared/jobs/define-job.ts';
 import { editedBody } from '../../../../shared/ops/dlq-redrive-edit.ts';
+import { showLetterPayload } from '../../../../shared/ops/payload-view.ts';
 
 const TYPES = ['order.placed', 'refund.issued'];
 const known = (type: string) => TYPES.includes(type);
@@ -319,5 +320,18 @@ describe('Function: editedBody of a plain letter', () => {
     });
     // Without the key and type in its attributes, a plain letter cannot be edited.
     expect(() => editedBody('{"order":{}}', {}, undefined, {})).toThrow(/name no dedup key and type/);
+  });
+});
+
+describe('Function: showLetterPayload of a plain letter', () => {
+  it('shows the payload the worker read from the body, given the job module plain bodies', async () => {
+    const plain = compilePlainBodies({ type: 'order.placed', key: 'order.id', payload: 'order' }, TYPES);
+    const body = JSON.stringify({ event: 'OrderPlaced', order: { id: 'o-1', total: 3 } });
+
+    const shown = await showLetterPayload(body, { plain });
+
+    expect(shown).toMatchObject({ source: 'inline', value: { id: 'o-1', total: 3 } });
+    // Without them the page says the body is not an envelope, as before.
+    expect(await showLetterPayload(body)).toHaveProperty('problem');
   });
 });
