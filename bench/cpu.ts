@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
  * CPU microseconds per job of leaseq's own code, on the in-memory DynamoDB (no I/O) under the job store
  * that ships (DynamoDbJobStore: its requests built, served and their answers read): the processor as
  * shipped (Powertools logger at INFO, metrics, local cache), the same with the job on the one-write fast
- * path (`fastPath: true`), the processor with logs off, and a bare loop
+ * path (`fastPath: true`), the processor reading plain bodies (a key path, no envelope), the processor with logs off, and a bare loop
  * that only parses the body and applies the effect. Variants run interleaved, several rounds; the table
  * gives medians (min-max) and ratios within the run. Figures, not assertions: these machines are noisy.
  *
@@ -27,6 +27,7 @@ import { z } from 'zod';
 import { DynamoDbJobStore } from '../shared/core/adapters/dynamodb-job-store.ts';
 import { makeEnvelope } from '../shared/core/contract/envelope.ts';
 import type { JobStore } from '../shared/core/contract/job-store.ts';
+import { compilePlainBodies, readJobBody } from '../shared/core/contract/plain-body.ts';
 import { versionedPut } from '../shared/core/decisions/optimistic.ts';
 import { JobRegistry } from '../shared/core/model/registry.ts';
 import { defineTable } from '../shared/core/model/table.ts';
@@ -50,6 +51,7 @@ type Variant =
   | 'leaseq, logs off'
   | 'leaseq as shipped'
   | 'fast path as shipped'
+  | 'plain body as shipped'
   | 'baseline, logs off'
   | 'baseline as shipped'
   | 'baseline fast path'
@@ -60,6 +62,7 @@ const VARIANTS: readonly Variant[] = [
   'leaseq, logs off',
   'leaseq as shipped',
   'fast path as shipped',
+  'plain body as shipped',
   ...(BASELINE ? (['baseline, logs off', 'baseline as shipped', 'baseline fast path'] as const) : []),
   ...(BUILT ? (['built as shipped', 'built fast path'] as const) : []),
 ];
@@ -214,6 +217,17 @@ async function loadBuilt(dir: string): Promise<Leaseq> {
 
 const built = BUILT ? await loadBuilt(BUILT) : undefined;
 
+/**
+ * The same jobs as a producer's own JSON (docs/envelope.md, "Plain bodies"): read by a key path, a fixed
+ * type and a payload path, as a Powertools-keyed queue's bodies are. Beside 'leaseq as shipped' it shows
+ * what reading a plain body adds per job (the paths' reads; no request).
+ */
+function plainBodies(run: string): string[] {
+  return Array.from({ length: JOBS }, (_, i) =>
+    JSON.stringify({ event: 'Credit', order: { id: `${run}-${i}`, account: `a${i % 50}`, amount: 1 } }),
+  );
+}
+
 function bodies(run: string): string[] {
   return Array.from({ length: JOBS }, (_, i) =>
     JSON.stringify(
@@ -246,6 +260,7 @@ async function withLeaseq(
   shipped: boolean,
   leaseq: Leaseq = HERE,
   fastPath = false,
+  plain = false,
 ): Promise<void> {
   const { InMemoryQueue, defineJob, versionedPut } = leaseq;
   const { JobProcessor, JobRegistry, InMemoryMetrics, CompletedCache } = leaseq;
@@ -272,12 +287,16 @@ async function withLeaseq(
   const processor = new JobProcessor({
     store,
     queue,
-    registry: JobRegistry.of([credit]),
+    registry: plain
+      ? JobRegistry.of([credit], {
+          plainBodies: { type: 'bench.credit', key: 'order.id', payload: 'order' },
+        })
+      : JobRegistry.of([credit]),
     worker: 'bench',
     logger: new Logger({ serviceName: 'bench', logLevel: shipped ? 'INFO' : 'SILENT' }),
     ...(shipped ? { metrics: new InMemoryMetrics(), cache: new CompletedCache() } : {}),
   });
-  for (const body of bodies(run)) queue.send(body);
+  for (const body of plain ? plainBodies(run) : bodies(run)) queue.send(body);
   for (;;) {
     const records = queue.receive(10);
     if (records.length === 0) break;
@@ -300,12 +319,47 @@ async function measure(variant: Variant, round: number): Promise<number> {
     else if (variant.startsWith('baseline')) {
       await withLeaseq(run, variant !== 'baseline, logs off', baseline, variant === 'baseline fast path');
     } else if (variant === 'fast path as shipped') await withLeaseq(run, true, HERE, true);
+    else if (variant === 'plain body as shipped') await withLeaseq(run, true, HERE, false, true);
     else await withLeaseq(run, variant === 'leaseq as shipped');
   } finally {
     process.stdout.write = write;
   }
   const used = process.cpuUsage(before);
   return (used.user + used.system) / JOBS;
+}
+
+/**
+ * The body's read alone, µs per body (median of 5 runs of 100,000): what a plain body's paths (and an SNS
+ * notification's second JSON.parse) add to the envelope's parse, without the noise of the whole job.
+ */
+function bodyReads(): string[] {
+  const order = { event: 'Credit', order: { id: 'r-1', account: 'a1', amount: 1 } };
+  const envelope = JSON.stringify(
+    makeEnvelope({ id: 'r-1', dedupKey: 'r-1', type: 'bench.credit', payload: order.order }),
+  );
+  const plainBody = JSON.stringify(order);
+  const sns = JSON.stringify({ Type: 'Notification', MessageId: 'm-1', Message: plainBody });
+  const rules = { type: 'bench.credit', key: 'order.id', payload: 'order' } as const;
+  const plain = compilePlainBodies(rules, ['bench.credit']);
+  const viaSns = compilePlainBodies({ ...rules, unwrap: 'sns' }, ['bench.credit']);
+  const isKnownType = (type: string) => type === 'bench.credit';
+  const message = { messageId: 'm-1', sentAt: Date.now() };
+  const cases: [string, () => unknown][] = [
+    ['envelope', () => readJobBody(envelope, { isKnownType }, message)],
+    ['envelope, on a queue with plainBodies', () => readJobBody(envelope, { isKnownType, plain }, message)],
+    ['plain body (key and payload paths)', () => readJobBody(plainBody, { isKnownType, plain }, message)],
+    ['plain body in an SNS notification', () => readJobBody(sns, { isKnownType, plain: viaSns }, message)],
+  ];
+  const n = 100_000;
+  return cases.map(([label, read]) => {
+    for (let i = 0; i < 10_000; i++) read();
+    const runs = Array.from({ length: 5 }, () => {
+      const start = process.hrtime.bigint();
+      for (let i = 0; i < n; i++) read();
+      return Number(process.hrtime.bigint() - start) / n / 1000;
+    });
+    return `  ${label.padEnd(40)} ${median(runs).toFixed(2)} µs`;
+  });
 }
 
 /** This checkout over the baseline, per variant: the median of the rounds' ratios (paired, same round). */
@@ -379,6 +433,9 @@ async function main(): Promise<void> {
       ]),
       ...(BASELINE ? ['', ...pairedRatios(results)] : []),
       ...(BUILT ? ['', ...builtRatios(results)] : []),
+      '',
+      'Reading the body alone (µs per body, median of 5 x 100,000):',
+      ...bodyReads(),
       '',
     ].join('\n'),
   );

@@ -31,6 +31,14 @@ export const ENVELOPE_PROBLEMS = [
   'payload-missing',
   // The claim-checked object is not the payload that was sent: its sha256 differs from the pointer's.
   'payload-changed',
+  // A plain body (not an envelope, docs/envelope.md "Plain bodies"): its key cannot be read (the path
+  // selects nothing, the value is not a dedup key, the key function threw) ...
+  'plain-key',
+  // ... its type cannot be read (the path selects no string, the type function threw) ...
+  'plain-type',
+  // ... or it is not what the queue's `unwrap` expects (not an SNS notification, an S3 message of several
+  // records or a test event, an SNS Message that is not JSON, a payload function that threw).
+  'plain-shape',
 ] as const;
 export type EnvelopeProblem = (typeof ENVELOPE_PROBLEMS)[number];
 

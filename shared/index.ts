@@ -9,6 +9,7 @@ export {
 } from './core/contract/envelope.ts';
 export type { Checkpoint, JobItem } from './core/contract/job-item.ts';
 export type { Effect } from './core/contract/job-store.ts';
+export type { PlainBodies, PlainJobContext, PlainKey, PlainUnwrap } from './core/contract/plain-body.ts';
 export { JobStatus } from './core/contract/statuses.ts';
 export { versionedPut } from './core/decisions/optimistic.ts';
 export type { LeaseHandle } from './core/leases/named-lease.ts';
@@ -16,7 +17,7 @@ export { type Condition, EffectTable, type Item } from './core/model/effect-tabl
 export type { JobLeaseOptions, StepOutcome, TableHandles } from './core/model/job-context.ts';
 export { JobContext } from './core/model/job-context.ts';
 export type { AnyJobDefinition, JobDefinition, JobOutcome } from './core/model/job-definition.ts';
-export type { JobRegistryLike, JobSource } from './core/model/registry.ts';
+export type { JobRegistryLike, JobSetOptions, JobSource } from './core/model/registry.ts';
 export { JobRegistry } from './core/model/registry.ts';
 export type { PayloadSchema } from './core/model/standard-schema.ts';
 export {

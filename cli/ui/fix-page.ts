@@ -122,6 +122,7 @@ export function fixRoute(app: Hono, ui: FindUi): void {
     const before = await showLetterPayload(letter.body, {
       ...(ui.config.redact ? { redact: ui.config.redact } : {}),
       ...(ui.config.payloadStore ? { store: ui.config.payloadStore } : {}),
+      ...(ui.config.jobs?.jobs.plainBodies ? { plain: ui.config.jobs.jobs.plainBodies } : {}),
     });
     // A payload the hook redacts is never shown whole, so not as the diff's old side either.
     if (!('problem' in before) && before.redacted) {
@@ -135,7 +136,12 @@ export function fixRoute(app: Hono, ui: FindUi): void {
     const problem = payloadCheck(jobs, type, parsed.value);
     if (problem) return retry(`the payload does not fit job type ${type}: ${problem}`);
     try {
-      editedBody(letter.body, parsed.value);
+      // A plain body's letter is sent as an envelope of the key and type its attributes name (dlq-redrive-edit.ts).
+      editedBody(letter.body, parsed.value, undefined, {
+        ...(letter.dedupKey ? { dedupKey: letter.dedupKey } : {}),
+        ...(letter.type ? { type: letter.type } : {}),
+        ...(letter.originalMessageId ? { messageId: letter.originalMessageId } : {}),
+      });
     } catch (error) {
       return retry(messageOf(error));
     }

@@ -108,6 +108,7 @@ async function letterSection(
   const payload = await showLetterPayload(letter.body, {
     ...(ui.config.redact ? { redact: ui.config.redact } : {}),
     ...(ui.config.payloadStore ? { store: ui.config.payloadStore } : {}),
+    ...(ui.config.jobs?.jobs.plainBodies ? { plain: ui.config.jobs.jobs.plainBodies } : {}),
   });
   const where =
     'ref' in payload && payload.ref ? `, offloaded to s3://${payload.ref.bucket}/${payload.ref.key}` : '';

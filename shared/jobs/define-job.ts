@@ -1,5 +1,5 @@
 import type { AnyJobDefinition, JobDefinition } from '../core/model/job-definition.ts';
-import { JobRegistry } from '../core/model/registry.ts';
+import { JobRegistry, type JobSetOptions } from '../core/model/registry.ts';
 import type { PayloadSchema } from '../core/model/standard-schema.ts';
 import type { TableMap } from '../core/model/table.ts';
 
@@ -42,9 +42,13 @@ export type DefinedJob<
 
 /**
  * The job module's one list of job types: what the worker runs, what `leaseq send` checks, and what the
- * CDK construct creates tables for and grants access to.
- * @throws ConfigError for a duplicate type, a malformed definition, or one table declared two ways.
+ * CDK construct creates tables for and grants access to. `options.plainBodies` lets the worker read
+ * messages that are not envelopes (docs/envelope.md, "Plain bodies").
+ * @throws ConfigError for a duplicate type, a malformed definition, one table declared two ways, or bad plainBodies.
  */
-export function defineJobs<J extends readonly AnyJobDefinition[]>(jobs: J): JobRegistry<J[number]> {
-  return JobRegistry.of(jobs);
+export function defineJobs<J extends readonly AnyJobDefinition[]>(
+  jobs: J,
+  options: JobSetOptions = {},
+): JobRegistry<J[number]> {
+  return JobRegistry.of(jobs, options);
 }

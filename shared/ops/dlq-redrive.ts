@@ -97,7 +97,11 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
     const problem = run.options.payload.check?.(letter.type ?? '', run.options.payload.value);
     if (problem) throw new PayloadRefusedError(letter.type ?? '(no type)', problem);
     try {
-      body = editedBody(letter.body, run.options.payload.value, run.options.maxBodyBytes);
+      body = editedBody(letter.body, run.options.payload.value, run.options.maxBodyBytes, {
+        ...(letter.dedupKey ? { dedupKey: letter.dedupKey } : {}),
+        ...(letter.type ? { type: letter.type } : {}),
+        ...(letter.originalMessageId ? { messageId: letter.originalMessageId } : {}),
+      });
     } catch (error) {
       record(run, { ...fields, outcome: 'failed', reset: false, detail: messageOf(error) });
       return KEEP;

@@ -5,6 +5,7 @@
  */
 import { parseEnvelope, SQS_MAX_MESSAGE_BYTES } from '../core/contract/envelope.ts';
 import type { PayloadRef, PayloadStore } from '../core/contract/payload-store.ts';
+import { type PlainBodyReader, readJobBody } from '../core/contract/plain-body.ts';
 import { withPayload } from '../core/pipeline/payload-ref.ts';
 import { messageOf } from './ops-errors.ts';
 
@@ -60,11 +61,22 @@ export function showValue(value: unknown, redact: RedactText | undefined): Shown
  */
 export async function showLetterPayload(
   body: string,
-  options: { readonly redact?: RedactText; readonly store?: PayloadStore } = {},
+  options: {
+    readonly redact?: RedactText;
+    readonly store?: PayloadStore;
+    /** The job module's plain bodies: a letter of a plain body shows the payload the worker read from it. */
+    readonly plain?: PlainBodyReader;
+  } = {},
 ): Promise<ShownPayload | { readonly problem: string; readonly ref?: PayloadRef }> {
   let envelope: ReturnType<typeof parseEnvelope>;
   try {
-    envelope = parseEnvelope(body, { maxBytes: SQS_MAX_MESSAGE_BYTES });
+    envelope = options.plain
+      ? readJobBody(
+          body,
+          { maxBytes: SQS_MAX_MESSAGE_BYTES, isKnownType: () => true, plain: options.plain },
+          { messageId: '' },
+        )
+      : parseEnvelope(body, { maxBytes: SQS_MAX_MESSAGE_BYTES });
   } catch (error) {
     return { problem: `the body is not a leaseq envelope (${messageOf(error)})` };
   }

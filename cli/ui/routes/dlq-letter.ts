@@ -56,6 +56,7 @@ async function revealed(body: string, config: Parameters<UiRoute>[1]['config']):
   const payload = await showLetterPayload(body, {
     ...(config.redact ? { redact: config.redact } : {}),
     ...(config.payloadStore ? { store: config.payloadStore } : {}),
+    ...(config.jobs?.jobs.plainBodies ? { plain: config.jobs.jobs.plainBodies } : {}),
   });
   const shownPayload =
     'problem' in payload

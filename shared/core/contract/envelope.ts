@@ -290,6 +290,17 @@ export function parseEnvelope(
       error,
     );
   }
+  return envelopeOf(raw, options);
+}
+
+/**
+ * The envelope of a parsed body (parseEnvelope after its JSON.parse; the plain-body reader for a body of
+ * the envelope's shape). @throws InvalidEnvelopeError as {@link parseEnvelope}
+ */
+export function envelopeOf(
+  raw: unknown,
+  options: { isKnownType?: (type: string) => boolean } = {},
+): JobEnvelope {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || !('v' in raw)) {
     throw new InvalidEnvelopeError('bad-schema', `not a leaseq envelope: expected ${ENVELOPE_SHAPE}`);
   }

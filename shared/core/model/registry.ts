@@ -3,6 +3,7 @@ import { ConfigError } from '../../errors.ts';
 /** Longest `deadKeyTtl` (seconds): ten years, past any record's TTL. */
 const MAX_DEAD_KEY_TTL = 10 * 365 * 24 * 3600;
 
+import { compilePlainBodies, type PlainBodies, type PlainBodyReader } from '../contract/plain-body.ts';
 import type { AnyJobDefinition, ConcurrencyLimit, JobDefinition } from './job-definition.ts';
 import { assertRateLimit, rateLimits } from './rate-limit.ts';
 import { isPayloadSchema } from './standard-schema.ts';
@@ -14,6 +15,17 @@ const JOB_TYPE = /^[A-Za-z0-9._:-]{1,128}$/;
 export interface JobRegistryLike {
   types(): string[];
   get(type: string): AnyJobDefinition | undefined;
+  /** How bodies that are not envelopes are read (docs/envelope.md, "Plain bodies"). */
+  readonly plainBodies?: { readonly config: PlainBodies } | undefined;
+}
+
+/** Options of a job set beside its types (`defineJobs(jobs, options)`). */
+export interface JobSetOptions {
+  /**
+   * Read messages that are not leaseq envelopes (a producer's own JSON, SNS, EventBridge or S3
+   * notifications) as jobs of this set (docs/envelope.md, "Plain bodies"). @default none: every body must be an envelope
+   */
+  readonly plainBodies?: PlainBodies;
 }
 
 /**
@@ -48,6 +60,7 @@ export class JobRegistry<J extends AnyJobDefinition = AnyJobDefinition> {
   readonly #tables = new Map<string, TableDefinition>();
   /** Rate limit name -> "limit per perSeconds": a name shared by types must mean one limit. */
   readonly #rates = new Map<string, string>();
+  #plainBodies: PlainBodyReader | undefined;
 
   /**
    * The registry of any job source: a registry (also one made by another installed copy of leaseq, as in
@@ -55,15 +68,29 @@ export class JobRegistry<J extends AnyJobDefinition = AnyJobDefinition> {
    */
   static from(jobs: JobSource): JobRegistry {
     if (jobs instanceof JobRegistry) return jobs;
-    if (isRegistryLike(jobs)) return JobRegistry.of(jobs.types().flatMap((type) => jobs.get(type) ?? []));
+    if (isRegistryLike(jobs)) {
+      const plain = jobs.plainBodies?.config;
+      return JobRegistry.of(
+        jobs.types().flatMap((type) => jobs.get(type) ?? []),
+        plain === undefined ? {} : { plainBodies: plain },
+      );
+    }
     return JobRegistry.of(jobs);
   }
 
-  /** A registry of `jobs` (what a job module exports). */
-  static of(jobs: Iterable<AnyJobDefinition>): JobRegistry {
+  /** A registry of `jobs` (what a job module exports). @throws ConfigError as register, and for bad plainBodies */
+  static of(jobs: Iterable<AnyJobDefinition>, options: JobSetOptions = {}): JobRegistry {
     const registry = new JobRegistry();
     for (const job of jobs) registry.register(job);
+    if (options.plainBodies !== undefined) {
+      registry.#plainBodies = compilePlainBodies(options.plainBodies, registry.types());
+    }
     return registry;
+  }
+
+  /** How this set reads bodies that are not envelopes; undefined when every body must be an envelope. */
+  get plainBodies(): PlainBodyReader | undefined {
+    return this.#plainBodies;
   }
 
   /** Adds a job type. @throws ConfigError for a duplicate or malformed type, a table declared two ways, or a bad rate limit. */

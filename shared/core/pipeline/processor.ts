@@ -7,7 +7,8 @@ import { SpanStatusCode } from '@opentelemetry/api';
 import type { SQSRecord } from 'aws-lambda';
 import { InvalidEnvelopeError } from '../../errors.ts';
 import { DEFAULTS } from '../contract/defaults.ts';
-import { type JobEnvelope, parseEnvelope } from '../contract/envelope.ts';
+import type { JobEnvelope } from '../contract/envelope.ts';
+import { readJobBody } from '../contract/plain-body.ts';
 import { recordedDeadCause } from '../decisions/claim-decision.ts';
 import { capLeaseToDeadline } from '../decisions/lease-timing.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
@@ -87,7 +88,11 @@ export class JobProcessor {
     const timing = { receivedAt: options.receivedAt ?? s.now(), now: s.now };
     let envelope: JobEnvelope;
     try {
-      envelope = parseEnvelope(record.body, s.parseOptions);
+      // An envelope, or a plain body read by the job set's plainBodies (contract/plain-body.ts).
+      envelope = readJobBody(record.body, s.parseOptions, {
+        messageId: record.messageId,
+        sentAt: Number(record.attributes.SentTimestamp) || undefined,
+      });
     } catch (error) {
       const log = new JobLog(s.logger, keys);
       const done = await this.#deadLetterer.unclaimed(

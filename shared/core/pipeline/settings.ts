@@ -9,6 +9,7 @@ import type { JobQueue } from '../contract/job-queue.ts';
 import type { JobStore } from '../contract/job-store.ts';
 import type { LeaseStore } from '../contract/lease-store.ts';
 import type { PayloadStore } from '../contract/payload-store.ts';
+import type { PlainBodyReader } from '../contract/plain-body.ts';
 import type { RateStore } from '../contract/rate-store.ts';
 import {
   type BackoffPolicy,
@@ -119,8 +120,13 @@ export interface Settings {
   readonly maxConflicts: number;
   readonly optimisticTries: number;
   readonly maxReceiveCount: number | undefined;
-  /** What parseEnvelope checks every body against: built once, not per record. */
-  readonly parseOptions: { readonly maxBytes?: number; readonly isKnownType: (type: string) => boolean };
+  /** What readJobBody checks every body against: built once, not per record. */
+  readonly parseOptions: {
+    readonly maxBytes?: number;
+    readonly isKnownType: (type: string) => boolean;
+    /** The registry's plain bodies (contract/plain-body.ts); none: every body must be an envelope. */
+    readonly plain?: PlainBodyReader;
+  };
   readonly random: () => number;
   readonly now: () => number;
   /** The backoff policy with this worker's randomness: whole seconds before retry `attempts` + 1. */
@@ -198,6 +204,7 @@ export function resolveSettings(options: JobProcessorOptions): Settings {
     parseOptions: {
       ...(options.maxBodyBytes === undefined ? {} : { maxBytes: options.maxBodyBytes }),
       isKnownType: (type) => registry.has(type),
+      ...(registry?.plainBodies === undefined ? {} : { plain: registry.plainBodies }),
     },
     random,
     now: options.now ?? Date.now,

@@ -1,0 +1,395 @@
+/**
+ * Plain bodies (docs/envelope.md, "Plain bodies"): messages a producer sends as its own JSON, or that SNS,
+ * EventBridge or S3 notifications carry, read as jobs without a leaseq envelope. The job module says how
+ * (`defineJobs(jobs, { plainBodies })`): which type a body is, its dedup key and its payload, each a path
+ * into the body (body-path.ts) or a function of it. An envelope on the same queue is still read as one,
+ * told apart by its shape ({@link isEnvelopeShaped}). Pure: the worker reads every body through
+ * {@link readJobBody}, which costs one JSON.parse as an envelope does, plus the paths' property reads.
+ */
+import { ConfigError, InvalidEnvelopeError } from '../../errors.ts';
+import { compileBodyPath } from './body-path.ts';
+import {
+  bodySizeProblem,
+  ENVELOPE_ID,
+  ENVELOPE_SHAPE,
+  ENVELOPE_VERSION,
+  envelopeOf,
+  isEnvelopeDedupKey,
+  isEnvelopeType,
+  type JobEnvelope,
+  parseEnvelope,
+} from './envelope.ts';
+
+/** The carriers whose notification {@link PlainBodies.unwrap} takes off before the paths are read. */
+export const PLAIN_UNWRAPS = ['sns', 'eventbridge', 's3'] as const;
+export type PlainUnwrap = (typeof PLAIN_UNWRAPS)[number];
+
+/** What a key or payload function is given beside the document: the job's type and the carrier's notification. */
+export interface PlainJobContext {
+  /** The job type read for this body. */
+  readonly type: string;
+  /** The notification `unwrap` took off (the SNS notification, the EventBridge event, the S3 message); else the body. */
+  readonly wrapper: unknown;
+  /** Which carrier's notification it was; absent when the queue unwraps nothing. */
+  readonly carrier?: PlainUnwrap;
+}
+
+/** A dedup key: a path into the document (`order.id`), or a function of it returning the key. */
+export type PlainKey = string | ((document: unknown, context: PlainJobContext) => string);
+
+/** How a worker reads bodies that are not envelopes. Validated when the job set is built (`defineJobs`). */
+export interface PlainBodies {
+  /**
+   * Takes the carrier's notification off first, and the paths read what it carries: `sns` the JSON of an
+   * SNS notification's `Message` (a subscription without raw message delivery), `eventbridge` an event's
+   * `detail`, `s3` the one record of an S3 event notification (a message of several records is refused
+   * `invalid-plain-shape`, as is S3's test event). A list takes each body off by the first carrier whose
+   * shape it has (a queue both an SNS topic and an EventBridge rule send to); a body of none of them is
+   * refused `invalid-plain-shape`. @default none: the paths read the body itself
+   */
+  readonly unwrap?: PlainUnwrap | readonly PlainUnwrap[];
+  /**
+   * The job type: a registered type (every plain body is one), `{ path }` to read it from the document, or
+   * a function of the document and the notification (`(detail, { wrapper }) => map[wrapper['detail-type']]`).
+   */
+  readonly type:
+    | string
+    | { readonly path: string }
+    | ((document: unknown, context: Omit<PlainJobContext, 'type'>) => string);
+  /**
+   * The dedup key: a path or function ({@link PlainKey}), or per type a map of those. A string or number it
+   * selects is the key (a number as its JSON text); it must be 1-256 printable ASCII characters.
+   * @default none, required; except `s3`: `s3:<bucket>/<object key>@<sequencer>`, and `eventbridge`: the event's `id`
+   */
+  readonly key?: PlainKey | Readonly<Record<string, PlainKey>>;
+  /** The job's payload: a path into the document, or a function of it. @default the whole document */
+  readonly payload?: string | ((document: unknown, context: PlainJobContext) => unknown);
+}
+
+/** Plain bodies compiled once (paths parsed, config checked): what the worker's parse reads every body with. */
+export interface PlainBodyReader {
+  /** The config as given (a registry of another installed copy of leaseq passes it on). */
+  readonly config: PlainBodies;
+  read(raw: unknown, message: PlainMessage, isKnownType: (type: string) => boolean): JobEnvelope;
+}
+
+/** What the SQS record adds to a plain body's envelope. */
+export interface PlainMessage {
+  readonly messageId: string;
+  /** Epoch ms SQS received the message (`SentTimestamp`): the job's `createdAt`. @default now */
+  readonly sentAt?: number | undefined;
+}
+
+const refuse = (problem: 'plain-key' | 'plain-type' | 'plain-shape', message: string, cause?: unknown) =>
+  new InvalidEnvelopeError(problem, `plain body: ${message}`, cause);
+
+function causeText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * True for a body read as an envelope: a JSON object with `v`, `dedupKey` and `type`. Any other body is
+ * plain when the worker has plain bodies; a body of that shape with a bad field is a refused envelope.
+ */
+export function isEnvelopeShaped(raw: unknown): boolean {
+  return (
+    typeof raw === 'object' &&
+    raw !== null &&
+    !Array.isArray(raw) &&
+    'v' in raw &&
+    'dedupKey' in raw &&
+    'type' in raw
+  );
+}
+
+/**
+ * Reads a message body as a job: an envelope (parseEnvelope), or with `plain` any other JSON body by its
+ * rules. Throws {@link InvalidEnvelopeError} (the dead letter's reason) for a body that is neither.
+ */
+export function readJobBody(
+  body: string,
+  options: {
+    readonly maxBytes?: number;
+    readonly isKnownType: (type: string) => boolean;
+    readonly plain?: PlainBodyReader | undefined;
+  },
+  message: PlainMessage,
+): JobEnvelope {
+  const { plain } = options;
+  if (plain === undefined) return parseEnvelope(body, options);
+  const tooLarge = bodySizeProblem(body, options.maxBytes);
+  if (tooLarge) throw new InvalidEnvelopeError('too-large', tooLarge);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(body);
+  } catch (error) {
+    throw new InvalidEnvelopeError(
+      'not-json',
+      `the body is not JSON; expected a leaseq envelope ${ENVELOPE_SHAPE} or a JSON body this queue's plainBodies read`,
+      error,
+    );
+  }
+  if (isEnvelopeShaped(raw)) return envelopeOf(raw, options);
+  return plain.read(raw, message, options.isKnownType);
+}
+
+type Reader<C> = (document: unknown, context: C) => unknown;
+
+/** A path or a function, as one function of the document. */
+function readerOf<C>(name: string, option: string | ((d: unknown, c: C) => unknown)): Reader<C> {
+  if (typeof option === 'function') return option;
+  if (typeof option !== 'string') {
+    throw new ConfigError(
+      `plainBodies.${name} must be a path (e.g. "order.id") or a function, received ${typeof option}`,
+    );
+  }
+  try {
+    const path = compileBodyPath(option);
+    return (document) => path.read(document);
+  } catch (error) {
+    throw new ConfigError(`plainBodies.${name}: ${causeText(error)}`, error);
+  }
+}
+
+/** Each carrier's shape (what tells its notification apart) and what it carries. */
+const CARRIERS: Readonly<
+  Record<PlainUnwrap, { readonly is: (o: Record<string, unknown>) => boolean; readonly shape: string }>
+> = {
+  sns: {
+    is: (o) => o.Type === 'Notification' && typeof o.Message === 'string',
+    shape: 'an SNS notification {Type: "Notification", Message}',
+  },
+  eventbridge: {
+    is: (o) => typeof o['detail-type'] === 'string' && typeof o.source === 'string' && 'detail' in o,
+    shape: 'an EventBridge event {source, detail-type, detail}',
+  },
+  s3: {
+    is: (o) => Array.isArray(o.Records) || o.Event === 's3:TestEvent',
+    shape: 'an S3 event notification {Records: [one record]}',
+  },
+};
+
+/** The carrier's notification off (the first of `unwraps` whose shape the body has), or the refusal. */
+function unwrapped(
+  unwraps: readonly PlainUnwrap[],
+  raw: unknown,
+): { document: unknown; wrapper: unknown; carrier?: PlainUnwrap } {
+  if (unwraps.length === 0) return { document: raw, wrapper: raw };
+  const o =
+    typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
+  const carrier = unwraps.find((c) => CARRIERS[c].is(o));
+  if (carrier === undefined) {
+    const shapes = unwraps.map((c) => CARRIERS[c].shape).join(' or ');
+    throw refuse('plain-shape', `expected ${shapes} (unwrap: ${unwraps.join(', ')})`);
+  }
+  return { document: carried(carrier, o), wrapper: raw, carrier };
+}
+
+function carried(carrier: PlainUnwrap, o: Record<string, unknown>): unknown {
+  if (carrier === 'sns') {
+    try {
+      return JSON.parse(o.Message as string);
+    } catch (error) {
+      throw refuse('plain-shape', "the SNS notification's Message is not JSON (unwrap: sns)", error);
+    }
+  }
+  if (carrier === 'eventbridge') return o.detail;
+  if (o.Event === 's3:TestEvent') {
+    throw refuse(
+      'plain-shape',
+      'an S3 test event (s3:TestEvent), sent when the notification was set up: no job',
+    );
+  }
+  const records = o.Records as unknown[];
+  if (records.length !== 1) {
+    throw refuse(
+      'plain-shape',
+      `the S3 notification holds ${records.length} records; leaseq runs one job per message (unwrap: s3)`,
+    );
+  }
+  return records[0];
+}
+
+const S3_BUCKET = compileBodyPath('s3.bucket.name');
+const S3_OBJECT = compileBodyPath('s3.object.key');
+const S3_SEQUENCER = compileBodyPath('s3.object.sequencer');
+
+/** The default key of a carried body: an S3 object event's, an EventBridge event's id. */
+function defaultKey(document: unknown, { carrier, wrapper }: PlainJobContext): unknown {
+  if (carrier === 'eventbridge') return (wrapper as { id?: unknown }).id;
+  const [b, k, s] = [S3_BUCKET.read(document), S3_OBJECT.read(document), S3_SEQUENCER.read(document)];
+  if (typeof b !== 'string' || typeof k !== 'string' || typeof s !== 'string') return undefined;
+  return `s3:${b}/${k}@${s}`;
+}
+
+/** The key's text: a string, or a finite number's JSON text; else the refusal. */
+function keyText(value: unknown, what: string): string {
+  const text = typeof value === 'number' && Number.isFinite(value) ? JSON.stringify(value) : value;
+  if (text === undefined) throw refuse('plain-key', `${what} selects nothing`);
+  if (typeof text !== 'string') {
+    throw refuse(
+      'plain-key',
+      `${what} selects ${Array.isArray(text) ? 'an array' : typeof text}, expected a string or a number`,
+    );
+  }
+  if (!isEnvelopeDedupKey(text)) {
+    throw refuse(
+      'plain-key',
+      `${what} selects a text of ${text.length} characters that is not a dedup key (1-256 printable ASCII characters, no space at either end)`,
+    );
+  }
+  return text;
+}
+
+/**
+ * Checks and compiles `config` once. `types` (the registry's) checks a fixed type and a per-type key map.
+ * @throws ConfigError naming the option and what it expects.
+ */
+export function compilePlainBodies(config: PlainBodies, types: readonly string[]): PlainBodyReader {
+  if (typeof config !== 'object' || config === null) {
+    throw new ConfigError(
+      `plainBodies must be an object { type, key, unwrap?, payload? }, received ${typeof config}`,
+    );
+  }
+  const unwraps: readonly PlainUnwrap[] =
+    config.unwrap === undefined ? [] : Array.isArray(config.unwrap) ? config.unwrap : [config.unwrap];
+  for (const unwrap of unwraps) {
+    if (!PLAIN_UNWRAPS.includes(unwrap)) {
+      throw new ConfigError(
+        `plainBodies.unwrap must be one of ${PLAIN_UNWRAPS.join(', ')} (or a list of them), received ${JSON.stringify(unwrap)}`,
+      );
+    }
+  }
+  const typeOf = typeReader(config.type, types);
+  const keys = keyReaders(config, unwraps, types);
+  const payloadOf =
+    config.payload === undefined ? (d: unknown) => d : readerOf<PlainJobContext>('payload', config.payload);
+  return Object.freeze({
+    config,
+    read(raw: unknown, message: PlainMessage, isKnownType: (type: string) => boolean): JobEnvelope {
+      const { document, wrapper, carrier } = unwrapped(unwraps, raw);
+      const carriedBy = { wrapper, ...(carrier ? { carrier } : {}) };
+      const type = typeOf(document, carriedBy);
+      // A type read from the body is named in the refusal only when it has a type's alphabet.
+      if (!isEnvelopeType(type)) {
+        throw refuse(
+          'plain-type',
+          'the type read from the body is not a job type (letters, digits and . _ : -)',
+        );
+      }
+      if (!isKnownType(type))
+        throw new InvalidEnvelopeError('unknown-type', `job type ${type} is not registered`);
+      const context: PlainJobContext = { type, ...carriedBy };
+      const key = keys(type);
+      let value: unknown;
+      try {
+        value = key.read(document, context);
+      } catch (error) {
+        throw refuse('plain-key', `the key function threw: ${causeText(error)}`, error);
+      }
+      const dedupKey = keyText(value, key.what);
+      let payload: unknown;
+      try {
+        payload = payloadOf(document, context);
+      } catch (error) {
+        throw refuse('plain-shape', `the payload function threw: ${causeText(error)}`, error);
+      }
+      const id = carrierId(carrier, wrapper) ?? message.messageId;
+      return {
+        v: ENVELOPE_VERSION,
+        id: ENVELOPE_ID.test(id) ? id : 'plain',
+        dedupKey,
+        type,
+        createdAt: new Date(message.sentAt ?? Date.now()).toISOString(),
+        payload,
+      };
+    },
+  });
+}
+
+function typeReader(
+  option: PlainBodies['type'],
+  types: readonly string[],
+): (document: unknown, carriedBy: Omit<PlainJobContext, 'type'>) => string {
+  if (typeof option === 'string') {
+    if (!types.includes(option)) {
+      throw new ConfigError(
+        `plainBodies.type ${JSON.stringify(option)} is not a job type of this set (${types.join(', ')})`,
+      );
+    }
+    return () => option;
+  }
+  const fn =
+    typeof option === 'object' && option !== null && 'path' in option
+      ? readerOf('type.path', option.path)
+      : typeof option === 'function'
+        ? option
+        : undefined;
+  if (fn === undefined) {
+    throw new ConfigError('plainBodies.type must be a job type, { path } or a function of the body');
+  }
+  const what =
+    typeof option === 'function' ? 'the type function' : `the type path ${(option as { path: string }).path}`;
+  return (document, carriedBy) => {
+    let type: unknown;
+    try {
+      type = fn(document, carriedBy);
+    } catch (error) {
+      throw refuse('plain-type', `the type function threw: ${causeText(error)}`, error);
+    }
+    if (typeof type !== 'string' || type.length === 0) {
+      throw refuse(
+        'plain-type',
+        `${what} selects ${type === undefined ? 'nothing' : `a ${typeof type}`}, expected a job type`,
+      );
+    }
+    return type;
+  };
+}
+
+type KeyReader = { readonly read: Reader<PlainJobContext>; readonly what: string };
+
+function keyReaders(
+  config: PlainBodies,
+  unwraps: readonly PlainUnwrap[],
+  types: readonly string[],
+): (type: string) => KeyReader {
+  const one = (name: string, option: PlainKey): KeyReader => ({
+    read: readerOf<PlainJobContext>(name, option),
+    what: typeof option === 'function' ? 'the key function' : `the key path ${option}`,
+  });
+  const { key } = config;
+  if (key === undefined) {
+    // Only S3 and EventBridge notifications name an event of their own; a producer's JSON (bare or in SNS) has its key.
+    if (unwraps.length === 0 || unwraps.includes('sns')) {
+      throw new ConfigError(
+        'plainBodies.key is required (a path such as "order.id", or a function of the body); only unwrap s3 and eventbridge have a default',
+      );
+    }
+    const what =
+      "the default key (an S3 object event's bucket, key and sequencer; an EventBridge event's id)";
+    return () => ({ read: defaultKey, what });
+  }
+  if (typeof key === 'string' || typeof key === 'function') {
+    const reader = one('key', key);
+    return () => reader;
+  }
+  const map = new Map<string, KeyReader>();
+  for (const [type, option] of Object.entries(key)) {
+    if (!types.includes(type))
+      throw new ConfigError(`plainBodies.key names ${JSON.stringify(type)}, not a job type of this set`);
+    map.set(type, one(`key.${type}`, option));
+  }
+  return (type) => {
+    const reader = map.get(type);
+    if (reader === undefined) throw refuse('plain-key', `plainBodies.key names no key for job type ${type}`);
+    return reader;
+  };
+}
+
+/** The carrier's own id (SNS MessageId, EventBridge id), kept as the envelope id; else the SQS message's. */
+function carrierId(carrier: PlainUnwrap | undefined, wrapper: unknown): string | undefined {
+  if (carrier !== 'sns' && carrier !== 'eventbridge') return undefined;
+  const id = (wrapper as Record<string, unknown>)[carrier === 'sns' ? 'MessageId' : 'id'];
+  return typeof id === 'string' ? id : undefined;
+}

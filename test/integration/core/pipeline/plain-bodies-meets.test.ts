@@ -1,0 +1,233 @@
+import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
+import { JobRegistry } from '../../../../shared/core/model/registry.ts';
+import { MetricName } from '../../../../shared/core/observe/metric-names.ts';
+import { RESEND_AT_RECEIVES } from '../../../../shared/core/pipeline/limit-bounce.ts';
+import { ORIGIN_ATTRIBUTE } from '../../../../shared/core/pipeline/record-message.ts';
+import { PermanentJobError } from '../../../../shared/errors.ts';
+import { defineJob } from '../../../../shared/jobs/define-job.ts';
+import { cancelJob } from '../../../../shared/ops/cancel.ts';
+import { redrive } from '../../../../shared/ops/dlq-redrive.ts';
+import {
+  type CoreEnv,
+  coreEnv,
+  eventually,
+  leaseStore,
+  makeWorker,
+  queueCounts,
+  sendRaw,
+  type Worker,
+} from '../../../support/core-fixture.ts';
+import { uniqueName } from '../../../support/env.ts';
+
+// Where plain bodies meet the rest of the protocol (docs/envelope.md, "Plain bodies"): a limit's re-send
+// (the body goes out again as it came, with leaseq-origin), cancel by key, the fast path, and FIFO groups.
+
+let env: CoreEnv;
+let fifo: CoreEnv;
+beforeAll(async () => {
+  [env, fifo] = await Promise.all([coreEnv('plainmeet'), coreEnv('plainfifo', { fifo: true })]);
+});
+afterAll(() => {
+  env?.close();
+  fifo?.close();
+});
+
+/** A job of `type` reading `{ ticket: { id, tenant } }` bodies; `runs` gets each run's key. */
+function ticketJob(
+  type: string,
+  runs: string[],
+  extra: { fastPath?: boolean; limit?: number; deadKeyTtl?: number; broken?: () => boolean } = {},
+) {
+  const job = defineJob({
+    type,
+    payload: z.object({ id: z.string(), tenant: z.string() }),
+    ...(extra.fastPath ? { fastPath: true } : {}),
+    ...(extra.deadKeyTtl ? { deadKeyTtl: extra.deadKeyTtl } : {}),
+    ...(extra.limit ? { concurrency: { limit: extra.limit, key: (p: { tenant: string }) => p.tenant } } : {}),
+    async run(ctx) {
+      runs.push(ctx.dedupKey);
+      if (extra.broken?.()) throw new PermanentJobError('the downstream is broken');
+      return { result: 'ok' };
+    },
+  });
+  return JobRegistry.of([job], { plainBodies: { type, key: 'ticket.id', payload: 'ticket' } });
+}
+
+const ticket = (id: string, tenant = 'T') => JSON.stringify({ ticket: { id, tenant } });
+
+async function drain(e: CoreEnv, worker: Worker, timeoutMs = 30_000): Promise<boolean> {
+  return eventually(
+    async () => {
+      await worker.poll(1);
+      const c = await queueCounts(e);
+      return c.visible + c.inFlight + c.delayed === 0;
+    },
+    timeoutMs,
+    0,
+  );
+}
+
+describe('Plain bodies where they meet the protocol (emulator)', () => {
+  it("a limit's re-send sends the plain body as it came, with its origin, and the job runs once under its key", async () => {
+    // Prepare: the tenant's one slot held elsewhere, and the message received RESEND_AT_RECEIVES - 1
+    // times, so this receive's bounce re-sends it.
+    const type = uniqueName('t_plain');
+    const runs: string[] = [];
+    const worker = makeWorker(env, ticketJob(type, runs, { limit: 1 }));
+    const slot = `slot:${type}:k:R#0`;
+    const held = await leaseStore(env).tryAcquire(slot, 'other/0', 60_000, Date.now());
+    if (!held.acquired) throw new Error('the slot is not free');
+    const key = uniqueName('tk');
+    const body = ticket(key, 'R');
+    const origin = await sendRaw(env, body);
+    for (let seen = 0; seen < RESEND_AT_RECEIVES - 1; ) {
+      const out = await env.clients.sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: env.queueUrl, VisibilityTimeout: 0, WaitTimeSeconds: 1 }),
+      );
+      seen += out.Messages?.length ?? 0;
+    }
+
+    // Act: the bounce re-sends it (its SendMessage is recorded), then the slot frees and it runs.
+    const sends: { MessageBody?: string; MessageAttributes?: Record<string, { StringValue?: string }> }[] =
+      [];
+    env.clients.sqs.middlewareStack.add(
+      ((next: (args: { input: object }) => Promise<unknown>, context: { commandName?: string }) =>
+        async (args: { input: object }) => {
+          if (context.commandName === 'SendMessageCommand') sends.push(args.input);
+          return next(args);
+        }) as never,
+      { step: 'initialize', name: 'plainResend' },
+    );
+    try {
+      await worker.poll(1);
+    } finally {
+      env.clients.sqs.middlewareStack.remove('plainResend');
+    }
+    expect(worker.metrics.get(MetricName.LimitWait)).toBe(1);
+    await leaseStore(env).release(held.lease);
+    expect(await drain(env, worker, 60_000)).toBe(true);
+
+    // Assess: the producer's body went out unchanged, carrying its origin; the job ran once and completed.
+    expect(sends.map((send) => send.MessageBody)).toEqual([body]);
+    expect(sends[0]?.MessageAttributes?.[ORIGIN_ATTRIBUTE]?.StringValue).toBe(origin);
+    expect(runs).toEqual([key]);
+    const item = await worker.store.get(key);
+    expect(item).toMatchObject({ status: JobStatus.Completed, attempts: 1 });
+  }, 90_000);
+
+  it('a cancel by key before the plain message comes leaves a tombstone that drops it', async () => {
+    const type = uniqueName('t_cancel');
+    const runs: string[] = [];
+    const worker = makeWorker(env, ticketJob(type, runs));
+    const key = uniqueName('tk');
+    const target = {
+      clients: env.clients,
+      names: {
+        queueUrl: env.queueUrl,
+        dlqUrl: env.dlqUrl,
+        jobsTable: env.jobsTable,
+        leasesTable: env.leasesTable,
+      },
+    };
+    expect(await cancelJob(target, key, { by: 'ops@test' })).toEqual({ outcome: 'tombstone' });
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Cancelled);
+
+    await sendRaw(env, ticket(key));
+    expect(await drain(env, worker)).toBe(true);
+
+    expect(runs).toEqual([]);
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Cancelled);
+  }, 60_000);
+
+  it('the fast path runs a plain body once and drops its copy', async () => {
+    const type = uniqueName('t_fast');
+    const runs: string[] = [];
+    const worker = makeWorker(env, ticketJob(type, runs, { fastPath: true }));
+    const key = uniqueName('tk');
+    await sendRaw(env, ticket(key));
+    await sendRaw(env, ticket(key));
+
+    expect(await drain(env, worker)).toBe(true);
+
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Completed);
+    expect(worker.metrics.get(MetricName.JobSucceeded)).toBe(1);
+    expect(runs.filter((k) => k === key).length).toBeGreaterThanOrEqual(1);
+  }, 60_000);
+
+  it("a redrive sends the producer's body back as it was, and it runs under the same key", async () => {
+    // Prepare: the job dies for good while its downstream is broken.
+    const type = uniqueName('t_redrive');
+    const runs: string[] = [];
+    let broken = true;
+    const worker = makeWorker(env, ticketJob(type, runs, { broken: () => broken }));
+    const key = uniqueName('tk');
+    await sendRaw(env, ticket(key));
+    expect(await drain(env, worker)).toBe(true);
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Dead);
+
+    // Act: the downstream is fixed; the operator redrives by key, the letter's body unchanged.
+    broken = false;
+    const target = {
+      clients: env.clients,
+      names: {
+        queueUrl: env.queueUrl,
+        dlqUrl: env.dlqUrl,
+        jobsTable: env.jobsTable,
+        leasesTable: env.leasesTable,
+      },
+    };
+    expect(await redrive(target, { filter: { dedupKey: key }, by: 'ops@test' })).toMatchObject({
+      redriven: 1,
+    });
+    expect(await drain(env, worker)).toBe(true);
+
+    // Assess
+    expect(runs).toEqual([key, key]);
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Completed);
+  }, 60_000);
+
+  it('a dead key past its deadKeyTtl runs a fresh plain send as a new job', async () => {
+    const type = uniqueName('t_deadkey');
+    const runs: string[] = [];
+    let broken = true;
+    const worker = makeWorker(env, ticketJob(type, runs, { deadKeyTtl: 1, broken: () => broken }));
+    const key = uniqueName('tk');
+    await sendRaw(env, ticket(key));
+    expect(await drain(env, worker)).toBe(true);
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Dead);
+
+    broken = false;
+    await new Promise((r) => setTimeout(r, 1_500));
+    await sendRaw(env, ticket(key));
+    expect(await drain(env, worker)).toBe(true);
+
+    expect(runs).toEqual([key, key]);
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Completed);
+  }, 60_000);
+
+  it('on FIFO, plain bodies keep the group SQS gave them and run in order, the copy dropped', async () => {
+    const type = uniqueName('t_fifo');
+    const runs: string[] = [];
+    const worker = makeWorker(fifo, ticketJob(type, runs));
+    const group = uniqueName('g');
+    const keys = [uniqueName('f1'), uniqueName('f2'), uniqueName('f3')];
+    for (const [i, key] of [...keys, keys[0] ?? ''].entries()) {
+      await fifo.clients.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: fifo.queueUrl,
+          MessageBody: ticket(key),
+          MessageGroupId: group,
+          MessageDeduplicationId: `${group}-${i}`,
+        }),
+      );
+    }
+
+    expect(await drain(fifo, worker)).toBe(true);
+
+    expect(runs).toEqual(keys);
+    for (const key of keys) expect((await worker.store.get(key))?.status).toBe(JobStatus.Completed);
+  }, 60_000);
+});
