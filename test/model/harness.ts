@@ -459,10 +459,13 @@ class World implements MeetHost {
     this.applier = new CommittedEffects(this);
     // Grants are noted as the take's write lands, with the stamp it logged (an answer delayed or lost
     // after the write still counts). A store a test puts in its place is noted by its answers.
-    this.model = new ModelDb({
-      committed: (effects) => this.applier.committed(effects),
-      granted: (key, at) => this.rateGranted(key, at),
-    });
+    this.model = new ModelDb(
+      {
+        committed: (effects) => this.applier.committed(effects),
+        granted: (key, at) => this.rateGranted(key, at),
+      },
+      rateSharding(scenario.seed),
+    );
     this.store = this.model.store;
     modelJobStore(this.model.store);
     this.leases = this.model.leases;
@@ -2283,6 +2286,26 @@ class PortQueue implements JobQueue {
     const key = (JSON.parse(body) as { dedupKey?: string }).dedupKey;
     return this.#ports.call(key, () => (inner.resend as NonNullable<JobQueue['resend']>)(body, options));
   }
+}
+
+/**
+ * A third of the schedules keep each rate limit on one item, a third split it in 2 shards, a third in as
+ * many shards as permits (each a log of one): the rate/over-limit check then holds the shards together
+ * to the limit. Where a sharded take starts is drawn from the seed.
+ */
+function rateSharding(seed: number): {
+  rateShards: (limit: number) => number;
+  random: () => number;
+} {
+  const mode = ((seed % 3) + 3) % 3;
+  let state = seed >>> 0 || 1;
+  return {
+    rateShards: (limit) => (mode === 0 ? 1 : mode === 1 ? Math.min(limit, 2) : limit),
+    random: () => {
+      state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0;
+      return state / 2 ** 32;
+    },
+  };
 }
 
 /** The rate store as one worker sees it: through its ports, noting every grant answered. */

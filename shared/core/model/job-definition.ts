@@ -91,7 +91,7 @@ export interface TableHandleSource {
  * account); without, one for the whole type.
  */
 export interface RateLimit<P = unknown> {
-  /** Starts allowed in any window of `perSeconds`: a whole number from 1 to MAX_RATE_LIMIT (1000). */
+  /** Starts allowed in any window of `perSeconds`: a whole number from 1 to MAX_RATE_LIMIT (100,000). */
   readonly limit: number;
   /** The window's length in seconds, > 0 (fractions allowed) and at most a day. */
   readonly perSeconds: number;
