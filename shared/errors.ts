@@ -108,12 +108,27 @@ export class TransientJobError extends LeaseqError {
  */
 export class StoreUnavailableError extends LeaseqError {
   readonly operation: string;
+  /** When DynamoDB throttled the call: which leaseq item, by kind and key hash. */
+  readonly throttle: StoreThrottle | undefined;
 
-  constructor(operation: string, cause: unknown) {
+  constructor(operation: string, cause: unknown, throttle?: StoreThrottle) {
     super(`store unavailable during ${operation}: ${describe(cause)}`, { retryable: true, cause });
     this.name = 'StoreUnavailableError';
     this.operation = operation;
+    this.throttle = throttle;
   }
+}
+
+/** The kinds of leaseq item a throttle names: a job item, a named lease, a rate log, a slot, an effect's. */
+export type StoreItemKind = 'job' | 'lease' | 'rate' | 'slot' | 'effect';
+
+/** A throttled store call: its partition (one item's key) was over DynamoDB's per-partition throughput. */
+export interface StoreThrottle {
+  readonly itemKind: StoreItemKind;
+  /** The first 12 hex digits of SHA-256 of the item's key (never the key: it may be a tenant's data). */
+  readonly keyHash?: string;
+  /** DynamoDB's throttling reason (`TableWriteKeyRangeThroughputExceeded`, ...), when it gave one. */
+  readonly reason?: string;
 }
 
 /**

@@ -553,7 +553,7 @@ describe('Issue 21 checks catch what they are for', () => {
     ]);
   });
 
-  it('rate/over-limit counts a sharded limit whole: a shard\'s grant is noted under its limit\'s key', async () => {
+  it("rate/over-limit counts a sharded limit whole: a shard's grant is noted under its limit's key", async () => {
     const noted: string[] = [];
     const db = new ModelDb(
       { committed: () => undefined, granted: (key) => noted.push(key) },

@@ -307,7 +307,9 @@ export class DynamoDbJobStore implements JobStore {
   /** An unfenced history write whose refusal changes nothing. */
   async #bestEffort(operation: string, update: JobItemUpdate, options: StoreCallOptions): Promise<void> {
     try {
-      await guardStore(operation, options.signal, (http) => this.#doc.send(new UpdateCommand(update), http));
+      await guardStore({ operation, key: String(update.Key.dedupKey) }, options.signal, (http) =>
+        this.#doc.send(new UpdateCommand(update), http),
+      );
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return;
       throw error;
@@ -315,7 +317,7 @@ export class DynamoDbJobStore implements JobStore {
   }
 
   async get(dedupKey: string, options: GetOptions = {}): Promise<JobItem | undefined> {
-    const out = await guardStore('get', options.signal, (http) =>
+    const out = await guardStore({ operation: 'get', key: dedupKey }, options.signal, (http) =>
       this.#doc.send(
         new GetCommand({
           TableName: this.#table,

@@ -46,7 +46,7 @@ export class DynamoDbLeaseStore implements LeaseStore {
   async tryAcquire(key: string, owner: string, leaseMs: number, now: number): Promise<AcquireResult> {
     const leaseUntil = now + leaseMs;
     try {
-      const out = await guardStore('lease-acquire', (http) =>
+      const out = await guardStore({ operation: 'lease-acquire', key }, (http) =>
         this.#doc.send(
           new UpdateCommand({
             TableName: this.#table,
@@ -141,7 +141,7 @@ export class DynamoDbLeaseStore implements LeaseStore {
   }
 
   async get(key: string): Promise<LeaseItem | undefined> {
-    const out = await guardStore('lease-get', (http) =>
+    const out = await guardStore({ operation: 'lease-get', key }, (http) =>
       this.#doc.send(
         new GetCommand({ TableName: this.#table, Key: { leaseKey: key }, ConsistentRead: true }),
         http,
@@ -192,7 +192,7 @@ export class DynamoDbLeaseStore implements LeaseStore {
     conditionSuffix = '',
   ) {
     try {
-      await guardStore(operation, (http) =>
+      await guardStore({ operation, key: lease.key }, (http) =>
         this.#doc.send(
           new UpdateCommand({
             TableName: this.#table,

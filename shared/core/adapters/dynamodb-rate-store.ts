@@ -153,7 +153,7 @@ export class DynamoDbRateStore implements RateStore {
   ): Promise<string | Seen | undefined> {
     const token = randomBytes(6).toString('base64url');
     try {
-      await guardStore('rate-take', (http) =>
+      await guardStore({ operation: 'rate-take', key }, (http) =>
         this.#doc.send(
           new UpdateCommand({
             TableName: this.#table,

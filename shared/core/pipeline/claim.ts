@@ -9,6 +9,7 @@ import { boundedSignal } from '../leases/timeout-signal.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { inSpan } from '../observe/spans.ts';
+import { noteStoreUnavailable } from '../observe/store-throttle.ts';
 import type { Attempt, Job } from './attempt.ts';
 import type { Settings } from './settings.ts';
 
@@ -58,7 +59,7 @@ export async function claim(
         error: s.errorText(error),
       });
     } else if (error instanceof StoreUnavailableError) {
-      s.metrics.count(MetricName.StoreUnavailable);
+      noteStoreUnavailable(s.metrics, log, error);
       log.warn('store unavailable: job not run; giving the message back', {
         delaySeconds: delay,
         error: s.errorText(error),

@@ -13,6 +13,7 @@ import { namedLeaseLost } from '../model/job-context.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { inSpan } from '../observe/spans.ts';
+import { noteStoreUnavailable } from '../observe/store-throttle.ts';
 import { byType, type Job } from './attempt.ts';
 import { completedEarlier, completedItem, jobCompleted } from './commit.ts';
 import { jobContext, runAndCommit } from './job-run.ts';
@@ -210,7 +211,7 @@ async function commitUnknown(s: Settings, job: Job, error: StoreUnavailableError
     return 'duplicate';
   }
   const delay = s.backoffSeconds(message.receives);
-  s.metrics.count(MetricName.StoreUnavailable);
+  noteStoreUnavailable(s.metrics, log, error);
   s.metrics.count(MetricName.HandBack);
   log.warn('store unavailable at the fast commit; giving the message back', {
     delaySeconds: delay,
