@@ -41,5 +41,10 @@ export const MetricName = {
   JobCancelled: 'JobCancelled',
   /** A copy of a cancelled job (or one sent after a cancel's tombstone) dropped (dimension `jobType`). */
   CancelledCopyDropped: 'CancelledCopyDropped',
+  /**
+   * A message came under a job's dedupKey with another payload (dimension `jobType`): dead-lettered
+   * `payload-mismatch`, or run as a new job (`onPayloadMismatch: 'new-job'`). Counted once a message.
+   */
+  PayloadMismatch: 'PayloadMismatch',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
