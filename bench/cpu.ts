@@ -50,6 +50,7 @@ type Variant =
   | 'leaseq, logs off'
   | 'leaseq as shipped'
   | 'fast path as shipped'
+  | 'as shipped, hash off'
   | 'baseline, logs off'
   | 'baseline as shipped'
   | 'baseline fast path'
@@ -60,6 +61,7 @@ const VARIANTS: readonly Variant[] = [
   'leaseq, logs off',
   'leaseq as shipped',
   'fast path as shipped',
+  'as shipped, hash off',
   ...(BASELINE ? (['baseline, logs off', 'baseline as shipped', 'baseline fast path'] as const) : []),
   ...(BUILT ? (['built as shipped', 'built fast path'] as const) : []),
 ];
@@ -246,6 +248,7 @@ async function withLeaseq(
   shipped: boolean,
   leaseq: Leaseq = HERE,
   fastPath = false,
+  hashOff = false,
 ): Promise<void> {
   const { InMemoryQueue, defineJob, versionedPut } = leaseq;
   const { JobProcessor, JobRegistry, InMemoryMetrics, CompletedCache } = leaseq;
@@ -254,6 +257,8 @@ async function withLeaseq(
   const credit = defineJob({
     type: 'bench.credit',
     ...(fastPath ? { fastPath: true } : {}),
+    // 'copy' computes and stores no payload hash: the cost of the payload-mismatch check, paired.
+    ...(hashOff ? { onPayloadMismatch: 'copy' as const } : {}),
     payload: z.object({ account: z.string(), amount: z.number().int() }),
     async run(_ctx, p) {
       const row = ledgerRow(p.account);
@@ -300,6 +305,7 @@ async function measure(variant: Variant, round: number): Promise<number> {
     else if (variant.startsWith('baseline')) {
       await withLeaseq(run, variant !== 'baseline, logs off', baseline, variant === 'baseline fast path');
     } else if (variant === 'fast path as shipped') await withLeaseq(run, true, HERE, true);
+    else if (variant === 'as shipped, hash off') await withLeaseq(run, true, HERE, false, true);
     else await withLeaseq(run, variant === 'leaseq as shipped');
   } finally {
     process.stdout.write = write;
@@ -377,6 +383,12 @@ async function main(): Promise<void> {
         true,
         true,
       ]),
+      '',
+      `payload hash on / off, as shipped: ${median(
+        (results.get('leaseq as shipped') ?? []).map(
+          (v, i) => v / (results.get('as shipped, hash off')?.[i] ?? Number.NaN),
+        ),
+      ).toFixed(3)}x (paired rounds)`,
       ...(BASELINE ? ['', ...pairedRatios(results)] : []),
       ...(BUILT ? ['', ...builtRatios(results)] : []),
       '',

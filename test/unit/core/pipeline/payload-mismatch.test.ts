@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
@@ -5,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { makeEnvelope } from '../../../../shared/core/contract/envelope.ts';
 import type { JobItem } from '../../../../shared/core/contract/job-item.ts';
+import type { PayloadRef, PayloadStore } from '../../../../shared/core/contract/payload-store.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { versionedPut } from '../../../../shared/core/decisions/optimistic.ts';
 import {
@@ -102,7 +104,7 @@ describe('Function: decideMismatch', () => {
 
 function setup(
   policy?: PayloadMismatch,
-  options: { cache?: boolean; fast?: boolean; deadKeyTtl?: number } = {},
+  options: { cache?: boolean; fast?: boolean; deadKeyTtl?: number; payloads?: PayloadStore } = {},
 ) {
   const { store, row, doc } = memoryStores({ tables: { ledger: 'account' } });
   const queue = new InMemoryQueue({ visibilitySeconds: 10 });
@@ -145,6 +147,7 @@ function setup(
     backoff: { baseSeconds: 1, capSeconds: 1 },
     random: () => 0.5,
     ...(cache ? { cache } : {}),
+    ...(options.payloads ? { payloads: options.payloads } : {}),
   });
   let n = 0;
   const send = (payload: unknown) =>
@@ -158,7 +161,17 @@ function setup(
     if (done.disposition === 'delete') await queue.delete(record.receiptHandle);
     return done;
   };
-  return { store, doc, queue, metrics, ran, balance, send, run };
+  /** A claim-check envelope: its payload is the object `ref` names. */
+  const sendRef = (ref: PayloadRef) => {
+    const { payload: _p, ...rest } = makeEnvelope({
+      id: `e-${++n}`,
+      type: 'order.pay',
+      dedupKey: KEY,
+      payload: null,
+    });
+    return queue.send(JSON.stringify({ ...rest, payloadRef: ref }));
+  };
+  return { store, doc, queue, metrics, ran, balance, send, sendRef, run };
 }
 
 beforeEach(() => {
@@ -341,6 +354,47 @@ describe('A duplicate with another payload (issue 34, item 3)', () => {
     expect((await t.store.get(KEY))?.payloadHash).toBeUndefined();
     expect((await t.run(t.send({ account: 'a', amount: 3 }))).action).toBe('completed');
     expect((await t.store.get(KEY))?.payloadHash).toBe(payloadHash({ account: 'a', amount: 3 }));
+  });
+});
+
+describe('A claim-checked payload (S3)', () => {
+  it('is hashed as its payload, not its pointer: another object of the same payload is a copy, another payload a mismatch', async () => {
+    const objects: Record<string, string> = {
+      'payloads/2025-01-01/0b6c2c3e-8f7e-4f3b-9a43-0c8e5a7a2f11.json': JSON.stringify({
+        account: 'a',
+        amount: 5,
+      }),
+      'payloads/2025-01-01/0b6c2c3e-8f7e-4f3b-9a43-0c8e5a7a2f12.json': JSON.stringify({
+        amount: 5,
+        account: 'a',
+      }),
+      'payloads/2025-01-01/0b6c2c3e-8f7e-4f3b-9a43-0c8e5a7a2f13.json': JSON.stringify({
+        account: 'a',
+        amount: 6,
+      }),
+    };
+    const ref = (key: string): PayloadRef => {
+      const text = objects[key] ?? '';
+      const sha256 = createHash('sha256').update(text, 'utf8').digest('hex');
+      return { bucket: 'b-payloads', key, bytes: Buffer.byteLength(text), sha256 };
+    };
+    const payloads: PayloadStore = {
+      bucket: 'b-payloads',
+      put: async () => ref('payloads/2025-01-01/0b6c2c3e-8f7e-4f3b-9a43-0c8e5a7a2f11.json'),
+      get: async (r) => objects[r.key] ?? '',
+    };
+    const t = setup(undefined, { payloads });
+    const firstRef = await t.run(t.sendRef(ref('payloads/2025-01-01/0b6c2c3e-8f7e-4f3b-9a43-0c8e5a7a2f11.json')));
+    expect(t.queue.deadLetters.map((l) => l.reason.errorMessage)).toEqual([]);
+    expect(firstRef.action).toBe('completed');
+    expect((await t.store.get(KEY))?.payloadHash).toBe(payloadHash({ account: 'a', amount: 5 }));
+    expect(
+      (await t.run(t.sendRef(ref('payloads/2025-01-01/0b6c2c3e-8f7e-4f3b-9a43-0c8e5a7a2f12.json')))).action,
+    ).toBe('duplicate');
+    expect(
+      (await t.run(t.sendRef(ref('payloads/2025-01-01/0b6c2c3e-8f7e-4f3b-9a43-0c8e5a7a2f13.json')))).action,
+    ).toBe('dead-lettered');
+    expect(t.balance('a')).toBe(5);
   });
 });
 
