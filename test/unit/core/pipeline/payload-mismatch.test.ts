@@ -104,7 +104,13 @@ describe('Function: decideMismatch', () => {
 
 function setup(
   policy?: PayloadMismatch,
-  options: { cache?: boolean; fast?: boolean; deadKeyTtl?: number; payloads?: PayloadStore } = {},
+  options: {
+    cache?: boolean;
+    fast?: boolean;
+    deadKeyTtl?: number;
+    payloads?: PayloadStore;
+    fifo?: boolean;
+  } = {},
 ) {
   const { store, row, doc } = memoryStores({ tables: { ledger: 'account' } });
   const queue = new InMemoryQueue({ visibilitySeconds: 10 });
@@ -151,10 +157,16 @@ function setup(
   });
   let n = 0;
   const send = (payload: unknown) =>
-    queue.send(JSON.stringify(makeEnvelope({ id: `e-${++n}`, type: 'order.pay', dedupKey: KEY, payload })));
+    queue.send(
+      JSON.stringify(makeEnvelope({ id: `e-${++n}`, type: 'order.pay', dedupKey: KEY, payload })),
+      options.fifo ? { groupId: 'g-1' } : {},
+    );
   const run = async (id: string): Promise<RecordOutcome> => {
     const [record] = queue.receive(1, { pick: (visible) => visible.filter((m) => m.messageId === id) });
     if (!record) throw new Error(`message ${id} is not visible`);
+    // A FIFO queue numbers its messages in their group: what tells the worker it is one.
+    if (options.fifo)
+      Object.assign(record.attributes, { SequenceNumber: String(++n), MessageGroupId: 'g-1' });
     const pending = processor.process(record as SQSRecord);
     await vi.advanceTimersByTimeAsync(50);
     const done = await pending;
@@ -357,6 +369,30 @@ describe('A duplicate with another payload (issue 34, item 3)', () => {
   });
 });
 
+describe('FIFO', () => {
+  it('letters a message of another payload into its group; a new-job one waits at its head, not re-sent', async () => {
+    const t = setup(undefined, { fifo: true });
+    expect((await t.run(t.send({ account: 'a', amount: 5 }))).action).toBe('completed');
+    expect((await t.run(t.send({ account: 'a', amount: 7 }))).action).toBe('dead-lettered');
+    expect(t.queue.deadLetters).toEqual([
+      expect.objectContaining({
+        groupId: 'g-1',
+        reason: expect.objectContaining({ reason: 'payload-mismatch' }),
+      }),
+    ]);
+
+    const r = setup('new-job', { fifo: true });
+    expect((await r.run(r.send({ account: 'a', amount: -1 }))).action).toBe('retry');
+    const waiting = r.send({ account: 'a', amount: 7 });
+    expect((await r.run(waiting)).action).toBe('own-message-early');
+    // Given back, not re-sent: still the one message, hidden.
+    expect(
+      r.queue.receive(10, { pick: (visible) => visible.filter((m) => m.messageId === waiting) }),
+    ).toEqual([]);
+    expect(r.ran).toEqual(['-1#1']);
+  });
+});
+
 describe('A claim-checked payload (S3)', () => {
   it('is hashed as its payload, not its pointer: another object of the same payload is a copy, another payload a mismatch', async () => {
     const objects: Record<string, string> = {
@@ -384,7 +420,9 @@ describe('A claim-checked payload (S3)', () => {
       get: async (r) => objects[r.key] ?? '',
     };
     const t = setup(undefined, { payloads });
-    const firstRef = await t.run(t.sendRef(ref('payloads/2025-01-01/0b6c2c3e-8f7e-4f3b-9a43-0c8e5a7a2f11.json')));
+    const firstRef = await t.run(
+      t.sendRef(ref('payloads/2025-01-01/0b6c2c3e-8f7e-4f3b-9a43-0c8e5a7a2f11.json')),
+    );
     expect(t.queue.deadLetters.map((l) => l.reason.errorMessage)).toEqual([]);
     expect(firstRef.action).toBe('completed');
     expect((await t.store.get(KEY))?.payloadHash).toBe(payloadHash({ account: 'a', amount: 5 }));
