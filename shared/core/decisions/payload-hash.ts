@@ -1,7 +1,7 @@
 // "The same payload" (docs/protocol.md, "A duplicate with another payload"): the hash a message's checked
 // payload gets, stored on the job item by its first claim, and what a refused claim does when the item's
 // hash is another one. Pure.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { JobItem } from '../contract/job-item.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { deadKeyExpired } from './history-events.ts';
@@ -93,9 +93,8 @@ function write(value: unknown, out: string[]): boolean {
  */
 export function payloadHash(payload: unknown, select?: (payload: never) => unknown): string {
   const defining = select === undefined ? payload : select(payload as never);
-  return createHash('sha256')
-    .update(canonicalJson(defining))
-    .digest()
+  // The one-shot digest: no Hash object per message (measurably less garbage on the happy path).
+  return hash('sha256', canonicalJson(defining), 'buffer')
     .subarray(0, PAYLOAD_HASH_BYTES)
     .toString('base64url');
 }
