@@ -86,6 +86,25 @@ export class DedupKeyCollisionError extends LeaseqError {
   }
 }
 
+/**
+ * A message whose `dedupKey` names a job of its type with another payload (the payload hashes differ,
+ * docs/protocol.md "A duplicate with another payload"): not a copy, never run, dead-lettered with reason
+ * `payload-mismatch` (the type's `onPayloadMismatch` default); the job is left as it was.
+ */
+export class PayloadMismatchError extends LeaseqError {
+  readonly jobHash: string;
+  readonly messageHash: string;
+  constructor(jobHash: string, messageHash: string) {
+    super(
+      `the dedupKey names a job with another payload (job's payload hash ${jobHash}, this message's ${messageHash}): not run (send another payload under a key of its own, or set the type's onPayloadMismatch)`,
+      { retryable: false },
+    );
+    this.name = 'PayloadMismatchError';
+    this.jobHash = jobHash;
+    this.messageHash = messageHash;
+  }
+}
+
 /** A job handler's way to say "this will never work": the job is dead-lettered at once. */
 export class PermanentJobError extends LeaseqError {
   constructor(message: string, cause?: unknown) {

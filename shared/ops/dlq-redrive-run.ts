@@ -37,6 +37,8 @@ export interface RedriveOptions {
   readonly payload?: {
     readonly value: unknown;
     readonly check?: (type: string, payload: unknown) => string | undefined;
+    /** The corrected payload's hash as the type defines it, stored on the reset job (payload-mismatch.ts). */
+    readonly hash?: (type: string, payload: unknown) => string | undefined;
   };
   /** Largest body the jobs queue's workers take. @default DEFAULT_MAX_BODY_BYTES */
   readonly maxBodyBytes?: number;

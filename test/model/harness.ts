@@ -30,6 +30,7 @@ import type { RateStore, RateTake } from '../../shared/core/contract/rate-store.
 import { JobStatus } from '../../shared/core/contract/statuses.ts';
 import { visibilityForLease } from '../../shared/core/decisions/lease-timing.ts';
 import { versionedPut } from '../../shared/core/decisions/optimistic.ts';
+import { payloadHash } from '../../shared/core/decisions/payload-hash.ts';
 import type { EffectTable } from '../../shared/core/model/effect-table.ts';
 import type { JobContext } from '../../shared/core/model/job-context.ts';
 import { JobRegistry } from '../../shared/core/model/registry.ts';
@@ -54,7 +55,7 @@ import { fifoGroup, fifoPick, fifoRecord } from './fifo.ts';
 import { Meet, type MeetHost } from './meet.ts';
 import { LEDGER_TABLE, ModelDb } from './model-db.ts';
 import { modelJobStore } from './operator-sqs.ts';
-import { refusable } from './operators.ts';
+import { editable, refusable } from './operators.ts';
 import {
   ACCOUNTS,
   type CrashSpec,
@@ -868,7 +869,10 @@ class World implements MeetHost {
       this.log('info', `cancel answered ${answer.outcome}`, { dedupKey });
       if (answer.outcome !== 'finished' && !this.cancelAcked.has(dedupKey)) {
         const letters = this.queue.deadLetters.filter(
-          (l) => l.reason.dedupKey === dedupKey && !refusedPayload(this.scenario, l.reason),
+          (l) =>
+            l.reason.dedupKey === dedupKey &&
+            !refusedPayload(this.scenario, l.reason) &&
+            !editedAway(this.scenario, l.reason),
         ).length;
         this.cancelAcked.set(dedupKey, { at: Date.now(), letters, outcome: answer.outcome });
         this.stats.cancels += 1;
@@ -1181,7 +1185,7 @@ class World implements MeetHost {
       }
       // A message refused for its payload (issue 31 kind `schema`) is lettered before its item is looked at,
       // a cancelled job's too: not a letter of the job's run.
-      const run = letters.filter((l) => !refusedPayload(s, l.reason));
+      const run = letters.filter((l) => !refusedPayload(s, l.reason) && !editedAway(s, l.reason));
       // A letter whose send was asked for before the cancel's ack (a dead-lettering fenced under an older
       // lease, its send slow past the takeover, the redrive and the cancel) is not one sent after it.
       const acked = this.cancelAcked.get(key);
@@ -1247,7 +1251,7 @@ class World implements MeetHost {
       if (!cancelled) v.push(...this.meet.jobProblems(key, spec, item, letters, where));
       if (spec.poison && status === JobStatus.Dead) {
         // Its first letter of a run (issue 32: a redrive's edited payload the schema refuses letters too).
-        const first = letters.find((l) => !refusedPayload(s, l.reason))?.reason;
+        const first = letters.find((l) => !refusedPayload(s, l.reason) && !editedAway(s, l.reason))?.reason;
         if (first && first.reason !== 'permanent-error' && first.reason !== 'max-attempts') {
           v.push(`${where}: the poison's letter says ${first.reason}`);
         }
@@ -1456,6 +1460,15 @@ function letterProblems(
   // Issue 31 kind `schema`: a refused copy of a job whose payload no longer passes is lettered unclaimed
   // (issue 32: an edited payload the schema refuses too).
   if (refusable(scenario, reason.dedupKey ?? '') && reason.reason === 'invalid-bad-payload') return problems;
+  // Issue 34: a copy of a payload an operator's edit replaced (or of the edit, met by the original's job)
+  // is lettered unclaimed, with both hashes, the message's its own.
+  if (editedAway(scenario, reason)) {
+    const payload = (JSON.parse(body) as { payload?: unknown }).payload;
+    if (reason.attempts !== 0 || reason.payloadHashes?.message !== payloadHash(payload)) {
+      problems.push(`${where}: payload-mismatch letter without its message's hash ${JSON.stringify(reason)}`);
+    }
+    return problems;
+  }
   if (!(reason.attempts >= 1)) problems.push(`${where}: letter with attempts ${reason.attempts}`);
   if (reason.reason === 'max-attempts' && reason.attempts < scenario.maxAttempts) {
     problems.push(
@@ -1486,6 +1499,11 @@ function letterProblems(
  */
 function leaseId(key: string, token: number): string {
   return `${key} ${token}`;
+}
+
+/** A `payload-mismatch` letter of a key an operator's redrive edited (issue 34): the only two payloads of a key. */
+function editedAway(s: Scenario, reason: DeadLetterReason): boolean {
+  return reason.reason === 'payload-mismatch' && editable(s, reason.dedupKey ?? '');
 }
 
 /** A letter of a message refused for its payload by issue 31's stricter schema (kind `schema`). */

@@ -127,3 +127,20 @@ export async function carriedWrite(
   else carried.undo();
   return out;
 }
+
+/** An unfenced history write whose refusal changes nothing (a best-effort event: dropped, lease-lost). */
+export async function bestEffort(
+  doc: DynamoDBDocumentClient,
+  operation: string,
+  update: JobItemUpdate,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  try {
+    await guardStore({ operation, key: String(update.Key.dedupKey) }, signal, (http) =>
+      doc.send(new UpdateCommand(update), http),
+    );
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) return;
+    throw error;
+  }
+}

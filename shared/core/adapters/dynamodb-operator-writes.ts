@@ -11,6 +11,7 @@ import type { CancelRequest, CancelResult, RedriveBy } from '../contract/job-sto
 import { cancelledEvent, redriveEvent } from '../contract/job-store.ts';
 import { type CancelHistory, cancelAnswer, cancelUpdate, refusedCancel } from '../protocol/cancel.ts';
 import { trimmedHistory } from '../protocol/history-writes.ts';
+import { withRedriveHash } from '../protocol/payload-hash.ts';
 import {
   isOwnUndo,
   type RedriveHistory,
@@ -49,7 +50,10 @@ export async function resetForRedrive(
     guardStore({ operation: 'reset-for-redrive', key: dedupKey }, (http) =>
       t.doc.send(
         new UpdateCommand(
-          redriveUpdate(t.tableName, dedupKey, now, t.expiresAt(now), leaseEndedBefore, history, planned),
+          withRedriveHash(
+            redriveUpdate(t.tableName, dedupKey, now, t.expiresAt(now), leaseEndedBefore, history, planned),
+            by,
+          ),
         ),
         http,
       ),

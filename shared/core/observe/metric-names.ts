@@ -52,5 +52,10 @@ export const MetricName = {
    * fresh send reset the dead key while it was in flight; dimension `jobType`).
    */
   OtherLifeDropped: 'OtherLifeDropped',
+  /**
+   * A message came under a job's dedupKey with another payload (dimension `jobType`): dead-lettered
+   * `payload-mismatch`, or run as a new job (`onPayloadMismatch: 'new-job'`). Counted once a message.
+   */
+  PayloadMismatch: 'PayloadMismatch',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];

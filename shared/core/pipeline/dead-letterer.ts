@@ -222,6 +222,7 @@ function minimalReason(reason: DeadLetterReason, code: string, itemKeepsError: b
     messageId: reason.messageId,
     ...(reason.dedupKey === undefined ? {} : { dedupKey: reason.dedupKey }),
     ...(reason.type === undefined ? {} : { type: reason.type }),
+    ...(reason.payloadHashes === undefined ? {} : { payloadHashes: reason.payloadHashes }),
   };
 }
 
@@ -242,9 +243,11 @@ export function letterRefusedJob(
   job: Job,
   reason: string,
   error: unknown,
+  extra: Pick<DeadLetterReason, 'payloadHashes'> = {},
 ): Promise<DeadLetterOutcome> {
   const { envelope, message, log } = job;
   const letter: DeadLetterReason = {
+    ...extra,
     reason,
     errorClass: errorClass(error),
     errorMessage: o.errorText(error),
