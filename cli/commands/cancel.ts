@@ -27,6 +27,7 @@ import {
   rateArg,
   renderTable,
 } from '../format.ts';
+import { EXIT_INTERRUPTED, stoppable } from '../interrupt.ts';
 import { safeText } from '../safe-text.ts';
 import { resolveTarget, type Target, type TargetFlags, targetOptions } from '../target.ts';
 import { statusArg } from './jobs.ts';
@@ -47,8 +48,6 @@ interface CancelFlags extends TargetFlags {
 
 /** Exit code of a cancel that found the job finished (COMPLETED or DEAD): nothing was cancelled. */
 export const EXIT_FINISHED = 3;
-/** Exit code of a bulk cancel stopped by Ctrl-C (after its report). */
-export const EXIT_INTERRUPTED = 130;
 /** Rows of a bulk cancel's preview shown before the confirmation. */
 export const PREVIEW_ROWS = 10;
 
@@ -219,20 +218,11 @@ async function cancelByFilter(target: Target, filter: BulkCancelFilter, flags: C
     return;
   }
   const by = await resolveActor(flags.actor, target);
-  // Ctrl-C stops between two jobs and reports; a second one ends the process at once.
-  const stop = new AbortController();
-  const onSigint = () => {
-    note('interrupted: stopping after the job in hand (Ctrl-C again to quit at once)');
-    stop.abort();
-    process.removeListener('SIGINT', onSigint);
-  };
-  process.on('SIGINT', onSigint);
-  let report: BulkCancelReport;
-  try {
-    report = await bulkCancel(target, preview, {
+  const report = await stoppable((signal) =>
+    bulkCancel(target, preview, {
       by,
       ratePerSecond: rate,
-      signal: stop.signal,
+      signal,
       ...(flags.reason === undefined ? {} : { reason: flags.reason }),
       ...(flags.json || !process.stderr.isTTY
         ? {}
@@ -240,10 +230,8 @@ async function cancelByFilter(target: Target, filter: BulkCancelFilter, flags: C
             onProgress: (item, done, total) =>
               note(`${done}/${total} ${item.outcome} ${safeText(item.dedupKey)}`),
           }),
-    });
-  } finally {
-    process.removeListener('SIGINT', onSigint);
-  }
+    }),
+  );
   if (flags.json) printJson({ dryRun: false, matched: n, by, ...report });
   else print(describeBulkReport(report));
   if (report.failed > 0) process.exitCode = 1;
