@@ -7,6 +7,7 @@ import type { UiRoute } from '../context.ts';
 import { findRoute } from '../find-page.ts';
 import { fixRoute } from '../fix-page.ts';
 import { revealRoute } from '../reveal-page.ts';
+import { bulkCancelRoutes } from './bulk-cancel.ts';
 import { dlqRoutes } from './dlq.ts';
 import { dlqLetterRoutes } from './dlq-letter.ts';
 import { dlqPurgeRoutes } from './dlq-purge.ts';
@@ -20,6 +21,7 @@ import { tracesRoutes } from './traces.ts';
 export const ROUTES: readonly UiRoute[] = [
   overviewRoutes,
   problemJobsRoutes,
+  bulkCancelRoutes,
   jobRoutes,
   jobCancelRoutes,
   findRoute,

@@ -5,10 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { bulkCancel, previewBulkCancel } from '../../../shared/ops/bulk-cancel.ts';
 import { toSqsRecord } from '../../../shared/runner/sqs-records.ts';
-import { type CoreEnv, coreEnv, makeWorker, receiveAll, sendJob, sleep } from '../../support/core-fixture.ts';
-import { uniqueName } from '../../support/env.ts';
-import { untilIndexed } from '../../support/problems-index.ts';
+import { type CoreEnv, coreEnv, makeWorker, receiveAll, sleep } from '../../support/core-fixture.ts';
 import { testRegistry } from '../../support/test-jobs.ts';
+import { waitingJobs } from '../../support/waiting-jobs.ts';
 import { leaseq } from './run-cli.ts';
 
 let env: CoreEnv;
@@ -30,34 +29,6 @@ const target = () => ({
   },
 });
 
-/**
- * Sends `count` jobs whose first attempt fails and runs that attempt: each waits for its retry (RETRY_WAIT),
- * in the problems index. Their retries' messages come back and stay (nothing polls this queue).
- */
-async function waitingJobs(label: string, count: number): Promise<string[]> {
-  const worker = makeWorker(env, testRegistry(env).registry);
-  const keys = Array.from({ length: count }, () => uniqueName(label));
-  for (const key of keys) {
-    await sendJob(env, {
-      dedupKey: key,
-      type: 'test.credit',
-      payload: { account: uniqueName('a'), amount: 1, failTimes: 1 },
-    });
-  }
-  const left = new Set(keys);
-  for (let i = 0; i < 20 && left.size > 0; i++) {
-    for (const m of await receiveAll(env, env.queueUrl, 2, 1)) {
-      const key = keys.find((k) => m.Body?.includes(`"${k}"`));
-      if (!key || !left.has(key)) continue;
-      await worker.processor.process(toSqsRecord(m, env.queueArn, env.region));
-      left.delete(key);
-    }
-  }
-  if (left.size > 0) throw new Error(`no message for ${[...left].join(', ')}`);
-  await untilIndexed(env.clients.doc, env.jobsTable, keys, { status: JobStatus.RetryWait });
-  return keys;
-}
-
 /** Runs `key`'s retry to completion: its message comes back after the 1 s backoff. */
 async function completeRetry(key: string): Promise<void> {
   const worker = makeWorker(env, testRegistry(env).registry);
@@ -75,7 +46,7 @@ async function completeRetry(key: string): Promise<void> {
 describe('cancel by filter (against the emulator)', () => {
   it('previews ten waiting jobs, cancels them naming the actor, and refuses one that completed in between', async () => {
     // Prepare
-    const keys = await waitingJobs('bulk', 10);
+    const keys = await waitingJobs(env, 'bulk', 10);
     const since = Date.now() - 10 * 60_000;
 
     // Act: the preview, then a job completes, then the action on what the preview found.
@@ -108,7 +79,7 @@ describe('cancel by filter (against the emulator)', () => {
 
   it('an interrupted action reports what it did and leaves the rest as they were', async () => {
     // Prepare
-    const keys = await waitingJobs('stop', 4);
+    const keys = await waitingJobs(env, 'stop', 4);
     const preview = await previewBulkCancel(target(), {
       errorContains: 'flaky failure',
       since: Date.now() - 60_000,
@@ -140,7 +111,7 @@ describe('cancel by filter (against the emulator)', () => {
 
   it('from the CLI: a dry run counts them, --yes --actor cancels them, leaseq inspect names the actor', async () => {
     // Prepare: a type of their own is not possible (one registry), so the window and the error pick them.
-    const keys = await waitingJobs('cli', 10);
+    const keys = await waitingJobs(env, 'cli', 10);
     const args = ['cancel', '--type', 'test.credit', '--since', '1h', '--prefix', prefix];
 
     // Act
