@@ -5,7 +5,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { bulkCancel, previewBulkCancel } from '../../../shared/ops/bulk-cancel.ts';
 import { toSqsRecord } from '../../../shared/runner/sqs-records.ts';
-import { type CoreEnv, coreEnv, makeWorker, receiveAll, sleep } from '../../support/core-fixture.ts';
+import {
+  type CoreEnv,
+  coreEnv,
+  getBalance,
+  makeWorker,
+  receiveAll,
+  sendJob,
+  sleep,
+} from '../../support/core-fixture.ts';
+import { uniqueName } from '../../support/env.ts';
+import { untilIndexed } from '../../support/problems-index.ts';
 import { testRegistry } from '../../support/test-jobs.ts';
 import { waitingJobs } from '../../support/waiting-jobs.ts';
 import { leaseq } from './run-cli.ts';
@@ -75,6 +85,53 @@ describe('cancel by filter (against the emulator)', () => {
       expect(item?.history?.at(-1)).toMatchObject({ e: 'cancelled', by: 'alice@ops', reason: 'bad deploy' });
     }
     expect((await store.get(late))?.status).toBe(JobStatus.Completed);
+  });
+
+  it('a job running its retry when the cancel lands stops and commits nothing (the cancel semantics)', async () => {
+    // Prepare: a job whose first attempt failed (so it is in the index), its retry running for 4 s.
+    const key = uniqueName('running');
+    const account = uniqueName('acct');
+    await sendJob(env, {
+      dedupKey: key,
+      type: 'test.credit',
+      payload: { account, amount: 5, failTimes: 1, sleepMs: 4000 },
+    });
+    const worker = makeWorker(env, testRegistry(env).registry);
+    const runOnce = async () => {
+      for (let i = 0; i < 30; i++) {
+        const mine = (await receiveAll(env, env.queueUrl, 30, 1)).find((m) => m.Body?.includes(`"${key}"`));
+        if (mine) return worker.processor.process(toSqsRecord(mine, env.queueArn, env.region));
+        await sleep(200);
+      }
+      throw new Error(`no message for ${key}`);
+    };
+    await runOnce();
+    await untilIndexed(env.clients.doc, env.jobsTable, [key]);
+    const retry = runOnce();
+    for (let i = 0; i < 50 && (await worker.store.get(key))?.status !== JobStatus.InProgress; i++)
+      await sleep(100);
+
+    // Act
+    const preview = await previewBulkCancel(target(), {
+      errorContains: 'flaky failure 1',
+      since: Date.now() - 60_000,
+    });
+    const mine = { jobs: preview.jobs.filter((j) => j.dedupKey === key) };
+    const report = await bulkCancel(target(), mine, { by: 'gina', ratePerSecond: 50 });
+    await retry;
+
+    // Assess
+    expect(report.items).toEqual([
+      {
+        dedupKey: key,
+        type: 'test.credit',
+        outcome: 'cancelled',
+        status: 'IN_PROGRESS',
+        why: 'it was running: it stops at its next heartbeat',
+      },
+    ]);
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Cancelled);
+    expect(await getBalance(env, account)).toBeUndefined();
   });
 
   it('an interrupted action reports what it did and leaves the rest as they were', async () => {
