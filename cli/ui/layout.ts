@@ -83,6 +83,7 @@ export const NAV: readonly (readonly [href: string, label: string])[] = [
   ['/jobs', 'Problem jobs'],
   ['/jobs/bulk-cancel', 'Cancel by filter'],
   ['/dlq', 'Dead letters'],
+  ['/dlq/bulk-redrive', 'Redrive by filter'],
 ];
 
 export interface PageOptions {

@@ -8,6 +8,7 @@ import { findRoute } from '../find-page.ts';
 import { fixRoute } from '../fix-page.ts';
 import { revealRoute } from '../reveal-page.ts';
 import { bulkCancelRoutes } from './bulk-cancel.ts';
+import { bulkRedriveRoutes } from './bulk-redrive.ts';
 import { dlqRoutes } from './dlq.ts';
 import { dlqLetterRoutes } from './dlq-letter.ts';
 import { dlqPurgeRoutes } from './dlq-purge.ts';
@@ -30,6 +31,7 @@ export const ROUTES: readonly UiRoute[] = [
   dlqRoutes,
   dlqLetterRoutes,
   dlqRedriveRoutes,
+  bulkRedriveRoutes,
   dlqPurgeRoutes,
   tracesRoutes,
 ];

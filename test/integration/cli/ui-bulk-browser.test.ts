@@ -9,10 +9,19 @@ import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import ledgerJobs from '../../../examples/ledger/jobs.ts';
 import { DynamoDbJobStore } from '../../../shared/core/adapters/dynamodb-job-store.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
-import { type CoreEnv, coreEnv } from '../../support/core-fixture.ts';
-import { testEndpoint } from '../../support/env.ts';
+import {
+  type CoreEnv,
+  coreEnv,
+  eventually,
+  makeWorker,
+  queueCounts,
+  sendJob,
+} from '../../support/core-fixture.ts';
+import { testEndpoint, uniqueName } from '../../support/env.ts';
+import { untilIndexed } from '../../support/problems-index.ts';
 import { waitingJobs } from '../../support/waiting-jobs.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/leaseq.mjs', import.meta.url));
@@ -97,6 +106,56 @@ describe('leaseq ui: cancel by filter in a browser', () => {
     }, previewId ?? '');
     expect(again.status).toBe(409);
     expect(again.text).toContain('This preview was used already');
+    await page.close();
+  });
+
+  it('previews three dead jobs by type, reason and time window, redrives their letters, and names the actor', async () => {
+    // Prepare: three poison jobs dead-lettered.
+    const keys = Array.from({ length: 3 }, () => uniqueName('poison'));
+    for (const key of keys) {
+      await sendJob(env, {
+        dedupKey: key,
+        type: 'ledger.credit',
+        payload: { account: uniqueName('acct'), amount: 1, simulate: { permanent: true } },
+      });
+    }
+    const worker = makeWorker(env, ledgerJobs, { worker: 'w-poison' });
+    const drained = await eventually(async () => {
+      await worker.poll();
+      const q = await queueCounts(env);
+      return q.visible + q.inFlight + q.delayed === 0;
+    }, 30_000);
+    expect(drained).toBe(true);
+    await untilIndexed(env.clients.doc, env.jobsTable, keys, { status: JobStatus.Dead });
+    const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    await page.goto(
+      stderr
+        .match(/for another browser: (\S+)/g)
+        ?.at(-1)
+        ?.split(' ')
+        .at(-1) ?? url,
+    );
+
+    // Act
+    await page.getByRole('link', { name: 'Redrive by filter' }).click();
+    await page.locator('#r-type').fill('ledger.credit');
+    await page.locator('#r-reason').selectOption('permanent-error');
+    await page.getByLabel('dead within').selectOption('1h');
+    await page.locator('#preview').click();
+    const count = await page.locator('#count').textContent();
+    await page.locator('#confirm').click();
+    await page.locator('#outcome').waitFor({ timeout: 30_000 });
+    const outcome = await page.locator('#outcome').textContent();
+
+    // Assess
+    expect(count).toBe('3 dead jobs match');
+    expect(outcome).toBe('3 letters: 3 redriven, 0 skipped, 0 failed.');
+    const store = new DynamoDbJobStore({ client: env.clients.doc, tableName: env.jobsTable });
+    for (const key of keys) {
+      const item = await store.get(key);
+      expect(item?.status).toBe(JobStatus.RetryWait);
+      expect(item?.history?.findLast((e) => e.e === 'redrive')).toMatchObject({ by: 'frank' });
+    }
     await page.close();
   });
 
