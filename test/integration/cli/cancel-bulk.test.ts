@@ -1,6 +1,7 @@
 // Cancel by filter against the emulator: ten jobs waiting for a retry are found in the problems index, the
 // preview's count is theirs, the action cancels each with the actor in its history, and a job that
 // completed between the preview and the action is refused and reported. From the CLI as a script runs it.
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
 import { bulkCancel, previewBulkCancel } from '../../../shared/ops/bulk-cancel.ts';
@@ -132,6 +133,36 @@ describe('cancel by filter (against the emulator)', () => {
     ]);
     expect((await worker.store.get(key))?.status).toBe(JobStatus.Cancelled);
     expect(await getBalance(env, account)).toBeUndefined();
+  });
+
+  it('refuses a job whose key holds another job since the preview (another createdAt), writing nothing', async () => {
+    // Prepare: the preview sees the job; then its key holds a newer job (as a fresh send after a dead
+    // key's deadKeyTtl makes one), told by the envelope's createdAt the item keeps.
+    const [key = ''] = await waitingJobs(env, 'newer', 1);
+    const preview = await previewBulkCancel(target(), {
+      errorContains: 'flaky failure',
+      since: Date.now() - 60_000,
+    });
+    const mine = { jobs: preview.jobs.filter((j) => j.dedupKey === key) };
+    await env.clients.doc.send(
+      new UpdateCommand({
+        TableName: env.jobsTable,
+        Key: { dedupKey: key },
+        UpdateExpression: 'SET createdAt = :c',
+        ExpressionAttributeValues: { ':c': new Date(Date.now() + 1000).toISOString() },
+      }),
+    );
+
+    // Act
+    const report = await bulkCancel(target(), mine, { by: 'ivan', ratePerSecond: 50 });
+
+    // Assess
+    expect(mine.jobs).toHaveLength(1);
+    expect(report).toMatchObject({ cancelled: 0, refused: 1 });
+    expect(report.items[0]?.why).toMatch(/^another job holds the key now/);
+    expect((await makeWorker(env, testRegistry(env).registry).store.get(key))?.status).toBe(
+      JobStatus.RetryWait,
+    );
   });
 
   it('an interrupted action reports what it did and leaves the rest as they were', async () => {
