@@ -15,7 +15,7 @@ import { cancelJob, checkDedupKey, describeCancel } from '../../shared/ops/cance
 import { OpsError } from '../../shared/ops/ops-errors.ts';
 import type { ProblemStatusFilter } from '../../shared/ops/problem-jobs.ts';
 import { checkActor, resolveActor } from '../actor.ts';
-import { confirmChange } from '../confirm.ts';
+import { confirmChange, isInteractive } from '../confirm.ts';
 import {
   durationArg,
   formatErrorText,
@@ -202,7 +202,10 @@ async function cancelByFilter(target: Target, filter: BulkCancelFilter, flags: C
       );
     return;
   }
-  note(describePreview(preview, Date.now()).replaceAll('\n', '\n  '));
+  // Shown to whoever is asked, before the question (with --yes after the line saying what); a refusal
+  // for want of a terminal stays one line.
+  const shown = () => note(describePreview(preview, Date.now()).replaceAll('\n', '\n  '));
+  if (!flags.yes && isInteractive()) shown();
   const rate = flags.rate ?? BULK_DEFAULT_RATE;
   const confirmed = await confirmChange(
     {
@@ -217,6 +220,7 @@ async function cancelByFilter(target: Target, filter: BulkCancelFilter, flags: C
     process.exitCode = 1;
     return;
   }
+  if (flags.yes) shown();
   const by = await resolveActor(flags.actor, target);
   const report = await stoppable((signal) =>
     bulkCancel(target, preview, {

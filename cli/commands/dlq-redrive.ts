@@ -9,7 +9,7 @@ import { previewRedrive, type RedrivePreview } from '../../shared/ops/dlq-redriv
 import { OpsError } from '../../shared/ops/ops-errors.ts';
 import { ProblemsIndexMissingError } from '../../shared/ops/problem-jobs.ts';
 import { checkActor, resolveActor } from '../actor.ts';
-import { confirmChange } from '../confirm.ts';
+import { confirmChange, isInteractive } from '../confirm.ts';
 import {
   durationArg,
   formatErrorText,
@@ -193,7 +193,9 @@ export function registerRedrive(dlq: Command): void {
     try {
       // A redrive resets dead jobs and runs them again: it says where and asks (a dry run changes nothing).
       if (!flags.dryRun) {
-        await notePreview(target, filter);
+        // Shown to whoever is asked, before the question (with --yes after the line saying where); a
+        // refusal for want of a terminal stays one line.
+        if (!flags.yes && isInteractive()) await notePreview(target, filter);
         const dlqName = queueName(target.names.dlqUrl);
         const confirmed = await confirmChange(
           {
@@ -208,6 +210,7 @@ export function registerRedrive(dlq: Command): void {
           process.exitCode = 1;
           return;
         }
+        if (flags.yes) await notePreview(target, filter);
       }
       const by = await resolveActor(flags.actor, target);
       const report = await stoppable((signal) =>

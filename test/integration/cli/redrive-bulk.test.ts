@@ -74,6 +74,15 @@ describe('leaseq dlq redrive by filter (against the emulator)', () => {
     // Act
     const none = await leaseq([...base, '--error-match', 'no such failure', '--yes', '--json']);
     const refused = await leaseq([...base, '--error-match', 'SIMULATED permanent', '--since', '1h']);
+    const dry = await leaseq([
+      ...base,
+      '--error-match',
+      'SIMULATED permanent',
+      '--since',
+      '1h',
+      '--dry-run',
+      '--json',
+    ]);
     const run = await leaseq([
       ...base,
       '--error-match',
@@ -92,9 +101,11 @@ describe('leaseq dlq redrive by filter (against the emulator)', () => {
     expect(none.code).toBe(0);
     expect(JSON.parse(none.stdout)).toMatchObject({ matched: 0, redriven: 0, notMatched: 3 });
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain('3 dead jobs match in the problems index');
-    for (const key of keys) expect(refused.stderr).toContain(key);
+    expect(refused.stderr.trim().split('\n')).toHaveLength(2); // the target line, then the refusal
+    expect(JSON.parse(dry.stdout)).toMatchObject({ matched: 3 });
     expect(run.code).toBe(0);
+    expect(run.stderr).toContain('3 dead jobs match in the problems index');
+    for (const key of keys) expect(run.stderr).toContain(key);
     expect(JSON.parse(run.stdout)).toMatchObject({ matched: 3, redriven: 3 });
     for (const key of keys) {
       const item = await store.get(key);
