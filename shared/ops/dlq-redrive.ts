@@ -59,6 +59,11 @@ export async function redrive(target: OpsTarget, options: RedriveOptions = {}): 
     target.names.dlqUrl,
     { visibilitySeconds },
     async (message) => {
+      // Stopped (Ctrl-C): this letter and the rest stay as they were.
+      if (options.signal?.aborted) {
+        run.interrupted = true;
+        return { stop: true };
+      }
       const visit = await redriveLetter(run, message);
       // Letters named by id: the browse ends once each was seen.
       return run.wanted?.size === 0 ? { ...visit, stop: true } : visit;
