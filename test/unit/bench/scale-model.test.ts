@@ -1,0 +1,85 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type Figures, JOB_KINDS, measure } from '../../../bench/scale/measure.ts';
+import { loadAt, wallRates } from '../../../bench/scale/model.ts';
+import { WORKLOADS, type Workload } from '../../../bench/scale/workloads.ts';
+
+// A small pass (a short rate series): the figures are per job, so they do not depend on the count.
+let figures: Figures;
+beforeAll(async () => {
+  figures = await measure({ jobs: 12, rateLimit: 300, slotLimit: 20 });
+}, 20_000);
+
+const workload = (id: string): Workload => {
+  const w = WORKLOADS.find((x) => x.id === id);
+  if (!w) throw new Error(`no workload ${id}`);
+  return w;
+};
+
+describe('bench:scale measured pass', () => {
+  it("puts every request's units down to an item: the books add up to the client's own tally, per table", () => {
+    const table: Record<string, string> = {
+      job: 'jobs',
+      rate: 'leases',
+      slot: 'leases',
+      named: 'leases',
+      app: 'ledger',
+    };
+    for (const kind of JOB_KINDS) {
+      const k = figures.kinds[kind];
+      const books: Record<string, { wru: number; rru: number }> = {};
+      for (const [role, f] of Object.entries(k.roles)) {
+        const t = table[role];
+        if (!t || !f) continue; // the problems index is billed on top of the table
+        books[t] = { wru: (books[t]?.wru ?? 0) + f.wru, rru: (books[t]?.rru ?? 0) + f.rru };
+      }
+      for (const [t, tally] of Object.entries(k.tally)) {
+        expect({ kind, t, wru: books[t]?.wru ?? 0, rru: books[t]?.rru ?? 0 }).toEqual({
+          kind,
+          t,
+          wru: expect.closeTo(tally.wru, 9),
+          rru: expect.closeTo(tally.rru, 9),
+        });
+      }
+    }
+  });
+
+  it('measures what bench:core counts: claim + commit (2 requests, 5 WRU), fast path 1 and 4, a copy 1 and 1', () => {
+    const total = (kind: 'leased' | 'fast' | 'duplicate') =>
+      Object.values(figures.kinds[kind].tally).reduce((n, t) => n + t.wru, 0);
+    expect([figures.kinds.leased.requests, total('leased')]).toEqual([2, 5]);
+    expect([figures.kinds.fast.requests, total('fast')]).toEqual([1, 4]);
+    expect([figures.kinds.duplicate.requests, total('duplicate')]).toEqual([1, 1]);
+  });
+});
+
+describe('bench:scale model', () => {
+  it("uses the measured per-job figures: a one-kind workload's units per job are that kind's tally", () => {
+    for (const [id, kind] of [
+      ['plain', 'leased'],
+      ['fast', 'fast'],
+    ] as const) {
+      const load = loadAt(figures, workload(id), 10_000);
+      const tally = figures.kinds[kind].tally;
+      expect(load.tables.jobs.wru / 10_000).toBeCloseTo(tally.jobs?.wru ?? Number.NaN, 9);
+      expect(load.tables.app.wru / 10_000).toBeCloseTo(tally.ledger?.wru ?? Number.NaN, 9);
+      expect(load.tables.leases.wru).toBe(0);
+    }
+  });
+
+  it('finds the rate item of a key limited to 1,000/s throttling far below the limit', () => {
+    const w = workload('rate');
+    const [first] = wallRates(figures, w);
+    expect(first?.wall.name).toBe('busiest leases item WRU');
+    const onKey = (first?.rate ?? 0) * (w.rateLimit?.share ?? 0);
+    // The measured item grows with its grants: beyond about a third of the limit one item cannot take it.
+    expect(onKey).toBeGreaterThan(100);
+    expect(onKey).toBeLessThan(600);
+  });
+
+  it('finds the hot named lease held back to back before its item throttles', () => {
+    const names = wallRates(figures, workload('lease')).map((x) => x.wall.name);
+    expect(names.indexOf('named lease held back to back')).toBeLessThan(
+      names.indexOf('busiest leases item WRU'),
+    );
+  });
+});
