@@ -110,17 +110,20 @@ export function workloadText(f: Figures, w: Workload): string {
 }
 
 async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  if (argv.includes('--load')) {
+    const { runLoad } = await import('./load.ts');
+    await runLoad(process.argv.slice(2));
+    return;
+  }
   const { values } = parseArgs({
-    options: { json: { type: 'string' }, load: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: { json: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
     strict: true,
   });
   if (values.help) {
-    process.stdout.write('usage: npm run bench:scale [-- --json FILE] [-- --load]\n');
-    return;
-  }
-  if (values.load) {
-    const { runLoad } = await import('./load.ts');
-    await runLoad();
+    process.stdout.write(
+      'usage: npm run bench:scale [-- --json FILE]\n       npm run bench:scale -- --load [--scenario plain|rate|lease] [--rate N] [--seconds N] [--workers N] [--rate-limit N] [--latency-ms N] [--job-ms N]\n',
+    );
     return;
   }
   process.stderr.write('bench:scale: measuring every job kind on the in-memory DynamoDB...\n');

@@ -12,7 +12,11 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { PROBLEM_SHARD_ATTRIBUTE, PROBLEMS_PROJECTION } from '../../shared/core/contract/job-history.ts';
 import { readUnits, writeUnits } from '../../shared/testing/in-memory-dynamodb/capacity.ts';
-import { InMemoryDynamoDb, type LandedWrite } from '../../shared/testing/in-memory-dynamodb/client.ts';
+import {
+  InMemoryDynamoDb,
+  type InMemoryDynamoDbOptions,
+  type LandedWrite,
+} from '../../shared/testing/in-memory-dynamodb/client.ts';
 import { leaseqTables } from '../../shared/testing/in-memory-dynamodb/tables.ts';
 import { storedBytes } from '../../shared/testing/in-memory-dynamodb/values.ts';
 import type { ItemRole, KindFigures, RoleFigures } from './measure.ts';
@@ -102,8 +106,10 @@ export class MeteredDb extends InMemoryDynamoDb {
   sent = 0;
   #landed: LandedWrite | undefined;
 
-  constructor(now: () => number) {
+  /** `extra`: the load run's latency and per-partition limit. */
+  constructor(now: () => number, extra: Pick<InMemoryDynamoDbOptions, 'latencyMs' | 'partitionLimits'> = {}) {
     super({
+      ...extra,
       tables: leaseqTables({ jobs: JOBS, leases: LEASES, app: {} }).concat([
         { name: LEDGER, partitionKey: { name: 'account', type: 'S' } },
       ]),
