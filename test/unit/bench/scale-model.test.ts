@@ -83,3 +83,19 @@ describe('bench:scale model', () => {
     );
   });
 });
+
+describe('bench --in-memory: the latency scenarios on the in-memory stores', () => {
+  it('is opt-in and runs a consumer with its round trips held for the drawn latency', async () => {
+    const { parseBenchOptions } = await import('../../../bench/compare/options.ts');
+    const { runInMemory } = await import('../../../bench/compare/in-memory.ts');
+    const { scenarioById } = await import('../../../bench/compare/scenarios.ts');
+    expect(parseBenchOptions([]).inMemory).toBe(false);
+    expect(parseBenchOptions(['--in-memory', '--scenarios', 'aws']).inMemory).toBe(true);
+    const aws = scenarioById('aws');
+    if (!aws) throw new Error('no aws scenario');
+    const run = await runInMemory(aws, 'leased', { messages: 20, slots: 2 });
+    // Claim + commit: two drawn round trips per job, and a batch can never beat its floor by much.
+    expect([run.messages, run.callsPerJob]).toEqual([20, 2]);
+    expect(run.jobsPerSlot).toBeLessThan(run.floor * 1.5);
+  });
+});
