@@ -40,6 +40,8 @@ export interface LoadOptions {
   readonly latencyMs?: number;
   /** The `rate` scenario's limit on its one key, per second. @default 1000 */
   readonly rateLimit?: number;
+  /** Write units a second one partition key value serves (a test scales it down). @default 1000 */
+  readonly partitionWriteUnits?: number;
   /** The job's own run time, ms (a timer: a call it waits on; the `lease` scenario holds the lease for it). @default 0 */
   readonly jobMs?: number;
 }
@@ -94,7 +96,10 @@ function definitionOf(o: LoadOptions): AnyJobDefinition {
 
 /** Runs the load and returns its seconds (also printed as they end when `say` is given). */
 export async function loadRun(o: LoadOptions, say?: (line: string) => void): Promise<LoadSecond[]> {
-  const db = new MeteredDb(Date.now, { latencyMs: o.latencyMs ?? 2, partitionLimits: true });
+  const db = new MeteredDb(Date.now, {
+    latencyMs: o.latencyMs ?? 2,
+    partitionLimits: { writeUnitsPerSecond: o.partitionWriteUnits ?? 1000 },
+  });
   const queue = new InMemoryQueue({ visibilitySeconds: 30 });
   const definition = definitionOf(o);
   const registry = JobRegistry.of([definition]);
@@ -120,6 +125,8 @@ export async function loadRun(o: LoadOptions, say?: (line: string) => void): Pro
         continue;
       }
       const { outcomes } = await processBatch(records, processor);
+      // Answers that come at once are microtasks: yield, or the producer and the clock never run.
+      await new Promise((resolve) => setImmediate(resolve));
       for (const [i, outcome] of outcomes.entries()) {
         if (outcome.disposition === 'delete') {
           done += 1;
@@ -190,7 +197,8 @@ export async function loadRun(o: LoadOptions, say?: (line: string) => void): Pro
     last = { sent, done, retained };
   }
   stop = true;
-  await Promise.all(loops);
+  // Batches still in flight end within their retries; a run does not wait past 10 s for them.
+  await Promise.race([Promise.all(loops), sleep(10_000)]);
   return seconds;
 }
 

@@ -93,6 +93,8 @@ export function workloadText(f: Figures, w: Workload): string {
   const loads = RATES.map((rate) => loadAt(f, w, rate));
   const walls = wallRates(f, w);
   const first = walls.find((x) => !x.wall.byDesign);
+  // The first one no quota request or setting moves: what the design itself runs into.
+  const hard = walls.find((x) => !x.wall.byDesign && !x.wall.movable);
   const lines = [
     `## ${w.id}: ${w.label}`,
     renderTable(['at jobs/s', ...RATES.map((r) => n(r))], loadRows(loads, w.fifo !== undefined), [
@@ -100,6 +102,7 @@ export function workloadText(f: Figures, w: Workload): string {
       ...RATES.map(() => true),
     ]),
     `first wall: ${first ? `${first.wall.name} (${first.wall.quota}) at ${n(first.rate)} jobs/s` : 'none below 100,000,000 jobs/s'}`,
+    `first wall no quota request moves: ${hard ? `${hard.wall.name} (${hard.wall.quota}) at ${n(hard.rate)} jobs/s` : 'none below 100,000,000 jobs/s'}`,
     'walls, lowest first:',
     ...walls.map(
       ({ wall, rate }) =>

@@ -99,3 +99,23 @@ describe('bench --in-memory: the latency scenarios on the in-memory stores', () 
     expect(run.jobsPerSlot).toBeLessThan(run.floor * 1.5);
   });
 });
+
+describe('bench:scale --load: the pipeline in memory under the per-partition limit', () => {
+  it("throttles the rate item of one key offered beyond the model's wall, and nothing else", async () => {
+    const { loadRun } = await import('../../../bench/scale/load.ts');
+    // A partition of 100 WRU/s: the model's wall for one key is then about 105 takes a second.
+    const seconds = await loadRun({
+      scenario: 'rate',
+      rate: 400,
+      seconds: 2,
+      workers: 2,
+      latencyMs: 0,
+      partitionWriteUnits: 100,
+    });
+    const throttled = new Map<string, number>();
+    for (const s of seconds)
+      for (const [k, v] of Object.entries(s.throttled)) throttled.set(k, (throttled.get(k) ?? 0) + v);
+    expect([...throttled.keys()]).toEqual(['scale-leases rate:load.rate:k:hot']);
+    expect(seconds.some((s) => s.busiest.item === 'rate rate:load.rate:k:hot')).toBe(true);
+  }, 20_000);
+});
