@@ -136,7 +136,9 @@ export function loadAt(figures: Figures, w: Workload, rate: number): Load {
   const holdMs = w.jobMs + jobRequests * ROUND_TRIP_MS;
   if (w.rateLimit) {
     out.rateItem = { takes, wruPerTake };
-    busiest.leases = { wru: takes * wruPerTake, rru: 0, what: 'the rate item of the limited key' };
+    // A limit whose log is spread over several items (shards) puts only the busiest one's share on one.
+    const share = figures.rate.busiestShare;
+    busiest.leases = { wru: takes * wruPerTake * share, rru: 0, what: 'the rate item of the limited key' };
   }
   if (w.namedLease) {
     const jobs = rate * shares.named;

@@ -16,8 +16,8 @@ export const QUOTAS = {
   /** SQS: messages received and not yet deleted. */
   inFlightStandard: 120_000,
   /**
-   * FIFO: the quotas page now gives 120,000 too; it gave 20,000 until 2024, which is the figure the
-   * issue names. The model takes the lower one (a queue created before the change may still hold it).
+   * FIFO: the quotas page now gives 120,000 too; 20,000 is the figure it gave before, which the issue
+   * names. The model takes the lower one (a queue may still be held to it: check the account's quotas).
    */
   inFlightFifo: 20_000,
   inFlightSource:
