@@ -84,11 +84,7 @@ export interface MeasureOptions {
   readonly rateLimit?: number;
   /** The type-wide concurrency limit of the `slot` kind. @default 100 */
   readonly slotLimit?: number;
-  /**
-   * The window of the rate series, seconds: all its takes must land in one window, so it is long enough
-   * for `rateLimit` jobs run one after another (the log's size depends on its grants, not the window).
-   * @default 10
-   */
+  /** The window of the rate series' limit, seconds (the rate workload's: a limit per second). @default 1 */
   readonly ratePerSeconds?: number;
 }
 
@@ -231,17 +227,22 @@ async function measureRate(
   const wruByTake: number[] = [];
   const rateUnits = () =>
     [...w.db.books.byItem.values()].filter((r) => r.role === 'rate').reduce((n, r) => n + r.wru, 0);
-  const started = Date.now();
-  for (let i = 0; i < limit; i++) {
-    const before = rateUnits();
-    await w.run([`rate-${i}`], () => ({ account: `a${i}` }), type);
-    wruByTake.push(rateUnits() - before);
-  }
-  const took = Date.now() - started;
-  if (took > perSeconds * 1000) {
-    throw new Error(
-      `the rate series took ${took} ms, longer than its ${perSeconds} s window: its takes were not all in one window`,
-    );
+  // The series runs on a clock of its own: the window's takes come as fast as a key at its limit asks
+  // for them (`limit` spread over half the window), however long this machine takes to run them; the
+  // rate store reads Date.now itself, so the clock is Date.now's for the series' length.
+  const real = Date.now;
+  const start = real();
+  let virtual = start;
+  Date.now = () => Math.floor(virtual);
+  try {
+    for (let i = 0; i < limit; i++) {
+      const before = rateUnits();
+      await w.run([`rate-${i}`], () => ({ account: `a${i}` }), type);
+      wruByTake.push(rateUnits() - before);
+      virtual += (perSeconds * 1000) / (2 * limit);
+    }
+  } finally {
+    Date.now = real;
   }
   const roles = w.db.books.roles(limit);
   const { calls, deliveries } = w.counts();
@@ -267,7 +268,7 @@ export async function measure(options: MeasureOptions = {}): Promise<Figures> {
   for (const kind of JOB_KINDS) {
     if (kind !== 'rate') kinds[kind] = await measureKind(kind, jobs, slotLimit);
   }
-  const { series, figures } = await measureRate(options.rateLimit ?? 1000, options.ratePerSeconds ?? 10);
+  const { series, figures } = await measureRate(options.rateLimit ?? 1000, options.ratePerSeconds ?? 1);
   kinds.rate = figures;
   return { kinds, rate: series, slotLimit };
 }

@@ -3,10 +3,11 @@ import { type Figures, JOB_KINDS, measure } from '../../../bench/scale/measure.t
 import { loadAt, wallRates } from '../../../bench/scale/model.ts';
 import { WORKLOADS, type Workload } from '../../../bench/scale/workloads.ts';
 
-// A small pass (a short rate series): the figures are per job, so they do not depend on the count.
+// A small pass: the figures are per job, so they do not depend on the count; the rate series is at the
+// rate workload's own limit (1,000 a second), as its log's layout depends on the limit.
 let figures: Figures;
 beforeAll(async () => {
-  figures = await measure({ jobs: 12, rateLimit: 300, slotLimit: 20 });
+  figures = await measure({ jobs: 12, slotLimit: 20 });
 }, 20_000);
 
 const workload = (id: string): Workload => {
@@ -66,14 +67,19 @@ describe('bench:scale model', () => {
     }
   });
 
-  it('finds the rate item of a key limited to 1,000/s throttling far below the limit', () => {
+  it("puts the rate item's wall where its measured units per take reach 1,000 WRU/s", () => {
     const w = workload('rate');
-    const [first] = wallRates(figures, w);
-    expect(first?.wall.name).toBe('busiest leases item WRU');
-    const onKey = (first?.rate ?? 0) * (w.rateLimit?.share ?? 0);
-    // The measured item grows with its grants: beyond about a third of the limit one item cannot take it.
-    expect(onKey).toBeGreaterThan(100);
-    expect(onKey).toBeLessThan(600);
+    const wall = wallRates(figures, w).find((x) => x.wall.name === 'busiest leases item WRU');
+    const onKey = (wall?.rate ?? 0) * (w.rateLimit?.share ?? 0);
+    if (figures.rate.busiestShare === 1) {
+      // One log item: it grows with its grants, and beyond about a third of the limit cannot take it.
+      expect(onKey).toBeGreaterThan(100);
+      expect(onKey).toBeLessThan(600);
+      expect(wallRates(figures, w)[0]?.wall.name).toBe('busiest leases item WRU');
+    } else {
+      // A log spread over items: none of them is the wall below the limit.
+      expect(onKey).toBeGreaterThan(w.rateLimit?.perSecond ?? 0);
+    }
   });
 
   it('finds the hot named lease held back to back before its item throttles', () => {
@@ -103,19 +109,20 @@ describe('bench --in-memory: the latency scenarios on the in-memory stores', () 
 describe('bench:scale --load: the pipeline in memory under the per-partition limit', () => {
   it("throttles the rate item of one key offered beyond the model's wall, and nothing else", async () => {
     const { loadRun } = await import('../../../bench/scale/load.ts');
-    // A partition of 100 WRU/s: the model's wall for one key is then about 105 takes a second.
+    // A partition of 50 WRU/s: one key's rate item (or, its log sharded, each shard's item) throttles.
     const seconds = await loadRun({
       scenario: 'rate',
       rate: 400,
       seconds: 2,
       workers: 2,
       latencyMs: 0,
-      partitionWriteUnits: 100,
+      partitionWriteUnits: 50,
     });
     const throttled = new Map<string, number>();
     for (const s of seconds)
       for (const [k, v] of Object.entries(s.throttled)) throttled.set(k, (throttled.get(k) ?? 0) + v);
-    expect([...throttled.keys()]).toEqual(['scale-leases rate:load.rate:k:hot']);
-    expect(seconds.some((s) => s.busiest.item === 'rate rate:load.rate:k:hot')).toBe(true);
+    expect(throttled.size).toBeGreaterThan(0);
+    for (const key of throttled.keys()) expect(key).toMatch(/^scale-leases rate:(#\d+:)?load\.rate:k:hot$/);
+    expect(seconds.some((s) => s.busiest.item.startsWith('rate '))).toBe(true);
   }, 20_000);
 });
