@@ -151,12 +151,8 @@ export class DynamoDbLeaseStore implements LeaseStore {
   }
 
   /**
-   * One BatchGetItem per 100 keys, eventually consistent (half the read units): a hint, never a grant.
-   * Keys DynamoDB leaves unprocessed (throttling) are simply not returned, so they read as free and the
-   * acquire's condition decides.
-   */
-  /**
-   * The lease items of `keys` that exist, 100 keys per BatchGet. Keys a BatchGet leaves unprocessed (a
+   * The lease items of `keys` that exist, 100 keys per BatchGet (eventually consistent, half the read
+   * units: a hint, never a grant; the acquire's condition decides). Keys a BatchGet leaves unprocessed (a
    * throttled table answers so, with no error) are asked for again with a doubling pause, up to
    * {@link BATCH_GET_TRIES} requests per batch; left then: StoreUnavailableError, never a partial list.
    */
