@@ -124,6 +124,7 @@ function isSendable(value: unknown, level: number): boolean {
   }
   const proto: unknown = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return false;
+  if (Object.hasOwn(value, 'constructor')) return false;
   for (const name in value) {
     if (Object.hasOwn(value, name) && !isSendable((value as Record<string, unknown>)[name], level + 1)) {
       return false;
@@ -165,6 +166,10 @@ function badValueAt(value: unknown, path: string, level: number): string | undef
   if (!(value instanceof Map) && proto !== Object.prototype && proto !== null) {
     const kind = (value as { constructor?: { name?: unknown } }).constructor?.name;
     return `${path} is a ${typeof kind === 'string' ? kind : 'class instance'} (write plain data: an ISO string or epoch number for a Date)`;
+  }
+  // lib-dynamodb tells a map from a class instance by its `constructor`: a field of that name is refused.
+  if (!(value instanceof Map) && Object.hasOwn(value, 'constructor')) {
+    return `${path} has a field named constructor, which the DynamoDB document client refuses (it reads it as a class instance): rename the field`;
   }
   const entries = value instanceof Map ? [...value.entries()] : Object.entries(value);
   for (const [name, element] of entries) {
