@@ -4,7 +4,7 @@ import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamod
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { RateStore, RateTake } from '../contract/rate-store.ts';
 import { contendedWaitMs, decideRate, type RateLog } from '../decisions/rate.ts';
-import { rateShardKey, rateShards, shardLimit } from '../decisions/rate-shards.ts';
+import { rateShardKey, rateShardSize, shardLimit } from '../decisions/rate-shards.ts';
 import { guardStore } from './store-errors.ts';
 
 export interface DynamoDbRateStoreOptions {
@@ -14,9 +14,10 @@ export interface DynamoDbRateStoreOptions {
   /** Seconds an idle rate item lingers past its window before TTL may delete it. @default 3600 */
   readonly idleTtlSeconds?: number;
   /**
-   * The shards of a limit (decisions/rate-shards.ts): a test's way to shard small limits. The default
-   * shards a limit only when its single item would cost over 300 WRU a second at full use.
-   * @default rateShards
+   * The shards of a limit: a test's way to shard small limits (shards of `ceil(limit / shards)` permits,
+   * the last the rest). The default (decisions/rate-shards.ts, rateShardSize) shards a limit only when its
+   * single item would cost over 300 WRU a second at full use, in shards of a size the limit does not change.
+   * @default shards of rateShardSize
    */
   readonly shards?: (limit: number, perSeconds: number) => number;
   /** Where a sharded take starts (a number in [0, 1)). @default Math.random */
@@ -60,14 +61,19 @@ export class DynamoDbRateStore implements RateStore {
   readonly #seen = new Map<string, Seen | undefined>();
   /** The take in flight per key: this worker's takes of one key go one at a time (see `take`). */
   readonly #inFlight = new Map<string, Promise<unknown>>();
-  readonly #shards: (limit: number, perSeconds: number) => number;
+  /** Permits one shard of a limit holds. */
+  readonly #shardSize: (limit: number, perSeconds: number) => number;
   readonly #random: () => number;
 
   constructor(options: DynamoDbRateStoreOptions) {
     this.#doc = options.client;
     this.#table = options.tableName;
     this.#ttl = options.idleTtlSeconds ?? 3600;
-    this.#shards = options.shards ?? rateShards;
+    const shards = options.shards;
+    this.#shardSize = shards
+      ? (limit, perSeconds) =>
+          Math.ceil(limit / Math.max(1, Math.min(limit, Math.floor(shards(limit, perSeconds)) || 1)))
+      : rateShardSize;
     this.#random = options.random ?? Math.random;
   }
 
@@ -95,7 +101,8 @@ export class DynamoDbRateStore implements RateStore {
   }
 
   async #take(key: string, limit: number, perSeconds: number, now: number): Promise<RateTake> {
-    const shards = Math.max(1, Math.min(limit, Math.floor(this.#shards(limit, perSeconds))));
+    const size = Math.max(1, Math.min(limit, this.#shardSize(limit, perSeconds)));
+    const shards = Math.ceil(limit / size);
     const started = Date.now();
     if (shards === 1) return (await this.#takeShard(key, limit, perSeconds, now, started, MAX_TRIES)).take;
     const first = Math.min(shards - 1, Math.floor(this.#random() * shards));
@@ -103,7 +110,7 @@ export class DynamoDbRateStore implements RateStore {
     let waitMs = Number.POSITIVE_INFINITY;
     for (let j = 0; j < shards && tries > 0; j++) {
       const index = (first + j) % shards;
-      const share = shardLimit(limit, shards, index);
+      const share = shardLimit(limit, size, index);
       const shard = rateShardKey(key, index);
       const { take, writes } = await this.#takeShard(shard, share, perSeconds, now, started, tries);
       if (take.granted) return take;

@@ -1,10 +1,13 @@
 // How a rate limit's sliding log is spread over items, pure. One DynamoDB partition serves 1,000 write
 // units a second and an item cannot be split: a log of `limit` grants is about 10 bytes a grant, so a
 // limit of 1,000 a second on one item would ask ~10,000 WRU a second of it. A limit whose single log
-// would cost more than SHARD_BUDGET_WRU a second at full use is split into N shards, each an exact
-// sliding log of its own with limit/N of the permits (the remainder spread one each over the first
-// shards): every window holds at most the sum of the shards' limits, which is the limit. The precision
-// lost: a take is refused when every shard it tried is full, though another may still have room.
+// would cost more than SHARD_BUDGET_WRU a second at full use is split into shards, each an exact sliding
+// log of its own: every shard but the last holds as many permits as one item serves at the limit's
+// window (rateShardSize, which does not depend on the limit), the last the rest, so every window holds
+// at most the sum of the shards' limits, which is the limit. A limit changed between deploys keeps each
+// shard's share or grows it, or shrinks it, all alike: workers of both deploys side by side grant at most
+// the larger limit in a window, as on one log. The precision lost: a take is refused when every shard
+// it tried is full, though another may still have room.
 
 /** Write units a second one shard's item may cost at the limit's full use (a partition serves 1,000). */
 export const SHARD_BUDGET_WRU = 300;
@@ -25,33 +28,41 @@ export function rateItemWru(grants: number): number {
 const cache = new Map<string, number>();
 
 /**
- * The shards of a limit of `limit` per `perSeconds`: 1 (one exact log, as before sharding) while the
- * single item costs at most {@link SHARD_BUDGET_WRU} a second at full use and holds at most
- * {@link MAX_SHARD_GRANTS}; else the fewest shards whose items each stay within both (at most
- * {@link MAX_RATE_SHARDS}: past 300,000 permits a second the shards themselves exceed the budget).
+ * Permits one shard of a limit of `limit` per `perSeconds` holds: the whole limit (one exact log, as
+ * before sharding) while one item serves it at full use within {@link SHARD_BUDGET_WRU} a second and
+ * {@link MAX_SHARD_GRANTS}; else the most one item serves so at this window, whatever the limit, so that
+ * changing the limit keeps the shards' shares (only past {@link MAX_RATE_SHARDS} shards, above 300,000
+ * permits a second, does the share grow with the limit).
  */
-export function rateShards(limit: number, perSeconds: number): number {
+export function rateShardSize(limit: number, perSeconds: number): number {
   const id = `${limit}/${perSeconds}`;
   const known = cache.get(id);
   if (known !== undefined) return known;
-  let shards = MAX_RATE_SHARDS;
+  // The cost of a shard grows with its permits: the largest that fits is found from the top.
+  let size = 1;
   for (let per = Math.min(limit, MAX_SHARD_GRANTS); per >= 1; per -= 1) {
     if ((per / perSeconds) * rateItemWru(per) <= SHARD_BUDGET_WRU) {
-      shards = Math.ceil(limit / per);
+      size = per;
       break;
     }
-    // Past this many a shard, fewer shards than the cap are no longer possible: stop searching.
-    if (Math.ceil(limit / per) >= MAX_RATE_SHARDS) break;
   }
-  shards = Math.min(Math.max(1, shards), MAX_RATE_SHARDS, limit);
+  size = Math.max(size, Math.ceil(limit / MAX_RATE_SHARDS));
   if (cache.size > 1000) cache.clear();
-  cache.set(id, shards);
-  return shards;
+  cache.set(id, size);
+  return size;
 }
 
-/** Shard `index`'s share of `limit` over `shards`: the shares add up to the limit exactly. */
-export function shardLimit(limit: number, shards: number, index: number): number {
-  return Math.floor(limit / shards) + (index < limit % shards ? 1 : 0);
+/** The shards of a limit of `limit` per `perSeconds`: 1 while one item serves it (rateShardSize). */
+export function rateShards(limit: number, perSeconds: number): number {
+  return Math.ceil(limit / rateShardSize(limit, perSeconds));
+}
+
+/**
+ * Shard `index`'s share of `limit` in shards of `size` permits: `size`, the last shard the rest; the
+ * shares add up to the limit exactly.
+ */
+export function shardLimit(limit: number, size: number, index: number): number {
+  return Math.max(0, Math.min(size, limit - index * size));
 }
 
 /**

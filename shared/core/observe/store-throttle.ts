@@ -9,16 +9,25 @@ interface WarnLog {
   warn(message: string, extra?: Record<string, unknown>): void;
 }
 
-/** Counts StoreUnavailable for `error`; a throttle also counts StoreThrottled and logs the item. */
+/**
+ * Counts StoreUnavailable for `error` (the store's error, or one it caused: a lease run out because its
+ * renewal failed); a throttle also counts StoreThrottled and logs the item.
+ */
 export function noteStoreUnavailable(metrics: MetricsSink, log: WarnLog, error: unknown): void {
   metrics.count(MetricName.StoreUnavailable);
-  const throttle = error instanceof StoreUnavailableError ? error.throttle : undefined;
-  if (throttle === undefined) return;
+  const unavailable =
+    error instanceof StoreUnavailableError
+      ? error
+      : error instanceof Error && error.cause instanceof StoreUnavailableError
+        ? error.cause
+        : undefined;
+  const throttle = unavailable?.throttle;
+  if (unavailable === undefined || throttle === undefined) return;
   metrics.count(MetricName.StoreThrottled, 1, { itemKind: throttle.itemKind });
   log.warn('DynamoDB throttled a leaseq item: its partition is over its throughput (hot key)', {
     itemKind: throttle.itemKind,
     ...(throttle.keyHash ? { keyHash: throttle.keyHash } : {}),
-    operation: (error as StoreUnavailableError).operation,
+    operation: unavailable.operation,
     ...(throttle.reason ? { throttlingReason: throttle.reason } : {}),
   });
 }

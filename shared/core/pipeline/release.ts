@@ -8,6 +8,7 @@ import { JobStatus } from '../contract/statuses.ts';
 import { decideFailure, type FailureDecision } from '../decisions/failure-decision.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';
 import { MetricName } from '../observe/metric-names.ts';
+import { noteStoreUnavailable } from '../observe/store-throttle.ts';
 import { type Attempt, byType } from './attempt.ts';
 import { stopCancelled } from './cancelled.ts';
 import { completedEarlier } from './commit.ts';
@@ -112,7 +113,7 @@ async function release(
     bound.clear();
   }
   // Counted once the attempt was released (or left to expire): not for a job found completed or lost.
-  if (decision.outage) s.metrics.count(MetricName.StoreUnavailable);
+  if (decision.outage) noteStoreUnavailable(s.metrics, log, error);
   s.metrics.count(
     decision.conflict ? MetricName.ConflictRetries : MetricName.JobRetried,
     1,

@@ -261,12 +261,9 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     const item = table.items.get(table.keyOf(input.Key as Item));
     const consistent = input.ConsistentRead === true;
     const units = { read: readUnits(item ? storedBytes(item) : 0, consistent) };
+    const key = input.Key as Item;
     this.#admit(() => [
-      {
-        table: table.schema.name,
-        partition: partitionOf(table, input.Key as Item) as string,
-        ...read(units),
-      },
+      { table: table.schema.name, partition: partitionOf(table, key) as string, ...read(units) },
     ]);
     this.#tally.add(table.schema.name, 'GetCommand', units);
     const projection = input.ProjectionExpression as string | undefined;
@@ -314,16 +311,20 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
   #transact(input: Input, operation: string | undefined): unknown {
     const items = input.TransactItems as TransactItem[] | undefined;
     let done: ReturnType<typeof transactWrite>;
+    let throttled = false;
     try {
       done = transactWrite(
         items,
         (name) => this.#table(name),
         (writes) => {
           const over = this.partitions?.take(writeCharges(writes, true));
+          throttled = over !== undefined;
           if (over) throw transactionThrottled(writes.length, over.action ?? 0);
         },
       );
     } catch (error) {
+      // A throttled transaction consumes nothing (a cancelled one is billed).
+      if (throttled) throw asSdkError(error);
       for (const table of new Set((items ?? []).map((i) => tableOfAction(i)))) {
         if (table && this.#tables.has(table)) this.#tally.add(table, 'TransactWriteCommand', { write: 2 });
       }

@@ -150,6 +150,21 @@ describe('InMemoryDynamoDb partitionLimits', () => {
     expect(doc.item(LEASES, { leaseKey: 'hot' })?.n).toBe(1);
   });
 
+  it('a throttled transaction consumes nothing, as a throttled write does not', async () => {
+    const { doc } = memory({ write: 20, burst: 0.1 });
+    // The bucket of "hot" holds 2 units: two writes of 1 take it all.
+    await doc.send(bump('hot'));
+    await doc.send(bump('hot'));
+    const before = doc.tally()[LEASES]?.writeUnits;
+    await expect(doc.send(bump('hot'))).rejects.toBeInstanceOf(ProvisionedThroughputExceededException);
+    expect(doc.tally()[LEASES]?.writeUnits).toBe(before);
+    const transaction = new TransactWriteCommand({
+      TransactItems: [{ Put: { TableName: LEASES, Item: { leaseKey: 'hot', n: 9 } } }],
+    });
+    await expect(doc.send(transaction)).rejects.toBeInstanceOf(TransactionCanceledException);
+    expect(doc.tally()[LEASES]?.writeUnits).toBe(before);
+  });
+
   it('limits each index partition too: writes landing on one problems shard', async () => {
     const { doc } = memory({ write: 10, burst: 0.1 });
     const put = (dedupKey: string) =>

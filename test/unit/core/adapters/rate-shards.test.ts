@@ -3,6 +3,7 @@ import { DynamoDbRateStore } from '../../../../shared/core/adapters/dynamodb-rat
 import {
   rateKeyOfShard,
   rateShardKey,
+  rateShardSize,
   rateShards,
   shardLimit,
 } from '../../../../shared/core/decisions/rate-shards.ts';
@@ -25,15 +26,21 @@ describe('rateShards', () => {
     expect(rateShards(100_000, 1)).toBe(667);
   });
 
-  it('splits the limit exactly', () => {
-    for (const [limit, shards] of [
-      [5000, 34],
-      [7, 3],
-      [1000, 7],
+  it('splits the limit exactly, in shards of a size the limit does not change', () => {
+    expect(rateShardSize(1000, 1)).toBe(150);
+    expect(rateShardSize(5000, 1)).toBe(150);
+    expect(rateShardSize(100, 1)).toBe(100);
+    expect(rateShardSize(1001, 3600)).toBe(1000);
+    for (const [limit, size, shards] of [
+      [5000, 150, 34],
+      [7, 3, 3],
+      [1000, 150, 7],
+      [100_000, 150, 667],
     ] as const) {
       let sum = 0;
-      for (let i = 0; i < shards; i++) sum += shardLimit(limit, shards, i);
+      for (let i = 0; i < shards; i++) sum += shardLimit(limit, size, i);
       expect(sum).toBe(limit);
+      expect(shardLimit(limit, size, shards - 1)).toBeGreaterThan(0);
     }
   });
 
@@ -118,4 +125,44 @@ describe('DynamoDbRateStore at 5,000 a second on one key, DynamoDB partitions li
     expect(single.grants).toBeLessThan(0.2 * 10_000);
     console.log('one item', { ...single, throttles: single.throttles });
   }, 60_000);
+});
+
+describe('DynamoDbRateStore across a limit changed between deploys', () => {
+  // The clock stands still: every take falls in one window.
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(T0);
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /**
+   * Workers of two deploys run side by side on one key (a rolling deploy, or old invocations still
+   * finishing), one with each limit, all their takes within one window: together they must not pass
+   * the larger of the two limits, as one unsharded log never does.
+   */
+  async function bothDeploys(before: number, after: number, perSeconds: number) {
+    const doc = new InMemoryDynamoDb({ tables: leaseqTables({ leases: LEASES }) });
+    const old = new DynamoDbRateStore({ client: doc, tableName: LEASES, random: () => 0 });
+    const next = new DynamoDbRateStore({ client: doc, tableName: LEASES, random: () => 0.99 });
+    const now = Date.now();
+    let grants = 0;
+    for (let i = 0; i < 2 * Math.max(before, after); i++) {
+      if ((await old.take(KEY, before, perSeconds, now)).granted) grants += 1;
+      if ((await next.take(KEY, after, perSeconds, now)).granted) grants += 1;
+    }
+    return grants;
+  }
+
+  it('grants no more in one window than the larger limit when the shard count grows (1,000 to 1,001 an hour)', async () => {
+    expect(rateShards(1000, 3600)).toBe(1);
+    expect(rateShards(1001, 3600)).toBe(2);
+    expect(await bothDeploys(1000, 1001, 3600)).toBeLessThanOrEqual(1001);
+  });
+
+  it('grants no more in one window than the larger limit when the shard count shrinks (5,000 to 4,000 a second)', async () => {
+    expect(await bothDeploys(5000, 4000, 1)).toBeLessThanOrEqual(5000);
+    expect(await bothDeploys(151, 150, 1)).toBeLessThanOrEqual(151);
+  });
 });

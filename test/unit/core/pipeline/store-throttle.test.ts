@@ -129,4 +129,25 @@ describe('A throttled leaseq item', () => {
       throttle: { itemKind: 'job', keyHash: hash('acct-secret-1') },
     });
   });
+
+  it('a commit throttled on an effect: the attempt is retried and StoreThrottled counts kind effect', async () => {
+    const { doc, processor, record, metrics, throttled, lines } = setup();
+    doc.faults.failNext(
+      'complete',
+      new TransactionCanceledException({
+        message:
+          'Transaction cancelled, please refer cancellation reasons for specific reasons [None, ThrottlingError]',
+        $metadata: { httpStatusCode: 400 },
+        CancellationReasons: [{ Code: 'None' }, { Code: 'ThrottlingError', Message: 'Throughput exceeds' }],
+      }),
+    );
+    const out = await processor.process(record);
+    expect(out.action).toBe('retry');
+    expect(metrics.counters.get('StoreUnavailable')).toBe(1);
+    expect(throttled()).toEqual([
+      ['StoreThrottled', 1],
+      ['StoreThrottled{itemKind=effect}', 1],
+    ]);
+    expect(lines()).toEqual([expect.objectContaining({ itemKind: 'effect', operation: 'complete' })]);
+  });
 });
