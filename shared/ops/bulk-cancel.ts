@@ -182,7 +182,7 @@ export async function bulkCancel(
   const total = preview.jobs.length;
   for (const job of preview.jobs) {
     if (options.signal?.aborted) break;
-    await pacer.take(1);
+    await untilStopped(pacer.take(1), options.signal);
     if (options.signal?.aborted) break;
     const item = await cancelOne(target, store, job, options, now);
     items.push(item);
@@ -197,6 +197,23 @@ export async function bulkCancel(
     interrupted: items.length < total,
     items,
   };
+}
+
+/**
+ * `wait`, or less when `signal` aborts first: a Ctrl-C or a Stop at a slow rate (one job a minute) ends
+ * the action now rather than after the pacer's wait for a job it will not act on.
+ */
+function untilStopped(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (signal === undefined) return wait;
+  if (signal.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    signal.addEventListener('abort', done, { once: true });
+    wait.then(done, done);
+  });
 }
 
 async function cancelOne(
