@@ -175,14 +175,14 @@ export async function bulkCancel(
   options: BulkCancelOptions,
 ): Promise<BulkCancelReport> {
   const rate = options.ratePerSecond ?? BULK_DEFAULT_RATE;
-  const pacer = new Pacer({ perSecond: rate });
+  const pacer = new Pacer({ perSecond: rate, sleep: (ms) => sleepUnlessStopped(ms, options.signal) });
   const store = new DynamoDbJobStore({ client: target.clients.doc, tableName: target.names.jobsTable });
   const now = options.now ?? Date.now;
   const items: BulkCancelItem[] = [];
   const total = preview.jobs.length;
   for (const job of preview.jobs) {
     if (options.signal?.aborted) break;
-    await untilStopped(pacer.take(1), options.signal);
+    await pacer.take(1);
     if (options.signal?.aborted) break;
     const item = await cancelOne(target, store, job, options, now);
     items.push(item);
@@ -200,19 +200,20 @@ export async function bulkCancel(
 }
 
 /**
- * `wait`, or less when `signal` aborts first: a Ctrl-C or a Stop at a slow rate (one job a minute) ends
- * the action now rather than after the pacer's wait for a job it will not act on.
+ * Sleeps `ms`, or less when `signal` aborts first, clearing its timer: a Ctrl-C or a Stop at a slow rate
+ * (one job a minute) ends the action now, and the CLI's process exits then, rather than after the pacer's
+ * wait for a job it will not act on.
  */
-function untilStopped(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
-  if (signal === undefined) return wait;
-  if (signal.aborted) return Promise.resolve();
+function sleepUnlessStopped(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
   return new Promise<void>((resolve) => {
     const done = () => {
-      signal.removeEventListener('abort', done);
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
       resolve();
     };
-    signal.addEventListener('abort', done, { once: true });
-    wait.then(done, done);
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
   });
 }
 
