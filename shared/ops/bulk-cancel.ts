@@ -129,7 +129,8 @@ export interface BulkCancelItem {
   readonly type?: string;
   /**
    * `cancelled`: this action cancelled it. `refused`: it was left as it is, `why` says (finished since the
-   * preview, already cancelled, another job under the key now). `failed`: the store did not answer.
+   * preview, already cancelled, another job under the key now, redriven since). `failed`: the store did
+   * not answer.
    */
   readonly outcome: 'cancelled' | 'refused' | 'failed';
   /** The status the job had when acted on (the cancel's answer). */
@@ -164,8 +165,9 @@ export interface BulkCancelOptions {
 
 /**
  * Cancels the jobs `preview` found, one conditional write each, at most `ratePerSecond` a second. Each job
- * is read first (one consistent read): one that finished since the preview, or whose key now holds another
- * job (another `createdAt`), is refused without a write; the cancel's own condition refuses one that
+ * is read first (one consistent read): one that finished since the preview, whose key now holds another
+ * job (another `createdAt`), or that was redriven since (a `redrive` event newer than the preview's last
+ * problem), is refused without a write; the cancel's own condition refuses one that
  * finishes between that read and the write. A running job stops at its next heartbeat (docs/jobs.md,
  * "Cancelling a job"). Never throws for one job: its failure is recorded and the rest go on.
  */
@@ -175,7 +177,7 @@ export async function bulkCancel(
   options: BulkCancelOptions,
 ): Promise<BulkCancelReport> {
   const rate = options.ratePerSecond ?? BULK_DEFAULT_RATE;
-  const pacer = new Pacer({ perSecond: rate });
+  const pacer = new Pacer({ perSecond: rate, sleep: (ms) => sleepUnlessStopped(ms, options.signal) });
   const store = new DynamoDbJobStore({ client: target.clients.doc, tableName: target.names.jobsTable });
   const now = options.now ?? Date.now;
   const items: BulkCancelItem[] = [];
@@ -199,6 +201,24 @@ export async function bulkCancel(
   };
 }
 
+/**
+ * Sleeps `ms`, or less when `signal` aborts first, clearing its timer: a Ctrl-C or a Stop at a slow rate
+ * (one job a minute) ends the action now, and the CLI's process exits then, rather than after the pacer's
+ * wait for a job it will not act on.
+ */
+function sleepUnlessStopped(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
 async function cancelOne(
   target: OpsTarget,
   store: DynamoDbJobStore,
@@ -219,6 +239,17 @@ async function cancelOne(
         outcome: 'refused',
         status: item.status,
         why: `another job holds the key now (created ${item.createdAt}, the preview's ${job.createdAt})`,
+      };
+    }
+    // Died and sent again by an operator since the preview: that redrive is someone's later decision, and
+    // the preview showed the job before it (a redrive's event is newer than the preview's last problem).
+    const redriven = item.history?.findLast((e) => e.e === 'redrive' && e.at > job.problemAt);
+    if (redriven?.e === 'redrive') {
+      return {
+        ...named,
+        outcome: 'refused',
+        status: item.status,
+        why: `redriven since the preview (by ${redriven.by})`,
       };
     }
     const result = await cancelJob(target, job.dedupKey, {

@@ -165,6 +165,38 @@ describe('cancel by filter (against the emulator)', () => {
     );
   });
 
+  it('refuses a job redriven since the preview (it died and an operator sent it again), writing nothing', async () => {
+    // Prepare: the preview sees the job waiting for its retry; then it dies, and a redrive resets it as
+    // `leaseq dlq redrive` does (RETRY_WAIT, fresh attempts, a `redrive` event naming who).
+    const [key = ''] = await waitingJobs(env, 'redriven', 1);
+    const preview = await previewBulkCancel(target(), {
+      errorContains: 'flaky failure',
+      since: Date.now() - 60_000,
+    });
+    const mine = { jobs: preview.jobs.filter((j) => j.dedupKey === key) };
+    const store = makeWorker(env, testRegistry(env).registry).store;
+    await env.clients.doc.send(
+      new UpdateCommand({
+        TableName: env.jobsTable,
+        Key: { dedupKey: key },
+        UpdateExpression: 'SET #s = :dead',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ExpressionAttributeValues: { ':dead': JobStatus.Dead },
+      }),
+    );
+    await sleep(5);
+    expect(await store.resetForRedrive(key, Date.now(), Date.now(), { by: 'dora' })).toBe(true);
+
+    // Act
+    const report = await bulkCancel(target(), mine, { by: 'ivan', ratePerSecond: 50 });
+
+    // Assess
+    expect(mine.jobs).toHaveLength(1);
+    expect(report).toMatchObject({ cancelled: 0, refused: 1 });
+    expect(report.items[0]?.why).toMatch(/^redriven since the preview/);
+    expect((await store.get(key))?.status).toBe(JobStatus.RetryWait);
+  });
+
   it('an interrupted action reports what it did and leaves the rest as they were', async () => {
     // Prepare
     const keys = await waitingJobs(env, 'stop', 4);

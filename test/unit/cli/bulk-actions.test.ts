@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { bulkFilter } from '../../../cli/commands/cancel.ts';
 import { BulkRuns, PREVIEW_TTL_MS } from '../../../cli/ui/bulk-runs.ts';
 import { formRate } from '../../../cli/ui/routes/bulk-cancel.ts';
-import { describeBulkCancel } from '../../../shared/ops/bulk-cancel.ts';
+import { JobStatus } from '../../../shared/core/contract/statuses.ts';
+import { bulkCancel, describeBulkCancel } from '../../../shared/ops/bulk-cancel.ts';
+import type { OpsTarget } from '../../../shared/ops/target.ts';
 
 describe('Class: BulkRuns', () => {
   describe('Method: takePreview', () => {
@@ -95,5 +97,36 @@ describe('Function: describeBulkCancel', () => {
     expect(text).toBe(
       'cancelled 1, refused 2 (1 finished (COMPLETED), 1 already cancelled), failed 0; interrupted: 3 previewed jobs not reached, left as they were',
     );
+  });
+});
+
+describe('Function: bulkCancel', () => {
+  it('stops at once when its signal aborts during the wait between two jobs, however slow the rate', async () => {
+    // Prepare: a store that does not answer (each job is recorded failed), one job every 20 s.
+    const target = {
+      clients: { doc: { send: () => Promise.reject(new Error('no store here')) } },
+      names: { jobsTable: 'jobs' },
+    } as unknown as OpsTarget;
+    const job = (dedupKey: string) =>
+      ({ dedupKey, status: JobStatus.RetryWait, attempts: 1, leaseUntil: 0, problemAt: 0 }) as const;
+    const stop = new AbortController();
+
+    // Act: Ctrl-C (the signal) 100 ms after the first job, while the pacer waits for the second.
+    const started = Date.now();
+    const running = bulkCancel(
+      target,
+      { jobs: [job('a'), job('b'), job('c')] },
+      { by: 'test', ratePerSecond: 0.05, signal: stop.signal },
+    );
+    setTimeout(() => stop.abort(), 100);
+    const report = await Promise.race([
+      running,
+      new Promise<'still waiting'>((resolve) => setTimeout(() => resolve('still waiting'), 2000)),
+    ]);
+
+    // Assess
+    expect(report).not.toBe('still waiting');
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(report).toMatchObject({ interrupted: true, notReached: 2, failed: 1 });
   });
 });
