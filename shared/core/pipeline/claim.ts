@@ -140,6 +140,7 @@ export function startAttempt(
     payload: job.payload,
     log,
     ...(job.slots ? { slots: job.slots } : {}),
+    ...(job.payloadHash === undefined ? {} : { payloadHash: job.payloadHash }),
     definition,
     lease,
     renewer,

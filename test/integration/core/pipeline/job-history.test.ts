@@ -209,9 +209,10 @@ describe('The job history (against the emulator)', () => {
     const dead = await store.get(key);
     expect(dead?.deadKeyUntil).toBe((dead?.deadAt ?? 0) + 3000);
 
-    // Act 1: two copies before the TTL ends are dropped and counted in one `dropped` event.
+    // Act 1: two copies before the TTL ends are dropped and counted in one `dropped` event (copies: the
+    // same payload; another one would be dead-lettered payload-mismatch).
     for (let i = 0; i < 2; i++) {
-      await sendJob(env, { dedupKey: key, type: 'test.history', payload: { fail: false } });
+      await sendJob(env, { dedupKey: key, type: 'test.history', payload: { fail: true } });
       await worker.poll(1);
     }
     const counted = await store.get(key);
