@@ -26,7 +26,11 @@ const HELP = `<p>Type a dedup key to open its job, or filters to list problem jo
 <li><code>key:type:123</code> for a key that starts like a filter</li></ul>`;
 
 function resultTable(found: FindPage, now: number): string {
-  if (found.jobs.length === 0) return '<p class="muted" id="find-none">No problem job matches.</p>';
+  if (found.jobs.length === 0) {
+    return found.next
+      ? '<p class="muted" id="find-none">No match in the part of the problems index this page read (one query per shard): "Next page" reads on.</p>'
+      : '<p class="muted" id="find-none">No problem job matches.</p>';
+  }
   const rows = found.jobs
     .map(
       (j) =>

@@ -96,4 +96,19 @@ describe('Function: findProblemJobs', () => {
     expect(page.count).toEqual({ n: FIND_COUNT_BOUND, atLeast: true });
     expect(describeCount(page.count)).toBe(`at least ${FIND_COUNT_BOUND} jobs`);
   });
+  it('reads at most one query per shard for the page and one for its count, however few of the index match', async () => {
+    // 4,000 dead jobs of which only the oldest has the reason searched for: a rare filter over a large
+    // index. Each listing is one query per shard (the docs' cost); the rest is reached by the cursor.
+    const entries = Array.from({ length: 4000 }, (_, i) => entry(i, { deadReason: 'max-attempts' }));
+    entries.push(entry(4000, { deadReason: 'permanent-error' }));
+    const { target } = fakeTarget(entries);
+    let page = await findProblemJobs(target, { reason: 'permanent-error' }, {}, now);
+    const queries = [page.queries];
+    for (let i = 0; page.jobs.length === 0 && page.next && i < 200; i++) {
+      page = await findProblemJobs(target, { reason: 'permanent-error' }, { cursor: page.next }, now);
+      queries.push(page.queries);
+    }
+    expect(Math.max(...queries)).toBeLessThanOrEqual(32);
+    expect(page.jobs.map((j) => j.dedupKey)).toEqual(['k-4000']);
+  });
 });
