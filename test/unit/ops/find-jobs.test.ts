@@ -111,4 +111,26 @@ describe('Function: findProblemJobs', () => {
     expect(Math.max(...queries)).toBeLessThanOrEqual(32);
     expect(page.jobs.map((j) => j.dedupKey)).toEqual(['k-4000']);
   });
+  it('pages a sparse filter by cursor to every match, newest first, none twice, each page bounded', async () => {
+    const entries = Array.from({ length: 3000 }, (_, i) =>
+      entry(i, { deadReason: i % 97 === 5 ? 'permanent-error' : 'max-attempts' }),
+    );
+    const { target } = fakeTarget(entries);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let i = 0; i < 500; i++) {
+      const page = await findProblemJobs(
+        target,
+        { reason: 'permanent-error' },
+        cursor ? { cursor } : {},
+        now,
+      );
+      expect(page.queries).toBeLessThanOrEqual(32);
+      seen.push(...page.jobs.map((j) => j.dedupKey));
+      if (!page.next) break;
+      cursor = page.next;
+    }
+    const expected = entries.filter((e) => e.deadReason === 'permanent-error').map((e) => e.dedupKey);
+    expect(seen).toEqual(expected);
+  });
 });
