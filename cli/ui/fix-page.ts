@@ -60,7 +60,9 @@ export function fixRoute(app: Hono, ui: FindUi): void {
     const back = `<p><a href="/jobs/${encodeURIComponent(key)}">Back to the job</a></p>`;
     const form = await c.req.parseBody();
     const letterId = typeof form.letter === 'string' ? form.letter : '';
-    const text = typeof form.payload === 'string' ? form.payload : '';
+    // A browser sends a textarea's lines joined by CRLF: read as LF, or the refused form given back
+    // would show each CR as the visible escape \u000d, and the corrected text sent again is no JSON.
+    const text = typeof form.payload === 'string' ? form.payload.replace(/\r\n?/g, '\n') : '';
     const page = (title: string, body: string, status: 200 | 400 | 404 = 200, problems: string[] = []) =>
       c.html(ui.frame(title, `${body}${back}`, { problems }), status);
     const jobs = ui.config.jobs;

@@ -170,6 +170,40 @@ describe('leaseq ui: fix and redrive where it meets the rest', () => {
     ).toBe(JobStatus.Dead);
   });
 
+  it('takes back a refused edit as the browser sends it (CRLF line ends, a tab pasted): corrected in the form, it passes the checks', async () => {
+    const app = makeApp({ jobs: JOBS });
+    const account = uniqueName('acct');
+    const { key, letterId } = await deadJob(account);
+    // What a browser does with a textarea: shows its text, submits its lines joined by CRLF.
+    const textarea = (html: string) =>
+      (/<textarea[^>]*>([\s\S]*?)<\/textarea>/.exec(html)?.[1] ?? '')
+        .replace(/&lt;/g, '<')
+        .replace(/&gt;/g, '>')
+        .replace(/&quot;/g, '"')
+        .replace(/&#39;/g, "'")
+        .replace(/&amp;/g, '&');
+    const submit = (text: string) => text.replace(/\r?\n/g, '\r\n');
+    const shown = textarea(await (await post(app, `/jobs/${key}/reveal`, {})).text());
+    expect(shown).toContain('"amount": 5');
+    const refused = await post(app, `/jobs/${key}/fix`, {
+      letter: letterId,
+      payload: submit(shown.replace('"amount": 5', '"amount":\t-1')),
+    });
+    expect(refused.status).toBe(400);
+    const again = textarea(await refused.text());
+    expect(again).toContain('"amount":\t-1');
+    // The operator corrects the one value in the form given back and sends it again.
+    const review = await post(app, `/jobs/${key}/fix`, {
+      letter: letterId,
+      payload: submit(again.replace('"amount":\t-1', '"amount":\t7')),
+    });
+    const page = await review.text();
+    expect(/id="fix-problem"[^>]*>([^<]*)/.exec(page)?.[1]).toBeUndefined();
+    expect(review.status).toBe(200);
+    expect(page).toContain(`Redrive job ${key} with this payload?`);
+    await purgeDlq(env.clients.sqs, env.dlqUrl);
+  });
+
   it('without a job module offers no edit and refuses one: the schema check cannot run', async () => {
     const app = makeApp();
     const account = uniqueName('acct');
