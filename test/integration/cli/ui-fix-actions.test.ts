@@ -242,6 +242,28 @@ describe('leaseq ui: fix and redrive where it meets the rest', () => {
     await purgeDlq(env.clients.sqs, env.dlqUrl);
   });
 
+  it("shows a letter's body no more than its payload: a hook written for the indented JSON it is given redacts the body too", async () => {
+    // The hook gets the indented JSON text (docs/ui.md), so one may match `"key": "value"` with its space.
+    const redact = (text: string) => text.replace(/"account": "[^"]*"/g, '"account": "[account]"');
+    const app = makeApp({ jobs: JOBS, redact });
+    const account = uniqueName('acct');
+    const { letterId } = await deadJob(account);
+    const letter = await (await post(app, `/dlq/letters/${letterId}`, {})).text();
+    expect(letter).toContain('[account]');
+    expect(letter).not.toContain(account);
+    // One that matches the payload's own text only (its top level, two spaces in) misses it in the body:
+    // the body is withheld.
+    const narrow = makeApp({
+      jobs: JOBS,
+      redact: (text: string) => text.replace(/^ {2}"account": "[^"]*"/m, '  "account": "[account]"'),
+    });
+    const withheld = await (await post(narrow, `/dlq/letters/${letterId}`, {})).text();
+    expect(withheld).toContain('[account]');
+    expect(withheld).toContain('the body holds the payload');
+    expect(withheld).not.toContain(account);
+    await purgeDlq(env.clients.sqs, env.dlqUrl);
+  });
+
   it('takes no reveal or fix without the session, from another origin, or (the fix) when read-only', async () => {
     const app = makeApp({ jobs: JOBS });
     const readOnly = makeApp({ jobs: JOBS, readOnly: true });
