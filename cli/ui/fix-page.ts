@@ -8,6 +8,7 @@
 import type { Hono } from 'hono';
 import { DEFAULT_MAX_BODY_BYTES } from '../../shared/core/contract/envelope.ts';
 import { JobStatus } from '../../shared/core/contract/statuses.ts';
+import { type PayloadSchema, validatePayload } from '../../shared/core/model/standard-schema.ts';
 import { findDeadLetter } from '../../shared/ops/dlq.ts';
 import type { DeadLetter } from '../../shared/ops/dlq-letters.ts';
 import { type RedriveItem, redrive } from '../../shared/ops/dlq-redrive.ts';
@@ -17,6 +18,7 @@ import { letterMark } from '../../shared/ops/job-letters.ts';
 import { messageOf } from '../../shared/ops/ops-errors.ts';
 import { showLetterPayload } from '../../shared/ops/payload-view.ts';
 import { operatorIdentity, payloadCheck } from '../commands/redrive-input.ts';
+import type { CliJobs } from '../job-module.ts';
 import { bounded } from './data.ts';
 import { changes, type DiffLine, lineDiff } from './diff.ts';
 import type { FindUi } from './find-context.ts';
@@ -40,6 +42,21 @@ export function readEditedPayload(text: string): { value: unknown } | { problem:
     return {
       problem: `the payload is not JSON (at ${at ? at[0] : 'an unexpected token'}); nothing was sent`,
     };
+  }
+}
+
+/**
+ * The job type's schema over the edited payload, awaited: a schema that validates asynchronously (an
+ * async refinement) answers with a promise, which the producer's synchronous check takes for a pass.
+ */
+async function schemaProblem(jobs: CliJobs, type: string, payload: unknown): Promise<string | undefined> {
+  const schema = jobs.jobs.get(type)?.payload as PayloadSchema | undefined;
+  if (!schema) return payloadCheck(jobs, type, payload);
+  try {
+    const check = await validatePayload(schema, payload);
+    return check.ok ? undefined : check.problem;
+  } catch (error) {
+    return `the schema's check threw (${messageOf(error)})`;
   }
 }
 
@@ -134,7 +151,7 @@ export function fixRoute(app: Hono, ui: FindUi): void {
       );
     }
     const type = letter.type ?? job.type ?? '';
-    const problem = payloadCheck(jobs, type, parsed.value);
+    const problem = await schemaProblem(jobs, type, parsed.value);
     if (problem) return retry(`the payload does not fit job type ${type}: ${problem}`);
     try {
       editedBody(letter.body, parsed.value);

@@ -204,6 +204,46 @@ describe('leaseq ui: fix and redrive where it meets the rest', () => {
     await purgeDlq(env.clients.sqs, env.dlqUrl);
   });
 
+  it('checks an edit against a schema that validates asynchronously: a payload it refuses is not offered for a redrive', async () => {
+    // A Standard Schema whose validate answers with a promise (an async refinement): amount must be > 0.
+    const asyncCredit = {
+      '~standard': {
+        version: 1,
+        vendor: 'test',
+        validate: async (value: unknown) =>
+          typeof (value as { amount?: unknown })?.amount === 'number' &&
+          ((value as { amount: number }).amount ?? 0) > 0
+            ? { value }
+            : { issues: [{ message: 'amount must be above 0', path: ['amount'] }] },
+      },
+    };
+    const jobs = {
+      get: (type: string) => {
+        const job = ledgerJobs.get(type);
+        return job && type === 'ledger.credit' ? { ...job, payload: asyncCredit } : job;
+      },
+    };
+    const app = makeApp({ jobs: { path: 'async-jobs.ts', jobs } });
+    const account = uniqueName('acct');
+    const { key, letterId } = await deadJob(account);
+    const answer = await post(app, `/jobs/${key}/fix`, {
+      letter: letterId,
+      payload: JSON.stringify({ account, amount: -1 }),
+    });
+    const page = await answer.text();
+    expect(page).not.toContain(`Redrive job ${key} with this payload?`);
+    expect(answer.status).toBe(400);
+    expect(page).toContain('amount must be above 0');
+    const confirmed = await post(app, `/jobs/${key}/fix`, {
+      letter: letterId,
+      payload: JSON.stringify({ account, amount: -1 }),
+      confirmed: 'yes',
+    });
+    expect(confirmed.status).toBe(400);
+    expect((await lettersOfJob(target() as never, key)).letters.map((l) => l.messageId)).toEqual([letterId]);
+    await purgeDlq(env.clients.sqs, env.dlqUrl);
+  });
+
   it('without a job module offers no edit and refuses one: the schema check cannot run', async () => {
     const app = makeApp();
     const account = uniqueName('acct');
