@@ -23,6 +23,7 @@ import {
   type CoreEnv,
   coreEnv,
   eventually,
+  getBalance,
   makeWorker,
   queueCounts,
   sendJob,
@@ -242,6 +243,40 @@ describe('leaseq ui: fix and redrive where it meets the rest', () => {
     expect(confirmed.status).toBe(400);
     expect((await lettersOfJob(target() as never, key)).letters.map((l) => l.messageId)).toEqual([letterId]);
     await purgeDlq(env.clients.sqs, env.dlqUrl);
+  });
+
+  it('a confirmation sent twice at once (a double click, two operators) redrives the letter once: one message on the jobs queue', async () => {
+    const app = makeApp({ jobs: JOBS });
+    const account = uniqueName('acct');
+    const { key, letterId } = await deadJob(account);
+    const form = { letter: letterId, payload: fixed(account), confirmed: 'yes' };
+    await cookieOf(app);
+    const answers = await Promise.all([
+      post(app, `/jobs/${key}/fix`, form),
+      post(app, `/jobs/${key}/fix`, form),
+    ]);
+    const pages = await Promise.all(answers.map((a) => a.text()));
+    const redriven = pages.filter((p) => p.includes('was redriven with the edited payload')).length;
+    expect(redriven).toBe(1);
+    const q = await queueCounts(env);
+    expect(q.visible + q.inFlight + q.delayed).toBe(1);
+    expect((await lettersOfJob(target() as never, key)).letters).toEqual([]);
+    const item = await new DynamoDbJobStore({ client: env.clients.doc, tableName: env.jobsTable }).get(key);
+    expect(item?.status).toBe(JobStatus.RetryWait);
+    // The job runs once, with the edited payload.
+    const worker = makeWorker(env, ledgerJobs, { worker: 'w-after', maxAttempts: 3 });
+    expect(
+      await eventually(
+        async () => {
+          await worker.poll();
+          const left = await queueCounts(env);
+          return left.visible + left.inFlight + left.delayed === 0;
+        },
+        30_000,
+        100,
+      ),
+    ).toBe(true);
+    expect((await getBalance(env, account))?.balance).toBe(7);
   });
 
   it('without a job module offers no edit and refuses one: the schema check cannot run', async () => {
