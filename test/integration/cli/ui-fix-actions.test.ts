@@ -279,6 +279,56 @@ describe('leaseq ui: fix and redrive where it meets the rest', () => {
     expect((await getBalance(env, account))?.balance).toBe(7);
   });
 
+  it('renders a hostile dedup key and payload as text on the reveal, the refused form, the diff and the find results', async () => {
+    const app = makeApp({ jobs: JOBS });
+    const key = `"><img src=x onerror=alert(1)>${uniqueName('k')}`;
+    const account = `</textarea><script>alert(2)</script>\u202e${uniqueName('acct')}`;
+    await sendJob(env, {
+      dedupKey: key,
+      type: 'ledger.credit',
+      payload: { account, amount: 5, simulate: { failTimes: 1 } },
+    });
+    const worker = makeWorker(env, ledgerJobs, { worker: 'w-strict', maxAttempts: 1 });
+    await eventually(
+      async () => {
+        await worker.poll();
+        const q = await queueCounts(env);
+        return q.visible + q.inFlight + q.delayed === 0;
+      },
+      30_000,
+      100,
+    );
+    const { letters } = await lettersOfJob(target() as never, key);
+    const letterId = letters[0]?.messageId ?? '';
+    const path = `/jobs/${encodeURIComponent(key)}`;
+    const hostile = (html: string) => {
+      expect(html).not.toContain('<img');
+      expect(html).not.toContain('<script>alert');
+      expect(html).not.toContain('</textarea><script');
+      expect(html).not.toContain('\u202e');
+    };
+    const reveal = await (await post(app, `${path}/reveal`, {})).text();
+    expect(reveal).toContain('id="fix-payload"');
+    hostile(reveal);
+    const refused = await post(app, `${path}/fix`, {
+      letter: letterId,
+      payload: JSON.stringify({ account, amount: -1 }),
+    });
+    expect(refused.status).toBe(400);
+    hostile(await refused.text());
+    const review = await post(app, `${path}/fix`, {
+      letter: letterId,
+      payload: JSON.stringify({ account: `${account}<img src=y>`, amount: 7 }),
+    });
+    const diff = await review.text();
+    expect(diff).toContain('id="fix-diff"');
+    hostile(diff);
+    hostile(await (await post(app, `/dlq/letters/${letterId}`, {})).text());
+    const found = await get(app, `/find?q=${encodeURIComponent(key)}`);
+    expect(found.headers.get('location')).toBe(path);
+    await purgeDlq(env.clients.sqs, env.dlqUrl);
+  });
+
   it('without a job module offers no edit and refuses one: the schema check cannot run', async () => {
     const app = makeApp();
     const account = uniqueName('acct');
