@@ -25,24 +25,39 @@ import type { FindUi } from './find-context.ts';
 import { esc } from './html.ts';
 import { editForm } from './reveal-page.ts';
 
+/**
+ * Most text the form takes: the indented text of a payload at the body limit is larger than the payload
+ * as sent, so the text is bounded generously here (to bound the parse) and the limit applies to the
+ * compact JSON that is sent (and to the whole body, editedBody).
+ */
+const EDIT_MAX_TEXT_BYTES = 4 * DEFAULT_MAX_BODY_BYTES;
+
 /** Pure: the edited text as a payload, or why not (the position of a JSON fault, never the text near it). */
 export function readEditedPayload(text: string): { value: unknown } | { problem: string } {
-  const size = Buffer.byteLength(text, 'utf8');
-  if (size > DEFAULT_MAX_BODY_BYTES) {
+  const textBytes = Buffer.byteLength(text, 'utf8');
+  if (textBytes > EDIT_MAX_TEXT_BYTES) {
     return {
-      problem: `the payload is ${size} bytes, above the ${DEFAULT_MAX_BODY_BYTES} byte body limit; nothing was sent`,
+      problem: `the text is ${textBytes} bytes, above the ${EDIT_MAX_TEXT_BYTES} bytes this form takes; nothing was sent`,
     };
   }
   if (text.trim() === '')
     return { problem: 'the payload is empty: write the JSON to send (null is a payload)' };
+  let value: unknown;
   try {
-    return { value: JSON.parse(text) as unknown };
+    value = JSON.parse(text) as unknown;
   } catch (error) {
     const at = /position \d+(?: \(line \d+ column \d+\))?/.exec((error as Error).message ?? '');
     return {
       problem: `the payload is not JSON (at ${at ? at[0] : 'an unexpected token'}); nothing was sent`,
     };
   }
+  const size = Buffer.byteLength(JSON.stringify(value), 'utf8');
+  if (size > DEFAULT_MAX_BODY_BYTES) {
+    return {
+      problem: `the payload is ${size} bytes, above the ${DEFAULT_MAX_BODY_BYTES} byte body limit; nothing was sent`,
+    };
+  }
+  return { value };
 }
 
 /**
