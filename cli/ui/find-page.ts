@@ -88,7 +88,7 @@ export function findRoute(app: Hono, ui: FindUi): void {
     const page = found.value;
     const shown = page.jobs.length;
     const range = shown === 0 ? '' : ` Rows ${from + 1}–${from + shown}.`;
-    const count = `<p id="find-count"><strong>${esc(describeCount(page.count))}</strong> match${page.count.n === 1 && !page.count.atLeast ? 'es' : ''}${page.count.atLeast ? ` (the count stops at ${FIND_COUNT_BOUND})` : ''}.${range}</p>`;
+    const count = `<p id="find-count"><strong>${esc(describeCount(page.count))}</strong> match${page.count.n === 1 && !page.count.atLeast ? 'es' : ''}${page.count.atLeast ? ` (the count stops at ${FIND_COUNT_BOUND} matches, or at one query per shard of the index)` : ''}.${range}</p>`;
     const next = page.next
       ? `<p><a class="button" id="find-next" href="/find?${new URLSearchParams({ q, cursor: page.next, from: String(from + shown) }).toString()}">Next page</a></p>`
       : '';

@@ -411,6 +411,14 @@ describe('leaseq ui: fix and redrive where it meets the rest', () => {
     expect(
       (await post(readOnly, '/jobs/k/fix', { letter: 'm-1', payload: '{}', confirmed: 'yes' })).status,
     ).toBe(403);
+    // The search answers its operator only: no session, no answer (not even whether a key exists).
+    for (const q of ['k', 'status:DEAD']) {
+      const bare = await app.request(`${ORIGIN}/find?q=${encodeURIComponent(q)}`, {
+        headers: { host: `${HOST}:${PORT}` },
+      });
+      expect(bare.status, q).toBe(403);
+      expect(bare.headers.get('location'), q).toBeNull();
+    }
   });
 
   it('answers a key search from one read: the job when there is one, a 404 that says so when not; filters need the index', async () => {
