@@ -26,7 +26,11 @@ const HELP = `<p>Type a dedup key to open its job, or filters to list problem jo
 <li><code>key:type:123</code> for a key that starts like a filter</li></ul>`;
 
 function resultTable(found: FindPage, now: number): string {
-  if (found.jobs.length === 0) return '<p class="muted" id="find-none">No problem job matches.</p>';
+  if (found.jobs.length === 0) {
+    return found.next
+      ? '<p class="muted" id="find-none">No match in the part of the problems index this page read (one query per shard): "Next page" reads on.</p>'
+      : '<p class="muted" id="find-none">No problem job matches.</p>';
+  }
   const rows = found.jobs
     .map(
       (j) =>
@@ -84,7 +88,7 @@ export function findRoute(app: Hono, ui: FindUi): void {
     const page = found.value;
     const shown = page.jobs.length;
     const range = shown === 0 ? '' : ` Rows ${from + 1}–${from + shown}.`;
-    const count = `<p id="find-count"><strong>${esc(describeCount(page.count))}</strong> match${page.count.n === 1 && !page.count.atLeast ? 'es' : ''}${page.count.atLeast ? ` (the count stops at ${FIND_COUNT_BOUND})` : ''}.${range}</p>`;
+    const count = `<p id="find-count"><strong>${esc(describeCount(page.count))}</strong> match${page.count.n === 1 && !page.count.atLeast ? 'es' : ''}${page.count.atLeast ? ` (the count stops at ${FIND_COUNT_BOUND} matches, or at one query per shard of the index)` : ''}.${range}</p>`;
     const next = page.next
       ? `<p><a class="button" id="find-next" href="/find?${new URLSearchParams({ q, cursor: page.next, from: String(from + shown) }).toString()}">Next page</a></p>`
       : '';

@@ -8,6 +8,7 @@
 import type { Hono } from 'hono';
 import { DEFAULT_MAX_BODY_BYTES } from '../../shared/core/contract/envelope.ts';
 import { JobStatus } from '../../shared/core/contract/statuses.ts';
+import { type PayloadSchema, validatePayload } from '../../shared/core/model/standard-schema.ts';
 import { findDeadLetter } from '../../shared/ops/dlq.ts';
 import type { DeadLetter } from '../../shared/ops/dlq-letters.ts';
 import { type RedriveItem, redrive } from '../../shared/ops/dlq-redrive.ts';
@@ -17,29 +18,60 @@ import { letterMark } from '../../shared/ops/job-letters.ts';
 import { messageOf } from '../../shared/ops/ops-errors.ts';
 import { showLetterPayload } from '../../shared/ops/payload-view.ts';
 import { correctedHash, operatorIdentity, payloadCheck } from '../commands/redrive-input.ts';
+import type { CliJobs } from '../job-module.ts';
 import { bounded } from './data.ts';
 import { changes, type DiffLine, lineDiff } from './diff.ts';
 import type { FindUi } from './find-context.ts';
 import { esc } from './html.ts';
 import { editForm } from './reveal-page.ts';
 
+/**
+ * Most text the form takes: the indented text of a payload at the body limit is larger than the payload
+ * as sent, so the text is bounded generously here (to bound the parse) and the limit applies to the
+ * compact JSON that is sent (and to the whole body, editedBody).
+ */
+const EDIT_MAX_TEXT_BYTES = 4 * DEFAULT_MAX_BODY_BYTES;
+
 /** Pure: the edited text as a payload, or why not (the position of a JSON fault, never the text near it). */
 export function readEditedPayload(text: string): { value: unknown } | { problem: string } {
-  const size = Buffer.byteLength(text, 'utf8');
-  if (size > DEFAULT_MAX_BODY_BYTES) {
+  const textBytes = Buffer.byteLength(text, 'utf8');
+  if (textBytes > EDIT_MAX_TEXT_BYTES) {
     return {
-      problem: `the payload is ${size} bytes, above the ${DEFAULT_MAX_BODY_BYTES} byte body limit; nothing was sent`,
+      problem: `the text is ${textBytes} bytes, above the ${EDIT_MAX_TEXT_BYTES} bytes this form takes; nothing was sent`,
     };
   }
   if (text.trim() === '')
     return { problem: 'the payload is empty: write the JSON to send (null is a payload)' };
+  let value: unknown;
   try {
-    return { value: JSON.parse(text) as unknown };
+    value = JSON.parse(text) as unknown;
   } catch (error) {
     const at = /position \d+(?: \(line \d+ column \d+\))?/.exec((error as Error).message ?? '');
     return {
       problem: `the payload is not JSON (at ${at ? at[0] : 'an unexpected token'}); nothing was sent`,
     };
+  }
+  const size = Buffer.byteLength(JSON.stringify(value), 'utf8');
+  if (size > DEFAULT_MAX_BODY_BYTES) {
+    return {
+      problem: `the payload is ${size} bytes, above the ${DEFAULT_MAX_BODY_BYTES} byte body limit; nothing was sent`,
+    };
+  }
+  return { value };
+}
+
+/**
+ * The job type's schema over the edited payload, awaited: a schema that validates asynchronously (an
+ * async refinement) answers with a promise, which the producer's synchronous check takes for a pass.
+ */
+async function schemaProblem(jobs: CliJobs, type: string, payload: unknown): Promise<string | undefined> {
+  const schema = jobs.jobs.get(type)?.payload as PayloadSchema | undefined;
+  if (!schema) return payloadCheck(jobs, type, payload);
+  try {
+    const check = await validatePayload(schema, payload);
+    return check.ok ? undefined : check.problem;
+  } catch (error) {
+    return `the schema's check threw (${messageOf(error)})`;
   }
 }
 
@@ -60,7 +92,9 @@ export function fixRoute(app: Hono, ui: FindUi): void {
     const back = `<p><a href="/jobs/${encodeURIComponent(key)}">Back to the job</a></p>`;
     const form = await c.req.parseBody();
     const letterId = typeof form.letter === 'string' ? form.letter : '';
-    const text = typeof form.payload === 'string' ? form.payload : '';
+    // A browser sends a textarea's lines joined by CRLF: read as LF, or the refused form given back
+    // would show each CR as the visible escape \u000d, and the corrected text sent again is no JSON.
+    const text = typeof form.payload === 'string' ? form.payload.replace(/\r\n?/g, '\n') : '';
     const page = (title: string, body: string, status: 200 | 400 | 404 = 200, problems: string[] = []) =>
       c.html(ui.frame(title, `${body}${back}`, { problems }), status);
     const jobs = ui.config.jobs;
@@ -133,7 +167,7 @@ export function fixRoute(app: Hono, ui: FindUi): void {
       );
     }
     const type = letter.type ?? job.type ?? '';
-    const problem = payloadCheck(jobs, type, parsed.value);
+    const problem = await schemaProblem(jobs, type, parsed.value);
     if (problem) return retry(`the payload does not fit job type ${type}: ${problem}`);
     try {
       // A plain body's letter is sent as an envelope of the key and type its attributes name (dlq-redrive-edit.ts).

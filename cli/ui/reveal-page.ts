@@ -26,11 +26,14 @@ export function shownBlock(id: string, label: string, shown: ShownValue, extra =
   return `<h3>${esc(label)} <span class="muted">(${shown.bytes.toLocaleString('en')} bytes${shown.redacted ? ', redacted' : ''}${extra})</span></h3><pre id="${esc(id)}">${esc(shown.text)}</pre>`;
 }
 
-/** The textarea of a payload edit, sent to the fix page. */
+/**
+ * The textarea of a payload edit, sent to the fix page. Its text is escaped as every value is, but a tab
+ * stays a tab (JSON whitespace an operator may paste; as `\u0009` outside a string it is no JSON).
+ */
 export function editForm(key: string, letterId: string, text: string, problem?: string): string {
   return `<form method="post" action="/jobs/${encodeURIComponent(key)}/fix" aria-label="edit the payload and redrive"><input type="hidden" name="letter" value="${esc(letterId)}">
 ${problem ? `<div class="banner" role="alert" id="fix-problem">${esc(problem)}</div>` : ''}<label for="fix-payload">Payload to send (JSON), checked against the job type's schema before anything changes</label>
-<textarea id="fix-payload" name="payload" rows="${Math.min(30, Math.max(6, text.split('\n').length + 2))}" cols="90" spellcheck="false">${esc(text)}</textarea>
+<textarea id="fix-payload" name="payload" rows="${Math.min(30, Math.max(6, text.split('\n').length + 2))}" cols="90" spellcheck="false">${text.split('\t').map(esc).join('\t')}</textarea>
 <p><button type="submit" id="fix-check">Check and review the change…</button></p></form>`;
 }
 

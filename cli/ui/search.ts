@@ -23,6 +23,8 @@ export const SEARCH_FIELDS = ['key', 'type', 'status', 'reason', 'error', 'since
 type Field = (typeof SEARCH_FIELDS)[number];
 
 const FIELD = /^(key|type|status|reason|error|since):/i;
+/** A filter name starting a word anywhere in the text (as the tokenizer would read it, quotes aside). */
+const FIELD_ANYWHERE = /(?:^|[ \t"])(?:key|type|status|reason|error|since):/i;
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const STATUSES: readonly string[] = [...Object.values(JobStatus), 'stuck'];
 
@@ -38,7 +40,10 @@ export function parseSearch(text: string, now: number): Search {
   }
   if (/^key:/i.test(q)) return asKey(q.slice(4).trim());
   const tokens = tokenize(q);
-  if (tokens === undefined) return { kind: 'invalid', problem: 'a quote (") is not closed' };
+  if (tokens === undefined) {
+    // An open quote matters in filters only: with no filter in it the text is a key, quote and all.
+    return FIELD_ANYWHERE.test(q) ? { kind: 'invalid', problem: 'a quote (") is not closed' } : asKey(q);
+  }
   if (!tokens.some((t) => t.field !== undefined)) return asKey(q);
   const filter: { -readonly [K in keyof FindFilter]: FindFilter[K] } = {};
   const words: string[] = [];

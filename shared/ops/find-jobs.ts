@@ -20,6 +20,13 @@ export const FIND_COUNT_BOUND = 500;
 /** Jobs per page of a search. */
 export const FIND_PAGE_SIZE = 50;
 
+/**
+ * Queries per shard of the page's listing and of its count: one, so a search reads at most 16 queries of
+ * the index for its page (50 entries each) and 16 for its count (500 each), however rare its matches; a
+ * page may then hold fewer than 50 rows, and "Next page" reads on from where each shard stopped.
+ */
+export const FIND_QUERIES_PER_SHARD = 1;
+
 /** What a search filters on; every given one must match (problem-jobs.ts ProblemJobsFilter). */
 export interface FindFilter {
   readonly status?: readonly ProblemStatusFilter[];
@@ -78,6 +85,7 @@ export async function findProblemJobs(
     {
       ...base,
       limit: options.pageSize ?? FIND_PAGE_SIZE,
+      maxQueriesPerShard: FIND_QUERIES_PER_SHARD,
       ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
     },
     now,
@@ -90,11 +98,18 @@ export async function findProblemJobs(
       queries: page.queries,
     };
   }
-  const counted = await listProblemJobs(target, { ...base, limit: FIND_COUNT_BOUND }, now);
+  const counted = await listProblemJobs(
+    target,
+    { ...base, limit: FIND_COUNT_BOUND, maxQueriesPerShard: FIND_QUERIES_PER_SHARD },
+    now,
+  );
   return {
     jobs: page.jobs,
     ...(page.next === undefined ? {} : { next: page.next }),
-    count: { n: counted.jobs.length, atLeast: counted.next !== undefined },
+    count: {
+      n: Math.min(FIND_COUNT_BOUND, counted.matchesRead),
+      atLeast: counted.next !== undefined || counted.matchesRead > FIND_COUNT_BOUND,
+    },
     readUnits: page.readUnits + counted.readUnits,
     queries: page.queries + counted.queries,
   };

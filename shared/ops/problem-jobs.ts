@@ -34,6 +34,11 @@ export interface ProblemJobsFilter {
   readonly cursor?: string;
   /** For the stuck rule. @default DEFAULT_STUCK_AFTER_MS */
   readonly stuckAfterMs?: number;
+  /**
+   * Most queries per shard (a bound on what one listing reads, whatever few entries match): a shard
+   * stopped by it goes on from the cursor. Unbounded when absent (until `limit` matches or the end).
+   */
+  readonly maxQueriesPerShard?: number;
 }
 
 /** One problem job as a listing shows it (the index's projection, no payload, result or history). */
@@ -69,6 +74,8 @@ export interface ProblemJobsResult {
   readonly itemsRead: number;
   /** Query requests made (at least one per shard). */
   readonly queries: number;
+  /** Matches read, `jobs` and those held back for the next page (a count may use it). */
+  readonly matchesRead: number;
   /** Pass as `cursor` for the next page; absent when every shard was read to its end. */
   readonly next?: string;
 }
@@ -144,6 +151,7 @@ export async function listProblemJobs(
     }
     return true;
   };
+  const maxQueries = filter.maxQueriesPerShard ?? Number.POSITIVE_INFINITY;
   // A shard's `limit` newest matches are enough for the merged `limit` newest.
   const pageSize = Math.min(PROBLEM_JOBS_MAX_LIMIT, Math.max(limit, 25));
   const reads = await Promise.all(
@@ -174,14 +182,23 @@ export async function listProblemJobs(
           if (matches(view)) read.found.push(view);
         }
         key = page.lastKey;
-      } while (key && read.found.length < limit);
+      } while (key && read.found.length < limit && read.queries < maxQueries);
       return { ...read, end: key ?? ('done' as const) };
     }),
   );
   // Ties on problemAt keep each shard's own order, so what is taken from a shard is a prefix of what it
   // returned and the cursor (the last taken entry's key) skips nothing.
+  // A shard stopped by maxQueriesPerShard before `limit` matches may hold matches newer than another
+  // shard's older ones: nothing older than where it stopped is taken now (the cursor keeps it).
+  const frontier = Math.max(
+    Number.NEGATIVE_INFINITY,
+    ...reads.flatMap((r) =>
+      r.end !== 'done' && r.found.length < limit ? [Number(r.end.problemAt ?? Number.POSITIVE_INFINITY)] : [],
+    ),
+  );
   const merged = reads
     .flatMap((r, s) => r.found.map((job, i) => ({ job, s, i })))
+    .filter((m) => m.job.problemAt >= frontier)
     .sort((a, b) => b.job.problemAt - a.job.problemAt || a.s - b.s || a.i - b.i)
     .slice(0, limit);
   const jobs = merged.map((m) => m.job);
@@ -200,6 +217,7 @@ export async function listProblemJobs(
     readUnits: reads.reduce((sum, r) => sum + r.readUnits, 0),
     itemsRead: reads.reduce((sum, r) => sum + r.scanned, 0),
     queries: reads.reduce((sum, r) => sum + r.queries, 0),
+    matchesRead: reads.reduce((sum, r) => sum + r.found.length, 0),
     ...(more ? { next: encodeCursor(next) } : {}),
   };
 }

@@ -62,6 +62,24 @@ async function revealed(body: string, config: Parameters<UiRoute>[1]['config']):
     'problem' in payload
       ? `<p class="muted">${esc(payload.problem)}</p>`
       : shownBlock('letter-payload', 'Payload', payload, payload.source === 's3' ? ', offloaded to S3' : '');
-  const text = redactText(body, config.redact);
-  return `${shownPayload}<h3>Body <span class="muted">(${Buffer.byteLength(body, 'utf8').toLocaleString('en')} bytes${text !== body ? ', redacted' : ''})</span></h3><pre id="letter-body">${esc(text)}</pre>`;
+  // The hook is given indented JSON, as for every value shown (the compact body would slip past a hook
+  // written for it); and a body whose inline payload the hook redacted but whose own text it left alone
+  // is withheld: it holds that payload whole.
+  const pretty = indented(body);
+  const redacted = redactText(pretty, config.redact);
+  const leaks =
+    !('problem' in payload) && payload.source === 'inline' && payload.redacted && redacted === pretty;
+  const text = leaks ? BODY_WITHHELD : redacted;
+  return `${shownPayload}<h3>Body <span class="muted">(${Buffer.byteLength(body, 'utf8').toLocaleString('en')} bytes${text !== pretty ? ', redacted' : ''})</span></h3><pre id="letter-body">${esc(text)}</pre>`;
+}
+
+const BODY_WITHHELD = '[withheld: the body holds the payload, which the redaction hook redacts]';
+
+/** A JSON body as indented JSON; any other body as it is. */
+function indented(body: string): string {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2) ?? body;
+  } catch {
+    return body;
+  }
 }

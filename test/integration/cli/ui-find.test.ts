@@ -165,7 +165,7 @@ describe('leaseq ui: find, see, fix', () => {
     weights.reveal = await weight(page);
 
     // A payload the schema refuses: said, nothing changed.
-    await page.fill('#fix-payload', JSON.stringify({ account, amount: -1 }));
+    await page.fill('#fix-payload', JSON.stringify({ account, amount: -1 }, null, 2));
     await page.locator('#fix-check').click();
     await expect(page.locator('#fix-problem').textContent()).resolves.toContain('amount');
     expect((await store.get(deadKey))?.status).toBe(JobStatus.Dead);
@@ -173,8 +173,11 @@ describe('leaseq ui: find, see, fix', () => {
       1,
     );
 
-    // The corrected payload: the diff, then the redrive on confirmation.
-    await page.fill('#fix-payload', JSON.stringify({ account, amount: 7 }, null, 2));
+    // The corrected payload, one value changed in the form given back (the browser sent its lines joined
+    // by CRLF): the diff, then the redrive on confirmation.
+    const given = await page.locator('#fix-payload').inputValue();
+    await page.fill('#fix-payload', given.replace('"amount": -1', '"amount": 7'));
+    expect(JSON.parse(await page.locator('#fix-payload').inputValue())).toEqual({ account, amount: 7 });
     await page.locator('#fix-check').click();
     await expect(page.locator('h1').textContent()).resolves.toBe(`Redrive job ${deadKey} with this payload?`);
     const diff = (await page.locator('#fix-diff').textContent()) ?? '';

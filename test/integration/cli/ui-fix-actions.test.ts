@@ -23,6 +23,7 @@ import {
   type CoreEnv,
   coreEnv,
   eventually,
+  getBalance,
   makeWorker,
   queueCounts,
   sendJob,
@@ -170,6 +171,164 @@ describe('leaseq ui: fix and redrive where it meets the rest', () => {
     ).toBe(JobStatus.Dead);
   });
 
+  it('takes back a refused edit as the browser sends it (CRLF line ends, a tab pasted): corrected in the form, it passes the checks', async () => {
+    const app = makeApp({ jobs: JOBS });
+    const account = uniqueName('acct');
+    const { key, letterId } = await deadJob(account);
+    // What a browser does with a textarea: shows its text, submits its lines joined by CRLF.
+    const textarea = (html: string) =>
+      (/<textarea[^>]*>([\s\S]*?)<\/textarea>/.exec(html)?.[1] ?? '')
+        .replace(/&lt;/g, '<')
+        .replace(/&gt;/g, '>')
+        .replace(/&quot;/g, '"')
+        .replace(/&#39;/g, "'")
+        .replace(/&amp;/g, '&');
+    const submit = (text: string) => text.replace(/\r?\n/g, '\r\n');
+    const shown = textarea(await (await post(app, `/jobs/${key}/reveal`, {})).text());
+    expect(shown).toContain('"amount": 5');
+    const refused = await post(app, `/jobs/${key}/fix`, {
+      letter: letterId,
+      payload: submit(shown.replace('"amount": 5', '"amount":\t-1')),
+    });
+    expect(refused.status).toBe(400);
+    const again = textarea(await refused.text());
+    expect(again).toContain('"amount":\t-1');
+    // The operator corrects the one value in the form given back and sends it again.
+    const review = await post(app, `/jobs/${key}/fix`, {
+      letter: letterId,
+      payload: submit(again.replace('"amount":\t-1', '"amount":\t7')),
+    });
+    const page = await review.text();
+    expect(/id="fix-problem"[^>]*>([^<]*)/.exec(page)?.[1]).toBeUndefined();
+    expect(review.status).toBe(200);
+    expect(page).toContain(`Redrive job ${key} with this payload?`);
+    await purgeDlq(env.clients.sqs, env.dlqUrl);
+  });
+
+  it('checks an edit against a schema that validates asynchronously: a payload it refuses is not offered for a redrive', async () => {
+    // A Standard Schema whose validate answers with a promise (an async refinement): amount must be > 0.
+    const asyncCredit = {
+      '~standard': {
+        version: 1,
+        vendor: 'test',
+        validate: async (value: unknown) =>
+          typeof (value as { amount?: unknown })?.amount === 'number' &&
+          ((value as { amount: number }).amount ?? 0) > 0
+            ? { value }
+            : { issues: [{ message: 'amount must be above 0', path: ['amount'] }] },
+      },
+    };
+    const jobs = {
+      get: (type: string) => {
+        const job = ledgerJobs.get(type);
+        return job && type === 'ledger.credit' ? { ...job, payload: asyncCredit } : job;
+      },
+    };
+    const app = makeApp({ jobs: { path: 'async-jobs.ts', jobs } });
+    const account = uniqueName('acct');
+    const { key, letterId } = await deadJob(account);
+    const answer = await post(app, `/jobs/${key}/fix`, {
+      letter: letterId,
+      payload: JSON.stringify({ account, amount: -1 }),
+    });
+    const page = await answer.text();
+    expect(page).not.toContain(`Redrive job ${key} with this payload?`);
+    expect(answer.status).toBe(400);
+    expect(page).toContain('amount must be above 0');
+    const confirmed = await post(app, `/jobs/${key}/fix`, {
+      letter: letterId,
+      payload: JSON.stringify({ account, amount: -1 }),
+      confirmed: 'yes',
+    });
+    expect(confirmed.status).toBe(400);
+    expect((await lettersOfJob(target() as never, key)).letters.map((l) => l.messageId)).toEqual([letterId]);
+    await purgeDlq(env.clients.sqs, env.dlqUrl);
+  });
+
+  it('a confirmation sent twice at once (a double click, two operators) redrives the letter once: one message on the jobs queue', async () => {
+    const app = makeApp({ jobs: JOBS });
+    const account = uniqueName('acct');
+    const { key, letterId } = await deadJob(account);
+    const form = { letter: letterId, payload: fixed(account), confirmed: 'yes' };
+    await cookieOf(app);
+    const answers = await Promise.all([
+      post(app, `/jobs/${key}/fix`, form),
+      post(app, `/jobs/${key}/fix`, form),
+    ]);
+    const pages = await Promise.all(answers.map((a) => a.text()));
+    const redriven = pages.filter((p) => p.includes('was redriven with the edited payload')).length;
+    expect(redriven).toBe(1);
+    const q = await queueCounts(env);
+    expect(q.visible + q.inFlight + q.delayed).toBe(1);
+    expect((await lettersOfJob(target() as never, key)).letters).toEqual([]);
+    const item = await new DynamoDbJobStore({ client: env.clients.doc, tableName: env.jobsTable }).get(key);
+    expect(item?.status).toBe(JobStatus.RetryWait);
+    // The job runs once, with the edited payload.
+    const worker = makeWorker(env, ledgerJobs, { worker: 'w-after', maxAttempts: 3 });
+    expect(
+      await eventually(
+        async () => {
+          await worker.poll();
+          const left = await queueCounts(env);
+          return left.visible + left.inFlight + left.delayed === 0;
+        },
+        30_000,
+        100,
+      ),
+    ).toBe(true);
+    expect((await getBalance(env, account))?.balance).toBe(7);
+  });
+
+  it('renders a hostile dedup key and payload as text on the reveal, the refused form, the diff and the find results', async () => {
+    const app = makeApp({ jobs: JOBS });
+    const key = `"><img src=x onerror=alert(1)>${uniqueName('k')}`;
+    const account = `</textarea><script>alert(2)</script>\u202e${uniqueName('acct')}`;
+    await sendJob(env, {
+      dedupKey: key,
+      type: 'ledger.credit',
+      payload: { account, amount: 5, simulate: { failTimes: 1 } },
+    });
+    const worker = makeWorker(env, ledgerJobs, { worker: 'w-strict', maxAttempts: 1 });
+    await eventually(
+      async () => {
+        await worker.poll();
+        const q = await queueCounts(env);
+        return q.visible + q.inFlight + q.delayed === 0;
+      },
+      30_000,
+      100,
+    );
+    const { letters } = await lettersOfJob(target() as never, key);
+    const letterId = letters[0]?.messageId ?? '';
+    const path = `/jobs/${encodeURIComponent(key)}`;
+    const hostile = (html: string) => {
+      expect(html).not.toContain('<img');
+      expect(html).not.toContain('<script>alert');
+      expect(html).not.toContain('</textarea><script');
+      expect(html).not.toContain('\u202e');
+    };
+    const reveal = await (await post(app, `${path}/reveal`, {})).text();
+    expect(reveal).toContain('id="fix-payload"');
+    hostile(reveal);
+    const refused = await post(app, `${path}/fix`, {
+      letter: letterId,
+      payload: JSON.stringify({ account, amount: -1 }),
+    });
+    expect(refused.status).toBe(400);
+    hostile(await refused.text());
+    const review = await post(app, `${path}/fix`, {
+      letter: letterId,
+      payload: JSON.stringify({ account: `${account}<img src=y>`, amount: 7 }),
+    });
+    const diff = await review.text();
+    expect(diff).toContain('id="fix-diff"');
+    hostile(diff);
+    hostile(await (await post(app, `/dlq/letters/${letterId}`, {})).text());
+    const found = await get(app, `/find?q=${encodeURIComponent(key)}`);
+    expect(found.headers.get('location')).toBe(path);
+    await purgeDlq(env.clients.sqs, env.dlqUrl);
+  });
+
   it('without a job module offers no edit and refuses one: the schema check cannot run', async () => {
     const app = makeApp();
     const account = uniqueName('acct');
@@ -208,6 +367,28 @@ describe('leaseq ui: fix and redrive where it meets the rest', () => {
     await purgeDlq(env.clients.sqs, env.dlqUrl);
   });
 
+  it("shows a letter's body no more than its payload: a hook written for the indented JSON it is given redacts the body too", async () => {
+    // The hook gets the indented JSON text (docs/ui.md), so one may match `"key": "value"` with its space.
+    const redact = (text: string) => text.replace(/"account": "[^"]*"/g, '"account": "[account]"');
+    const app = makeApp({ jobs: JOBS, redact });
+    const account = uniqueName('acct');
+    const { letterId } = await deadJob(account);
+    const letter = await (await post(app, `/dlq/letters/${letterId}`, {})).text();
+    expect(letter).toContain('[account]');
+    expect(letter).not.toContain(account);
+    // One that matches the payload's own text only (its top level, two spaces in) misses it in the body:
+    // the body is withheld.
+    const narrow = makeApp({
+      jobs: JOBS,
+      redact: (text: string) => text.replace(/^ {2}"account": "[^"]*"/m, '  "account": "[account]"'),
+    });
+    const withheld = await (await post(narrow, `/dlq/letters/${letterId}`, {})).text();
+    expect(withheld).toContain('[account]');
+    expect(withheld).toContain('the body holds the payload');
+    expect(withheld).not.toContain(account);
+    await purgeDlq(env.clients.sqs, env.dlqUrl);
+  });
+
   it('takes no reveal or fix without the session, from another origin, or (the fix) when read-only', async () => {
     const app = makeApp({ jobs: JOBS });
     const readOnly = makeApp({ jobs: JOBS, readOnly: true });
@@ -230,6 +411,14 @@ describe('leaseq ui: fix and redrive where it meets the rest', () => {
     expect(
       (await post(readOnly, '/jobs/k/fix', { letter: 'm-1', payload: '{}', confirmed: 'yes' })).status,
     ).toBe(403);
+    // The search answers its operator only: no session, no answer (not even whether a key exists).
+    for (const q of ['k', 'status:DEAD']) {
+      const bare = await app.request(`${ORIGIN}/find?q=${encodeURIComponent(q)}`, {
+        headers: { host: `${HOST}:${PORT}` },
+      });
+      expect(bare.status, q).toBe(403);
+      expect(bare.headers.get('location'), q).toBeNull();
+    }
   });
 
   it('answers a key search from one read: the job when there is one, a 404 that says so when not; filters need the index', async () => {

@@ -13,6 +13,15 @@ describe('Function: parseSearch', () => {
     expect(parseSearch('KEY: status:DEAD', now)).toEqual({ kind: 'key', key: 'status:DEAD' });
   });
 
+  it('reads a key with one double quote in it as that key (no filter in it), and refuses an open quote in filters', () => {
+    expect(parseSearch('order "42', now)).toEqual({ kind: 'key', key: 'order "42' });
+    expect(parseSearch('"><img src=x>', now)).toEqual({ kind: 'key', key: '"><img src=x>' });
+    expect(parseSearch('status:DEAD error:"open', now)).toEqual({
+      kind: 'invalid',
+      problem: 'a quote (") is not closed',
+    });
+  });
+
   it('refuses a key no envelope can carry, and says how to search error text instead', () => {
     const out = parseSearch('caf\u00e9', now);
     expect(out.kind).toBe('invalid');

@@ -96,4 +96,41 @@ describe('Function: findProblemJobs', () => {
     expect(page.count).toEqual({ n: FIND_COUNT_BOUND, atLeast: true });
     expect(describeCount(page.count)).toBe(`at least ${FIND_COUNT_BOUND} jobs`);
   });
+  it('reads at most one query per shard for the page and one for its count, however few of the index match', async () => {
+    // 4,000 dead jobs of which only the oldest has the reason searched for: a rare filter over a large
+    // index. Each listing is one query per shard (the docs' cost); the rest is reached by the cursor.
+    const entries = Array.from({ length: 4000 }, (_, i) => entry(i, { deadReason: 'max-attempts' }));
+    entries.push(entry(4000, { deadReason: 'permanent-error' }));
+    const { target } = fakeTarget(entries);
+    let page = await findProblemJobs(target, { reason: 'permanent-error' }, {}, now);
+    const queries = [page.queries];
+    for (let i = 0; page.jobs.length === 0 && page.next && i < 200; i++) {
+      page = await findProblemJobs(target, { reason: 'permanent-error' }, { cursor: page.next }, now);
+      queries.push(page.queries);
+    }
+    expect(Math.max(...queries)).toBeLessThanOrEqual(32);
+    expect(page.jobs.map((j) => j.dedupKey)).toEqual(['k-4000']);
+  });
+  it('pages a sparse filter by cursor to every match, newest first, none twice, each page bounded', async () => {
+    const entries = Array.from({ length: 3000 }, (_, i) =>
+      entry(i, { deadReason: i % 97 === 5 ? 'permanent-error' : 'max-attempts' }),
+    );
+    const { target } = fakeTarget(entries);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let i = 0; i < 500; i++) {
+      const page = await findProblemJobs(
+        target,
+        { reason: 'permanent-error' },
+        cursor ? { cursor } : {},
+        now,
+      );
+      expect(page.queries).toBeLessThanOrEqual(32);
+      seen.push(...page.jobs.map((j) => j.dedupKey));
+      if (!page.next) break;
+      cursor = page.next;
+    }
+    const expected = entries.filter((e) => e.deadReason === 'permanent-error').map((e) => e.dedupKey);
+    expect(seen).toEqual(expected);
+  });
 });
