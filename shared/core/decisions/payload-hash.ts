@@ -5,7 +5,7 @@ import { hash } from 'node:crypto';
 import type { JobItem } from '../contract/job-item.ts';
 import { JobStatus } from '../contract/statuses.ts';
 import { deadKeyExpired } from './history-events.ts';
-import { type MessageRef, sentForAnotherLife } from './message-identity.ts';
+import { isOwnMessage, type MessageRef, sentForAnotherLife } from './message-identity.ts';
 
 /**
  * What a job type does with a message whose dedup key names a job of another payload
@@ -119,9 +119,10 @@ export type MismatchDecision =
  * message of another payload than the job item `item` of its type, and what `policy` makes of it.
  * Undefined: not a mismatch, the refusal is decided as before (claim-decision.ts): the same hash, an
  * item with no hash (written before hashes, or by a `copy` type: the upgrade path reports nothing), a
- * cancelled key (a cancel stops whatever comes under it), and a dead key this message may reset as a
- * fresh send (past `deadKeyUntil`: a new life, whatever its payload). A job that is unfinished with its
- * lease over waits `minWaitMs` (its own message is due to claim it).
+ * cancelled key (a cancel stops whatever comes under it), the job's own message (its body is the job's),
+ * and a dead key this message may reset as a fresh send (past `deadKeyUntil`: a new life, whatever its
+ * payload). A job that is unfinished with its lease over waits `minWaitMs` (its own message is due to
+ * claim it).
  */
 export function decideMismatch(
   item: Pick<
@@ -137,6 +138,9 @@ export function decideMismatch(
     return undefined;
   }
   if (policy === PayloadMismatch.Copy || item.status === JobStatus.Cancelled) return undefined;
+  // The job's own message carries the job's body: another hash of it is a deploy's (a schema's default or
+  // transform, the payloadHash option), never another payload (its claim stores the new hash).
+  if (message && isOwnMessage(item, message)) return undefined;
   if (deadKeyExpired(item, now, message)) return undefined;
   // A redrive's message of another life of the key is that life's copy (dropped by the life rules), and
   // one of this life is its letter's job: never a new job of the key.

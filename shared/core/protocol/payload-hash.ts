@@ -13,11 +13,12 @@ import { withHistory } from './history-writes.ts';
 import { type JobItemUpdate, names } from './update.ts';
 
 /**
- * `update` (a claim's or a fast commit's) taking only an item with no payload hash or `hash`, and storing
- * `hash` on one without: a message of another payload never runs on the job, and its refusal returns the
- * item (ALL_OLD) with both hashes to tell. `replace`: the write starts a new life (a dead key's reset), so
- * the hash is the message's whatever the item had, removed when the message has none. Without `hash`,
- * and not `replace`, `update` unchanged.
+ * `update` (a claim's or a fast commit's) taking only an item with no payload hash or `hash`, or one that
+ * names the claiming message (its id or origin: the job's own message, whose body is the job's whatever
+ * a deploy since made of its hash), and storing `hash` on it: a message of another payload never runs on
+ * the job, and its refusal returns the item (ALL_OLD) with both hashes to tell. `replace`: the write
+ * starts a new life (a dead key's reset), so the hash is the message's whatever the item had, removed
+ * when the message has none. Without `hash`, and not `replace`, `update` unchanged.
  */
 export function withPayloadHash(
   update: JobItemUpdate,
@@ -32,22 +33,22 @@ export function withPayloadHash(
     updated = addRemove(expression, '#payloadHash');
   } else {
     values[':payloadHash'] = hash;
-    updated = addSet(
-      expression,
-      mode === 'replace'
-        ? '#payloadHash = :payloadHash'
-        : '#payloadHash = if_not_exists(#payloadHash, :payloadHash)',
-    );
+    // A claim's condition lets only the same hash, no hash or the job's own message through: each takes
+    // the message's.
+    updated = addSet(expression, '#payloadHash = :payloadHash');
   }
   const condition =
     mode === 'claim' && update.ConditionExpression !== undefined
-      ? `(${update.ConditionExpression}) AND (attribute_not_exists(#payloadHash) OR #payloadHash = :payloadHash)`
+      ? `(${update.ConditionExpression}) AND (attribute_not_exists(#payloadHash) OR #payloadHash = :payloadHash OR ${ownMessage(values)})`
       : update.ConditionExpression;
   return {
     ...update,
     UpdateExpression: updated,
     ...(condition === undefined ? {} : { ConditionExpression: condition }),
-    ExpressionAttributeNames: { ...update.ExpressionAttributeNames, ...names('payloadHash') },
+    ExpressionAttributeNames: {
+      ...update.ExpressionAttributeNames,
+      ...names('payloadHash', ...(mode === 'claim' ? (['messageId', 'originId'] as const) : [])),
+    },
     ExpressionAttributeValues: values,
   };
 }
@@ -204,6 +205,16 @@ export function mismatchEventUpdate(
       ':historyMax': HISTORY_MAX,
     },
   };
+}
+
+/**
+ * The condition that the item names the claiming message (decisions/message-identity.ts isOwnMessage):
+ * its id, or its origin (`:originId`, a re-send's) as the item's message or the item's origin.
+ */
+function ownMessage(values: Readonly<Record<string, unknown>>): string {
+  return ':originId' in values
+    ? '#messageId = :messageId OR #messageId = :originId OR #originId = :originId'
+    : '#messageId = :messageId OR #originId = :messageId';
 }
 
 /** `clause` added to the SET clause of `expression` (which starts with one), before a REMOVE or ADD. */

@@ -325,6 +325,24 @@ describe('A duplicate with another payload (issue 34, item 3)', () => {
     expect((await t.run(t.send({ account: 'a', amount: 5 }))).action).toBe('duplicate');
   });
 
+  it("the job's own message is never another payload: a deploy that changed the hash mid-retry runs the job", async () => {
+    // The payloadHash option or the schema (a default, a transform) changed between two attempts: the
+    // job's own message, back for its retry, hashes otherwise than its first claim stored.
+    const t = setup();
+    const failing = t.send({ account: 'a', amount: -1 });
+    expect((await t.run(failing)).action).toBe('retry');
+    const item = (await t.store.get(KEY)) as JobItem;
+    await t.doc.send(
+      new PutCommand({ TableName: 'jobs', Item: { ...item, payloadHash: 'hash-of-the-old-deploy' } }),
+    );
+    await vi.advanceTimersByTimeAsync(2000);
+    expect((await t.run(failing)).action).toBe('dead-lettered');
+    expect(t.queue.deadLetters.map((l) => l.reason.reason)).toEqual(['max-attempts']);
+    expect(t.ran).toEqual(['-1#1', '-1#2']);
+    // Its item now holds its message's hash: a copy of that message is a copy.
+    expect((await t.store.get(KEY))?.payloadHash).toBe(payloadHash({ account: 'a', amount: -1 }));
+  });
+
   it('an item written before hashes reports no mismatch (upgrade path)', async () => {
     const t = setup();
     expect((await t.run(t.send({ account: 'a', amount: 5 }))).action).toBe('completed');
