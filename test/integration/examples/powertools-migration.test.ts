@@ -51,7 +51,7 @@ beforeAll(async () => {
 afterAll(() => env?.close());
 
 describe('docs/migrate-from-powertools.md, its example on the emulator', () => {
-  it("charges each order once from the producer's own JSON, drops the re-sent order, letters a body without the key", async () => {
+  it("charges each order once from the producer's own JSON, drops the re-sent order, letters a changed order and a body without the key", async () => {
     // Prepare: the worker of the job module, and the producer's sends as they were under Powertools.
     expect(ordersTable).not.toBe('');
     const worker = makeWorker(env, registry, {
@@ -64,6 +64,13 @@ describe('docs/migrate-from-powertools.md, its example on the emulator', () => {
     }
     // The producer's retry after a timeout: the same order again.
     await sendOrder(env.clients.sqs, env.queueUrl, { orderId: ids[0] ?? '', customerId, amountCents: 100 });
+    // Another producer bug: the same order id with another amount (Powertools' payload validation would
+    // raise): dead-lettered payload-mismatch, the charged order untouched.
+    const changed = await sendOrder(env.clients.sqs, env.queueUrl, {
+      orderId: ids[1] ?? '',
+      customerId,
+      amountCents: 999,
+    });
     // A producer bug: no orderId (the key expression selects nothing).
     const broken = await sendOrder(env.clients.sqs, env.queueUrl, { customerId, amountCents: 5 } as never);
 
@@ -97,12 +104,16 @@ describe('docs/migrate-from-powertools.md, its example on the emulator', () => {
     const letters = (await receiveAll(env, env.dlqUrl, 30, 2)).map((m) =>
       readDeadLetterAttributes(m.MessageAttributes),
     );
-    expect(letters).toEqual([
-      expect.objectContaining({
-        reason: 'invalid-plain-key',
-        originalMessageId: broken,
-        errorMessage: 'InvalidEnvelopeError: plain body: the key path orderId selects nothing',
-      }),
-    ]);
+    expect(letters).toHaveLength(2);
+    expect(letters).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          reason: 'invalid-plain-key',
+          originalMessageId: broken,
+          errorMessage: 'InvalidEnvelopeError: plain body: the key path orderId selects nothing',
+        }),
+        expect.objectContaining({ reason: 'payload-mismatch', originalMessageId: changed }),
+      ]),
+    );
   }, 120_000);
 });
