@@ -1,5 +1,5 @@
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
@@ -24,15 +24,24 @@ import { uniqueName } from '../../../support/env.ts';
 
 // Where plain bodies meet the rest of the protocol (docs/envelope.md, "Plain bodies"): a limit's re-send
 // (the body goes out again as it came, with leaseq-origin), cancel by key, the fast path, and FIFO groups.
+//
+// Each case has its own queues and tables: a plain body's type is fixed by the job set, so a worker reads
+// any message on its queue as its own job; a message an earlier case left behind (one that failed half-way)
+// would run under the next case's type, and its held slot would keep the next case's drain waiting.
 
 let env: CoreEnv;
-let fifo: CoreEnv;
-beforeAll(async () => {
-  [env, fifo] = await Promise.all([coreEnv('plainmeet'), coreEnv('plainfifo', { fifo: true })]);
+const opened: CoreEnv[] = [];
+/** A fresh stack's queues and tables for this case, closed after it. */
+async function freshEnv(...args: Parameters<typeof coreEnv>): Promise<CoreEnv> {
+  const e = await coreEnv(...args);
+  opened.push(e);
+  return e;
+}
+beforeEach(async () => {
+  env = await freshEnv('plainmeet');
 });
-afterAll(() => {
-  env?.close();
-  fifo?.close();
+afterEach(() => {
+  for (const e of opened.splice(0)) e.close();
 });
 
 /** A job of `type` reading `{ ticket: { id, tenant } }` bodies; `runs` gets each run's key. */
@@ -209,6 +218,7 @@ describe('Plain bodies where they meet the protocol (emulator)', () => {
   }, 60_000);
 
   it('on FIFO, plain bodies keep the group SQS gave them and run in order, the copy dropped', async () => {
+    const fifo = await freshEnv('plainfifo', { fifo: true });
     const type = uniqueName('t_fifo');
     const runs: string[] = [];
     const worker = makeWorker(fifo, ticketJob(type, runs));
