@@ -57,8 +57,8 @@ export interface PlainBodies {
     | { readonly path: string }
     | ((document: unknown, context: Omit<PlainJobContext, 'type'>) => string);
   /**
-   * The dedup key: a path or function ({@link PlainKey}), or per type a map of those. A string or number it
-   * selects is the key (a number as its JSON text); it must be 1-256 printable ASCII characters.
+   * The dedup key: a path or function ({@link PlainKey}), or per type a map of those. A string or whole number
+   * (within 2^53) it selects is the key (a number as its JSON text); it must be 1-256 printable ASCII characters.
    * @default none, required; except `s3`: `s3:<bucket>/<object key>@<sequencer>`, and `eventbridge`: the event's `id`
    */
   readonly key?: PlainKey | Readonly<Record<string, PlainKey>>;
@@ -222,9 +222,19 @@ function defaultKey(document: unknown, { carrier, wrapper }: PlainJobContext): u
   return `s3:${b}/${k}@${s}`;
 }
 
-/** The key's text: a string, or a finite number's JSON text; else the refusal. */
+/**
+ * The key's text: a string, or a whole number's (within 2^53) JSON text; else the refusal. A number past
+ * 2^53 or with a fraction may not be the one the producer wrote (JSON.parse rounds 2^53 + 1 to 2^53): two
+ * orders would share one key and the second be dropped as a copy, so it is refused rather than rounded.
+ */
 function keyText(value: unknown, what: string): string {
-  const text = typeof value === 'number' && Number.isFinite(value) ? JSON.stringify(value) : value;
+  if (typeof value === 'number' && !Number.isSafeInteger(value)) {
+    throw refuse(
+      'plain-key',
+      `${what} selects a number that is not a whole number within 2^53, which JSON may not hold exactly; send it as a string`,
+    );
+  }
+  const text = typeof value === 'number' ? JSON.stringify(value) : value;
   if (text === undefined) throw refuse('plain-key', `${what} selects nothing`);
   if (typeof text !== 'string') {
     throw refuse(
