@@ -255,6 +255,19 @@ describe('Function: readJobBody with unwrap', () => {
     });
     expect(refusal(config, { Service: 'Amazon S3', Event: 's3:TestEvent' }).message).toContain('test event');
   });
+
+  it('s3: an object key too long for a dedup key is keyed by its hash, one job per object event', () => {
+    // S3 takes object keys up to 1024 bytes (URL-encoded in the notification): a valid upload of a long
+    // name must still be a job, and two such objects must not share a key.
+    const config: PlainBodies = { unwrap: 's3', type: 'order.placed' };
+    const long = (tail: string) => `${'deep/'.repeat(60)}${tail}.csv`;
+    const a = read(config, { Records: [s3Record(long('a'), '0055AED6DCD90281E5')] });
+    const b = read(config, { Records: [s3Record(long('b'), '0055AED6DCD90281E5')] });
+    const again = read(config, { Records: [s3Record(long('a'), '0055AED6DCD90281E5')] });
+    expect(a.dedupKey).toMatch(/^s3:uploads\/#[A-Za-z0-9_-]{43}@0055AED6DCD90281E5$/);
+    expect(b.dedupKey).not.toBe(a.dedupKey);
+    expect(again.dedupKey).toBe(a.dedupKey);
+  });
 });
 
 describe('Function: readJobBody with a list of carriers', () => {
