@@ -111,7 +111,12 @@ describe('Plain bodies where they meet the protocol (emulator)', () => {
       { step: 'initialize', name: 'plainResend' },
     );
     try {
-      await worker.poll(1);
+      // Until the worker has received it: a receive may come back empty (SQS promises no message per call).
+      const bounced = await eventually(async () => {
+        await worker.poll(1);
+        return worker.metrics.get(MetricName.LimitWait) > 0;
+      });
+      expect(bounced).toBe(true);
     } finally {
       env.clients.sqs.middlewareStack.remove('plainResend');
     }
