@@ -5,7 +5,7 @@ import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { MetricName } from '../../../../shared/core/observe/metric-names.ts';
 import { RESEND_AT_RECEIVES } from '../../../../shared/core/pipeline/limit-bounce.ts';
-import { ORIGIN_ATTRIBUTE } from '../../../../shared/core/pipeline/record-message.ts';
+import { LIFE_ATTRIBUTE, ORIGIN_ATTRIBUTE } from '../../../../shared/core/pipeline/record-message.ts';
 import { PermanentJobError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { cancelJob } from '../../../../shared/ops/cancel.ts';
@@ -202,6 +202,77 @@ describe('Plain bodies where they meet the protocol (emulator)', () => {
     expect(runs).toEqual([key, key]);
     expect((await worker.store.get(key))?.status).toBe(JobStatus.Completed);
   }, 60_000);
+
+  it("a redriven plain job's limit re-send keeps the producer's body, the redrive's life and its origin", async () => {
+    // Prepare: a plain job dies, is redriven by key (its message carries the reset item's life), and
+    // meets its tenant's one slot held elsewhere often enough for the bounce to re-send it.
+    const type = uniqueName('t_relife');
+    const runs: string[] = [];
+    let broken = true;
+    const worker = makeWorker(env, ticketJob(type, runs, { limit: 1, broken: () => broken }));
+    const key = uniqueName('tk');
+    const body = ticket(key, 'L');
+    await sendRaw(env, body);
+    expect(await drain(env, worker)).toBe(true);
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Dead);
+    broken = false;
+    const sends: { MessageBody?: string; MessageAttributes?: Record<string, { StringValue?: string }> }[] =
+      [];
+    env.clients.sqs.middlewareStack.add(
+      ((next: (args: { input: object }) => Promise<unknown>, context: { commandName?: string }) =>
+        async (args: { input: object }) => {
+          if (context.commandName === 'SendMessageCommand') sends.push(args.input);
+          return next(args);
+        }) as never,
+      { step: 'initialize', name: 'plainRelife' },
+    );
+    const slot = `slot:${type}:k:L#0`;
+    const held = await leaseStore(env).tryAcquire(slot, 'other/0', 60_000, Date.now());
+    if (!held.acquired) throw new Error('the slot is not free');
+    try {
+      const target = {
+        clients: env.clients,
+        names: {
+          queueUrl: env.queueUrl,
+          dlqUrl: env.dlqUrl,
+          jobsTable: env.jobsTable,
+          leasesTable: env.leasesTable,
+        },
+      };
+      expect(await redrive(target, { filter: { dedupKey: key }, by: 'ops@test' })).toMatchObject({
+        redriven: 1,
+      });
+      const redriven = sends.at(-1);
+      const life = redriven?.MessageAttributes?.[LIFE_ATTRIBUTE]?.StringValue;
+      expect(life).toBeDefined();
+      for (let seen = 0; seen < RESEND_AT_RECEIVES - 1; ) {
+        const out = await env.clients.sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: env.queueUrl, VisibilityTimeout: 0, WaitTimeSeconds: 1 }),
+        );
+        seen += out.Messages?.length ?? 0;
+      }
+
+      // Act: the bounce re-sends it; then the slot frees and it runs.
+      const before = sends.length;
+      const bounced = await eventually(async () => {
+        await worker.poll(1);
+        return worker.metrics.get(MetricName.LimitWait) > 0;
+      });
+      expect(bounced).toBe(true);
+      const resent = sends.slice(before);
+      await leaseStore(env).release(held.lease);
+      expect(await drain(env, worker, 60_000)).toBe(true);
+
+      // Assess: the re-send is the producer's body with the redrive's life; the job ran again once.
+      expect(resent.map((m) => m.MessageBody)).toEqual([body]);
+      expect(resent[0]?.MessageAttributes?.[LIFE_ATTRIBUTE]?.StringValue).toBe(life);
+      expect(resent[0]?.MessageAttributes?.[ORIGIN_ATTRIBUTE]?.StringValue).toBeDefined();
+      expect(runs).toEqual([key, key]);
+      expect((await worker.store.get(key))?.status).toBe(JobStatus.Completed);
+    } finally {
+      env.clients.sqs.middlewareStack.remove('plainRelife');
+    }
+  }, 120_000);
 
   it('a dead key past its deadKeyTtl runs a fresh plain send as a new job', async () => {
     const type = uniqueName('t_deadkey');
