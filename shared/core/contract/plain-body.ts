@@ -79,8 +79,12 @@ export interface PlainMessage {
   readonly sentAt?: number | undefined;
 }
 
-const refuse = (problem: 'plain-key' | 'plain-type' | 'plain-shape', message: string, cause?: unknown) =>
-  new InvalidEnvelopeError(problem, `plain body: ${message}`, cause);
+const refuse = (
+  problem: 'plain-key' | 'plain-type' | 'plain-shape',
+  message: string,
+  cause?: unknown,
+  read: { readonly type?: string; readonly dedupKey?: string } = {},
+) => new InvalidEnvelopeError(problem, `plain body: ${message}`, cause, read);
 
 function causeText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -179,6 +183,23 @@ function keyText(value: unknown, what: string): string {
   return text;
 }
 
+/** The dedup key read by the type's key reader; its refusals carry the type already read. */
+function keyOf(keys: (type: string) => KeyReader, document: unknown, context: PlainJobContext): string {
+  try {
+    const key = keys(context.type);
+    let value: unknown;
+    try {
+      value = key.read(document, context);
+    } catch (error) {
+      throw refuse('plain-key', `the key function threw: ${causeText(error)}`, error);
+    }
+    return keyText(value, key.what);
+  } catch (error) {
+    if (!(error instanceof InvalidEnvelopeError)) throw error;
+    throw new InvalidEnvelopeError(error.problem, error.message, error.cause, { type: context.type });
+  }
+}
+
 /**
  * Checks and compiles `config` once. `types` (the registry's) checks a fixed type and a per-type key map.
  * @throws ConfigError naming the option and what it expects.
@@ -215,22 +236,22 @@ export function compilePlainBodies(config: PlainBodies, types: readonly string[]
           'the type read from the body is not a job type (letters, digits and . _ : -)',
         );
       }
-      if (!isKnownType(type))
-        throw new InvalidEnvelopeError('unknown-type', `job type ${type} is not registered`);
-      const context: PlainJobContext = { type, ...carriedBy };
-      const key = keys(type);
-      let value: unknown;
-      try {
-        value = key.read(document, context);
-      } catch (error) {
-        throw refuse('plain-key', `the key function threw: ${causeText(error)}`, error);
+      if (!isKnownType(type)) {
+        throw new InvalidEnvelopeError('unknown-type', `job type ${type} is not registered`, undefined, {
+          type,
+        });
       }
-      const dedupKey = keyText(value, key.what);
+      const context: PlainJobContext = { type, ...carriedBy };
+      const dedupKey = keyOf(keys, document, context);
       let payload: unknown;
       try {
         payload = payloadOf(document, context);
       } catch (error) {
-        throw refuse('plain-shape', `the payload function threw: ${causeText(error)}`, error);
+        // Key and type were read: the letter carries them, so a redrive --payload-file can correct it.
+        throw refuse('plain-shape', `the payload function threw: ${causeText(error)}`, error, {
+          type,
+          dedupKey,
+        });
       }
       const id = carrierId(carrier, wrapper) ?? message.messageId;
       return {

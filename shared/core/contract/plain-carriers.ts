@@ -13,7 +13,7 @@ export const PLAIN_UNWRAPS = ['sns', 'eventbridge', 's3'] as const;
 export type PlainUnwrap = (typeof PLAIN_UNWRAPS)[number];
 
 const refuse = (message: string, cause?: unknown) =>
-  new InvalidEnvelopeError('plain-shape', `plain body: ${message}`, cause);
+  new InvalidEnvelopeError('plain-shape', `plain body: ${message}`, cause, {});
 
 /** Each carrier's shape (what tells its notification apart) and what it carries. */
 const CARRIERS: Readonly<

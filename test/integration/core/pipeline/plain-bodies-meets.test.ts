@@ -1,6 +1,7 @@
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { readDeadLetterAttributes } from '../../../../shared/core/adapters/sqs-job-queue.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { MetricName } from '../../../../shared/core/observe/metric-names.ts';
@@ -17,6 +18,7 @@ import {
   leaseStore,
   makeWorker,
   queueCounts,
+  receiveAll,
   sendRaw,
   type Worker,
 } from '../../../support/core-fixture.ts';
@@ -273,6 +275,66 @@ describe('Plain bodies where they meet the protocol (emulator)', () => {
       env.clients.sqs.middlewareStack.remove('plainRelife');
     }
   }, 120_000);
+
+  it('a plain body whose payload function threw is lettered with its key and type, and redriven with --payload-file', async () => {
+    // Prepare: the payload function throws on a body the producer got wrong; key and type were read.
+    const type = uniqueName('t_payfn');
+    const runs: string[] = [];
+    const job = defineJob({
+      type,
+      payload: z.object({ id: z.string(), tenant: z.string() }),
+      async run(ctx) {
+        runs.push(ctx.dedupKey);
+        return { result: 'ok' };
+      },
+    });
+    const registry = JobRegistry.of([job], {
+      plainBodies: {
+        type,
+        key: 'ticket.id',
+        payload: (d) => {
+          const t = (d as { ticket: { tenant?: string } }).ticket;
+          if (t.tenant === undefined) throw new Error('no tenant');
+          return t;
+        },
+      },
+    });
+    const worker = makeWorker(env, registry);
+    const key = uniqueName('tk');
+    const sent = await sendRaw(env, JSON.stringify({ ticket: { id: key } }));
+    expect(await drain(env, worker)).toBe(true);
+    const [letter] = (await receiveAll(env, env.dlqUrl, 0, 2)).map((m) =>
+      readDeadLetterAttributes(m.MessageAttributes),
+    );
+    expect(letter).toMatchObject({
+      reason: 'invalid-plain-shape',
+      originalMessageId: sent,
+      dedupKey: key,
+      type,
+    });
+
+    // Act: the operator sends the corrected payload under the key.
+    const target = {
+      clients: env.clients,
+      names: {
+        queueUrl: env.queueUrl,
+        dlqUrl: env.dlqUrl,
+        jobsTable: env.jobsTable,
+        leasesTable: env.leasesTable,
+      },
+    };
+    const report = await redrive(target, {
+      filter: { dedupKey: key },
+      by: 'ops@test',
+      payload: { value: { id: key, tenant: 'T' } },
+    });
+    expect(report).toMatchObject({ redriven: 1 });
+    expect(await drain(env, worker)).toBe(true);
+
+    // Assess
+    expect(runs).toEqual([key]);
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Completed);
+  }, 60_000);
 
   it('a dead key past its deadKeyTtl runs a fresh plain send as a new job', async () => {
     const type = uniqueName('t_deadkey');
