@@ -52,6 +52,7 @@ type Variant =
   | 'leaseq as shipped'
   | 'fast path as shipped'
   | 'plain body as shipped'
+  | 'as shipped, hash off'
   | 'baseline, logs off'
   | 'baseline as shipped'
   | 'baseline fast path'
@@ -61,6 +62,7 @@ const VARIANTS: readonly Variant[] = [
   'bare',
   'leaseq, logs off',
   'leaseq as shipped',
+  'as shipped, hash off',
   'fast path as shipped',
   'plain body as shipped',
   ...(BASELINE ? (['baseline, logs off', 'baseline as shipped', 'baseline fast path'] as const) : []),
@@ -261,6 +263,7 @@ async function withLeaseq(
   leaseq: Leaseq = HERE,
   fastPath = false,
   plain = false,
+  hashOff = false,
 ): Promise<void> {
   const { InMemoryQueue, defineJob, versionedPut } = leaseq;
   const { JobProcessor, JobRegistry, InMemoryMetrics, CompletedCache } = leaseq;
@@ -269,6 +272,8 @@ async function withLeaseq(
   const credit = defineJob({
     type: 'bench.credit',
     ...(fastPath ? { fastPath: true } : {}),
+    // 'copy' computes and stores no payload hash: the cost of the payload-mismatch check, paired.
+    ...(hashOff ? { onPayloadMismatch: 'copy' as const } : {}),
     payload: z.object({ account: z.string(), amount: z.number().int() }),
     async run(_ctx, p) {
       const row = ledgerRow(p.account);
@@ -320,6 +325,7 @@ async function measure(variant: Variant, round: number): Promise<number> {
       await withLeaseq(run, variant !== 'baseline, logs off', baseline, variant === 'baseline fast path');
     } else if (variant === 'fast path as shipped') await withLeaseq(run, true, HERE, true);
     else if (variant === 'plain body as shipped') await withLeaseq(run, true, HERE, false, true);
+    else if (variant === 'as shipped, hash off') await withLeaseq(run, true, HERE, false, false, true);
     else await withLeaseq(run, variant === 'leaseq as shipped');
   } finally {
     process.stdout.write = write;
@@ -398,9 +404,9 @@ async function main(): Promise<void> {
   for (const variant of VARIANTS) await measure(variant, -1); // warm-up (JIT)
   const results = new Map<Variant, number[]>(VARIANTS.map((v) => [v, []]));
   for (let round = 0; round < ROUNDS; round++) {
-    // With a baseline, every other round runs it first: neither tree always comes after the other.
-    const order =
-      (BASELINE || BUILT) && round % 2 === 1 ? [VARIANTS[0], ...VARIANTS.slice(1).reverse()] : VARIANTS;
+    // Every other round runs them in reverse: no variant always comes after another (a baseline's tree,
+    // the hash-off twin: an A/A pair in fixed order differed by 8-16 %).
+    const order = round % 2 === 1 ? [VARIANTS[0], ...VARIANTS.slice(1).reverse()] : VARIANTS;
     for (const variant of order) {
       if (variant) results.get(variant)?.push(await measure(variant, round));
     }
@@ -431,6 +437,12 @@ async function main(): Promise<void> {
         true,
         true,
       ]),
+      '',
+      `payload hash on / off, as shipped: ${median(
+        (results.get('leaseq as shipped') ?? []).map(
+          (v, i) => v / (results.get('as shipped, hash off')?.[i] ?? Number.NaN),
+        ),
+      ).toFixed(3)}x (paired rounds)`,
       ...(BASELINE ? ['', ...pairedRatios(results)] : []),
       ...(BUILT ? ['', ...builtRatios(results)] : []),
       '',

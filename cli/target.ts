@@ -390,7 +390,7 @@ function validUrl(value: string): string {
     return value;
   } catch {
     throw new TargetError(
-      `endpoint ${JSON.stringify(value)} is not a URL (expected e.g. http://127.0.0.1:4566)`,
+      `endpoint ${JSON.stringify(endpointText(value))} is not a URL (expected e.g. http://127.0.0.1:4566)`,
     );
   }
 }

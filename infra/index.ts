@@ -7,7 +7,11 @@ export {
   type LeaseqAlarms,
   type LeaseqAlarmThresholds,
 } from './constructs/pipeline-monitoring.ts';
-export type { LeaseqExistingQueue, LeaseqExistingTables } from './constructs/pipeline-resources.ts';
+export type {
+  LeaseqExistingQueue,
+  LeaseqExistingTables,
+  LeaseqProvisionedPollers,
+} from './constructs/pipeline-resources.ts';
 export { addProblemsIndex } from './constructs/state-tables.ts';
 export {
   WORKER_QUEUE_ACTIONS,

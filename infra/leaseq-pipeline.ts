@@ -28,6 +28,8 @@ import {
   resolveAlarmThresholds,
 } from './constructs/pipeline-monitoring.ts';
 import {
+  type EventSourceScalingProps,
+  eventSourceScaling,
   grantQueueSend,
   InvalidLeaseqPropsError,
   type LeaseqExistingQueue,
@@ -41,7 +43,7 @@ import { pipelineSafetyErrors } from './safety-checks.ts';
 export { InvalidLeaseqPropsError, type LeaseqExistingQueue, type LeaseqExistingTables };
 
 /** Properties of {@link LeaseqPipeline}. */
-export interface LeaseqPipelineProps {
+export interface LeaseqPipelineProps extends EventSourceScalingProps {
   /**
    * The worker's handler file: it exports `handler = createWorkerHandler({ jobs })`. Bundled with the
    * esbuild installed next to aws-cdk-lib (never Docker).
@@ -345,7 +347,7 @@ export class LeaseqPipeline extends Construct {
       timeout: settings.workerTimeout,
       maxAttempts: settings.maxAttempts,
       batchSize: settings.batchSize,
-      maxConcurrency: settings.maxConcurrency,
+      ...eventSourceScaling(props, settings.maxConcurrency),
       maxBodyBytes,
       removalPolicy,
       ...(props.memorySize === undefined ? {} : { memorySize: props.memorySize }),

@@ -17,6 +17,7 @@ import {
   SQS_MAX_MESSAGE_BYTES,
   VISIBILITY_TO_TIMEOUT_RATIO,
 } from './constructs/job-queue.ts';
+import { provisionedPollerErrors } from './constructs/provisioned-pollers.ts';
 
 /** SQS's own default message retention, used when a queue sets none. */
 const SQS_DEFAULT_RETENTION_SECONDS = 4 * 24 * 3600;
@@ -381,5 +382,6 @@ export function pipelineSafetyFacts(
 export function pipelineSafetyErrors(resources: PipelineSafetyResources): string[] {
   const read = pipelineSafetyFacts(resources);
   if (!read.facts) return read.problems.map((p) => `leaseq safety check cannot read a setting: ${p}`);
-  return checkPipelineSafety(read.facts).map((v) => `leaseq safety rule ${v.rule}: ${v.message}`);
+  const rules = checkPipelineSafety(read.facts).map((v) => `leaseq safety rule ${v.rule}: ${v.message}`);
+  return [...rules, ...provisionedPollerErrors(resources.function)];
 }

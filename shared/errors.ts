@@ -97,6 +97,25 @@ export class DedupKeyCollisionError extends LeaseqError {
   }
 }
 
+/**
+ * A message whose `dedupKey` names a job of its type with another payload (the payload hashes differ,
+ * docs/protocol.md "A duplicate with another payload"): not a copy, never run, dead-lettered with reason
+ * `payload-mismatch` (the type's `onPayloadMismatch` default); the job is left as it was.
+ */
+export class PayloadMismatchError extends LeaseqError {
+  readonly jobHash: string;
+  readonly messageHash: string;
+  constructor(jobHash: string, messageHash: string) {
+    super(
+      `the dedupKey names a job with another payload (job's payload hash ${jobHash}, this message's ${messageHash}): not run (send another payload under a key of its own, or set the type's onPayloadMismatch)`,
+      { retryable: false },
+    );
+    this.name = 'PayloadMismatchError';
+    this.jobHash = jobHash;
+    this.messageHash = messageHash;
+  }
+}
+
 /** A job handler's way to say "this will never work": the job is dead-lettered at once. */
 export class PermanentJobError extends LeaseqError {
   constructor(message: string, cause?: unknown) {
@@ -119,12 +138,27 @@ export class TransientJobError extends LeaseqError {
  */
 export class StoreUnavailableError extends LeaseqError {
   readonly operation: string;
+  /** When DynamoDB throttled the call: which leaseq item, by kind and key hash. */
+  readonly throttle: StoreThrottle | undefined;
 
-  constructor(operation: string, cause: unknown) {
+  constructor(operation: string, cause: unknown, throttle?: StoreThrottle) {
     super(`store unavailable during ${operation}: ${describe(cause)}`, { retryable: true, cause });
     this.name = 'StoreUnavailableError';
     this.operation = operation;
+    this.throttle = throttle;
   }
+}
+
+/** The kinds of leaseq item a throttle names: a job item, a named lease, a rate log, a slot, an effect's. */
+export type StoreItemKind = 'job' | 'lease' | 'rate' | 'slot' | 'effect';
+
+/** A throttled store call: its partition (one item's key) was over DynamoDB's per-partition throughput. */
+export interface StoreThrottle {
+  readonly itemKind: StoreItemKind;
+  /** The first 12 hex digits of SHA-256 of the item's key (never the key: it may be a tenant's data). */
+  readonly keyHash?: string;
+  /** DynamoDB's throttling reason (`TableWriteKeyRangeThroughputExceeded`, ...), when it gave one. */
+  readonly reason?: string;
 }
 
 /**

@@ -66,6 +66,7 @@ async function main(options: BenchOptions): Promise<number> {
   const loadAtStart = loadavg();
   const say = (line: string) =>
     process.stderr.write(`bench +${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s ${line}\n`);
+  if (options.inMemory) return (await import('./in-memory.ts')).inMemoryReport(options, say);
   const emulator = await ensureEmulator({ log: say });
   const endpoint = emulator.endpoint;
   const config = { ...awsConfigFromEnv(), endpoint };

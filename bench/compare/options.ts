@@ -36,6 +36,11 @@ export interface BenchOptions {
   readonly out: string | undefined;
   /** Run a small untimed round first (JIT, emulator caches). */
   readonly warmup: boolean;
+  /**
+   * Run the latency-model scenarios (`aws*`) on the in-memory stores in this process instead of the
+   * emulator (in-memory.ts): the round trips are then the model's draws alone.
+   */
+  readonly inMemory: boolean;
   readonly help: boolean;
 }
 
@@ -62,6 +67,8 @@ export const USAGE = `usage: npm run bench [-- options]      (npm run bench:ci i
   --run-timeout N         seconds before a run is recorded as timed out (default 300; CI 60)
   --out DIR               where <date>.json and <date>.svg go (default bench/results; CI: a temp folder)
   --no-warmup             skip the untimed warm-up round
+  --in-memory             run the latency-model scenarios (aws*) on the in-memory stores, no emulator:
+                          bare, leased and fast path, --workers slots each, jobs per slot against the floor
   --help                  this text`;
 
 function integer(
@@ -122,6 +129,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
         'run-timeout': { type: 'string' },
         out: { type: 'string' },
         'no-warmup': { type: 'boolean' },
+        'in-memory': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -154,6 +162,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     runTimeoutSeconds: integer('run-timeout', str('run-timeout'), ci ? 60 : 300, 10, 7200),
     out,
     warmup: values['no-warmup'] !== true && !ci,
+    inMemory: values['in-memory'] === true,
     help: values.help === true,
   };
 }

@@ -2,8 +2,7 @@ import type { Command } from 'commander';
 import { findDeadLetter, purgeDlq, purgeLetters, surveyDeadLetters } from '../../shared/ops/dlq.ts';
 import { shortfall } from '../../shared/ops/dlq-browse.ts';
 import { type DeadJobSummary, type DeadJobsResult, listDeadJobs } from '../../shared/ops/dlq-jobs.ts';
-import { assertKnownReason, type DeadLetter, type DeadLetterSummary } from '../../shared/ops/dlq-letters.ts';
-import { type RedriveReport, redrive } from '../../shared/ops/dlq-redrive.ts';
+import type { DeadLetter, DeadLetterSummary } from '../../shared/ops/dlq-letters.ts';
 import { OpsError } from '../../shared/ops/ops-errors.ts';
 import { PROBLEM_JOBS_MAX_LIMIT, ProblemsIndexMissingError } from '../../shared/ops/problem-jobs.ts';
 import { queueStats, totalDepth } from '../../shared/ops/queue-stats.ts';
@@ -17,15 +16,15 @@ import {
   note,
   print,
   printJson,
-  rateArg,
   renderFields,
   renderTable,
 } from '../format.ts';
-import { jobModuleOption } from '../job-module.ts';
 import { safeJson, safeLines, safeText } from '../safe-text.ts';
 import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
-import { operatorIdentity, readPayloadFile, schemaCheck } from './redrive-input.ts';
+import { registerRedrive } from './dlq-redrive.ts';
 import { queueName } from './status.ts';
+
+export { describeRedrive } from './dlq-redrive.ts';
 
 interface ListFlags extends TargetFlags {
   readonly limit?: number;
@@ -44,18 +43,6 @@ export const SHOW_BODY_BYTES = 2048;
 
 /** Widest error cell off a terminal (on one, the line is cut to the terminal's width). */
 const ERROR_COLUMN_MAX = 100;
-
-interface RedriveFlags extends TargetFlags {
-  readonly type?: string;
-  readonly reason?: string;
-  readonly dedupKey?: string;
-  readonly dryRun?: boolean;
-  readonly includeInvalid?: boolean;
-  readonly rate?: number;
-  readonly limit?: number;
-  readonly json?: boolean;
-  readonly yes?: boolean;
-}
 
 interface PurgeFlags extends TargetFlags {
   readonly messageId?: string[];
@@ -175,52 +162,6 @@ export function describeDeadLetter(letter: DeadLetter, now: number, full = true)
   return `${fields}\n\nattributes:\n${attributes || '  (none: moved by the queue redrive policy)'}\n\nbody:\n${body}`;
 }
 
-/** The human view of a redrive. */
-export function describeRedrive(report: RedriveReport): string {
-  const table =
-    report.items.length === 0
-      ? 'no dead letters match'
-      : renderTable(
-          [
-            { header: 'MESSAGE ID', max: 36 },
-            { header: 'DEDUP KEY', max: 40 },
-            { header: 'TYPE' },
-            { header: 'REASON' },
-            { header: 'OUTCOME' },
-            { header: 'RESET' },
-            { header: 'DETAIL', max: 70 },
-          ],
-          report.items.map((i) => [
-            i.messageId,
-            i.dedupKey ?? '',
-            i.type ?? '',
-            i.reason,
-            i.skip ? `${i.outcome} (${i.skip})` : i.outcome,
-            i.reset ? 'yes' : 'no',
-            i.detail ?? '',
-          ]),
-        );
-  // Letters that came back during the redrive are the same jobs, not more letters: say so apart.
-  const again =
-    report.deadAgain > 0
-      ? ` (${report.deadAgain} of them dead-lettered again while it ran; their new letters stay in the DLQ)`
-      : '';
-  // A second letter of one death is not a new failure of the job: counted apart, and it stays.
-  const duplicates =
-    report.duplicates > 0
-      ? `; ${report.duplicates} second letter${report.duplicates === 1 ? '' : 's'} of a death ${report.dryRun ? 'it would send' : 'it sent'} back, left in the DLQ`
-      : '';
-  // Why letters stayed, by reason (docs/cli.md lists them): `skipped 3 (2 newer-job, 1 completed)`.
-  const reasons = new Map<string, number>();
-  for (const i of report.items) if (i.skip) reasons.set(i.skip, (reasons.get(i.skip) ?? 0) + 1);
-  const why = reasons.size ? ` (${[...reasons].map(([skip, n]) => `${n} ${skip}`).join(', ')})` : '';
-  const summary = report.dryRun
-    ? `dry run: would redrive ${report.redriven}, skip ${report.skipped}${why}${duplicates}; nothing was changed`
-    : `redrove ${report.redriven}${again}, skipped ${report.skipped}${why}, failed ${report.failed}${duplicates}`;
-  const unseen = report.unseen ? `\n${report.unseen}` : '';
-  return `${table}\n\n${summary}; ${report.notMatched} other dead letter${report.notMatched === 1 ? '' : 's'} left alone${unseen}`;
-}
-
 /** Adds `leaseq dlq list | show | redrive | purge`. */
 export function register(program: Command): void {
   const dlq = program.command('dlq').description('the dead-letter queue: list, show, redrive, purge');
@@ -308,75 +249,7 @@ export function register(program: Command): void {
     }
   });
 
-  targetOptions(
-    jobModuleOption(dlq.command('redrive'))
-      .description(
-        'send dead letters back to the jobs queue: resets each DEAD job item (attempts 0) so it can run, sends ' +
-          'the original body, then deletes the dead letter. Skips jobs that completed or are running',
-      )
-      .option('--type <type>', 'only jobs of this type')
-      .option('--reason <reason>', 'only this reason (exact, or a prefix ending in *, e.g. invalid-*)')
-      .option('--dedup-key <key>', 'only the job with this dedup key')
-      .option('--dry-run', 'list what would be redriven; change nothing')
-      .option(
-        '--include-invalid',
-        'also send letters whose body can only be refused again (invalid-not-json, invalid-bad-schema, invalid-too-large, dedup-key-collision)',
-      )
-      .option('--rate <rate>', 'at most this many messages per second (5, 5/s, 300/min)', rateArg)
-      .option('--limit <n>', 'redrive at most this many', integerArg(1, 1_000_000))
-      .option(
-        '--payload-file <file>',
-        "edit and retry: send the job with the JSON payload in this file instead of the dead one (same dedup key and type; needs --dedup-key). Checked against the type's schema in the job module first",
-      )
-      .option('--json', 'print the report as JSON on stdout')
-      .option('--yes', 'do not ask (scripts, CI); without a terminal a redrive refuses without it'),
-  ).action(async (flags: RedriveFlags & { payloadFile?: string; jobModule?: string }) => {
-    if (flags.reason !== undefined) assertKnownReason(flags.reason);
-    const edited =
-      flags.payloadFile === undefined ? undefined : readPayloadFile(flags.payloadFile, flags.dedupKey);
-    const payload = edited ? { ...edited, ...(await schemaCheck(flags.jobModule)) } : undefined;
-    const target = await resolveTarget(flags);
-    try {
-      // A redrive resets dead jobs and runs them again: it says where and asks (a dry run changes nothing).
-      if (!flags.dryRun) {
-        const dlqName = queueName(target.names.dlqUrl);
-        const confirmed = await confirmChange(
-          {
-            verb: 'redrive',
-            name: dlqName,
-            what: `dead letters of ${dlqName} back to ${queueName(target.names.queueUrl)}, their jobs reset to run again in table ${target.names.jobsTable}`,
-            local: target.local,
-          },
-          flags.yes,
-        );
-        if (!confirmed) {
-          process.exitCode = 1;
-          return;
-        }
-      }
-      const report = await redrive(target, {
-        filter: {
-          ...(flags.type === undefined ? {} : { type: flags.type }),
-          ...(flags.reason === undefined ? {} : { reason: flags.reason }),
-          ...(flags.dedupKey === undefined ? {} : { dedupKey: flags.dedupKey }),
-        },
-        dryRun: flags.dryRun ?? false,
-        includeHopeless: flags.includeInvalid ?? false,
-        by: operatorIdentity(),
-        ...(payload ? { payload } : {}),
-        ...(flags.rate === undefined ? {} : { ratePerSecond: flags.rate }),
-        ...(flags.limit === undefined ? {} : { limit: flags.limit }),
-        ...(flags.json || !process.stderr.isTTY
-          ? {}
-          : { onProgress: (item) => note(`${item.outcome} ${item.dedupKey ?? item.messageId}`) }),
-      });
-      if (flags.json) printJson(report);
-      else print(describeRedrive(report));
-      if (report.failed > 0) process.exitCode = 1;
-    } finally {
-      target.close();
-    }
-  });
+  registerRedrive(dlq);
 
   targetOptions(
     dlq

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { DEFAULT_MAX_BODY_BYTES } from '../../shared/core/contract/envelope.ts';
 import { payloadProblem } from '../../shared/core/model/standard-schema.ts';
+import { hashOfPayload } from '../../shared/core/pipeline/payload-mismatch.ts';
 import { OpsError } from '../../shared/ops/ops-errors.ts';
 import { note } from '../format.ts';
 import { type CliJobs, loadCliJobs } from '../job-module.ts';
@@ -52,9 +53,10 @@ function jsonFaultPosition(error: unknown): string {
  * The check of an edited payload against its job type's schema, from the job module the flags, the
  * environment or package.json name. Without one the payload is checked as JSON only (said on stderr).
  */
-export async function schemaCheck(
-  flag: string | undefined,
-): Promise<{ check?: (type: string, payload: unknown) => string | undefined }> {
+export async function schemaCheck(flag: string | undefined): Promise<{
+  check?: (type: string, payload: unknown) => string | undefined;
+  hash?: (type: string, payload: unknown) => string | undefined;
+}> {
   const found = await loadCliJobs(flag);
   if (!found) {
     note(
@@ -62,7 +64,23 @@ export async function schemaCheck(
     );
     return {};
   }
-  return { check: (type, payload) => payloadCheck(found, type, payload) };
+  return {
+    check: (type, payload) => payloadCheck(found, type, payload),
+    hash: (type, payload) => correctedHash(found, type, payload),
+  };
+}
+
+/**
+ * The payload hash the corrected payload's messages will have (payload-mismatch.ts), stored by the
+ * redrive's reset so the edit is not refused as another payload; undefined when its schema is async or
+ * the type compares none (the reset then removes the hash, and the next claim stores its message's).
+ */
+export function correctedHash(found: CliJobs, type: string, payload: unknown): string | undefined {
+  const definition = found.jobs.get(type);
+  if (!definition) return undefined;
+  const parsed = definition.payload['~standard'].validate(payload);
+  if (parsed instanceof Promise || parsed.issues !== undefined) return undefined;
+  return hashOfPayload(definition, parsed.value);
 }
 
 /** What the job module's schema says of `payload` for `type`: `payload.<field>: <why>`, or undefined. */

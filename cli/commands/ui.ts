@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { S3PayloadStore } from '../../shared/core/adapters/s3-payload-store.ts';
 import { operationalSmells, poolMetricsDir, poolsOf, readPoolMetrics } from '../../shared/ops/smells.ts';
+import { checkActor, resolveActor } from '../actor.ts';
 import { jobModuleOption, loadCliJobs } from '../job-module.ts';
 import { resolveTarget, type TargetFlags, targetOptions } from '../target.ts';
 import { newToken, TRACE_TOKEN_HEADER } from '../ui/guard.ts';
@@ -15,6 +16,7 @@ interface UiFlags extends TargetFlags {
   readonly maxSpans: number;
   readonly jobModule?: string;
   readonly payloadBucket?: string;
+  readonly actor?: string;
 }
 
 /** The default port: free on most machines, easy to type. */
@@ -49,8 +51,13 @@ export function register(program: Command): void {
       .option(
         '--payload-bucket <name>',
         'the bucket of claim-checked payloads (stack output PayloadBucketName): an offloaded payload is shown from it',
+      )
+      .option(
+        '--actor <name>',
+        "who acts, in the history of the page's cancels and redrives (default: the STS caller on AWS, else user@host)",
       ),
   ).action(async (flags: UiFlags) => {
+    if (flags.actor !== undefined) checkActor(flags.actor);
     // The job module: the schema an edited payload is checked against, and the redaction hook (redactError).
     // One found by the environment or package.json that fails to load only turns editing off: the
     // inspector reads without it.
@@ -68,6 +75,7 @@ export function register(program: Command): void {
       );
     }
     const target = await resolveTarget(flags);
+    const actor = await resolveActor(flags.actor, target);
     const payloadStore = flags.payloadBucket
       ? new S3PayloadStore({
           bucket: flags.payloadBucket,
@@ -86,6 +94,7 @@ export function register(program: Command): void {
         ...(jobs ? { jobs } : {}),
         ...(redact ? { redact } : {}),
         ...(payloadStore ? { payloadStore } : {}),
+        actor,
         spans: new SpanBuffer(flags.maxSpans),
         localWorkers: () =>
           operationalSmells(

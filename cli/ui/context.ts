@@ -5,6 +5,7 @@
  */
 import type { Context, Hono } from 'hono';
 import type { OpsTarget } from '../../shared/ops/target.ts';
+import { operatorIdentity } from '../commands/redrive-input.ts';
 import type { PayloadSettings } from './find-context.ts';
 import { page } from './layout.ts';
 import type { SpanBuffer } from './spans.ts';
@@ -31,6 +32,8 @@ export interface UiConfig extends PayloadSettings {
   readonly localWorkers?: () => Readonly<Record<string, number>> | undefined;
   /** One line per action for the terminal (counts only, no payload). */
   readonly log?: (line: string) => void;
+  /** Who acts, for the history events of cancels and redrives (`leaseq ui --actor`, else the STS caller on AWS, else user@host). @default user@host */
+  readonly actor?: string;
 }
 
 /** Extras of one page's frame: banners of the calls that failed, a notice, the page's script. */
@@ -51,6 +54,8 @@ export interface UiContext {
   /** Bound of one action (ms). */
   readonly actionMs: number;
   readonly log: (line: string) => void;
+  /** Who acts: the `by` of every cancel and redrive event the inspector writes. */
+  readonly actor: string;
   /** A whole page: the layout around `body`, titled, with the target line. */
   frame(title: string, body: string, extra?: FrameExtras): string;
   /** The 403 page of an action on a read-only inspector, or undefined when actions are on. */
@@ -70,6 +75,7 @@ export function uiContext(config: UiConfig): UiContext {
     readMs: config.timeoutMs ?? 4000,
     actionMs: config.actionTimeoutMs ?? 120_000,
     log: config.log ?? (() => {}),
+    actor: config.actor ?? operatorIdentity(),
     frame,
     refuseIfReadOnly: (c) =>
       config.readOnly

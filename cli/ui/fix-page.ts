@@ -16,7 +16,7 @@ import { findJobByKey } from '../../shared/ops/find-jobs.ts';
 import { letterMark } from '../../shared/ops/job-letters.ts';
 import { messageOf } from '../../shared/ops/ops-errors.ts';
 import { showLetterPayload } from '../../shared/ops/payload-view.ts';
-import { operatorIdentity, payloadCheck } from '../commands/redrive-input.ts';
+import { correctedHash, operatorIdentity, payloadCheck } from '../commands/redrive-input.ts';
 import { bounded } from './data.ts';
 import { changes, type DiffLine, lineDiff } from './diff.ts';
 import type { FindUi } from './find-context.ts';
@@ -158,7 +158,12 @@ ${diffTable(diff)}
     const run = await bounded('SQS', 'redrive', ui.actionMs, () =>
       redrive(ui.target, {
         filter: { messageIds: [letterId] },
-        payload: { value: parsed.value, check: (t, p) => payloadCheck(jobs, t, p) },
+        payload: {
+          value: parsed.value,
+          check: (t, p) => payloadCheck(jobs, t, p),
+          // Stored by the reset, so a copy of the old body cannot get the edit lettered as another payload.
+          hash: (t, p) => correctedHash(jobs, t, p),
+        },
         by: ui.actor ?? operatorIdentity(),
         // A body refused for its content is what an edit corrects; redrive skips those unless asked.
         ...(letter.reason.startsWith('invalid-') ? { includeHopeless: true } : {}),

@@ -81,7 +81,9 @@ textarea{font:13px/1.4 ui-monospace,Menlo,Consolas,monospace;width:100%;padding:
 export const NAV: readonly (readonly [href: string, label: string])[] = [
   ['/', 'Overview'],
   ['/jobs', 'Problem jobs'],
+  ['/jobs/bulk-cancel', 'Cancel by filter'],
   ['/dlq', 'Dead letters'],
+  ['/dlq/bulk-redrive', 'Redrive by filter'],
 ];
 
 export interface PageOptions {

@@ -13,6 +13,11 @@ import {
   JobQueue,
   VISIBILITY_TO_TIMEOUT_RATIO,
 } from './job-queue.ts';
+import {
+  checkEventSourceScaling,
+  type EventSourceScalingProps,
+  type LeaseqProvisionedPollers,
+} from './provisioned-pollers.ts';
 import { StateTables } from './state-tables.ts';
 import { WORKER_QUEUE_KMS_ACTIONS } from './worker-function.ts';
 
@@ -26,6 +31,19 @@ export class InvalidLeaseqPropsError extends ConfigError {
     this.prop = prop;
   }
 }
+
+/** `maxConcurrency` or `provisionedPollers` for the worker's event source (provisioned-pollers.ts). */
+export function eventSourceScaling(
+  props: EventSourceScalingProps & { readonly maxConcurrency?: number },
+  maxConcurrency: number,
+  construct = 'LeaseqPipeline',
+): { readonly maxConcurrency?: number; readonly provisionedPollers?: LeaseqProvisionedPollers } {
+  return checkEventSourceScaling(props, maxConcurrency, (prop, received, expected) => {
+    return new InvalidLeaseqPropsError(construct, prop, received, expected);
+  });
+}
+
+export type { EventSourceScalingProps, LeaseqProvisionedPollers };
 
 /**
  * A jobs queue and DLQ made outside the construct (`LeaseqPipelineProps.existingQueue`). Nothing is created

@@ -9,6 +9,7 @@ import { Construct } from 'constructs';
 import { tableEnvVar } from '../../shared/core/model/table.ts';
 import { isInstalled, missingPackage } from '../../shared/optional-package.ts';
 import { WORKER_ENV } from '../../shared/resources.ts';
+import { type LeaseqProvisionedPollers, provisionedPollerConfig } from './provisioned-pollers.ts';
 
 /** Powertools log levels. */
 export type WorkerLogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
@@ -38,8 +39,10 @@ export interface WorkerFunctionProps {
   readonly maxBodyBytes: number;
   /** Records per invocation (1-10). */
   readonly batchSize: number;
-  /** Most concurrent invocations the event source starts (2-1000). */
-  readonly maxConcurrency: number;
+  /** Most concurrent invocations the event source starts (2-1000); none in provisioned mode. */
+  readonly maxConcurrency?: number;
+  /** The event source's provisioned mode (provisioned-pollers.ts). @default standard mode */
+  readonly provisionedPollers?: LeaseqProvisionedPollers;
   /** Removal policy of the function's log group. */
   readonly removalPolicy: RemovalPolicy;
   /** Handler source file (exports `handler`, e.g. `createWorkerHandler({ jobs })`). */
@@ -225,7 +228,10 @@ export class WorkerFunction extends Construct {
       {
         eventSourceArn: props.jobsQueue.queueArn,
         batchSize: props.batchSize,
-        maxConcurrency: props.maxConcurrency,
+        ...(props.maxConcurrency === undefined ? {} : { maxConcurrency: props.maxConcurrency }),
+        ...(props.provisionedPollers === undefined
+          ? {}
+          : { provisionedPollerConfig: provisionedPollerConfig(props.provisionedPollers) }),
         reportBatchItemFailures: true,
       },
     );

@@ -4,5 +4,6 @@
  * log line or an error. The URL the clients use is left as it was. Pure, no imports.
  */
 export function endpointText(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i, '$1***@');
+  // Up to the last @ before the path, as URL parsers read it: a password may hold an @ of its own.
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1***@');
 }

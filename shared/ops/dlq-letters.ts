@@ -164,6 +164,10 @@ export interface DeadLetterFilter {
   readonly dedupKey?: string;
   /** Only these letters, by DLQ message id (what the inspector's selection names). */
   readonly messageIds?: readonly string[];
+  /** Case-insensitive substring of the letter's error (`class: message`). */
+  readonly errorContains?: string;
+  /** Only letters dead at or after this (epoch ms; leaseq's `deadAt`, else when the DLQ received it). */
+  readonly since?: number;
 }
 
 /** Pure: whether a dead letter passes the filter. */
@@ -177,6 +181,15 @@ export function matchesFilter(letter: DeadLetterSummary, filter: DeadLetterFilte
       ? letter.reason.startsWith(wanted.slice(0, -1))
       : letter.reason === wanted;
     if (!ok) return false;
+  }
+  if (filter.errorContains !== undefined) {
+    const text = `${letter.errorClass ?? ''}: ${letter.errorMessage ?? ''}`.toLowerCase();
+    if (!text.includes(filter.errorContains.toLowerCase())) return false;
+  }
+  if (filter.since !== undefined) {
+    // A letter whose time is unknown is not known to be in the window: left alone.
+    const deadAt = Date.parse(letter.deadAt ?? '');
+    if (!(deadAt >= filter.since)) return false;
   }
   return true;
 }

@@ -6,6 +6,7 @@
 import type { JobItem } from '../core/contract/job-item.ts';
 import { JobStatus } from '../core/contract/statuses.ts';
 import { leaseOver } from '../core/decisions/lease-arithmetic.ts';
+import { PAYLOAD_MISMATCH } from '../core/decisions/payload-hash.ts';
 import { type DeadLetter, SQS_REDRIVE_REASON } from './dlq-letters.ts';
 
 /**
@@ -28,6 +29,8 @@ export const REDRIVE_CLOCK_MARGIN_MS = 15 * 60_000;
  * - `other-message`: a never-claimed letter (attempts 0) whose key holds a job waiting on, or dead under,
  *   another message: its body would be dropped, or run over that job;
  * - `hopeless`: the body can only be refused again (without `--include-invalid`);
+ * - `payload-mismatch`: the letter's payload is not the job's under its key: sent back it would only be
+ *   dead-lettered again (send it under a key of its own, or set the type's `onPayloadMismatch`);
  * - `changed`: the item changed between the read and the reset.
  */
 export type RedriveSkip =
@@ -40,6 +43,7 @@ export type RedriveSkip =
   | 'older-letter'
   | 'other-message'
   | 'hopeless'
+  | 'payload-mismatch'
   | 'changed';
 
 /** What redrive does with a dead letter, given its job item. */
@@ -93,7 +97,8 @@ export function letterFacts(letter: DeadLetter): LetterFacts {
  */
 export function letterOwner(item: JobItem, letter: LetterFacts): 'own' | 'newer-job' | 'other' | 'unknown' {
   if (letter.messageId !== undefined && letter.messageId === item.messageId) return 'own';
-  const reset = item.history?.findLast((e) => e.e === 'reset');
+  // A new life started by a message of another payload (onPayloadMismatch 'new-job') is a reset too.
+  const reset = item.history?.findLast((e) => e.e === 'reset' || (e.e === 'mismatch' && e.newJob));
   // A reset comes at least the type's deadKeyTtl after the death it reset: clocks apart by less than that
   // still order them.
   if (reset && letter.diedAt !== undefined && letter.diedAt < reset.at) return 'newer-job';
@@ -126,6 +131,17 @@ export function planRedrive(item: JobItem | undefined, now: number, letter: Lett
       action: 'skip',
       skip: 'other-type',
       why: `the dedupKey belongs to a job of type ${item.type}; send this ${letter.type} job under a key of its own`,
+    };
+  }
+  // A message refused for another payload than its key's job: its body would meet the same job again.
+  // Past a dead key's deadKeyUntil it runs as a fresh send (below), whatever its payload.
+  const freshSend =
+    item.status === JobStatus.Dead && item.deadKeyUntil !== undefined && item.deadKeyUntil < now;
+  if (letter.reason === PAYLOAD_MISMATCH && !freshSend) {
+    return {
+      action: 'skip',
+      skip: 'payload-mismatch',
+      why: `its payload differs from the job's under its key (${item.status}); sent back it would be dead-lettered again: send it under a dedupKey of its own, or set the type's onPayloadMismatch to 'new-job'`,
     };
   }
   if (item.status === JobStatus.Completed) {

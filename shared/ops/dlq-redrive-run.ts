@@ -37,9 +37,13 @@ export interface RedriveOptions {
   readonly payload?: {
     readonly value: unknown;
     readonly check?: (type: string, payload: unknown) => string | undefined;
+    /** The corrected payload's hash as the type defines it, stored on the reset job (payload-mismatch.ts). */
+    readonly hash?: (type: string, payload: unknown) => string | undefined;
   };
   /** Largest body the jobs queue's workers take. @default DEFAULT_MAX_BODY_BYTES */
   readonly maxBodyBytes?: number;
+  /** Stops the redrive between two letters (Ctrl-C); the report says it was interrupted. */
+  readonly signal?: AbortSignal;
 }
 
 export interface RedriveItem {
@@ -81,6 +85,8 @@ export interface RedriveReport {
   readonly dlqDepth: number;
   /** Set when `seen` is below `dlqDepth`: how many were not seen, and why. */
   readonly unseen?: string;
+  /** The signal stopped it: letters not reached stay in the DLQ as they were. */
+  readonly interrupted?: true;
   readonly items: readonly RedriveItem[];
 }
 
@@ -107,6 +113,8 @@ export interface RedriveRun {
   notMatched: number;
   /** Letters sent back (or, in a dry run, that would be), counted against `limit`. */
   taken: number;
+  /** The signal stopped the browse. */
+  interrupted: boolean;
 }
 
 export function startRun(target: OpsTarget, options: RedriveOptions): RedriveRun {
@@ -126,6 +134,7 @@ export function startRun(target: OpsTarget, options: RedriveOptions): RedriveRun
     items: [],
     notMatched: 0,
     taken: 0,
+    interrupted: false,
   };
 }
 
@@ -149,7 +158,7 @@ export function letterFields(letter: DeadLetter): LetterFields {
 export function reportOf(run: RedriveRun, browsed: BrowseResult): RedriveReport {
   const { items, options } = run;
   // A redrive that stopped at its --limit saw fewer letters on purpose: no shortfall to explain.
-  const unseen = run.taken >= run.limit ? undefined : shortfall(browsed);
+  const unseen = run.taken >= run.limit || run.interrupted ? undefined : shortfall(browsed);
   const count = (outcome: RedriveItem['outcome']) => items.filter((i) => i.outcome === outcome).length;
   return {
     dryRun: options.dryRun ?? false,
@@ -163,6 +172,7 @@ export function reportOf(run: RedriveRun, browsed: BrowseResult): RedriveReport 
     seen: browsed.seen,
     dlqDepth: browsed.depth,
     ...(unseen ? { unseen } : {}),
+    ...(run.interrupted ? { interrupted: true as const } : {}),
     items,
   };
 }

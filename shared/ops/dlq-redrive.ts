@@ -59,6 +59,11 @@ export async function redrive(target: OpsTarget, options: RedriveOptions = {}): 
     target.names.dlqUrl,
     { visibilitySeconds },
     async (message) => {
+      // Stopped (Ctrl-C): this letter and the rest stay as they were.
+      if (options.signal?.aborted) {
+        run.interrupted = true;
+        return { stop: true };
+      }
       const visit = await redriveLetter(run, message);
       // Letters named by id: the browse ends once each was seen.
       return run.wanted?.size === 0 ? { ...visit, stop: true } : visit;
@@ -116,10 +121,14 @@ async function redriveLetter(run: RedriveRun, message: Message): Promise<Visit> 
     return { stop: run.taken >= run.limit };
   }
   const now = run.now();
+  const edit = run.options.payload;
+  const editedHash = edit?.hash?.(letter.type ?? '', edit.value);
   const by = {
     by: run.options.by ?? 'unknown',
     letter: letter.messageId,
-    ...(run.options.payload ? { edited: true } : {}),
+    ...(edit ? { edited: true } : {}),
+    // The edit's hash on the item: its message is the job's payload now, not a mismatch.
+    ...(editedHash === undefined ? {} : { payloadHash: editedHash }),
   };
   // The store checks the lease again, with the same margin, and that the item is still the version the
   // plan read: a worker may have claimed it since (a fresh send resetting a dead key makes it another job).

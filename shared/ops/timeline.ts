@@ -141,6 +141,15 @@ function fromEvent(event: HistoryEvent): TimelineEntry {
         title: 'a fresh send ran the dead key again',
         detail: `dead since ${isoTime(event.wasDeadAt)}`,
       };
+    case 'mismatch':
+      return {
+        at: event.at,
+        kind: 'mismatch',
+        title: event.newJob
+          ? 'a message with another payload ran as a new job of the key'
+          : 'a message with another payload was dead-lettered (payload-mismatch)',
+        detail: `message ${event.messageId}: payload hash ${event.got}, the job's ${event.hash}`,
+      };
     case 'cancelled':
       return {
         at: event.at,

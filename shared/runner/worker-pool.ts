@@ -11,6 +11,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { endpointText } from '../aws/endpoint-text.ts';
 import { mergeSummaries, type Summary } from '../core/observe/metrics.ts';
 import { JOBS_MODULE_ENV } from '../jobs/job-module.ts';
 import { isInstalled } from '../optional-package.ts';
@@ -311,10 +312,14 @@ export class WorkerPool extends EventEmitter<PoolEvents> {
   #writeMetrics(): void {
     const file = this.#options.metricsFile;
     if (!file) return;
+    // A user and password in the endpoint stay out of the file (readers compare the origin only).
+    const target = this.#options.metricsTarget;
     const content: PoolMetricsFile = {
       pid: process.pid,
       updatedAt: Date.now(),
-      ...(this.#options.metricsTarget ? { target: this.#options.metricsTarget } : {}),
+      ...(target
+        ? { target: { ...target, endpoint: target.endpoint && endpointText(target.endpoint) } }
+        : {}),
       workers: [
         ...(this.retired.workers > 0
           ? [

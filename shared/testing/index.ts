@@ -27,6 +27,12 @@ export {
   type FaultRequest as DynamoDbFaultRequest,
   type FaultTarget as DynamoDbFaultTarget,
 } from './in-memory-dynamodb/faults.ts';
+export type {
+  PartitionCharge,
+  PartitionLimitOptions,
+  PartitionLimits,
+  PartitionThrottle,
+} from './in-memory-dynamodb/partition-limits.ts';
 export {
   type IndexSchema,
   type KeyPart,

@@ -3,12 +3,13 @@ import type { MetricName } from '../core/observe/metric-names.ts';
 import type { MetricsSink } from '../core/observe/metrics.ts';
 
 /**
- * The only dimensions that reach CloudWatch (`operation`: a job-store call kind, a fixed set of eight).
+ * The only dimensions that reach CloudWatch (`operation`: a job-store call kind, a fixed set of eight;
+ * `itemKind`: the kind of leaseq item DynamoDB throttled, job, lease, rate, slot or effect).
  * Everything else a caller passes (`worker`, and anything
  * that could carry a dedup key) is dropped: each distinct value set is a CloudWatch metric, billed, so
  * dimensions must come from small fixed vocabularies.
  */
-export const EMF_DIMENSIONS = ['jobType', 'outcome', 'operation'] as const;
+export const EMF_DIMENSIONS = ['jobType', 'outcome', 'operation', 'itemKind'] as const;
 export type EmfDimension = (typeof EMF_DIMENSIONS)[number];
 
 /** Value used in place of a dimension value outside its declared vocabulary. */

@@ -553,6 +553,21 @@ describe('Issue 21 checks catch what they are for', () => {
     ]);
   });
 
+  it("rate/over-limit counts a sharded limit whole: a shard's grant is noted under its limit's key", async () => {
+    const noted: string[] = [];
+    const db = new ModelDb(
+      { committed: () => undefined, granted: (key) => noted.push(key) },
+      { rateShards: (limit) => limit, random: () => 0.99 },
+    );
+    const key = 'rate:model.tenant:k:t1';
+    for (let i = 0; i < 3; i++) expect(await db.rates.take(key, 3, 5, Date.now())).toEqual({ granted: true });
+    expect(await db.rates.take(key, 3, 5, Date.now())).toMatchObject({ granted: false });
+    // Three items (shards 2, 0, 1), one limit.
+    expect(db.peekLease('rate:#2:model.tenant:k:t1')).toBeDefined();
+    expect(db.peekLease(key)).toBeDefined();
+    expect(noted).toEqual([key, key, key]);
+  });
+
   it('rate/over-limit: a rate store that grants every take lets more permits through than the window allows', async () => {
     const lavish = (): RateStore => ({ take: async () => ({ granted: true }) });
     expect(await found('rate', 100, 26, { wrapRates: lavish }, ['rate/over-limit'])).toEqual([

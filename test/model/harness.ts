@@ -30,6 +30,7 @@ import type { RateStore, RateTake } from '../../shared/core/contract/rate-store.
 import { JobStatus } from '../../shared/core/contract/statuses.ts';
 import { visibilityForLease } from '../../shared/core/decisions/lease-timing.ts';
 import { versionedPut } from '../../shared/core/decisions/optimistic.ts';
+import { payloadHash } from '../../shared/core/decisions/payload-hash.ts';
 import type { EffectTable } from '../../shared/core/model/effect-table.ts';
 import type { JobContext } from '../../shared/core/model/job-context.ts';
 import { JobRegistry } from '../../shared/core/model/registry.ts';
@@ -54,7 +55,7 @@ import { fifoGroup, fifoPick, fifoRecord } from './fifo.ts';
 import { Meet, type MeetHost } from './meet.ts';
 import { LEDGER_TABLE, ModelDb } from './model-db.ts';
 import { modelJobStore } from './operator-sqs.ts';
-import { refusable } from './operators.ts';
+import { editable, refusable } from './operators.ts';
 import {
   ACCOUNTS,
   type CrashSpec,
@@ -459,10 +460,13 @@ class World implements MeetHost {
     this.applier = new CommittedEffects(this);
     // Grants are noted as the take's write lands, with the stamp it logged (an answer delayed or lost
     // after the write still counts). A store a test puts in its place is noted by its answers.
-    this.model = new ModelDb({
-      committed: (effects) => this.applier.committed(effects),
-      granted: (key, at) => this.rateGranted(key, at),
-    });
+    this.model = new ModelDb(
+      {
+        committed: (effects) => this.applier.committed(effects),
+        granted: (key, at) => this.rateGranted(key, at),
+      },
+      rateSharding(scenario.seed),
+    );
     this.store = this.model.store;
     modelJobStore(this.model.store);
     this.leases = this.model.leases;
@@ -865,7 +869,10 @@ class World implements MeetHost {
       this.log('info', `cancel answered ${answer.outcome}`, { dedupKey });
       if (answer.outcome !== 'finished' && !this.cancelAcked.has(dedupKey)) {
         const letters = this.queue.deadLetters.filter(
-          (l) => l.reason.dedupKey === dedupKey && !refusedPayload(this.scenario, l.reason),
+          (l) =>
+            l.reason.dedupKey === dedupKey &&
+            !refusedPayload(this.scenario, l.reason) &&
+            !editedAway(this.scenario, l.reason),
         ).length;
         this.cancelAcked.set(dedupKey, { at: Date.now(), letters, outcome: answer.outcome });
         this.stats.cancels += 1;
@@ -1178,7 +1185,7 @@ class World implements MeetHost {
       }
       // A message refused for its payload (issue 31 kind `schema`) is lettered before its item is looked at,
       // a cancelled job's too: not a letter of the job's run.
-      const run = letters.filter((l) => !refusedPayload(s, l.reason));
+      const run = letters.filter((l) => !refusedPayload(s, l.reason) && !editedAway(s, l.reason));
       // A letter whose send was asked for before the cancel's ack (a dead-lettering fenced under an older
       // lease, its send slow past the takeover, the redrive and the cancel) is not one sent after it.
       const acked = this.cancelAcked.get(key);
@@ -1244,7 +1251,7 @@ class World implements MeetHost {
       if (!cancelled) v.push(...this.meet.jobProblems(key, spec, item, letters, where));
       if (spec.poison && status === JobStatus.Dead) {
         // Its first letter of a run (issue 32: a redrive's edited payload the schema refuses letters too).
-        const first = letters.find((l) => !refusedPayload(s, l.reason))?.reason;
+        const first = letters.find((l) => !refusedPayload(s, l.reason) && !editedAway(s, l.reason))?.reason;
         if (first && first.reason !== 'permanent-error' && first.reason !== 'max-attempts') {
           v.push(`${where}: the poison's letter says ${first.reason}`);
         }
@@ -1453,6 +1460,15 @@ function letterProblems(
   // Issue 31 kind `schema`: a refused copy of a job whose payload no longer passes is lettered unclaimed
   // (issue 32: an edited payload the schema refuses too).
   if (refusable(scenario, reason.dedupKey ?? '') && reason.reason === 'invalid-bad-payload') return problems;
+  // Issue 34: a copy of a payload an operator's edit replaced (or of the edit, met by the original's job)
+  // is lettered unclaimed, with both hashes, the message's its own.
+  if (editedAway(scenario, reason)) {
+    const payload = (JSON.parse(body) as { payload?: unknown }).payload;
+    if (reason.attempts !== 0 || reason.payloadHashes?.message !== payloadHash(payload)) {
+      problems.push(`${where}: payload-mismatch letter without its message's hash ${JSON.stringify(reason)}`);
+    }
+    return problems;
+  }
   if (!(reason.attempts >= 1)) problems.push(`${where}: letter with attempts ${reason.attempts}`);
   if (reason.reason === 'max-attempts' && reason.attempts < scenario.maxAttempts) {
     problems.push(
@@ -1483,6 +1499,11 @@ function letterProblems(
  */
 function leaseId(key: string, token: number): string {
   return `${key} ${token}`;
+}
+
+/** A `payload-mismatch` letter of a key an operator's redrive edited (issue 34): the only two payloads of a key. */
+function editedAway(s: Scenario, reason: DeadLetterReason): boolean {
+  return reason.reason === 'payload-mismatch' && editable(s, reason.dedupKey ?? '');
 }
 
 /** A letter of a message refused for its payload by issue 31's stricter schema (kind `schema`). */
@@ -2283,6 +2304,26 @@ class PortQueue implements JobQueue {
     const key = (JSON.parse(body) as { dedupKey?: string }).dedupKey;
     return this.#ports.call(key, () => (inner.resend as NonNullable<JobQueue['resend']>)(body, options));
   }
+}
+
+/**
+ * A third of the schedules keep each rate limit on one item, a third split it in 2 shards, a third in as
+ * many shards as permits (each a log of one): the rate/over-limit check then holds the shards together
+ * to the limit. Where a sharded take starts is drawn from the seed.
+ */
+function rateSharding(seed: number): {
+  rateShards: (limit: number) => number;
+  random: () => number;
+} {
+  const mode = ((seed % 3) + 3) % 3;
+  let state = seed >>> 0 || 1;
+  return {
+    rateShards: (limit) => (mode === 0 ? 1 : mode === 1 ? Math.min(limit, 2) : limit),
+    random: () => {
+      state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0;
+      return state / 2 ** 32;
+    },
+  };
 }
 
 /** The rate store as one worker sees it: through its ports, noting every grant answered. */

@@ -4,6 +4,7 @@ import { DynamoDbRateStore } from '../../shared/core/adapters/dynamodb-rate-stor
 import type { JobItem } from '../../shared/core/contract/job-item.ts';
 import type { Effect } from '../../shared/core/contract/job-store.ts';
 import type { LeaseItem } from '../../shared/core/contract/lease-store.ts';
+import { rateKeyOfShard } from '../../shared/core/decisions/rate-shards.ts';
 import { defineTable } from '../../shared/core/model/table.ts';
 import { EffectTables } from '../../shared/jobs/effect-tables.ts';
 import { InMemoryDynamoDb, type LandedWrite } from '../../shared/testing/in-memory-dynamodb/client.ts';
@@ -37,14 +38,26 @@ export class ModelDb {
   readonly rates: DynamoDbRateStore;
   readonly tables: EffectTables;
 
-  constructor(hooks: ModelDbHooks) {
+  /**
+   * `rateShards`: the shards of a rate limit (the default shards only limits far above the model's, so a
+   * schedule may shard its small ones to check the shards together never grant over the limit).
+   */
+  constructor(
+    hooks: ModelDbHooks,
+    options: { readonly rateShards?: (limit: number) => number; readonly random?: () => number } = {},
+  ) {
     this.db = new InMemoryDynamoDb({
       tables: leaseqTables({ jobs: JOBS_TABLE, leases: LEASES_TABLE, app: { [LEDGER]: LEDGER_TABLE } }),
       onWrite: (write) => landed(write, hooks),
     });
     this.store = new DynamoDbJobStore({ client: this.db, tableName: JOBS_TABLE });
     this.leases = new DynamoDbLeaseStore({ client: this.db, tableName: LEASES_TABLE });
-    this.rates = new DynamoDbRateStore({ client: this.db, tableName: LEASES_TABLE });
+    this.rates = new DynamoDbRateStore({
+      client: this.db,
+      tableName: LEASES_TABLE,
+      ...(options.rateShards ? { shards: options.rateShards } : {}),
+      ...(options.random ? { random: options.random } : {}),
+    });
     this.tables = new EffectTables(this.db, { [LEDGER]: LEDGER });
   }
 
@@ -79,8 +92,10 @@ function landed(write: LandedWrite, hooks: ModelDbHooks): void {
   if (write.operation !== 'rate-take') return;
   // The permit a take logged: the stamp its write added to the window's grants.
   const [one] = write.writes;
-  const key = one?.next?.leaseKey;
-  if (typeof key !== 'string') return;
+  const shard = one?.next?.leaseKey;
+  if (typeof shard !== 'string') return;
+  // A shard's grants count against the limit they share: the check is on the whole limit.
+  const key = rateKeyOfShard(shard);
   const before = new Map<number, number>();
   for (const at of grantsOf(one?.old)) before.set(at, (before.get(at) ?? 0) + 1);
   for (const at of grantsOf(one?.next)) {

@@ -43,6 +43,20 @@ export function refusable(s: Scenario, key: string): boolean {
   );
 }
 
+/**
+ * Whether key `key` may carry two payloads: an operator's redrive with an edited one (issue 34: its job
+ * stores the edit's hash, and a later copy of the original is lettered `payload-mismatch`, never run).
+ */
+export function editable(s: Scenario, key: string): boolean {
+  const index = Number(key.replace(/^job-/, ''));
+  return (s.operators ?? []).some(
+    (o) =>
+      o.act === 'redrive' &&
+      (o.scope === 'edit' || o.scope === 'edit-bad') &&
+      o.job % s.jobs.length === index,
+  );
+}
+
 /** The run's operator actions (issue 32) and their checks' books. */
 export class Operators {
   readonly #host: MeetHost;

@@ -56,7 +56,9 @@ ${letterTable(chosen)}
     // The selected letters by their message ids, in one run: a redrive by dedup key acted on whichever
     // letter of the key it browsed first, and left the selected one in the DLQ.
     const filter = reason ? { reason } : { messageIds: chosen.map((l) => l.messageId) };
-    const runs = [await bounded('SQS', 'redrive', ui.actionMs, () => redrive(target, { filter }))];
+    const runs = [
+      await bounded('SQS', 'redrive', ui.actionMs, () => redrive(target, { filter, by: ui.actor })),
+    ];
     const items: RedriveItem[] = runs.flatMap((r) => (r.ok ? r.value.items : []));
     const redriven = items.filter((i) => i.outcome === 'redriven').length;
     // Rows and counts are of letters: two letters of one job are two rows, told apart by their ids.

@@ -7,6 +7,8 @@ import type { UiRoute } from '../context.ts';
 import { findRoute } from '../find-page.ts';
 import { fixRoute } from '../fix-page.ts';
 import { revealRoute } from '../reveal-page.ts';
+import { bulkCancelRoutes } from './bulk-cancel.ts';
+import { bulkRedriveRoutes } from './bulk-redrive.ts';
 import { dlqRoutes } from './dlq.ts';
 import { dlqLetterRoutes } from './dlq-letter.ts';
 import { dlqPurgeRoutes } from './dlq-purge.ts';
@@ -20,6 +22,7 @@ import { tracesRoutes } from './traces.ts';
 export const ROUTES: readonly UiRoute[] = [
   overviewRoutes,
   problemJobsRoutes,
+  bulkCancelRoutes,
   jobRoutes,
   jobCancelRoutes,
   findRoute,
@@ -28,6 +31,7 @@ export const ROUTES: readonly UiRoute[] = [
   dlqRoutes,
   dlqLetterRoutes,
   dlqRedriveRoutes,
+  bulkRedriveRoutes,
   dlqPurgeRoutes,
   tracesRoutes,
 ];

@@ -1,6 +1,5 @@
 /** Cancel one job, `POST /jobs/<dedupKey>/cancel`: a confirmation page first, then `cancelJob`. */
 import { cancelJob, describeCancel } from '../../../shared/ops/cancel.ts';
-import { operatorIdentity } from '../../commands/redrive-input.ts';
 import { problemsOf } from '../components.ts';
 import type { UiRoute } from '../context.ts';
 import { bounded } from '../data.ts';
@@ -21,7 +20,7 @@ export const jobCancelRoutes: UiRoute = (app, ui) => {
       return c.html(frame('Confirm cancel', body));
     }
     const done = await bounded('DynamoDB', `cancel of ${key}`, ui.actionMs, () =>
-      cancelJob(ui.target, key, { by: operatorIdentity(), ...(reason ? { reason } : {}) }),
+      cancelJob(ui.target, key, { by: ui.actor, ...(reason ? { reason } : {}) }),
     );
     if (done.ok) ui.log(`cancel from the inspector: ${done.value.outcome}`);
     const body = done.ok

@@ -1,8 +1,8 @@
-import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { StoreConflictError } from '../../errors.ts';
 import { DEFAULT_DEDUP_TTL_SECONDS } from '../../resources.ts';
-import { type HistoryEvent, problemShard } from '../contract/job-history.ts';
+import { type HistoryEvent, type MismatchEvent, problemShard } from '../contract/job-history.ts';
 import type { Checkpoint, JobItem } from '../contract/job-item.ts';
 import type {
   CancelRequest,
@@ -37,10 +37,11 @@ import {
 import { leaseLostUpdate } from '../protocol/fence.ts';
 import { type GiveUpRequest, giveUp } from '../protocol/give-up.ts';
 import { withHistory } from '../protocol/history-writes.ts';
+import { lifeToRenew, mismatchEventUpdate, newLifeClaim, withPayloadHash } from '../protocol/payload-hash.ts';
 import { laterRenewal, renewUpdate } from '../protocol/renew.ts';
 import { deadKeyToReset, refusedReset, resetClaim } from '../protocol/reset.ts';
-import type { JobItemUpdate } from '../protocol/update.ts';
 import {
+  bestEffort,
   carriedWrite,
   fencedWrite,
   refusal,
@@ -86,7 +87,8 @@ export class DynamoDbJobStore implements JobStore {
   /** The claim; `mayReset`: a refusal by a DEAD key past its `deadKeyUntil` resets it (reset.ts). */
   async #claim(req: ClaimRequest, options: StoreCallOptions, mayReset: boolean): Promise<ClaimResult> {
     const leaseUntil = leaseEnd(req.now, req.leaseMs);
-    const update = claimUpdate(this.#table, req, { leaseUntil, expiresAt: this.#expiresAt(leaseUntil) });
+    const lease = { leaseUntil, expiresAt: this.#expiresAt(leaseUntil) };
+    const update = withPayloadHash(claimUpdate(this.#table, req, lease), req.payloadHash);
     let previous: JobItem | undefined;
     try {
       // ALL_OLD on success too: the item we replaced tells a takeover from a retry.
@@ -102,7 +104,9 @@ export class DynamoDbJobStore implements JobStore {
       }
       const refused = refusedClaim(refusedItem(error), req);
       const dead = mayReset ? deadKeyToReset(refused, req) : undefined;
-      return dead ? this.#resetClaim(req, dead, options) : refused;
+      if (dead) return this.#resetClaim(req, dead, options);
+      const ended = mayReset ? lifeToRenew(refused, req) : undefined;
+      return ended ? this.#newLifeClaim(req, ended, options) : refused;
     }
     return claimAnswer(req, previous, leaseUntil);
   }
@@ -115,13 +119,31 @@ export class DynamoDbJobStore implements JobStore {
     const leaseUntil = leaseEnd(req.now, req.leaseMs);
     const reset = resetClaim(this.#table, req, dead, { leaseUntil, expiresAt: this.#expiresAt(leaseUntil) });
     try {
-      await sendUpdate(this.#doc, 'claim', options.signal, reset.update);
+      const update = withPayloadHash(reset.update, req.payloadHash, 'replace');
+      await sendUpdate(this.#doc, 'claim', options.signal, update);
     } catch (error) {
       const refused = refusedReset(refusal(error), req, dead);
       // The DEAD item is gone (TTL): the key is a new job's, claimed as any (never reset again).
       return refused === 'gone' ? this.#claim(req, options, false) : refused;
     }
     return reset.answer;
+  }
+
+  /** A finished job's key claimed as a new job for a message of another payload (payload-hash.ts). */
+  async #newLifeClaim(req: ClaimRequest, ended: JobItem, options: StoreCallOptions): Promise<ClaimResult> {
+    const leaseUntil = leaseEnd(req.now, req.leaseMs);
+    const life = newLifeClaim(this.#table, req, ended, {
+      leaseUntil,
+      expiresAt: this.#expiresAt(leaseUntil),
+    });
+    try {
+      await sendUpdate(this.#doc, 'claim', options.signal, life.update);
+    } catch (error) {
+      // Gone (TTL): the key is a new job's, claimed as any.
+      const item = refusal(error);
+      return item === undefined ? this.#claim(req, options, false) : refusedClaim(item, req);
+    }
+    return life.answer;
   }
 
   async claimAndComplete(
@@ -132,7 +154,10 @@ export class DynamoDbJobStore implements JobStore {
   ): Promise<FastCommitResult> {
     this.#check('claim-and-complete', req.dedupKey, { result: result ?? null }, effects);
     const completion = { result, maxAttempts: req.maxAttempts };
-    const update = fastCommitUpdate(this.#table, req, this.#expiresAt(req.now), completion);
+    const update = withPayloadHash(
+      fastCommitUpdate(this.#table, req, this.#expiresAt(req.now), completion),
+      req.payloadHash,
+    );
     try {
       if (effects.length === 0) await sendUpdate(this.#doc, 'claim-and-complete', options.signal, update);
       else await transact(this.#doc, 'claim-and-complete', update, effects, options.signal);
@@ -286,10 +311,11 @@ export class DynamoDbJobStore implements JobStore {
     const event: HistoryEvent = { e: 'lease-lost', at: now, ...attemptOf(lease), why: eventMessage(why) };
     const problem = { problemShard: problemShard(lease.dedupKey), problemAt: now };
     // Refused: gone, or its history full: nothing to record it on.
-    await this.#bestEffort(
+    await bestEffort(
+      this.#doc,
       'record-lease-lost',
       leaseLostUpdate(this.#table, lease.dedupKey, event, problem),
-      options,
+      options.signal,
     );
   }
 
@@ -301,21 +327,22 @@ export class DynamoDbJobStore implements JobStore {
   ): Promise<void> {
     const dropped = droppedCopyEvent(existing.history, messageId, now, options.life);
     // Refused: the item changed since the refusal read it (a redrive, another copy counted): not counted.
-    await this.#bestEffort('record-dropped-copy', droppedCopyUpdate(this.#table, existing, dropped), options);
+    const update = droppedCopyUpdate(this.#table, existing, dropped);
+    await bestEffort(this.#doc, 'record-dropped-copy', update, options.signal);
   }
 
-  /** An unfenced history write whose refusal changes nothing. */
-  async #bestEffort(operation: string, update: JobItemUpdate, options: StoreCallOptions): Promise<void> {
-    try {
-      await guardStore(operation, options.signal, (http) => this.#doc.send(new UpdateCommand(update), http));
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return;
-      throw error;
-    }
+  async recordMismatch(
+    existing: JobItem,
+    event: MismatchEvent,
+    options: StoreCallOptions = {},
+  ): Promise<void> {
+    // Refused: the item is another job's now (a new token), gone, or its history is full.
+    const update = mismatchEventUpdate(this.#table, existing, event);
+    await bestEffort(this.#doc, 'record-mismatch', update, options.signal);
   }
 
   async get(dedupKey: string, options: GetOptions = {}): Promise<JobItem | undefined> {
-    const out = await guardStore('get', options.signal, (http) =>
+    const out = await guardStore({ operation: 'get', key: dedupKey }, options.signal, (http) =>
       this.#doc.send(
         new GetCommand({
           TableName: this.#table,

@@ -30,7 +30,7 @@ export async function sendUpdate(
   update: JobItemUpdate,
   returnOld = false,
 ): Promise<JobItem | undefined> {
-  const out = await guardStore(operation, signal, (http) =>
+  const out = await guardStore({ operation, key: String(update.Key.dedupKey) }, signal, (http) =>
     doc.send(
       new UpdateCommand({
         ...update,
@@ -63,7 +63,7 @@ export async function transact(
   effects: readonly Effect[],
   signal: AbortSignal | undefined,
 ): Promise<void> {
-  await guardStore(operation, signal, (http) =>
+  await guardStore({ operation, key: String(update.Key.dedupKey) }, signal, (http) =>
     doc.send(
       new TransactWriteCommand({
         TransactItems: [{ Update: { ...update, ReturnValuesOnConditionCheckFailure: ALL_OLD } }, ...effects],
@@ -126,4 +126,21 @@ export async function carriedWrite(
   if (out.ok) carried.done();
   else carried.undo();
   return out;
+}
+
+/** An unfenced history write whose refusal changes nothing (a best-effort event: dropped, lease-lost). */
+export async function bestEffort(
+  doc: DynamoDBDocumentClient,
+  operation: string,
+  update: JobItemUpdate,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  try {
+    await guardStore({ operation, key: String(update.Key.dedupKey) }, signal, (http) =>
+      doc.send(new UpdateCommand(update), http),
+    );
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) return;
+    throw error;
+  }
 }

@@ -46,7 +46,7 @@ export class DynamoDbLeaseStore implements LeaseStore {
   async tryAcquire(key: string, owner: string, leaseMs: number, now: number): Promise<AcquireResult> {
     const leaseUntil = now + leaseMs;
     try {
-      const out = await guardStore('lease-acquire', (http) =>
+      const out = await guardStore({ operation: 'lease-acquire', key }, (http) =>
         this.#doc.send(
           new UpdateCommand({
             TableName: this.#table,
@@ -141,7 +141,7 @@ export class DynamoDbLeaseStore implements LeaseStore {
   }
 
   async get(key: string): Promise<LeaseItem | undefined> {
-    const out = await guardStore('lease-get', (http) =>
+    const out = await guardStore({ operation: 'lease-get', key }, (http) =>
       this.#doc.send(
         new GetCommand({ TableName: this.#table, Key: { leaseKey: key }, ConsistentRead: true }),
         http,
@@ -151,12 +151,8 @@ export class DynamoDbLeaseStore implements LeaseStore {
   }
 
   /**
-   * One BatchGetItem per 100 keys, eventually consistent (half the read units): a hint, never a grant.
-   * Keys DynamoDB leaves unprocessed (throttling) are simply not returned, so they read as free and the
-   * acquire's condition decides.
-   */
-  /**
-   * The lease items of `keys` that exist, 100 keys per BatchGet. Keys a BatchGet leaves unprocessed (a
+   * The lease items of `keys` that exist, 100 keys per BatchGet (eventually consistent, half the read
+   * units: a hint, never a grant; the acquire's condition decides). Keys a BatchGet leaves unprocessed (a
    * throttled table answers so, with no error) are asked for again with a doubling pause, up to
    * {@link BATCH_GET_TRIES} requests per batch; left then: StoreUnavailableError, never a partial list.
    */
@@ -192,7 +188,7 @@ export class DynamoDbLeaseStore implements LeaseStore {
     conditionSuffix = '',
   ) {
     try {
-      await guardStore(operation, (http) =>
+      await guardStore({ operation, key: lease.key }, (http) =>
         this.#doc.send(
           new UpdateCommand({
             TableName: this.#table,

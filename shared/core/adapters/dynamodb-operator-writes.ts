@@ -11,6 +11,7 @@ import type { CancelRequest, CancelResult, RedriveBy } from '../contract/job-sto
 import { cancelledEvent, redriveEvent } from '../contract/job-store.ts';
 import { type CancelHistory, cancelAnswer, cancelUpdate, refusedCancel } from '../protocol/cancel.ts';
 import { trimmedHistory } from '../protocol/history-writes.ts';
+import { withRedriveHash } from '../protocol/payload-hash.ts';
 import {
   isOwnUndo,
   type RedriveHistory,
@@ -46,10 +47,13 @@ export async function resetForRedrive(
 ): Promise<boolean> {
   const event = redriveEvent(now, by);
   const send = (history: RedriveHistory) =>
-    guardStore('reset-for-redrive', (http) =>
+    guardStore({ operation: 'reset-for-redrive', key: dedupKey }, (http) =>
       t.doc.send(
         new UpdateCommand(
-          redriveUpdate(t.tableName, dedupKey, now, t.expiresAt(now), leaseEndedBefore, history, planned),
+          withRedriveHash(
+            redriveUpdate(t.tableName, dedupKey, now, t.expiresAt(now), leaseEndedBefore, history, planned),
+            by,
+          ),
         ),
         http,
       ),
@@ -95,7 +99,7 @@ export async function undoRedrive(
   now: number,
 ): Promise<boolean> {
   try {
-    await guardStore('undo-redrive', (http) =>
+    await guardStore({ operation: 'undo-redrive', key: before.dedupKey }, (http) =>
       t.doc.send(new UpdateCommand(undoRedriveUpdate(t.tableName, before, resetVersion, now)), http),
     );
     return true;
@@ -117,7 +121,7 @@ export async function cancelJob(
   // (a change in between refuses it again, and it is decided afresh).
   for (let tries = 0; ; tries++) {
     try {
-      const out = await guardStore('cancel', (http) =>
+      const out = await guardStore({ operation: 'cancel', key: dedupKey }, (http) =>
         t.doc.send(
           new UpdateCommand({
             ...cancelUpdate(t.tableName, dedupKey, { now: request.now, expiresAt, history }),

@@ -4,6 +4,7 @@ import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamod
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { RateStore, RateTake } from '../contract/rate-store.ts';
 import { contendedWaitMs, decideRate, type RateLog } from '../decisions/rate.ts';
+import { rateShardKey, rateShards, shardLimit } from '../decisions/rate-shards.ts';
 import { guardStore } from './store-errors.ts';
 
 export interface DynamoDbRateStoreOptions {
@@ -12,6 +13,20 @@ export interface DynamoDbRateStoreOptions {
   readonly tableName: string;
   /** Seconds an idle rate item lingers past its window before TTL may delete it. @default 3600 */
   readonly idleTtlSeconds?: number;
+  /**
+   * The shards of a limit (decisions/rate-shards.ts): a test's way to shard small limits. The default
+   * shards a limit only when its single item would cost over 300 WRU a second at full use.
+   * @default rateShards
+   */
+  readonly shards?: (limit: number, perSeconds: number) => number;
+  /** Where a sharded take starts (a number in [0, 1)). @default Math.random */
+  readonly random?: () => number;
+}
+
+/** One shard's answer and the conditional writes it spent. */
+interface ShardTake {
+  readonly take: RateTake;
+  readonly writes: number;
 }
 
 /** A log as this worker saw it, with the token `w` of the write that left it (none: an item without one). */
@@ -19,8 +34,8 @@ type Seen = RateLog & { readonly w?: string };
 
 /** Conditional writes one take may try before it answers "wait" (each refusal returns the item). */
 const MAX_TRIES = 8;
-/** Keys whose last seen log this worker remembers (a tenant key each): the oldest is forgotten first. */
-const MAX_REMEMBERED = 1000;
+/** Items whose last seen log this worker remembers (a tenant key or shard each): the oldest goes first. */
+const MAX_REMEMBERED = 4000;
 
 /**
  * Rate items on the `leases` table: `{ leaseKey, v, g, w, expiresAt }`, `g` the grant times within the
@@ -33,6 +48,10 @@ const MAX_REMEMBERED = 1000;
  * writes against the log this worker last saw (none: the item must not exist); a refusal returns the
  * item as it is (ALL_OLD) and the next try decides on that. A remembered log that is already full
  * answers "wait" with no request at all: other workers only ever add grants to it.
+ *
+ * A limit one item cannot serve (rateShards) is split into shards, each such an item with its share of
+ * the limit: a take starts at a random shard and goes on to the next while the shards it tries are
+ * full, the ones this worker remembers full costing no request, at most MAX_TRIES writes in all.
  */
 export class DynamoDbRateStore implements RateStore {
   readonly #doc: DynamoDBDocumentClient;
@@ -41,11 +60,15 @@ export class DynamoDbRateStore implements RateStore {
   readonly #seen = new Map<string, Seen | undefined>();
   /** The take in flight per key: this worker's takes of one key go one at a time (see `take`). */
   readonly #inFlight = new Map<string, Promise<unknown>>();
+  readonly #shards: (limit: number, perSeconds: number) => number;
+  readonly #random: () => number;
 
   constructor(options: DynamoDbRateStoreOptions) {
     this.#doc = options.client;
     this.#table = options.tableName;
     this.#ttl = options.idleTtlSeconds ?? 3600;
+    this.#shards = options.shards ?? rateShards;
+    this.#random = options.random ?? Math.random;
   }
 
   /**
@@ -72,27 +95,53 @@ export class DynamoDbRateStore implements RateStore {
   }
 
   async #take(key: string, limit: number, perSeconds: number, now: number): Promise<RateTake> {
+    const shards = Math.max(1, Math.min(limit, Math.floor(this.#shards(limit, perSeconds))));
+    const started = Date.now();
+    if (shards === 1) return (await this.#takeShard(key, limit, perSeconds, now, started, MAX_TRIES)).take;
+    const first = Math.min(shards - 1, Math.floor(this.#random() * shards));
+    let tries = MAX_TRIES;
+    let waitMs = Number.POSITIVE_INFINITY;
+    for (let j = 0; j < shards && tries > 0; j++) {
+      const index = (first + j) % shards;
+      const share = shardLimit(limit, shards, index);
+      const shard = rateShardKey(key, index);
+      const { take, writes } = await this.#takeShard(shard, share, perSeconds, now, started, tries);
+      if (take.granted) return take;
+      tries -= writes;
+      waitMs = Math.min(waitMs, take.waitMs);
+    }
+    if (tries <= 0) waitMs = Math.min(waitMs, contendedWaitMs(limit, perSeconds));
+    return { granted: false, waitMs };
+  }
+
+  async #takeShard(
+    key: string,
+    limit: number,
+    perSeconds: number,
+    now: number,
+    started: number,
+    tries: number,
+  ): Promise<ShardTake> {
     let known = this.#seen.get(key);
     // This worker's clock as its tries go on (`now` was read before the take, maybe before a stall of the
     // event loop): a log a refusal returned is judged against the time it came back, so another
     // worker's grant made meanwhile never looks like one from a fast clock.
-    const started = Date.now();
     const latest = () => Math.max(now + Date.now() - started, Date.now());
-    for (let i = 0; i < MAX_TRIES; i++) {
+    for (let i = 0; i < tries; i++) {
       const decision = decideRate(known, limit, perSeconds, now, latest());
       if (!decision.grant) {
         this.#remember(key, known);
-        return { granted: false, waitMs: decision.waitMs };
+        return { take: { granted: false, waitMs: decision.waitMs }, writes: i };
       }
       const refused = await this.#write(key, known, decision.next, now + perSeconds * 1000);
       if (typeof refused === 'string') {
         this.#remember(key, { ...decision.next, w: refused });
-        return { granted: true };
+        return { take: { granted: true }, writes: i + 1 };
       }
       known = refused;
     }
     this.#remember(key, known);
-    return { granted: false, waitMs: contendedWaitMs(limit, perSeconds) };
+    return { take: { granted: false, waitMs: contendedWaitMs(limit, perSeconds) }, writes: tries };
   }
 
   /** The write's token when written; else the log that refused it (undefined: there is no item). */
@@ -104,7 +153,7 @@ export class DynamoDbRateStore implements RateStore {
   ): Promise<string | Seen | undefined> {
     const token = randomBytes(6).toString('base64url');
     try {
-      await guardStore('rate-take', (http) =>
+      await guardStore({ operation: 'rate-take', key }, (http) =>
         this.#doc.send(
           new UpdateCommand({
             TableName: this.#table,

@@ -149,6 +149,10 @@ export function deadLetterAttributes(reason: DeadLetterReason): Record<string, M
   put('worker', reason.worker);
   put('originalMessageId', reason.messageId);
   put('type', reason.type);
+  // One attribute for both (SQS takes 10 a message; this is the tenth).
+  if (reason.payloadHashes) {
+    put('payloadHashes', `job=${reason.payloadHashes.job} message=${reason.payloadHashes.message}`);
+  }
   put('deadAt', new Date().toISOString());
   return attrs;
 }

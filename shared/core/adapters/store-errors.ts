@@ -1,4 +1,13 @@
-import { type StoreProblem, StoreRefusedError, StoreUnavailableError } from '../../errors.ts';
+import { createHash } from 'node:crypto';
+import {
+  type StoreItemKind,
+  type StoreProblem,
+  StoreRefusedError,
+  type StoreThrottle,
+  StoreUnavailableError,
+} from '../../errors.ts';
+import { SLOT_ITEM_PREFIX } from '../contract/lease-store.ts';
+import { RATE_ITEM_PREFIX } from '../contract/rate-store.ts';
 
 interface AwsLikeError {
   name?: string;
@@ -7,7 +16,16 @@ interface AwsLikeError {
   $metadata?: { httpStatusCode?: number };
   $retryable?: unknown;
   CancellationReasons?: readonly { Code?: string; Message?: string }[];
+  ThrottlingReasons?: readonly { reason?: string }[];
+  throttlingReasons?: readonly { reason?: string }[];
 }
+
+/** DynamoDB's throttling errors (a partition, a table, or the account over its throughput). */
+const THROTTLE_NAMES = new Set([
+  'ThrottlingException',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+]);
 
 const UNAVAILABLE_NAMES = new Set([
   'ThrottlingException',
@@ -50,6 +68,7 @@ export function isStoreUnavailable(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const e = error as AwsLikeError;
   if (e.name && UNAVAILABLE_NAMES.has(e.name)) return true;
+  if (throttledAction(e) !== undefined) return true;
   if (e.code && NETWORK_CODES.has(e.code)) return true;
   if (e.name && NETWORK_CODES.has(e.name)) return true;
   const status = e.$metadata?.httpStatusCode;
@@ -76,22 +95,23 @@ export interface HttpCallOptions {
  * unavailable: the caller cannot know whether the write was applied.
  */
 export async function guardStore<T>(
-  operation: string,
+  target: StoreCall,
   call: (http: HttpCallOptions) => Promise<T>,
 ): Promise<T>;
 export async function guardStore<T>(
-  operation: string,
+  target: StoreCall,
   signal: AbortSignal | undefined,
   call: (http: HttpCallOptions) => Promise<T>,
 ): Promise<T>;
 export async function guardStore<T>(
-  operation: string,
+  target: StoreCall,
   signalOrCall: AbortSignal | undefined | ((http: HttpCallOptions) => Promise<T>),
   maybeCall?: (http: HttpCallOptions) => Promise<T>,
 ): Promise<T> {
   const call = typeof signalOrCall === 'function' ? signalOrCall : maybeCall;
   const signal = typeof signalOrCall === 'function' ? undefined : signalOrCall;
   if (!call) throw new TypeError('guardStore needs a call');
+  const operation = typeof target === 'string' ? target : target.operation;
   if (signal?.aborted) throw new StoreUnavailableError(operation, abortCause(signal));
   try {
     return await call(
@@ -99,9 +119,62 @@ export async function guardStore<T>(
     );
   } catch (error) {
     if (signal?.aborted) throw new StoreUnavailableError(operation, abortCause(signal));
-    if (isStoreUnavailable(error)) throw new StoreUnavailableError(operation, error);
+    if (isStoreUnavailable(error)) {
+      const key = typeof target === 'string' ? undefined : target.key;
+      throw new StoreUnavailableError(operation, error, throttleOf(operation, key, error));
+    }
     throw storeRefusal(operation, error) ?? error;
   }
+}
+
+/**
+ * A store call: its operation, or the operation and the key of the item it is about (a throttle names
+ * the item by its kind and the key's hash).
+ */
+export type StoreCall = string | { readonly operation: string; readonly key?: string };
+
+/** The index of a cancelled transaction's throttled action (`ThrottlingError`), if one was. */
+function throttledAction(e: AwsLikeError): number | undefined {
+  if (e.name !== 'TransactionCanceledException') return undefined;
+  const index = (e.CancellationReasons ?? []).findIndex(
+    (r) => r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded',
+  );
+  return index < 0 ? undefined : index;
+}
+
+/**
+ * What a throttle names: the item's kind (from the call and its key; a transaction's action past the
+ * job item is an effect's or a fence's item) and its key's hash. Undefined for any other outage.
+ */
+export function throttleOf(
+  operation: string,
+  key: string | undefined,
+  error: unknown,
+): StoreThrottle | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const e = error as AwsLikeError;
+  const action = throttledAction(e);
+  if (action === undefined && !(e.name && THROTTLE_NAMES.has(e.name))) return undefined;
+  const reason = (e.ThrottlingReasons ?? e.throttlingReasons)?.[0]?.reason;
+  const itemKind: StoreItemKind = action !== undefined && action > 0 ? 'effect' : kindOf(operation, key);
+  return {
+    itemKind,
+    ...(key !== undefined && itemKind !== 'effect' ? { keyHash: keyHash(key) } : {}),
+    ...(reason ? { reason } : {}),
+  };
+}
+
+function kindOf(operation: string, key: string | undefined): StoreItemKind {
+  if (operation.startsWith('rate')) return 'rate';
+  if (!operation.startsWith('lease')) return 'job';
+  if (key?.startsWith(SLOT_ITEM_PREFIX)) return 'slot';
+  if (key?.startsWith(RATE_ITEM_PREFIX)) return 'rate';
+  return 'lease';
+}
+
+/** The first 12 hex digits of SHA-256 of a key: tells hot keys apart in logs without naming them. */
+export function keyHash(key: string): string {
+  return createHash('sha256').update(key).digest('hex').slice(0, 12);
 }
 
 function abortCause(signal: AbortSignal): Error {

@@ -11,8 +11,8 @@ export const SQS_MIN_MESSAGE_BYTES = 1024;
 
 /**
  * Room a dead letter needs beside the body for the `leaseq.*` reason attributes (`deadLetterAttributes`:
- * nine attributes, each value cut to 1024 characters, names and data types counted too; at most about
- * 22 KiB even when every character takes 3 bytes of UTF-8).
+ * ten attributes at most, each value cut to 1024 characters, names and data types counted too; at most
+ * about 24 KiB even when every character takes 3 bytes of UTF-8).
  */
 export const DEAD_LETTER_ATTRIBUTES_RESERVE_BYTES = 32 * 1024;
 

@@ -81,6 +81,17 @@ export type HistoryEvent =
     })
   /** A fresh send under a dead job's key ran after the type's `deadKeyTtl`: the item was reset. */
   | (EventBase & { readonly e: 'reset'; readonly wasDeadAt: number })
+  /**
+   * A message under the key came with another payload (its hash `got`, the job's `hash`):
+   * dead-lettered `payload-mismatch` (the job untouched), or (`newJob`) run as a new job of the key.
+   */
+  | (EventBase & {
+      readonly e: 'mismatch';
+      readonly messageId: string;
+      readonly hash: string;
+      readonly got: string;
+      readonly newJob?: true;
+    })
   /** The job was cancelled (`JobStore.cancel`): it never runs again. */
   | (EventBase & {
       readonly e: 'cancelled';
@@ -90,6 +101,9 @@ export type HistoryEvent =
     });
 
 export type HistoryEventKind = HistoryEvent['e'];
+
+/** The `mismatch` event: a message under the key came with another payload. */
+export type MismatchEvent = Extract<HistoryEvent, { readonly e: 'mismatch' }>;
 
 /**
  * The `problems` index: a sparse global secondary index of the `jobs` table that only jobs which ever

@@ -48,6 +48,12 @@ export interface JobItem {
    */
   readonly life?: number;
   readonly type?: string;
+  /**
+   * The payload hash of the message its first claim took (decisions/payload-hash.ts): a message of its
+   * key with another one is not a copy (docs/protocol.md, "A duplicate with another payload"). Absent:
+   * written before hashes, or its type compares no payloads (`onPayloadMismatch: 'copy'`).
+   */
+  readonly payloadHash?: string;
   readonly checkpoint?: Checkpoint;
   readonly lastError?: string;
   readonly lastErrorClass?: string;

@@ -8,6 +8,8 @@ export interface DeadLetterReason {
   readonly worker: string;
   readonly messageId: string;
   readonly type?: string;
+  /** A `payload-mismatch` letter's two hashes, the job's and the message's (decisions/payload-hash.ts). */
+  readonly payloadHashes?: { readonly job: string; readonly message: string };
 }
 
 /** A message attribute as a record carries it (Lambda's shape: binary values base64). */

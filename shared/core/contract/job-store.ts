@@ -1,6 +1,6 @@
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { storableText } from '../../error-text.ts';
-import type { HistoryEvent } from './job-history.ts';
+import type { HistoryEvent, MismatchEvent } from './job-history.ts';
 import type { Checkpoint, JobItem } from './job-item.ts';
 
 /** One DynamoDB write a job wants committed atomically with its checkpoint or completion. */
@@ -53,6 +53,16 @@ export interface ClaimRequest {
    * claim never resets a dead key. Absent: any claimable item, or none.
    */
   readonly onlyIfMessageId?: string;
+  /**
+   * The message's payload hash (decisions/payload-hash.ts): the claim takes only an item with the same
+   * one or none, and stores it on an item without. Absent: its type compares no payloads.
+   */
+  readonly payloadHash?: string;
+  /**
+   * With `payloadHash`: a refusal by a COMPLETED or DEAD item of another payload hash claims the key as a
+   * new job in one more write (`onPayloadMismatch: 'new-job'`), the item reset as a dead key's is.
+   */
+  readonly newLifeOnMismatch?: boolean;
 }
 
 /** How a successful claim came about, from the item as it was before (undefined: there was none). */
@@ -73,6 +83,15 @@ export type ClaimResult =
        * when it had been marked DEAD. `previous` is then absent: nothing of the dead run carries over.
        */
       readonly wasDeadAt?: number;
+      /**
+       * Set when the claim reset a finished job of another payload (`onPayloadMismatch: 'new-job'`): its
+       * status and both hashes. `previous` is then absent, as for a dead key's reset.
+       */
+      readonly newLifeOf?: {
+        readonly status: string;
+        readonly jobHash: string;
+        readonly messageHash: string;
+      };
     }
   | { readonly claimed: false; readonly existing: JobItem };
 
@@ -105,6 +124,8 @@ export interface FastCommitRequest {
    * holding the lease, or its dead-lettering is unfinished), so only a leased claim ends it.
    */
   readonly maxAttempts: number;
+  /** As {@link ClaimRequest.payloadHash}: the commit takes only an item with the same hash or none. */
+  readonly payloadHash?: string;
 }
 
 /** Outcome of {@link JobStore.claimAndComplete}. */
@@ -249,6 +270,12 @@ export interface JobStore {
     now: number,
     options?: StoreCallOptions & { readonly life?: number },
   ): Promise<void>;
+  /**
+   * Best effort: a `mismatch` event on the job `existing` (as a refused claim returned it) naming the
+   * message refused for another payload and both hashes. Applies only while the item is still that job
+   * (same token) and its history has room; changes no protocol field.
+   */
+  recordMismatch?(existing: JobItem, event: MismatchEvent, options?: StoreCallOptions): Promise<void>;
   /** Reads one item (strongly consistent unless `options.consistent` is false). */
   get(dedupKey: string, options?: GetOptions): Promise<JobItem | undefined>;
   /**
@@ -260,7 +287,9 @@ export interface JobStore {
    * (`by`; default `unknown`) and sets the `problems` index keys (job-history.ts). With `planned` (the
    * version the caller read and planned from), refused when the item moved since: a claim in between
    * (a fresh send resetting a dead key, a takeover) made it another job's, or another run's. A reset
-   * whose answer was lost is still true when the item is as it left it.
+   * whose answer was lost is still true when the item is as it left it. An edited redrive (`by.edited`)
+   * stores `by.payloadHash` as the job's payload hash, or removes the hash when none is given (the next
+   * claim stores its message's), so the operator's edit is never refused as another payload.
    */
   resetForRedrive(
     dedupKey: string,
@@ -335,6 +364,8 @@ export interface RedriveBy {
   readonly letter?: string;
   /** The payload was replaced by a corrected one. */
   readonly edited?: boolean;
+  /** With `edited`: the corrected payload's hash (decisions/payload-hash.ts), when the type's is known. */
+  readonly payloadHash?: string;
 }
 
 /** The `redrive` history event of a redrive at `now`. */

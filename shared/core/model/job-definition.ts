@@ -1,4 +1,5 @@
 import type { Effect } from '../contract/job-store.ts';
+import type { PayloadMismatch } from '../decisions/payload-hash.ts';
 import type { EffectTable } from './effect-table.ts';
 import type { JobContext } from './job-context.ts';
 import type { PayloadSchema } from './standard-schema.ts';
@@ -60,6 +61,23 @@ export interface JobDefinition<P = unknown, T extends TableMap = TableMap> {
    */
   readonly deadKeyTtl?: number;
   /**
+   * What a message does whose dedupKey names a job of this type with another payload (its hash differs
+   * from the one the job's first claim stored; docs/jobs.md, "A duplicate with another payload"):
+   * `dead-letter` it with reason `payload-mismatch`, never run, the job untouched but for a `mismatch`
+   * event naming both hashes; take it as a `copy` (no hash is computed or stored: the behaviour before
+   * hashes); or run it as a `new-job` once the job under the key ended (COMPLETED or DEAD: the key
+   * starts a new life, as a fresh send past a dead key's `deadKeyTtl` does; unfinished: the message
+   * waits, hidden, and is decided again). Costs one hash per message (CPU) and 33 bytes on the item.
+   * @default 'dead-letter'
+   */
+  readonly onPayloadMismatch?: PayloadMismatch;
+  /**
+   * What defines "the same payload": the hash is taken of what this returns from the checked payload
+   * (e.g. `p => ({ orderId: p.orderId, amount: p.amount })`, leaving out a timestamp a producer sets on
+   * every send). @default the whole checked payload
+   */
+  readonly payloadHash?: (payload: P) => unknown;
+  /**
    * Caps how many jobs of this type (or of one key) run at once; several limits may apply together (a
    * per-tenant one and a type-wide cap). A job that finds no free slot goes back to the queue with a short
    * delay without using an attempt. Needs the leases table. @default none
@@ -91,7 +109,7 @@ export interface TableHandleSource {
  * account); without, one for the whole type.
  */
 export interface RateLimit<P = unknown> {
-  /** Starts allowed in any window of `perSeconds`: a whole number from 1 to MAX_RATE_LIMIT (1000). */
+  /** Starts allowed in any window of `perSeconds`: a whole number from 1 to MAX_RATE_LIMIT (100,000). */
   readonly limit: number;
   /** The window's length in seconds, > 0 (fractions allowed) and at most a day. */
   readonly perSeconds: number;

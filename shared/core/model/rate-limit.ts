@@ -3,8 +3,8 @@
 import { ConfigError } from '../../errors.ts';
 import type { AnyJobDefinition, RateLimit } from './job-definition.ts';
 
-/** Most starts one rate limit may allow per window: its item logs each start within the window. */
-export const MAX_RATE_LIMIT = 1000;
+/** Most starts one rate limit may allow per window: its items (decisions/rate-shards.ts) log each start within the window. */
+export const MAX_RATE_LIMIT = 100_000;
 /** Longest window (seconds): a day. */
 export const MAX_RATE_WINDOW = 86_400;
 /** Most rate limits one type may declare: each costs a write per job. */

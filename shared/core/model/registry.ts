@@ -1,4 +1,5 @@
 import { ConfigError } from '../../errors.ts';
+import { PayloadMismatch } from '../decisions/payload-hash.ts';
 
 /** Longest `deadKeyTtl` (seconds): ten years, past any record's TTL. */
 const MAX_DEAD_KEY_TTL = 10 * 365 * 24 * 3600;
@@ -175,6 +176,17 @@ function assertDefinition(definition: AnyJobDefinition): void {
     );
   }
   assertConcurrency(definition.type, definition.concurrency);
+  const policy: unknown = definition.onPayloadMismatch;
+  if (policy !== undefined && !(Object.values(PayloadMismatch) as unknown[]).includes(policy)) {
+    throw new ConfigError(
+      `job type ${definition.type}: onPayloadMismatch must be one of ${Object.values(PayloadMismatch).join(', ')}, received ${JSON.stringify(policy)}`,
+    );
+  }
+  if (definition.payloadHash !== undefined && typeof definition.payloadHash !== 'function') {
+    throw new ConfigError(
+      `job type ${definition.type}: payloadHash must be a function (payload) => the part that defines the same payload, received ${typeof definition.payloadHash}`,
+    );
+  }
   if (typeof definition.run !== 'function') {
     throw new ConfigError(`job type ${definition.type}: run must be a function (ctx, payload) => outcome`);
   }

@@ -23,6 +23,12 @@ export const MetricName = {
   StoreLatency: 'StoreLatency',
   /** A store call abandoned at its lease-derived bound (dimension `operation`). */
   StoreTimeout: 'StoreTimeout',
+  /**
+   * DynamoDB throttled a leaseq item: its partition was over 1,000 WCU or 3,000 RCU a second (dimension
+   * `itemKind`: job, lease, rate, slot or effect). Also counted as StoreUnavailable; the log line names
+   * the key's hash (docs/observability.md).
+   */
+  StoreThrottled: 'StoreThrottled',
   JobsPerWorker: 'JobsPerWorker',
   /** Every record a worker processed (a receive). With JobClaimed: receives per attempt (ping-pong). */
   MessageReceived: 'MessageReceived',
@@ -46,5 +52,10 @@ export const MetricName = {
    * fresh send reset the dead key while it was in flight; dimension `jobType`).
    */
   OtherLifeDropped: 'OtherLifeDropped',
+  /**
+   * A message came under a job's dedupKey with another payload (dimension `jobType`): dead-lettered
+   * `payload-mismatch`, or run as a new job (`onPayloadMismatch: 'new-job'`). Counted once a message.
+   */
+  PayloadMismatch: 'PayloadMismatch',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];

@@ -16,6 +16,8 @@ export interface Job {
   readonly envelope: JobEnvelope;
   /** The payload as the type's schema parsed it: what `run` gets. */
   readonly payload: unknown;
+  /** Its payload hash (decisions/payload-hash.ts); absent when its type compares none (or it was refused). */
+  readonly payloadHash?: string;
   readonly log: JobLog;
   /** The concurrency slots taken for it (limits.ts), fenced into its writes with effects. */
   readonly slots?: readonly FencedSlot[];
@@ -32,6 +34,14 @@ export interface Attempt extends Job {
   readonly claimedAt: number;
   /** Epoch ms by which the record's work must end (the invocation's deadline less a margin). */
   readonly deadline: number | undefined;
+}
+
+/**
+ * What the local cache keys a COMPLETED job by besides its dedupKey: its type, and its payload hash when
+ * it has one, so a message of another payload misses and meets the store's refusal.
+ */
+export function cacheType(job: Pick<Job, 'envelope' | 'payloadHash'>): string {
+  return job.payloadHash === undefined ? job.envelope.type : `${job.envelope.type}#${job.payloadHash}`;
 }
 
 /**

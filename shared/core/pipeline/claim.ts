@@ -4,12 +4,14 @@ import { trace } from '@opentelemetry/api';
 import { StoreConflictError, StoreUnavailableError } from '../../errors.ts';
 import type { ClaimResult } from '../contract/job-store.ts';
 import { leaseSafetyMs } from '../decisions/lease-timing.ts';
+import { PayloadMismatch } from '../decisions/payload-hash.ts';
 import { JobRenewer } from '../leases/renewer.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { inSpan } from '../observe/spans.ts';
-import type { Attempt, Job } from './attempt.ts';
+import { noteStoreUnavailable } from '../observe/store-throttle.ts';
+import { type Attempt, byType, type Job } from './attempt.ts';
 import type { Settings } from './settings.ts';
 
 /**
@@ -44,6 +46,7 @@ export async function claim(
             leaseMs,
             now,
             ...(onlyIfMessageId === undefined ? {} : { onlyIfMessageId }),
+            ...payloadHashOf(s, job),
           },
           { signal: bound.signal },
         ),
@@ -58,7 +61,7 @@ export async function claim(
         error: s.errorText(error),
       });
     } else if (error instanceof StoreUnavailableError) {
-      s.metrics.count(MetricName.StoreUnavailable);
+      noteStoreUnavailable(s.metrics, log, error);
       log.warn('store unavailable: job not run; giving the message back', {
         delaySeconds: delay,
         error: s.errorText(error),
@@ -77,6 +80,13 @@ export async function claim(
   }
 }
 
+/** The claim's payload hash fields: the message's hash, and whether a finished job of another renews. */
+function payloadHashOf(s: Settings, job: Job): { payloadHash?: string; newLifeOnMismatch?: true } {
+  if (job.payloadHash === undefined) return {};
+  const newJob = s.registry.get(job.envelope.type)?.onPayloadMismatch === PayloadMismatch.NewJob;
+  return { payloadHash: job.payloadHash, ...(newJob ? { newLifeOnMismatch: true as const } : {}) };
+}
+
 /**
  * The attempt a successful claim starts: its keys on every log line and on the span, a takeover
  * counted and logged (whose lease it took), and the renewer its heartbeat will drive.
@@ -92,6 +102,15 @@ export function startAttempt(
   const { log } = job;
   log.setKeys({ attempt: lease.attempts, token: lease.token });
   trace.getActiveSpan()?.setAttributes({ 'leaseq.attempt': lease.attempts, 'leaseq.token': lease.token });
+  if (claimed.newLifeOf !== undefined) {
+    s.metrics.count(MetricName.PayloadMismatch, 1, byType(job.envelope));
+    log.info(
+      'a message with another payload under a finished job: running it as a new job (onPayloadMismatch new-job)',
+      {
+        ...claimed.newLifeOf,
+      },
+    );
+  }
   if (claimed.wasDeadAt !== undefined) {
     log.info('a fresh send of a dead-lettered key after its deadKeyTtl: running it as a new job', {
       deadAt: claimed.wasDeadAt,

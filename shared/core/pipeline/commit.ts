@@ -3,7 +3,6 @@
 // TransactionInProgressException, store-errors.ts), one bounded read settles it; both the leased commit
 // and the fast path's one-write commit (E12) settle through it. Also the bookkeeping of a completion.
 import { StoreUnavailableError } from '../../errors.ts';
-import type { JobEnvelope } from '../contract/envelope.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type { Effect, FencedWriteResult, JobLease } from '../contract/job-store.ts';
 import { JobStatus } from '../contract/statuses.ts';
@@ -12,7 +11,7 @@ import { boundedSignal } from '../leases/timeout-signal.ts';
 import type { JobLog } from '../observe/job-log.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { inSpan } from '../observe/spans.ts';
-import { byType, byTypeAndWorker, type Job } from './attempt.ts';
+import { byType, byTypeAndWorker, cacheType, type Job } from './attempt.ts';
 import type { Settings } from './settings.ts';
 
 /**
@@ -64,8 +63,14 @@ export async function completedItem(s: Settings, dedupKey: string): Promise<JobI
 }
 
 /** A job this worker committed: the cache, the success metrics and the log line. */
-export function jobCompleted(s: Settings, envelope: JobEnvelope, started: number, log: JobLog): 'completed' {
-  s.cache?.add(envelope.dedupKey, envelope.type);
+export function jobCompleted(
+  s: Settings,
+  job: Pick<Job, 'envelope' | 'payloadHash'>,
+  started: number,
+  log: JobLog,
+): 'completed' {
+  const { envelope } = job;
+  s.cache?.add(envelope.dedupKey, cacheType(job));
   const at = s.now();
   const duration = at - started;
   const jobType = byType(envelope);
@@ -81,7 +86,7 @@ export function jobCompleted(s: Settings, envelope: JobEnvelope, started: number
 /** A refused write, or a read, showed the job COMPLETED by this worker: an earlier commit's answer was lost. */
 export function completedEarlier(s: Settings, job: Job, line: string): 'completed' {
   job.log.info(line);
-  s.cache?.add(job.envelope.dedupKey, job.envelope.type);
+  s.cache?.add(job.envelope.dedupKey, cacheType(job));
   s.metrics.count(MetricName.JobSucceeded, 1, byType(job.envelope));
   return 'completed';
 }

@@ -14,6 +14,7 @@ import type { JobLog } from '../observe/job-log.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import type { MetricsSink } from '../observe/metrics.ts';
 import { inSpan } from '../observe/spans.ts';
+import { noteStoreUnavailable } from '../observe/store-throttle.ts';
 import { type Attempt, byType, type Job } from './attempt.ts';
 import { stopCancelled } from './cancelled.ts';
 import { noteLeaseLost } from './history.ts';
@@ -91,7 +92,7 @@ export class DeadLetterer {
       return { action: 'lease-lost' };
     };
     const keep = async (error: unknown, line: string, action: DeadLetterOutcome['action']) => {
-      if (error instanceof StoreUnavailableError) this.#o.metrics.count(MetricName.StoreUnavailable);
+      if (error instanceof StoreUnavailableError) noteStoreUnavailable(this.#o.metrics, log, error);
       log.warn(line, { error: this.#o.errorText(error) });
       await message.giveBack(this.#o.backoffSeconds(lease.attempts), line);
       return { action };
@@ -224,6 +225,7 @@ function minimalReason(reason: DeadLetterReason, code: string, itemKeepsError: b
     messageId: reason.messageId,
     ...(reason.dedupKey === undefined ? {} : { dedupKey: reason.dedupKey }),
     ...(reason.type === undefined ? {} : { type: reason.type }),
+    ...(reason.payloadHashes === undefined ? {} : { payloadHashes: reason.payloadHashes }),
   };
 }
 
@@ -244,9 +246,11 @@ export function letterRefusedJob(
   job: Job,
   reason: string,
   error: unknown,
+  extra: Pick<DeadLetterReason, 'payloadHashes'> = {},
 ): Promise<DeadLetterOutcome> {
   const { envelope, message, log } = job;
   const letter: DeadLetterReason = {
+    ...extra,
     reason,
     errorClass: errorClass(error),
     errorMessage: o.errorText(error),

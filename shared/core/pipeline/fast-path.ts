@@ -13,10 +13,12 @@ import { namedLeaseLost } from '../model/job-context.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { inSpan } from '../observe/spans.ts';
-import { byType, type Job } from './attempt.ts';
+import { noteStoreUnavailable } from '../observe/store-throttle.ts';
+import { byType, cacheType, type Job } from './attempt.ts';
 import { completedEarlier, completedItem, jobCompleted } from './commit.ts';
 import { jobContext, runAndCommit } from './job-run.ts';
 import type { RecordAction } from './outcome.ts';
+import { mismatchOf } from './payload-mismatch.ts';
 import { actOnRefusal } from './refusal.ts';
 import type { Settings } from './settings.ts';
 
@@ -68,13 +70,15 @@ export async function runFast(
   } finally {
     bound.clear();
   }
-  if (result.ok) return { action: jobCompleted(s, envelope, started, log) };
+  if (result.ok) return { action: jobCompleted(s, job, started, log) };
   // Refused: claim it now rather than hand M back to come round again.
   const { existing } = result;
   if (
     !collides(existing, envelope.type) &&
-    needsLeasedClaim(existing, s.maxAttempts, s.now(), message.identity)
+    (needsLeasedClaim(existing, s.maxAttempts, s.now(), message.identity) ||
+      mismatchOf(s, job, existing)?.kind === 'new-life')
   ) {
+    // A new job of a finished key (onPayloadMismatch 'new-job') too: only the leased claim renews it.
     return { leased: true };
   }
   return { action: await actOnRefusal(s, job, existing) };
@@ -110,7 +114,9 @@ export async function readBeforeFast(
     return undefined;
   }
   if (item.status === JobStatus.Cancelled) return { action: await actOnRefusal(s, job, item) };
-  if (item.status !== JobStatus.Completed) return { leased: true };
+  if (item.status !== JobStatus.Completed || mismatchOf(s, job, item)?.kind === 'new-life') {
+    return { leased: true };
+  }
   copy(true);
   return { action: await actOnRefusal(s, job, item) };
 }
@@ -165,6 +171,7 @@ async function runAndCommitOnce(
               createdAt: envelope.createdAt,
               now: s.now(),
               maxAttempts: s.maxAttempts,
+              ...(job.payloadHash === undefined ? {} : { payloadHash: job.payloadHash }),
             },
             outcome?.result,
             committed,
@@ -200,17 +207,19 @@ async function commitUnknown(s: Settings, job: Job, error: StoreUnavailableError
   const item = await completedItem(s, envelope.dedupKey);
   // Refused, not lost: the key belongs to a job of another type.
   if (item && collides(item, envelope.type)) return actOnRefusal(s, job, item);
+  // Completed by a message of another payload: not this one's copy.
+  if (item && mismatchOf(s, job, item) !== undefined) return actOnRefusal(s, job, item);
   if (item) {
     if (item.owner === s.worker && item.messageId === message.record.messageId) {
       return completedEarlier(s, job, 'the fast commit went through though its answer was lost');
     }
-    s.cache?.add(envelope.dedupKey, envelope.type);
+    s.cache?.add(envelope.dedupKey, cacheType(job));
     log.info('the fast commit answer was lost; another copy completed the job: deleting this copy');
     s.metrics.count(MetricName.DuplicateSkipped, 1, byType(envelope));
     return 'duplicate';
   }
   const delay = s.backoffSeconds(message.receives);
-  s.metrics.count(MetricName.StoreUnavailable);
+  noteStoreUnavailable(s.metrics, log, error);
   s.metrics.count(MetricName.HandBack);
   log.warn('store unavailable at the fast commit; giving the message back', {
     delaySeconds: delay,

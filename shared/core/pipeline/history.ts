@@ -2,6 +2,7 @@
 // dead job are recorded with a request of their own, which may fail without changing the record's
 // outcome: a failure is logged at debug and swallowed.
 import { errorClass } from '../../error-text.ts';
+import type { MismatchEvent } from '../contract/job-history.ts';
 import type { JobItem } from '../contract/job-item.ts';
 import type { JobLease, JobStore } from '../contract/job-store.ts';
 import { boundedSignal } from '../leases/timeout-signal.ts';
@@ -50,5 +51,17 @@ export async function noteDroppedCopy(
 ): Promise<void> {
   await bestEffort('the dropped copy', log, (signal) =>
     store.recordDroppedCopy?.(existing, messageId, now, { signal, ...(life === undefined ? {} : { life }) }),
+  );
+}
+
+/** Records on the job `existing` the `mismatch` event of a message refused for its payload; never throws. */
+export async function noteMismatch(
+  store: JobStore,
+  existing: JobItem,
+  event: MismatchEvent,
+  log: JobLog,
+): Promise<void> {
+  await bestEffort('the payload mismatch', log, (signal) =>
+    store.recordMismatch?.(existing, event, { signal }),
   );
 }

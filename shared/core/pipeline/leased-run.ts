@@ -62,7 +62,7 @@ export async function runLeased(
     await heartbeat.stop();
   }
   // Committed: nothing below may turn the job into a failure.
-  if (!failed) return jobCompleted(s, attempt.envelope, started, log);
+  if (!failed) return jobCompleted(s, attempt, started, log);
   return settleFailure(s, attempt, failure, deadLetterer);
 }
 

@@ -7,6 +7,7 @@ import { StoreUnavailableError } from '../../errors.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
 import { rateLimits } from '../model/rate-limit.ts';
 import { MetricName } from '../observe/metric-names.ts';
+import { noteStoreUnavailable } from '../observe/store-throttle.ts';
 import type { Job } from './attempt.ts';
 import type { DeadLetterer } from './dead-letterer.ts';
 import { bounceForLimit, fifoWaitMs } from './limit-bounce.ts';
@@ -76,7 +77,7 @@ async function limitUnavailable(s: Settings, job: Job, error: unknown): Promise<
   s.metrics.count(MetricName.HandBack);
   const fields = { delaySeconds: delay, error: s.errorText(error) };
   if (error instanceof StoreUnavailableError) {
-    s.metrics.count(MetricName.StoreUnavailable);
+    noteStoreUnavailable(s.metrics, job.log, error);
     job.log.warn(
       'the leases table did not answer a concurrency slot acquire; giving the message back',
       fields,

@@ -15,7 +15,7 @@ import type { AnyJobDefinition } from '../model/job-definition.ts';
 import { JobLog } from '../observe/job-log.ts';
 import { MetricName } from '../observe/metric-names.ts';
 import { contextFromTraceparent, inSpan, SpanKind } from '../observe/spans.ts';
-import { byType, type Job } from './attempt.ts';
+import { byType, cacheType, type Job } from './attempt.ts';
 import { claim, startAttempt } from './claim.ts';
 import { CopyShare } from './copy-share.ts';
 import { DeadLetterer } from './dead-letterer.ts';
@@ -24,6 +24,7 @@ import { checkedPayload } from './job-run.ts';
 import { runLeased } from './leased-run.ts';
 import { withinLimits } from './limit-gate.ts';
 import { outcomeOf, type ProcessOptions, type RecordAction, type RecordOutcome } from './outcome.ts';
+import { hashOfPayload } from './payload-mismatch.ts';
 import { withPayload } from './payload-ref.ts';
 import { RecordMessage } from './record-message.ts';
 import { actOnRefusal } from './refusal.ts';
@@ -142,8 +143,11 @@ export class JobProcessor {
     // its key stays free for a corrected resend. The job's own message is another matter (E13,
     // refused-job.ts): the job it guards ends DEAD with the refusal's reason.
     let payload: unknown;
+    let payloadHash: string | undefined;
     try {
       payload = await checkedPayload(definition, await withPayload(envelope, s.payloads));
+      // Of the payload, not of a claim-check pointer; once a message (payload-mismatch.ts).
+      payloadHash = hashOfPayload(definition, payload);
     } catch (error) {
       if (error instanceof InvalidEnvelopeError) {
         const refusal = { reason: `invalid-${error.problem}`, error };
@@ -166,11 +170,11 @@ export class JobProcessor {
       await message.giveBack(delay, envelope.payloadRef ? 'payload unreadable' : 'payload schema threw');
       return 'retry';
     }
-    const job: Job = { ...parsed, payload };
+    const job: Job = { ...parsed, payload, ...(payloadHash === undefined ? {} : { payloadHash }) };
     if (s.cache) {
       // Known COMPLETED as a job of this type: a copy. (Another type's message misses and is refused by
       // the store as a collision.)
-      if (s.cache.has(envelope.dedupKey, envelope.type)) {
+      if (s.cache.has(envelope.dedupKey, cacheType(job))) {
         s.metrics.count(MetricName.CacheHit);
         s.metrics.count(MetricName.DuplicateSkipped, 1, byType(envelope));
         log.info('duplicate of a completed job (local cache): deleting this copy');

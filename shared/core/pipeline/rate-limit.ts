@@ -7,6 +7,7 @@ import { RATE_ITEM_PREFIX } from '../contract/rate-store.ts';
 import type { AnyJobDefinition, RateLimit } from '../model/job-definition.ts';
 import { rateLimitName, rateLimits } from '../model/rate-limit.ts';
 import { MetricName } from '../observe/metric-names.ts';
+import { noteStoreUnavailable } from '../observe/store-throttle.ts';
 import type { Job } from './attempt.ts';
 import { letterRefusedJob } from './dead-letterer.ts';
 import { bounceForLimit, fifoWaitMs } from './limit-bounce.ts';
@@ -84,7 +85,7 @@ export function rateItemKey(type: string, limit: RateLimit, payload: unknown): s
 async function giveBackUnavailable(s: Settings, job: Job, error: unknown): Promise<RecordAction> {
   const delay = s.backoffSeconds(job.message.receives);
   if (error instanceof StoreUnavailableError) {
-    s.metrics.count(MetricName.StoreUnavailable);
+    noteStoreUnavailable(s.metrics, job.log, error);
     job.log.warn('store unavailable taking a rate permit: job not run; giving the message back', {
       delaySeconds: delay,
       error: s.errorText(error),

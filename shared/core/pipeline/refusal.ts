@@ -10,11 +10,12 @@ import { deadKeyExpired } from '../decisions/history-events.ts';
 import { visibilityForLease } from '../decisions/lease-timing.ts';
 import { sentForAnotherLife } from '../decisions/message-identity.ts';
 import { MetricName } from '../observe/metric-names.ts';
-import { byType, type Job } from './attempt.ts';
+import { byType, cacheType, type Job } from './attempt.ts';
 import { letterRefusedJob } from './dead-letterer.ts';
 import { noteDroppedCopy } from './history.ts';
 import { resendAtReceives } from './limit-bounce.ts';
 import type { RecordAction } from './outcome.ts';
+import { actOnMismatch, mismatchOf } from './payload-mismatch.ts';
 import type { Settings } from './settings.ts';
 
 /** Longest batch: Lambda's (and the local runner's) timeout maximum, 15 min. */
@@ -39,6 +40,8 @@ export async function dropFinishedCopy(s: Settings, job: Job): Promise<RecordAct
     return undefined;
   }
   if (item === undefined || collides(item, job.envelope.type)) return undefined;
+  // A new job of its key (onPayloadMismatch 'new-job') goes on to its claim, which renews the key.
+  if (mismatchOf(s, job, item)?.kind === 'new-life') return undefined;
   const over =
     item.status === JobStatus.Completed ||
     item.status === JobStatus.Cancelled ||
@@ -56,11 +59,14 @@ export async function actOnRefusal(s: Settings, job: Job, existing: JobItem): Pr
     const error = new DedupKeyCollisionError(envelope.type, existing.type);
     return (await letterRefusedJob(s, job, DEDUP_KEY_COLLISION, error)).action;
   }
+  // Not a copy either: a message of another payload (payload-mismatch.ts).
+  const mismatch = mismatchOf(s, job, existing);
+  if (mismatch) return actOnMismatch(s, job, existing, mismatch);
   const decision = decideRefusal(existing, message.identity, s.now());
   const refusal = { status: existing.status, owner: existing.owner, token: existing.token };
   switch (decision.kind) {
     case 'duplicate-completed':
-      s.cache?.add(envelope.dedupKey, envelope.type);
+      s.cache?.add(envelope.dedupKey, cacheType(job));
       s.metrics.count(MetricName.DuplicateSkipped, 1, byType(envelope));
       log.info('duplicate of a completed job: deleting this copy', refusal);
       return 'duplicate';

@@ -17,6 +17,7 @@ import { isOwnMessage, sentForAnotherLife } from '../decisions/message-identity.
 import { boundedSignal } from '../leases/timeout-signal.ts';
 import type { AnyJobDefinition } from '../model/job-definition.ts';
 import { MetricName } from '../observe/metric-names.ts';
+import { noteStoreUnavailable } from '../observe/store-throttle.ts';
 import type { Job } from './attempt.ts';
 import { claim, startAttempt } from './claim.ts';
 import { type DeadLetterer, letterRefusedJob } from './dead-letterer.ts';
@@ -91,7 +92,7 @@ export async function refuseJob(
   } catch (error) {
     // Not knowing whether the item waits for it, the message is kept: it is judged again when it returns.
     const delay = s.backoffSeconds(message.receives);
-    if (error instanceof StoreUnavailableError) s.metrics.count(MetricName.StoreUnavailable);
+    if (error instanceof StoreUnavailableError) noteStoreUnavailable(s.metrics, log, error);
     log.warn('a refused job: the job item could not be read; giving the message back', {
       reason: refusal.reason,
       delaySeconds: delay,

@@ -17,11 +17,23 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { checkUnusedPlaceholders, type Item } from '../dynamodb-expressions.ts';
 import { capacity, returnValues } from './answers.ts';
+import { batchGet } from './batch-get.ts';
 import { consumed, readUnits, type TableTally, Tally, writeUnits } from './capacity.ts';
-import { asSdkError, conditionFailed, metadata, sdkValidationException } from './errors.ts';
+import { asSdkError, conditionFailed, metadata, partitionThrottled, transactionThrottled } from './errors.ts';
 import { afterLatency, DynamoDbFaults } from './faults.ts';
 import { applyWrite, ConditionRefusal, type PlannedWrite, planWrite, type WriteKind } from './item-ops.ts';
 import { checkValues } from './marshalling.ts';
+import {
+  type PartitionCharge,
+  type PartitionLimitOptions,
+  PartitionLimits,
+  partitionOf,
+  queryCharge,
+  read,
+  refusalCharge,
+  throttlingReason,
+  writeCharges,
+} from './partition-limits.ts';
 import { projectionPaths, projectPaths } from './projection.ts';
 import { query, type ReadInput, scan } from './query-scan.ts';
 import { Table, type TableSchema } from './tables.ts';
@@ -47,6 +59,12 @@ export interface InMemoryDynamoDbOptions {
    * the items. @default none
    */
   readonly onWrite?: (write: LandedWrite) => void;
+  /**
+   * DynamoDB's per-partition throughput limit (1,000 write and 3,000 read units a second per partition
+   * key value of a table or index, by a clock of its own or `now`): a request over it is throttled as
+   * DynamoDB throttles a hot key. Scans are not limited. @default no limit
+   */
+  readonly partitionLimits?: PartitionLimitOptions | true;
 }
 
 /** A write that landed, as {@link InMemoryDynamoDbOptions.onWrite} is told of it. */
@@ -95,6 +113,8 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
   readonly #sent = new WeakMap<object, Input>();
   /** Injected failures and delays at the request boundary. */
   readonly faults = new DynamoDbFaults();
+  /** The per-partition limit's buckets and throttles (`throttles()`), when it was asked for. */
+  readonly partitions: PartitionLimits | undefined;
 
   constructor(options: InMemoryDynamoDbOptions) {
     super(lowLevel(), { marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false } });
@@ -102,6 +122,15 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     this.#now = options.now ?? Date.now;
     this.#latencyMs = options.latencyMs ?? 0;
     this.#onWrite = options.onWrite;
+    const limits = options.partitionLimits;
+    this.partitions =
+      limits === undefined ? undefined : new PartitionLimits(limits === true ? {} : limits, this.#now);
+  }
+
+  /** Takes a request's units from its partitions, or throws as DynamoDB throttles a hot key. */
+  #admit(charges: () => PartitionCharge[]): void {
+    const over = this.partitions?.take(charges());
+    if (over) throw partitionThrottled(throttlingReason(over));
   }
 
   /** Requests and capacity so far, by table name. */
@@ -232,6 +261,13 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     const item = table.items.get(table.keyOf(input.Key as Item));
     const consistent = input.ConsistentRead === true;
     const units = { read: readUnits(item ? storedBytes(item) : 0, consistent) };
+    this.#admit(() => [
+      {
+        table: table.schema.name,
+        partition: partitionOf(table, input.Key as Item) as string,
+        ...read(units),
+      },
+    ]);
     this.#tally.add(table.schema.name, 'GetCommand', units);
     const projection = input.ProjectionExpression as string | undefined;
     const names = { names: input.ExpressionAttributeNames as Record<string, string> | undefined };
@@ -252,12 +288,14 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     try {
       planned = planWrite(table, kind, input);
     } catch (error) {
+      if (error instanceof ConditionRefusal) this.#admit(() => refusalCharge(table, input));
       this.#tally.add(table.schema.name, command, { write: 1 });
       if (error instanceof ConditionRefusal) {
         throw conditionFailed(error.old, input.ReturnValuesOnConditionCheckFailure === 'ALL_OLD');
       }
       throw asSdkError(error);
     }
+    this.#admit(() => writeCharges([planned], false));
     applyWrite(planned);
     this.#onWrite?.({ operation, command, input: this.#sent.get(input) ?? input, writes: [planned] });
     const { old, next } = planned;
@@ -277,7 +315,14 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
     const items = input.TransactItems as TransactItem[] | undefined;
     let done: ReturnType<typeof transactWrite>;
     try {
-      done = transactWrite(items, (name) => this.#table(name));
+      done = transactWrite(
+        items,
+        (name) => this.#table(name),
+        (writes) => {
+          const over = this.partitions?.take(writeCharges(writes, true));
+          if (over) throw transactionThrottled(writes.length, over.action ?? 0);
+        },
+      );
     } catch (error) {
       for (const table of new Set((items ?? []).map((i) => tableOfAction(i)))) {
         if (table && this.#tables.has(table)) this.#tally.add(table, 'TransactWriteCommand', { write: 2 });
@@ -307,45 +352,7 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
   }
 
   #batchGet(input: Input): unknown {
-    const requests = (input.RequestItems ?? {}) as Record<
-      string,
-      { Keys?: Item[]; ConsistentRead?: boolean }
-    >;
-    const keys = Object.values(requests).reduce((n, r) => n + (r.Keys?.length ?? 0), 0);
-    if (keys > 100) {
-      throw sdkValidationException(
-        "1 validation error detected: Value at 'requestItems' failed to satisfy constraint: Member must have length less than or equal to 100",
-      );
-    }
-    for (const [name, request] of Object.entries(requests)) {
-      const table = this.#table(name);
-      const texts = (request.Keys ?? []).map((key) => table.keyOf(key));
-      if (new Set(texts).size !== texts.length) {
-        throw sdkValidationException('Provided list of item keys contains duplicates');
-      }
-    }
-    const responses: Record<string, Item[]> = {};
-    const capacities: Record<string, unknown>[] = [];
-    for (const [name, request] of Object.entries(requests)) {
-      const table = this.#table(name);
-      const found: Item[] = [];
-      let units = 0;
-      for (const key of request.Keys ?? []) {
-        const item = table.items.get(table.keyOf(key));
-        units += readUnits(item ? storedBytes(item) : 0, request.ConsistentRead === true);
-        if (item) found.push(copy(item));
-      }
-      this.#tally.add(name, 'BatchGetCommand', { read: units });
-      responses[name] = found;
-      capacities.push(consumed(name, { read: units }, input.ReturnConsumedCapacity));
-    }
-    const mode = input.ReturnConsumedCapacity;
-    return {
-      $metadata: metadata(),
-      Responses: responses,
-      UnprocessedKeys: {},
-      ...(mode && mode !== 'NONE' ? { ConsumedCapacity: capacities } : {}),
-    };
+    return batchGet(input, (name) => this.#table(name), this.#tally, this.partitions);
   }
 
   #read(input: Input, command: 'QueryCommand' | 'ScanCommand'): unknown {
@@ -357,8 +364,9 @@ export class InMemoryDynamoDb extends DynamoDBDocumentClient {
       throw asSdkError(error);
     }
     const units = { read: readUnits(page.bytes, input.ConsistentRead === true) };
+    if (page.partition) this.#admit(() => queryCharge(table, input, page.partition as Item, units));
     this.#tally.add(table.schema.name, command, units);
-    const { bytes: _bytes, ...answer } = page;
+    const { bytes: _bytes, partition: _partition, ...answer } = page;
     if (input.Select === 'COUNT') delete (answer as { Items?: unknown }).Items;
     return {
       $metadata: metadata(),

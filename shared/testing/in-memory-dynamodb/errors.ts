@@ -109,6 +109,41 @@ export function throttled(): ProvisionedThroughputExceededException {
   });
 }
 
+/**
+ * A partition over its throughput (partition-limits.ts): DynamoDB's on-demand and provisioned tables
+ * both answer a hot key with ProvisionedThroughputExceededException and a `KeyRangeThroughputExceeded`
+ * throttling reason naming the table or index
+ * (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_ThrottlingReason.html).
+ */
+export function partitionThrottled(reason: {
+  readonly reason: string;
+  readonly resource: string;
+}): ProvisionedThroughputExceededException {
+  return unstacked(
+    () =>
+      new ProvisionedThroughputExceededException({
+        message:
+          'Throughput exceeds the current capacity for one or more partitions of your table or index: check for a hot key',
+        $metadata: metadata(400),
+        ThrottlingReasons: [{ ...reason }],
+      }),
+  );
+}
+
+/** A transaction one of whose items' partitions is over its throughput: `ThrottlingError` on that action. */
+export function transactionThrottled(actions: number, throttledAction: number): TransactionCanceledException {
+  return transactionCanceled(
+    Array.from({ length: actions }, (_, i) =>
+      i === throttledAction
+        ? {
+            Code: 'ThrottlingError',
+            Message: 'Throughput exceeds the current capacity of your table or index: check for a hot key',
+          }
+        : { Code: 'None' },
+    ),
+  );
+}
+
 /** A 500 from DynamoDB: the default injected fault (guardStore calls it StoreUnavailableError). */
 export function internalError(): InternalServerError {
   return new InternalServerError({

@@ -59,6 +59,8 @@ function isPlain(v: unknown): boolean {
       if (Array.isArray(v)) return v.every(isPlain);
       const proto = Object.getPrototypeOf(v);
       if (proto !== Object.prototype && proto !== null) return false;
+      // marshall tells a map by its `constructor`: an own field of that name makes it a class instance.
+      if (Object.hasOwn(v, 'constructor')) return false;
       for (const key in v) if (!isPlain((v as Input)[key])) return false;
       return true;
     }

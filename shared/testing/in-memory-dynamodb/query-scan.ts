@@ -39,6 +39,8 @@ export interface ReadPage {
   readonly ScannedCount: number;
   readonly LastEvaluatedKey?: Item;
   readonly bytes: number;
+  /** A query's partition key value (of the table or index), read from its first matching item. */
+  readonly partition?: Item;
 }
 
 /** What one Query or Scan page reads at most. */
@@ -70,9 +72,10 @@ export function query(table: Table, input: ReadInput): ReadPage {
     compareKeys(sortKey, a, b) || compareText(table.keyOfItem(a), table.keyOfItem(b));
   candidates.sort(order);
   if (!forward) candidates.reverse();
-  return page(table, index, candidates, input, placeholders, (item, start) =>
+  const read = page(table, index, candidates, input, placeholders, (item, start) =>
     forward ? order(item, start) > 0 : order(item, start) < 0,
   );
+  return candidates[0] === undefined ? read : { ...read, partition: candidates[0] };
 }
 
 /** One Scan page, in key order. */

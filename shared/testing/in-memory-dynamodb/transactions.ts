@@ -43,11 +43,13 @@ export interface TransactionDone {
 
 /**
  * Runs one transaction. Throws DynamoDB's ValidationException for a request it refuses as a whole, or a
- * TransactionCanceledException; applies every action otherwise.
+ * TransactionCanceledException; applies every action otherwise. `admit` sees the planned writes before
+ * any is applied and may refuse them all by throwing (a partition over its throughput).
  */
 export function transactWrite(
   items: readonly TransactItem[] | undefined,
   tableOf: (name: string | undefined) => Table,
+  admit?: (writes: readonly PlannedWrite[]) => void,
 ): TransactionDone {
   const list = items ?? [];
   if (list.length === 0 || list.length > MAX_TRANSACTION_ACTIONS) {
@@ -88,6 +90,7 @@ export function transactWrite(
     }
   }
   if (cancelled) throw transactionCanceled(reasons);
+  admit?.(writes);
   for (const write of writes) applyWrite(write);
   return { writes };
 }

@@ -124,4 +124,39 @@ describe('Function: redrive, its message late across a dead key reset', () => {
     await runUntil(key, JobStatus.RetryWait, 2);
     expect(runs.filter((r) => r.key === key).map((r) => r.v)).toEqual([1, 1, 2, 2]);
   }, 90_000);
+
+  it("after a dead key's reset sends the key's new life, skips the older life's letter, and its message runs the newer job", async () => {
+    // Prepare: life 0 (v1) dies; past the TTL a fresh send (v2) resets the key (life 1) and dies too.
+    const key = uniqueName('lives');
+    await sendJob(env, { dedupKey: key, type: TYPE, payload: { key, mode: 'die', v: 1 } });
+    await runUntil(key, JobStatus.Dead, 1);
+    await sleep(2_100);
+    await sendJob(env, { dedupKey: key, type: TYPE, payload: { key, mode: 'die', v: 2 } });
+    await eventually(async () => {
+      await worker().poll(1);
+      return (await worker().store.get(key))?.life === 1;
+    }, 20_000);
+    await runUntil(key, JobStatus.Dead, 1);
+
+    // Act: both letters are the key's; the redrive reads the item's life
+    const report = await redrive(target(), { filter: { dedupKey: key }, by: 'test' });
+    const [sent] = await hold(key, 30);
+
+    // Assess: v1's letter stays (a newer job holds the key), v2's goes back for life 1 and runs it
+    expect(report).toMatchObject({ redriven: 1 });
+    expect(report.items.map((i) => i.outcome).sort()).toEqual(['redriven', 'skipped']);
+    expect(report.items.find((i) => i.outcome === 'skipped')).toMatchObject({ skip: 'newer-job' });
+    expect(parseEnvelope(sent?.Body ?? '').payload).toMatchObject({ v: 2 });
+    expect(sent?.MessageAttributes?.['leaseq-life']?.StringValue).toBe('1');
+    await env.clients.sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: env.queueUrl,
+        ReceiptHandle: sent?.ReceiptHandle ?? '',
+        VisibilityTimeout: 0,
+      }),
+    );
+    await runUntil(key, JobStatus.Dead, 1);
+    expect(runs.filter((r) => r.key === key).map((r) => r.v)).toEqual([1, 2, 2]);
+    expect((await worker().store.get(key))?.life).toBe(1);
+  }, 90_000);
 });

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import ledgerJobs from '../../../examples/ledger/jobs.ts';
 import { DynamoDbJobStore } from '../../../shared/core/adapters/dynamodb-job-store.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
+import { hashOfPayload } from '../../../shared/core/pipeline/payload-mismatch.ts';
 import {
   type CoreEnv,
   coreEnv,
@@ -188,6 +189,12 @@ describe('leaseq ui: find, see, fix', () => {
       `Job ${deadKey} was redriven with the edited payload.`,
     );
 
+    // The reset stores the edit's payload hash, so a copy of the old body that claims first cannot get
+    // the edit dead-lettered as another payload (payload-mismatch).
+    const credit = ledgerJobs.get('ledger.credit');
+    expect((await store.get(deadKey))?.payloadHash).toBe(
+      credit && hashOfPayload(credit, { account, amount: 7 }),
+    );
     // It runs with the new payload and completes: the account holds 7.
     await drain(makeWorker(env, ledgerJobs, { worker: 'w-after', maxAttempts: 3 }));
     expect((await store.get(deadKey))?.status).toBe(JobStatus.Completed);

@@ -69,6 +69,21 @@ describe('Logic: which target a command acts on', () => {
     await expect(choose({ endpoint: 'not a url' }, {})).rejects.toThrow(/is not a URL/);
   });
 
+  it('names an endpoint that is not a URL without the password written into it', async () => {
+    for (const [flags, env] of [
+      [{ endpoint: 'http://ops:s3cr3t@127.0.0.1:45x66' }, {}],
+      [{}, { AWS_ENDPOINT_URL: 'http://ops:s3cr3t@127.0.0.1:45x66' }],
+    ] as const) {
+      const refused = await choose(flags, env, never).then(
+        () => 'chosen',
+        (error: Error) => error.message,
+      );
+      expect(refused).toBe(
+        'endpoint "http://***@127.0.0.1:45x66" is not a URL (expected e.g. http://127.0.0.1:4566)',
+      );
+    }
+  });
+
   it('acts on AWS only with --aws and a region, and says where the credentials come from', async () => {
     await expect(choose({ aws: true }, {}, never)).rejects.toThrow(
       '--aws needs a region: pass --region <region> or set AWS_REGION',

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -41,5 +41,42 @@ describe('Class: WorkerPool logs', () => {
     expect(mode(join(logDir, 'w1.log')).toString(8)).toBe('600');
     expect(mode(fresh).toString(8)).toBe('700');
     expect(mode(join(fresh, 'n1.log')).toString(8)).toBe('600');
+  });
+
+  test('writes its target endpoint into the metrics file without the password written into it', async () => {
+    // Prepare
+    const root = mkdtempSync(join(tmpdir(), 'leaseq-metrics-'));
+    dirs.push(root);
+    const metricsFile = join(root, 'metrics', 'workers-1.json');
+    const pool = new WorkerPool({
+      count: 1,
+      env: {},
+      jobsModule: join(root, 'missing-jobs.ts'),
+      logDir: join(root, 'logs'),
+      metricsFile,
+      metricsTarget: { endpoint: 'http://ops:s3cr3t@127.0.0.1:4566', queueArn: 'arn:aws:sqs:us-east-1:0:q' },
+    });
+
+    // Act: the pool writes the file every 2 s while it runs
+    await pool.start();
+    let written = '';
+    for (let waited = 0; written === '' && waited < 5000; waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      written = (() => {
+        try {
+          return readFileSync(metricsFile, 'utf8');
+        } catch {
+          return '';
+        }
+      })();
+    }
+    await pool.stop(1000);
+
+    // Assess
+    expect(written).not.toContain('s3cr3t');
+    expect(JSON.parse(written).target).toEqual({
+      endpoint: 'http://***@127.0.0.1:4566',
+      queueArn: 'arn:aws:sqs:us-east-1:0:q',
+    });
   });
 });

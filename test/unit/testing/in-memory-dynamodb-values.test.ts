@@ -1,4 +1,5 @@
 import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
 import type { Effect } from '../../../shared/core/contract/job-store.ts';
 import { JobStatus } from '../../../shared/core/contract/statuses.ts';
@@ -218,6 +219,47 @@ describe('Values lib-dynamodb will not send', () => {
     expect(client.items('t')).toEqual([]);
     await client.send(setTo(2n ** 60n));
     expect(client.items('t')[0]?.s).toBe(2n ** 60n);
+  });
+
+  // The document client takes a map for a class instance when its `constructor` is not Object's, and an
+  // own attribute named `constructor` (a payload's or a result's field, JSON.parse keeps it) hides Object's.
+  it('refuses or takes each odd value as lib-dynamodb marshall does (a map with a constructor field too)', async () => {
+    const options = { removeUndefinedValues: true, convertClassInstanceToMap: false } as const;
+    const cases: Record<string, unknown> = {
+      'a constructor field': { constructor: 'Acme' },
+      'a constructor field, parsed': JSON.parse('{"n":{"constructor":"Acme"}}'),
+      'a constructor field in a list': [{ constructor: 1 }],
+      'a constructor field that is null': { constructor: null },
+      'a null-prototype map': Object.assign(Object.create(null), { x: 1 }),
+      'a null-prototype map with a constructor field': Object.assign(Object.create(null), {
+        constructor: 'x',
+      }),
+      '-0': -0,
+      'a sparse list': new Array<number>(3).fill(1, 0, 1).fill(2, 2),
+      'undefined in a list': [1, undefined],
+      'undefined in a map': { a: undefined },
+      'a toJSON method': { toJSON: () => 1 },
+      'a Map': new Map([['x', 1]]),
+      'a Date': new Date(0),
+      'a Buffer': Buffer.from('x'),
+    };
+    for (const [name, value] of Object.entries(cases)) {
+      const marshalled = (() => {
+        try {
+          marshall({ ':x': value }, options);
+          return 'taken';
+        } catch (error) {
+          return `refused: ${(error as Error).message}`;
+        }
+      })();
+      const sent = await doc()
+        .send(setTo(value))
+        .then(
+          () => 'taken',
+          (error: Error) => `refused: ${error.message}`,
+        );
+      expect({ name, sent }).toEqual({ name, sent: marshalled });
+    }
   });
 
   it('stores a bigint as DynamoDB does: a small one reads back as a number, and keys it by value', async () => {

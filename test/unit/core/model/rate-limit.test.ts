@@ -28,11 +28,14 @@ describe('Option: rateLimit', () => {
   it.each([
     [
       { limit: 0, perSeconds: 1 },
-      'job type a.bad: rateLimit.limit must be a whole number from 1 to 1000, received 0',
+      'job type a.bad: rateLimit.limit must be a whole number from 1 to 100000, received 0',
     ],
-    [{ limit: 2.5, perSeconds: 1 }, 'rateLimit.limit must be a whole number from 1 to 1000, received 2.5'],
-    [{ limit: 1001, perSeconds: 1 }, 'received 1001'],
-    [{ limit: '5', perSeconds: 1 }, 'rateLimit.limit must be a whole number from 1 to 1000, received string'],
+    [{ limit: 2.5, perSeconds: 1 }, 'rateLimit.limit must be a whole number from 1 to 100000, received 2.5'],
+    [{ limit: 100_001, perSeconds: 1 }, 'received 100001'],
+    [
+      { limit: '5', perSeconds: 1 },
+      'rateLimit.limit must be a whole number from 1 to 100000, received string',
+    ],
     [
       { limit: 5, perSeconds: 0 },
       'rateLimit.perSeconds must be a number of seconds above 0 and at most 86400 (a day), received 0',
