@@ -336,6 +336,46 @@ describe('Plain bodies where they meet the protocol (emulator)', () => {
     expect((await worker.store.get(key))?.status).toBe(JobStatus.Completed);
   }, 60_000);
 
+  it("a producer's re-send whose body differs is a payload mismatch unless payloadHash leaves the difference out", async () => {
+    // Prepare: two types on two stacks' worth of keys; the producer stamps every send with its time.
+    const strict = uniqueName('t_strict');
+    const loose = uniqueName('t_loose');
+    const runs: string[] = [];
+    const jobOf = (type: string, payloadHash?: (p: { id: string }) => unknown) =>
+      defineJob({
+        type,
+        payload: z.object({ id: z.string(), sentAt: z.string() }),
+        ...(payloadHash ? { payloadHash } : {}),
+        async run(ctx) {
+          runs.push(ctx.dedupKey);
+          return { result: 'ok' };
+        },
+      });
+    const registry = JobRegistry.of([jobOf(strict), jobOf(loose, (p) => p.id)], {
+      plainBodies: { type: { path: 'kind' }, key: 'id' },
+    });
+    const worker = makeWorker(env, registry);
+    const [a, b] = [uniqueName('pa'), uniqueName('pb')];
+    for (const [kind, id] of [
+      [strict, a],
+      [loose, b],
+    ] as const) {
+      await sendRaw(env, JSON.stringify({ kind, id, sentAt: '2026-12-03T10:00:00Z' }));
+      expect(await drain(env, worker)).toBe(true);
+      // The producer's retry after a timeout: the same order, stamped again.
+      await sendRaw(env, JSON.stringify({ kind, id, sentAt: '2026-12-03T10:00:05Z' }));
+      expect(await drain(env, worker)).toBe(true);
+    }
+
+    // Assess: each ran once; the strict type's re-send is lettered payload-mismatch, the loose one's dropped.
+    expect(runs).toEqual([a, b]);
+    const letters = (await receiveAll(env, env.dlqUrl, 30, 2)).map((m) =>
+      readDeadLetterAttributes(m.MessageAttributes),
+    );
+    expect(letters).toEqual([expect.objectContaining({ reason: 'payload-mismatch', dedupKey: a })]);
+    expect(worker.metrics.get(MetricName.DuplicateSkipped)).toBe(1);
+  }, 60_000);
+
   it('a dead key past its deadKeyTtl runs a fresh plain send as a new job', async () => {
     const type = uniqueName('t_deadkey');
     const runs: string[] = [];
