@@ -52,11 +52,22 @@ export const BODY_PROBLEMS: readonly EnvelopeProblem[] = ['not-json', 'bad-schem
 /** The message body is not a job leaseq can run: dead-lettered at once, never retried. */
 export class InvalidEnvelopeError extends LeaseqError {
   readonly problem: EnvelopeProblem;
+  /**
+   * A plain body's refusal: what was read of the job before it (the type, then the dedup key). Its dead
+   * letter carries these, never a `dedupKey` field of the producer's own body.
+   */
+  readonly plainJob?: { readonly type?: string; readonly dedupKey?: string };
 
-  constructor(problem: EnvelopeProblem, message: string, cause?: unknown) {
+  constructor(
+    problem: EnvelopeProblem,
+    message: string,
+    cause?: unknown,
+    plainJob?: { readonly type?: string; readonly dedupKey?: string },
+  ) {
     super(message, { retryable: false, cause });
     this.name = 'InvalidEnvelopeError';
     this.problem = problem;
+    if (plainJob !== undefined) this.plainJob = plainJob;
   }
 }
 

@@ -142,6 +142,9 @@ function bodyHint(body: string): { dedupKey?: string; type?: string } {
     const raw: unknown = JSON.parse(body);
     if (typeof raw !== 'object' || raw === null) return {};
     const record = raw as Record<string, unknown>;
+    // Only an envelope's (or a broken envelope's) fields: a plain body's own `type` is the producer's, not a
+    // job type (docs/envelope.md, "Plain bodies"), and `dedupKey` is the field only envelopes carry.
+    if (typeof record.dedupKey !== 'string') return {};
     return {
       ...(typeof record.dedupKey === 'string' ? { dedupKey: record.dedupKey } : {}),
       ...(typeof record.type === 'string' ? { type: record.type } : {}),

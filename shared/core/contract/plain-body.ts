@@ -19,10 +19,9 @@ import {
   type JobEnvelope,
   parseEnvelope,
 } from './envelope.ts';
+import { carrierId, defaultKey, PLAIN_UNWRAPS, type PlainUnwrap, unwrapped } from './plain-carriers.ts';
 
-/** The carriers whose notification {@link PlainBodies.unwrap} takes off before the paths are read. */
-export const PLAIN_UNWRAPS = ['sns', 'eventbridge', 's3'] as const;
-export type PlainUnwrap = (typeof PLAIN_UNWRAPS)[number];
+export { PLAIN_UNWRAPS, type PlainUnwrap } from './plain-carriers.ts';
 
 /** What a key or payload function is given beside the document: the job's type and the carrier's notification. */
 export interface PlainJobContext {
@@ -57,9 +56,9 @@ export interface PlainBodies {
     | { readonly path: string }
     | ((document: unknown, context: Omit<PlainJobContext, 'type'>) => string);
   /**
-   * The dedup key: a path or function ({@link PlainKey}), or per type a map of those. A string or number it
-   * selects is the key (a number as its JSON text); it must be 1-256 printable ASCII characters.
-   * @default none, required; except `s3`: `s3:<bucket>/<object key>@<sequencer>`, and `eventbridge`: the event's `id`
+   * The dedup key: a path or function ({@link PlainKey}), or per type a map of those. A string or whole number
+   * (within 2^53) it selects is the key (a number as its JSON text); it must be 1-256 printable ASCII characters.
+   * @default none, required; except `s3`: `s3:<bucket>/<object key>@<sequencer>` (a long object key as `#<its SHA-256>`), and `eventbridge`: the event's `id`
    */
   readonly key?: PlainKey | Readonly<Record<string, PlainKey>>;
   /** The job's payload: a path into the document, or a function of it. @default the whole document */
@@ -80,8 +79,12 @@ export interface PlainMessage {
   readonly sentAt?: number | undefined;
 }
 
-const refuse = (problem: 'plain-key' | 'plain-type' | 'plain-shape', message: string, cause?: unknown) =>
-  new InvalidEnvelopeError(problem, `plain body: ${message}`, cause);
+const refuse = (
+  problem: 'plain-key' | 'plain-type' | 'plain-shape',
+  message: string,
+  cause?: unknown,
+  read: { readonly type?: string; readonly dedupKey?: string } = {},
+) => new InvalidEnvelopeError(problem, `plain body: ${message}`, cause, read);
 
 function causeText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -151,80 +154,19 @@ function readerOf<C>(name: string, option: string | ((d: unknown, c: C) => unkno
   }
 }
 
-/** Each carrier's shape (what tells its notification apart) and what it carries. */
-const CARRIERS: Readonly<
-  Record<PlainUnwrap, { readonly is: (o: Record<string, unknown>) => boolean; readonly shape: string }>
-> = {
-  sns: {
-    is: (o) => o.Type === 'Notification' && typeof o.Message === 'string',
-    shape: 'an SNS notification {Type: "Notification", Message}',
-  },
-  eventbridge: {
-    is: (o) => typeof o['detail-type'] === 'string' && typeof o.source === 'string' && 'detail' in o,
-    shape: 'an EventBridge event {source, detail-type, detail}',
-  },
-  s3: {
-    is: (o) => Array.isArray(o.Records) || o.Event === 's3:TestEvent',
-    shape: 'an S3 event notification {Records: [one record]}',
-  },
-};
-
-/** The carrier's notification off (the first of `unwraps` whose shape the body has), or the refusal. */
-function unwrapped(
-  unwraps: readonly PlainUnwrap[],
-  raw: unknown,
-): { document: unknown; wrapper: unknown; carrier?: PlainUnwrap } {
-  if (unwraps.length === 0) return { document: raw, wrapper: raw };
-  const o =
-    typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
-  const carrier = unwraps.find((c) => CARRIERS[c].is(o));
-  if (carrier === undefined) {
-    const shapes = unwraps.map((c) => CARRIERS[c].shape).join(' or ');
-    throw refuse('plain-shape', `expected ${shapes} (unwrap: ${unwraps.join(', ')})`);
-  }
-  return { document: carried(carrier, o), wrapper: raw, carrier };
-}
-
-function carried(carrier: PlainUnwrap, o: Record<string, unknown>): unknown {
-  if (carrier === 'sns') {
-    try {
-      return JSON.parse(o.Message as string);
-    } catch (error) {
-      throw refuse('plain-shape', "the SNS notification's Message is not JSON (unwrap: sns)", error);
-    }
-  }
-  if (carrier === 'eventbridge') return o.detail;
-  if (o.Event === 's3:TestEvent') {
-    throw refuse(
-      'plain-shape',
-      'an S3 test event (s3:TestEvent), sent when the notification was set up: no job',
-    );
-  }
-  const records = o.Records as unknown[];
-  if (records.length !== 1) {
-    throw refuse(
-      'plain-shape',
-      `the S3 notification holds ${records.length} records; leaseq runs one job per message (unwrap: s3)`,
-    );
-  }
-  return records[0];
-}
-
-const S3_BUCKET = compileBodyPath('s3.bucket.name');
-const S3_OBJECT = compileBodyPath('s3.object.key');
-const S3_SEQUENCER = compileBodyPath('s3.object.sequencer');
-
-/** The default key of a carried body: an S3 object event's, an EventBridge event's id. */
-function defaultKey(document: unknown, { carrier, wrapper }: PlainJobContext): unknown {
-  if (carrier === 'eventbridge') return (wrapper as { id?: unknown }).id;
-  const [b, k, s] = [S3_BUCKET.read(document), S3_OBJECT.read(document), S3_SEQUENCER.read(document)];
-  if (typeof b !== 'string' || typeof k !== 'string' || typeof s !== 'string') return undefined;
-  return `s3:${b}/${k}@${s}`;
-}
-
-/** The key's text: a string, or a finite number's JSON text; else the refusal. */
+/**
+ * The key's text: a string, or a whole number's (within 2^53) JSON text; else the refusal. A number past
+ * 2^53 or with a fraction may not be the one the producer wrote (JSON.parse rounds 2^53 + 1 to 2^53): two
+ * orders would share one key and the second be dropped as a copy, so it is refused rather than rounded.
+ */
 function keyText(value: unknown, what: string): string {
-  const text = typeof value === 'number' && Number.isFinite(value) ? JSON.stringify(value) : value;
+  if (typeof value === 'number' && !Number.isSafeInteger(value)) {
+    throw refuse(
+      'plain-key',
+      `${what} selects a number that is not a whole number within 2^53, which JSON may not hold exactly; send it as a string`,
+    );
+  }
+  const text = typeof value === 'number' ? JSON.stringify(value) : value;
   if (text === undefined) throw refuse('plain-key', `${what} selects nothing`);
   if (typeof text !== 'string') {
     throw refuse(
@@ -239,6 +181,23 @@ function keyText(value: unknown, what: string): string {
     );
   }
   return text;
+}
+
+/** The dedup key read by the type's key reader; its refusals carry the type already read. */
+function keyOf(keys: (type: string) => KeyReader, document: unknown, context: PlainJobContext): string {
+  try {
+    const key = keys(context.type);
+    let value: unknown;
+    try {
+      value = key.read(document, context);
+    } catch (error) {
+      throw refuse('plain-key', `the key function threw: ${causeText(error)}`, error);
+    }
+    return keyText(value, key.what);
+  } catch (error) {
+    if (!(error instanceof InvalidEnvelopeError)) throw error;
+    throw new InvalidEnvelopeError(error.problem, error.message, error.cause, { type: context.type });
+  }
 }
 
 /**
@@ -277,22 +236,22 @@ export function compilePlainBodies(config: PlainBodies, types: readonly string[]
           'the type read from the body is not a job type (letters, digits and . _ : -)',
         );
       }
-      if (!isKnownType(type))
-        throw new InvalidEnvelopeError('unknown-type', `job type ${type} is not registered`);
-      const context: PlainJobContext = { type, ...carriedBy };
-      const key = keys(type);
-      let value: unknown;
-      try {
-        value = key.read(document, context);
-      } catch (error) {
-        throw refuse('plain-key', `the key function threw: ${causeText(error)}`, error);
+      if (!isKnownType(type)) {
+        throw new InvalidEnvelopeError('unknown-type', `job type ${type} is not registered`, undefined, {
+          type,
+        });
       }
-      const dedupKey = keyText(value, key.what);
+      const context: PlainJobContext = { type, ...carriedBy };
+      const dedupKey = keyOf(keys, document, context);
       let payload: unknown;
       try {
         payload = payloadOf(document, context);
       } catch (error) {
-        throw refuse('plain-shape', `the payload function threw: ${causeText(error)}`, error);
+        // Key and type were read: the letter carries them, so a redrive --payload-file can correct it.
+        throw refuse('plain-shape', `the payload function threw: ${causeText(error)}`, error, {
+          type,
+          dedupKey,
+        });
       }
       const id = carrierId(carrier, wrapper) ?? message.messageId;
       return {
@@ -385,11 +344,4 @@ function keyReaders(
     if (reader === undefined) throw refuse('plain-key', `plainBodies.key names no key for job type ${type}`);
     return reader;
   };
-}
-
-/** The carrier's own id (SNS MessageId, EventBridge id), kept as the envelope id; else the SQS message's. */
-function carrierId(carrier: PlainUnwrap | undefined, wrapper: unknown): string | undefined {
-  if (carrier !== 'sns' && carrier !== 'eventbridge') return undefined;
-  const id = (wrapper as Record<string, unknown>)[carrier === 'sns' ? 'MessageId' : 'id'];
-  return typeof id === 'string' ? id : undefined;
 }

@@ -166,7 +166,9 @@ export class DeadLetterer {
   async unclaimed(message: RecordMessage, error: unknown, log: JobLog): Promise<DeadLetterOutcome> {
     const { record } = message;
     const problem = error instanceof InvalidEnvelopeError ? error.problem : 'bad-schema';
-    const hint = dedupKeyHint(record.body);
+    // A plain body's refusal names what was read of the job; a field of the producer's body is no key.
+    const plain = error instanceof InvalidEnvelopeError ? error.plainJob : undefined;
+    const hint = plain ? plain.dedupKey : dedupKeyHint(record.body);
     const reason: DeadLetterReason = {
       reason: `invalid-${problem}`,
       errorClass: errorClass(error),
@@ -175,6 +177,7 @@ export class DeadLetterer {
       worker: this.#o.worker,
       messageId: record.messageId,
       ...(hint === undefined ? {} : { dedupKey: hint }),
+      ...(plain?.type === undefined ? {} : { type: plain.type }),
     };
     return letterUnrun(this.#o, message, reason, log, 'bad message');
   }

@@ -82,6 +82,27 @@ describe('Function: toDeadLetter', () => {
     });
     expect(toDeadLetter({ MessageId: 'm-3', Body: 'not json' })).not.toHaveProperty('dedupKey');
   });
+
+  it("takes no job type from a plain body's own type field (docs/envelope.md, Plain bodies)", () => {
+    // A producer's own JSON, moved by SQS's redrive (a Powertools-era letter) or refused invalid-plain-key:
+    // its `type` is the producer's, not a job type, and a `dlq redrive --type` must not be matched by it.
+    const plain = JSON.stringify({ type: 'order.created', orderId: 'o-1' });
+    expect(toDeadLetter({ MessageId: 'm-4', Body: plain })).not.toHaveProperty('type');
+    const refused = toDeadLetter({
+      MessageId: 'm-5',
+      Body: plain,
+      MessageAttributes: deadLetterAttributes({
+        reason: 'invalid-plain-key',
+        errorClass: 'InvalidEnvelopeError',
+        errorMessage: 'plain body: the key path id selects nothing',
+        attempts: 0,
+        worker: 'w-1',
+        messageId: 'orig-5',
+      }),
+    });
+    expect(refused).toMatchObject({ reason: 'invalid-plain-key' });
+    expect(refused).not.toHaveProperty('type');
+  });
 });
 
 describe('Function: matchesFilter', () => {

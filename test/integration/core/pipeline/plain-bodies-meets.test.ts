@@ -1,11 +1,12 @@
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { readDeadLetterAttributes } from '../../../../shared/core/adapters/sqs-job-queue.ts';
 import { JobStatus } from '../../../../shared/core/contract/statuses.ts';
 import { JobRegistry } from '../../../../shared/core/model/registry.ts';
 import { MetricName } from '../../../../shared/core/observe/metric-names.ts';
 import { RESEND_AT_RECEIVES } from '../../../../shared/core/pipeline/limit-bounce.ts';
-import { ORIGIN_ATTRIBUTE } from '../../../../shared/core/pipeline/record-message.ts';
+import { LIFE_ATTRIBUTE, ORIGIN_ATTRIBUTE } from '../../../../shared/core/pipeline/record-message.ts';
 import { PermanentJobError } from '../../../../shared/errors.ts';
 import { defineJob } from '../../../../shared/jobs/define-job.ts';
 import { cancelJob } from '../../../../shared/ops/cancel.ts';
@@ -17,6 +18,7 @@ import {
   leaseStore,
   makeWorker,
   queueCounts,
+  receiveAll,
   sendRaw,
   type Worker,
 } from '../../../support/core-fixture.ts';
@@ -24,15 +26,24 @@ import { uniqueName } from '../../../support/env.ts';
 
 // Where plain bodies meet the rest of the protocol (docs/envelope.md, "Plain bodies"): a limit's re-send
 // (the body goes out again as it came, with leaseq-origin), cancel by key, the fast path, and FIFO groups.
+//
+// Each case has its own queues and tables: a plain body's type is fixed by the job set, so a worker reads
+// any message on its queue as its own job; a message an earlier case left behind (one that failed half-way)
+// would run under the next case's type, and its held slot would keep the next case's drain waiting.
 
 let env: CoreEnv;
-let fifo: CoreEnv;
-beforeAll(async () => {
-  [env, fifo] = await Promise.all([coreEnv('plainmeet'), coreEnv('plainfifo', { fifo: true })]);
+const opened: CoreEnv[] = [];
+/** A fresh stack's queues and tables for this case, closed after it. */
+async function freshEnv(...args: Parameters<typeof coreEnv>): Promise<CoreEnv> {
+  const e = await coreEnv(...args);
+  opened.push(e);
+  return e;
+}
+beforeEach(async () => {
+  env = await freshEnv('plainmeet');
 });
-afterAll(() => {
-  env?.close();
-  fifo?.close();
+afterEach(() => {
+  for (const e of opened.splice(0)) e.close();
 });
 
 /** A job of `type` reading `{ ticket: { id, tenant } }` bodies; `runs` gets each run's key. */
@@ -102,7 +113,12 @@ describe('Plain bodies where they meet the protocol (emulator)', () => {
       { step: 'initialize', name: 'plainResend' },
     );
     try {
-      await worker.poll(1);
+      // Until the worker has received it: a receive may come back empty (SQS promises no message per call).
+      const bounced = await eventually(async () => {
+        await worker.poll(1);
+        return worker.metrics.get(MetricName.LimitWait) > 0;
+      });
+      expect(bounced).toBe(true);
     } finally {
       env.clients.sqs.middlewareStack.remove('plainResend');
     }
@@ -189,6 +205,177 @@ describe('Plain bodies where they meet the protocol (emulator)', () => {
     expect((await worker.store.get(key))?.status).toBe(JobStatus.Completed);
   }, 60_000);
 
+  it("a redriven plain job's limit re-send keeps the producer's body, the redrive's life and its origin", async () => {
+    // Prepare: a plain job dies, is redriven by key (its message carries the reset item's life), and
+    // meets its tenant's one slot held elsewhere often enough for the bounce to re-send it.
+    const type = uniqueName('t_relife');
+    const runs: string[] = [];
+    let broken = true;
+    const worker = makeWorker(env, ticketJob(type, runs, { limit: 1, broken: () => broken }));
+    const key = uniqueName('tk');
+    const body = ticket(key, 'L');
+    await sendRaw(env, body);
+    expect(await drain(env, worker)).toBe(true);
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Dead);
+    broken = false;
+    const sends: { MessageBody?: string; MessageAttributes?: Record<string, { StringValue?: string }> }[] =
+      [];
+    env.clients.sqs.middlewareStack.add(
+      ((next: (args: { input: object }) => Promise<unknown>, context: { commandName?: string }) =>
+        async (args: { input: object }) => {
+          if (context.commandName === 'SendMessageCommand') sends.push(args.input);
+          return next(args);
+        }) as never,
+      { step: 'initialize', name: 'plainRelife' },
+    );
+    const slot = `slot:${type}:k:L#0`;
+    const held = await leaseStore(env).tryAcquire(slot, 'other/0', 60_000, Date.now());
+    if (!held.acquired) throw new Error('the slot is not free');
+    try {
+      const target = {
+        clients: env.clients,
+        names: {
+          queueUrl: env.queueUrl,
+          dlqUrl: env.dlqUrl,
+          jobsTable: env.jobsTable,
+          leasesTable: env.leasesTable,
+        },
+      };
+      expect(await redrive(target, { filter: { dedupKey: key }, by: 'ops@test' })).toMatchObject({
+        redriven: 1,
+      });
+      const redriven = sends.at(-1);
+      const life = redriven?.MessageAttributes?.[LIFE_ATTRIBUTE]?.StringValue;
+      expect(life).toBeDefined();
+      for (let seen = 0; seen < RESEND_AT_RECEIVES - 1; ) {
+        const out = await env.clients.sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: env.queueUrl, VisibilityTimeout: 0, WaitTimeSeconds: 1 }),
+        );
+        seen += out.Messages?.length ?? 0;
+      }
+
+      // Act: the bounce re-sends it; then the slot frees and it runs.
+      const before = sends.length;
+      const bounced = await eventually(async () => {
+        await worker.poll(1);
+        return worker.metrics.get(MetricName.LimitWait) > 0;
+      });
+      expect(bounced).toBe(true);
+      const resent = sends.slice(before);
+      await leaseStore(env).release(held.lease);
+      expect(await drain(env, worker, 60_000)).toBe(true);
+
+      // Assess: the re-send is the producer's body with the redrive's life; the job ran again once.
+      expect(resent.map((m) => m.MessageBody)).toEqual([body]);
+      expect(resent[0]?.MessageAttributes?.[LIFE_ATTRIBUTE]?.StringValue).toBe(life);
+      expect(resent[0]?.MessageAttributes?.[ORIGIN_ATTRIBUTE]?.StringValue).toBeDefined();
+      expect(runs).toEqual([key, key]);
+      expect((await worker.store.get(key))?.status).toBe(JobStatus.Completed);
+    } finally {
+      env.clients.sqs.middlewareStack.remove('plainRelife');
+    }
+  }, 120_000);
+
+  it('a plain body whose payload function threw is lettered with its key and type, and redriven with --payload-file', async () => {
+    // Prepare: the payload function throws on a body the producer got wrong; key and type were read.
+    const type = uniqueName('t_payfn');
+    const runs: string[] = [];
+    const job = defineJob({
+      type,
+      payload: z.object({ id: z.string(), tenant: z.string() }),
+      async run(ctx) {
+        runs.push(ctx.dedupKey);
+        return { result: 'ok' };
+      },
+    });
+    const registry = JobRegistry.of([job], {
+      plainBodies: {
+        type,
+        key: 'ticket.id',
+        payload: (d) => {
+          const t = (d as { ticket: { tenant?: string } }).ticket;
+          if (t.tenant === undefined) throw new Error('no tenant');
+          return t;
+        },
+      },
+    });
+    const worker = makeWorker(env, registry);
+    const key = uniqueName('tk');
+    const sent = await sendRaw(env, JSON.stringify({ ticket: { id: key } }));
+    expect(await drain(env, worker)).toBe(true);
+    const [letter] = (await receiveAll(env, env.dlqUrl, 0, 2)).map((m) =>
+      readDeadLetterAttributes(m.MessageAttributes),
+    );
+    expect(letter).toMatchObject({
+      reason: 'invalid-plain-shape',
+      originalMessageId: sent,
+      dedupKey: key,
+      type,
+    });
+
+    // Act: the operator sends the corrected payload under the key.
+    const target = {
+      clients: env.clients,
+      names: {
+        queueUrl: env.queueUrl,
+        dlqUrl: env.dlqUrl,
+        jobsTable: env.jobsTable,
+        leasesTable: env.leasesTable,
+      },
+    };
+    const report = await redrive(target, {
+      filter: { dedupKey: key },
+      by: 'ops@test',
+      payload: { value: { id: key, tenant: 'T' } },
+    });
+    expect(report).toMatchObject({ redriven: 1 });
+    expect(await drain(env, worker)).toBe(true);
+
+    // Assess
+    expect(runs).toEqual([key]);
+    expect((await worker.store.get(key))?.status).toBe(JobStatus.Completed);
+  }, 60_000);
+
+  it("a producer's re-send whose body differs is a payload mismatch unless payloadHash leaves the difference out", async () => {
+    // Prepare: two types on two stacks' worth of keys; the producer stamps every send with its time.
+    const strict = uniqueName('t_strict');
+    const loose = uniqueName('t_loose');
+    const runs: string[] = [];
+    const jobOf = (type: string, payloadHash?: (p: { id: string }) => unknown) =>
+      defineJob({
+        type,
+        payload: z.object({ id: z.string(), sentAt: z.string() }),
+        ...(payloadHash ? { payloadHash } : {}),
+        async run(ctx) {
+          runs.push(ctx.dedupKey);
+          return { result: 'ok' };
+        },
+      });
+    const registry = JobRegistry.of([jobOf(strict), jobOf(loose, (p) => p.id)], {
+      plainBodies: { type: { path: 'kind' }, key: 'id' },
+    });
+    const worker = makeWorker(env, registry);
+    const [a, b] = [uniqueName('pa'), uniqueName('pb')];
+    for (const [kind, id] of [
+      [strict, a],
+      [loose, b],
+    ] as const) {
+      await sendRaw(env, JSON.stringify({ kind, id, sentAt: '2026-12-03T10:00:00Z' }));
+      expect(await drain(env, worker)).toBe(true);
+      // The producer's retry after a timeout: the same order, stamped again.
+      await sendRaw(env, JSON.stringify({ kind, id, sentAt: '2026-12-03T10:00:05Z' }));
+      expect(await drain(env, worker)).toBe(true);
+    }
+
+    // Assess: each ran once; the strict type's re-send is lettered payload-mismatch, the loose one's dropped.
+    expect(runs).toEqual([a, b]);
+    const letters = (await receiveAll(env, env.dlqUrl, 30, 2)).map((m) =>
+      readDeadLetterAttributes(m.MessageAttributes),
+    );
+    expect(letters).toEqual([expect.objectContaining({ reason: 'payload-mismatch', dedupKey: a })]);
+    expect(worker.metrics.get(MetricName.DuplicateSkipped)).toBe(1);
+  }, 60_000);
+
   it('a dead key past its deadKeyTtl runs a fresh plain send as a new job', async () => {
     const type = uniqueName('t_deadkey');
     const runs: string[] = [];
@@ -209,6 +396,7 @@ describe('Plain bodies where they meet the protocol (emulator)', () => {
   }, 60_000);
 
   it('on FIFO, plain bodies keep the group SQS gave them and run in order, the copy dropped', async () => {
+    const fifo = await freshEnv('plainfifo', { fifo: true });
     const type = uniqueName('t_fifo');
     const runs: string[] = [];
     const worker = makeWorker(fifo, ticketJob(type, runs));

@@ -135,6 +135,17 @@ describe('Function: readJobBody with plain bodies', () => {
     expect(read({ type: 'order.placed', key: 'id' }, { id: 42 }).dedupKey).toBe('42');
   });
 
+  it('refuses a number key JSON.parse cannot hold exactly, rather than give two orders one key', () => {
+    // 2^53 + 1 parses as 2^53: as keys, two orders would be one job and the second dropped as a copy.
+    const config: PlainBodies = { type: 'order.placed', key: 'id' };
+    expect(read(config, '{"id": 9007199254740991}').dedupKey).toBe('9007199254740991');
+    for (const body of ['{"id": 9007199254740993}', '{"id": 0.30000000000000001}', '{"id": 1e21}']) {
+      const refused = refusal(config, body);
+      expect(refused.problem).toBe('plain-key');
+      expect(refused.message).toContain('send it as a string');
+    }
+  });
+
   it('keys each type by its own path', () => {
     const config: PlainBodies = {
       type: { path: 'kind' },
@@ -243,7 +254,19 @@ describe('Function: readJobBody with unwrap', () => {
         'plain body: the S3 notification holds 2 records; leaseq runs one job per message (unwrap: s3)',
     });
     expect(refusal(config, { Service: 'Amazon S3', Event: 's3:TestEvent' }).message).toContain('test event');
-    expect(refusal(config, { Records: [s3Record('k'.repeat(300), '1')] }).problem).toBe('plain-key');
+  });
+
+  it('s3: an object key too long for a dedup key is keyed by its hash, one job per object event', () => {
+    // S3 takes object keys up to 1024 bytes (URL-encoded in the notification): a valid upload of a long
+    // name must still be a job, and two such objects must not share a key.
+    const config: PlainBodies = { unwrap: 's3', type: 'order.placed' };
+    const long = (tail: string) => `${'deep/'.repeat(60)}${tail}.csv`;
+    const a = read(config, { Records: [s3Record(long('a'), '0055AED6DCD90281E5')] });
+    const b = read(config, { Records: [s3Record(long('b'), '0055AED6DCD90281E5')] });
+    const again = read(config, { Records: [s3Record(long('a'), '0055AED6DCD90281E5')] });
+    expect(a.dedupKey).toMatch(/^s3:uploads\/#[A-Za-z0-9_-]{43}@0055AED6DCD90281E5$/);
+    expect(b.dedupKey).not.toBe(a.dedupKey);
+    expect(again.dedupKey).toBe(a.dedupKey);
   });
 });
 
