@@ -2,11 +2,8 @@
 
 export { tableOutputKey, tablePhysicalName } from '../shared/core/model/table.ts';
 export { STACK_OUTPUT_KEYS, type StackOutputKey } from '../shared/resources.ts';
-export {
-  LEASEQ_METRICS_NAMESPACE,
-  type LeaseqAlarms,
-  type LeaseqAlarmThresholds,
-} from './constructs/pipeline-monitoring.ts';
+export type { LeaseqAlarmThresholds } from './constructs/alarm-thresholds.ts';
+export { LEASEQ_METRICS_NAMESPACE, type LeaseqAlarms } from './constructs/pipeline-monitoring.ts';
 export type {
   LeaseqExistingQueue,
   LeaseqExistingTables,

@@ -20,13 +20,9 @@ import {
   type StackOutputKey,
   WORKER_ENV,
 } from '../shared/resources.ts';
+import { type LeaseqAlarmThresholds, resolveAlarmThresholds } from './constructs/alarm-thresholds.ts';
 import { grantPayloadPuts, grantPayloadReads, payloadBucket } from './constructs/payload-bucket.ts';
-import {
-  type LeaseqAlarms,
-  type LeaseqAlarmThresholds,
-  PipelineMonitoring,
-  resolveAlarmThresholds,
-} from './constructs/pipeline-monitoring.ts';
+import { type LeaseqAlarms, PipelineMonitoring } from './constructs/pipeline-monitoring.ts';
 import {
   type EventSourceScalingProps,
   eventSourceScaling,

@@ -26,10 +26,8 @@ export const FILE_LIMITS = { 'shared/core/pipeline/processor.ts': 300 };
  * Split one and lower (or remove) its entry in the same commit.
  */
 export const CEILINGS = {
-  'cli/commands/local.ts': 423,
   'examples/ledger/demo/run-demo.ts': 404,
-  'infra/constructs/pipeline-monitoring.ts': 409,
-  'infra/leaseq-pipeline.ts': 570,
+  'infra/leaseq-pipeline.ts': 566,
   'scripts/check-layers.mjs': 467,
 };
 
